@@ -1,0 +1,77 @@
+/*
+ * hash.c - ring-position and Bloom-probe hashes (see rb_hash.h for why each
+ * exists).  All functions are pure, reentrant and allocation-free.
+ */
+#include "config.h"
+
+#include "rb_hash.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+uint64_t rb_hash_xxh3(const void *key, size_t len)
+{
+    return XXH3_64bits(key, len);
+}
+
+/* Decode one UTF-8 code point at s[*i] (advancing *i).  The seed hashes
+ * Python str characters, i.e. code points; a byte that does not start a
+ * valid, shortest-form sequence is taken as its own value, so arbitrary
+ * bytes still hash deterministically. */
+static uint32_t seed_next_cp(const unsigned char *s, size_t len, size_t *i)
+{
+    unsigned char c = s[*i];
+    size_t need;
+    uint32_t cp, min;
+
+    if (c < 0x80) {
+        (*i)++;
+        return c;
+    }
+    if ((c & 0xE0) == 0xC0) {
+        need = 1; cp = c & 0x1F; min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        need = 2; cp = c & 0x0F; min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        need = 3; cp = c & 0x07; min = 0x10000;
+    } else {
+        (*i)++;
+        return c;
+    }
+    if (len - *i <= need) {
+        (*i)++;
+        return c;
+    }
+    for (size_t j = 1; j <= need; j++) {
+        if ((s[*i + j] & 0xC0) != 0x80) {
+            (*i)++;
+            return c;
+        }
+        cp = (cp << 6) | (s[*i + j] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+        (*i)++;
+        return c;
+    }
+    *i += need + 1;
+    return cp;
+}
+
+uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt)
+{
+    const unsigned char *s = key;
+    uint64_t h = salt * RB_SEED_MULT + 1;   /* wraps mod 2^64, as & _MASK64 */
+    size_t i = 0;
+
+    while (i < len)
+        h = h * 31 + seed_next_cp(s, len, &i);
+    return h;
+}
+
+rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
+                           const void *key, size_t len)
+{
+    XXH128_hash_t h = XXH3_128bits_withSecret(key, len, secret, secret_len);
+    rb_h128_t r = { h.low64, h.high64 };
+    return r;
+}

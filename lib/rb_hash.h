@@ -1,0 +1,33 @@
+/*
+ * rb_hash.h - the hash functions of libringbloom (internal).
+ *
+ * Three families, each chosen for one job:
+ *   - rb_hash_xxh3:  XXH3-64 (libxxhash), unseeded.  Ring positions of keys
+ *     and of "name#i" vnodes in the default mode.  Fast and well mixed;
+ *     unseeded so that any language's XXH3 reproduces the ring.
+ *   - rb_hash_seed:  the teaching document's hash_str(key, salt): base-31
+ *     Horner over code points in a 64-bit ring, seeded with
+ *     salt * 0x9E3779B1 + 1.  Deliberately weak; kept bit-exact so the seed
+ *     tables reproduce (see docs/design.md, "seed mode").
+ *   - rb_hash_keyed128: XXH3-128 with a per-filter random 192-byte secret,
+ *     split into (h1, h2) for double hashing.  The secret stops remote users
+ *     from crafting keys that collide in a filter.
+ */
+#ifndef RB_HASH_H
+#define RB_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RB_SEED_MULT 0x9E3779B1ULL
+
+typedef struct rb_h128 {
+    uint64_t h1, h2;
+} rb_h128_t;
+
+uint64_t rb_hash_xxh3(const void *key, size_t len);
+uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt);
+rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
+                           const void *key, size_t len);
+
+#endif /* RB_HASH_H */

@@ -1,0 +1,220 @@
+/*
+ * rb_internal.h - the shared-memory format and the process-local handles.
+ *
+ * Everything that lives in the segment is a struct of _Atomic uint64_t words
+ * (names ending in _shm_t); everything that lives in one process has a plain
+ * name.  Offsets in shared memory are byte offsets from the segment start,
+ * never pointers.  docs/design.md draws the same layout byte by byte; keep
+ * the two in step (the _Static_asserts below pin the offsets).
+ */
+#ifndef RB_INTERNAL_H
+#define RB_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ringbloom.h"
+#include "rb_latch.h"
+
+#define RB_MAGIC          0x314D4C42474E4952ULL /* bytes "RINGBLM1" little-endian */
+#define RB_LAYOUT_VERSION 1u
+#define RB_HEADER_SIZE    4096u
+#define RB_ALIGN          64u                   /* heap allocation unit */
+#define RB_GROW_STEP      (64u * 1024u)         /* committed size granule */
+
+enum { RB_STATE_INIT = 1, RB_STATE_LIVE = 2, RB_STATE_RETIRED = 3 };
+
+/* A read section gives up after this many overtaking writes (RB_EBUSY).  A
+ * retry costs one read section (~100 ns); a write takes microseconds or
+ * more, so a reader meets this bound only under a pathological writer. */
+#define RB_READ_RETRIES 100000u
+
+/* ---- ring latch header, inside the segment header ---------------------- */
+typedef struct rb_ring_hdr_shm {
+    _Atomic uint64_t seq;          /* latch sequence (rb_latch.h) */
+    _Atomic uint64_t copy_off[2];  /* byte offset of copy i, 0 = none yet */
+    _Atomic uint64_t copy_cap[2];  /* bytes allocated to copy i */
+} rb_ring_hdr_shm_t;
+
+/* ---- segment header, offset 0, RB_HEADER_SIZE bytes -------------------- */
+typedef struct rb_header_shm {
+    _Atomic uint64_t magic;           /*   0 RB_MAGIC */
+    _Atomic uint64_t version;         /*   8 RB_LAYOUT_VERSION */
+    _Atomic uint64_t header_size;     /*  16 RB_HEADER_SIZE */
+    _Atomic uint64_t state;           /*  24 RB_STATE_* */
+    _Atomic uint64_t generation;      /*  32 this segment's generation */
+    _Atomic uint64_t next_generation; /*  40 successor when retired */
+    _Atomic uint64_t size;            /*  48 committed bytes; only grows */
+    _Atomic uint64_t max_size;        /*  56 reserved bytes (readers map this) */
+    _Atomic uint64_t writer_pid;      /*  64 */
+    _Atomic uint64_t writer_start;    /*  72 unix seconds the writer took over */
+    _Atomic uint64_t heartbeat_ms;    /*  80 unix ms, refreshed by the writer */
+    _Atomic uint64_t dir_offset;      /*  88 filter directory */
+    _Atomic uint64_t dir_slots;       /*  96 */
+    _Atomic uint64_t heap_offset;     /* 104 first heap byte */
+    _Atomic uint64_t created;         /* 112 unix seconds */
+    _Atomic uint64_t next_incarnation;/* 120 filter incarnation counter */
+    _Atomic uint64_t reserved0[16];   /* 128 */
+    rb_ring_hdr_shm_t ring;           /* 256 */
+} rb_header_shm_t;
+
+_Static_assert(offsetof(rb_header_shm_t, ring) == 256, "header layout");
+_Static_assert(sizeof(rb_header_shm_t) <= RB_HEADER_SIZE, "header fits its page");
+
+/* ---- ring copy (one of two), in the heap -------------------------------- */
+#define RB_RING_COPY_MAGIC 0x59504F43474E4952ULL /* "RINGCOPY" */
+
+typedef struct rb_ring_copy_shm {
+    _Atomic uint64_t magic;       /*  0 RB_RING_COPY_MAGIC */
+    _Atomic uint64_t version;     /*  8 publish counter */
+    _Atomic uint64_t mode;        /* 16 rb_ring_mode_t */
+    _Atomic uint64_t replicas;    /* 24 */
+    _Atomic uint64_t nnodes;      /* 32 */
+    _Atomic uint64_t npoints;     /* 40 */
+    _Atomic uint64_t index_bits;  /* 48 buckets = 2^index_bits */
+    _Atomic uint64_t words;       /* 56 words used by this copy, header incl. */
+    _Atomic uint64_t nodes_w;     /* 64 word offsets, relative to the copy */
+    _Atomic uint64_t names_w;     /* 72 */
+    _Atomic uint64_t points_w;    /* 80 */
+    _Atomic uint64_t owners_w;    /* 88 */
+    _Atomic uint64_t index_w;     /* 96 */
+    _Atomic uint64_t names_bytes; /* 104 */
+    _Atomic uint64_t reserved[2]; /* 112 */
+    _Atomic uint64_t data[];      /* 128 */
+} rb_ring_copy_shm_t;
+
+#define RB_RING_COPY_HDR_WORDS (offsetof(rb_ring_copy_shm_t, data) / 8)
+
+/* Node record: two words.  w0 = name byte offset (in names) | name_len << 40,
+ * w1 = weight. */
+#define RB_NODE_WORDS 2
+
+/* ---- filter directory slot --------------------------------------------- */
+#define RB_SECRET_BYTES 192
+#define RB_FILTER_NAME_WORDS ((RB_FILTER_NAME_MAX + 1) / 8)
+#define RB_SECRET_WORDS (RB_SECRET_BYTES / 8)
+
+enum { RB_FILTER_FREE = 0, RB_FILTER_LIVE = 1 };
+
+typedef struct rb_filter_shm {
+    _Atomic uint64_t state;        /*   0 RB_FILTER_* (published last) */
+    _Atomic uint64_t incarnation;  /*   8 unique per reserve */
+    _Atomic uint64_t gen;          /*  16 bumped when the array is replaced */
+    _Atomic uint64_t array_off;    /*  24 byte offset of the bit array */
+    _Atomic uint64_t layout;       /*  32 */
+    _Atomic uint64_t k;            /*  40 */
+    _Atomic uint64_t bits;         /*  48 m */
+    _Atomic uint64_t capacity;     /*  56 */
+    _Atomic uint64_t error_bits;   /*  64 the double p, bit for bit */
+    _Atomic uint64_t items;        /*  72 */
+    _Atomic uint64_t name_len;     /*  80 */
+    _Atomic uint64_t created;      /*  88 unix seconds */
+    _Atomic uint64_t reserved[4];  /*  96 */
+    _Atomic uint64_t name[RB_FILTER_NAME_WORDS];  /* 128 */
+    _Atomic uint64_t secret[RB_SECRET_WORDS];     /* 384 */
+    _Atomic uint64_t reserved2[8];                /* 576 */
+} rb_filter_shm_t;                                /* 640 bytes */
+
+_Static_assert(offsetof(rb_filter_shm_t, name) == 128, "slot layout");
+_Static_assert(offsetof(rb_filter_shm_t, secret) == 384, "slot layout");
+_Static_assert(sizeof(rb_filter_shm_t) == 640, "slot layout");
+
+/* ---- process-local handles ---------------------------------------------- */
+
+typedef struct rb_extent {
+    uint64_t off, len;
+} rb_extent_t;
+
+/* Free space of the heap, known only to the writer (rebuilt on takeover
+ * from the live objects, so it never needs to be in shared memory). */
+typedef struct rb_heap {
+    rb_extent_t *free;   /* sorted by offset, coalesced */
+    size_t n, cap;
+    uint64_t used;       /* bytes in live allocations */
+} rb_heap_t;
+
+struct rb_segment {
+    unsigned char *base;     /* mapping of max_size bytes */
+    size_t map_len;
+    int fd;                  /* writer: kept for growth; reader: -1 */
+    int writable;
+    char instance[RB_INSTANCE_MAX + 1]; /* "" for a private segment */
+    uint64_t dir_off;        /* directory placement, validated at open; */
+    uint64_t dir_slots;      /* the writer never changes them afterwards */
+    rb_heap_t heap;          /* writer only */
+};
+
+static inline rb_header_shm_t *rb_hdr(const rb_segment_t *seg)
+{
+    return (rb_header_shm_t *)(void *)seg->base;
+}
+
+/* Word pointer at a byte offset that the caller has bounds-checked. */
+static inline _Atomic uint64_t *rb_word_at(const rb_segment_t *seg, uint64_t off)
+{
+    return (_Atomic uint64_t *)(void *)(seg->base + off);
+}
+
+/* The committed size: every byte below it is backed by the object. */
+static inline uint64_t rb_seg_size(const rb_segment_t *seg)
+{
+    /* Acquire pairs with the writer's release store after growing the
+     * object: the grown bytes exist before anyone may read them. */
+    return atomic_load_explicit(&rb_hdr(seg)->size, memory_order_acquire);
+}
+
+/* True if [off, off + len) lies inside a committed size `size`, with off
+ * 8-byte aligned; safe against overflow for any off/len read from shm. */
+static inline int rb_span_ok(uint64_t size, uint64_t off, uint64_t len)
+{
+    return (off & 7) == 0 && off <= size && len <= size - off;
+}
+
+/* Copy n words out of shared memory with relaxed loads. */
+static inline void rb_copy_out(void *dst, const _Atomic uint64_t *src, size_t nwords)
+{
+    unsigned char *d = dst;
+    for (size_t i = 0; i < nwords; i++) {
+        uint64_t w = rb_ld(&src[i]);
+        memcpy(d + 8 * i, &w, 8);
+    }
+}
+
+/* Copy `bytes` bytes into shared memory words with relaxed stores (the
+ * last word zero-padded). */
+void rb_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes);
+
+/* Writer-only helpers, segment.c / heap.c. */
+int rb_segment_grow(rb_segment_t *seg, uint64_t new_size);
+int rb_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off);
+void rb_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes);
+int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive);
+void rb_heap_destroy(rb_heap_t *heap);
+uint64_t rb_now_ms(void);
+
+/* Live heap objects, for rb_heap_rebuild: the two ring copies (ring.c,
+ * at most 2) and one bit array per live filter (bloom.c, at most
+ * dir_slots). */
+void rb_ring_extents(const rb_segment_t *seg, rb_extent_t *out, size_t *n);
+void rb_bloom_extents(const rb_segment_t *seg, rb_extent_t *out, size_t *n);
+
+static inline rb_filter_shm_t *rb_dir_slot(const rb_segment_t *seg, uint64_t i)
+{
+    return (rb_filter_shm_t *)(void *)(seg->base + seg->dir_off + i * sizeof(rb_filter_shm_t));
+}
+
+/* Ring takeover, ring.c: finish a write a dead writer left half done. */
+int rb_ring_repair(rb_segment_t *seg);
+
+/* Retries the calling thread's last ring read section needed (tests and
+ * benchmarks report the maximum). */
+extern _Thread_local uint32_t rb_ring_last_retries;
+
+static inline uint64_t rb_round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+#endif /* RB_INTERNAL_H */

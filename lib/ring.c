@@ -1,0 +1,889 @@
+/*
+ * ring.c - the consistent-hash ring: writer model, latch publish, lock-free
+ * reader lookup.
+ *
+ * What: nodes with names and integer weights; node i contributes
+ * replicas * weight points ("name#r" hashed by the ring's mode).  A key is
+ * owned by the first point clockwise from its position: the lower bound in
+ * the sorted point table, wrapping to point 0.  Ties (two points at one
+ * position) are ordered by node name, so the order never depends on the
+ * order nodes were added.
+ *
+ * Why this layout: readers answer with ~2-3 cache-line loads.  Each
+ * published copy holds the sorted positions, a parallel array of 16-bit
+ * owners and an index of 2^b buckets on the top b bits of the position
+ * (b = floor(log2(points))): bucket j holds the first point whose top bits
+ * are >= j, so the lower bound of a position with top bits j lies in
+ * [index[j], index[j+1]], usually one or two points.  One copy costs
+ * 8 + 2 + <=4 bytes per point plus the node table.
+ *
+ * Workload: lookups at memory speed from many processes; membership changes
+ * at human or orchestrator speed (up to ~10^3/s), each O(points).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rb_hash.h"
+#include "rb_internal.h"
+
+#define NODE_OFF_MASK ((1ULL << 40) - 1)
+#define MAX_INDEX_BITS 24
+
+_Thread_local uint32_t rb_ring_last_retries;
+
+typedef struct ring_node {
+    char    *name;
+    uint32_t len;
+    uint32_t weight;
+} ring_node_t;
+
+typedef struct ring_point {
+    uint64_t pos;
+    uint32_t node;   /* index into nodes[] (sorted by name) */
+} ring_point_t;
+
+struct rb_ring {
+    rb_ring_mode_t mode;
+    uint32_t replicas;
+    ring_node_t *nodes;    /* sorted by name (bytewise, shorter first) */
+    size_t nnodes, ncap;
+    ring_point_t *pts;     /* sorted by (pos, node) */
+    size_t npts, pcap;
+};
+
+/* ---- hashing by mode ------------------------------------------------- */
+
+static int mode_ok(uint64_t mode)
+{
+    return mode == RB_RING_XXH3 || mode == RB_RING_SEED;
+}
+
+static uint64_t key_pos(uint64_t mode, const void *key, size_t len)
+{
+    if (mode == RB_RING_SEED)
+        return rb_hash_seed(key, len, 0);
+    return rb_hash_xxh3(key, len);
+}
+
+static uint64_t vnode_pos(rb_ring_mode_t mode, const char *name, size_t len,
+                          uint32_t r)
+{
+    char buf[RB_NODE_NAME_MAX + 16];
+    int n;
+
+    memcpy(buf, name, len);
+    n = snprintf(buf + len, sizeof(buf) - len, "#%u", r);
+    if (mode == RB_RING_SEED)
+        return rb_hash_seed(buf, len + (size_t)n, r);
+    return rb_hash_xxh3(buf, len + (size_t)n);
+}
+
+/* ---- writer model ------------------------------------------------------ */
+
+int rb_ring_new(rb_ring_mode_t mode, uint32_t replicas, rb_ring_t **out)
+{
+    rb_ring_t *r;
+
+    if (out == NULL || !mode_ok(mode) || replicas > RB_RING_MAX_REPLICAS)
+        return RB_EINVAL;
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return RB_ENOMEM;
+    r->mode = mode;
+    r->replicas = replicas ? replicas : RB_RING_DEFAULT_REPLICAS;
+    *out = r;
+    return RB_OK;
+}
+
+void rb_ring_free(rb_ring_t *ring)
+{
+    if (ring == NULL)
+        return;
+    for (size_t i = 0; i < ring->nnodes; i++)
+        free(ring->nodes[i].name);
+    free(ring->nodes);
+    free(ring->pts);
+    free(ring);
+}
+
+size_t rb_ring_node_count(const rb_ring_t *ring)
+{
+    return ring ? ring->nnodes : 0;
+}
+
+size_t rb_ring_point_count(const rb_ring_t *ring)
+{
+    return ring ? ring->npts : 0;
+}
+
+static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c != 0)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* Binary search: returns 1 and *at = index if found, else 0 and *at = the
+ * insertion point. */
+static int node_find(const rb_ring_t *r, const char *name, size_t len, size_t *at)
+{
+    size_t lo = 0, hi = r->nnodes;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = name_cmp(r->nodes[mid].name, r->nodes[mid].len, name, len);
+        if (c == 0) {
+            *at = mid;
+            return 1;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return 0;
+}
+
+static int name_valid(const char *name, size_t len)
+{
+    return name != NULL && len >= 1 && len <= RB_NODE_NAME_MAX &&
+           memchr(name, '\0', len) == NULL;
+}
+
+static int point_cmp(const void *a, const void *b)
+{
+    const ring_point_t *x = a, *y = b;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* The sorted points of one node (index `node`), in a new array. */
+static int gen_points(const rb_ring_t *r, const char *name, size_t len,
+                      uint32_t weight, uint32_t node, ring_point_t **out, size_t *n)
+{
+    size_t c = (size_t)r->replicas * weight;
+    ring_point_t *p = malloc(c * sizeof(*p));
+
+    if (p == NULL)
+        return RB_ENOMEM;
+    for (size_t i = 0; i < c; i++) {
+        p[i].pos = vnode_pos(r->mode, name, len, (uint32_t)i);
+        p[i].node = node;
+    }
+    qsort(p, c, sizeof(*p), point_cmp);
+    *out = p;
+    *n = c;
+    return RB_OK;
+}
+
+static int reserve_points(rb_ring_t *r, size_t total)
+{
+    ring_point_t *p;
+    size_t cap;
+
+    if (total <= r->pcap)
+        return RB_OK;
+    cap = r->pcap ? r->pcap : 1024;
+    while (cap < total)
+        cap *= 2;
+    p = realloc(r->pts, cap * sizeof(*p));
+    if (p == NULL)
+        return RB_ENOMEM;
+    r->pts = p;
+    r->pcap = cap;
+    return RB_OK;
+}
+
+/* Merges the sorted add[] into pts[] from the back; capacity reserved. */
+static void merge_points(rb_ring_t *r, const ring_point_t *add, size_t n)
+{
+    size_t i = r->npts, j = n, w = r->npts + n;
+
+    while (j > 0) {
+        if (i > 0 && point_cmp(&r->pts[i - 1], &add[j - 1]) > 0)
+            r->pts[--w] = r->pts[--i];
+        else
+            r->pts[--w] = add[--j];
+    }
+    r->npts += n;
+}
+
+/* Drops node j's points and renumbers the nodes after it. */
+static void drop_points(rb_ring_t *r, uint32_t j)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < r->npts; i++) {
+        if (r->pts[i].node == j)
+            continue;
+        r->pts[w] = r->pts[i];
+        if (r->pts[w].node > j)
+            r->pts[w].node--;
+        w++;
+    }
+    r->npts = w;
+}
+
+int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
+{
+    ring_point_t *add;
+    ring_node_t *nodes;
+    size_t at, n;
+    char *copy;
+    int rc;
+
+    if (r == NULL || !name_valid(name, len) || weight == 0 || weight > RB_RING_MAX_WEIGHT)
+        return RB_EINVAL;
+    if (node_find(r, name, len, &at))
+        return RB_EEXIST;
+    if (r->nnodes >= RB_RING_MAX_NODES ||
+        r->npts + (size_t)r->replicas * weight > RB_RING_MAX_POINTS)
+        return RB_ERANGE;
+    if (r->nnodes == r->ncap) {
+        size_t cap = r->ncap ? r->ncap * 2 : 16;
+        nodes = realloc(r->nodes, cap * sizeof(*nodes));
+        if (nodes == NULL)
+            return RB_ENOMEM;
+        r->nodes = nodes;
+        r->ncap = cap;
+    }
+    copy = malloc(len + 1);
+    if (copy == NULL)
+        return RB_ENOMEM;
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    rc = gen_points(r, name, len, weight, (uint32_t)at, &add, &n);
+    if (rc != RB_OK) {
+        free(copy);
+        return rc;
+    }
+    rc = reserve_points(r, r->npts + n);
+    if (rc != RB_OK) {
+        free(add);
+        free(copy);
+        return rc;
+    }
+    for (size_t i = 0; i < r->npts; i++)
+        if (r->pts[i].node >= at)
+            r->pts[i].node++;
+    memmove(&r->nodes[at + 1], &r->nodes[at], (r->nnodes - at) * sizeof(ring_node_t));
+    r->nodes[at].name = copy;
+    r->nodes[at].len = (uint32_t)len;
+    r->nodes[at].weight = weight;
+    r->nnodes++;
+    merge_points(r, add, n);
+    free(add);
+    return RB_OK;
+}
+
+int rb_ring_remove(rb_ring_t *r, const char *name, size_t len)
+{
+    size_t at;
+
+    if (r == NULL || !name_valid(name, len))
+        return RB_EINVAL;
+    if (!node_find(r, name, len, &at))
+        return RB_ENOENT;
+    drop_points(r, (uint32_t)at);
+    free(r->nodes[at].name);
+    memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
+    r->nnodes--;
+    return RB_OK;
+}
+
+int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
+{
+    ring_point_t *add;
+    size_t at, n, old;
+    int rc;
+
+    if (r == NULL || !name_valid(name, len) || weight == 0 || weight > RB_RING_MAX_WEIGHT)
+        return RB_EINVAL;
+    if (!node_find(r, name, len, &at))
+        return RB_ENOENT;
+    old = (size_t)r->replicas * r->nodes[at].weight;
+    if (r->npts - old + (size_t)r->replicas * weight > RB_RING_MAX_POINTS)
+        return RB_ERANGE;
+    rc = gen_points(r, name, len, weight, (uint32_t)at, &add, &n);
+    if (rc != RB_OK)
+        return rc;
+    rc = reserve_points(r, r->npts - old + n);
+    if (rc != RB_OK) {
+        free(add);
+        return rc;
+    }
+    /* Drop node at's points without renumbering: it stays at index at. */
+    {
+        size_t w = 0;
+        for (size_t i = 0; i < r->npts; i++)
+            if (r->pts[i].node != at)
+                r->pts[w++] = r->pts[i];
+        r->npts = w;
+    }
+    r->nodes[at].weight = weight;
+    merge_points(r, add, n);
+    free(add);
+    return RB_OK;
+}
+
+/* ---- serialisation of one copy ----------------------------------------- */
+
+static uint32_t index_bits_for(size_t npts)
+{
+    uint32_t b = 1;
+
+    while (b < MAX_INDEX_BITS && ((size_t)1 << (b + 1)) <= npts)
+        b++;
+    return b;
+}
+
+typedef struct copy_layout {
+    uint64_t nodes_w, names_w, points_w, owners_w, index_w, words, names_bytes;
+    uint32_t bits;
+} copy_layout_t;
+
+static void layout_for(const rb_ring_t *r, copy_layout_t *L)
+{
+    uint64_t names = 0;
+
+    for (size_t i = 0; i < r->nnodes; i++)
+        names += rb_round_up(r->nodes[i].len, 8);
+    L->bits = index_bits_for(r->npts);
+    L->names_bytes = names;
+    L->nodes_w = RB_RING_COPY_HDR_WORDS;
+    L->names_w = L->nodes_w + RB_NODE_WORDS * r->nnodes;
+    L->points_w = L->names_w + names / 8;
+    L->owners_w = L->points_w + r->npts;
+    L->index_w = L->owners_w + (r->npts + 3) / 4;
+    L->words = L->index_w + (((uint64_t)1 << L->bits) + 2) / 2;
+}
+
+/* Stores the whole table into copy c (relaxed stores; the latch orders
+ * them). */
+static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
+                       rb_ring_copy_shm_t *c, uint64_t version)
+{
+    _Atomic uint64_t *d = c->data - RB_RING_COPY_HDR_WORDS;
+    uint64_t noff = 0, acc = 0;
+    size_t p = 0;
+
+    rb_st(&c->magic, RB_RING_COPY_MAGIC);
+    rb_st(&c->version, version);
+    rb_st(&c->mode, (uint64_t)r->mode);
+    rb_st(&c->replicas, r->replicas);
+    rb_st(&c->nnodes, r->nnodes);
+    rb_st(&c->npoints, r->npts);
+    rb_st(&c->index_bits, L->bits);
+    rb_st(&c->words, L->words);
+    rb_st(&c->nodes_w, L->nodes_w);
+    rb_st(&c->names_w, L->names_w);
+    rb_st(&c->points_w, L->points_w);
+    rb_st(&c->owners_w, L->owners_w);
+    rb_st(&c->index_w, L->index_w);
+    rb_st(&c->names_bytes, L->names_bytes);
+    for (size_t i = 0; i < r->nnodes; i++) {
+        rb_st(&d[L->nodes_w + 2 * i], noff | ((uint64_t)r->nodes[i].len << 40));
+        rb_st(&d[L->nodes_w + 2 * i + 1], r->nodes[i].weight);
+        rb_copy_in(&d[L->names_w + noff / 8], r->nodes[i].name, r->nodes[i].len);
+        noff += rb_round_up(r->nodes[i].len, 8);
+    }
+    for (size_t i = 0; i < r->npts; i++) {
+        rb_st(&d[L->points_w + i], r->pts[i].pos);
+        acc |= (uint64_t)r->pts[i].node << (16 * (i & 3));
+        if ((i & 3) == 3 || i + 1 == r->npts) {
+            rb_st(&d[L->owners_w + i / 4], acc);
+            acc = 0;
+        }
+    }
+    /* index[j] = first point whose top `bits` bits are >= j. */
+    acc = 0;
+    for (uint64_t j = 0; j <= ((uint64_t)1 << L->bits); j++) {
+        while (p < r->npts && (r->pts[p].pos >> (64 - L->bits)) < j)
+            p++;
+        acc |= (uint64_t)p << (32 * (j & 1));
+        if ((j & 1) == 1 || j == ((uint64_t)1 << L->bits)) {
+            rb_st(&d[L->index_w + j / 2], acc);
+            acc = 0;
+        }
+    }
+}
+
+static rb_ring_copy_shm_t *copy_at(const rb_segment_t *seg, uint64_t off)
+{
+    return (rb_ring_copy_shm_t *)(void *)rb_word_at(seg, off);
+}
+
+/* ---- reader side --------------------------------------------------------- */
+
+typedef struct ring_view {
+    const rb_ring_copy_shm_t *c;
+    const _Atomic uint64_t *d;     /* word 0 of the copy */
+    uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes;
+    uint64_t nodes_w, names_w, points_w, owners_w, index_w;
+} ring_view_t;
+
+static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
+{
+    return start >= RB_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
+}
+
+/* Reads and bounds-checks the header of copy `which`.  Inside a read
+ * section a failure may be a torn read; the caller's retry decides. */
+static int view_open(const rb_segment_t *seg, unsigned which, ring_view_t *v)
+{
+    const rb_header_shm_t *h = rb_hdr(seg);
+    uint64_t size = rb_seg_size(seg);
+    uint64_t off = rb_ld(&h->ring.copy_off[which]);
+    uint64_t cap = rb_ld(&h->ring.copy_cap[which]);
+    const rb_ring_copy_shm_t *c;
+
+    if (off == 0)
+        return RB_EEMPTY;            /* never published */
+    if (cap < RB_RING_COPY_HDR_WORDS * 8 || !rb_span_ok(size, off, cap))
+        return RB_ECORRUPT;
+    c = copy_at(seg, off);
+    v->c = c;
+    v->d = c->data - RB_RING_COPY_HDR_WORDS;
+    if (rb_ld(&c->magic) != RB_RING_COPY_MAGIC)
+        return RB_ECORRUPT;
+    v->version = rb_ld(&c->version);
+    v->mode = rb_ld(&c->mode);
+    v->replicas = rb_ld(&c->replicas);
+    v->nnodes = rb_ld(&c->nnodes);
+    v->npoints = rb_ld(&c->npoints);
+    v->bits = rb_ld(&c->index_bits);
+    v->words = rb_ld(&c->words);
+    v->nodes_w = rb_ld(&c->nodes_w);
+    v->names_w = rb_ld(&c->names_w);
+    v->points_w = rb_ld(&c->points_w);
+    v->owners_w = rb_ld(&c->owners_w);
+    v->index_w = rb_ld(&c->index_w);
+    v->names_bytes = rb_ld(&c->names_bytes);
+    if (v->words > cap / 8 || v->words < RB_RING_COPY_HDR_WORDS || !mode_ok(v->mode) ||
+        v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
+        v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
+        v->bits < 1 || v->bits > MAX_INDEX_BITS || (v->names_bytes & 7) != 0 ||
+        !sect_ok(v->nodes_w, RB_NODE_WORDS * v->nnodes, v->words) ||
+        !sect_ok(v->names_w, v->names_bytes / 8, v->words) ||
+        !sect_ok(v->points_w, v->npoints, v->words) ||
+        !sect_ok(v->owners_w, (v->npoints + 3) / 4, v->words) ||
+        !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
+        return RB_ECORRUPT;
+    if (v->npoints == 0 || v->nnodes == 0)
+        return RB_EEMPTY;
+    return RB_OK;
+}
+
+static inline uint64_t view_index(const ring_view_t *v, uint64_t e)
+{
+    return (rb_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;
+}
+
+static inline uint64_t view_owner(const ring_view_t *v, uint64_t i)
+{
+    return (rb_ld(&v->d[v->owners_w + i / 4]) >> (16 * (i & 3))) & 0xFFFFu;
+}
+
+/* The point index owning position h: lower bound, wrapping to 0. */
+static int view_find(const ring_view_t *v, uint64_t h, uint64_t *pt)
+{
+    uint64_t j = h >> (64 - v->bits);
+    uint64_t lo = view_index(v, j), hi = view_index(v, j + 1);
+    const _Atomic uint64_t *pos = &v->d[v->points_w];
+
+    if (lo > hi || hi > v->npoints)
+        return RB_ECORRUPT;
+    /* Invariant: points below lo are < h, points from hi on are >= h. */
+    while (hi - lo > 8) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (rb_ld(&pos[mid]) < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo < hi && rb_ld(&pos[lo]) < h)
+        lo++;
+    *pt = lo == v->npoints ? 0 : lo;
+    return RB_OK;
+}
+
+static int view_node(const ring_view_t *v, uint64_t idx, rb_node_t *out)
+{
+    uint64_t w0, noff, nlen, weight;
+
+    if (idx >= v->nnodes)
+        return RB_ECORRUPT;
+    w0 = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx]);
+    weight = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx + 1]);
+    noff = w0 & NODE_OFF_MASK;
+    nlen = w0 >> 40;
+    if (nlen == 0 || nlen > RB_NODE_NAME_MAX || (noff & 7) != 0 ||
+        noff > v->names_bytes || rb_round_up(nlen, 8) > v->names_bytes - noff ||
+        weight == 0 || weight > RB_RING_MAX_WEIGHT)
+        return RB_ECORRUPT;
+    rb_copy_out(out->name, &v->d[v->names_w + noff / 8], (size_t)(nlen + 7) / 8);
+    out->name[nlen] = '\0';
+    out->name_len = (uint32_t)nlen;
+    out->index = (uint32_t)idx;
+    out->weight = (uint32_t)weight;
+    return RB_OK;
+}
+
+/* One read section around fn, retried while the writer overtakes it. */
+typedef int (*ring_fn)(const ring_view_t *v, void *arg);
+
+static inline __attribute__((always_inline)) int
+ring_read(const rb_segment_t *seg, ring_fn fn, void *arg)
+{
+    const _Atomic uint64_t *seq = &rb_hdr(seg)->ring.seq;
+
+    for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
+        ring_view_t v;
+        uint64_t s = rb_latch_read_begin(seq);
+        int rc = view_open(seg, (unsigned)(s & 1), &v);
+        if (rc == RB_OK)
+            rc = fn(&v, arg);
+        if (!rb_latch_read_retry(seq, s)) {
+            rb_ring_last_retries = t;
+            return rc;
+        }
+    }
+    rb_ring_last_retries = RB_READ_RETRIES;
+    return RB_EBUSY;
+}
+
+typedef struct lookup_arg {
+    const void *key;
+    size_t len;
+    uint64_t hmode;   /* mode the cached hash was computed for, or ~0 */
+    uint64_t h;
+    rb_node_t *out;
+    size_t n;         /* wanted (lookup_n) */
+    size_t got;
+} lookup_arg_t;
+
+static inline uint64_t arg_hash(lookup_arg_t *a, uint64_t mode)
+{
+    if (a->hmode != mode) {
+        a->h = key_pos(mode, a->key, a->len);
+        a->hmode = mode;
+    }
+    return a->h;
+}
+
+static int lookup_fn(const ring_view_t *v, void *arg)
+{
+    lookup_arg_t *a = arg;
+    uint64_t pt;
+    int rc = view_find(v, arg_hash(a, v->mode), &pt);
+
+    if (rc != RB_OK)
+        return rc;
+    return view_node(v, view_owner(v, pt), a->out);
+}
+
+int rb_ring_lookup(const rb_segment_t *seg, const void *key, size_t len, rb_node_t *out)
+{
+    lookup_arg_t a = { key, len, ~0ULL, 0, out, 1, 0 };
+
+    if (seg == NULL || (key == NULL && len != 0) || out == NULL)
+        return RB_EINVAL;
+    return ring_read(seg, lookup_fn, &a);
+}
+
+static int lookup_n_fn(const ring_view_t *v, void *arg)
+{
+    lookup_arg_t *a = arg;
+    uint64_t seen[(RB_RING_MAX_NODES + 64) / 64];
+    size_t want = a->n < v->nnodes ? a->n : (size_t)v->nnodes;
+    uint64_t pt;
+    int rc = view_find(v, arg_hash(a, v->mode), &pt);
+
+    if (rc != RB_OK)
+        return rc;
+    memset(seen, 0, ((v->nnodes + 63) / 64) * sizeof(uint64_t));
+    a->got = 0;
+    for (uint64_t step = 0; step < v->npoints && a->got < want; step++) {
+        uint64_t o = view_owner(v, pt);
+        if (o >= v->nnodes)
+            return RB_ECORRUPT;
+        if (!(seen[o / 64] & (1ULL << (o % 64)))) {
+            seen[o / 64] |= 1ULL << (o % 64);
+            rc = view_node(v, o, &a->out[a->got]);
+            if (rc != RB_OK)
+                return rc;
+            a->got++;
+        }
+        if (++pt == v->npoints)
+            pt = 0;
+    }
+    /* Every node owns at least one point, so a walk that finds fewer
+     * than `want` distinct owners read a torn table. */
+    return a->got == want ? RB_OK : RB_ECORRUPT;
+}
+
+int rb_ring_lookup_n(const rb_segment_t *seg, const void *key, size_t len,
+                     rb_node_t *out, size_t n)
+{
+    lookup_arg_t a = { key, len, ~0ULL, 0, out, n, 0 };
+    int rc;
+
+    if (seg == NULL || (key == NULL && len != 0) || out == NULL || n == 0)
+        return RB_EINVAL;
+    rc = ring_read(seg, lookup_n_fn, &a);
+    return rc == RB_OK ? (int)a.got : rc;
+}
+
+static int stat_fn(const ring_view_t *v, void *arg)
+{
+    rb_ring_stat_t *st = arg;
+
+    st->version = v->version;
+    st->mode = (uint32_t)v->mode;
+    st->replicas = (uint32_t)v->replicas;
+    st->nodes = (uint32_t)v->nnodes;
+    st->points = (uint32_t)v->npoints;
+    st->index_bits = (uint32_t)v->bits;
+    st->bytes = v->words * 8;
+    return RB_OK;
+}
+
+/* view_open's verdict, but an empty (published, zero-node) ring is fine. */
+static int view_open_any(const rb_segment_t *seg, unsigned which, ring_view_t *v)
+{
+    int rc = view_open(seg, which, v);
+    return (rc == RB_EEMPTY && rb_ld(&rb_hdr(seg)->ring.copy_off[which]) != 0) ? RB_OK : rc;
+}
+
+/* Like ring_read, but tolerating an empty ring (stat, nodes, load). */
+static int ring_read_any(const rb_segment_t *seg, ring_fn fn, void *arg)
+{
+    const _Atomic uint64_t *seq = &rb_hdr(seg)->ring.seq;
+
+    for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
+        ring_view_t v;
+        uint64_t s = rb_latch_read_begin(seq);
+        int rc = view_open_any(seg, (unsigned)(s & 1), &v);
+        if (rc == RB_OK)
+            rc = fn(&v, arg);
+        if (!rb_latch_read_retry(seq, s))
+            return rc;
+    }
+    return RB_EBUSY;
+}
+
+int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
+{
+    if (seg == NULL || out == NULL)
+        return RB_EINVAL;
+    memset(out, 0, sizeof(*out));
+    if (rb_ld(&rb_hdr(seg)->ring.copy_off[0]) == 0 &&
+        rb_ld(&rb_hdr(seg)->ring.copy_off[1]) == 0)
+        return RB_OK;   /* never published: all zero */
+    return ring_read_any(seg, stat_fn, out);
+}
+
+typedef struct nodes_arg {
+    rb_node_t *out;
+    size_t cap, count;
+} nodes_arg_t;
+
+static int nodes_fn(const ring_view_t *v, void *arg)
+{
+    nodes_arg_t *a = arg;
+
+    a->count = (size_t)v->nnodes;
+    for (uint64_t i = 0; i < v->nnodes && i < a->cap; i++) {
+        int rc = view_node(v, i, &a->out[i]);
+        if (rc != RB_OK)
+            return rc;
+    }
+    return RB_OK;
+}
+
+int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *count)
+{
+    nodes_arg_t a = { out, cap, 0 };
+    int rc;
+
+    if (seg == NULL || count == NULL || (out == NULL && cap != 0))
+        return RB_EINVAL;
+    if (rb_ld(&rb_hdr(seg)->ring.copy_off[0]) == 0 &&
+        rb_ld(&rb_hdr(seg)->ring.copy_off[1]) == 0) {
+        *count = 0;
+        return RB_OK;
+    }
+    rc = ring_read_any(seg, nodes_fn, &a);
+    if (rc == RB_OK)
+        *count = a.count;
+    return rc;
+}
+
+/* ---- publish / load / repair --------------------------------------------- */
+
+int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
+{
+    rb_header_shm_t *h;
+    copy_layout_t L;
+    uint64_t bytes, version = 1, newoff[2] = { 0, 0 }, newcap[2] = { 0, 0 };
+    uint64_t oldoff[2], oldcap[2], s;
+    int rc;
+
+    if (r == NULL || seg == NULL)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    h = rb_hdr(seg);
+    layout_for(r, &L);
+    bytes = L.words * 8;
+    for (int c = 0; c < 2; c++) {
+        oldoff[c] = rb_ld(&h->ring.copy_off[c]);
+        oldcap[c] = rb_ld(&h->ring.copy_cap[c]);
+    }
+    if (oldoff[0] != 0) {
+        const rb_ring_copy_shm_t *cur = copy_at(seg, oldoff[0]);
+        version = rb_ld(&cur->version) + 1;
+    }
+    /* Allocate first: on ENOSPC nothing has changed for readers. */
+    for (int c = 0; c < 2; c++) {
+        if (oldoff[c] != 0 && oldcap[c] >= bytes)
+            continue;
+        newcap[c] = rb_round_up(bytes + bytes / 2, RB_ALIGN);
+        rc = rb_heap_alloc(seg, newcap[c], &newoff[c]);
+        if (rc != RB_OK) {
+            if (c == 1 && newoff[0] != 0)
+                rb_heap_free(seg, newoff[0], newcap[0]);
+            return rc;
+        }
+    }
+    s = rb_latch_write_begin(&h->ring.seq);      /* readers -> copy 1 */
+    if (newoff[0] != 0) {
+        rb_st(&h->ring.copy_off[0], newoff[0]);
+        rb_st(&h->ring.copy_cap[0], newcap[0]);
+    }
+    write_copy(r, &L, copy_at(seg, rb_ld(&h->ring.copy_off[0])), version);
+    rb_latch_write_switch(&h->ring.seq, s);      /* readers -> copy 0 */
+    if (newoff[1] != 0) {
+        rb_st(&h->ring.copy_off[1], newoff[1]);
+        rb_st(&h->ring.copy_cap[1], newcap[1]);
+    }
+    write_copy(r, &L, copy_at(seg, rb_ld(&h->ring.copy_off[1])), version);
+    for (int c = 0; c < 2; c++)
+        if (newoff[c] != 0 && oldoff[c] != 0)
+            rb_heap_free(seg, oldoff[c], oldcap[c]);
+    return RB_OK;
+}
+
+typedef struct load_arg {
+    rb_ring_t *ring;
+    uint64_t npoints;
+} load_arg_t;
+
+static int load_fn(const ring_view_t *v, void *arg)
+{
+    load_arg_t *a = arg;
+    rb_node_t node;
+    rb_ring_t *r;
+    int rc;
+
+    rb_ring_free(a->ring);
+    a->ring = NULL;
+    rc = rb_ring_new((rb_ring_mode_t)v->mode, (uint32_t)v->replicas, &r);
+    if (rc != RB_OK)
+        return rc;
+    for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++) {
+        rc = view_node(v, i, &node);
+        if (rc == RB_OK)
+            rc = rb_ring_add(r, node.name, node.name_len, node.weight);
+    }
+    a->ring = r;
+    a->npoints = v->npoints;
+    return rc == RB_OK ? RB_OK : RB_ECORRUPT;
+}
+
+int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
+{
+    load_arg_t a = { NULL, 0 };
+    int rc;
+
+    if (seg == NULL || out == NULL)
+        return RB_EINVAL;
+    if (rb_ld(&rb_hdr(seg)->ring.copy_off[0]) == 0 &&
+        rb_ld(&rb_hdr(seg)->ring.copy_off[1]) == 0)
+        return rb_ring_new(RB_RING_XXH3, 0, out);
+    rc = ring_read_any(seg, load_fn, &a);
+    if (rc == RB_OK && a.ring->npts != a.npoints)
+        rc = RB_ECORRUPT;   /* the table does not match its membership */
+    if (rc != RB_OK) {
+        rb_ring_free(a.ring);
+        return rc;
+    }
+    *out = a.ring;
+    return RB_OK;
+}
+
+int rb_ring_repair(rb_segment_t *seg)
+{
+    rb_header_shm_t *h = rb_hdr(seg);
+    uint64_t s = rb_ld(&h->ring.seq);
+    unsigned src = (unsigned)(s & 1), dst = src ^ 1;
+    uint64_t dstoff = rb_ld(&h->ring.copy_off[dst]);
+    uint64_t dstcap = rb_ld(&h->ring.copy_cap[dst]);
+    ring_view_t v;
+    uint64_t bytes;
+    int rc;
+
+    if (rb_ld(&h->ring.copy_off[src]) == 0) {
+        /* Died during the very first publish: readers see no ring; make
+         * that state final (seq even, no copies). */
+        if (dstoff != 0)
+            rb_heap_free(seg, dstoff, dstcap);
+        rb_st(&h->ring.copy_off[dst], 0);
+        rb_st(&h->ring.copy_cap[dst], 0);
+        if (s & 1)
+            rb_latch_write_switch(&h->ring.seq, s);
+        return RB_OK;
+    }
+    rc = view_open_any(seg, src, &v);
+    if (rc != RB_OK)
+        return rc;
+    bytes = v.words * 8;
+    if (dstoff == 0 || dstcap < bytes) {
+        uint64_t off;
+        rc = rb_heap_alloc(seg, bytes, &off);
+        if (rc != RB_OK)
+            return rc;
+        if (dstoff != 0)
+            rb_heap_free(seg, dstoff, dstcap);
+        dstoff = off;
+        dstcap = rb_round_up(bytes, RB_ALIGN);
+        rb_st(&h->ring.copy_off[dst], dstoff);
+        rb_st(&h->ring.copy_cap[dst], dstcap);
+    }
+    /* Readers are on src; dst can be rewritten freely. */
+    for (uint64_t i = 0; i < v.words; i++)
+        rb_st(&rb_word_at(seg, dstoff)[i], rb_ld(&v.d[i]));
+    if (s & 1)
+        rb_latch_write_switch(&h->ring.seq, s);  /* dst (copy 0) complete */
+    return RB_OK;
+}
+
+void rb_ring_extents(const rb_segment_t *seg, rb_extent_t *out, size_t *n)
+{
+    const rb_header_shm_t *h = rb_hdr(seg);
+
+    *n = 0;
+    for (int c = 0; c < 2; c++) {
+        uint64_t off = rb_ld(&h->ring.copy_off[c]);
+        if (off != 0) {
+            out[*n].off = off;
+            out[*n].len = rb_ld(&h->ring.copy_cap[c]);
+            (*n)++;
+        }
+    }
+}

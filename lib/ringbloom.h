@@ -1,0 +1,383 @@
+/*
+ * ringbloom.h - the one public header of libringbloom.
+ *
+ * libringbloom shares two hashing structures between the processes of one
+ * host through a POSIX shared-memory segment:
+ *
+ *   - a consistent-hash ring (virtual nodes, integer weights) answering
+ *     "which node owns this key?", and
+ *   - Bloom filters answering "was this key (maybe) seen before?".
+ *
+ * One process, the *writer* (normally the daemon ringbloomd), creates the
+ * segment and is the only one that changes it.  Any number of *readers* map
+ * it read-only (O_RDONLY + PROT_READ) and query it without a system call,
+ * allocation or lock; they never wait for the writer (see docs/design.md for
+ * the seqlock/latch protocol that makes this safe).
+ *
+ * Conventions, for every function below unless it says otherwise:
+ *   - int-returning functions return 0 (RB_OK) or a positive answer on
+ *     success and a negative RB_E* code on failure; rb_strerror() names it.
+ *     On failure no output parameter is written and no state changes.
+ *   - "Reader" functions may be called from any process that attached the
+ *     segment, from any number of threads at once on one handle.
+ *   - "Writer" functions may only be called by the process that created or
+ *     re-opened the segment for writing, from one thread at a time.
+ *   - Handles (rb_segment_t, rb_ring_t, rb_bloom_t) are owned by the caller
+ *     that obtained them and released with the matching close/free function.
+ *   - Keys are arbitrary bytes (NUL and non-UTF-8 bytes included) given as
+ *     pointer + length.
+ */
+#ifndef RINGBLOOM_H
+#define RINGBLOOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define RB_EXPORT __attribute__((visibility("default")))
+#define RB_WUR    __attribute__((warn_unused_result))
+#else
+#define RB_EXPORT
+#define RB_WUR
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define RB_OK          0
+#define RB_ENOMEM     -1   /* process memory exhausted */
+#define RB_EINVAL     -2   /* invalid argument (bad name, NaN, out of range) */
+#define RB_ENOENT     -3   /* no such instance, filter or node */
+#define RB_EEXIST     -4   /* object already exists */
+#define RB_ENOTOURS   -5   /* the object is not a ringbloom segment (magic) */
+#define RB_EENDIAN    -6   /* a ringbloom segment of the other byte order */
+#define RB_EVERSION   -7   /* a ringbloom segment of another layout version */
+#define RB_ETRUNC     -8   /* segment smaller than its header claims */
+#define RB_ERETIRED   -9   /* segment retired: the writer moved to a newer one */
+#define RB_EGONE     -10   /* the writer process that owns the segment is gone */
+#define RB_EBUSY     -11   /* segment still initialising, or a read kept
+                              racing the writer past the retry bound */
+#define RB_ENOSPC    -12   /* segment reservation or /dev/shm is full */
+#define RB_EEMPTY    -13   /* the ring has no nodes */
+#define RB_ECORRUPT  -14   /* segment content fails validation */
+#define RB_ESYS      -15   /* a system call failed; errno tells which */
+#define RB_EACCES    -16   /* permission denied (shm object mode) */
+#define RB_ERANGE    -17   /* a limit was exceeded (name length, points...) */
+#define RB_EROFS     -18   /* writer function called on a read-only handle */
+
+/* A static English description of code; never NULL. */
+RB_EXPORT const char *rb_strerror(int code);
+
+/* ------------------------------------------------------------------------ */
+/* Segment                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Process-local handle on a mapped segment (the shared struct behind it is
+ * private to the library and described in docs/design.md). */
+typedef struct rb_segment rb_segment_t;
+
+/* Instance names: 1..RB_INSTANCE_MAX bytes of [A-Za-z0-9_.-], not starting
+ * with '.'.  The shared-memory object is "/ringbloom.<instance>". */
+#define RB_INSTANCE_MAX 64
+
+typedef struct rb_segment_opts {
+    mode_t   mode;         /* exact mode of the shm object; 0 -> 0640 */
+    uint64_t max_size;     /* bytes of address space reserved for growth;
+                              0 -> RB_DEFAULT_MAX_SIZE; the committed size
+                              starts small and grows on demand */
+    uint32_t max_filters;  /* directory slots; 0 -> RB_DEFAULT_MAX_FILTERS */
+} rb_segment_opts_t;
+
+#define RB_DEFAULT_MAX_SIZE    (1ULL << 30)
+#define RB_MAX_MAX_SIZE        (1ULL << 40)
+#define RB_DEFAULT_MAX_FILTERS 256
+#define RB_MAX_FILTERS         65536
+
+/* Writer.  Creates the shm object of `instance` with O_CREAT|O_EXCL, sets
+ * its mode exactly (fchmod, so the umask does not interfere), sizes and
+ * initialises it and marks it live.  `opts` may be NULL for defaults.
+ * instance == NULL creates a private, anonymous segment (memfd) that only
+ * this process (and children forked afterwards) can see: the same ring and
+ * Bloom code then runs in-process, e.g. for offline tools and tests.
+ * Errors: RB_EINVAL (bad name/options), RB_EEXIST (object exists: see
+ * rb_segment_open_writer / rb_segment_unlink), RB_EACCES, RB_ENOSPC,
+ * RB_ENOMEM, RB_ESYS.  On error nothing is left in /dev/shm.
+ * Cost: a few system calls. */
+RB_EXPORT RB_WUR int rb_segment_create(const char *instance,
+                                       const rb_segment_opts_t *opts,
+                                       rb_segment_t **out);
+
+/* Attach flags. */
+#define RB_ATTACH_STALE_OK  0x1u  /* attach even if the writer process is gone
+                                     (serve the last published state) */
+
+/* Reader.  Opens the object O_RDONLY and maps it PROT_READ, so the process
+ * can never modify it (a store faults with SIGSEGV).  Validates the header:
+ * RB_ENOENT (no such instance), RB_EACCES, RB_ENOTOURS (bad magic),
+ * RB_EENDIAN, RB_EVERSION, RB_ETRUNC (object smaller than the header says),
+ * RB_EBUSY (still being created), RB_ERETIRED, RB_EGONE (writer process no
+ * longer exists, unless RB_ATTACH_STALE_OK), RB_ECORRUPT (offsets out of
+ * range).  Cost: a few system calls; call once per process, not per query. */
+RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
+                                       rb_segment_t **out);
+
+/* Writer.  Re-opens an existing live segment read-write to take over as its
+ * writer (a restarted daemon): validates header, directory and both ring
+ * copies (RB_ECORRUPT if anything is out of bounds), records this process as
+ * the writer, and rebuilds the free-space map from the live objects.
+ * Errors: as rb_segment_attach, plus RB_ECORRUPT. */
+RB_EXPORT RB_WUR int rb_segment_open_writer(const char *instance,
+                                            rb_segment_t **out);
+
+/* Unmaps and frees the handle; the shared object stays (see unlink).
+ * Any rb_bloom_t opened on it must be closed first.  NULL is a no-op. */
+RB_EXPORT void rb_segment_close(rb_segment_t *seg);
+
+/* Removes the name of instance's shm object; processes that have it mapped
+ * keep their mapping.  RB_ENOENT if it does not exist. */
+RB_EXPORT int rb_segment_unlink(const char *instance);
+
+/* Writer.  Marks the segment retired in favour of generation `next`:
+ * attached readers see RB_ERETIRED from rb_segment_check() and should
+ * re-attach; new attaches are refused.  Ring and filters stay readable. */
+RB_EXPORT RB_WUR int rb_segment_retire(rb_segment_t *seg, uint64_t next);
+
+/* Writer.  Stores the current time as the writer's heartbeat (cheap). */
+RB_EXPORT void rb_segment_heartbeat(rb_segment_t *seg);
+
+/* Reader.  Re-validates the header of an attached segment: 0 if live,
+ * RB_ERETIRED, or RB_EGONE if the writer process no longer exists.  Costs
+ * one kill(pid, 0) system call; lookups do not call it. */
+RB_EXPORT int rb_segment_check(const rb_segment_t *seg);
+
+typedef struct rb_segment_info {
+    uint64_t version;       /* layout version */
+    uint64_t generation;    /* segment generation */
+    uint64_t size;          /* committed bytes */
+    uint64_t max_size;      /* reserved bytes */
+    uint64_t used;          /* bytes in live objects (header, ring, filters) */
+    uint64_t writer_pid;
+    uint64_t created;       /* unix seconds */
+    uint64_t heartbeat_ms;  /* unix milliseconds of the last heartbeat */
+    uint32_t filters;       /* live filters */
+    uint32_t max_filters;
+    int      writable;      /* 1 for a writer handle */
+    mode_t   mode;          /* mode of the shm object */
+} rb_segment_info_t;
+
+/* Reader or writer.  Fills *out.  Cost: O(max_filters) loads. */
+RB_EXPORT int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out);
+
+/* ------------------------------------------------------------------------ */
+/* Consistent-hash ring                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum rb_ring_mode {
+    RB_RING_XXH3 = 0,  /* default: XXH3-64 of key and of "name#i"        */
+    RB_RING_SEED = 3   /* the teaching document's hash_str ring (64-bit)  */
+} rb_ring_mode_t;
+
+#define RB_NODE_NAME_MAX     255
+#define RB_RING_MAX_NODES    65535
+#define RB_RING_MAX_WEIGHT   65535
+#define RB_RING_MAX_REPLICAS 4096
+#define RB_RING_MAX_POINTS   (1u << 24)
+#define RB_RING_DEFAULT_REPLICAS 160
+
+/* A node as a reader sees it; the name is copied out of shared memory and
+ * NUL-terminated (names may contain no NUL themselves). */
+typedef struct rb_node {
+    uint32_t index;     /* position in the ring's node list (sorted by name);
+                           valid for the ring version it came from */
+    uint32_t weight;
+    uint32_t name_len;
+    char     name[RB_NODE_NAME_MAX + 1];
+} rb_node_t;
+
+/* Writer-side membership model, in process memory.  It holds the nodes and
+ * the sorted point table; rb_ring_publish() copies it into a segment. */
+typedef struct rb_ring rb_ring_t;
+
+/* Any process.  A new empty ring: `replicas` virtual nodes per unit of
+ * weight (1..RB_RING_MAX_REPLICAS; 0 -> RB_RING_DEFAULT_REPLICAS).
+ * Errors: RB_EINVAL, RB_ENOMEM. */
+RB_EXPORT RB_WUR int rb_ring_new(rb_ring_mode_t mode, uint32_t replicas,
+                                 rb_ring_t **out);
+RB_EXPORT void rb_ring_free(rb_ring_t *ring);
+
+/* Any process, one thread per ring.  Adds a node (name: 1..255 bytes, no
+ * NUL; weight 1..RB_RING_MAX_WEIGHT) with replicas*weight points, merged
+ * into the sorted table in O(points).  Errors: RB_EINVAL, RB_EEXIST,
+ * RB_ERANGE (node or point limit), RB_ENOMEM.  Not visible to readers until
+ * rb_ring_publish(). */
+RB_EXPORT RB_WUR int rb_ring_add(rb_ring_t *ring, const char *name,
+                                 size_t len, uint32_t weight);
+/* Removes a node and its points, O(points).  RB_ENOENT if unknown. */
+RB_EXPORT RB_WUR int rb_ring_remove(rb_ring_t *ring, const char *name,
+                                    size_t len);
+/* Changes a node's weight (remove + add of its points).  RB_ENOENT, RB_EINVAL,
+ * RB_ERANGE. */
+RB_EXPORT RB_WUR int rb_ring_set_weight(rb_ring_t *ring, const char *name,
+                                        size_t len, uint32_t weight);
+/* Number of nodes / points in the model. */
+RB_EXPORT size_t rb_ring_node_count(const rb_ring_t *ring);
+RB_EXPORT size_t rb_ring_point_count(const rb_ring_t *ring);
+
+/* Writer.  Publishes the model into the segment through the two-copy latch:
+ * readers switch to the other copy while each copy is rewritten, so they
+ * never wait and never see a mixed table.  Copies grow (reallocated in the
+ * segment) when the table outgrows them.  Cost: O(points) stores, twice.
+ * Errors: RB_EROFS, RB_ENOSPC (segment full: nothing changed for readers). */
+RB_EXPORT RB_WUR int rb_ring_publish(rb_ring_t *ring, rb_segment_t *seg);
+
+/* Any process.  Rebuilds a membership model from the ring published in
+ * seg (used by a restarted writer).  Errors: RB_ECORRUPT, RB_EBUSY, RB_ENOMEM. */
+RB_EXPORT RB_WUR int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out);
+
+/* Reader.  The node owning key: the first point clockwise from the key's
+ * position (lower bound, wrapping to the first point).  Lock-free; cost: one
+ * hash, an index probe and a short search (~2-3 cache lines) plus copying
+ * the name.  Returns 0, RB_EEMPTY (no nodes), RB_EBUSY (raced the writer
+ * past the retry bound), RB_ECORRUPT. */
+RB_EXPORT RB_WUR int rb_ring_lookup(const rb_segment_t *seg, const void *key,
+                                    size_t len, rb_node_t *out);
+
+/* Reader.  The first min(n, nodes) distinct nodes clockwise from key (a
+ * replica / preference list); out[0] is what rb_ring_lookup returns.
+ * Returns the number of nodes written (>= 1) or a negative error as
+ * rb_ring_lookup.  Cost: O(points walked * n). */
+RB_EXPORT RB_WUR int rb_ring_lookup_n(const rb_segment_t *seg, const void *key,
+                                      size_t len, rb_node_t *out, size_t n);
+
+typedef struct rb_ring_stat {
+    uint64_t version;    /* publish counter; changes on every publish */
+    uint32_t mode;       /* rb_ring_mode_t */
+    uint32_t replicas;
+    uint32_t nodes;
+    uint32_t points;
+    uint32_t index_bits; /* buckets = 2^index_bits */
+    uint64_t bytes;      /* bytes of one copy of the table */
+} rb_ring_stat_t;
+
+/* Reader.  Consistent snapshot of the ring's figures. */
+RB_EXPORT RB_WUR int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out);
+
+/* Reader.  Copies up to cap nodes (sorted by name) into out and stores the
+ * total in *count (which may exceed cap).  Consistent snapshot. */
+RB_EXPORT RB_WUR int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out,
+                                   size_t cap, size_t *count);
+
+/* ------------------------------------------------------------------------ */
+/* Bloom filters                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef enum rb_bloom_layout {
+    RB_BLOOM_STANDARD = 0,  /* k probes over the whole array */
+    RB_BLOOM_BLOCKED  = 1   /* all k probes in one 64-byte cache line */
+} rb_bloom_layout_t;
+
+#define RB_FILTER_NAME_MAX 255
+#define RB_BLOOM_MAX_BITS  (1ULL << 40)
+
+typedef struct rb_bloom_sizing {
+    uint64_t bits;    /* m, a multiple of 512 */
+    uint32_t k;       /* probes per key */
+    uint64_t bytes;   /* m / 8 */
+    double   fpr;     /* predicted false-positive rate at capacity */
+} rb_bloom_sizing_t;
+
+/* Any process, pure.  Sizes a filter for capacity n and error rate p
+ * (0 < p < 1).  standard: m = -n ln p / (ln 2)^2, k = round(m/n ln 2).
+ * blocked: the smallest m (and best k) whose predicted FPR, accounting for
+ * the Poisson spread of keys over 512-bit blocks, is <= p.
+ * Errors: RB_EINVAL (n == 0, p out of range), RB_ERANGE (m too large). */
+RB_EXPORT RB_WUR int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layout,
+                                   rb_bloom_sizing_t *out);
+
+/* Any process, pure.  The classic estimate (1 - e^(-k n / m))^k. */
+RB_EXPORT double rb_bloom_fpr_formula(uint64_t m, uint32_t k, uint64_t n);
+
+typedef struct rb_bloom_params {
+    uint64_t capacity;          /* n, > 0 */
+    double   error_rate;        /* p, 0 < p < 1 */
+    rb_bloom_layout_t layout;
+} rb_bloom_params_t;
+
+/* Per-process handle on one filter of a segment. */
+typedef struct rb_bloom rb_bloom_t;
+
+/* Writer.  Creates filter `name` (1..255 bytes) sized by rb_bloom_size(),
+ * with a fresh random 192-byte hash secret (arc4random_buf), zeroed bits.
+ * Readers see it once this returns.  Errors: RB_EROFS, RB_EINVAL, RB_EEXIST,
+ * RB_ERANGE (no free directory slot, or too many bits), RB_ENOSPC. */
+RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
+                                      size_t len, const rb_bloom_params_t *params);
+
+/* Reader or writer.  Resolves filter `name` once; later calls use the
+ * handle (which caches the immutable parameters and the secret).  The
+ * handle must be closed before its segment.  Errors: RB_ENOENT, RB_ENOMEM,
+ * RB_ECORRUPT.  Cost: O(directory) on open. */
+RB_EXPORT RB_WUR int rb_bloom_open(const rb_segment_t *seg, const char *name,
+                                   size_t len, rb_bloom_t **out);
+RB_EXPORT void rb_bloom_close(rb_bloom_t *bf);
+
+/* Writer.  Sets the key's k bits with atomic fetch-or.  Returns 1 if at
+ * least one bit was new (the key was certainly not present: a test-and-add
+ * that is exact because the writer is the only one setting bits), 0 if all
+ * were already set.  Errors: RB_EROFS, RB_ENOENT (filter gone). */
+RB_EXPORT RB_WUR int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len);
+
+typedef struct rb_key {
+    const void *ptr;
+    size_t      len;
+} rb_key_t;
+
+/* Writer.  rb_bloom_add for n keys, in order (a key repeated in the batch
+ * is new only the first time); out_new[i] = 1/0 if out_new is not NULL.
+ * Returns the number of new keys or a negative error (nothing added). */
+RB_EXPORT RB_WUR int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys,
+                                           size_t n, uint8_t *out_new);
+
+/* Reader.  1 if the key may have been added, 0 if it certainly was not.
+ * Lock-free: k relaxed loads (one cache line for blocked), no retry unless
+ * the writer replaced the bit array meanwhile.  Errors: RB_ENOENT (filter
+ * deleted), RB_EBUSY, RB_ECORRUPT. */
+RB_EXPORT RB_WUR int rb_bloom_contains(const rb_bloom_t *bf, const void *key,
+                                       size_t len);
+
+/* Reader.  rb_bloom_contains for n keys at once: hashes a batch, prefetches
+ * every probed cache line, then tests, so memory latencies overlap.
+ * out[i] = 1/0.  Returns the number of keys that may be present. */
+RB_EXPORT RB_WUR int64_t rb_bloom_contains_many(const rb_bloom_t *bf,
+                                                const rb_key_t *keys, size_t n,
+                                                uint8_t *out);
+
+typedef struct rb_bloom_stat {
+    char     name[RB_FILTER_NAME_MAX + 1];
+    uint32_t layout;        /* rb_bloom_layout_t */
+    uint32_t k;
+    uint64_t bits;          /* m */
+    uint64_t bytes;         /* bytes of the bit array */
+    uint64_t capacity;      /* n it was sized for */
+    double   error_rate;    /* p it was sized for */
+    uint64_t items;         /* adds that set at least one new bit */
+    uint64_t bits_set;      /* population count of the array */
+    double   fill;          /* bits_set / bits */
+    double   est_fpr;       /* false-positive rate estimated from set bits */
+} rb_bloom_stat_t;
+
+/* Reader.  Figures of the filter; bits_set and est_fpr come from a scan
+ * of the array (cost O(m/64) loads), est_fpr being fill^k (standard) or
+ * the mean over blocks of (block fill)^k (blocked). */
+RB_EXPORT RB_WUR int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGBLOOM_H */

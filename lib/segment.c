@@ -1,0 +1,535 @@
+/*
+ * segment.c - the shared-memory segment: create, attach, take over, retire.
+ *
+ * What: one POSIX shm object per instance ("/ringbloom.<instance>") holding
+ * a header page, a fixed filter directory and a heap (ring copies, Bloom
+ * bit arrays).  Why this shape: readers map the whole reservation
+ * (header.max_size) once, read-only, and the writer grows the object in
+ * place with ftruncate + posix_fallocate, so growth never needs a remap and
+ * a reader never touches a byte the object does not have (every offset is
+ * checked against header.size, which only grows).  Workload: created once
+ * per daemon lifetime, attached once per client process.
+ *
+ * Errors: each function returns an RB_E* code; on failure nothing is left
+ * behind (no mapping, no fd, and for create no object in /dev/shm).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rb_internal.h"
+
+#define RB_SHM_PREFIX "/ringbloom."
+
+const char *rb_strerror(int code)
+{
+    switch (code) {
+    case RB_OK:       return "success";
+    case RB_ENOMEM:   return "out of memory";
+    case RB_EINVAL:   return "invalid argument";
+    case RB_ENOENT:   return "no such instance, filter or node";
+    case RB_EEXIST:   return "already exists";
+    case RB_ENOTOURS: return "not a ringbloom segment (bad magic)";
+    case RB_EENDIAN:  return "ringbloom segment of the other byte order";
+    case RB_EVERSION: return "ringbloom segment layout version mismatch";
+    case RB_ETRUNC:   return "segment truncated: smaller than its header claims";
+    case RB_ERETIRED: return "segment retired: the daemon moved to a newer generation";
+    case RB_EGONE:    return "the daemon that owns the segment is gone";
+    case RB_EBUSY:    return "segment busy: being initialised, or a read kept racing the writer";
+    case RB_ENOSPC:   return "no space: segment reservation or /dev/shm is full";
+    case RB_EEMPTY:   return "the ring has no nodes";
+    case RB_ECORRUPT: return "segment content is corrupt";
+    case RB_ESYS:     return "system call failed";
+    case RB_EACCES:   return "permission denied";
+    case RB_ERANGE:   return "limit exceeded";
+    case RB_EROFS:    return "read-only handle: only the writer may change the segment";
+    default:          return "unknown error";
+    }
+}
+
+uint64_t rb_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void rb_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes)
+{
+    const unsigned char *s = src;
+    size_t i;
+
+    for (i = 0; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        rb_st(&dst[i / 8], w);
+    }
+    if (i < bytes) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, bytes - i);
+        rb_st(&dst[i / 8], w);
+    }
+}
+
+static int shm_name(const char *instance, char *buf, size_t cap)
+{
+    size_t n = strlen(instance);
+
+    if (n == 0 || n > RB_INSTANCE_MAX || instance[0] == '.')
+        return RB_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        char c = instance[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return RB_EINVAL;
+    }
+    if (strlen(RB_SHM_PREFIX) + n + 1 > cap)
+        return RB_EINVAL;
+    strcpy(buf, RB_SHM_PREFIX);
+    strcat(buf, instance);
+    return RB_OK;
+}
+
+static int errno_code(int e)
+{
+    switch (e) {
+    case ENOENT: return RB_ENOENT;
+    case EEXIST: return RB_EEXIST;
+    case EACCES:
+    case EPERM:  return RB_EACCES;
+    case ENOSPC: return RB_ENOSPC;
+    case ENOMEM: return RB_ENOMEM;
+    case EINVAL:
+    case ENAMETOOLONG: return RB_EINVAL;
+    default:     return RB_ESYS;
+    }
+}
+
+static uint64_t page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (uint64_t)p : 4096u;
+}
+
+int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
+{
+    rb_header_shm_t *h = rb_hdr(seg);
+    uint64_t old = rb_ld(&h->size);
+    int rc;
+
+    new_size = rb_round_up(new_size, RB_GROW_STEP);
+    if (new_size <= old)
+        return RB_OK;
+    if (new_size > seg->map_len)
+        return RB_ENOSPC;
+    if (ftruncate(seg->fd, (off_t)new_size) != 0)
+        return errno_code(errno);
+    /* Reserve the pages now: on a full /dev/shm a later store would
+     * otherwise die of SIGBUS instead of returning an error here. */
+    rc = posix_fallocate(seg->fd, (off_t)old, (off_t)(new_size - old));
+    if (rc != 0) {
+        if (ftruncate(seg->fd, (off_t)old) != 0) {
+            /* the object stays larger than size says: harmless, only
+             * header.size bounds what readers touch */
+        }
+        return errno_code(rc);
+    }
+    /* Release: pairs with rb_seg_size()'s acquire; the bytes exist before
+     * any offset below new_size is published. */
+    atomic_store_explicit(&h->size, new_size, memory_order_release);
+    return RB_OK;
+}
+
+/* Checks of a header that every attach and takeover share.  file_size is
+ * the object's size from fstat. */
+static int validate_header(const rb_header_shm_t *h, uint64_t file_size)
+{
+    uint64_t magic = rb_ld(&h->magic);
+    uint64_t size, max_size, dir_off, slots, heap_off, state;
+
+    if (magic == 0)
+        return RB_EBUSY;             /* creator has not written it yet */
+    if (magic == __builtin_bswap64(RB_MAGIC))
+        return RB_EENDIAN;
+    if (magic != RB_MAGIC)
+        return RB_ENOTOURS;
+    if (rb_ld(&h->version) != RB_LAYOUT_VERSION)
+        return RB_EVERSION;
+    /* Acquire: pairs with the creator's release store of LIVE; all header
+     * fields below were written before it. */
+    state = atomic_load_explicit(&h->state, memory_order_acquire);
+    if (state == RB_STATE_INIT)
+        return RB_EBUSY;
+    if (state == RB_STATE_RETIRED)
+        return RB_ERETIRED;
+    if (state != RB_STATE_LIVE)
+        return RB_ECORRUPT;
+    if (rb_ld(&h->header_size) != RB_HEADER_SIZE)
+        return RB_ECORRUPT;
+    size = rb_ld(&h->size);
+    max_size = rb_ld(&h->max_size);
+    if (size > file_size)
+        return RB_ETRUNC;
+    if (size < RB_HEADER_SIZE || max_size < size || max_size > RB_MAX_MAX_SIZE)
+        return RB_ECORRUPT;
+    dir_off = rb_ld(&h->dir_offset);
+    slots = rb_ld(&h->dir_slots);
+    heap_off = rb_ld(&h->heap_offset);
+    if (dir_off < RB_HEADER_SIZE || slots == 0 || slots > RB_MAX_FILTERS ||
+        !rb_span_ok(size, dir_off, slots * sizeof(rb_filter_shm_t)) ||
+        heap_off < dir_off + slots * sizeof(rb_filter_shm_t) || heap_off > size ||
+        (heap_off % RB_ALIGN) != 0)
+        return RB_ECORRUPT;
+    return RB_OK;
+}
+
+static int writer_gone(const rb_header_shm_t *h)
+{
+    uint64_t pid = rb_ld(&h->writer_pid);
+
+    if (pid == 0 || pid > (uint64_t)INT32_MAX)
+        return 1;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+static rb_segment_t *seg_alloc(const char *instance)
+{
+    rb_segment_t *seg = calloc(1, sizeof(*seg));
+
+    if (seg == NULL)
+        return NULL;
+    seg->fd = -1;
+    if (instance != NULL)
+        strcpy(seg->instance, instance);
+    return seg;
+}
+
+static void seg_free(rb_segment_t *seg)
+{
+    if (seg->base != NULL)
+        munmap(seg->base, seg->map_len);
+    if (seg->fd >= 0)
+        close(seg->fd);
+    rb_heap_destroy(&seg->heap);
+    free(seg);
+}
+
+int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
+                      rb_segment_t **out)
+{
+    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    rb_segment_opts_t o = { 0, 0, 0 };
+    uint64_t pg = page_size(), dir_bytes, heap_off;
+    rb_header_shm_t *h;
+    rb_segment_t *seg;
+    void *base;
+    int rc;
+
+    if (out == NULL)
+        return RB_EINVAL;
+    if (opts != NULL)
+        o = *opts;
+    if (o.mode == 0)
+        o.mode = 0640;
+    if (o.max_size == 0)
+        o.max_size = RB_DEFAULT_MAX_SIZE;
+    if (o.max_filters == 0)
+        o.max_filters = RB_DEFAULT_MAX_FILTERS;
+    if ((o.mode & ~(mode_t)0777) != 0 || o.max_filters > RB_MAX_FILTERS ||
+        o.max_size > RB_MAX_MAX_SIZE)
+        return RB_EINVAL;
+    dir_bytes = (uint64_t)o.max_filters * sizeof(rb_filter_shm_t);
+    heap_off = rb_round_up(RB_HEADER_SIZE + dir_bytes, pg);
+    o.max_size = rb_round_up(o.max_size, RB_GROW_STEP);
+    if (o.max_size < rb_round_up(heap_off, RB_GROW_STEP) + RB_GROW_STEP)
+        return RB_EINVAL;
+    if (instance != NULL && (rc = shm_name(instance, name, sizeof(name))) != RB_OK)
+        return rc;
+
+    seg = seg_alloc(instance);
+    if (seg == NULL)
+        return RB_ENOMEM;
+    if (instance != NULL)
+        seg->fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    else
+        seg->fd = memfd_create("ringbloom", MFD_CLOEXEC);
+    if (seg->fd < 0) {
+        rc = errno_code(errno);
+        seg_free(seg);
+        return rc;
+    }
+    if (fchmod(seg->fd, o.mode) != 0) {
+        rc = errno_code(errno);
+        goto fail;
+    }
+    base = mmap(NULL, o.max_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
+    if (base == MAP_FAILED) {
+        rc = errno_code(errno);
+        goto fail;
+    }
+    seg->base = base;
+    seg->map_len = o.max_size;
+    seg->writable = 1;
+    if (ftruncate(seg->fd, RB_HEADER_SIZE) != 0) {
+        rc = errno_code(errno);
+        goto fail;
+    }
+    h = rb_hdr(seg);
+    rb_st(&h->size, RB_HEADER_SIZE);
+    rc = rb_segment_grow(seg, heap_off + RB_GROW_STEP);
+    if (rc != RB_OK)
+        goto fail;
+
+    rb_st(&h->version, RB_LAYOUT_VERSION);
+    rb_st(&h->header_size, RB_HEADER_SIZE);
+    rb_st(&h->state, RB_STATE_INIT);
+    rb_st(&h->generation, 1);
+    rb_st(&h->max_size, o.max_size);
+    rb_st(&h->writer_pid, instance != NULL ? (uint64_t)getpid() : 0);
+    rb_st(&h->writer_start, (uint64_t)time(NULL));
+    rb_st(&h->heartbeat_ms, rb_now_ms());
+    rb_st(&h->dir_offset, RB_HEADER_SIZE);
+    rb_st(&h->dir_slots, o.max_filters);
+    seg->dir_off = RB_HEADER_SIZE;
+    seg->dir_slots = o.max_filters;
+    rb_st(&h->heap_offset, heap_off);
+    rb_st(&h->created, (uint64_t)time(NULL));
+    rb_st(&h->next_incarnation, 1);
+    rb_st(&h->magic, RB_MAGIC);
+    rc = rb_heap_rebuild(seg, NULL, 0);
+    if (rc != RB_OK)
+        goto fail;
+    /* Release: every field above is visible to a reader that acquires LIVE
+     * (validate_header). */
+    atomic_store_explicit(&h->state, RB_STATE_LIVE, memory_order_release);
+    *out = seg;
+    return RB_OK;
+
+fail:
+    if (instance != NULL)
+        shm_unlink(name);
+    seg_free(seg);
+    return rc;
+}
+
+/* Opens and maps instance (writable or not) and validates its header. */
+static int seg_open(const char *instance, int writable, rb_segment_t **out)
+{
+    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+    const rb_header_shm_t *h;
+    rb_segment_t *seg;
+    struct stat st;
+    uint64_t max_size;
+    void *base;
+    int rc;
+
+    if (instance == NULL || out == NULL)
+        return RB_EINVAL;
+    if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
+        return rc;
+    seg = seg_alloc(instance);
+    if (seg == NULL)
+        return RB_ENOMEM;
+    seg->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
+    if (seg->fd < 0) {
+        rc = errno_code(errno);
+        goto fail;
+    }
+    if (fstat(seg->fd, &st) != 0) {
+        rc = errno_code(errno);
+        goto fail;
+    }
+    if (st.st_size == 0) {
+        rc = RB_EBUSY;
+        goto fail;
+    }
+    if ((uint64_t)st.st_size < RB_HEADER_SIZE) {
+        rc = RB_ETRUNC;
+        goto fail;
+    }
+    /* Map the header page alone first: max_size is only known from it. */
+    base = mmap(NULL, RB_HEADER_SIZE, PROT_READ, MAP_SHARED, seg->fd, 0);
+    if (base == MAP_FAILED) {
+        rc = errno_code(errno);
+        goto fail;
+    }
+    h = base;
+    rc = validate_header(h, (uint64_t)st.st_size);
+    max_size = rb_ld(&h->max_size);
+    munmap(base, RB_HEADER_SIZE);
+    if (rc != RB_OK)
+        goto fail;
+    base = mmap(NULL, max_size, prot, MAP_SHARED, seg->fd, 0);
+    if (base == MAP_FAILED) {
+        rc = errno_code(errno);
+        goto fail;
+    }
+    seg->base = base;
+    seg->map_len = max_size;
+    seg->writable = writable;
+    seg->dir_off = rb_ld(&rb_hdr(seg)->dir_offset);
+    seg->dir_slots = rb_ld(&rb_hdr(seg)->dir_slots);
+    *out = seg;
+    return RB_OK;
+
+fail:
+    seg_free(seg);
+    return rc;
+}
+
+int rb_segment_attach(const char *instance, unsigned flags, rb_segment_t **out)
+{
+    rb_segment_t *seg;
+    int rc;
+
+    if ((flags & ~RB_ATTACH_STALE_OK) != 0)
+        return RB_EINVAL;
+    rc = seg_open(instance, 0, &seg);
+    if (rc != RB_OK)
+        return rc;
+    if (!(flags & RB_ATTACH_STALE_OK) && writer_gone(rb_hdr(seg))) {
+        seg_free(seg);
+        return RB_EGONE;
+    }
+    *out = seg;
+    return RB_OK;
+}
+
+int rb_segment_open_writer(const char *instance, rb_segment_t **out)
+{
+    rb_segment_t *seg;
+    rb_extent_t *live;
+    size_t nlive = 0, nfilters = 0;
+    rb_header_shm_t *h;
+    int rc;
+
+    rc = seg_open(instance, 1, &seg);
+    if (rc != RB_OK)
+        return rc;
+    h = rb_hdr(seg);
+    live = malloc((2 + seg->dir_slots) * sizeof(*live));
+    if (live == NULL) {
+        seg_free(seg);
+        return RB_ENOMEM;
+    }
+    rb_ring_extents(seg, live, &nlive);
+    rb_bloom_extents(seg, live + nlive, &nfilters);
+    rc = rb_heap_rebuild(seg, live, nlive + nfilters);
+    free(live);
+    if (rc == RB_OK)
+        rc = rb_ring_repair(seg);
+    if (rc != RB_OK) {
+        seg_free(seg);
+        return rc;
+    }
+    rb_st(&h->writer_pid, (uint64_t)getpid());
+    rb_st(&h->writer_start, (uint64_t)time(NULL));
+    rb_st(&h->heartbeat_ms, rb_now_ms());
+    *out = seg;
+    return RB_OK;
+}
+
+void rb_segment_close(rb_segment_t *seg)
+{
+    if (seg != NULL)
+        seg_free(seg);
+}
+
+int rb_segment_unlink(const char *instance)
+{
+    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    int rc;
+
+    if (instance == NULL)
+        return RB_EINVAL;
+    if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
+        return rc;
+    if (shm_unlink(name) != 0)
+        return errno_code(errno);
+    return RB_OK;
+}
+
+int rb_segment_retire(rb_segment_t *seg, uint64_t next)
+{
+    rb_header_shm_t *h;
+
+    if (seg == NULL)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    h = rb_hdr(seg);
+    rb_st(&h->next_generation, next);
+    /* Release: a reader that sees RETIRED also sees next_generation. */
+    atomic_store_explicit(&h->state, RB_STATE_RETIRED, memory_order_release);
+    return RB_OK;
+}
+
+void rb_segment_heartbeat(rb_segment_t *seg)
+{
+    if (seg != NULL && seg->writable)
+        rb_st(&rb_hdr(seg)->heartbeat_ms, rb_now_ms());
+}
+
+int rb_segment_check(const rb_segment_t *seg)
+{
+    const rb_header_shm_t *h;
+    uint64_t state;
+
+    if (seg == NULL)
+        return RB_EINVAL;
+    h = rb_hdr(seg);
+    state = atomic_load_explicit(&h->state, memory_order_acquire);
+    if (state == RB_STATE_RETIRED)
+        return RB_ERETIRED;
+    if (state != RB_STATE_LIVE)
+        return RB_ECORRUPT;
+    if (seg->instance[0] != '\0' && writer_gone(h))
+        return RB_EGONE;
+    return RB_OK;
+}
+
+int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
+{
+    const rb_header_shm_t *h;
+    struct stat st;
+    uint64_t slots, used;
+    uint32_t live = 0;
+
+    if (seg == NULL || out == NULL)
+        return RB_EINVAL;
+    h = rb_hdr(seg);
+    slots = seg->dir_slots;
+    used = rb_ld(&h->heap_offset);
+    for (uint64_t i = 0; i < slots; i++) {
+        rb_filter_shm_t *f = rb_dir_slot(seg, i);
+        if (rb_ld(&f->state) == RB_FILTER_LIVE) {
+            live++;
+            used += rb_round_up(rb_ld(&f->bits) / 8, RB_ALIGN);
+        }
+    }
+    for (int c = 0; c < 2; c++)
+        used += rb_ld(&h->ring.copy_cap[c]);
+    memset(out, 0, sizeof(*out));
+    out->version = rb_ld(&h->version);
+    out->generation = rb_ld(&h->generation);
+    out->size = rb_seg_size(seg);
+    out->max_size = rb_ld(&h->max_size);
+    out->used = used;
+    out->writer_pid = rb_ld(&h->writer_pid);
+    out->created = rb_ld(&h->created);
+    out->heartbeat_ms = rb_ld(&h->heartbeat_ms);
+    out->filters = live;
+    out->max_filters = (uint32_t)slots;
+    out->writable = seg->writable;
+    if (seg->fd >= 0 && fstat(seg->fd, &st) == 0)
+        out->mode = st.st_mode & 0777;
+    return RB_OK;
+}
