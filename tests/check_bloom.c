@@ -1,0 +1,308 @@
+/*
+ * check_bloom.c - Bloom filters: sizing against the seed's numbers, no
+ * false negatives, measured FPR against the formula, test-and-add results,
+ * batched queries, figures, errors.
+ */
+#include <math.h>
+
+#include "rb_test.h"
+
+static rb_segment_t *seg;
+
+static void setup(void)
+{
+    rb_segment_opts_t o = { 0600, 256u << 20, 8 };
+    ck_assert_int_eq(rb_segment_create(NULL, &o, &seg), RB_OK);
+}
+
+static void teardown(void)
+{
+    rb_segment_close(seg);
+}
+
+static rb_bloom_t *make(const char *name, uint64_t n, double p, rb_bloom_layout_t layout)
+{
+    rb_bloom_params_t bp = { n, p, layout };
+    rb_bloom_t *bf;
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, name, strlen(name), &bp), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, name, strlen(name), &bf), RB_OK);
+    return bf;
+}
+
+START_TEST(test_bloom_sizing_matches_seed_numbers)
+{
+    rb_bloom_sizing_t s;
+
+    /* n = 10^7, p = 1%: k ~ 7, ~9.6 bits/key, ~12 MB. */
+    ck_assert_int_eq(rb_bloom_size(10000000, 0.01, RB_BLOOM_STANDARD, &s), RB_OK);
+    ck_assert_uint_eq(s.k, 7);
+    ck_assert_double_le(fabs((double)s.bits / 1e7 - 9.585), 0.01);
+    ck_assert_double_le(fabs((double)s.bytes / 1e6 - 11.98), 0.02);
+    ck_assert_double_le(fabs(s.fpr - 0.01), 0.0005);
+    /* n = 10^6: ~1.2 MB. */
+    ck_assert_int_eq(rb_bloom_size(1000000, 0.01, RB_BLOOM_STANDARD, &s), RB_OK);
+    ck_assert_double_le(fabs((double)s.bytes / 1e6 - 1.198), 0.002);
+    /* p = 0.1%: k = 10, 14.4 bits/key. */
+    ck_assert_int_eq(rb_bloom_size(1000000, 0.001, RB_BLOOM_STANDARD, &s), RB_OK);
+    ck_assert_uint_eq(s.k, 10);
+    ck_assert_double_le(fabs((double)s.bits / 1e6 - 14.38), 0.01);
+    /* Blocked costs more bits for the same p, within reason. */
+    ck_assert_int_eq(rb_bloom_size(1000000, 0.01, RB_BLOOM_BLOCKED, &s), RB_OK);
+    ck_assert_double_le(s.fpr, 0.01);
+    ck_assert_double_gt((double)s.bits / 1e6, 9.585);
+    ck_assert_double_lt((double)s.bits / 1e6, 13.0);
+    ck_assert_uint_eq(s.bits % 512, 0);
+}
+END_TEST
+
+START_TEST(test_bloom_sizing_rejects_bad_parameters)
+{
+    rb_bloom_sizing_t s;
+
+    ck_assert_int_eq(rb_bloom_size(0, 0.01, RB_BLOOM_STANDARD, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_size(10, 0.0, RB_BLOOM_STANDARD, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_size(10, 1.0, RB_BLOOM_STANDARD, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_size(10, -0.5, RB_BLOOM_STANDARD, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_size(10, NAN, RB_BLOOM_STANDARD, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_size(10, 0.01, (rb_bloom_layout_t)7, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_size(1ULL << 40, 0.01, RB_BLOOM_STANDARD, &s), RB_ERANGE);
+    ck_assert_int_eq(rb_bloom_size(10, 1e-30, RB_BLOOM_STANDARD, &s), RB_ERANGE);
+    /* p near 1 still gives a valid (tiny) filter. */
+    ck_assert_int_eq(rb_bloom_size(1000, 0.9, RB_BLOOM_BLOCKED, &s), RB_OK);
+    ck_assert_uint_ge(s.k, 1);
+}
+END_TEST
+
+/* 10^6 adds, 10^6 absent queries; returns the measured FPR. */
+static double fill_and_measure(rb_bloom_t *bf, uint64_t n)
+{
+    unsigned long fp = 0;
+    char key[160];
+
+    for (unsigned long i = 0; i < n; i++)
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "in", i)), 0);
+    for (unsigned long i = 0; i < n; i++)
+        ck_assert_int_eq(rb_bloom_contains(bf, key, rb_test_key(key, sizeof(key), "in", i)), 1);
+    for (unsigned long i = 0; i < n; i++)
+        fp += (unsigned long)rb_bloom_contains(bf, key, rb_test_key(key, sizeof(key), "out", i));
+    return (double)fp / (double)n;
+}
+
+START_TEST(test_bloom_standard_fpr_within_15pct_of_formula)
+{
+    rb_bloom_t *bf = make("std", 1000000, 0.01, RB_BLOOM_STANDARD);
+    rb_bloom_stat_t st;
+    double fpr, formula;
+
+    fpr = fill_and_measure(bf, 1000000);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    formula = rb_bloom_fpr_formula(st.bits, st.k, 1000000);
+    printf("standard: measured FPR %.5f, formula %.5f (%+.1f%%), est from bits %.5f\n", fpr,
+           formula, 100.0 * (fpr / formula - 1.0), st.est_fpr);
+    ck_assert_double_le(fabs(fpr / formula - 1.0), 0.15);
+    ck_assert_double_le(fabs(st.est_fpr / formula - 1.0), 0.10);
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_blocked_fpr_at_most_p)
+{
+    rb_bloom_t *bf = make("blk", 1000000, 0.01, RB_BLOOM_BLOCKED);
+    rb_bloom_stat_t st;
+    double fpr = fill_and_measure(bf, 1000000);
+
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    printf("blocked: measured FPR %.5f (p = 0.01), %.2f bits/key, k = %u, est %.5f\n", fpr,
+           (double)st.bits / 1e6, st.k, st.est_fpr);
+    ck_assert_double_le(fpr, 0.01);
+    ck_assert_double_le(fabs(st.est_fpr / fpr - 1.0), 0.15);
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_add_reports_new_exactly_once)
+{
+    rb_bloom_t *bf = make("once", 10000, 0.001, RB_BLOOM_STANDARD);
+    rb_key_t keys[4] = { { "a", 1 }, { "b", 1 }, { "a", 1 }, { "", 0 } };
+    uint8_t fresh[4];
+    rb_bloom_stat_t st;
+
+    ck_assert_int_eq(rb_bloom_add(bf, "url", 3), 1);
+    ck_assert_int_eq(rb_bloom_add(bf, "url", 3), 0);
+    ck_assert_int_eq(rb_bloom_add_many(bf, keys, 4, fresh), 3);
+    ck_assert(fresh[0] == 1 && fresh[1] == 1 && fresh[2] == 0 && fresh[3] == 1);
+    ck_assert_int_eq(rb_bloom_add_many(bf, keys, 4, NULL), 0);
+    ck_assert_int_eq(rb_bloom_contains(bf, "", 0), 1);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.items, 4);
+    ck_assert_str_eq(st.name, "once");
+    ck_assert_uint_eq(st.capacity, 10000);
+    ck_assert(st.error_rate == 0.001);
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_keys_are_binary_safe)
+{
+    rb_bloom_t *bf = make("bin", 1000, 0.001, RB_BLOOM_BLOCKED);
+
+    ck_assert_int_eq(rb_bloom_add(bf, "a\0b", 3), 1);
+    ck_assert_int_eq(rb_bloom_contains(bf, "a\0b", 3), 1);
+    ck_assert_int_eq(rb_bloom_contains(bf, "a\0c", 3), 0);
+    ck_assert_int_eq(rb_bloom_add(bf, "\xff\xfe", 2), 1);
+    ck_assert_int_eq(rb_bloom_contains(bf, "\xff\xfe", 2), 1);
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_contains_many_equals_contains)
+{
+    rb_bloom_layout_t layouts[2] = { RB_BLOOM_STANDARD, RB_BLOOM_BLOCKED };
+
+    for (int l = 0; l < 2; l++) {
+        rb_bloom_t *bf = make(l ? "m1" : "m0", 20000, 0.05, layouts[l]);
+        static char keys[3001][160];
+        rb_key_t k[3001];
+        uint8_t out[3001];
+        int64_t hits = 0;
+
+        for (unsigned long i = 0; i < 3001; i++) {
+            k[i].ptr = keys[i];
+            k[i].len = rb_test_key(keys[i], sizeof(keys[i]), "many", i);
+            if (i % 2 == 0)
+                ck_assert_int_ge(rb_bloom_add(bf, k[i].ptr, k[i].len), 0);
+        }
+        ck_assert_int_ge(rb_bloom_contains_many(bf, k, 3001, out), 1501);
+        for (int i = 0; i < 3001; i++) {
+            ck_assert_int_eq(out[i], rb_bloom_contains(bf, k[i].ptr, k[i].len));
+            hits += out[i];
+        }
+        ck_assert_int_eq(rb_bloom_contains_many(bf, k, 3001, out), hits);
+        ck_assert_int_eq(rb_bloom_contains_many(bf, k, 0, out), 0);
+        rb_bloom_close(bf);
+    }
+}
+END_TEST
+
+START_TEST(test_bloom_blocked_key_stays_in_one_cache_line)
+{
+    rb_bloom_t *bf = make("line", 100000, 0.01, RB_BLOOM_BLOCKED);
+    const rb_filter_shm_t *f = rb_dir_slot(seg, 0);
+    const _Atomic uint64_t *arr = rb_word_at(seg, rb_ld(&f->array_off));
+    uint64_t words = rb_ld(&f->bits) / 64, first = UINT64_MAX, last = 0, ones = 0;
+
+    ck_assert_int_eq(rb_bloom_add(bf, "one key", 7), 1);
+    for (uint64_t w = 0; w < words; w++) {
+        uint64_t v = rb_ld(&arr[w]);
+        if (v) {
+            if (first == UINT64_MAX)
+                first = w;
+            last = w;
+            ones += (uint64_t)__builtin_popcountll(v);
+        }
+    }
+    ck_assert_uint_eq(first / 8, last / 8);      /* one 64-byte block */
+    ck_assert_uint_ge(ones, rb_ld(&f->k) - 1);   /* k probes (a repeat is rare) */
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_filters_have_distinct_secrets)
+{
+    rb_bloom_t *a = make("s1", 1000, 0.01, RB_BLOOM_STANDARD);
+    rb_bloom_t *b = make("s2", 1000, 0.01, RB_BLOOM_STANDARD);
+    const rb_filter_shm_t *fa = rb_dir_slot(seg, 0), *fb = rb_dir_slot(seg, 1);
+    int same = 1;
+
+    for (int i = 0; i < RB_SECRET_WORDS; i++)
+        same &= rb_ld(&fa->secret[i]) == rb_ld(&fb->secret[i]);
+    ck_assert(!same);
+    ck_assert_uint_ne(rb_ld(&fa->incarnation), rb_ld(&fb->incarnation));
+    rb_bloom_close(a);
+    rb_bloom_close(b);
+}
+END_TEST
+
+START_TEST(test_bloom_reserve_errors_change_nothing)
+{
+    rb_bloom_params_t ok = { 1000, 0.01, RB_BLOOM_STANDARD };
+    rb_bloom_params_t bad_p = { 1000, 1.5, RB_BLOOM_STANDARD };
+    rb_bloom_params_t zero = { 0, 0.01, RB_BLOOM_STANDARD };
+    rb_bloom_params_t huge = { 1ULL << 32, 0.0001, RB_BLOOM_STANDARD };
+    char longname[RB_FILTER_NAME_MAX + 1];
+    rb_segment_info_t info;
+    rb_bloom_t *bf;
+
+    memset(longname, 'f', sizeof(longname));
+    ck_assert_int_eq(rb_bloom_reserve(seg, "f", 1, &bad_p), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_reserve(seg, "f", 1, &zero), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_reserve(seg, "", 0, &ok), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_reserve(seg, longname, sizeof(longname), &ok), RB_EINVAL);
+    ck_assert_int_eq(rb_bloom_reserve(seg, "f", 1, &huge), RB_ENOSPC);
+    ck_assert_int_eq(rb_segment_info(seg, &info), RB_OK);
+    ck_assert_uint_eq(info.filters, 0);
+    ck_assert_int_eq(rb_bloom_reserve(seg, "f", 1, &ok), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(seg, "f", 1, &ok), RB_EEXIST);
+    ck_assert_int_eq(rb_bloom_open(seg, "nope", 4, &bf), RB_ENOENT);
+    for (int i = 1; i < 8; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "f%d", i);
+        ck_assert_int_eq(rb_bloom_reserve(seg, name, strlen(name), &ok), RB_OK);
+    }
+    ck_assert_int_eq(rb_bloom_reserve(seg, "ninth", 5, &ok), RB_ERANGE);  /* 8 slots */
+    ck_assert_int_eq(rb_segment_info(seg, &info), RB_OK);
+    ck_assert_uint_eq(info.filters, 8);
+}
+END_TEST
+
+START_TEST(test_bloom_reader_handle_cannot_write)
+{
+    rb_bloom_params_t ok = { 1000, 0.01, RB_BLOOM_BLOCKED };
+    char inst[96];
+    rb_segment_t *w, *r;
+    rb_bloom_t *bf;
+
+    rb_test_instance(inst, sizeof(inst));
+    ck_assert_int_eq(rb_segment_create(inst, NULL, &w), RB_OK);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    /* The filter is created after the reader attached: it sees it anyway. */
+    ck_assert_int_eq(rb_bloom_reserve(w, "late", 4, &ok), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(r, "x", 1, &ok), RB_EROFS);
+    ck_assert_int_eq(rb_bloom_open(r, "late", 4, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_add(bf, "k", 1), RB_EROFS);
+    ck_assert_int_eq(rb_bloom_contains(bf, "k", 1), 0);
+    rb_bloom_close(bf);
+    rb_segment_close(r);
+    rb_segment_close(w);
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+}
+END_TEST
+
+static Suite *bloom_suite(void)
+{
+    Suite *s = suite_create("bloom");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_bloom_sizing_matches_seed_numbers);
+    tcase_add_test(tc, test_bloom_sizing_rejects_bad_parameters);
+    tcase_add_test(tc, test_bloom_standard_fpr_within_15pct_of_formula);
+    tcase_add_test(tc, test_bloom_blocked_fpr_at_most_p);
+    tcase_add_test(tc, test_bloom_add_reports_new_exactly_once);
+    tcase_add_test(tc, test_bloom_keys_are_binary_safe);
+    tcase_add_test(tc, test_bloom_contains_many_equals_contains);
+    tcase_add_test(tc, test_bloom_blocked_key_stays_in_one_cache_line);
+    tcase_add_test(tc, test_bloom_filters_have_distinct_secrets);
+    tcase_add_test(tc, test_bloom_reserve_errors_change_nothing);
+    tcase_add_test(tc, test_bloom_reader_handle_cannot_write);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    rb_test_init();
+    return rb_test_run(bloom_suite());
+}

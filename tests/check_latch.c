@@ -1,0 +1,176 @@
+/*
+ * check_latch.c - the two-copy latch (rb_latch.h) under threads.
+ *
+ * A writer thread publishes version v by writing v into every word of both
+ * copies through the latch; reader threads accept a read only when
+ * read_retry says so, and then require every word to equal the version the
+ * sequence implies (s even: s/2 in copy 0; s odd: (s-1)/2 in copy 1).  A
+ * negative control runs the same checker against a writer that rewrites
+ * the copy readers are on, to show the checker does catch torn reads.
+ */
+#include <pthread.h>
+#include <time.h>
+
+#include "rb_test.h"
+
+#define WORDS 512
+#define READERS 2
+#define RUN_NS 600000000LL
+
+typedef struct latch_box {
+    _Alignas(64) _Atomic uint64_t seq;
+    _Alignas(64) _Atomic uint64_t copy[2][WORDS];
+    _Atomic int stop;
+    int broken;            /* negative control: write the copy in use */
+} latch_box_t;
+
+typedef struct reader_out {
+    latch_box_t *box;
+    uint64_t accepted, torn, retries, last, backwards;
+} reader_out_t;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void fill(_Atomic uint64_t *c, uint64_t v)
+{
+    for (int i = 0; i < WORDS; i++)
+        rb_st(&c[i], v);
+}
+
+static void *writer(void *arg)
+{
+    latch_box_t *b = arg;
+
+    for (uint64_t v = 1; !atomic_load(&b->stop); v++) {
+        if (b->broken) {
+            /* Wrong on purpose: rewrites the copy readers are using. */
+            uint64_t s = rb_ld(&b->seq);
+            fill(b->copy[s & 1], v);
+            atomic_store(&b->seq, s);
+        } else {
+            uint64_t s = rb_latch_write_begin(&b->seq);
+            fill(b->copy[0], v);
+            rb_latch_write_switch(&b->seq, s);
+            fill(b->copy[1], v);
+        }
+    }
+    return NULL;
+}
+
+static void *reader(void *arg)
+{
+    reader_out_t *o = arg;
+    latch_box_t *b = o->box;
+
+    while (!atomic_load(&b->stop)) {
+        uint64_t s, want, bad = 0, first;
+        s = rb_latch_read_begin(&b->seq);
+        want = (s & 1) ? (s - 1) / 2 : s / 2;
+        first = rb_ld(&b->copy[s & 1][0]);
+        for (int i = 0; i < WORDS; i++)
+            bad |= rb_ld(&b->copy[s & 1][i]) ^ (b->broken ? first : want);
+        if (rb_latch_read_retry(&b->seq, s)) {
+            o->retries++;
+            continue;
+        }
+        o->accepted++;
+        if (bad)
+            o->torn++;
+        if (first < o->last)
+            o->backwards++;
+        o->last = first;
+    }
+    return NULL;
+}
+
+static void run_box(latch_box_t *b, reader_out_t out[READERS])
+{
+    pthread_t w, r[READERS];
+    int64_t t0 = now_ns();
+
+    ck_assert_int_eq(pthread_create(&w, NULL, writer, b), 0);
+    for (int i = 0; i < READERS; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        out[i].box = b;
+        ck_assert_int_eq(pthread_create(&r[i], NULL, reader, &out[i]), 0);
+    }
+    while (now_ns() - t0 < RUN_NS)
+        usleep(10000);
+    atomic_store(&b->stop, 1);
+    pthread_join(w, NULL);
+    for (int i = 0; i < READERS; i++)
+        pthread_join(r[i], NULL);
+}
+
+START_TEST(test_latch_sequence_parity)
+{
+    _Atomic uint64_t seq = 0;
+    uint64_t s = rb_latch_write_begin(&seq);
+
+    ck_assert_uint_eq(s, 1);                 /* readers -> copy 1 */
+    ck_assert_uint_eq(rb_latch_read_begin(&seq) & 1, 1);
+    rb_latch_write_switch(&seq, s);
+    ck_assert_uint_eq(rb_latch_read_begin(&seq), 2);   /* readers -> copy 0 */
+    ck_assert(!rb_latch_read_retry(&seq, 2));
+    ck_assert(rb_latch_read_retry(&seq, 1));
+}
+END_TEST
+
+START_TEST(test_latch_threads_never_accept_torn_reads)
+{
+    static latch_box_t box;
+    reader_out_t out[READERS];
+    uint64_t accepted = 0;
+
+    memset(&box, 0, sizeof(box));
+    run_box(&box, out);
+    for (int i = 0; i < READERS; i++) {
+        ck_assert_uint_eq(out[i].torn, 0);
+        ck_assert_uint_eq(out[i].backwards, 0);
+        accepted += out[i].accepted;
+    }
+    printf("latch: %lu reads accepted, %lu+%lu retries, 0 torn\n", (unsigned long)accepted,
+           (unsigned long)out[0].retries, (unsigned long)out[1].retries);
+    ck_assert_uint_gt(accepted, 1000);       /* readers made progress */
+    ck_assert_uint_gt(box.copy[0][0], 100);  /* and so did the writer */
+}
+END_TEST
+
+START_TEST(test_latch_checker_catches_a_broken_writer)
+{
+    static latch_box_t box;
+    reader_out_t out[READERS];
+    uint64_t torn = 0;
+
+    memset(&box, 0, sizeof(box));
+    box.broken = 1;
+    run_box(&box, out);
+    for (int i = 0; i < READERS; i++)
+        torn += out[i].torn;
+    ck_assert_uint_gt(torn, 0);
+}
+END_TEST
+
+static Suite *latch_suite(void)
+{
+    Suite *s = suite_create("latch");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_latch_sequence_parity);
+    tcase_add_test(tc, test_latch_threads_never_accept_torn_reads);
+    tcase_add_test(tc, test_latch_checker_catches_a_broken_writer);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    rb_test_init();
+    return rb_test_run(latch_suite());
+}

@@ -1,0 +1,375 @@
+/* check_segment.c - create / attach / validate / takeover of segments. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "rb_test.h"
+
+static char inst[96];
+static rb_segment_t *wseg;
+
+static void setup(void)
+{
+    rb_test_instance(inst, sizeof(inst));
+    wseg = NULL;
+}
+
+static void teardown(void)
+{
+    rb_segment_close(wseg);
+    rb_segment_unlink(inst);
+}
+
+static void create_default(void)
+{
+    ck_assert_int_eq(rb_segment_create(inst, NULL, &wseg), RB_OK);
+}
+
+/* Raw write access to the object, as a corrupting third party would have. */
+static rb_header_shm_t *raw_map(int *fd)
+{
+    char path[160];
+    void *p;
+
+    snprintf(path, sizeof(path), "/ringbloom.%s", inst);
+    *fd = shm_open(path, O_RDWR, 0);
+    ck_assert_int_ge(*fd, 0);
+    p = mmap(NULL, RB_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    ck_assert(p != MAP_FAILED);
+    return p;
+}
+
+static void raw_unmap(rb_header_shm_t *h, int fd)
+{
+    munmap(h, RB_HEADER_SIZE);
+    close(fd);
+}
+
+static int attach_rc(void)
+{
+    rb_segment_t *r = NULL;
+    int rc = rb_segment_attach(inst, 0, &r);
+    rb_segment_close(r);
+    return rc;
+}
+
+START_TEST(test_segment_create_attach_roundtrip)
+{
+    rb_segment_opts_t o = { 0600, 8u << 20, 16 };
+    rb_segment_info_t wi, ri;
+    rb_segment_t *r;
+    struct stat st;
+    char path[160];
+
+    umask(077);   /* the mode must be exact regardless of the umask */
+    o.mode = 0640;
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    snprintf(path, sizeof(path), "/dev/shm/ringbloom.%s", inst);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0640);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    ck_assert_int_eq(rb_segment_info(wseg, &wi), RB_OK);
+    ck_assert_int_eq(rb_segment_info(r, &ri), RB_OK);
+    ck_assert_int_eq(wi.writable, 1);
+    ck_assert_int_eq(ri.writable, 0);
+    ck_assert_uint_eq(ri.version, RB_LAYOUT_VERSION);
+    ck_assert_uint_eq(ri.max_size, 8u << 20);
+    ck_assert_uint_eq(ri.max_filters, 16);
+    ck_assert_uint_eq(ri.writer_pid, (uint64_t)getpid());
+    ck_assert_uint_eq(ri.size, wi.size);
+    ck_assert_uint_eq(ri.mode, 0640);
+    ck_assert_int_eq(rb_segment_check(r), RB_OK);
+    rb_segment_close(r);
+}
+END_TEST
+
+START_TEST(test_segment_create_existing_is_eexist)
+{
+    rb_segment_t *again = NULL;
+
+    create_default();
+    ck_assert_int_eq(rb_segment_create(inst, NULL, &again), RB_EEXIST);
+    ck_assert_ptr_null(again);
+}
+END_TEST
+
+START_TEST(test_segment_bad_names_and_options)
+{
+    rb_segment_t *s = NULL;
+    rb_segment_opts_t o = { 01777, 0, 0 };
+    char longname[RB_INSTANCE_MAX + 2];
+
+    memset(longname, 'x', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    ck_assert_int_eq(rb_segment_create("", NULL, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_create("a/b", NULL, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_create(".hidden", NULL, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_create(longname, NULL, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_attach("a b", 0, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_create(inst, &o, &s), RB_EINVAL);
+    o.mode = 0640;
+    o.max_filters = RB_MAX_FILTERS + 1;
+    ck_assert_int_eq(rb_segment_create(inst, &o, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_attach(inst, 0x80, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_ENOENT);   /* nothing created */
+}
+END_TEST
+
+START_TEST(test_segment_attach_missing_is_enoent)
+{
+    ck_assert_int_eq(attach_rc(), RB_ENOENT);
+}
+END_TEST
+
+START_TEST(test_segment_attach_bad_magic_is_notours)
+{
+    int fd;
+    rb_header_shm_t *h;
+
+    create_default();
+    h = raw_map(&fd);
+    rb_st(&h->magic, 0x0123456789abcdefULL);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(attach_rc(), RB_ENOTOURS);
+}
+END_TEST
+
+START_TEST(test_segment_attach_swapped_magic_is_eendian)
+{
+    int fd;
+    rb_header_shm_t *h;
+
+    create_default();
+    h = raw_map(&fd);
+    rb_st(&h->magic, __builtin_bswap64(RB_MAGIC));
+    raw_unmap(h, fd);
+    ck_assert_int_eq(attach_rc(), RB_EENDIAN);
+}
+END_TEST
+
+START_TEST(test_segment_attach_wrong_version_is_eversion)
+{
+    int fd;
+    rb_header_shm_t *h;
+
+    create_default();
+    h = raw_map(&fd);
+    rb_st(&h->version, RB_LAYOUT_VERSION + 1);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(attach_rc(), RB_EVERSION);
+}
+END_TEST
+
+START_TEST(test_segment_attach_truncated_is_etrunc)
+{
+    char path[160];
+    int fd;
+
+    create_default();
+    snprintf(path, sizeof(path), "/ringbloom.%s", inst);
+    fd = shm_open(path, O_RDWR, 0);
+    ck_assert_int_ge(fd, 0);
+    /* Smaller than header.size claims, but still holding the header. */
+    ck_assert_int_eq(ftruncate(fd, RB_HEADER_SIZE * 2), 0);
+    ck_assert_int_eq(attach_rc(), RB_ETRUNC);
+    /* Smaller than the header itself. */
+    ck_assert_int_eq(ftruncate(fd, 100), 0);
+    ck_assert_int_eq(attach_rc(), RB_ETRUNC);
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_segment_attach_while_initialising_is_ebusy)
+{
+    char path[160];
+    int fd;
+
+    snprintf(path, sizeof(path), "/ringbloom.%s", inst);
+    fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(attach_rc(), RB_EBUSY);          /* size 0 */
+    ck_assert_int_eq(ftruncate(fd, 1 << 16), 0);
+    ck_assert_int_eq(attach_rc(), RB_EBUSY);          /* magic not yet written */
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_segment_attach_corrupt_directory_is_ecorrupt)
+{
+    int fd;
+    rb_header_shm_t *h;
+
+    create_default();
+    h = raw_map(&fd);
+    rb_st(&h->dir_slots, 1ULL << 40);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(attach_rc(), RB_ECORRUPT);
+}
+END_TEST
+
+START_TEST(test_segment_retired_is_refused_and_reported)
+{
+    rb_segment_t *r;
+
+    create_default();
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    ck_assert_int_eq(rb_segment_retire(wseg, 2), RB_OK);
+    ck_assert_int_eq(rb_segment_check(r), RB_ERETIRED);
+    ck_assert_int_eq(attach_rc(), RB_ERETIRED);
+    ck_assert_int_eq(rb_segment_retire(r, 3), RB_EROFS);
+    rb_segment_close(r);
+}
+END_TEST
+
+START_TEST(test_segment_writer_gone_is_egone)
+{
+    rb_segment_t *r;
+    pid_t pid = fork();
+    int status;
+
+    if (pid == 0) {
+        rb_segment_t *s;
+        _exit(rb_segment_create(inst, NULL, &s) == RB_OK ? 0 : 1);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(attach_rc(), RB_EGONE);
+    ck_assert_int_eq(rb_segment_attach(inst, RB_ATTACH_STALE_OK, &r), RB_OK);
+    ck_assert_int_eq(rb_segment_check(r), RB_EGONE);
+    rb_segment_close(r);
+}
+END_TEST
+
+/* A reader maps PROT_READ from an O_RDONLY descriptor: a store faults. */
+START_TEST(test_segment_reader_store_faults)
+{
+    rb_segment_t *r;
+
+    create_default();
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    /* Unlink first: this process dies below, before its teardown runs. */
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+    rb_st(&rb_hdr(r)->heartbeat_ms, 1);
+    ck_abort_msg("store into a read-only mapping did not fault");
+}
+END_TEST
+
+START_TEST(test_segment_reader_cannot_mprotect_to_write)
+{
+    rb_segment_t *r;
+
+    create_default();
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    /* The descriptor was opened O_RDONLY, so the kernel refuses. */
+    ck_assert_int_eq(mprotect(r->base, RB_HEADER_SIZE, PROT_READ | PROT_WRITE), -1);
+    ck_assert_int_eq(errno, EACCES);
+    rb_segment_close(r);
+}
+END_TEST
+
+START_TEST(test_segment_growth_past_reservation_is_enospc)
+{
+    rb_segment_opts_t o = { 0600, 1u << 20, 4 };
+    rb_bloom_params_t big = { 10000000, 0.01, RB_BLOOM_STANDARD };
+    rb_bloom_params_t small = { 1000, 0.01, RB_BLOOM_STANDARD };
+    rb_segment_info_t before, after;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_segment_info(wseg, &before), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "big", 3, &big), RB_ENOSPC);
+    ck_assert_int_eq(rb_segment_info(wseg, &after), RB_OK);
+    ck_assert_uint_eq(after.filters, 0);
+    ck_assert_uint_eq(after.size, before.size);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "small", 5, &small), RB_OK);
+}
+END_TEST
+
+START_TEST(test_segment_takeover_keeps_ring_filters_and_heap)
+{
+    rb_bloom_params_t p = { 20000, 0.01, RB_BLOOM_BLOCKED };
+    rb_ring_t *ring, *loaded;
+    rb_bloom_t *bf;
+    rb_node_t a, b;
+    char key[160];
+
+    create_default();
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 50, &ring), RB_OK);
+    ck_assert_int_eq(rb_ring_add(ring, "alpha", 5, 1), RB_OK);
+    ck_assert_int_eq(rb_ring_add(ring, "beta", 4, 3), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(ring, wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "f1", 2, &p), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, "f1", 2, &bf), RB_OK);
+    for (unsigned long i = 0; i < 5000; i++)
+        ck_assert_int_eq(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "t", i)), 1);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_ring_lookup(wseg, "k", 1, &a), RB_OK);
+    rb_segment_close(wseg);
+
+    /* A new writer takes over the live segment. */
+    ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
+    ck_assert_int_eq(rb_ring_load(wseg, &loaded), RB_OK);
+    ck_assert_uint_eq(rb_ring_node_count(loaded), 2);
+    ck_assert_uint_eq(rb_ring_point_count(loaded), rb_ring_point_count(ring));
+    ck_assert_int_eq(rb_ring_lookup(wseg, "k", 1, &b), RB_OK);
+    ck_assert_str_eq(a.name, b.name);
+    /* New allocations must not overlap the live filter. */
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "f2", 2, &p), RB_OK);
+    ck_assert_int_eq(rb_ring_add(loaded, "gamma", 5, 4), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(loaded, wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, "f1", 2, &bf), RB_OK);
+    for (unsigned long i = 0; i < 5000; i++)
+        ck_assert_int_eq(rb_bloom_contains(bf, key, rb_test_key(key, sizeof(key), "t", i)), 1);
+    rb_bloom_close(bf);
+    rb_ring_free(ring);
+    rb_ring_free(loaded);
+}
+END_TEST
+
+START_TEST(test_segment_private_needs_no_name)
+{
+    rb_segment_t *p;
+    rb_segment_info_t info;
+
+    ck_assert_int_eq(rb_segment_create(NULL, NULL, &p), RB_OK);
+    ck_assert_int_eq(rb_segment_info(p, &info), RB_OK);
+    ck_assert_int_eq(info.writable, 1);
+    ck_assert_int_eq(rb_segment_check(p), RB_OK);
+    rb_segment_close(p);
+}
+END_TEST
+
+static Suite *segment_suite(void)
+{
+    Suite *s = suite_create("segment");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_segment_create_attach_roundtrip);
+    tcase_add_test(tc, test_segment_create_existing_is_eexist);
+    tcase_add_test(tc, test_segment_bad_names_and_options);
+    tcase_add_test(tc, test_segment_attach_missing_is_enoent);
+    tcase_add_test(tc, test_segment_attach_bad_magic_is_notours);
+    tcase_add_test(tc, test_segment_attach_swapped_magic_is_eendian);
+    tcase_add_test(tc, test_segment_attach_wrong_version_is_eversion);
+    tcase_add_test(tc, test_segment_attach_truncated_is_etrunc);
+    tcase_add_test(tc, test_segment_attach_while_initialising_is_ebusy);
+    tcase_add_test(tc, test_segment_attach_corrupt_directory_is_ecorrupt);
+    tcase_add_test(tc, test_segment_retired_is_refused_and_reported);
+    tcase_add_test(tc, test_segment_writer_gone_is_egone);
+    tcase_add_test_raise_signal(tc, test_segment_reader_store_faults, SIGSEGV);
+    tcase_add_test(tc, test_segment_reader_cannot_mprotect_to_write);
+    tcase_add_test(tc, test_segment_growth_past_reservation_is_enospc);
+    tcase_add_test(tc, test_segment_takeover_keeps_ring_filters_and_heap);
+    tcase_add_test(tc, test_segment_private_needs_no_name);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    rb_test_init();
+    return rb_test_run(segment_suite());
+}
