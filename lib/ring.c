@@ -432,8 +432,9 @@ static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
     return start >= RB_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
 }
 
-/* Reads and bounds-checks the header of copy `which`.  Inside a read
- * section a failure may be a torn read; the caller's retry decides. */
+/* Reads and bounds-checks the header of copy `which`; a never-published
+ * ring reads as an empty view.  Inside a read section a failure may be a
+ * torn read; the caller's retry decides. */
 static int view_open(const rb_segment_t *seg, unsigned which, ring_view_t *v)
 {
     const rb_header_shm_t *h = rb_hdr(seg);
@@ -442,8 +443,9 @@ static int view_open(const rb_segment_t *seg, unsigned which, ring_view_t *v)
     uint64_t cap = rb_ld(&h->ring.copy_cap[which]);
     const rb_ring_copy_shm_t *c;
 
+    memset(v, 0, sizeof(*v));
     if (off == 0)
-        return RB_EEMPTY;            /* never published */
+        return RB_OK;                /* never published */
     if (cap < RB_RING_COPY_HDR_WORDS * 8 || !rb_span_ok(size, off, cap))
         return RB_ECORRUPT;
     c = copy_at(seg, off);
@@ -467,6 +469,7 @@ static int view_open(const rb_segment_t *seg, unsigned which, ring_view_t *v)
     if (v->words > cap / 8 || v->words < RB_RING_COPY_HDR_WORDS || !mode_ok(v->mode) ||
         v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
         v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
+        (v->npoints == 0) != (v->nnodes == 0) ||
         v->bits < 1 || v->bits > MAX_INDEX_BITS || (v->names_bytes & 7) != 0 ||
         !sect_ok(v->nodes_w, RB_NODE_WORDS * v->nnodes, v->words) ||
         !sect_ok(v->names_w, v->names_bytes / 8, v->words) ||
@@ -474,8 +477,6 @@ static int view_open(const rb_segment_t *seg, unsigned which, ring_view_t *v)
         !sect_ok(v->owners_w, (v->npoints + 3) / 4, v->words) ||
         !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
         return RB_ECORRUPT;
-    if (v->npoints == 0 || v->nnodes == 0)
-        return RB_EEMPTY;
     return RB_OK;
 }
 
@@ -492,10 +493,15 @@ static inline uint64_t view_owner(const ring_view_t *v, uint64_t i)
 /* The point index owning position h: lower bound, wrapping to 0. */
 static int view_find(const ring_view_t *v, uint64_t h, uint64_t *pt)
 {
-    uint64_t j = h >> (64 - v->bits);
-    uint64_t lo = view_index(v, j), hi = view_index(v, j + 1);
-    const _Atomic uint64_t *pos = &v->d[v->points_w];
+    uint64_t j, lo, hi;
+    const _Atomic uint64_t *pos;
 
+    if (v->npoints == 0)
+        return RB_EEMPTY;
+    j = h >> (64 - v->bits);
+    lo = view_index(v, j);
+    hi = view_index(v, j + 1);
+    pos = &v->d[v->points_w];
     if (lo > hi || hi > v->npoints)
         return RB_ECORRUPT;
     /* Invariant: points below lo are < h, points from hi on are >= h. */
@@ -653,39 +659,11 @@ static int stat_fn(const ring_view_t *v, void *arg)
     return RB_OK;
 }
 
-/* view_open's verdict, but an empty (published, zero-node) ring is fine. */
-static int view_open_any(const rb_segment_t *seg, unsigned which, ring_view_t *v)
-{
-    int rc = view_open(seg, which, v);
-    return (rc == RB_EEMPTY && rb_ld(&rb_hdr(seg)->ring.copy_off[which]) != 0) ? RB_OK : rc;
-}
-
-/* Like ring_read, but tolerating an empty ring (stat, nodes, load). */
-static int ring_read_any(const rb_segment_t *seg, ring_fn fn, void *arg)
-{
-    const _Atomic uint64_t *seq = &rb_hdr(seg)->ring.seq;
-
-    for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
-        ring_view_t v;
-        uint64_t s = rb_latch_read_begin(seq);
-        int rc = view_open_any(seg, (unsigned)(s & 1), &v);
-        if (rc == RB_OK)
-            rc = fn(&v, arg);
-        if (!rb_latch_read_retry(seq, s))
-            return rc;
-    }
-    return RB_EBUSY;
-}
-
 int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
 {
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    memset(out, 0, sizeof(*out));
-    if (rb_ld(&rb_hdr(seg)->ring.copy_off[0]) == 0 &&
-        rb_ld(&rb_hdr(seg)->ring.copy_off[1]) == 0)
-        return RB_OK;   /* never published: all zero */
-    return ring_read_any(seg, stat_fn, out);
+    return ring_read(seg, stat_fn, out);
 }
 
 typedef struct nodes_arg {
@@ -713,12 +691,7 @@ int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *c
 
     if (seg == NULL || count == NULL || (out == NULL && cap != 0))
         return RB_EINVAL;
-    if (rb_ld(&rb_hdr(seg)->ring.copy_off[0]) == 0 &&
-        rb_ld(&rb_hdr(seg)->ring.copy_off[1]) == 0) {
-        *count = 0;
-        return RB_OK;
-    }
-    rc = ring_read_any(seg, nodes_fn, &a);
+    rc = ring_read(seg, nodes_fn, &a);
     if (rc == RB_OK)
         *count = a.count;
     return rc;
@@ -813,10 +786,7 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
 
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    if (rb_ld(&rb_hdr(seg)->ring.copy_off[0]) == 0 &&
-        rb_ld(&rb_hdr(seg)->ring.copy_off[1]) == 0)
-        return rb_ring_new(RB_RING_XXH3, 0, out);
-    rc = ring_read_any(seg, load_fn, &a);
+    rc = ring_read(seg, load_fn, &a);
     if (rc == RB_OK && a.ring->npts != a.npoints)
         rc = RB_ECORRUPT;   /* the table does not match its membership */
     if (rc != RB_OK) {
@@ -849,7 +819,7 @@ int rb_ring_repair(rb_segment_t *seg)
             rb_latch_write_switch(&h->ring.seq, s);
         return RB_OK;
     }
-    rc = view_open_any(seg, src, &v);
+    rc = view_open(seg, src, &v);
     if (rc != RB_OK)
         return rc;
     bytes = v.words * 8;

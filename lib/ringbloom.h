@@ -17,7 +17,7 @@
  * Conventions, for every function below unless it says otherwise:
  *   - int-returning functions return 0 (RB_OK) or a positive answer on
  *     success and a negative RB_E* code on failure; rb_strerror() names it.
- *     On failure no output parameter is written and no state changes.
+ *     On failure no state changes and output parameters are unspecified.
  *   - "Reader" functions may be called from any process that attached the
  *     segment, from any number of threads at once on one handle.
  *   - "Writer" functions may only be called by the process that created or
