@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 {
     const char *nodes[] = { "cache-a.example:11211", "cache-b.example:11211",
                             "cache-c.example:11211", "cache-d.example:11211" };
-    rb_bloom_params_t bp = { 1000000, 0.01, RB_BLOOM_BLOCKED };
+    rb_bloom_params_t bp = { .capacity = 1000000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
     char instance[64], self[4096];
     rb_segment_t *seg;
     rb_ring_t *ring;

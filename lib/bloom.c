@@ -3,8 +3,11 @@
  * reader contains.
  *
  * What: each filter is a directory slot (name, parameters, 192-byte hash
- * secret) plus a bit array in the heap.  A key's probes come from a keyed
- * 128-bit hash split into h1/h2:
+ * secret, up to RB_BLOOM_MAX_LAYERS layer descriptors) plus one bit array
+ * per layer in the heap.  A scaling filter (RedisBloom's default) appends a
+ * layer of expansion x the capacity at half the error rate when the newest
+ * one is full; a query checks every layer.  A key's probes in layer L come
+ * from a keyed 128-bit hash split into h1/h2 (remixed with L for L > 0):
  *   - standard: probe i is bit fastrange(h1 + i*h2, m), h2 forced odd
  *     (double hashing over the whole array);
  *   - blocked:  h1 picks one 512-bit block (a cache line), and the k probes
@@ -38,16 +41,34 @@
 #define PROBE_MULT   0x9E3779B97F4A7C15ULL
 #define BATCH        16u
 
-struct rb_bloom {
-    const rb_segment_t *seg;
+#define TIGHTENING   0.5   /* each new layer: half the previous error rate */
+
+/* What a handle knows of its filter in one mapping: immutable, replaced
+ * (never modified) when the segment handle moves to a new object or the
+ * name now denotes another filter; old bindings live until close. */
+typedef struct bloom_bind {
+    const rb_map_t *map;
     rb_filter_shm_t *slot;
     uint64_t incarnation;
-    uint64_t bits, nblocks;
-    uint32_t k, layout;
+    uint32_t layout;
+    unsigned char secret[RB_SECRET_BYTES];
+    struct bloom_bind *older;
+} bloom_bind_t;
+
+struct rb_bloom {
+    const rb_segment_t *seg;
     char name[RB_FILTER_NAME_MAX + 1];
     uint32_t name_len;
-    unsigned char secret[RB_SECRET_BYTES];
+    _Atomic(bloom_bind_t *) bind;
+    pthread_mutex_t lock;     /* serialises rebinding */
 };
+
+/* A layer's parameters as read (and validated) inside a section. */
+typedef struct layer_view {
+    const _Atomic uint64_t *arr;
+    uint64_t bits;
+    uint32_t k;
+} layer_view_t;
 
 /* ---- sizing -------------------------------------------------------------- */
 
@@ -136,13 +157,13 @@ static int name_ok(const char *name, size_t len)
     return name != NULL && len >= 1 && len <= RB_FILTER_NAME_MAX;
 }
 
-/* Slot holding live filter `name`, or -1. */
-static int64_t dir_find(const rb_segment_t *seg, const char *name, size_t len)
+/* Slot holding live filter `name` in m, or -1. */
+static int64_t dir_find(const rb_map_t *m, const char *name, size_t len)
 {
     char buf[RB_FILTER_NAME_MAX + 1];
 
-    for (uint64_t i = 0; i < seg->dir_slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(seg, i);
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rb_dir_slot(m, i);
         /* Acquire pairs with the release store of LIVE in reserve: the
          * slot's fields are complete. */
         if (atomic_load_explicit(&f->state, memory_order_acquire) != RB_FILTER_LIVE ||
@@ -155,17 +176,73 @@ static int64_t dir_find(const rb_segment_t *seg, const char *name, size_t len)
     return -1;
 }
 
-void rb_bloom_extents(const rb_segment_t *seg, rb_extent_t *out, size_t *n)
+static uint64_t layer_count(const rb_filter_shm_t *f)
+{
+    /* Acquire pairs with the release store that publishes a new layer:
+     * its descriptor is complete. */
+    uint64_t n = atomic_load_explicit(&f->nlayers, memory_order_acquire);
+    return n <= RB_BLOOM_MAX_LAYERS ? n : 0;
+}
+
+void rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
 {
     *n = 0;
-    for (uint64_t i = 0; i < seg->dir_slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(seg, i);
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rb_dir_slot(m, i);
         if (rb_ld(&f->state) != RB_FILTER_LIVE)
             continue;
-        out[*n].off = rb_ld(&f->array_off);
-        out[*n].len = rb_ld(&f->bits) / 8;
-        (*n)++;
+        for (uint64_t l = 0; l < layer_count(f); l++) {
+            out[*n].off = rb_ld(&f->layer[l].array_off);
+            out[*n].len = rb_ld(&f->layer[l].bits) / 8;
+            (*n)++;
+        }
     }
+}
+
+static void store_double(_Atomic uint64_t *w, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof(bits));
+    rb_st(w, bits);
+}
+
+static double load_double(const _Atomic uint64_t *w)
+{
+    uint64_t bits = rb_ld(w);
+    double d;
+    memcpy(&d, &bits, sizeof(d));
+    return d;
+}
+
+/* Writer: sizes, allocates and zeroes layer l of f, then publishes it by
+ * storing nlayers = l + 1 (release).  Nothing changes on error. */
+static int layer_create(rb_segment_t *seg, rb_filter_shm_t *f, uint64_t l,
+                        uint64_t capacity, double error, rb_bloom_layout_t layout)
+{
+    rb_map_t *m = rb_seg_map(seg);
+    rb_bloom_sizing_t sz;
+    _Atomic uint64_t *arr;
+    uint64_t off;
+    int rc;
+
+    rc = rb_bloom_size(capacity, error, layout, &sz);
+    if (rc != RB_OK)
+        return rc;
+    rc = rb_heap_alloc(seg, sz.bytes, &off);
+    if (rc != RB_OK)
+        return rc;
+    /* The extent may be reused space: clear it before anyone can see it. */
+    arr = rb_word_at(m, off);
+    for (uint64_t i = 0; i < sz.bits / 64; i++)
+        rb_st(&arr[i], 0);
+    rb_st(&f->layer[l].array_off, off);
+    rb_st(&f->layer[l].bits, sz.bits);
+    rb_st(&f->layer[l].k, sz.k);
+    rb_st(&f->layer[l].capacity, capacity);
+    rb_st(&f->layer[l].items, 0);
+    store_double(&f->layer[l].error_bits, error);
+    atomic_store_explicit(&f->nlayers, l + 1, memory_order_release);
+    return RB_OK;
 }
 
 int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
@@ -175,51 +252,46 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     rb_bloom_sizing_t sz;
     rb_filter_shm_t *f = NULL;
     rb_header_shm_t *h;
-    uint64_t off, inc;
-    _Atomic uint64_t *arr;
+    rb_map_t *m;
+    uint64_t inc;
     int rc;
 
-    if (seg == NULL || params == NULL || !name_ok(name, len))
+    if (seg == NULL || params == NULL || !name_ok(name, len) ||
+        (params->flags & ~RB_BLOOM_NONSCALING) != 0 || params->expansion > 1000000)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
     rc = rb_bloom_size(params->capacity, params->error_rate, params->layout, &sz);
     if (rc != RB_OK)
         return rc;
-    if (dir_find(seg, name, len) >= 0)
+    m = rb_seg_map(seg);
+    if (dir_find(m, name, len) >= 0)
         return RB_EEXIST;
-    for (uint64_t i = 0; i < seg->dir_slots && f == NULL; i++)
-        if (rb_ld(&rb_dir_slot(seg, i)->state) == RB_FILTER_FREE)
-            f = rb_dir_slot(seg, i);
+    for (uint64_t i = 0; i < m->dir_slots && f == NULL; i++)
+        if (rb_ld(&rb_dir_slot(m, i)->state) == RB_FILTER_FREE)
+            f = rb_dir_slot(m, i);
     if (f == NULL)
         return RB_ERANGE;
-    rc = rb_heap_alloc(seg, sz.bytes, &off);
-    if (rc != RB_OK)
+    rc = layer_create(seg, f, 0, params->capacity, params->error_rate, params->layout);
+    if (rc != RB_OK) {
+        rb_st(&f->nlayers, 0);
         return rc;
-    /* The extent may be reused space: clear it before anyone can see it. */
-    arr = rb_word_at(seg, off);
-    for (uint64_t i = 0; i < sz.bits / 64; i++)
-        rb_st(&arr[i], 0);
-    h = rb_hdr(seg);
+    }
+    h = rb_hdr(m);
     inc = rb_ld(&h->next_incarnation);
     rb_st(&h->next_incarnation, inc + 1);
     arc4random_buf(secret, sizeof(secret));
 
     rb_st(&f->incarnation, inc);
     rb_st(&f->gen, 0);
-    rb_st(&f->array_off, off);
     rb_st(&f->layout, (uint64_t)params->layout);
-    rb_st(&f->k, sz.k);
-    rb_st(&f->bits, sz.bits);
-    rb_st(&f->capacity, params->capacity);
-    {
-        uint64_t pbits;
-        memcpy(&pbits, &params->error_rate, sizeof(pbits));
-        rb_st(&f->error_bits, pbits);
-    }
+    rb_st(&f->flags, params->flags);
+    rb_st(&f->expansion, params->expansion ? params->expansion : RB_BLOOM_DEFAULT_EXPANSION);
     rb_st(&f->items, 0);
     rb_st(&f->name_len, len);
     rb_st(&f->created, (uint64_t)time(NULL));
+    rb_st(&f->capacity, params->capacity);
+    store_double(&f->error_bits, params->error_rate);
     rb_copy_in(f->name, name, len);
     rb_copy_in(f->secret, secret, sizeof(secret));
     /* Release: readers that acquire LIVE see every field above. */
@@ -227,44 +299,102 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     return RB_OK;
 }
 
+/* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM. */
+static int bind_resolve(const rb_map_t *m, const char *name, size_t len, bloom_bind_t **out)
+{
+    int64_t i = dir_find(m, name, len);
+    rb_filter_shm_t *f;
+    bloom_bind_t *b;
+
+    if (i < 0)
+        return RB_ENOENT;
+    f = rb_dir_slot(m, (uint64_t)i);
+    b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return RB_ENOMEM;
+    b->map = m;
+    b->slot = f;
+    b->incarnation = rb_ld(&f->incarnation);
+    b->layout = (uint32_t)rb_ld(&f->layout);
+    rb_copy_out(b->secret, f->secret, RB_SECRET_WORDS);
+    if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED) {
+        free(b);
+        return RB_ECORRUPT;
+    }
+    *out = b;
+    return RB_OK;
+}
+
 int rb_bloom_open(const rb_segment_t *seg, const char *name, size_t len, rb_bloom_t **out)
 {
-    rb_filter_shm_t *f;
+    bloom_bind_t *b;
     rb_bloom_t *bf;
-    int64_t i;
+    int rc;
 
     if (seg == NULL || out == NULL || !name_ok(name, len))
         return RB_EINVAL;
-    i = dir_find(seg, name, len);
-    if (i < 0)
-        return RB_ENOENT;
-    f = rb_dir_slot(seg, (uint64_t)i);
+    rc = bind_resolve(rb_reader_map(seg), name, len, &b);
+    if (rc != RB_OK)
+        return rc;
     bf = calloc(1, sizeof(*bf));
-    if (bf == NULL)
+    if (bf == NULL) {
+        free(b);
         return RB_ENOMEM;
+    }
     bf->seg = seg;
-    bf->slot = f;
-    bf->incarnation = rb_ld(&f->incarnation);
-    bf->bits = rb_ld(&f->bits);
-    bf->k = (uint32_t)rb_ld(&f->k);
-    bf->layout = (uint32_t)rb_ld(&f->layout);
-    bf->nblocks = bf->bits / BLOCK_BITS;
     bf->name_len = (uint32_t)len;
     memcpy(bf->name, name, len);
-    rb_copy_out(bf->secret, f->secret, RB_SECRET_WORDS);
-    if (bf->bits == 0 || bf->bits % BLOCK_BITS != 0 || bf->bits > RB_BLOOM_MAX_BITS ||
-        bf->k == 0 || bf->k > MAX_K ||
-        (bf->layout != RB_BLOOM_STANDARD && bf->layout != RB_BLOOM_BLOCKED)) {
-        free(bf);
-        return RB_ECORRUPT;
-    }
+    pthread_mutex_init(&bf->lock, NULL);
+    atomic_store(&bf->bind, b);
     *out = bf;
     return RB_OK;
 }
 
 void rb_bloom_close(rb_bloom_t *bf)
 {
+    bloom_bind_t *b;
+
+    if (bf == NULL)
+        return;
+    b = atomic_load(&bf->bind);
+    while (b != NULL) {
+        bloom_bind_t *older = b->older;
+        free(b);
+        b = older;
+    }
+    pthread_mutex_destroy(&bf->lock);
     free(bf);
+}
+
+/* The handle's binding for the segment's current mapping.  stale: the
+ * binding the caller found no longer names a live filter (force a new
+ * lookup by name).  Rebinding is rare and serialised by the handle's lock;
+ * the fast path is two loads. */
+static int bind_get(const rb_bloom_t *cbf, const bloom_bind_t *stale, bloom_bind_t **out)
+{
+    rb_bloom_t *bf = (rb_bloom_t *)cbf;
+    const rb_map_t *m = rb_reader_map(bf->seg);
+    bloom_bind_t *b = atomic_load_explicit(&bf->bind, memory_order_acquire), *nb;
+    int rc = RB_OK;
+
+    if (b->map == m && b != stale) {
+        *out = b;
+        return RB_OK;
+    }
+    pthread_mutex_lock(&bf->lock);
+    b = atomic_load_explicit(&bf->bind, memory_order_acquire);
+    if (b->map != m || b == stale) {
+        rc = bind_resolve(m, bf->name, bf->name_len, &nb);
+        if (rc == RB_OK) {
+            nb->older = b;
+            /* Release: readers of the new binding see it complete. */
+            atomic_store_explicit(&bf->bind, nb, memory_order_release);
+            b = nb;
+        }
+    }
+    pthread_mutex_unlock(&bf->lock);
+    *out = b;
+    return rc;
 }
 
 /* ---- probes --------------------------------------------------------------- */
@@ -274,259 +404,378 @@ static inline uint64_t fastrange64(uint64_t x, uint64_t n)
     return (uint64_t)(((unsigned __int128)x * n) >> 64);
 }
 
-static inline rb_h128_t key_hash(const rb_bloom_t *bf, const void *key, size_t len)
+static inline uint64_t fmix64(uint64_t x)
 {
-    rb_h128_t h = rb_hash_keyed128(bf->secret, sizeof(bf->secret), key, len);
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDULL;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline rb_h128_t key_hash(const bloom_bind_t *b, const void *key, size_t len)
+{
+    rb_h128_t h = rb_hash_keyed128(b->secret, sizeof(b->secret), key, len);
     h.h2 |= 1;
+    return h;
+}
+
+/* Layer l > 0 probes with a remix of the key's hash, so layers do not
+ * share probe positions. */
+static inline rb_h128_t layer_hash(rb_h128_t h, uint64_t l)
+{
+    if (l != 0) {
+        h.h1 = fmix64(h.h1 + l * PROBE_MULT);
+        h.h2 = fmix64(h.h2 ^ (l * 0xC2B2AE3D27D4EB4FULL)) | 1;
+    }
     return h;
 }
 
 /* Word index (relative to the array) and mask of probe i; `x` carries the
  * blocked layout's multiplicative state between probes. */
-static inline void probe(const rb_bloom_t *bf, rb_h128_t h, uint32_t i, uint64_t *x,
+static inline void probe(uint32_t layout, uint64_t bits, rb_h128_t h, uint32_t i, uint64_t *x,
                          uint64_t *word, uint64_t *mask)
 {
     uint64_t bit;
 
-    if (bf->layout == RB_BLOOM_BLOCKED) {
-        bit = fastrange64(h.h1, bf->nblocks) * BLOCK_BITS + (*x >> 55);
+    if (layout == RB_BLOOM_BLOCKED) {
+        bit = fastrange64(h.h1, bits / BLOCK_BITS) * BLOCK_BITS + (*x >> 55);
         *x *= PROBE_MULT;
     } else {
-        bit = fastrange64(h.h1 + (uint64_t)i * h.h2, bf->bits);
+        bit = fastrange64(h.h1 + (uint64_t)i * h.h2, bits);
     }
     *word = bit >> 6;
     *mask = 1ULL << (bit & 63);
 }
 
-static inline int test_key(const rb_bloom_t *bf, const _Atomic uint64_t *arr, rb_h128_t h)
+static inline int test_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
 {
     uint64_t x = h.h2, word, mask;
 
-    for (uint32_t i = 0; i < bf->k; i++) {
-        probe(bf, h, i, &x, &word, &mask);
-        if (!(rb_ld(&arr[word]) & mask))
+    for (uint32_t i = 0; i < lv->k; i++) {
+        probe(layout, lv->bits, h, i, &x, &word, &mask);
+        if (!(rb_ld(&lv->arr[word]) & mask))
             return 0;
     }
     return 1;
 }
 
-static inline void prefetch_key(const rb_bloom_t *bf, const _Atomic uint64_t *arr, rb_h128_t h)
+static inline void prefetch_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
 {
     uint64_t x = h.h2, word, mask;
-    uint32_t n = bf->layout == RB_BLOOM_BLOCKED ? 1 : bf->k;
+    uint32_t n = layout == RB_BLOOM_BLOCKED ? 1 : lv->k;
 
     for (uint32_t i = 0; i < n; i++) {
-        probe(bf, h, i, &x, &word, &mask);
-        __builtin_prefetch((const void *)&arr[word], 0, 0);
+        probe(layout, lv->bits, h, i, &x, &word, &mask);
+        __builtin_prefetch((const void *)&lv->arr[word], 0, 0);
     }
 }
 
-/* Start of a read section on the filter: the array to probe, or an error.
- * *gen0 is re-checked by section_retry. */
-static inline int section_begin(const rb_bloom_t *bf, uint64_t *gen0,
-                                const _Atomic uint64_t **arr)
-{
-    const rb_filter_shm_t *f = bf->slot;
-    uint64_t off;
+/* ---- read sections ------------------------------------------------------- */
 
-    /* Acquire pairs with the writer's release when it replaces the array
-     * (gen bump after the new array and array_off are in place). */
-    *gen0 = atomic_load_explicit(&f->gen, memory_order_acquire);
-    if (rb_ld(&f->state) != RB_FILTER_LIVE || rb_ld(&f->incarnation) != bf->incarnation)
+typedef struct bloom_section {
+    const bloom_bind_t *b;
+    uint64_t gen0;
+    uint32_t nlayers;
+    layer_view_t layer[RB_BLOOM_MAX_LAYERS];
+} bloom_section_t;
+
+/* Opens a read section on b: the layers to probe, validated, or an error.
+ * gen0 is re-checked by section_retry. */
+static int section_begin(const bloom_bind_t *b, bloom_section_t *s)
+{
+    const rb_filter_shm_t *f = b->slot;
+    uint64_t size, n;
+
+    s->b = b;
+    /* Acquire pairs with the writer's release when it replaces an array
+     * (gen bump after the new array and its offset are in place). */
+    s->gen0 = atomic_load_explicit(&f->gen, memory_order_acquire);
+    if (rb_ld(&f->state) != RB_FILTER_LIVE || rb_ld(&f->incarnation) != b->incarnation)
         return RB_ENOENT;
-    off = rb_ld(&f->array_off);
-    if (!rb_span_ok(rb_seg_size(bf->seg), off, bf->bits / 8))
+    n = layer_count(f);
+    if (n == 0)
         return RB_ECORRUPT;
-    *arr = rb_word_at(bf->seg, off);
+    size = rb_seg_size(b->map);
+    for (uint64_t l = 0; l < n; l++) {
+        uint64_t off = rb_ld(&f->layer[l].array_off), bits = rb_ld(&f->layer[l].bits);
+        uint64_t k = rb_ld(&f->layer[l].k);
+        if (bits == 0 || bits % BLOCK_BITS != 0 || bits > RB_BLOOM_MAX_BITS || k == 0 ||
+            k > MAX_K || !rb_span_ok(size, off, bits / 8))
+            return RB_ECORRUPT;
+        s->layer[l].arr = rb_word_at(b->map, off);
+        s->layer[l].bits = bits;
+        s->layer[l].k = (uint32_t)k;
+    }
+    s->nlayers = (uint32_t)n;
     return RB_OK;
 }
 
-static inline int section_retry(const rb_bloom_t *bf, uint64_t gen0)
+static inline int section_retry(const bloom_section_t *s)
 {
     /* Acquire fence: the probe loads above happen before the re-load of
      * gen; pairs with the release fence after the writer bumps gen and
-     * before it may reuse the old array (see docs/design.md). */
+     * before it may reuse a replaced array (see docs/design.md). */
     atomic_thread_fence(memory_order_acquire);
-    return rb_ld(&bf->slot->gen) != gen0;
+    return rb_ld(&s->b->slot->gen) != s->gen0;
+}
+
+/* 1 if h may be in any layer of the section. */
+static inline int section_test(const bloom_section_t *s, rb_h128_t h)
+{
+    for (uint32_t l = 0; l < s->nlayers; l++)
+        if (test_layer(s->b->layout, &s->layer[l], layer_hash(h, l)))
+            return 1;
+    return 0;
+}
+
+/* Runs fn inside a read section, rebinding once if the filter the handle
+ * knew is gone (the daemon restarted with a new segment, say). */
+typedef int (*section_fn)(const bloom_section_t *s, void *arg);
+
+static int bloom_read(const rb_bloom_t *bf, section_fn fn, void *arg)
+{
+    bloom_bind_t *b, *stale = NULL;
+    int rc;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rc = bind_get(bf, stale, &b)) != RB_OK)
+            return rc;
+        for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
+            bloom_section_t s;
+            rc = section_begin(b, &s);
+            if (rc == RB_OK)
+                rc = fn(&s, arg);
+            if (!section_retry(&s))
+                break;
+            rc = RB_EBUSY;
+        }
+        if (rc != RB_ENOENT)
+            return rc;
+        stale = b;
+    }
+    return rc;
+}
+
+typedef struct contains_arg {
+    const rb_key_t *keys;
+    size_t n;
+    uint8_t *out;
+    int64_t hits;
+} contains_arg_t;
+
+static int contains_fn(const bloom_section_t *s, void *arg)
+{
+    contains_arg_t *a = arg;
+    rb_h128_t h[BATCH];
+
+    a->hits = 0;
+    for (size_t base = 0; base < a->n; base += BATCH) {
+        size_t cnt = a->n - base < BATCH ? a->n - base : BATCH;
+        for (size_t i = 0; i < cnt; i++) {
+            h[i] = key_hash(s->b, a->keys[base + i].ptr, a->keys[base + i].len);
+            for (uint32_t l = 0; l < s->nlayers && cnt > 1; l++)
+                prefetch_layer(s->b->layout, &s->layer[l], layer_hash(h[i], l));
+        }
+        for (size_t i = 0; i < cnt; i++) {
+            a->out[base + i] = (uint8_t)section_test(s, h[i]);
+            a->hits += a->out[base + i];
+        }
+    }
+    return RB_OK;
 }
 
 int rb_bloom_contains(const rb_bloom_t *bf, const void *key, size_t len)
 {
-    const _Atomic uint64_t *arr;
-    rb_h128_t h;
-    uint64_t g;
+    rb_key_t k = { key, len };
+    uint8_t out;
+    contains_arg_t a = { &k, 1, &out, 0 };
+    int rc;
 
     if (bf == NULL || (key == NULL && len != 0))
         return RB_EINVAL;
-    h = key_hash(bf, key, len);
-    for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
-        int rc = section_begin(bf, &g, &arr);
-        if (rc == RB_OK)
-            rc = test_key(bf, arr, h);
-        if (!section_retry(bf, g))
-            return rc;
-    }
-    return RB_EBUSY;
+    rc = bloom_read(bf, contains_fn, &a);
+    return rc == RB_OK ? out : rc;
 }
 
 int64_t rb_bloom_contains_many(const rb_bloom_t *bf, const rb_key_t *keys, size_t n,
                                uint8_t *out)
 {
-    rb_h128_t h[BATCH];
     int64_t hits = 0;
 
     if (bf == NULL || (keys == NULL && n != 0) || (out == NULL && n != 0))
         return RB_EINVAL;
-    for (size_t base = 0; base < n; base += BATCH) {
-        size_t cnt = n - base < BATCH ? n - base : BATCH;
-        const _Atomic uint64_t *arr;
-        int64_t batch_hits = 0;
-        uint32_t t;
-        uint64_t g;
-        int rc = RB_OK;
-
-        for (size_t i = 0; i < cnt; i++)
-            h[i] = key_hash(bf, keys[base + i].ptr, keys[base + i].len);
-        for (t = 0; t < RB_READ_RETRIES; t++) {
-            rc = section_begin(bf, &g, &arr);
-            if (rc == RB_OK) {
-                for (size_t i = 0; i < cnt; i++)
-                    prefetch_key(bf, arr, h[i]);
-                batch_hits = 0;
-                for (size_t i = 0; i < cnt; i++) {
-                    out[base + i] = (uint8_t)test_key(bf, arr, h[i]);
-                    batch_hits += out[base + i];
-                }
-            }
-            if (!section_retry(bf, g))
-                break;
-        }
-        if (t == RB_READ_RETRIES)
-            return RB_EBUSY;
+    /* One section per chunk, so a gen bump re-does at most one chunk. */
+    for (size_t base = 0; base < n; base += 4 * BATCH) {
+        contains_arg_t a = { keys + base, n - base < 4 * BATCH ? n - base : 4 * BATCH,
+                             out + base, 0 };
+        int rc = bloom_read(bf, contains_fn, &a);
         if (rc != RB_OK)
             return rc;
-        hits += batch_hits;
+        hits += a.hits;
     }
     return hits;
 }
 
 /* ---- writer --------------------------------------------------------------- */
 
-static int add_one(rb_bloom_t *bf, _Atomic uint64_t *arr, const void *key, size_t len)
-{
-    rb_h128_t h = key_hash(bf, key, len);
-    uint64_t x = h.h2, word, mask, fresh = 0;
+typedef struct add_arg {
+    rb_segment_t *seg;
+    const rb_key_t *keys;
+    size_t n;
+    uint8_t *out;
+    int64_t added;
+    size_t done;
+} add_arg_t;
 
-    for (uint32_t i = 0; i < bf->k; i++) {
-        probe(bf, h, i, &x, &word, &mask);
-        /* Monotonic: bits are only ever set here, so no ordering with
-         * readers is needed beyond atomicity of the word. */
-        fresh |= ~atomic_fetch_or_explicit(&arr[word], mask, memory_order_relaxed) & mask;
+static void set_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
+{
+    uint64_t x = h.h2, word, mask;
+
+    for (uint32_t i = 0; i < lv->k; i++) {
+        probe(layout, lv->bits, h, i, &x, &word, &mask);
+        /* Monotonic: bits are only ever set, so atomicity of the word is
+         * all readers need. */
+        atomic_fetch_or_explicit((_Atomic uint64_t *)&lv->arr[word], mask,
+                                 memory_order_relaxed);
     }
-    return fresh != 0;
 }
 
-/* The writer's array of bf (it owns the segment, so no section needed). */
-static int writer_array(rb_bloom_t *bf, _Atomic uint64_t **arr)
+/* Writer's "section": the writer is the only one changing the slot, so
+ * its view never goes stale; new layers re-open it. */
+static int add_fn(const bloom_section_t *cs, void *arg)
 {
-    const _Atomic uint64_t *a;
-    uint64_t g;
-    int rc;
+    bloom_section_t *s = (bloom_section_t *)cs;
+    add_arg_t *a = arg;
+    rb_filter_shm_t *f = s->b->slot;
 
-    if (bf == NULL)
-        return RB_EINVAL;
-    if (!bf->seg->writable)
-        return RB_EROFS;
-    rc = section_begin(bf, &g, &a);
-    if (rc == RB_OK)
-        *arr = (_Atomic uint64_t *)a;
-    return rc;
-}
+    for (; a->done < a->n; a->done++) {
+        const rb_key_t *k = &a->keys[a->done];
+        rb_h128_t h = key_hash(s->b, k->ptr, k->len);
+        uint64_t last = s->nlayers - 1;
+        int fresh = !section_test(s, h);
 
-int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len)
-{
-    _Atomic uint64_t *arr;
-    int rc, fresh;
-
-    if (key == NULL && len != 0)
-        return RB_EINVAL;
-    if ((rc = writer_array(bf, &arr)) != RB_OK)
-        return rc;
-    fresh = add_one(bf, arr, key, len);
-    if (fresh)
-        rb_st(&bf->slot->items, rb_ld(&bf->slot->items) + 1);
-    return fresh;
+        if (fresh) {
+            if (rb_ld(&f->layer[last].items) >= rb_ld(&f->layer[last].capacity)) {
+                uint64_t cap = rb_ld(&f->layer[last].capacity);
+                uint64_t exp = rb_ld(&f->expansion);
+                int rc;
+                if ((rb_ld(&f->flags) & RB_BLOOM_NONSCALING) || last + 1 >= RB_BLOOM_MAX_LAYERS ||
+                    cap > UINT64_MAX / (exp ? exp : 1))
+                    return RB_EFULL;
+                rc = layer_create(a->seg, f, last + 1, cap * exp,
+                                  load_double(&f->layer[last].error_bits) * TIGHTENING,
+                                  (rb_bloom_layout_t)s->b->layout);
+                if (rc != RB_OK)
+                    return rc == RB_ERANGE ? RB_EFULL : rc;
+                if ((rc = section_begin(s->b, s)) != RB_OK)
+                    return rc;
+                last++;
+            }
+            set_layer(s->b->layout, &s->layer[last], layer_hash(h, last));
+            rb_st(&f->layer[last].items, rb_ld(&f->layer[last].items) + 1);
+            rb_st(&f->items, rb_ld(&f->items) + 1);
+            a->added++;
+        }
+        if (a->out != NULL)
+            a->out[a->done] = (uint8_t)fresh;
+    }
+    return RB_OK;
 }
 
 int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys, size_t n, uint8_t *out_new)
 {
-    _Atomic uint64_t *arr;
-    int64_t added = 0;
+    add_arg_t a = { NULL, keys, n, out_new, 0, 0 };
     int rc;
 
-    if (keys == NULL && n != 0)
+    if (bf == NULL || (keys == NULL && n != 0))
         return RB_EINVAL;
     for (size_t i = 0; i < n; i++)
         if (keys[i].ptr == NULL && keys[i].len != 0)
             return RB_EINVAL;
-    if ((rc = writer_array(bf, &arr)) != RB_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        int fresh = add_one(bf, arr, keys[i].ptr, keys[i].len);
-        if (out_new != NULL)
-            out_new[i] = (uint8_t)fresh;
-        added += fresh;
-    }
-    rb_st(&bf->slot->items, rb_ld(&bf->slot->items) + (uint64_t)added);
-    return added;
+    if (!bf->seg->writable)
+        return RB_EROFS;
+    a.seg = (rb_segment_t *)bf->seg;
+    rc = bloom_read(bf, add_fn, &a);
+    return rc == RB_OK ? a.added : rc;
+}
+
+int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len)
+{
+    rb_key_t k = { key, len };
+    int64_t rc;
+
+    if (key == NULL && len != 0)
+        return RB_EINVAL;
+    rc = rb_bloom_add_many(bf, &k, 1, NULL);
+    return (int)rc;
 }
 
 /* ---- figures -------------------------------------------------------------- */
 
+typedef struct stat_arg {
+    uint64_t ones, bits;
+    double miss;     /* prod over layers of (1 - layer estimate) */
+} stat_arg_t;
+
+static int stat_fn(const bloom_section_t *s, void *arg)
+{
+    stat_arg_t *a = arg;
+
+    a->ones = a->bits = 0;
+    a->miss = 1.0;
+    for (uint32_t l = 0; l < s->nlayers; l++) {
+        const layer_view_t *lv = &s->layer[l];
+        uint64_t nblocks = lv->bits / BLOCK_BITS, lones = 0;
+        double est = 0.0;
+        for (uint64_t blk = 0; blk < nblocks; blk++) {
+            uint64_t pc = 0;
+            for (uint32_t w = 0; w < BLOCK_WORDS; w++)
+                pc += (uint64_t)__builtin_popcountll(rb_ld(&lv->arr[blk * BLOCK_WORDS + w]));
+            lones += pc;
+            if (s->b->layout == RB_BLOOM_BLOCKED)
+                est += pow((double)pc / BLOCK_BITS, lv->k);
+        }
+        est = s->b->layout == RB_BLOOM_BLOCKED ? est / (double)nblocks
+                                               : pow((double)lones / (double)lv->bits, lv->k);
+        a->ones += lones;
+        a->bits += lv->bits;
+        a->miss *= 1.0 - est;
+    }
+    return RB_OK;
+}
+
 int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out)
 {
-    const _Atomic uint64_t *arr;
-    uint64_t g, ones, pbits;
-    double est;
+    const rb_filter_shm_t *f;
+    bloom_bind_t *b;
+    stat_arg_t a;
     int rc;
 
     if (bf == NULL || out == NULL)
         return RB_EINVAL;
-    for (uint32_t t = 0;; t++) {
-        if (t == RB_READ_RETRIES)
-            return RB_EBUSY;
-        rc = section_begin(bf, &g, &arr);
-        if (rc != RB_OK) {
-            if (!section_retry(bf, g))
-                return rc;
-            continue;
-        }
-        ones = 0;
-        est = 0.0;
-        for (uint64_t b = 0; b < bf->nblocks; b++) {
-            uint64_t pc = 0;
-            for (uint32_t w = 0; w < BLOCK_WORDS; w++)
-                pc += (uint64_t)__builtin_popcountll(rb_ld(&arr[b * BLOCK_WORDS + w]));
-            ones += pc;
-            if (bf->layout == RB_BLOOM_BLOCKED)
-                est += pow((double)pc / BLOCK_BITS, bf->k);
-        }
-        if (!section_retry(bf, g))
-            break;
-    }
+    rc = bloom_read(bf, stat_fn, &a);
+    if (rc != RB_OK)
+        return rc;
+    if ((rc = bind_get(bf, NULL, &b)) != RB_OK)
+        return rc;
+    f = b->slot;
     memset(out, 0, sizeof(*out));
     memcpy(out->name, bf->name, bf->name_len);
-    out->layout = bf->layout;
-    out->k = bf->k;
-    out->bits = bf->bits;
-    out->bytes = bf->bits / 8;
-    out->capacity = rb_ld(&bf->slot->capacity);
-    pbits = rb_ld(&bf->slot->error_bits);
-    memcpy(&out->error_rate, &pbits, sizeof(pbits));
-    out->items = rb_ld(&bf->slot->items);
-    out->bits_set = ones;
-    out->fill = (double)ones / (double)bf->bits;
-    out->est_fpr = bf->layout == RB_BLOOM_BLOCKED ? est / (double)bf->nblocks
-                                                  : pow(out->fill, bf->k);
+    out->layout = b->layout;
+    out->flags = (uint32_t)rb_ld(&f->flags);
+    out->expansion = (uint32_t)rb_ld(&f->expansion);
+    out->layers = (uint32_t)layer_count(f);
+    out->k = (uint32_t)rb_ld(&f->layer[0].k);
+    for (uint32_t l = 0; l < out->layers; l++)
+        out->capacity += rb_ld(&f->layer[l].capacity);
+    out->bits = a.bits;
+    out->bytes = a.bits / 8;
+    out->error_rate = load_double(&f->error_bits);
+    out->items = rb_ld(&f->items);
+    out->bits_set = a.ones;
+    out->fill = a.bits ? (double)a.ones / (double)a.bits : 0.0;
+    out->est_fpr = 1.0 - a.miss;
     return RB_OK;
 }

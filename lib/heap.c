@@ -72,7 +72,7 @@ int rb_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 
     if (!seg->writable)
         return RB_EROFS;
-    if (bytes == 0 || bytes > seg->map_len)
+    if (bytes == 0 || bytes > rb_seg_map(seg)->map_len)
         return RB_ENOSPC;
     bytes = rb_round_up(bytes, RB_ALIGN);
     for (size_t i = 0; i < hp->n; i++) {
@@ -89,7 +89,7 @@ int rb_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
         }
     }
     /* Nothing fits: grow the object, reusing a free extent at its end. */
-    size = rb_ld(&rb_hdr(seg)->size);
+    size = rb_ld(&rb_hdr(rb_seg_map(seg))->size);
     if (hp->n > 0 && hp->free[hp->n - 1].off + hp->free[hp->n - 1].len == size)
         tail_free = hp->free[hp->n - 1].len;
     grow_to = size + (bytes - tail_free);
@@ -98,7 +98,7 @@ int rb_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
     rc = rb_segment_grow(seg, grow_to);
     if (rc != RB_OK)
         return rc;
-    rc = heap_insert(hp, size, rb_ld(&rb_hdr(seg)->size) - size);
+    rc = heap_insert(hp, size, rb_ld(&rb_hdr(rb_seg_map(seg))->size) - size);
     if (rc != RB_OK)
         return rc;
     return rb_heap_alloc(seg, bytes, off);
@@ -121,7 +121,7 @@ static int extent_cmp(const void *a, const void *b)
 
 int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive)
 {
-    const rb_header_shm_t *h = rb_hdr(seg);
+    const rb_header_shm_t *h = rb_hdr(rb_seg_map(seg));
     uint64_t size = rb_ld(&h->size), pos = rb_ld(&h->heap_offset);
     rb_heap_t fresh = { NULL, 0, 0, 0 };
     int rc;

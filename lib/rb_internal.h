@@ -10,10 +10,12 @@
 #ifndef RB_INTERNAL_H
 #define RB_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "ringbloom.h"
 #include "rb_latch.h"
@@ -98,28 +100,41 @@ typedef struct rb_ring_copy_shm {
 
 enum { RB_FILTER_FREE = 0, RB_FILTER_LIVE = 1 };
 
+/* One layer of a filter: its own bit array, sized for its own capacity and
+ * error rate.  A scaling filter appends layers; an aging filter rotates
+ * them.  Written before nlayers (or gen) publishes it. */
+typedef struct rb_layer_shm {
+    _Atomic uint64_t array_off;    /*  0 byte offset of the bit array */
+    _Atomic uint64_t bits;         /*  8 m, a multiple of 512 */
+    _Atomic uint64_t k;            /* 16 probes per key */
+    _Atomic uint64_t capacity;     /* 24 keys it was sized for */
+    _Atomic uint64_t items;        /* 32 new keys added to this layer */
+    _Atomic uint64_t error_bits;   /* 40 its error rate (double bits) */
+} rb_layer_shm_t;
+
 typedef struct rb_filter_shm {
     _Atomic uint64_t state;        /*   0 RB_FILTER_* (published last) */
     _Atomic uint64_t incarnation;  /*   8 unique per reserve */
-    _Atomic uint64_t gen;          /*  16 bumped when the array is replaced */
-    _Atomic uint64_t array_off;    /*  24 byte offset of the bit array */
-    _Atomic uint64_t layout;       /*  32 */
-    _Atomic uint64_t k;            /*  40 */
-    _Atomic uint64_t bits;         /*  48 m */
-    _Atomic uint64_t capacity;     /*  56 */
-    _Atomic uint64_t error_bits;   /*  64 the double p, bit for bit */
-    _Atomic uint64_t items;        /*  72 */
-    _Atomic uint64_t name_len;     /*  80 */
-    _Atomic uint64_t created;      /*  88 unix seconds */
+    _Atomic uint64_t gen;          /*  16 bumped when an array is replaced */
+    _Atomic uint64_t layout;       /*  24 rb_bloom_layout_t */
+    _Atomic uint64_t flags;        /*  32 RB_BLOOM_NONSCALING ... */
+    _Atomic uint64_t expansion;    /*  40 capacity factor of each new layer */
+    _Atomic uint64_t nlayers;      /*  48 1..RB_BLOOM_MAX_LAYERS */
+    _Atomic uint64_t items;        /*  56 new keys, all layers */
+    _Atomic uint64_t name_len;     /*  64 */
+    _Atomic uint64_t created;      /*  72 unix seconds */
+    _Atomic uint64_t capacity;     /*  80 first layer's capacity (as reserved) */
+    _Atomic uint64_t error_bits;   /*  88 requested error rate (double bits) */
     _Atomic uint64_t reserved[4];  /*  96 */
     _Atomic uint64_t name[RB_FILTER_NAME_WORDS];  /* 128 */
     _Atomic uint64_t secret[RB_SECRET_WORDS];     /* 384 */
-    _Atomic uint64_t reserved2[8];                /* 576 */
-} rb_filter_shm_t;                                /* 640 bytes */
+    rb_layer_shm_t layer[RB_BLOOM_MAX_LAYERS];    /* 576 */
+} rb_filter_shm_t;
 
 _Static_assert(offsetof(rb_filter_shm_t, name) == 128, "slot layout");
 _Static_assert(offsetof(rb_filter_shm_t, secret) == 384, "slot layout");
-_Static_assert(sizeof(rb_filter_shm_t) == 640, "slot layout");
+_Static_assert(offsetof(rb_filter_shm_t, layer) == 576, "slot layout");
+_Static_assert(sizeof(rb_filter_shm_t) == 576 + 48 * RB_BLOOM_MAX_LAYERS, "slot layout");
 
 /* ---- process-local handles ---------------------------------------------- */
 
@@ -135,34 +150,74 @@ typedef struct rb_heap {
     uint64_t used;       /* bytes in live allocations */
 } rb_heap_t;
 
-struct rb_segment {
-    unsigned char *base;     /* mapping of max_size bytes */
+/* One mapping of one shm object.  Immutable once published in a handle;
+ * a reader handle that moves to a newer object keeps the old mapping until
+ * rb_segment_close, so threads still reading it stay safe. */
+typedef struct rb_map {
+    unsigned char *base;     /* mapping of map_len (= header.max_size) bytes */
     size_t map_len;
-    int fd;                  /* writer: kept for growth; reader: -1 */
+    int fd;
+    uint64_t dir_off;        /* directory placement, validated at open; the */
+    uint64_t dir_slots;      /* writer never changes them afterwards */
+    dev_t dev;               /* identity of the object, to notice a new one */
+    ino_t ino;
+    struct rb_map *older;    /* replaced mappings, freed at close */
+} rb_map_t;
+
+struct rb_segment {
+    _Atomic(rb_map_t *) map; /* current mapping (a writer's never changes) */
     int writable;
     char instance[RB_INSTANCE_MAX + 1]; /* "" for a private segment */
-    uint64_t dir_off;        /* directory placement, validated at open; */
-    uint64_t dir_slots;      /* the writer never changes them afterwards */
     rb_heap_t heap;          /* writer only */
+    pthread_mutex_t lock;    /* reader: serialises moving to a new object */
+    _Atomic uint64_t next_poll_ms; /* reader: earliest next look for one */
 };
 
-static inline rb_header_shm_t *rb_hdr(const rb_segment_t *seg)
+/* The handle's current mapping.  Readers call rb_reader_map(), which also
+ * notices (cheaply, every RB_POLL_CALLS calls per thread) a retired
+ * segment or a restarted daemon and moves the handle to the live object. */
+static inline rb_map_t *rb_seg_map(const rb_segment_t *seg)
 {
-    return (rb_header_shm_t *)(void *)seg->base;
+    return atomic_load_explicit(&((rb_segment_t *)seg)->map, memory_order_acquire);
+}
+
+#define RB_POLL_CALLS 1024u    /* calls per thread between liveness looks */
+#define RB_POLL_MS    250u     /* at most one reopen attempt per handle per */
+#define RB_STALE_MS   3000u    /* a heartbeat older than this: writer gone */
+
+void rb_segment_poll(rb_segment_t *seg);
+
+static inline rb_map_t *rb_reader_map(const rb_segment_t *seg)
+{
+    static _Thread_local uint32_t tick;
+
+    if ((++tick % RB_POLL_CALLS) == 0 && !seg->writable && seg->instance[0] != '\0')
+        rb_segment_poll((rb_segment_t *)seg);
+    return rb_seg_map(seg);
+}
+
+static inline rb_header_shm_t *rb_hdr(const rb_map_t *m)
+{
+    return (rb_header_shm_t *)(void *)m->base;
 }
 
 /* Word pointer at a byte offset that the caller has bounds-checked. */
-static inline _Atomic uint64_t *rb_word_at(const rb_segment_t *seg, uint64_t off)
+static inline _Atomic uint64_t *rb_word_at(const rb_map_t *m, uint64_t off)
 {
-    return (_Atomic uint64_t *)(void *)(seg->base + off);
+    return (_Atomic uint64_t *)(void *)(m->base + off);
 }
 
 /* The committed size: every byte below it is backed by the object. */
-static inline uint64_t rb_seg_size(const rb_segment_t *seg)
+static inline uint64_t rb_seg_size(const rb_map_t *m)
 {
     /* Acquire pairs with the writer's release store after growing the
      * object: the grown bytes exist before anyone may read them. */
-    return atomic_load_explicit(&rb_hdr(seg)->size, memory_order_acquire);
+    return atomic_load_explicit(&rb_hdr(m)->size, memory_order_acquire);
+}
+
+static inline rb_filter_shm_t *rb_dir_slot(const rb_map_t *m, uint64_t i)
+{
+    return (rb_filter_shm_t *)(void *)(m->base + m->dir_off + i * sizeof(rb_filter_shm_t));
 }
 
 /* True if [off, off + len) lies inside a committed size `size`, with off
@@ -195,15 +250,10 @@ void rb_heap_destroy(rb_heap_t *heap);
 uint64_t rb_now_ms(void);
 
 /* Live heap objects, for rb_heap_rebuild: the two ring copies (ring.c,
- * at most 2) and one bit array per live filter (bloom.c, at most
- * dir_slots). */
-void rb_ring_extents(const rb_segment_t *seg, rb_extent_t *out, size_t *n);
-void rb_bloom_extents(const rb_segment_t *seg, rb_extent_t *out, size_t *n);
-
-static inline rb_filter_shm_t *rb_dir_slot(const rb_segment_t *seg, uint64_t i)
-{
-    return (rb_filter_shm_t *)(void *)(seg->base + seg->dir_off + i * sizeof(rb_filter_shm_t));
-}
+ * at most 2) and the bit arrays of live filters (bloom.c, at most
+ * dir_slots * RB_BLOOM_MAX_LAYERS). */
+void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
+void rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
 
 /* Ring takeover, ring.c: finish a write a dead writer left half done. */
 int rb_ring_repair(rb_segment_t *seg);

@@ -413,9 +413,9 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     }
 }
 
-static rb_ring_copy_shm_t *copy_at(const rb_segment_t *seg, uint64_t off)
+static rb_ring_copy_shm_t *copy_at(const rb_map_t *m, uint64_t off)
 {
-    return (rb_ring_copy_shm_t *)(void *)rb_word_at(seg, off);
+    return (rb_ring_copy_shm_t *)(void *)rb_word_at(m, off);
 }
 
 /* ---- reader side --------------------------------------------------------- */
@@ -435,10 +435,10 @@ static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
 /* Reads and bounds-checks the header of copy `which`; a never-published
  * ring reads as an empty view.  Inside a read section a failure may be a
  * torn read; the caller's retry decides. */
-static int view_open(const rb_segment_t *seg, unsigned which, ring_view_t *v)
+static int view_open(const rb_map_t *m, unsigned which, ring_view_t *v)
 {
-    const rb_header_shm_t *h = rb_hdr(seg);
-    uint64_t size = rb_seg_size(seg);
+    const rb_header_shm_t *h = rb_hdr(m);
+    uint64_t size = rb_seg_size(m);
     uint64_t off = rb_ld(&h->ring.copy_off[which]);
     uint64_t cap = rb_ld(&h->ring.copy_cap[which]);
     const rb_ring_copy_shm_t *c;
@@ -448,7 +448,7 @@ static int view_open(const rb_segment_t *seg, unsigned which, ring_view_t *v)
         return RB_OK;                /* never published */
     if (cap < RB_RING_COPY_HDR_WORDS * 8 || !rb_span_ok(size, off, cap))
         return RB_ECORRUPT;
-    c = copy_at(seg, off);
+    c = copy_at(m, off);
     v->c = c;
     v->d = c->data - RB_RING_COPY_HDR_WORDS;
     if (rb_ld(&c->magic) != RB_RING_COPY_MAGIC)
@@ -544,14 +544,14 @@ static int view_node(const ring_view_t *v, uint64_t idx, rb_node_t *out)
 typedef int (*ring_fn)(const ring_view_t *v, void *arg);
 
 static inline __attribute__((always_inline)) int
-ring_read(const rb_segment_t *seg, ring_fn fn, void *arg)
+ring_read(const rb_map_t *m, ring_fn fn, void *arg)
 {
-    const _Atomic uint64_t *seq = &rb_hdr(seg)->ring.seq;
+    const _Atomic uint64_t *seq = &rb_hdr(m)->ring.seq;
 
     for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
         ring_view_t v;
         uint64_t s = rb_latch_read_begin(seq);
-        int rc = view_open(seg, (unsigned)(s & 1), &v);
+        int rc = view_open(m, (unsigned)(s & 1), &v);
         if (rc == RB_OK)
             rc = fn(&v, arg);
         if (!rb_latch_read_retry(seq, s)) {
@@ -599,7 +599,7 @@ int rb_ring_lookup(const rb_segment_t *seg, const void *key, size_t len, rb_node
 
     if (seg == NULL || (key == NULL && len != 0) || out == NULL)
         return RB_EINVAL;
-    return ring_read(seg, lookup_fn, &a);
+    return ring_read(rb_reader_map(seg), lookup_fn, &a);
 }
 
 static int lookup_n_fn(const ring_view_t *v, void *arg)
@@ -641,7 +641,7 @@ int rb_ring_lookup_n(const rb_segment_t *seg, const void *key, size_t len,
 
     if (seg == NULL || (key == NULL && len != 0) || out == NULL || n == 0)
         return RB_EINVAL;
-    rc = ring_read(seg, lookup_n_fn, &a);
+    rc = ring_read(rb_reader_map(seg), lookup_n_fn, &a);
     return rc == RB_OK ? (int)a.got : rc;
 }
 
@@ -663,7 +663,7 @@ int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
 {
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    return ring_read(seg, stat_fn, out);
+    return ring_read(rb_reader_map(seg), stat_fn, out);
 }
 
 typedef struct nodes_arg {
@@ -691,7 +691,7 @@ int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *c
 
     if (seg == NULL || count == NULL || (out == NULL && cap != 0))
         return RB_EINVAL;
-    rc = ring_read(seg, nodes_fn, &a);
+    rc = ring_read(rb_reader_map(seg), nodes_fn, &a);
     if (rc == RB_OK)
         *count = a.count;
     return rc;
@@ -702,6 +702,7 @@ int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *c
 int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
 {
     rb_header_shm_t *h;
+    rb_map_t *m;
     copy_layout_t L;
     uint64_t bytes, version = 1, newoff[2] = { 0, 0 }, newcap[2] = { 0, 0 };
     uint64_t oldoff[2], oldcap[2], s;
@@ -711,7 +712,8 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    h = rb_hdr(seg);
+    m = rb_seg_map(seg);
+    h = rb_hdr(m);
     layout_for(r, &L);
     bytes = L.words * 8;
     for (int c = 0; c < 2; c++) {
@@ -719,7 +721,7 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         oldcap[c] = rb_ld(&h->ring.copy_cap[c]);
     }
     if (oldoff[0] != 0) {
-        const rb_ring_copy_shm_t *cur = copy_at(seg, oldoff[0]);
+        const rb_ring_copy_shm_t *cur = copy_at(m, oldoff[0]);
         version = rb_ld(&cur->version) + 1;
     }
     /* Allocate first: on ENOSPC nothing has changed for readers. */
@@ -739,13 +741,13 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         rb_st(&h->ring.copy_off[0], newoff[0]);
         rb_st(&h->ring.copy_cap[0], newcap[0]);
     }
-    write_copy(r, &L, copy_at(seg, rb_ld(&h->ring.copy_off[0])), version);
+    write_copy(r, &L, copy_at(m, rb_ld(&h->ring.copy_off[0])), version);
     rb_latch_write_switch(&h->ring.seq, s);      /* readers -> copy 0 */
     if (newoff[1] != 0) {
         rb_st(&h->ring.copy_off[1], newoff[1]);
         rb_st(&h->ring.copy_cap[1], newcap[1]);
     }
-    write_copy(r, &L, copy_at(seg, rb_ld(&h->ring.copy_off[1])), version);
+    write_copy(r, &L, copy_at(m, rb_ld(&h->ring.copy_off[1])), version);
     for (int c = 0; c < 2; c++)
         if (newoff[c] != 0 && oldoff[c] != 0)
             rb_heap_free(seg, oldoff[c], oldcap[c]);
@@ -786,7 +788,7 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
 
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    rc = ring_read(seg, load_fn, &a);
+    rc = ring_read(rb_seg_map(seg), load_fn, &a);
     if (rc == RB_OK && a.ring->npts != a.npoints)
         rc = RB_ECORRUPT;   /* the table does not match its membership */
     if (rc != RB_OK) {
@@ -799,7 +801,8 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
 
 int rb_ring_repair(rb_segment_t *seg)
 {
-    rb_header_shm_t *h = rb_hdr(seg);
+    rb_map_t *m = rb_seg_map(seg);
+    rb_header_shm_t *h = rb_hdr(m);
     uint64_t s = rb_ld(&h->ring.seq);
     unsigned src = (unsigned)(s & 1), dst = src ^ 1;
     uint64_t dstoff = rb_ld(&h->ring.copy_off[dst]);
@@ -819,7 +822,7 @@ int rb_ring_repair(rb_segment_t *seg)
             rb_latch_write_switch(&h->ring.seq, s);
         return RB_OK;
     }
-    rc = view_open(seg, src, &v);
+    rc = view_open(m, src, &v);
     if (rc != RB_OK)
         return rc;
     bytes = v.words * 8;
@@ -837,15 +840,15 @@ int rb_ring_repair(rb_segment_t *seg)
     }
     /* Readers are on src; dst can be rewritten freely. */
     for (uint64_t i = 0; i < v.words; i++)
-        rb_st(&rb_word_at(seg, dstoff)[i], rb_ld(&v.d[i]));
+        rb_st(&rb_word_at(m, dstoff)[i], rb_ld(&v.d[i]));
     if (s & 1)
         rb_latch_write_switch(&h->ring.seq, s);  /* dst (copy 0) complete */
     return RB_OK;
 }
 
-void rb_ring_extents(const rb_segment_t *seg, rb_extent_t *out, size_t *n)
+void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
 {
-    const rb_header_shm_t *h = rb_hdr(seg);
+    const rb_header_shm_t *h = rb_hdr(m);
 
     *n = 0;
     for (int c = 0; c < 2; c++) {

@@ -70,6 +70,8 @@ extern "C" {
 #define RB_EACCES    -16   /* permission denied (shm object mode) */
 #define RB_ERANGE    -17   /* a limit was exceeded (name length, points...) */
 #define RB_EROFS     -18   /* writer function called on a read-only handle */
+#define RB_EFULL     -19   /* a non-scaling filter is at capacity, or a
+                              scaling one has RB_BLOOM_MAX_LAYERS layers */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);
@@ -155,6 +157,15 @@ RB_EXPORT void rb_segment_heartbeat(rb_segment_t *seg);
  * RB_ERETIRED, or RB_EGONE if the writer process no longer exists.  Costs
  * one kill(pid, 0) system call; lookups do not call it. */
 RB_EXPORT int rb_segment_check(const rb_segment_t *seg);
+
+/* Reader.  Moves the handle to the live object of its instance if the
+ * current one was retired or its writer stopped heartbeating and a new
+ * object (a restarted daemon's) exists.  Lookups do this by themselves,
+ * every 1024 calls per thread, at most every 250 ms per handle; this call
+ * does it now.  Returns 1 if the handle moved, 0 if not (still current, or
+ * nothing newer to move to).  Mappings it leaves stay valid until
+ * rb_segment_close, so other threads need not stop. */
+RB_EXPORT int rb_segment_refresh(rb_segment_t *seg);
 
 typedef struct rb_segment_info {
     uint64_t version;       /* layout version */
@@ -303,19 +314,29 @@ RB_EXPORT RB_WUR int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layou
 /* Any process, pure.  The classic estimate (1 - e^(-k n / m))^k. */
 RB_EXPORT double rb_bloom_fpr_formula(uint64_t m, uint32_t k, uint64_t n);
 
+#define RB_BLOOM_NONSCALING 0x1u   /* never add layers: RB_EFULL at capacity */
+#define RB_BLOOM_MAX_LAYERS 32
+#define RB_BLOOM_DEFAULT_EXPANSION 2
+
 typedef struct rb_bloom_params {
-    uint64_t capacity;          /* n, > 0 */
+    uint64_t capacity;          /* n of the first layer, > 0 */
     double   error_rate;        /* p, 0 < p < 1 */
     rb_bloom_layout_t layout;
+    uint32_t flags;             /* RB_BLOOM_NONSCALING */
+    uint32_t expansion;         /* scaling: each new layer holds expansion
+                                   times the previous capacity, at half the
+                                   previous error rate (as RedisBloom);
+                                   0 -> RB_BLOOM_DEFAULT_EXPANSION */
 } rb_bloom_params_t;
 
 /* Per-process handle on one filter of a segment. */
 typedef struct rb_bloom rb_bloom_t;
 
-/* Writer.  Creates filter `name` (1..255 bytes) sized by rb_bloom_size(),
- * with a fresh random 192-byte hash secret (arc4random_buf), zeroed bits.
- * Readers see it once this returns.  Errors: RB_EROFS, RB_EINVAL, RB_EEXIST,
- * RB_ERANGE (no free directory slot, or too many bits), RB_ENOSPC. */
+/* Writer.  Creates filter `name` (1..255 bytes) with one layer sized by
+ * rb_bloom_size(), a fresh random 192-byte hash secret (arc4random_buf) and
+ * zeroed bits.  Readers see it once this returns.  Errors: RB_EROFS,
+ * RB_EINVAL, RB_EEXIST, RB_ERANGE (no free directory slot, too many bits),
+ * RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
                                       size_t len, const rb_bloom_params_t *params);
 
@@ -327,10 +348,12 @@ RB_EXPORT RB_WUR int rb_bloom_open(const rb_segment_t *seg, const char *name,
                                    size_t len, rb_bloom_t **out);
 RB_EXPORT void rb_bloom_close(rb_bloom_t *bf);
 
-/* Writer.  Sets the key's k bits with atomic fetch-or.  Returns 1 if at
- * least one bit was new (the key was certainly not present: a test-and-add
- * that is exact because the writer is the only one setting bits), 0 if all
- * were already set.  Errors: RB_EROFS, RB_ENOENT (filter gone). */
+/* Writer.  Test-and-add: if the key may already be in any layer, returns 0
+ * and changes nothing; otherwise sets its k bits in the newest layer with
+ * atomic fetch-or and returns 1.  Exact, because the writer is the only one
+ * setting bits: of many clients adding one key, exactly one is told 1.  A
+ * scaling filter whose newest layer is at capacity first gets a new layer.
+ * Errors: RB_EROFS, RB_ENOENT (filter gone), RB_EFULL, RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len);
 
 typedef struct rb_key {
@@ -340,14 +363,16 @@ typedef struct rb_key {
 
 /* Writer.  rb_bloom_add for n keys, in order (a key repeated in the batch
  * is new only the first time); out_new[i] = 1/0 if out_new is not NULL.
- * Returns the number of new keys or a negative error (nothing added). */
+ * Returns the number of new keys, or a negative error: argument errors
+ * change nothing; RB_EFULL / RB_ENOSPC stop at the first key that did not
+ * fit (keys before it stay added, as their out_new entries say). */
 RB_EXPORT RB_WUR int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys,
                                            size_t n, uint8_t *out_new);
 
 /* Reader.  1 if the key may have been added, 0 if it certainly was not.
- * Lock-free: k relaxed loads (one cache line for blocked), no retry unless
- * the writer replaced the bit array meanwhile.  Errors: RB_ENOENT (filter
- * deleted), RB_EBUSY, RB_ECORRUPT. */
+ * Lock-free: up to k relaxed loads per layer (one cache line per layer for
+ * blocked), no retry unless the writer replaced a bit array meanwhile.
+ * Errors: RB_ENOENT (filter deleted), RB_EBUSY, RB_ECORRUPT. */
 RB_EXPORT RB_WUR int rb_bloom_contains(const rb_bloom_t *bf, const void *key,
                                        size_t len);
 
@@ -361,20 +386,24 @@ RB_EXPORT RB_WUR int64_t rb_bloom_contains_many(const rb_bloom_t *bf,
 typedef struct rb_bloom_stat {
     char     name[RB_FILTER_NAME_MAX + 1];
     uint32_t layout;        /* rb_bloom_layout_t */
-    uint32_t k;
-    uint64_t bits;          /* m */
-    uint64_t bytes;         /* bytes of the bit array */
-    uint64_t capacity;      /* n it was sized for */
-    double   error_rate;    /* p it was sized for */
-    uint64_t items;         /* adds that set at least one new bit */
-    uint64_t bits_set;      /* population count of the array */
+    uint32_t flags;         /* RB_BLOOM_NONSCALING */
+    uint32_t expansion;
+    uint32_t layers;
+    uint32_t k;             /* probes per key in the first layer */
+    uint64_t bits;          /* m, all layers */
+    uint64_t bytes;         /* bytes of the bit arrays, all layers */
+    uint64_t capacity;      /* keys the layers were sized for, summed */
+    double   error_rate;    /* p requested at reserve */
+    uint64_t items;         /* adds that were new, all layers */
+    uint64_t bits_set;      /* population count, all layers */
     double   fill;          /* bits_set / bits */
     double   est_fpr;       /* false-positive rate estimated from set bits */
 } rb_bloom_stat_t;
 
-/* Reader.  Figures of the filter; bits_set and est_fpr come from a scan
- * of the array (cost O(m/64) loads), est_fpr being fill^k (standard) or
- * the mean over blocks of (block fill)^k (blocked). */
+/* Reader.  Figures of the filter.  bits_set and est_fpr come from a scan of
+ * the arrays (cost O(m/64) loads); a layer's estimate is fill^k (standard)
+ * or the mean over its blocks of (block fill)^k (blocked), and the filter's
+ * is 1 - prod(1 - layer estimate). */
 RB_EXPORT RB_WUR int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out);
 
 #ifdef __cplusplus

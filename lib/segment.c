@@ -120,22 +120,23 @@ static uint64_t page_size(void)
 
 int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
 {
-    rb_header_shm_t *h = rb_hdr(seg);
+    rb_map_t *m = rb_seg_map(seg);
+    rb_header_shm_t *h = rb_hdr(m);
     uint64_t old = rb_ld(&h->size);
     int rc;
 
     new_size = rb_round_up(new_size, RB_GROW_STEP);
     if (new_size <= old)
         return RB_OK;
-    if (new_size > seg->map_len)
+    if (new_size > m->map_len)
         return RB_ENOSPC;
-    if (ftruncate(seg->fd, (off_t)new_size) != 0)
+    if (ftruncate(m->fd, (off_t)new_size) != 0)
         return errno_code(errno);
     /* Reserve the pages now: on a full /dev/shm a later store would
      * otherwise die of SIGBUS instead of returning an error here. */
-    rc = posix_fallocate(seg->fd, (off_t)old, (off_t)(new_size - old));
+    rc = posix_fallocate(m->fd, (off_t)old, (off_t)(new_size - old));
     if (rc != 0) {
-        if (ftruncate(seg->fd, (off_t)old) != 0) {
+        if (ftruncate(m->fd, (off_t)old) != 0) {
             /* the object stays larger than size says: harmless, only
              * header.size bounds what readers touch */
         }
@@ -199,26 +200,48 @@ static int writer_gone(const rb_header_shm_t *h)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
+static void map_free(rb_map_t *m)
+{
+    while (m != NULL) {
+        rb_map_t *older = m->older;
+        if (m->base != NULL)
+            munmap(m->base, m->map_len);
+        if (m->fd >= 0)
+            close(m->fd);
+        free(m);
+        m = older;
+    }
+}
+
 static rb_segment_t *seg_alloc(const char *instance)
 {
     rb_segment_t *seg = calloc(1, sizeof(*seg));
 
     if (seg == NULL)
         return NULL;
-    seg->fd = -1;
     if (instance != NULL)
         strcpy(seg->instance, instance);
+    pthread_mutex_init(&seg->lock, NULL);
     return seg;
 }
 
 static void seg_free(rb_segment_t *seg)
 {
-    if (seg->base != NULL)
-        munmap(seg->base, seg->map_len);
-    if (seg->fd >= 0)
-        close(seg->fd);
+    map_free(rb_seg_map(seg));
     rb_heap_destroy(&seg->heap);
+    pthread_mutex_destroy(&seg->lock);
     free(seg);
+}
+
+static int map_identify(rb_map_t *m)
+{
+    struct stat st;
+
+    if (fstat(m->fd, &st) != 0)
+        return errno_code(errno);
+    m->dev = st.st_dev;
+    m->ino = st.st_ino;
+    return RB_OK;
 }
 
 int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
@@ -229,6 +252,7 @@ int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
     uint64_t pg = page_size(), dir_bytes, heap_off;
     rb_header_shm_t *h;
     rb_segment_t *seg;
+    rb_map_t *m;
     void *base;
     int rc;
 
@@ -254,34 +278,44 @@ int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
         return rc;
 
     seg = seg_alloc(instance);
-    if (seg == NULL)
+    m = calloc(1, sizeof(*m));
+    if (seg == NULL || m == NULL) {
+        free(m);
+        if (seg != NULL)
+            seg_free(seg);
         return RB_ENOMEM;
+    }
+    atomic_store(&seg->map, m);
+    seg->writable = 1;
     if (instance != NULL)
-        seg->fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        m->fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     else
-        seg->fd = memfd_create("ringbloom", MFD_CLOEXEC);
-    if (seg->fd < 0) {
+        m->fd = memfd_create("ringbloom", MFD_CLOEXEC);
+    if (m->fd < 0) {
         rc = errno_code(errno);
         seg_free(seg);
         return rc;
     }
-    if (fchmod(seg->fd, o.mode) != 0) {
+    if (fchmod(m->fd, o.mode) != 0) {
         rc = errno_code(errno);
         goto fail;
     }
-    base = mmap(NULL, o.max_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
+    if ((rc = map_identify(m)) != RB_OK)
+        goto fail;
+    base = mmap(NULL, o.max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
         rc = errno_code(errno);
         goto fail;
     }
-    seg->base = base;
-    seg->map_len = o.max_size;
-    seg->writable = 1;
-    if (ftruncate(seg->fd, RB_HEADER_SIZE) != 0) {
+    m->base = base;
+    m->map_len = o.max_size;
+    m->dir_off = RB_HEADER_SIZE;
+    m->dir_slots = o.max_filters;
+    if (ftruncate(m->fd, RB_HEADER_SIZE) != 0) {
         rc = errno_code(errno);
         goto fail;
     }
-    h = rb_hdr(seg);
+    h = rb_hdr(m);
     rb_st(&h->size, RB_HEADER_SIZE);
     rc = rb_segment_grow(seg, heap_off + RB_GROW_STEP);
     if (rc != RB_OK)
@@ -297,8 +331,6 @@ int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
     rb_st(&h->heartbeat_ms, rb_now_ms());
     rb_st(&h->dir_offset, RB_HEADER_SIZE);
     rb_st(&h->dir_slots, o.max_filters);
-    seg->dir_off = RB_HEADER_SIZE;
-    seg->dir_slots = o.max_filters;
     rb_st(&h->heap_offset, heap_off);
     rb_st(&h->created, (uint64_t)time(NULL));
     rb_st(&h->next_incarnation, 1);
@@ -319,32 +351,39 @@ fail:
     return rc;
 }
 
-/* Opens and maps instance (writable or not) and validates its header. */
-static int seg_open(const char *instance, int writable, rb_segment_t **out)
+/* Opens and maps instance (writable or not) and validates its header.  If
+ * skip is given and the object is that same one (dev, ino), stops early with
+ * RB_EEXIST. */
+static int map_open(const char *instance, int writable, const rb_map_t *skip,
+                    rb_map_t **out)
 {
     char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
     int prot = PROT_READ | (writable ? PROT_WRITE : 0);
     const rb_header_shm_t *h;
-    rb_segment_t *seg;
     struct stat st;
     uint64_t max_size;
+    rb_map_t *m;
     void *base;
     int rc;
 
-    if (instance == NULL || out == NULL)
-        return RB_EINVAL;
     if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
-    seg = seg_alloc(instance);
-    if (seg == NULL)
+    m = calloc(1, sizeof(*m));
+    if (m == NULL)
         return RB_ENOMEM;
-    seg->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
-    if (seg->fd < 0) {
+    m->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
+    if (m->fd < 0) {
         rc = errno_code(errno);
         goto fail;
     }
-    if (fstat(seg->fd, &st) != 0) {
+    if (fstat(m->fd, &st) != 0) {
         rc = errno_code(errno);
+        goto fail;
+    }
+    m->dev = st.st_dev;
+    m->ino = st.st_ino;
+    if (skip != NULL && skip->dev == m->dev && skip->ino == m->ino) {
+        rc = RB_EEXIST;
         goto fail;
     }
     if (st.st_size == 0) {
@@ -356,7 +395,7 @@ static int seg_open(const char *instance, int writable, rb_segment_t **out)
         goto fail;
     }
     /* Map the header page alone first: max_size is only known from it. */
-    base = mmap(NULL, RB_HEADER_SIZE, PROT_READ, MAP_SHARED, seg->fd, 0);
+    base = mmap(NULL, RB_HEADER_SIZE, PROT_READ, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
         rc = errno_code(errno);
         goto fail;
@@ -367,38 +406,44 @@ static int seg_open(const char *instance, int writable, rb_segment_t **out)
     munmap(base, RB_HEADER_SIZE);
     if (rc != RB_OK)
         goto fail;
-    base = mmap(NULL, max_size, prot, MAP_SHARED, seg->fd, 0);
+    base = mmap(NULL, max_size, prot, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
         rc = errno_code(errno);
         goto fail;
     }
-    seg->base = base;
-    seg->map_len = max_size;
-    seg->writable = writable;
-    seg->dir_off = rb_ld(&rb_hdr(seg)->dir_offset);
-    seg->dir_slots = rb_ld(&rb_hdr(seg)->dir_slots);
-    *out = seg;
+    m->base = base;
+    m->map_len = max_size;
+    m->dir_off = rb_ld(&rb_hdr(m)->dir_offset);
+    m->dir_slots = rb_ld(&rb_hdr(m)->dir_slots);
+    *out = m;
     return RB_OK;
 
 fail:
-    seg_free(seg);
+    map_free(m);
     return rc;
 }
 
 int rb_segment_attach(const char *instance, unsigned flags, rb_segment_t **out)
 {
     rb_segment_t *seg;
+    rb_map_t *m;
     int rc;
 
-    if ((flags & ~RB_ATTACH_STALE_OK) != 0)
+    if (instance == NULL || out == NULL || (flags & ~RB_ATTACH_STALE_OK) != 0)
         return RB_EINVAL;
-    rc = seg_open(instance, 0, &seg);
+    rc = map_open(instance, 0, NULL, &m);
     if (rc != RB_OK)
         return rc;
-    if (!(flags & RB_ATTACH_STALE_OK) && writer_gone(rb_hdr(seg))) {
-        seg_free(seg);
+    if (!(flags & RB_ATTACH_STALE_OK) && writer_gone(rb_hdr(m))) {
+        map_free(m);
         return RB_EGONE;
     }
+    seg = seg_alloc(instance);
+    if (seg == NULL) {
+        map_free(m);
+        return RB_ENOMEM;
+    }
+    atomic_store(&seg->map, m);
     *out = seg;
     return RB_OK;
 }
@@ -409,19 +454,28 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
     rb_extent_t *live;
     size_t nlive = 0, nfilters = 0;
     rb_header_shm_t *h;
+    rb_map_t *m;
     int rc;
 
-    rc = seg_open(instance, 1, &seg);
+    if (instance == NULL || out == NULL)
+        return RB_EINVAL;
+    rc = map_open(instance, 1, NULL, &m);
     if (rc != RB_OK)
         return rc;
-    h = rb_hdr(seg);
-    live = malloc((2 + seg->dir_slots) * sizeof(*live));
-    if (live == NULL) {
-        seg_free(seg);
+    seg = seg_alloc(instance);
+    live = malloc((2 + m->dir_slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
+    if (seg == NULL || live == NULL) {
+        free(live);
+        map_free(m);
+        if (seg != NULL)
+            seg_free(seg);
         return RB_ENOMEM;
     }
-    rb_ring_extents(seg, live, &nlive);
-    rb_bloom_extents(seg, live + nlive, &nfilters);
+    atomic_store(&seg->map, m);
+    seg->writable = 1;
+    h = rb_hdr(m);
+    rb_ring_extents(m, live, &nlive);
+    rb_bloom_extents(m, live + nlive, &nfilters);
     rc = rb_heap_rebuild(seg, live, nlive + nfilters);
     free(live);
     if (rc == RB_OK)
@@ -465,7 +519,7 @@ int rb_segment_retire(rb_segment_t *seg, uint64_t next)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    h = rb_hdr(seg);
+    h = rb_hdr(rb_seg_map(seg));
     rb_st(&h->next_generation, next);
     /* Release: a reader that sees RETIRED also sees next_generation. */
     atomic_store_explicit(&h->state, RB_STATE_RETIRED, memory_order_release);
@@ -475,7 +529,7 @@ int rb_segment_retire(rb_segment_t *seg, uint64_t next)
 void rb_segment_heartbeat(rb_segment_t *seg)
 {
     if (seg != NULL && seg->writable)
-        rb_st(&rb_hdr(seg)->heartbeat_ms, rb_now_ms());
+        rb_st(&rb_hdr(rb_seg_map(seg))->heartbeat_ms, rb_now_ms());
 }
 
 int rb_segment_check(const rb_segment_t *seg)
@@ -485,7 +539,7 @@ int rb_segment_check(const rb_segment_t *seg)
 
     if (seg == NULL)
         return RB_EINVAL;
-    h = rb_hdr(seg);
+    h = rb_hdr(rb_seg_map(seg));
     state = atomic_load_explicit(&h->state, memory_order_acquire);
     if (state == RB_STATE_RETIRED)
         return RB_ERETIRED;
@@ -496,40 +550,90 @@ int rb_segment_check(const rb_segment_t *seg)
     return RB_OK;
 }
 
+static uint64_t coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Moves seg to a newer object if the current one is retired or silent.
+ * force: ignore the rate limit.  Returns 1 if it moved. */
+static int seg_poll(rb_segment_t *seg, int force)
+{
+    rb_map_t *cur = rb_seg_map(seg), *next;
+    const rb_header_shm_t *h = rb_hdr(cur);
+    uint64_t now = coarse_ms(), hb;
+    int moved = 0;
+
+    if (seg->writable || seg->instance[0] == '\0')
+        return 0;
+    hb = rb_ld(&h->heartbeat_ms);
+    if (atomic_load_explicit(&h->state, memory_order_acquire) == RB_STATE_LIVE &&
+        (hb > now || now - hb < RB_STALE_MS))
+        return 0;
+    if (!force && now < atomic_load_explicit(&seg->next_poll_ms, memory_order_relaxed))
+        return 0;
+    pthread_mutex_lock(&seg->lock);
+    atomic_store_explicit(&seg->next_poll_ms, now + RB_POLL_MS, memory_order_relaxed);
+    if (rb_seg_map(seg) == cur && map_open(seg->instance, 0, cur, &next) == RB_OK) {
+        next->older = cur;
+        /* Release: threads that load the new map see it fully set up. */
+        atomic_store_explicit(&seg->map, next, memory_order_release);
+        moved = 1;
+    }
+    pthread_mutex_unlock(&seg->lock);
+    return moved;
+}
+
+void rb_segment_poll(rb_segment_t *seg)
+{
+    seg_poll(seg, 0);
+}
+
+int rb_segment_refresh(rb_segment_t *seg)
+{
+    if (seg == NULL)
+        return RB_EINVAL;
+    return seg_poll(seg, 1);
+}
+
 int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
 {
     const rb_header_shm_t *h;
+    const rb_map_t *m;
     struct stat st;
-    uint64_t slots, used;
+    uint64_t used;
     uint32_t live = 0;
 
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    h = rb_hdr(seg);
-    slots = seg->dir_slots;
+    m = rb_seg_map(seg);
+    h = rb_hdr(m);
     used = rb_ld(&h->heap_offset);
-    for (uint64_t i = 0; i < slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(seg, i);
-        if (rb_ld(&f->state) == RB_FILTER_LIVE) {
-            live++;
-            used += rb_round_up(rb_ld(&f->bits) / 8, RB_ALIGN);
-        }
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rb_dir_slot(m, i);
+        if (rb_ld(&f->state) != RB_FILTER_LIVE)
+            continue;
+        live++;
+        for (uint64_t l = 0; l < rb_ld(&f->nlayers) && l < RB_BLOOM_MAX_LAYERS; l++)
+            used += rb_round_up(rb_ld(&f->layer[l].bits) / 8, RB_ALIGN);
     }
     for (int c = 0; c < 2; c++)
         used += rb_ld(&h->ring.copy_cap[c]);
     memset(out, 0, sizeof(*out));
     out->version = rb_ld(&h->version);
     out->generation = rb_ld(&h->generation);
-    out->size = rb_seg_size(seg);
+    out->size = rb_seg_size(m);
     out->max_size = rb_ld(&h->max_size);
     out->used = used;
     out->writer_pid = rb_ld(&h->writer_pid);
     out->created = rb_ld(&h->created);
     out->heartbeat_ms = rb_ld(&h->heartbeat_ms);
     out->filters = live;
-    out->max_filters = (uint32_t)slots;
+    out->max_filters = (uint32_t)m->dir_slots;
     out->writable = seg->writable;
-    if (seg->fd >= 0 && fstat(seg->fd, &st) == 0)
+    if (fstat(m->fd, &st) == 0)
         out->mode = st.st_mode & 0777;
     return RB_OK;
 }

@@ -22,7 +22,8 @@ static void teardown(void)
 
 static rb_bloom_t *make(const char *name, uint64_t n, double p, rb_bloom_layout_t layout)
 {
-    rb_bloom_params_t bp = { n, p, layout };
+    rb_bloom_params_t bp = { .capacity = n, .error_rate = p, .layout = layout,
+                          .flags = RB_BLOOM_NONSCALING };
     rb_bloom_t *bf;
 
     ck_assert_int_eq(rb_bloom_reserve(seg, name, strlen(name), &bp), RB_OK);
@@ -188,9 +189,10 @@ END_TEST
 START_TEST(test_bloom_blocked_key_stays_in_one_cache_line)
 {
     rb_bloom_t *bf = make("line", 100000, 0.01, RB_BLOOM_BLOCKED);
-    const rb_filter_shm_t *f = rb_dir_slot(seg, 0);
-    const _Atomic uint64_t *arr = rb_word_at(seg, rb_ld(&f->array_off));
-    uint64_t words = rb_ld(&f->bits) / 64, first = UINT64_MAX, last = 0, ones = 0;
+    const rb_map_t *m = rb_seg_map(seg);
+    const rb_layer_shm_t *l = &rb_dir_slot(m, 0)->layer[0];
+    const _Atomic uint64_t *arr = rb_word_at(m, rb_ld(&l->array_off));
+    uint64_t words = rb_ld(&l->bits) / 64, first = UINT64_MAX, last = 0, ones = 0;
 
     ck_assert_int_eq(rb_bloom_add(bf, "one key", 7), 1);
     for (uint64_t w = 0; w < words; w++) {
@@ -203,7 +205,7 @@ START_TEST(test_bloom_blocked_key_stays_in_one_cache_line)
         }
     }
     ck_assert_uint_eq(first / 8, last / 8);      /* one 64-byte block */
-    ck_assert_uint_ge(ones, rb_ld(&f->k) - 1);   /* k probes (a repeat is rare) */
+    ck_assert_uint_ge(ones, rb_ld(&l->k) - 1);   /* k probes (a repeat is rare) */
     rb_bloom_close(bf);
 }
 END_TEST
@@ -212,7 +214,8 @@ START_TEST(test_bloom_filters_have_distinct_secrets)
 {
     rb_bloom_t *a = make("s1", 1000, 0.01, RB_BLOOM_STANDARD);
     rb_bloom_t *b = make("s2", 1000, 0.01, RB_BLOOM_STANDARD);
-    const rb_filter_shm_t *fa = rb_dir_slot(seg, 0), *fb = rb_dir_slot(seg, 1);
+    const rb_filter_shm_t *fa = rb_dir_slot(rb_seg_map(seg), 0);
+    const rb_filter_shm_t *fb = rb_dir_slot(rb_seg_map(seg), 1);
     int same = 1;
 
     for (int i = 0; i < RB_SECRET_WORDS; i++)
@@ -226,10 +229,10 @@ END_TEST
 
 START_TEST(test_bloom_reserve_errors_change_nothing)
 {
-    rb_bloom_params_t ok = { 1000, 0.01, RB_BLOOM_STANDARD };
-    rb_bloom_params_t bad_p = { 1000, 1.5, RB_BLOOM_STANDARD };
-    rb_bloom_params_t zero = { 0, 0.01, RB_BLOOM_STANDARD };
-    rb_bloom_params_t huge = { 1ULL << 32, 0.0001, RB_BLOOM_STANDARD };
+    rb_bloom_params_t ok = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
+    rb_bloom_params_t bad_p = { .capacity = 1000, .error_rate = 1.5, .layout = RB_BLOOM_STANDARD };
+    rb_bloom_params_t zero = { .capacity = 0, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
+    rb_bloom_params_t huge = { .capacity = 1ULL << 32, .error_rate = 0.0001, .layout = RB_BLOOM_STANDARD };
     char longname[RB_FILTER_NAME_MAX + 1];
     rb_segment_info_t info;
     rb_bloom_t *bf;
@@ -258,7 +261,7 @@ END_TEST
 
 START_TEST(test_bloom_reader_handle_cannot_write)
 {
-    rb_bloom_params_t ok = { 1000, 0.01, RB_BLOOM_BLOCKED };
+    rb_bloom_params_t ok = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
     char inst[96];
     rb_segment_t *w, *r;
     rb_bloom_t *bf;
@@ -276,6 +279,61 @@ START_TEST(test_bloom_reader_handle_cannot_write)
     rb_segment_close(r);
     rb_segment_close(w);
     ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+}
+END_TEST
+
+START_TEST(test_bloom_scaling_adds_layers_and_keeps_fpr)
+{
+    rb_bloom_params_t bp = { .capacity = 10000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED,
+                             .expansion = 2 };
+    unsigned long fp = 0;
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    char key[160];
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "grow", 4, &bp), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "grow", 4, &bf), RB_OK);
+    for (unsigned long i = 0; i < 70000; i++)
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "g", i)), 0);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    /* 10k + 20k + 40k: three layers hold 70k keys. */
+    ck_assert_uint_eq(st.layers, 3);
+    ck_assert_uint_eq(st.capacity, 70000);
+    for (unsigned long i = 0; i < 70000; i++)
+        ck_assert_int_eq(rb_bloom_contains(bf, key, rb_test_key(key, sizeof(key), "g", i)), 1);
+    /* A key of the first layer is still "not new" after layers were added. */
+    ck_assert_int_eq(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "g", 5)), 0);
+    for (unsigned long i = 0; i < 200000; i++)
+        fp += (unsigned long)rb_bloom_contains(bf, key, rb_test_key(key, sizeof(key), "x", i));
+    printf("scaling: 3 layers, 70000 keys, measured FPR %.5f (bound p(1 + 1/2 + 1/4) = 0.0175)\n",
+           (double)fp / 200000);
+    ck_assert_double_le((double)fp / 200000, 0.0175);
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_nonscaling_full_is_efull)
+{
+    rb_bloom_params_t bp = { .capacity = 100, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD,
+                             .flags = RB_BLOOM_NONSCALING };
+    rb_key_t keys[3] = { { "late-1", 6 }, { "late-2", 6 }, { "late-3", 6 } };
+    uint8_t fresh[3] = { 9, 9, 9 };
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    char key[160];
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "fixed", 5, &bp), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "fixed", 5, &bf), RB_OK);
+    for (unsigned long i = 0; i < 100; i++)
+        ck_assert_int_eq(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "f", i)), 1);
+    ck_assert_int_eq(rb_bloom_add(bf, "one more", 8), RB_EFULL);
+    ck_assert_int_eq(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "f", 7)), 0);
+    ck_assert_int_eq(rb_bloom_add_many(bf, keys, 3, fresh), RB_EFULL);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.items, 100);
+    ck_assert_uint_eq(st.layers, 1);
+    ck_assert_int_eq(rb_bloom_contains(bf, "one more", 8), 0);
+    rb_bloom_close(bf);
 }
 END_TEST
 
@@ -297,6 +355,8 @@ static Suite *bloom_suite(void)
     tcase_add_test(tc, test_bloom_filters_have_distinct_secrets);
     tcase_add_test(tc, test_bloom_reserve_errors_change_nothing);
     tcase_add_test(tc, test_bloom_reader_handle_cannot_write);
+    tcase_add_test(tc, test_bloom_scaling_adds_layers_and_keeps_fpr);
+    tcase_add_test(tc, test_bloom_nonscaling_full_is_efull);
     suite_add_tcase(s, tc);
     return s;
 }

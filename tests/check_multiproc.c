@@ -206,7 +206,7 @@ static void bloom_reader_main(void)
 
 START_TEST(test_multiproc_acknowledged_adds_visible_to_reader)
 {
-    rb_bloom_params_t p = { 200000, 0.01, RB_BLOOM_BLOCKED };
+    rb_bloom_params_t p = { .capacity = 200000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
     rb_segment_t *seg;
     rb_bloom_t *bf;
     char key[160];
@@ -241,9 +241,10 @@ END_TEST
 /* True if the latch is at rest: seq even and both copies word-equal. */
 static int copies_equal(const rb_segment_t *seg)
 {
-    const rb_header_shm_t *h = rb_hdr(seg);
-    const _Atomic uint64_t *c0 = rb_word_at(seg, rb_ld(&h->ring.copy_off[0]));
-    const _Atomic uint64_t *c1 = rb_word_at(seg, rb_ld(&h->ring.copy_off[1]));
+    const rb_map_t *m = rb_seg_map(seg);
+    const rb_header_shm_t *h = rb_hdr(m);
+    const _Atomic uint64_t *c0 = rb_word_at(m, rb_ld(&h->ring.copy_off[0]));
+    const _Atomic uint64_t *c1 = rb_word_at(m, rb_ld(&h->ring.copy_off[1]));
     const rb_ring_copy_shm_t *hdr0 = (const rb_ring_copy_shm_t *)(const void *)c0;
     uint64_t words = rb_ld(&hdr0->words);
 

@@ -252,7 +252,7 @@ START_TEST(test_segment_reader_store_faults)
     ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
     /* Unlink first: this process dies below, before its teardown runs. */
     ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
-    rb_st(&rb_hdr(r)->heartbeat_ms, 1);
+    rb_st(&rb_hdr(rb_seg_map(r))->heartbeat_ms, 1);
     ck_abort_msg("store into a read-only mapping did not fault");
 }
 END_TEST
@@ -264,7 +264,7 @@ START_TEST(test_segment_reader_cannot_mprotect_to_write)
     create_default();
     ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
     /* The descriptor was opened O_RDONLY, so the kernel refuses. */
-    ck_assert_int_eq(mprotect(r->base, RB_HEADER_SIZE, PROT_READ | PROT_WRITE), -1);
+    ck_assert_int_eq(mprotect(rb_seg_map(r)->base, RB_HEADER_SIZE, PROT_READ | PROT_WRITE), -1);
     ck_assert_int_eq(errno, EACCES);
     rb_segment_close(r);
 }
@@ -273,8 +273,8 @@ END_TEST
 START_TEST(test_segment_growth_past_reservation_is_enospc)
 {
     rb_segment_opts_t o = { 0600, 1u << 20, 4 };
-    rb_bloom_params_t big = { 10000000, 0.01, RB_BLOOM_STANDARD };
-    rb_bloom_params_t small = { 1000, 0.01, RB_BLOOM_STANDARD };
+    rb_bloom_params_t big = { .capacity = 10000000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
+    rb_bloom_params_t small = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
     rb_segment_info_t before, after;
 
     ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
@@ -289,7 +289,7 @@ END_TEST
 
 START_TEST(test_segment_takeover_keeps_ring_filters_and_heap)
 {
-    rb_bloom_params_t p = { 20000, 0.01, RB_BLOOM_BLOCKED };
+    rb_bloom_params_t p = { .capacity = 20000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
     rb_ring_t *ring, *loaded;
     rb_bloom_t *bf;
     rb_node_t a, b;
@@ -341,6 +341,63 @@ START_TEST(test_segment_private_needs_no_name)
 }
 END_TEST
 
+/* A reader handle follows its instance to a new object: at once when the
+ * old one is retired, and after the writer stops heartbeating. */
+START_TEST(test_segment_reader_follows_restarted_writer)
+{
+    rb_bloom_params_t p = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
+    rb_ring_t *r1, *r2;
+    rb_segment_t *reader;
+    rb_bloom_t *bf;
+    rb_node_t n;
+
+    create_default();
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 10, &r1), RB_OK);
+    ck_assert_int_eq(rb_ring_add(r1, "old", 3, 1), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(r1, wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "f", 1, &p), RB_OK);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &reader), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(reader, "f", 1, &bf), RB_OK);
+    ck_assert_int_eq(rb_segment_refresh(reader), 0);      /* nothing newer */
+
+    /* A "restarted daemon": old object silent and unlinked, a new one
+     * with the same names but other contents. */
+    rb_st(&rb_hdr(rb_seg_map(wseg))->heartbeat_ms, rb_now_ms() - 10 * RB_STALE_MS);
+    rb_segment_close(wseg);
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+    ck_assert_int_eq(rb_segment_create(inst, NULL, &wseg), RB_OK);
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 10, &r2), RB_OK);
+    ck_assert_int_eq(rb_ring_add(r2, "new", 3, 1), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(r2, wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "f", 1, &p), RB_OK);
+    {
+        rb_bloom_t *wb;
+        ck_assert_int_eq(rb_bloom_open(wseg, "f", 1, &wb), RB_OK);
+        ck_assert_int_eq(rb_bloom_add(wb, "k", 1), 1);
+        rb_bloom_close(wb);
+    }
+    /* Without being told, lookups move within RB_POLL_CALLS calls. */
+    for (unsigned i = 0; i < 2 * RB_POLL_CALLS; i++)
+        ck_assert_int_eq(rb_ring_lookup(reader, "key", 3, &n), RB_OK);
+    ck_assert_str_eq(n.name, "new");
+    ck_assert_int_eq(rb_bloom_contains(bf, "k", 1), 1);   /* rebound to the new filter */
+
+    /* Retiring moves a forced refresh at once; a new object must exist. */
+    ck_assert_int_eq(rb_segment_retire(wseg, 2), RB_OK);
+    ck_assert_int_eq(rb_segment_refresh(reader), 0);      /* same object, retired */
+    rb_segment_close(wseg);
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+    ck_assert_int_eq(rb_segment_create(inst, NULL, &wseg), RB_OK);
+    ck_assert_int_eq(rb_segment_refresh(reader), 1);
+    ck_assert_int_eq(rb_ring_lookup(reader, "key", 3, &n), RB_EEMPTY);
+    ck_assert_int_eq(rb_bloom_contains(bf, "k", 1), RB_ENOENT);
+    rb_bloom_close(bf);
+    rb_segment_close(reader);
+    rb_ring_free(r1);
+    rb_ring_free(r2);
+}
+END_TEST
+
 static Suite *segment_suite(void)
 {
     Suite *s = suite_create("segment");
@@ -364,6 +421,7 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_segment_growth_past_reservation_is_enospc);
     tcase_add_test(tc, test_segment_takeover_keeps_ring_filters_and_heap);
     tcase_add_test(tc, test_segment_private_needs_no_name);
+    tcase_add_test(tc, test_segment_reader_follows_restarted_writer);
     suite_add_tcase(s, tc);
     return s;
 }
