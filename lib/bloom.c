@@ -257,7 +257,7 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     int rc;
 
     if (seg == NULL || params == NULL || !name_ok(name, len) ||
-        (params->flags & ~RB_BLOOM_NONSCALING) != 0 || params->expansion > 1000000)
+        (params->flags & ~RB_BLOOM_NONSCALING) != 0 || params->expansion > RB_BLOOM_MAX_EXPANSION)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
@@ -272,7 +272,11 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
             f = rb_dir_slot(m, i);
     if (f == NULL)
         return RB_ERANGE;
-    rc = layer_create(seg, f, 0, params->capacity, params->error_rate, params->layout);
+    /* A scaling filter's layers have error rates p/2, p/4, ... so that
+     * together they stay within p (RedisBloom does the same). */
+    rc = layer_create(seg, f, 0, params->capacity,
+                      params->error_rate * ((params->flags & RB_BLOOM_NONSCALING) ? 1.0 : TIGHTENING),
+                      params->layout);
     if (rc != RB_OK) {
         rb_st(&f->nlayers, 0);
         return rc;
@@ -280,7 +284,10 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     h = rb_hdr(m);
     inc = rb_ld(&h->next_incarnation);
     rb_st(&h->next_incarnation, inc + 1);
-    arc4random_buf(secret, sizeof(secret));
+    if (params->secret != NULL)
+        memcpy(secret, params->secret, sizeof(secret));
+    else
+        arc4random_buf(secret, sizeof(secret));
 
     rb_st(&f->incarnation, inc);
     rb_st(&f->gen, 0);

@@ -94,7 +94,7 @@ typedef struct rb_ring_copy_shm {
 #define RB_NODE_WORDS 2
 
 /* ---- filter directory slot --------------------------------------------- */
-#define RB_SECRET_BYTES 192
+#define RB_SECRET_BYTES RB_BLOOM_SECRET_BYTES
 #define RB_FILTER_NAME_WORDS ((RB_FILTER_NAME_MAX + 1) / 8)
 #define RB_SECRET_WORDS (RB_SECRET_BYTES / 8)
 

@@ -317,6 +317,7 @@ RB_EXPORT double rb_bloom_fpr_formula(uint64_t m, uint32_t k, uint64_t n);
 #define RB_BLOOM_NONSCALING 0x1u   /* never add layers: RB_EFULL at capacity */
 #define RB_BLOOM_MAX_LAYERS 32
 #define RB_BLOOM_DEFAULT_EXPANSION 2
+#define RB_BLOOM_MAX_EXPANSION 32768
 
 typedef struct rb_bloom_params {
     uint64_t capacity;          /* n of the first layer, > 0 */
@@ -324,17 +325,22 @@ typedef struct rb_bloom_params {
     rb_bloom_layout_t layout;
     uint32_t flags;             /* RB_BLOOM_NONSCALING */
     uint32_t expansion;         /* scaling: each new layer holds expansion
-                                   times the previous capacity, at half the
-                                   previous error rate (as RedisBloom);
+                                   times the previous capacity; layer i has
+                                   error rate p / 2^(i+1), so all together
+                                   stay within p (as RedisBloom);
                                    0 -> RB_BLOOM_DEFAULT_EXPANSION */
+    const unsigned char *secret;/* NULL: random; else RB_BLOOM_SECRET_BYTES
+                                   bytes (a writer replaying its log) */
 } rb_bloom_params_t;
+
+#define RB_BLOOM_SECRET_BYTES 192
 
 /* Per-process handle on one filter of a segment. */
 typedef struct rb_bloom rb_bloom_t;
 
 /* Writer.  Creates filter `name` (1..255 bytes) with one layer sized by
- * rb_bloom_size(), a fresh random 192-byte hash secret (arc4random_buf) and
- * zeroed bits.  Readers see it once this returns.  Errors: RB_EROFS,
+ * rb_bloom_size() (for p, or p/2 if scaling), a fresh random 192-byte hash
+ * secret (arc4random_buf) unless params->secret gives one, and zeroed bits.  Readers see it once this returns.  Errors: RB_EROFS,
  * RB_EINVAL, RB_EEXIST, RB_ERANGE (no free directory slot, too many bits),
  * RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,

@@ -305,9 +305,9 @@ START_TEST(test_bloom_scaling_adds_layers_and_keeps_fpr)
     ck_assert_int_eq(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "g", 5)), 0);
     for (unsigned long i = 0; i < 200000; i++)
         fp += (unsigned long)rb_bloom_contains(bf, key, rb_test_key(key, sizeof(key), "x", i));
-    printf("scaling: 3 layers, 70000 keys, measured FPR %.5f (bound p(1 + 1/2 + 1/4) = 0.0175)\n",
-           (double)fp / 200000);
-    ck_assert_double_le((double)fp / 200000, 0.0175);
+    printf("scaling: 3 layers, 70000 keys, measured FPR %.5f (layers at p/2, p/4, p/8: "
+           "bound 0.00875)\n", (double)fp / 200000);
+    ck_assert_double_le((double)fp / 200000, 0.00875 * 1.15);
     rb_bloom_close(bf);
 }
 END_TEST
