@@ -249,6 +249,9 @@ int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive);
 void rb_heap_destroy(rb_heap_t *heap);
 uint64_t rb_now_ms(void);
 
+/* 1 if s is a valid instance name (paths.c). */
+int rb_instance_ok(const char *s);
+
 /* Live heap objects, for rb_heap_rebuild: the two ring copies (ring.c,
  * at most 2) and the bit arrays of live filters (bloom.c, at most
  * dir_slots * RB_BLOOM_MAX_LAYERS). */

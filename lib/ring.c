@@ -24,6 +24,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "rb_hash.h"
 #include "rb_internal.h"
@@ -78,6 +79,30 @@ static uint64_t vnode_pos(rb_ring_mode_t mode, const char *name, size_t len,
     if (mode == RB_RING_SEED)
         return rb_hash_seed(buf, len + (size_t)n, r);
     return rb_hash_xxh3(buf, len + (size_t)n);
+}
+
+static const struct {
+    const char *name;
+    rb_ring_mode_t mode;
+} mode_names[] = { { "xxh3", RB_RING_XXH3 }, { "seed", RB_RING_SEED } };
+
+const char *rb_ring_mode_name(rb_ring_mode_t mode)
+{
+    for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
+        if (mode_names[i].mode == mode)
+            return mode_names[i].name;
+    return "unknown";
+}
+
+int rb_ring_mode_parse(const char *s, size_t len, rb_ring_mode_t *out)
+{
+    for (size_t i = 0; s != NULL && i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
+        if (strlen(mode_names[i].name) == len && strncasecmp(mode_names[i].name, s, len) == 0) {
+            *out = mode_names[i].mode;
+            return RB_OK;
+        }
+    }
+    return RB_EINVAL;
 }
 
 /* ---- writer model ------------------------------------------------------ */

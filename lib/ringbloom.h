@@ -137,6 +137,25 @@ RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
 RB_EXPORT RB_WUR int rb_segment_open_writer(const char *instance,
                                             rb_segment_t **out);
 
+/* Writer.  Passes the segment's committed bytes (header, directory, heap)
+ * to fn in one call: a snapshot.  The caller must not change the segment
+ * meanwhile (a single-threaded daemon trivially does not).  fn returns 0 on
+ * success.  Errors: RB_EROFS, RB_ESYS (fn failed). */
+RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
+                                     int (*fn)(const void *data, size_t len, void *arg),
+                                     void *arg);
+
+/* Writer.  Creates instance's object from a dump (like rb_segment_create,
+ * O_EXCL, exact mode) and fills it while readers are still refused
+ * (RB_EBUSY), then validates every offset the dump names (heap extents
+ * without overlap, ring copies) and only then makes it live.  The dump's
+ * directory size is kept; opts->max_size may raise its reservation.
+ * dump must be 8-byte aligned (a mmap of the file is).  Errors: as attach
+ * for a bad header (RB_ENOTOURS, RB_EVERSION, ...), RB_ECORRUPT for bad
+ * contents (nothing is left behind), RB_EEXIST, RB_ENOSPC. */
+RB_EXPORT RB_WUR int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
+                                        const void *dump, size_t len, rb_segment_t **out);
+
 /* Unmaps and frees the handle; the shared object stays (see unlink).
  * Any rb_bloom_t opened on it must be closed first.  NULL is a no-op. */
 RB_EXPORT void rb_segment_close(rb_segment_t *seg);
@@ -185,6 +204,20 @@ typedef struct rb_segment_info {
 /* Reader or writer.  Fills *out.  Cost: O(max_filters) loads. */
 RB_EXPORT int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out);
 
+/* Where an instance's daemon keeps its socket, pidfile and state.  As root:
+ * /run/ringbloom/<instance>.sock|.pid and /var/lib/ringbloom/<instance>.
+ * Otherwise: $XDG_RUNTIME_DIR/ringbloom (or /tmp/ringbloom-<uid>) and
+ * $XDG_STATE_HOME/ringbloom/<instance> (or ~/.local/state/ringbloom/...). */
+typedef struct rb_paths {
+    char socket[108];       /* fits sockaddr_un.sun_path */
+    char pidfile[4096];
+    char state_dir[4096];
+} rb_paths_t;
+
+/* Any process.  Fills *out for instance.  RB_EINVAL for a bad name,
+ * RB_ERANGE if a path would not fit. */
+RB_EXPORT RB_WUR int rb_default_paths(const char *instance, rb_paths_t *out);
+
 /* ------------------------------------------------------------------------ */
 /* Consistent-hash ring                                                     */
 /* ------------------------------------------------------------------------ */
@@ -193,6 +226,12 @@ typedef enum rb_ring_mode {
     RB_RING_XXH3 = 0,  /* default: XXH3-64 of key and of "name#i"        */
     RB_RING_SEED = 3   /* the teaching document's hash_str ring (64-bit)  */
 } rb_ring_mode_t;
+
+/* Any process.  "xxh3", "seed" for a mode, and back (case-insensitive).
+ * rb_ring_mode_name returns "unknown" for a bad value; parse returns
+ * RB_EINVAL. */
+RB_EXPORT const char *rb_ring_mode_name(rb_ring_mode_t mode);
+RB_EXPORT RB_WUR int rb_ring_mode_parse(const char *s, size_t len, rb_ring_mode_t *out);
 
 #define RB_NODE_NAME_MAX     255
 #define RB_RING_MAX_NODES    65535

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -80,20 +81,9 @@ void rb_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes)
 
 static int shm_name(const char *instance, char *buf, size_t cap)
 {
-    size_t n = strlen(instance);
-
-    if (n == 0 || n > RB_INSTANCE_MAX || instance[0] == '.')
+    if (!rb_instance_ok(instance))
         return RB_EINVAL;
-    for (size_t i = 0; i < n; i++) {
-        char c = instance[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
-            return RB_EINVAL;
-    }
-    if (strlen(RB_SHM_PREFIX) + n + 1 > cap)
-        return RB_EINVAL;
-    strcpy(buf, RB_SHM_PREFIX);
-    strcat(buf, instance);
+    snprintf(buf, cap, "%s%s", RB_SHM_PREFIX, instance);
     return RB_OK;
 }
 
@@ -244,7 +234,16 @@ static int map_identify(rb_map_t *m)
     return RB_OK;
 }
 
-int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
+static void go_live(rb_segment_t *seg)
+{
+    /* Release: every field written before is visible to a reader that
+     * acquires LIVE (validate_header). */
+    atomic_store_explicit(&rb_hdr(rb_seg_map(seg))->state, RB_STATE_LIVE, memory_order_release);
+}
+
+/* Creates the object; it goes live only if `live` (else rb_segment_restore
+ * fills it first and calls go_live). */
+static int seg_create(const char *instance, const rb_segment_opts_t *opts, int live,
                       rb_segment_t **out)
 {
     char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
@@ -338,9 +337,8 @@ int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
     rc = rb_heap_rebuild(seg, NULL, 0);
     if (rc != RB_OK)
         goto fail;
-    /* Release: every field above is visible to a reader that acquires LIVE
-     * (validate_header). */
-    atomic_store_explicit(&h->state, RB_STATE_LIVE, memory_order_release);
+    if (live)
+        go_live(seg);
     *out = seg;
     return RB_OK;
 
@@ -349,6 +347,98 @@ fail:
         shm_unlink(name);
     seg_free(seg);
     return rc;
+}
+
+int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
+                      rb_segment_t **out)
+{
+    return seg_create(instance, opts, 1, out);
+}
+
+int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, void *), void *arg)
+{
+    const rb_map_t *m;
+
+    if (seg == NULL || fn == NULL)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    m = rb_seg_map(seg);
+    /* Only the writer changes the segment, and it is busy here: the bytes
+     * are a consistent state (the ring latch at rest, L3). */
+    return fn(m->base, rb_seg_size(m), arg) == 0 ? RB_OK : RB_ESYS;
+}
+
+int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
+                       const void *dump, size_t len, rb_segment_t **out)
+{
+    const rb_header_shm_t *dh = dump;
+    rb_segment_opts_t o = { 0, 0, 0 };
+    rb_extent_t *live = NULL;
+    size_t nlive = 0, nfilters = 0;
+    uint64_t size, dir_off, slots;
+    rb_header_shm_t *h;
+    rb_segment_t *seg;
+    rb_map_t *m;
+    int rc;
+
+    if (instance == NULL || dump == NULL || out == NULL)
+        return RB_EINVAL;
+    if (len < RB_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
+        return RB_ETRUNC;
+    if ((rc = validate_header(dh, len)) != RB_OK)
+        return rc;
+    size = rb_ld(&dh->size);
+    dir_off = rb_ld(&dh->dir_offset);
+    slots = rb_ld(&dh->dir_slots);
+    if (rb_ld(&dh->ring.seq) & 1)
+        return RB_ECORRUPT;           /* dumps are taken at rest */
+    if (opts != NULL)
+        o = *opts;
+    o.max_filters = (uint32_t)slots;
+    if (o.max_size < rb_ld(&dh->max_size))
+        o.max_size = rb_ld(&dh->max_size);
+    if ((rc = seg_create(instance, &o, 0, &seg)) != RB_OK)
+        return rc;
+    m = rb_seg_map(seg);
+    h = rb_hdr(m);
+    if (m->dir_off != dir_off || rb_ld(&h->heap_offset) != rb_ld(&dh->heap_offset)) {
+        rc = RB_ECORRUPT;             /* made with another page size */
+        goto fail;
+    }
+    if ((rc = rb_segment_grow(seg, size)) != RB_OK)
+        goto fail;
+    rb_copy_in(rb_word_at(m, dir_off), (const unsigned char *)dump + dir_off, size - dir_off);
+    rb_st(&h->ring.seq, rb_ld(&dh->ring.seq));
+    for (int c = 0; c < 2; c++) {
+        rb_st(&h->ring.copy_off[c], rb_ld(&dh->ring.copy_off[c]));
+        rb_st(&h->ring.copy_cap[c], rb_ld(&dh->ring.copy_cap[c]));
+    }
+    rb_st(&h->next_incarnation, rb_ld(&dh->next_incarnation));
+    rb_st(&h->generation, rb_ld(&dh->generation) + 1);
+    live = malloc((2 + slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
+    if (live == NULL) {
+        rc = RB_ENOMEM;
+        goto fail;
+    }
+    /* Everything the dump names must lie in the heap without overlap, and
+     * the ring must parse, before anyone may see it. */
+    rb_ring_extents(m, live, &nlive);
+    rb_bloom_extents(m, live + nlive, &nfilters);
+    rc = rb_heap_rebuild(seg, live, nlive + nfilters);
+    free(live);
+    if (rc == RB_OK)
+        rc = rb_ring_repair(seg);
+    if (rc != RB_OK)
+        goto fail;
+    go_live(seg);
+    *out = seg;
+    return RB_OK;
+
+fail:
+    rb_segment_close(seg);
+    rb_segment_unlink(instance);
+    return rc == RB_ENOSPC || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
 }
 
 /* Opens and maps instance (writable or not) and validates its header.  If
