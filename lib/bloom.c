@@ -306,6 +306,30 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     return RB_OK;
 }
 
+int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void *), void *arg)
+{
+    const rb_map_t *m;
+    char name[RB_FILTER_NAME_MAX + 1];
+
+    if (seg == NULL || fn == NULL)
+        return RB_EINVAL;
+    m = rb_reader_map(seg);
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rb_dir_slot(m, i);
+        uint64_t len;
+        int rc;
+        if (atomic_load_explicit(&f->state, memory_order_acquire) != RB_FILTER_LIVE)
+            continue;
+        len = rb_ld(&f->name_len);
+        if (len == 0 || len > RB_FILTER_NAME_MAX)
+            continue;
+        rb_copy_out(name, f->name, (len + 7) / 8);
+        if ((rc = fn(name, len, arg)) != 0)
+            return rc;
+    }
+    return RB_OK;
+}
+
 /* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM. */
 static int bind_resolve(const rb_map_t *m, const char *name, size_t len, bloom_bind_t **out)
 {

@@ -356,6 +356,60 @@ int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weig
     return RB_OK;
 }
 
+int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
+{
+    ring_point_t *pts;
+    uint64_t total = 0;
+    size_t n = 0;
+
+    if (r == NULL || !mode_ok(mode) || replicas > RB_RING_MAX_REPLICAS)
+        return RB_EINVAL;
+    if (replicas == 0)
+        replicas = r->replicas;
+    for (size_t i = 0; i < r->nnodes; i++)
+        total += (uint64_t)replicas * r->nodes[i].weight;
+    if (total > RB_RING_MAX_POINTS)
+        return RB_ERANGE;
+    pts = malloc((total ? total : 1) * sizeof(*pts));
+    if (pts == NULL)
+        return RB_ENOMEM;
+    {
+        rb_ring_t probe = *r;
+        probe.mode = mode;
+        probe.replicas = replicas;
+        for (size_t i = 0; i < r->nnodes; i++) {
+            ring_point_t *one;
+            size_t c;
+            if (gen_points(&probe, r->nodes[i].name, r->nodes[i].len, r->nodes[i].weight,
+                           (uint32_t)i, &one, &c) != RB_OK) {
+                free(pts);
+                return RB_ENOMEM;
+            }
+            memcpy(pts + n, one, c * sizeof(*one));
+            n += c;
+            free(one);
+        }
+    }
+    qsort(pts, n, sizeof(*pts), point_cmp);
+    free(r->pts);
+    r->pts = pts;
+    r->npts = n;
+    r->pcap = total ? total : 1;
+    r->mode = mode;
+    r->replicas = replicas;
+    return RB_OK;
+}
+
+rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring)
+{
+    return ring->mode;
+}
+
+uint32_t rb_ring_replicas(const rb_ring_t *ring)
+{
+    return ring->replicas;
+}
+
 /* ---- serialisation of one copy ----------------------------------------- */
 
 static uint32_t index_bits_for(size_t npts)

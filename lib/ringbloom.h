@@ -94,7 +94,12 @@ typedef struct rb_segment_opts {
                               0 -> RB_DEFAULT_MAX_SIZE; the committed size
                               starts small and grows on demand */
     uint32_t max_filters;  /* directory slots; 0 -> RB_DEFAULT_MAX_FILTERS */
+    uint32_t flags;        /* RB_SEGMENT_HIDDEN */
 } rb_segment_opts_t;
+
+/* Create / restore without going live: readers get RB_EBUSY until the
+ * writer calls rb_segment_go_live() (e.g. after replaying a log). */
+#define RB_SEGMENT_HIDDEN 0x1u
 
 #define RB_DEFAULT_MAX_SIZE    (1ULL << 30)
 #define RB_MAX_MAX_SIZE        (1ULL << 40)
@@ -155,6 +160,10 @@ RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
  * contents (nothing is left behind), RB_EEXIST, RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
                                         const void *dump, size_t len, rb_segment_t **out);
+
+/* Writer.  Makes a segment created or restored with RB_SEGMENT_HIDDEN
+ * visible to readers.  No-op if it is live already. */
+RB_EXPORT void rb_segment_go_live(rb_segment_t *seg);
 
 /* Unmaps and frees the handle; the shared object stays (see unlink).
  * Any rb_bloom_t opened on it must be closed first.  NULL is a no-op. */
@@ -275,6 +284,14 @@ RB_EXPORT RB_WUR int rb_ring_remove(rb_ring_t *ring, const char *name,
  * RB_ERANGE. */
 RB_EXPORT RB_WUR int rb_ring_set_weight(rb_ring_t *ring, const char *name,
                                         size_t len, uint32_t weight);
+/* Switches the model to another mode and/or replica count, regenerating
+ * every point (O(points log points)).  replicas 0 keeps the current count.
+ * Errors: RB_EINVAL, RB_ERANGE (point limit), RB_ENOMEM; nothing changes
+ * on error. */
+RB_EXPORT RB_WUR int rb_ring_set_mode(rb_ring_t *ring, rb_ring_mode_t mode, uint32_t replicas);
+/* The model's mode and replica count. */
+RB_EXPORT rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring);
+RB_EXPORT uint32_t rb_ring_replicas(const rb_ring_t *ring);
 /* Number of nodes / points in the model. */
 RB_EXPORT size_t rb_ring_node_count(const rb_ring_t *ring);
 RB_EXPORT size_t rb_ring_point_count(const rb_ring_t *ring);
@@ -392,6 +409,12 @@ RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
 RB_EXPORT RB_WUR int rb_bloom_open(const rb_segment_t *seg, const char *name,
                                    size_t len, rb_bloom_t **out);
 RB_EXPORT void rb_bloom_close(rb_bloom_t *bf);
+
+/* Reader or writer.  Calls fn(name, len, arg) for every live filter, in
+ * directory order, until fn returns non-zero (which is then returned).
+ * Cost: O(directory). */
+RB_EXPORT int rb_bloom_list(const rb_segment_t *seg,
+                            int (*fn)(const char *name, size_t len, void *arg), void *arg);
 
 /* Writer.  Test-and-add: if the key may already be in any layer, returns 0
  * and changes nothing; otherwise sets its k bits in the newest layer with

@@ -234,8 +234,10 @@ static int map_identify(rb_map_t *m)
     return RB_OK;
 }
 
-static void go_live(rb_segment_t *seg)
+void rb_segment_go_live(rb_segment_t *seg)
 {
+    if (seg == NULL || !seg->writable)
+        return;
     /* Release: every field written before is visible to a reader that
      * acquires LIVE (validate_header). */
     atomic_store_explicit(&rb_hdr(rb_seg_map(seg))->state, RB_STATE_LIVE, memory_order_release);
@@ -247,7 +249,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
                       rb_segment_t **out)
 {
     char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
-    rb_segment_opts_t o = { 0, 0, 0 };
+    rb_segment_opts_t o = { 0, 0, 0, 0 };
     uint64_t pg = page_size(), dir_bytes, heap_off;
     rb_header_shm_t *h;
     rb_segment_t *seg;
@@ -266,7 +268,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     if (o.max_filters == 0)
         o.max_filters = RB_DEFAULT_MAX_FILTERS;
     if ((o.mode & ~(mode_t)0777) != 0 || o.max_filters > RB_MAX_FILTERS ||
-        o.max_size > RB_MAX_MAX_SIZE)
+        o.max_size > RB_MAX_MAX_SIZE || (o.flags & ~RB_SEGMENT_HIDDEN) != 0)
         return RB_EINVAL;
     dir_bytes = (uint64_t)o.max_filters * sizeof(rb_filter_shm_t);
     heap_off = rb_round_up(RB_HEADER_SIZE + dir_bytes, pg);
@@ -338,7 +340,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     if (rc != RB_OK)
         goto fail;
     if (live)
-        go_live(seg);
+        rb_segment_go_live(seg);
     *out = seg;
     return RB_OK;
 
@@ -352,7 +354,7 @@ fail:
 int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
                       rb_segment_t **out)
 {
-    return seg_create(instance, opts, 1, out);
+    return seg_create(instance, opts, opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN), out);
 }
 
 int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, void *), void *arg)
@@ -373,7 +375,7 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
                        const void *dump, size_t len, rb_segment_t **out)
 {
     const rb_header_shm_t *dh = dump;
-    rb_segment_opts_t o = { 0, 0, 0 };
+    rb_segment_opts_t o = { 0, 0, 0, 0 };
     rb_extent_t *live = NULL;
     size_t nlive = 0, nfilters = 0;
     uint64_t size, dir_off, slots;
@@ -431,7 +433,8 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
         rc = rb_ring_repair(seg);
     if (rc != RB_OK)
         goto fail;
-    go_live(seg);
+    if (!(o.flags & RB_SEGMENT_HIDDEN))
+        rb_segment_go_live(seg);
     *out = seg;
     return RB_OK;
 

@@ -11,7 +11,7 @@ static rb_segment_t *seg;
 
 static void setup(void)
 {
-    rb_segment_opts_t o = { 0600, 256u << 20, 8 };
+    rb_segment_opts_t o = { .mode = 0600, .max_size = 256u << 20, .max_filters = 8 };
     ck_assert_int_eq(rb_segment_create(NULL, &o, &seg), RB_OK);
 }
 

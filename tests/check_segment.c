@@ -58,7 +58,7 @@ static int attach_rc(void)
 
 START_TEST(test_segment_create_attach_roundtrip)
 {
-    rb_segment_opts_t o = { 0600, 8u << 20, 16 };
+    rb_segment_opts_t o = { .mode = 0600, .max_size = 8u << 20, .max_filters = 16 };
     rb_segment_info_t wi, ri;
     rb_segment_t *r;
     struct stat st;
@@ -99,7 +99,7 @@ END_TEST
 START_TEST(test_segment_bad_names_and_options)
 {
     rb_segment_t *s = NULL;
-    rb_segment_opts_t o = { 01777, 0, 0 };
+    rb_segment_opts_t o = { .mode = 01777 };
     char longname[RB_INSTANCE_MAX + 2];
 
     memset(longname, 'x', sizeof(longname) - 1);
@@ -272,7 +272,7 @@ END_TEST
 
 START_TEST(test_segment_growth_past_reservation_is_enospc)
 {
-    rb_segment_opts_t o = { 0600, 1u << 20, 4 };
+    rb_segment_opts_t o = { .mode = 0600, .max_size = 1u << 20, .max_filters = 4 };
     rb_bloom_params_t big = { .capacity = 10000000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
     rb_bloom_params_t small = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
     rb_segment_info_t before, after;

@@ -1,0 +1,863 @@
+/*
+ * persist.c - ringbloomd's durability: an append-only log of every mutation
+ * with group commit, periodic snapshots, and start-up recovery.
+ *
+ * Files in the state directory:
+ *   snapshot.rbs     64-byte header + a dump of the segment (rb_segment_dump)
+ *   appendonly.rbl   32-byte header + records since that snapshot
+ * The snapshot header names the id of the log that continues it; a log with
+ * another id is an older one the snapshot already contains.
+ *
+ * Invariants:
+ *   P1 a record is written (write(2)) before the reply of its command is
+ *      sent, in every appendfsync mode: an acknowledged change survives a
+ *      crash of the daemon process even if the segment is lost too;
+ *   P2 with appendfsync always, and for every ring change or new filter in
+ *      any mode, the record is also fsync'd before the reply;
+ *   P3 a snapshot is complete on disk (tmp + fsync + rename + dir fsync)
+ *      before the log it supersedes is replaced.
+ * Replies wait for one write (and at most one fsync) per event-loop turn,
+ * whatever the number of commands in it: group commit.
+ *
+ * Record: u32 length of (type + payload), u32 low half of XXH3-64 over
+ * (type + payload), u8 type, payload.  Integers little-endian.
+ */
+#include "config.h"
+
+#include <bsd/stdlib.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "rbd.h"
+
+#define SNAP_MAGIC "RBSNAP01"
+#define LOG_MAGIC  "RBLOG001"
+#define SNAP_HDR   64u
+#define LOG_HDR    32u
+#define SNAP_FILE  "snapshot.rbs"
+#define LOG_FILE   "appendonly.rbl"
+
+/* ---- everysec fsync thread ------------------------------------------------ */
+
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static int sync_fd = -1, sync_requested, sync_stop;
+static pthread_t sync_thread;
+
+/* fdatasyncs the log on request, so everysec never stalls the event loop;
+ * log rotation takes sync_lock before closing the descriptor. */
+static void *sync_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&sync_lock);
+    while (!sync_stop) {
+        while (!sync_requested && !sync_stop)
+            pthread_cond_wait(&sync_cond, &sync_lock);
+        if (sync_requested && sync_fd >= 0 && fdatasync(sync_fd) != 0)
+            rbd_log(LOG_WARNING, "background fdatasync of the log failed: %s", strerror(errno));
+        sync_requested = 0;
+    }
+    pthread_mutex_unlock(&sync_lock);
+    return NULL;
+}
+
+static void set_sync_fd(int fd)
+{
+    pthread_mutex_lock(&sync_lock);
+    sync_fd = fd;
+    pthread_mutex_unlock(&sync_lock);
+}
+
+/* ---- small file helpers ----------------------------------------------------- */
+
+static int mkdirs(const char *path, mode_t mode)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+
+    if (n == 0 || n >= sizeof(buf))
+        return -1;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, mode) != 0 && errno != EEXIST)
+                return -1;
+            buf[i] = c;
+        }
+    }
+    return 0;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    v = htole32(v);
+    memcpy(p, &v, 4);
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    v = htole64(v);
+    memcpy(p, &v, 8);
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return le32toh(v);
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return le64toh(v);
+}
+
+/* ---- records ------------------------------------------------------------------ */
+
+static size_t rec_begin(persist_t *p, uint8_t type)
+{
+    size_t start = p->pending.len;
+    unsigned char hdr[9] = { 0 };
+
+    hdr[8] = type;
+    rbuf_append(&p->pending, hdr, sizeof(hdr));
+    return start;
+}
+
+static void rec_u16(persist_t *p, uint16_t v)
+{
+    unsigned char b[2] = { (unsigned char)v, (unsigned char)(v >> 8) };
+    rbuf_append(&p->pending, b, 2);
+}
+
+static void rec_u32(persist_t *p, uint32_t v)
+{
+    unsigned char b[4];
+    put_u32(b, v);
+    rbuf_append(&p->pending, b, 4);
+}
+
+static void rec_u64(persist_t *p, uint64_t v)
+{
+    unsigned char b[8];
+    put_u64(b, v);
+    rbuf_append(&p->pending, b, 8);
+}
+
+static void rec_bytes16(persist_t *p, const void *data, size_t len)
+{
+    rec_u16(p, (uint16_t)len);
+    rbuf_append(&p->pending, data, len);
+}
+
+static void rec_end(persist_t *p, size_t start)
+{
+    unsigned char *r;
+    size_t len;
+
+    if (p->pending.oom)
+        return;
+    r = (unsigned char *)p->pending.data + start;
+    len = p->pending.len - start - 8;
+    put_u32(r, (uint32_t)len);
+    put_u32(r + 4, (uint32_t)XXH3_64bits(r + 8, len));
+    p->changes++;
+}
+
+void persist_ring_add(server_t *s, const char *name, size_t len, uint32_t weight)
+{
+    size_t r = rec_begin(&s->persist, REC_RING_ADD);
+    rec_u32(&s->persist, weight);
+    rec_bytes16(&s->persist, name, len);
+    rec_end(&s->persist, r);
+    s->persist.force_sync = 1;
+}
+
+void persist_ring_remove(server_t *s, const char *name, size_t len)
+{
+    size_t r = rec_begin(&s->persist, REC_RING_REMOVE);
+    rec_bytes16(&s->persist, name, len);
+    rec_end(&s->persist, r);
+    s->persist.force_sync = 1;
+}
+
+void persist_ring_weight(server_t *s, const char *name, size_t len, uint32_t weight)
+{
+    size_t r = rec_begin(&s->persist, REC_RING_WEIGHT);
+    rec_u32(&s->persist, weight);
+    rec_bytes16(&s->persist, name, len);
+    rec_end(&s->persist, r);
+    s->persist.force_sync = 1;
+}
+
+void persist_ring_mode(server_t *s, rb_ring_mode_t mode, uint32_t replicas)
+{
+    size_t r = rec_begin(&s->persist, REC_RING_MODE);
+    rec_u32(&s->persist, (uint32_t)mode);
+    rec_u32(&s->persist, replicas);
+    rec_end(&s->persist, r);
+    s->persist.force_sync = 1;
+}
+
+void persist_bf_reserve(server_t *s, const char *name, size_t len, const rb_bloom_params_t *bp)
+{
+    size_t r = rec_begin(&s->persist, REC_BF_RESERVE);
+    uint64_t err;
+
+    memcpy(&err, &bp->error_rate, sizeof(err));
+    rec_bytes16(&s->persist, name, len);
+    rec_u64(&s->persist, bp->capacity);
+    rec_u64(&s->persist, err);
+    rec_u32(&s->persist, (uint32_t)bp->layout);
+    rec_u32(&s->persist, bp->flags);
+    rec_u32(&s->persist, bp->expansion);
+    rbuf_append(&s->persist.pending, bp->secret, RB_BLOOM_SECRET_BYTES);
+    rec_end(&s->persist, r);
+    s->persist.force_sync = 1;
+}
+
+void persist_bf_add(server_t *s, const char *name, size_t len, const char *const *keys,
+                    const size_t *lens, size_t n)
+{
+    size_t r = rec_begin(&s->persist, REC_BF_ADD);
+
+    rec_bytes16(&s->persist, name, len);
+    rec_u32(&s->persist, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        rec_u32(&s->persist, (uint32_t)lens[i]);
+        rbuf_append(&s->persist.pending, keys[i], lens[i]);
+    }
+    rec_end(&s->persist, r);
+}
+
+/* ---- group commit ---------------------------------------------------------------- */
+
+int persist_flush(server_t *s)
+{
+    persist_t *p = &s->persist;
+
+    if (p->pending.oom) {
+        /* A record could not be built: refuse to pretend it was logged. */
+        rbd_log(LOG_WARNING, "out of memory building log records; holding replies");
+        p->write_error = 1;
+        return -1;
+    }
+    if (p->pending.len > 0) {
+        if (write_all(p->logfd, p->pending.data, p->pending.len) != 0) {
+            int e = errno;
+            /* Drop a partial record so the log stays parseable. */
+            if (ftruncate(p->logfd, (off_t)p->log_bytes) != 0 ||
+                lseek(p->logfd, (off_t)p->log_bytes, SEEK_SET) < 0)
+                rbd_log(LOG_WARNING, "could not trim a partial log write: %s", strerror(errno));
+            if (!p->write_error)
+                rbd_log(LOG_WARNING, "writing %s/%s failed: %s; replies wait, writes are refused",
+                        p->dir, LOG_FILE, strerror(e));
+            p->write_error = 1;
+            p->log_errors++;
+            return -1;
+        }
+        p->log_bytes += p->pending.len;
+        p->pending.len = 0;
+        p->dirty = 1;
+    }
+    if (p->dirty && (p->force_sync || s->cfg.appendfsync == FSYNC_ALWAYS)) {
+        if (fdatasync(p->logfd) != 0) {
+            if (!p->write_error)
+                rbd_log(LOG_WARNING, "fdatasync of %s/%s failed: %s", p->dir, LOG_FILE,
+                        strerror(errno));
+            p->write_error = 1;
+            p->log_errors++;
+            return -1;
+        }
+        p->dirty = 0;
+        p->fsyncs++;
+    }
+    p->force_sync = 0;
+    if (p->write_error)
+        rbd_log(LOG_NOTICE, "log writes work again");
+    p->write_error = 0;
+    return 0;
+}
+
+void persist_tick(server_t *s, uint64_t now)
+{
+    persist_t *p = &s->persist;
+    char err[256];
+
+    if (p->dirty && s->cfg.appendfsync == FSYNC_EVERYSEC) {
+        pthread_mutex_lock(&sync_lock);
+        sync_requested = 1;
+        pthread_cond_signal(&sync_cond);
+        pthread_mutex_unlock(&sync_lock);
+        p->dirty = 0;
+        p->fsyncs++;
+    }
+    if (p->changes > 0 && !p->write_error &&
+        ((s->cfg.save_seconds > 0 && now - p->last_save_ms >= 1000ull * s->cfg.save_seconds) ||
+         p->log_bytes >= s->cfg.save_log_bytes)) {
+        if (persist_snapshot(s, err, sizeof(err)) != 0) {
+            rbd_log(LOG_WARNING, "periodic snapshot failed: %s (retrying in 10 s)", err);
+            /* Back off: pretend we saved 10 s before the next attempt is due. */
+            p->last_save_ms = now - 1000ull * s->cfg.save_seconds + 10000;
+        }
+    }
+}
+
+/* ---- snapshots ---------------------------------------------------------------------- */
+
+typedef struct dump_ctx {
+    int fd;
+    uint64_t len, hash;
+} dump_ctx_t;
+
+static int dump_write(const void *data, size_t len, void *arg)
+{
+    dump_ctx_t *d = arg;
+
+    d->len = len;
+    d->hash = XXH3_64bits(data, len);
+    return write_all(d->fd, data, len);
+}
+
+static int new_log(const char *path, uint64_t id)
+{
+    unsigned char hdr[LOG_HDR] = { 0 };
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        return -1;
+    memcpy(hdr, LOG_MAGIC, 8);
+    put_u64(hdr + 8, id);
+    put_u64(hdr + 16, (uint64_t)time(NULL));
+    if (write_all(fd, hdr, sizeof(hdr)) != 0 || fdatasync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int persist_snapshot(server_t *s, char *err, size_t errlen)
+{
+    persist_t *p = &s->persist;
+    char snap_tmp[4200], snap[4200], log_tmp[4200], logp[4200];
+    unsigned char hdr[SNAP_HDR] = { 0 };
+    dump_ctx_t d = { -1, 0, 0 };
+    uint64_t id;
+    int lfd = -1, rc;
+
+    snprintf(snap_tmp, sizeof(snap_tmp), "%s/%s.tmp", p->dir, SNAP_FILE);
+    snprintf(snap, sizeof(snap), "%s/%s", p->dir, SNAP_FILE);
+    snprintf(log_tmp, sizeof(log_tmp), "%s/%s.tmp", p->dir, LOG_FILE);
+    snprintf(logp, sizeof(logp), "%s/%s", p->dir, LOG_FILE);
+    if (p->logfd >= 0 && (persist_flush(s) != 0 || fdatasync(p->logfd) != 0)) {
+        snprintf(err, errlen, "the log cannot be written: %s", strerror(errno));
+        return -1;
+    }
+    do
+        arc4random_buf(&id, sizeof(id));
+    while (id == 0 || id == p->log_id);
+    lfd = new_log(log_tmp, id);
+    if (lfd < 0) {
+        snprintf(err, errlen, "%s: %s", log_tmp, strerror(errno));
+        return -1;
+    }
+    d.fd = open(snap_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (d.fd < 0) {
+        snprintf(err, errlen, "%s: %s", snap_tmp, strerror(errno));
+        goto fail;
+    }
+    if (write_all(d.fd, hdr, sizeof(hdr)) != 0) {
+        snprintf(err, errlen, "%s: %s", snap_tmp, strerror(errno));
+        goto fail;
+    }
+    rc = rb_segment_dump(s->seg, dump_write, &d);
+    if (rc != RB_OK) {
+        snprintf(err, errlen, "%s: %s", snap_tmp, strerror(errno));
+        goto fail;
+    }
+    memcpy(hdr, SNAP_MAGIC, 8);
+    put_u32(hdr + 8, 1);
+    put_u64(hdr + 16, id);
+    put_u64(hdr + 24, d.len);
+    put_u64(hdr + 32, d.hash);
+    put_u64(hdr + 40, (uint64_t)time(NULL));
+    if (pwrite(d.fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || fsync(d.fd) != 0) {
+        snprintf(err, errlen, "%s: %s", snap_tmp, strerror(errno));
+        goto fail;
+    }
+    close(d.fd);
+    d.fd = -1;
+    /* P3: the snapshot is durable before the old log goes. */
+    if (rename(snap_tmp, snap) != 0 || fsync(p->dirfd) != 0) {
+        snprintf(err, errlen, "installing %s: %s", snap, strerror(errno));
+        goto fail;
+    }
+    if (rename(log_tmp, logp) != 0 || fsync(p->dirfd) != 0) {
+        /* The new snapshot names the new log; the old one would be skipped
+         * on restart, so nothing more may be appended to it. */
+        snprintf(err, errlen, "installing %s: %s", logp, strerror(errno));
+        p->write_error = 1;
+        close(lfd);
+        return -1;
+    }
+    set_sync_fd(-1);
+    if (p->logfd >= 0)
+        close(p->logfd);
+    p->logfd = lfd;
+    set_sync_fd(lfd);
+    p->log_id = id;
+    p->log_bytes = LOG_HDR;
+    p->dirty = 0;
+    p->changes = 0;
+    p->last_save_ms = rbd_now_ms();
+    p->last_save_ok = 1;
+    p->snapshots++;
+    rbd_log(LOG_INFO, "snapshot saved: %s (%llu bytes)", snap, (unsigned long long)d.len);
+    return 0;
+
+fail:
+    if (d.fd >= 0)
+        close(d.fd);
+    unlink(snap_tmp);
+    close(lfd);
+    unlink(log_tmp);
+    p->last_save_ok = 0;
+    return -1;
+}
+
+/* ---- start-up ----------------------------------------------------------------------- */
+
+int persist_open(server_t *s, char *err, size_t errlen)
+{
+    persist_t *p = &s->persist;
+
+    memset(p, 0, sizeof(*p));
+    p->logfd = -1;
+    p->dirfd = -1;
+    p->last_save_ok = 1;
+    snprintf(p->dir, sizeof(p->dir), "%s", s->cfg.dir);
+    if (mkdirs(p->dir, 0700) != 0) {
+        snprintf(err, errlen, "cannot create state directory %s: %s", p->dir, strerror(errno));
+        return -1;
+    }
+    p->dirfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (p->dirfd < 0) {
+        snprintf(err, errlen, "cannot open state directory %s: %s", p->dir, strerror(errno));
+        return -1;
+    }
+    if (pthread_create(&sync_thread, NULL, sync_main, NULL) != 0) {
+        snprintf(err, errlen, "cannot start the fsync thread");
+        return -1;
+    }
+    p->sync_thread_started = 1;
+    return 0;
+}
+
+void persist_close(server_t *s)
+{
+    persist_t *p = &s->persist;
+
+    if (p->sync_thread_started) {
+        pthread_mutex_lock(&sync_lock);
+        sync_stop = 1;
+        pthread_cond_signal(&sync_cond);
+        pthread_mutex_unlock(&sync_lock);
+        pthread_join(sync_thread, NULL);
+        p->sync_thread_started = 0;
+    }
+    if (p->logfd >= 0) {
+        if (p->dirty)
+            fdatasync(p->logfd);
+        close(p->logfd);
+    }
+    if (p->dirfd >= 0)
+        close(p->dirfd);
+    rbuf_free(&p->pending);
+    p->logfd = p->dirfd = -1;
+}
+
+/* A file the operator asked us to skip: keep it for inspection. */
+static void move_aside(const char *path)
+{
+    char aside[4300];
+
+    snprintf(aside, sizeof(aside), "%s.corrupt-%ld", path, (long)time(NULL));
+    if (rename(path, aside) == 0)
+        rbd_log(LOG_WARNING, "moved %s aside to %s", path, aside);
+}
+
+typedef struct mapped {
+    const unsigned char *data;
+    size_t len;
+} mapped_t;
+
+static int map_file(const char *path, mapped_t *m, int *missing)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    *missing = 0;
+    m->data = NULL;
+    m->len = 0;
+    if (fd < 0) {
+        *missing = errno == ENOENT;
+        return *missing ? 0 : -1;
+    }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    m->len = (size_t)st.st_size;
+    if (m->len > 0) {
+        void *d = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (d == MAP_FAILED) {
+            close(fd);
+            return -1;
+        }
+        m->data = d;
+    }
+    close(fd);
+    return 0;
+}
+
+static void unmap_file(mapped_t *m)
+{
+    if (m->data != NULL)
+        munmap((void *)m->data, m->len);
+    m->data = NULL;
+}
+
+/* Restores the snapshot into a hidden segment.  Returns 0 with *next_log,
+ * or -1 with err naming the file. */
+static int load_snapshot(server_t *s, const char *path, const mapped_t *m,
+                         uint64_t *next_log, char *err, size_t errlen)
+{
+    rb_segment_opts_t o = { .mode = s->cfg.segment_mode, .max_size = s->cfg.max_memory,
+                            .flags = RB_SEGMENT_HIDDEN };
+    uint64_t len;
+    int rc;
+
+    if (m->len < SNAP_HDR || memcmp(m->data, SNAP_MAGIC, 8) != 0 || get_u32(m->data + 8) != 1) {
+        snprintf(err, errlen, "snapshot %s is not a ringbloom snapshot (bad header)", path);
+        return -1;
+    }
+    len = get_u64(m->data + 24);
+    if (len != m->len - SNAP_HDR) {
+        snprintf(err, errlen, "snapshot %s is truncated: %zu bytes, header says %llu", path,
+                 m->len, (unsigned long long)(len + SNAP_HDR));
+        return -1;
+    }
+    if (XXH3_64bits(m->data + SNAP_HDR, len) != get_u64(m->data + 32)) {
+        snprintf(err, errlen, "snapshot %s is corrupt: checksum mismatch", path);
+        return -1;
+    }
+    rc = rb_segment_restore(s->cfg.instance, &o, m->data + SNAP_HDR, len, &s->seg);
+    if (rc != RB_OK) {
+        snprintf(err, errlen, "snapshot %s cannot be restored: %s", path, rb_strerror(rc));
+        return -1;
+    }
+    *next_log = get_u64(m->data + 16);
+    return 0;
+}
+
+/* Applies one log record.  Returns 0, or -1 with err. */
+static int replay_record(server_t *s, uint8_t type, const unsigned char *q, size_t n,
+                         char *err, size_t errlen)
+{
+    size_t i = 0, namelen;
+    const char *name;
+    int rc = RB_OK;
+
+#define NEED(k) do { if (n - i < (size_t)(k)) goto short_rec; } while (0)
+    if (type == REC_RING_MODE) {
+        NEED(8);
+        rc = rb_ring_set_mode(s->ring, (rb_ring_mode_t)get_u32(q), get_u32(q + 4));
+        goto done;
+    }
+    if (type == REC_RING_ADD || type == REC_RING_WEIGHT) {
+        uint32_t w;
+        NEED(6);
+        w = get_u32(q);
+        namelen = q[4] | (size_t)q[5] << 8;
+        i = 6;
+        NEED(namelen);
+        name = (const char *)q + i;
+        rc = type == REC_RING_ADD ? rb_ring_add(s->ring, name, namelen, w)
+                                  : rb_ring_set_weight(s->ring, name, namelen, w);
+        goto done;
+    }
+    if (type == REC_RING_REMOVE) {
+        NEED(2);
+        namelen = q[0] | (size_t)q[1] << 8;
+        i = 2;
+        NEED(namelen);
+        rc = rb_ring_remove(s->ring, (const char *)q + 2, namelen);
+        goto done;
+    }
+    NEED(2);
+    namelen = q[0] | (size_t)q[1] << 8;
+    i = 2;
+    NEED(namelen);
+    name = (const char *)q + 2;
+    i += namelen;
+    if (type == REC_BF_RESERVE) {
+        rb_bloom_params_t bp;
+        uint64_t e;
+        NEED(8 + 8 + 4 + 4 + 4 + RB_BLOOM_SECRET_BYTES);
+        memset(&bp, 0, sizeof(bp));
+        bp.capacity = get_u64(q + i);
+        e = get_u64(q + i + 8);
+        memcpy(&bp.error_rate, &e, sizeof(e));
+        bp.layout = (rb_bloom_layout_t)get_u32(q + i + 16);
+        bp.flags = get_u32(q + i + 20);
+        bp.expansion = get_u32(q + i + 24);
+        bp.secret = q + i + 28;
+        rc = rb_bloom_reserve(s->seg, name, namelen, &bp);
+        goto done;
+    }
+    if (type == REC_BF_ADD) {
+        rb_bloom_t *bf = rbd_filter(s, name, namelen, &rc);
+        uint32_t count;
+        NEED(4);
+        count = get_u32(q + i);
+        i += 4;
+        for (uint32_t k = 0; bf != NULL && k < count; k++) {
+            uint32_t klen;
+            int r;
+            NEED(4);
+            klen = get_u32(q + i);
+            i += 4;
+            NEED(klen);
+            r = rb_bloom_add(bf, q + i, klen);
+            i += klen;
+            if (r < 0 && r != RB_EFULL) {
+                rc = r;
+                break;
+            }
+        }
+        goto done;
+    }
+    snprintf(err, errlen, "unknown record type %u", type);
+    return -1;
+done:
+    /* Replaying what was acknowledged: an "exists" / "not found" on the
+     * model means the record was already applied (a snapshot raced the
+     * log), which is harmless; anything else is not. */
+    if (rc < 0 && rc != RB_EEXIST && rc != RB_ENOENT) {
+        snprintf(err, errlen, "cannot apply record type %u: %s", type, rb_strerror(rc));
+        return -1;
+    }
+    return 0;
+short_rec:
+    snprintf(err, errlen, "record type %u is shorter than its fields", type);
+    return -1;
+#undef NEED
+}
+
+/* 1 if the bytes from i on look like a write cut short by a crash: too
+ * short for a header, or a record running past the end, or all zeroes. */
+static int torn_tail(const mapped_t *m, size_t i)
+{
+    size_t left = m->len - i;
+    uint32_t len;
+
+    if (left < 9)
+        return 1;
+    len = get_u32(m->data + i);
+    if (len != 0 && len > left - 8 && len <= (256u << 20))
+        return 1;
+    for (size_t j = i; j < m->len; j++)
+        if (m->data[j] != 0)
+            return 0;
+    return 1;
+}
+
+/* Replays log records.  A torn last record (crash mid-write) stops the
+ * replay there when load-truncated allows it; anything else that does not
+ * parse is corruption.  Returns 0, or -1 with err. */
+static int replay_log(server_t *s, const char *path, const mapped_t *m, uint64_t *records,
+                      char *err, size_t errlen)
+{
+    size_t i = LOG_HDR;
+    char why[256];
+
+    *records = 0;
+    while (i < m->len) {
+        uint32_t len, sum;
+        if (torn_tail(m, i)) {
+            if (!s->cfg.load_truncated) {
+                snprintf(err, errlen, "log %s is truncated at offset %zu (a torn last record; "
+                         "set load-truncated yes to accept it)", path, i);
+                return -1;
+            }
+            rbd_log(LOG_WARNING, "log %s ends in a torn record at offset %zu (%zu bytes): "
+                    "ignoring it (load-truncated yes)", path, i, m->len - i);
+            break;
+        }
+        len = get_u32(m->data + i);
+        if (len == 0 || len > m->len - i - 8) {
+            snprintf(err, errlen, "log %s is corrupt at offset %zu: bad record length", path, i);
+            return -1;
+        }
+        sum = get_u32(m->data + i + 4);
+        if ((uint32_t)XXH3_64bits(m->data + i + 8, len) != sum) {
+            if (i + 8 + len == m->len && s->cfg.load_truncated) {
+                rbd_log(LOG_WARNING, "log %s: the last record (offset %zu) fails its checksum; "
+                        "ignoring it as torn (load-truncated yes)", path, i);
+                break;
+            }
+            snprintf(err, errlen, "log %s is corrupt at offset %zu: checksum mismatch", path, i);
+            return -1;
+        }
+        if (replay_record(s, m->data[i + 8], m->data + i + 9, len - 1, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "log %s, record at offset %zu: %s", path, i, why);
+            return -1;
+        }
+        (*records)++;
+        i += 8 + len;
+    }
+    return 0;
+}
+
+int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
+{
+    persist_t *p = &s->persist;
+    rb_segment_opts_t o = { .mode = s->cfg.segment_mode, .max_size = s->cfg.max_memory,
+                            .max_filters = s->cfg.max_filters, .flags = RB_SEGMENT_HIDDEN };
+    char snap[4200], logp[4200];
+    mapped_t sm = { NULL, 0 }, lm = { NULL, 0 };
+    uint64_t next_log = 0, records = 0;
+    int have_snap = 0, missing, rc;
+
+    snprintf(snap, sizeof(snap), "%s/%s", p->dir, SNAP_FILE);
+    snprintf(logp, sizeof(logp), "%s/%s", p->dir, LOG_FILE);
+
+    /* 1. A live segment left by a predecessor is the freshest state. */
+    rc = rb_segment_open_writer(s->cfg.instance, &s->seg);
+    if (rc == RB_OK) {
+        rc = rb_ring_load(s->seg, &s->ring);
+        if (rc == RB_OK) {
+            rbd_log(LOG_INFO, "re-attached to the live segment of instance '%s'",
+                    s->cfg.instance);
+            goto ready;
+        }
+        rbd_log(LOG_WARNING, "the live segment's ring cannot be loaded (%s)", rb_strerror(rc));
+        rb_segment_close(s->seg);
+        s->seg = NULL;
+    }
+    if (rc != RB_ENOENT) {
+        rbd_log(LOG_WARNING, "segment /ringbloom.%s is unusable (%s): replacing it from %s",
+                s->cfg.instance, rb_strerror(rc), p->dir);
+        rb_segment_unlink(s->cfg.instance);
+    }
+
+    /* 2. Otherwise snapshot + log. */
+    if (map_file(snap, &sm, &missing) != 0) {
+        snprintf(err, errlen, "cannot read snapshot %s: %s", snap, strerror(errno));
+        return -1;
+    }
+    if (!missing) {
+        if (load_snapshot(s, snap, &sm, &next_log, err, errlen) != 0) {
+            unmap_file(&sm);
+            if (!ignore_corrupt)
+                return -1;
+            rbd_log(LOG_WARNING, "%s; starting without it (--ignore-corrupt)", err);
+            move_aside(snap);
+        } else {
+            have_snap = 1;
+            unmap_file(&sm);
+        }
+    }
+    if (s->seg == NULL) {
+        rc = rb_segment_create(s->cfg.instance, &o, &s->seg);
+        if (rc != RB_OK) {
+            snprintf(err, errlen, "cannot create segment /ringbloom.%s: %s", s->cfg.instance,
+                     rb_strerror(rc));
+            return -1;
+        }
+    }
+    rc = have_snap ? rb_ring_load(s->seg, &s->ring)
+                   : rb_ring_new(s->cfg.ring_mode, s->cfg.ring_replicas, &s->ring);
+    if (rc != RB_OK) {
+        snprintf(err, errlen, "cannot load the ring: %s", rb_strerror(rc));
+        return -1;
+    }
+    if (map_file(logp, &lm, &missing) != 0) {
+        snprintf(err, errlen, "cannot read log %s: %s", logp, strerror(errno));
+        return -1;
+    }
+    if (!missing) {
+        uint64_t id = lm.len >= LOG_HDR ? get_u64(lm.data + 8) : 0;
+        if (lm.len < LOG_HDR || memcmp(lm.data, LOG_MAGIC, 8) != 0) {
+            snprintf(err, errlen, "log %s is not a ringbloom log (bad or truncated header)", logp);
+            rc = -1;
+        } else if (have_snap && id != next_log) {
+            rbd_log(LOG_INFO, "log %s predates the snapshot: already contained, skipped", logp);
+            rc = 0;
+        } else {
+            rc = replay_log(s, logp, &lm, &records, err, errlen);
+        }
+        unmap_file(&lm);
+        if (rc != 0) {
+            if (!ignore_corrupt) {
+                rb_segment_close(s->seg);
+                s->seg = NULL;
+                rb_segment_unlink(s->cfg.instance);
+                return -1;
+            }
+            rbd_log(LOG_WARNING, "%s; keeping the %llu records before it (--ignore-corrupt)",
+                    err, (unsigned long long)records);
+            move_aside(logp);
+        }
+    }
+    rc = rb_ring_publish(s->ring, s->seg);
+    if (rc != RB_OK) {
+        snprintf(err, errlen, "cannot publish the ring: %s", rb_strerror(rc));
+        return -1;
+    }
+    rb_segment_go_live(s->seg);
+    rbd_log(LOG_INFO, "restored instance '%s' from %s%s, %llu log records replayed",
+            s->cfg.instance, have_snap ? "snapshot" : "an empty state",
+            have_snap ? "" : " (no snapshot)", (unsigned long long)records);
+
+ready:
+    /* Start the state directory afresh from what is live now (P3). */
+    if (persist_snapshot(s, err, errlen) != 0)
+        return -1;
+    return 0;
+}

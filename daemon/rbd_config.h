@@ -1,0 +1,65 @@
+/*
+ * config.h - ringbloomd configuration: defaults, redis.conf-style file,
+ * command-line overrides, reload.
+ */
+#ifndef RBD_RBD_CONFIG_H
+#define RBD_RBD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ringbloom.h"
+
+#define RBD_MAX_IDS 32
+
+enum { FSYNC_ALWAYS = 0, FSYNC_EVERYSEC = 1, FSYNC_NO = 2 };
+
+typedef struct rbd_config {
+    char instance[RB_INSTANCE_MAX + 1];
+    char socket[108];            /* sun_path */
+    char pidfile[4096];
+    char dir[4096];              /* state directory */
+    mode_t socket_mode;
+    mode_t segment_mode;
+    uint64_t max_memory;         /* segment reservation, bytes */
+    uint32_t max_filters;
+    uint32_t max_nodes;
+    uint32_t max_clients;
+    uint64_t max_key_bytes;
+    uint64_t max_request_bytes;
+    uint32_t timeout;            /* idle client seconds, 0 = never */
+    int appendfsync;
+    uint32_t save_seconds;       /* snapshot at least this often (0 = only on demand) */
+    uint64_t save_log_bytes;     /* ... or when the log grows past this */
+    rb_ring_mode_t ring_mode;    /* for a ring that does not exist yet */
+    uint32_t ring_replicas;
+    uid_t write_uids[RBD_MAX_IDS];
+    size_t n_write_uids;
+    gid_t write_gids[RBD_MAX_IDS];
+    size_t n_write_gids;
+    int loglevel;                /* LOG_DEBUG .. LOG_WARNING */
+    int keep_segment;            /* leave the segment behind on shutdown */
+    int load_truncated;          /* accept a log whose last record is torn */
+} rbd_config_t;
+
+/* Defaults for `instance` (paths derived with rb_default_paths). */
+int rbd_config_defaults(rbd_config_t *c, const char *instance);
+
+/* Applies "key value" to c.  Returns 0, or -1 with a message in err. */
+int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *err, size_t errlen);
+
+/* Reads a config file into c (on top of what c holds).  Returns 0, or -1
+ * with "file:line: message" in err. */
+int rbd_config_load(rbd_config_t *c, const char *path, char *err, size_t errlen);
+
+/* Names and rendered values of every setting, for CONFIG GET:
+ * calls fn(name, value, arg) for each. */
+void rbd_config_each(const rbd_config_t *c, void (*fn)(const char *, const char *, void *),
+                     void *arg);
+
+/* Settings that cannot change without a restart; 1 if a and b differ in
+ * one of them (its name in *which). */
+int rbd_config_needs_restart(const rbd_config_t *a, const rbd_config_t *b, const char **which);
+
+#endif /* RBD_RBD_CONFIG_H */

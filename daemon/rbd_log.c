@@ -1,0 +1,61 @@
+/*
+ * rbd_log.c - ringbloomd's log: stderr with a timestamp in the foreground,
+ * syslog (facility daemon) otherwise.  Messages below the configured level
+ * are dropped; the level can change on SIGHUP.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rbd.h"
+
+static int log_foreground = 1;
+static int log_level = LOG_INFO;
+
+void rbd_log_init(int foreground, int level)
+{
+    log_foreground = foreground;
+    log_level = level;
+    if (!foreground)
+        openlog("ringbloomd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void rbd_log_level(int level)
+{
+    log_level = level;
+}
+
+void rbd_log(int level, const char *fmt, ...)
+{
+    static const char mark[] = "!!!!#*.-";   /* by syslog priority */
+    char msg[1024], when[32];
+    struct timespec ts;
+    struct tm tm;
+    va_list ap;
+
+    if (level > log_level)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (!log_foreground) {
+        syslog(level, "%s", msg);
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    localtime_r(&ts.tv_sec, &tm);
+    strftime(when, sizeof(when), "%d %b %Y %H:%M:%S", &tm);
+    fprintf(stderr, "%d:M %s.%03ld %c %s\n", (int)getpid(), when, ts.tv_nsec / 1000000,
+            mark[level & 7], msg);
+}
+
+uint64_t rbd_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}

@@ -1,0 +1,336 @@
+/*
+ * resp.c - RESP2 request parsing and reply encoding; see resp.h.
+ *
+ * The parser trusts nothing: every length is range-checked before use,
+ * numbers must be plain decimal, a bulk must end in CRLF, and nested arrays
+ * are refused (requests are flat).  Errors reuse Redis's wording so clients
+ * print familiar messages.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resp.h"
+
+void resp_parser_init(resp_parser_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->want = -1;
+}
+
+void resp_parser_free(resp_parser_t *p)
+{
+    free(p->off);
+    free(p->len);
+    free(p->scratch);
+    resp_parser_init(p);
+}
+
+void resp_parser_reset(resp_parser_t *p)
+{
+    p->pos = 0;
+    p->want = -1;
+    p->inline_req = 0;
+    p->nargs = 0;
+}
+
+static int add_arg(resp_parser_t *p, size_t off, size_t len)
+{
+    if (p->nargs == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        size_t *o = realloc(p->off, cap * sizeof(*o));
+        size_t *l;
+        if (o == NULL)
+            return -1;
+        p->off = o;
+        l = realloc(p->len, cap * sizeof(*l));
+        if (l == NULL)
+            return -1;
+        p->len = l;
+        p->cap = cap;
+    }
+    p->off[p->nargs] = off;
+    p->len[p->nargs] = len;
+    p->nargs++;
+    return 0;
+}
+
+/* A "<digits>\r\n" or "-1\r\n" number starting at buf[*i] (after the type
+ * byte).  Returns 1 and advances past CRLF, 0 if the line is incomplete,
+ * -1 if malformed. */
+static int read_number(const char *buf, size_t len, size_t *i, long long *out)
+{
+    const char *cr = memchr(buf + *i, '\r', len - *i);
+    size_t j = *i, end;
+    long long v = 0;
+    int neg = 0;
+
+    if (cr == NULL)
+        return (len - *i > 20) ? -1 : 0;
+    end = (size_t)(cr - buf);
+    if (end + 1 >= len)
+        return 0;
+    if (buf[end + 1] != '\n')
+        return -1;
+    if (j < end && buf[j] == '-') {
+        neg = 1;
+        j++;
+    }
+    if (j == end || end - j > 18)
+        return -1;
+    for (; j < end; j++) {
+        if (buf[j] < '0' || buf[j] > '9')
+            return -1;
+        v = v * 10 + (buf[j] - '0');
+    }
+    *out = neg ? -v : v;
+    *i = end + 2;
+    return 1;
+}
+
+/* Splits an inline line buf[0..n) into arguments, honouring "..." (with
+ * \-escapes) and '...' quoting like redis-cli/Redis do. */
+static int parse_inline(resp_parser_t *p, const char *buf, size_t n, const char **err)
+{
+    size_t i = 0, w = 0;
+
+    if (p->scratch_cap < n + 1) {
+        char *s = realloc(p->scratch, n + 1);
+        if (s == NULL) {
+            *err = "Protocol error: out of memory";
+            return RESP_ERR;
+        }
+        p->scratch = s;
+        p->scratch_cap = n + 1;
+    }
+    for (;;) {
+        size_t start;
+        while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
+            i++;
+        if (i >= n)
+            break;
+        start = w;
+        if (buf[i] == '"' || buf[i] == '\'') {
+            char q = buf[i++];
+            int closed = 0;
+            while (i < n) {
+                char c = buf[i++];
+                if (c == q) {
+                    closed = 1;
+                    break;
+                }
+                if (c == '\\' && q == '"' && i < n) {
+                    c = buf[i++];
+                    c = c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
+                }
+                p->scratch[w++] = c;
+            }
+            if (!closed || (i < n && buf[i] != ' ' && buf[i] != '\t')) {
+                *err = "Protocol error: unbalanced quotes in request";
+                return RESP_ERR;
+            }
+        } else {
+            while (i < n && buf[i] != ' ' && buf[i] != '\t')
+                p->scratch[w++] = buf[i++];
+        }
+        if (add_arg(p, start, w - start) != 0) {
+            *err = "Protocol error: out of memory";
+            return RESP_ERR;
+        }
+    }
+    p->inline_req = 1;
+    return RESP_DONE;
+}
+
+int resp_parse(resp_parser_t *p, const char *buf, size_t len, const resp_limits_t *lim,
+               const char **err)
+{
+    size_t i = p->pos;
+    long long v;
+    int r;
+
+    if (p->want < 0) {
+        if (i >= len)
+            return RESP_MORE;
+        if (buf[i] != '*') {
+            const char *nl = memchr(buf + i, '\n', len - i);
+            size_t end;
+            if (nl == NULL) {
+                if (len - i > lim->max_inline) {
+                    *err = "Protocol error: too big inline request";
+                    return RESP_ERR;
+                }
+                return RESP_MORE;
+            }
+            end = (size_t)(nl - buf);
+            if (end - i > lim->max_inline) {
+                *err = "Protocol error: too big inline request";
+                return RESP_ERR;
+            }
+            p->pos = end + 1;
+            if (end > i && buf[end - 1] == '\r')
+                end--;
+            return parse_inline(p, buf + i, end - i, err);
+        }
+        i++;
+        r = read_number(buf, len, &i, &v);
+        if (r == 0)
+            return RESP_MORE;
+        if (r < 0 || v > (long long)lim->max_args) {
+            *err = "Protocol error: invalid multibulk length";
+            return RESP_ERR;
+        }
+        p->pos = i;
+        if (v <= 0) {
+            p->want = 0;
+            return RESP_DONE;   /* "*0" / "*-1": nothing to run */
+        }
+        p->want = v;
+    }
+    while ((long long)p->nargs < p->want) {
+        size_t start;
+        if (i >= len)
+            return RESP_MORE;
+        if (buf[i] != '$') {
+            static char msg[64];
+            snprintf(msg, sizeof(msg), "Protocol error: expected '$', got '%c'",
+                     buf[i] >= 32 && buf[i] < 127 ? buf[i] : '?');
+            *err = msg;
+            return RESP_ERR;
+        }
+        i++;
+        r = read_number(buf, len, &i, &v);
+        if (r == 0)
+            return RESP_MORE;
+        if (r < 0 || v < 0 || (unsigned long long)v > lim->max_bulk) {
+            *err = "Protocol error: invalid bulk length";
+            return RESP_ERR;
+        }
+        start = i;
+        if (len - start < (size_t)v + 2)
+            return RESP_MORE;
+        if (buf[start + (size_t)v] != '\r' || buf[start + (size_t)v + 1] != '\n') {
+            *err = "Protocol error: bulk string not terminated by CRLF";
+            return RESP_ERR;
+        }
+        if (add_arg(p, start, (size_t)v) != 0) {
+            *err = "Protocol error: out of memory";
+            return RESP_ERR;
+        }
+        i = start + (size_t)v + 2;
+        p->pos = i;
+    }
+    return RESP_DONE;
+}
+
+const char *resp_arg(const resp_parser_t *p, const char *buf, size_t i)
+{
+    return (p->inline_req ? p->scratch : buf) + p->off[i];
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+void rbuf_free(resp_buf_t *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof(*b));
+}
+
+void rbuf_append(resp_buf_t *b, const void *data, size_t len)
+{
+    if (b->oom)
+        return;
+    if (b->len + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        char *d;
+        while (cap < b->len + len)
+            cap *= 2;
+        d = realloc(b->data, cap);
+        if (d == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+}
+
+void rbuf_consume(resp_buf_t *b, size_t n)
+{
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+}
+
+static void append_str(resp_buf_t *b, const char *s)
+{
+    rbuf_append(b, s, strlen(s));
+}
+
+void resp_simple(resp_buf_t *b, const char *s)
+{
+    rbuf_append(b, "+", 1);
+    append_str(b, s);
+    rbuf_append(b, "\r\n", 2);
+}
+
+void resp_error(resp_buf_t *b, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    /* An error is one line: newlines in it would desynchronise clients. */
+    for (char *c = msg; *c; c++)
+        if (*c == '\r' || *c == '\n')
+            *c = ' ';
+    rbuf_append(b, "-", 1);
+    append_str(b, msg);
+    rbuf_append(b, "\r\n", 2);
+}
+
+void resp_int(resp_buf_t *b, long long v)
+{
+    char s[32];
+    int n = snprintf(s, sizeof(s), ":%lld\r\n", v);
+    rbuf_append(b, s, (size_t)n);
+}
+
+void resp_bulk(resp_buf_t *b, const void *data, size_t len)
+{
+    char s[32];
+    int n = snprintf(s, sizeof(s), "$%zu\r\n", len);
+    rbuf_append(b, s, (size_t)n);
+    rbuf_append(b, data, len);
+    rbuf_append(b, "\r\n", 2);
+}
+
+void resp_bulk_str(resp_buf_t *b, const char *s)
+{
+    resp_bulk(b, s, strlen(s));
+}
+
+void resp_nil(resp_buf_t *b)
+{
+    rbuf_append(b, "$-1\r\n", 5);
+}
+
+void resp_array(resp_buf_t *b, size_t n)
+{
+    char s[32];
+    int len = snprintf(s, sizeof(s), "*%zu\r\n", n);
+    rbuf_append(b, s, (size_t)len);
+}
+
+void resp_double(resp_buf_t *b, double v)
+{
+    char s[64];
+    int n = snprintf(s, sizeof(s), "%.17g", v);
+    resp_bulk(b, s, (size_t)n);
+}

@@ -1,0 +1,75 @@
+/*
+ * resp.h - incremental RESP2 request parser and reply encoder (ringbloomd).
+ *
+ * Requests: multibulk arrays of bulk strings ("*2\r\n$4\r\nPING\r\n...") as
+ * every Redis client sends, and inline commands (a text line split on
+ * blanks, with "..." / '...' quoting) as telnet users type.  The parser is
+ * resumable: a request that arrives in pieces is never rescanned from its
+ * start, so a large pipelined BF.MADD costs O(bytes).  Arguments are kept as
+ * offsets into the caller's buffer, which may therefore move between calls.
+ */
+#ifndef RBD_RESP_H
+#define RBD_RESP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { RESP_MORE = 0, RESP_DONE = 1, RESP_ERR = -1 };
+
+typedef struct resp_limits {
+    size_t max_args;      /* arguments per request */
+    size_t max_bulk;      /* bytes per argument */
+    size_t max_inline;    /* bytes of an inline command line */
+} resp_limits_t;
+
+typedef struct resp_parser {
+    size_t pos;           /* bytes of the current request consumed so far */
+    long long want;       /* arguments announced by '*', -1 before it */
+    int inline_req;       /* the request is an inline line */
+    size_t nargs;         /* arguments complete so far */
+    size_t cap;
+    size_t *off, *len;    /* argument i: buf[off[i] .. off[i] + len[i]) */
+    char *scratch;        /* inline arguments after unquoting */
+    size_t scratch_cap;
+} resp_parser_t;
+
+void resp_parser_init(resp_parser_t *p);
+void resp_parser_free(resp_parser_t *p);
+/* Forgets the request just executed (its p->pos bytes were consumed). */
+void resp_parser_reset(resp_parser_t *p);
+
+/* Parses from buf[p->pos].  RESP_DONE: a request of p->nargs arguments is
+ * complete and occupies buf[0 .. p->pos) (a request with no arguments is
+ * skipped silently: returns RESP_DONE with nargs 0).  RESP_MORE: need more
+ * bytes.  RESP_ERR: *err is the protocol error text (without "-ERR "); the
+ * connection should be closed after replying it.  Memory errors report as
+ * RESP_ERR too. */
+int resp_parse(resp_parser_t *p, const char *buf, size_t len, const resp_limits_t *lim,
+               const char **err);
+
+/* Argument i of a complete request. */
+const char *resp_arg(const resp_parser_t *p, const char *buf, size_t i);
+
+/* ---- replies ------------------------------------------------------------- */
+
+typedef struct resp_buf {
+    char *data;
+    size_t len, cap;
+    int oom;              /* an append failed: the buffer is incomplete */
+} resp_buf_t;
+
+void rbuf_free(resp_buf_t *b);
+void rbuf_append(resp_buf_t *b, const void *data, size_t len);
+void rbuf_consume(resp_buf_t *b, size_t n);
+
+void resp_simple(resp_buf_t *b, const char *s);            /* +s */
+void resp_error(resp_buf_t *b, const char *fmt, ...)       /* -fmt */
+    __attribute__((format(printf, 2, 3)));
+void resp_int(resp_buf_t *b, long long v);                 /* :v */
+void resp_bulk(resp_buf_t *b, const void *data, size_t len);
+void resp_bulk_str(resp_buf_t *b, const char *s);
+void resp_nil(resp_buf_t *b);                               /* $-1 */
+void resp_array(resp_buf_t *b, size_t n);                   /* *n */
+void resp_double(resp_buf_t *b, double v);                  /* as a bulk */
+
+#endif /* RBD_RESP_H */
