@@ -72,6 +72,11 @@ extern "C" {
 #define RB_EROFS     -18   /* writer function called on a read-only handle */
 #define RB_EFULL     -19   /* a non-scaling filter is at capacity, or a
                               scaling one has RB_BLOOM_MAX_LAYERS layers */
+#define RB_EDAEMON   -20   /* the daemon cannot be reached (socket) */
+#define RB_EPROTO    -21   /* the daemon's reply does not parse */
+#define RB_EREPLY    -22   /* the daemon replied with an error; see
+                              rb_conn_error() for its text */
+#define RB_EPERM     -23   /* the daemon refused a mutation (NOPERM) */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);
@@ -473,6 +478,56 @@ typedef struct rb_bloom_stat {
  * or the mean over its blocks of (block fill)^k (blocked), and the filter's
  * is 1 - prod(1 - layer estimate). */
 RB_EXPORT RB_WUR int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out);
+
+/* ------------------------------------------------------------------------ */
+/* Write path: a connection to the daemon                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A blocking RESP2 connection to ringbloomd over its Unix socket.  Every
+ * change goes through the daemon (the single writer); reads should use the
+ * segment instead.  One thread at a time per connection. */
+typedef struct rb_conn rb_conn_t;
+
+/* Any process.  Connects to socket_path, or, if it is NULL, to the default
+ * socket of instance (rb_default_paths; NULL instance = "default").
+ * timeout_ms bounds every later send/receive (0 -> 10 s).  Errors: RB_EINVAL,
+ * RB_EDAEMON (nobody listening; errno says why), RB_ENOMEM. */
+RB_EXPORT RB_WUR int rb_conn_open(const char *instance, const char *socket_path,
+                                  unsigned timeout_ms, rb_conn_t **out);
+RB_EXPORT void rb_conn_close(rb_conn_t *c);
+
+/* The text of the last error reply (RB_EREPLY / RB_EPERM), or "". */
+RB_EXPORT const char *rb_conn_error(const rb_conn_t *c);
+
+/* Ring mutations: RING.ADD / RING.REMOVE / RING.WEIGHT.  0, or RB_EREPLY
+ * (e.g. "ERR node exists"), RB_EPERM, RB_EDAEMON, RB_EPROTO. */
+RB_EXPORT RB_WUR int rb_conn_ring_add(rb_conn_t *c, const char *name, size_t len,
+                                      uint32_t weight);
+RB_EXPORT RB_WUR int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t len);
+RB_EXPORT RB_WUR int rb_conn_ring_weight(rb_conn_t *c, const char *name, size_t len,
+                                         uint32_t weight);
+
+/* BF.RESERVE with p's capacity, error rate, layout, flags, expansion. */
+RB_EXPORT RB_WUR int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len,
+                                        const rb_bloom_params_t *p);
+
+/* BF.ADD: 1 if the key was new (this caller is the one that added it), 0
+ * if it was (maybe) present, or an error. */
+RB_EXPORT RB_WUR int rb_conn_bf_add(rb_conn_t *c, const char *filter, size_t flen,
+                                    const void *key, size_t klen);
+
+/* Adds n keys with pipelined BF.MADD batches (several in flight).
+ * out_new[i] = 1 if key i was new; returns the number of new keys.  On an
+ * error the keys of the batches already answered stay added. */
+RB_EXPORT RB_WUR int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen,
+                                             const rb_key_t *keys, size_t n, uint8_t *out_new);
+
+/* Sends one command (argv/argl: argc arguments) and returns its reply
+ * rendered as text into buf (cap bytes, NUL-terminated, truncated if
+ * needed): integers and strings as is, nil as "(nil)", arrays one element
+ * per line.  Returns 0, or RB_EREPLY with the error text in buf. */
+RB_EXPORT RB_WUR int rb_conn_command(rb_conn_t *c, size_t argc, const char *const *argv,
+                                     const size_t *argl, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,11 @@ const char *rb_strerror(int code)
     case RB_EACCES:   return "permission denied";
     case RB_ERANGE:   return "limit exceeded";
     case RB_EROFS:    return "read-only handle: only the writer may change the segment";
+    case RB_EFULL:    return "filter is full";
+    case RB_EDAEMON:  return "cannot reach the daemon (is ringbloomd running?)";
+    case RB_EPROTO:   return "unexpected reply from the daemon";
+    case RB_EREPLY:   return "the daemon replied with an error";
+    case RB_EPERM:    return "the daemon refused: no permission for this change";
     default:          return "unknown error";
     }
 }

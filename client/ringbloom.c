@@ -1,0 +1,611 @@
+/*
+ * ringbloom.c - the command-line client.
+ *
+ * Reads (lookup, exists, nodes) are answered from shared memory, with no
+ * round trip to the daemon; changes (add, load, node, reserve) go to the
+ * daemon over its socket.  Exit codes (documented in --help and README):
+ *   0 ok / yes (every key present)    1 no (some key not present)
+ *   2 usage error                      3 daemon unreachable / no segment
+ *   4 the daemon refused (error reply, no permission)
+ *   5 other failure
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ringbloom.h"
+
+enum { EX_YES = 0, EX_NO = 1, EX_USAGE = 2, EX_UNREACH = 3, EX_REFUSED = 4, EX_FAIL = 5 };
+
+static const char *opt_instance = "default";
+static const char *opt_socket;
+static int opt_json;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: ringbloom [--instance NAME] [--socket PATH] [--json] COMMAND [ARGS]\n"
+        "\n"
+        "answered from shared memory (no daemon round trip):\n"
+        "  lookup KEY [-n N]            node owning KEY (or the first N distinct nodes)\n"
+        "  exists FILTER KEY...         is each KEY (maybe) in FILTER?\n"
+        "  nodes                        ring members and weights\n"
+        "sent to the daemon:\n"
+        "  add FILTER KEY...            add keys; prints new / present per key\n"
+        "  load FILTER FILE|-           add one key per line, with a progress bar on a TTY\n"
+        "  node add NAME [WEIGHT]       join the ring (default weight 1)\n"
+        "  node remove NAME             leave the ring\n"
+        "  node weight NAME WEIGHT      change a node's weight\n"
+        "  reserve FILTER ERROR CAPACITY [--nonscaling] [--expansion N]\n"
+        "          [--layout standard|blocked]\n"
+        "  info [SECTION]               the daemon's INFO\n"
+        "\n"
+        "exit status: 0 ok / all present, 1 some key not present, 2 usage,\n"
+        "             3 daemon or segment unreachable, 4 refused by the daemon, 5 other\n");
+}
+
+/* ---- output helpers -------------------------------------------------------- */
+
+static void json_str(const char *s, size_t len)
+{
+    putchar('"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static int fail(int code, const char *what, int rc)
+{
+    fprintf(stderr, "ringbloom: %s: %s\n", what, rb_strerror(rc));
+    return code;
+}
+
+static int conn_fail(rb_conn_t *c, const char *what, int rc)
+{
+    if (rc == RB_EREPLY || rc == RB_EPERM) {
+        fprintf(stderr, "ringbloom: %s: %s\n", what, rb_conn_error(c));
+        return EX_REFUSED;
+    }
+    if (rc == RB_EDAEMON) {
+        fprintf(stderr, "ringbloom: %s: %s (socket %s)\n", what, rb_strerror(rc),
+                opt_socket ? opt_socket : "default for the instance");
+        return EX_UNREACH;
+    }
+    return fail(EX_FAIL, what, rc);
+}
+
+static int attach(rb_segment_t **seg)
+{
+    int rc = rb_segment_attach(opt_instance, 0, seg);
+
+    if (rc == RB_EGONE) {
+        rc = rb_segment_attach(opt_instance, RB_ATTACH_STALE_OK, seg);
+        if (rc == RB_OK)
+            fprintf(stderr, "ringbloom: warning: the daemon of instance '%s' is not running; "
+                    "answering from its last published state\n", opt_instance);
+    }
+    if (rc != RB_OK) {
+        fprintf(stderr, "ringbloom: cannot attach instance '%s': %s\n", opt_instance,
+                rb_strerror(rc));
+        return EX_UNREACH;
+    }
+    return EX_YES;
+}
+
+static int open_conn(rb_conn_t **c)
+{
+    int rc = rb_conn_open(opt_instance, opt_socket, 0, c);
+
+    if (rc != RB_OK) {
+        fprintf(stderr, "ringbloom: cannot connect to the daemon of instance '%s'%s%s: %s (%s)\n",
+                opt_instance, opt_socket ? " at " : "", opt_socket ? opt_socket : "",
+                rb_strerror(rc), strerror(errno));
+        return EX_UNREACH;
+    }
+    return EX_YES;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno || *end || s[0] == '\0' || s[0] == '-' || v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* ---- reads from shared memory ----------------------------------------------- */
+
+static int cmd_lookup(int argc, char **argv)
+{
+    uint32_t n = 1;
+    rb_segment_t *seg;
+    rb_node_t *nodes;
+    const char *key = NULL;
+    int rc, ex;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+            if (parse_u32(argv[++i], &n) != 0 || n == 0 || n > RB_RING_MAX_NODES) {
+                fprintf(stderr, "ringbloom: -n wants a number in [1, %d]\n", RB_RING_MAX_NODES);
+                return EX_USAGE;
+            }
+        } else if (key == NULL) {
+            key = argv[i];
+        } else {
+            usage(stderr);
+            return EX_USAGE;
+        }
+    }
+    if (key == NULL) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((ex = attach(&seg)) != EX_YES)
+        return ex;
+    nodes = calloc(n, sizeof(*nodes));
+    if (nodes == NULL)
+        return fail(EX_FAIL, "lookup", RB_ENOMEM);
+    rc = rb_ring_lookup_n(seg, key, strlen(key), nodes, n);
+    if (rc < 0) {
+        free(nodes);
+        rb_segment_close(seg);
+        return fail(rc == RB_EEMPTY ? EX_NO : EX_FAIL, "lookup", rc);
+    }
+    if (opt_json) {
+        printf("{\"key\":");
+        json_str(key, strlen(key));
+        printf(",\"nodes\":[");
+        for (int i = 0; i < rc; i++) {
+            if (i)
+                putchar(',');
+            json_str(nodes[i].name, nodes[i].name_len);
+        }
+        printf("]}\n");
+    } else {
+        for (int i = 0; i < rc; i++)
+            printf("%s\n", nodes[i].name);
+    }
+    free(nodes);
+    rb_segment_close(seg);
+    return EX_YES;
+}
+
+static int cmd_exists(int argc, char **argv)
+{
+    rb_segment_t *seg;
+    rb_bloom_t *bf;
+    int rc, ex, all = 1;
+
+    if (argc < 3) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((ex = attach(&seg)) != EX_YES)
+        return ex;
+    rc = rb_bloom_open(seg, argv[1], strlen(argv[1]), &bf);
+    if (rc != RB_OK) {
+        rb_segment_close(seg);
+        if (rc == RB_ENOENT) {
+            fprintf(stderr, "ringbloom: no filter '%s'\n", argv[1]);
+            return EX_NO;
+        }
+        return fail(EX_FAIL, "exists", rc);
+    }
+    if (opt_json)
+        putchar('[');
+    for (int i = 2; i < argc; i++) {
+        int r = rb_bloom_contains(bf, argv[i], strlen(argv[i]));
+        if (r < 0) {
+            rb_bloom_close(bf);
+            rb_segment_close(seg);
+            return fail(EX_FAIL, "exists", r);
+        }
+        all &= r;
+        if (opt_json) {
+            printf("%s{\"key\":", i > 2 ? "," : "");
+            json_str(argv[i], strlen(argv[i]));
+            printf(",\"present\":%s}", r ? "true" : "false");
+        } else {
+            printf("%s\t%s\n", r ? "present" : "absent", argv[i]);
+        }
+    }
+    if (opt_json)
+        printf("]\n");
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+    return all ? EX_YES : EX_NO;
+}
+
+static int cmd_nodes(int argc, char **argv)
+{
+    rb_ring_stat_t st;
+    rb_segment_t *seg;
+    rb_node_t *nodes;
+    size_t count = 0;
+    int rc, ex;
+
+    (void)argv;
+    if (argc != 1) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((ex = attach(&seg)) != EX_YES)
+        return ex;
+    rc = rb_ring_stat(seg, &st);
+    nodes = calloc(st.nodes ? st.nodes : 1, sizeof(*nodes));
+    if (rc == RB_OK)
+        rc = nodes ? rb_ring_nodes(seg, nodes, st.nodes, &count) : RB_ENOMEM;
+    if (rc != RB_OK) {
+        free(nodes);
+        rb_segment_close(seg);
+        return fail(EX_FAIL, "nodes", rc);
+    }
+    if (count > st.nodes)
+        count = st.nodes;     /* changed meanwhile: print what we have */
+    if (opt_json)
+        printf("{\"mode\":\"%s\",\"version\":%llu,\"points\":%u,\"nodes\":[",
+               st.mode == RB_RING_SEED ? "seed" : "xxh3", (unsigned long long)st.version,
+               st.points);
+    for (size_t i = 0; i < count; i++) {
+        if (opt_json) {
+            printf("%s{\"name\":", i ? "," : "");
+            json_str(nodes[i].name, nodes[i].name_len);
+            printf(",\"weight\":%u}", nodes[i].weight);
+        } else {
+            printf("%s\t%u\n", nodes[i].name, nodes[i].weight);
+        }
+    }
+    if (opt_json)
+        printf("]}\n");
+    free(nodes);
+    rb_segment_close(seg);
+    return EX_YES;
+}
+
+/* ---- changes through the daemon --------------------------------------------- */
+
+static int cmd_add(int argc, char **argv)
+{
+    rb_conn_t *c;
+    rb_key_t *keys;
+    uint8_t *fresh;
+    int64_t rc;
+    int ex, n = argc - 2;
+
+    if (argc < 3) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((ex = open_conn(&c)) != EX_YES)
+        return ex;
+    keys = calloc((size_t)n, sizeof(*keys));
+    fresh = calloc((size_t)n, 1);
+    if (keys == NULL || fresh == NULL)
+        return fail(EX_FAIL, "add", RB_ENOMEM);
+    for (int i = 0; i < n; i++) {
+        keys[i].ptr = argv[i + 2];
+        keys[i].len = strlen(argv[i + 2]);
+    }
+    rc = rb_conn_bf_add_many(c, argv[1], strlen(argv[1]), keys, (size_t)n, fresh);
+    if (rc < 0) {
+        ex = conn_fail(c, "add", (int)rc);
+    } else {
+        if (opt_json)
+            putchar('[');
+        for (int i = 0; i < n; i++) {
+            if (opt_json) {
+                printf("%s{\"key\":", i ? "," : "");
+                json_str(argv[i + 2], strlen(argv[i + 2]));
+                printf(",\"new\":%s}", fresh[i] ? "true" : "false");
+            } else {
+                printf("%s\t%s\n", fresh[i] ? "new" : "present", argv[i + 2]);
+            }
+        }
+        if (opt_json)
+            printf("]\n");
+    }
+    free(keys);
+    free(fresh);
+    rb_conn_close(c);
+    return ex;
+}
+
+static void progress(uint64_t done_bytes, uint64_t total, uint64_t keys, time_t start)
+{
+    double secs = difftime(time(NULL), start);
+    int width = 30, filled = total ? (int)((double)done_bytes / (double)total * width) : 0;
+
+    fprintf(stderr, "\r[");
+    for (int i = 0; i < width; i++)
+        fputc(i < filled ? '#' : (total ? '.' : ' '), stderr);
+    fprintf(stderr, "] %llu keys", (unsigned long long)keys);
+    if (total)
+        fprintf(stderr, " %3.0f%%", 100.0 * (double)done_bytes / (double)total);
+    if (secs > 0)
+        fprintf(stderr, " %.0f keys/s", (double)keys / secs);
+    fflush(stderr);
+}
+
+#define LOAD_BATCH 100000
+
+static int cmd_load(int argc, char **argv)
+{
+    const char *path;
+    FILE *in;
+    rb_conn_t *c;
+    struct stat st;
+    uint64_t total = 0, done_bytes = 0, keys = 0, added = 0;
+    char **lines;
+    rb_key_t *batch;
+    size_t n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int tty = isatty(2), ex;
+    time_t start = time(NULL);
+
+    if (argc != 3) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    path = argv[2];
+    in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (in == NULL) {
+        fprintf(stderr, "ringbloom: %s: %s\n", path, strerror(errno));
+        return EX_FAIL;
+    }
+    if (fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode))
+        total = (uint64_t)st.st_size;
+    if ((ex = open_conn(&c)) != EX_YES)
+        return ex;
+    lines = calloc(LOAD_BATCH, sizeof(*lines));
+    batch = calloc(LOAD_BATCH, sizeof(*batch));
+    if (lines == NULL || batch == NULL)
+        return fail(EX_FAIL, "load", RB_ENOMEM);
+    for (;;) {
+        int eof = (len = getline(&line, &cap, in)) < 0;
+        if (!eof) {
+            done_bytes += (uint64_t)len;
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                line[--len] = '\0';
+            if (len > 0) {
+                lines[n] = line;
+                batch[n].ptr = line;
+                batch[n].len = (size_t)len;
+                n++;
+                line = NULL;
+                cap = 0;
+            }
+        }
+        if (n == LOAD_BATCH || (eof && n > 0)) {
+            int64_t rc = rb_conn_bf_add_many(c, argv[1], strlen(argv[1]), batch, n, NULL);
+            for (size_t i = 0; i < n; i++)
+                free(lines[i]);
+            if (rc < 0) {
+                if (tty)
+                    fputc('\n', stderr);
+                ex = conn_fail(c, "load", (int)rc);
+                fprintf(stderr, "ringbloom: %llu keys were loaded before the error\n",
+                        (unsigned long long)keys);
+                break;
+            }
+            keys += n;
+            added += (uint64_t)rc;
+            n = 0;
+            if (tty)
+                progress(done_bytes, total, keys, start);
+        }
+        if (eof)
+            break;
+    }
+    if (tty && ex == EX_YES)
+        fputc('\n', stderr);
+    if (ex == EX_YES) {
+        if (opt_json)
+            printf("{\"keys\":%llu,\"new\":%llu,\"present\":%llu}\n", (unsigned long long)keys,
+                   (unsigned long long)added, (unsigned long long)(keys - added));
+        else
+            printf("loaded %llu keys: %llu new, %llu already present\n",
+                   (unsigned long long)keys, (unsigned long long)added,
+                   (unsigned long long)(keys - added));
+    }
+    free(line);
+    free(lines);
+    free(batch);
+    if (in != stdin)
+        fclose(in);
+    rb_conn_close(c);
+    return ex;
+}
+
+static int cmd_node(int argc, char **argv)
+{
+    uint32_t w = 1;
+    rb_conn_t *c;
+    int rc, ex;
+
+    if (argc < 3 || argc > 4) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((strcmp(argv[1], "add") == 0 && argc == 4) || strcmp(argv[1], "weight") == 0) {
+        if (argc != 4 || parse_u32(argv[3], &w) != 0) {
+            fprintf(stderr, "ringbloom: weight must be a positive integer\n");
+            return EX_USAGE;
+        }
+    } else if (argc != 3 || (strcmp(argv[1], "add") != 0 && strcmp(argv[1], "remove") != 0)) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((ex = open_conn(&c)) != EX_YES)
+        return ex;
+    if (strcmp(argv[1], "add") == 0)
+        rc = rb_conn_ring_add(c, argv[2], strlen(argv[2]), w);
+    else if (strcmp(argv[1], "remove") == 0)
+        rc = rb_conn_ring_remove(c, argv[2], strlen(argv[2]));
+    else
+        rc = rb_conn_ring_weight(c, argv[2], strlen(argv[2]), w);
+    ex = rc == RB_OK ? EX_YES : conn_fail(c, "node", rc);
+    if (ex == EX_YES)
+        printf(opt_json ? "{\"ok\":true}\n" : "OK\n");
+    rb_conn_close(c);
+    return ex;
+}
+
+static int cmd_reserve(int argc, char **argv)
+{
+    rb_bloom_params_t p = { .layout = RB_BLOOM_BLOCKED };
+    char *end;
+    rb_conn_t *c;
+    int rc, ex;
+
+    if (argc < 4) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    errno = 0;
+    p.error_rate = strtod(argv[2], &end);
+    if (errno || *end || !(p.error_rate > 0 && p.error_rate < 1)) {
+        fprintf(stderr, "ringbloom: error rate must be a number in (0, 1)\n");
+        return EX_USAGE;
+    }
+    p.capacity = strtoull(argv[3], &end, 10);
+    if (*end || p.capacity == 0 || argv[3][0] == '-') {
+        fprintf(stderr, "ringbloom: capacity must be a positive integer\n");
+        return EX_USAGE;
+    }
+    for (int i = 4; i < argc; i++) {
+        if (strcmp(argv[i], "--nonscaling") == 0) {
+            p.flags |= RB_BLOOM_NONSCALING;
+        } else if (strcmp(argv[i], "--expansion") == 0 && i + 1 < argc) {
+            if (parse_u32(argv[++i], &p.expansion) != 0 || p.expansion == 0) {
+                fprintf(stderr, "ringbloom: --expansion wants a positive integer\n");
+                return EX_USAGE;
+            }
+        } else if (strcmp(argv[i], "--layout") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "standard") == 0)
+                p.layout = RB_BLOOM_STANDARD;
+            else if (strcmp(argv[i], "blocked") == 0)
+                p.layout = RB_BLOOM_BLOCKED;
+            else {
+                fprintf(stderr, "ringbloom: --layout is standard or blocked\n");
+                return EX_USAGE;
+            }
+        } else {
+            usage(stderr);
+            return EX_USAGE;
+        }
+    }
+    if ((ex = open_conn(&c)) != EX_YES)
+        return ex;
+    rc = rb_conn_bf_reserve(c, argv[1], strlen(argv[1]), &p);
+    ex = rc == RB_OK ? EX_YES : conn_fail(c, "reserve", rc);
+    if (ex == EX_YES)
+        printf(opt_json ? "{\"ok\":true}\n" : "OK\n");
+    rb_conn_close(c);
+    return ex;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    const char *args[2] = { "INFO", argc > 1 ? argv[1] : "" };
+    size_t lens[2] = { 4, argc > 1 ? strlen(argv[1]) : 0 };
+    static char buf[1 << 20];
+    rb_conn_t *c;
+    int rc, ex;
+
+    if (argc > 2) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((ex = open_conn(&c)) != EX_YES)
+        return ex;
+    rc = rb_conn_command(c, argc > 1 ? 2 : 1, args, lens, buf, sizeof(buf));
+    if (rc != RB_OK) {
+        ex = conn_fail(c, "info", rc);
+    } else if (opt_json) {
+        /* key:value lines as one JSON object; "# Section" lines dropped. */
+        char *save, *ln;
+        int first = 1;
+        putchar('{');
+        for (ln = strtok_r(buf, "\r\n", &save); ln; ln = strtok_r(NULL, "\r\n", &save)) {
+            char *colon = strchr(ln, ':');
+            if (ln[0] == '#' || colon == NULL)
+                continue;
+            printf("%s", first ? "" : ",");
+            json_str(ln, (size_t)(colon - ln));
+            putchar(':');
+            json_str(colon + 1, strlen(colon + 1));
+            first = 0;
+        }
+        printf("}\n");
+    } else {
+        fputs(buf, stdout);
+        if (buf[0] && buf[strlen(buf) - 1] != '\n')
+            putchar('\n');
+    }
+    rb_conn_close(c);
+    return ex;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "instance", required_argument, NULL, 'i' },
+        { "socket", required_argument, NULL, 's' },
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {
+        { "lookup", cmd_lookup }, { "exists", cmd_exists }, { "nodes", cmd_nodes },
+        { "add", cmd_add }, { "load", cmd_load }, { "node", cmd_node },
+        { "reserve", cmd_reserve }, { "info", cmd_info },
+    };
+    int opt;
+
+    while ((opt = getopt_long(argc, argv, "+i:s:jhV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'i': opt_instance = optarg; break;
+        case 's': opt_socket = optarg; break;
+        case 'j': opt_json = 1; break;
+        case 'h': usage(stdout); return EX_YES;
+        case 'V': printf("ringbloom %s\n", PACKAGE_VERSION); return EX_YES;
+        default: usage(stderr); return EX_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (strcmp(argv[optind], cmds[i].name) == 0)
+            return cmds[i].fn(argc - optind, argv + optind);
+    fprintf(stderr, "ringbloom: unknown command '%s'\n", argv[optind]);
+    usage(stderr);
+    return EX_USAGE;
+}

@@ -1,0 +1,543 @@
+/*
+ * conn.c - the write path: a small blocking RESP2 client for ringbloomd.
+ *
+ * What: connect to the daemon's Unix socket, send commands as multibulk,
+ * read replies.  Why here: every writer (CLI, applications, the nginx
+ * module's slow path) needs the same few mutations and the same error
+ * mapping; reads never come here (they use the segment).  Workload: bulk
+ * loads of millions of keys, so BF.MADD batches are pipelined with several
+ * in flight to hide the round trip.
+ *
+ * Errors: a reply "-NOPERM ..." maps to RB_EPERM, any other error reply to
+ * RB_EREPLY (text in rb_conn_error), a broken or timed-out socket to
+ * RB_EDAEMON (the connection is then unusable), a reply that does not
+ * parse to RB_EPROTO.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "rb_internal.h"
+
+#define BATCH_KEYS   1000u     /* keys per BF.MADD */
+#define WINDOW       8u        /* BF.MADD batches in flight */
+#define MAX_REPLY    (64u << 20)
+
+struct rb_conn {
+    int fd;
+    int broken;
+    char *rbuf;                /* received, not yet parsed */
+    size_t rlen, rpos, rcap;
+    char *wbuf;                /* to send */
+    size_t wlen, wcap;
+    char error[512];
+};
+
+int rb_conn_open(const char *instance, const char *socket_path, unsigned timeout_ms,
+                 rb_conn_t **out)
+{
+    struct sockaddr_un sa;
+    struct timeval tv;
+    rb_paths_t paths;
+    rb_conn_t *c;
+    int rc;
+
+    if (out == NULL)
+        return RB_EINVAL;
+    if (socket_path == NULL) {
+        rc = rb_default_paths(instance ? instance : "default", &paths);
+        if (rc != RB_OK)
+            return rc;
+        socket_path = paths.socket;
+    }
+    if (strlen(socket_path) >= sizeof(sa.sun_path))
+        return RB_EINVAL;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return RB_ENOMEM;
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        free(c);
+        return RB_EDAEMON;
+    }
+    if (timeout_ms == 0)
+        timeout_ms = 10000;
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    strcpy(sa.sun_path, socket_path);
+    if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        int e = errno;
+        close(c->fd);
+        free(c);
+        errno = e;
+        return RB_EDAEMON;
+    }
+    *out = c;
+    return RB_OK;
+}
+
+void rb_conn_close(rb_conn_t *c)
+{
+    if (c == NULL)
+        return;
+    close(c->fd);
+    free(c->rbuf);
+    free(c->wbuf);
+    free(c);
+}
+
+const char *rb_conn_error(const rb_conn_t *c)
+{
+    return c ? c->error : "";
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+static int wput(rb_conn_t *c, const void *data, size_t len)
+{
+    if (c->wlen + len > c->wcap) {
+        size_t cap = c->wcap ? c->wcap : 4096;
+        char *w;
+        while (cap < c->wlen + len)
+            cap *= 2;
+        w = realloc(c->wbuf, cap);
+        if (w == NULL)
+            return RB_ENOMEM;
+        c->wbuf = w;
+        c->wcap = cap;
+    }
+    memcpy(c->wbuf + c->wlen, data, len);
+    c->wlen += len;
+    return RB_OK;
+}
+
+static int wput_bulk(rb_conn_t *c, const void *data, size_t len)
+{
+    char hdr[32];
+    int n = snprintf(hdr, sizeof(hdr), "$%zu\r\n", len);
+    int rc = wput(c, hdr, (size_t)n);
+
+    if (rc == RB_OK)
+        rc = wput(c, data, len);
+    if (rc == RB_OK)
+        rc = wput(c, "\r\n", 2);
+    return rc;
+}
+
+static int wput_array(rb_conn_t *c, size_t n)
+{
+    char hdr[32];
+    int len = snprintf(hdr, sizeof(hdr), "*%zu\r\n", n);
+    return wput(c, hdr, (size_t)len);
+}
+
+static int wflush(rb_conn_t *c)
+{
+    size_t off = 0;
+
+    if (c->broken)
+        return RB_EDAEMON;
+    while (off < c->wlen) {
+        ssize_t n = send(c->fd, c->wbuf + off, c->wlen - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            c->broken = 1;
+            return RB_EDAEMON;
+        }
+        off += (size_t)n;
+    }
+    c->wlen = 0;
+    return RB_OK;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+typedef enum { R_STATUS, R_ERROR, R_INT, R_BULK, R_NIL, R_ARRAY } rtype_t;
+
+typedef struct reply {
+    rtype_t type;
+    long long n;        /* R_INT value, R_ARRAY count, R_BULK length */
+    const char *s;      /* R_STATUS / R_ERROR / R_BULK bytes in rbuf */
+    size_t len;
+} reply_t;
+
+static int fill(rb_conn_t *c)
+{
+    ssize_t n;
+
+    if (c->rpos > 0 && c->rpos == c->rlen)
+        c->rpos = c->rlen = 0;
+    if (c->rcap - c->rlen < 4096) {
+        size_t cap = c->rcap ? c->rcap * 2 : 16384;
+        char *r;
+        if (cap > MAX_REPLY + 16384)
+            return RB_EPROTO;
+        r = realloc(c->rbuf, cap);
+        if (r == NULL)
+            return RB_ENOMEM;
+        c->rbuf = r;
+        c->rcap = cap;
+    }
+    do
+        n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        c->broken = 1;
+        return RB_EDAEMON;
+    }
+    c->rlen += (size_t)n;
+    return RB_OK;
+}
+
+/* Reads one line (without CRLF) at rpos; returns its start and length. */
+static int read_line(rb_conn_t *c, const char **line, size_t *len)
+{
+    for (;;) {
+        char *nl = c->rlen > c->rpos ? memchr(c->rbuf + c->rpos, '\n', c->rlen - c->rpos) : NULL;
+        if (nl != NULL) {
+            size_t end = (size_t)(nl - c->rbuf);
+            if (end == c->rpos || c->rbuf[end - 1] != '\r')
+                return RB_EPROTO;
+            *line = c->rbuf + c->rpos;
+            *len = end - 1 - c->rpos;
+            c->rpos = end + 1;
+            return RB_OK;
+        }
+        if (c->rlen - c->rpos > 65536)
+            return RB_EPROTO;
+        int rc = fill(c);
+        if (rc != RB_OK)
+            return rc;
+    }
+}
+
+static int parse_ll(const char *s, size_t len, long long *out)
+{
+    char buf[32];
+    char *end;
+
+    if (len == 0 || len >= sizeof(buf))
+        return RB_EPROTO;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    *out = strtoll(buf, &end, 10);
+    return (errno || *end) ? RB_EPROTO : RB_OK;
+}
+
+/* Reads the header of one reply element (for a bulk, its bytes too).
+ * Pointers stay valid until the next read that moves the buffer: callers
+ * copy what they keep before reading more. */
+static int read_reply(rb_conn_t *c, reply_t *r)
+{
+    const char *line;
+    size_t len;
+    int rc = read_line(c, &line, &len);
+
+    if (rc != RB_OK)
+        return rc;
+    if (len == 0)
+        return RB_EPROTO;
+    r->s = line + 1;
+    r->len = len - 1;
+    switch (line[0]) {
+    case '+':
+        r->type = R_STATUS;
+        return RB_OK;
+    case '-':
+        r->type = R_ERROR;
+        return RB_OK;
+    case ':':
+        r->type = R_INT;
+        return parse_ll(line + 1, len - 1, &r->n);
+    case '*':
+        r->type = R_ARRAY;
+        if ((rc = parse_ll(line + 1, len - 1, &r->n)) != RB_OK)
+            return rc;
+        if (r->n < 0)
+            r->type = R_NIL;
+        return RB_OK;
+    case '$':
+        if ((rc = parse_ll(line + 1, len - 1, &r->n)) != RB_OK)
+            return rc;
+        if (r->n < 0) {
+            r->type = R_NIL;
+            return RB_OK;
+        }
+        if (r->n > (long long)MAX_REPLY)
+            return RB_EPROTO;
+        r->type = R_BULK;
+        while (c->rlen - c->rpos < (size_t)r->n + 2)
+            if ((rc = fill(c)) != RB_OK)
+                return rc;
+        r->s = c->rbuf + c->rpos;
+        r->len = (size_t)r->n;
+        c->rpos += (size_t)r->n + 2;
+        return RB_OK;
+    default:
+        return RB_EPROTO;
+    }
+}
+
+/* Records an error reply and maps it to a code. */
+static int reply_error(rb_conn_t *c, const reply_t *r)
+{
+    size_t n = r->len < sizeof(c->error) - 1 ? r->len : sizeof(c->error) - 1;
+
+    memcpy(c->error, r->s, n);
+    c->error[n] = '\0';
+    return strncmp(c->error, "NOPERM", 6) == 0 ? RB_EPERM : RB_EREPLY;
+}
+
+/* Sends the queued command and expects +OK. */
+static int expect_ok(rb_conn_t *c)
+{
+    reply_t r;
+    int rc = wflush(c);
+
+    if (rc == RB_OK)
+        rc = read_reply(c, &r);
+    if (rc != RB_OK)
+        return rc;
+    if (r.type == R_ERROR)
+        return reply_error(c, &r);
+    return r.type == R_STATUS ? RB_OK : RB_EPROTO;
+}
+
+static int send_cmd(rb_conn_t *c, size_t argc, const char *const *argv, const size_t *argl)
+{
+    int rc = wput_array(c, argc);
+
+    for (size_t i = 0; i < argc && rc == RB_OK; i++)
+        rc = wput_bulk(c, argv[i], argl[i]);
+    return rc;
+}
+
+static int ring_cmd(rb_conn_t *c, const char *cmd, const char *name, size_t len, int with_weight,
+                    uint32_t weight)
+{
+    char w[16];
+    const char *argv[3] = { cmd, name, w };
+    size_t argl[3] = { strlen(cmd), len, 0 };
+    int rc;
+
+    if (c == NULL || name == NULL)
+        return RB_EINVAL;
+    argl[2] = (size_t)snprintf(w, sizeof(w), "%u", weight);
+    rc = send_cmd(c, with_weight ? 3 : 2, argv, argl);
+    return rc == RB_OK ? expect_ok(c) : rc;
+}
+
+int rb_conn_ring_add(rb_conn_t *c, const char *name, size_t len, uint32_t weight)
+{
+    return ring_cmd(c, "RING.ADD", name, len, 1, weight);
+}
+
+int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t len)
+{
+    return ring_cmd(c, "RING.REMOVE", name, len, 0, 0);
+}
+
+int rb_conn_ring_weight(rb_conn_t *c, const char *name, size_t len, uint32_t weight)
+{
+    return ring_cmd(c, "RING.WEIGHT", name, len, 1, weight);
+}
+
+int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len, const rb_bloom_params_t *p)
+{
+    char err[32], cap[32], exp[16];
+    const char *argv[9] = { "BF.RESERVE", name, err, cap };
+    size_t argl[9] = { 10, len, 0, 0 };
+    size_t argc = 4;
+    int rc;
+
+    if (c == NULL || name == NULL || p == NULL)
+        return RB_EINVAL;
+    argl[2] = (size_t)snprintf(err, sizeof(err), "%.17g", p->error_rate);
+    argl[3] = (size_t)snprintf(cap, sizeof(cap), "%llu", (unsigned long long)p->capacity);
+    if (p->flags & RB_BLOOM_NONSCALING) {
+        argv[argc] = "NONSCALING";
+        argl[argc++] = 10;
+    } else if (p->expansion != 0) {
+        argv[argc] = "EXPANSION";
+        argl[argc++] = 9;
+        argl[argc] = (size_t)snprintf(exp, sizeof(exp), "%u", p->expansion);
+        argv[argc++] = exp;
+    }
+    argv[argc] = "LAYOUT";
+    argl[argc++] = 6;
+    argv[argc] = p->layout == RB_BLOOM_STANDARD ? "standard" : "blocked";
+    argl[argc] = strlen(argv[argc]);
+    argc++;
+    rc = send_cmd(c, argc, argv, argl);
+    return rc == RB_OK ? expect_ok(c) : rc;
+}
+
+int rb_conn_bf_add(rb_conn_t *c, const char *filter, size_t flen, const void *key, size_t klen)
+{
+    rb_key_t k = { key, klen };
+    uint8_t fresh;
+    int64_t rc = rb_conn_bf_add_many(c, filter, flen, &k, 1, &fresh);
+
+    return rc < 0 ? (int)rc : fresh;
+}
+
+/* Reads one BF.MADD reply: an array of integers (an error element may end
+ * it), into out_new[0 .. n). */
+static int64_t read_madd(rb_conn_t *c, size_t n, uint8_t *out_new)
+{
+    int64_t added = 0;
+    long long count;
+    int err = RB_OK;
+    reply_t r;
+    int rc = read_reply(c, &r);
+
+    if (rc != RB_OK)
+        return rc;
+    if (r.type == R_ERROR)
+        return reply_error(c, &r);
+    if (r.type != R_ARRAY || r.n < 0 || (size_t)r.n > n)
+        return RB_EPROTO;
+    count = r.n;
+    for (long long i = 0; i < count; i++) {
+        if ((rc = read_reply(c, &r)) != RB_OK)
+            return rc;
+        if (r.type == R_ERROR) {
+            err = reply_error(c, &r);
+            continue;
+        }
+        if (r.type != R_INT)
+            return RB_EPROTO;
+        if (out_new != NULL)
+            out_new[i] = r.n == 1;
+        added += r.n == 1;
+    }
+    return err != RB_OK ? err : added;
+}
+
+int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen, const rb_key_t *keys,
+                            size_t n, uint8_t *out_new)
+{
+    size_t sent = 0, answered = 0, inflight = 0;
+    int64_t added = 0;
+
+    if (c == NULL || filter == NULL || (keys == NULL && n != 0))
+        return RB_EINVAL;
+    while (answered < n) {
+        /* Queue batches until the window is full, then send them at once. */
+        while (sent < n && inflight < WINDOW) {
+            size_t cnt = n - sent < BATCH_KEYS ? n - sent : BATCH_KEYS;
+            int rc = wput_array(c, cnt + 2);
+            if (rc == RB_OK)
+                rc = wput_bulk(c, "BF.MADD", 7);
+            if (rc == RB_OK)
+                rc = wput_bulk(c, filter, flen);
+            for (size_t i = 0; i < cnt && rc == RB_OK; i++)
+                rc = wput_bulk(c, keys[sent + i].ptr, keys[sent + i].len);
+            if (rc != RB_OK)
+                return rc;
+            sent += cnt;
+            inflight++;
+        }
+        if (c->wlen > 0) {
+            int rc = wflush(c);
+            if (rc != RB_OK)
+                return rc;
+        }
+        {
+            size_t cnt = n - answered < BATCH_KEYS ? n - answered : BATCH_KEYS;
+            int64_t got = read_madd(c, cnt, out_new ? out_new + answered : NULL);
+            if (got < 0) {
+                /* Drain the other replies in flight so the connection stays
+                 * usable, then report the first error. */
+                size_t rest = answered + cnt;
+                for (size_t k = 1; k < inflight; k++) {
+                    size_t m = n - rest < BATCH_KEYS ? n - rest : BATCH_KEYS;
+                    if (read_madd(c, m, NULL) == RB_EDAEMON)
+                        break;
+                    rest += m;
+                }
+                return got;
+            }
+            added += got;
+            answered += cnt;
+            inflight--;
+        }
+    }
+    return added;
+}
+
+/* Renders one reply (recursively) as text into buf. */
+static int render(rb_conn_t *c, char *buf, size_t cap, size_t *w, int depth, int *is_err)
+{
+    reply_t r;
+    int rc = read_reply(c, &r);
+
+    if (rc != RB_OK)
+        return rc;
+    if (depth > 8)
+        return RB_EPROTO;
+#define OUT(...) do { if (*w < cap) *w += (size_t)snprintf(buf + *w, cap - *w, __VA_ARGS__); } while (0)
+    switch (r.type) {
+    case R_STATUS:
+    case R_BULK:
+        OUT("%.*s", (int)r.len, r.s);
+        break;
+    case R_ERROR:
+        *is_err = 1;
+        reply_error(c, &r);
+        OUT("%.*s", (int)r.len, r.s);
+        break;
+    case R_INT:
+        OUT("%lld", r.n);
+        break;
+    case R_NIL:
+        OUT("(nil)");
+        break;
+    case R_ARRAY:
+        for (long long i = 0, count = r.n; i < count; i++) {
+            if (i > 0)
+                OUT("\n");
+            if ((rc = render(c, buf, cap, w, depth + 1, is_err)) != RB_OK)
+                return rc;
+        }
+        break;
+    }
+#undef OUT
+    if (*w >= cap)
+        *w = cap - 1;
+    return RB_OK;
+}
+
+int rb_conn_command(rb_conn_t *c, size_t argc, const char *const *argv, const size_t *argl,
+                    char *buf, size_t cap)
+{
+    size_t w = 0;
+    int is_err = 0, rc;
+
+    if (c == NULL || argc == 0 || argv == NULL || argl == NULL || buf == NULL || cap == 0)
+        return RB_EINVAL;
+    buf[0] = '\0';
+    rc = send_cmd(c, argc, argv, argl);
+    if (rc == RB_OK)
+        rc = wflush(c);
+    if (rc == RB_OK)
+        rc = render(c, buf, cap, &w, 0, &is_err);
+    if (rc != RB_OK)
+        return rc;
+    buf[w < cap ? w : cap - 1] = '\0';
+    if (is_err)
+        return strncmp(buf, "NOPERM", 6) == 0 ? RB_EPERM : RB_EREPLY;
+    return RB_OK;
+}
