@@ -114,7 +114,9 @@ int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layout, rb_bloom_sizin
         m = ceil((double)n * bpk / BLOCK_BITS) * BLOCK_BITS;
         if (m > (double)RB_BLOOM_MAX_BITS)
             return RB_ERANGE;
-        k = (uint32_t)lround(m / (double)n * M_LN2);
+        /* k from the formula's m: rounding m up to whole blocks only lowers
+         * the FPR, and for tiny n would otherwise inflate k absurdly. */
+        k = (uint32_t)lround(bpk * M_LN2);
         if (k < 1)
             k = 1;
         if (k > MAX_K)

@@ -78,6 +78,13 @@ static inline int rb_test_run(Suite *s)
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     leaked = rb_test_sweep();
+    {
+        /* Temp dirs of daemons whose test died before its teardown. */
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf /tmp/rbtest.%d.*", (int)rb_test_main_pid);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove /tmp/rbtest.%d.*\n", (int)rb_test_main_pid);
+    }
     if (leaked)
         fprintf(stderr, "FAIL: %d shm object(s) left behind\n", leaked);
     return (failed == 0 && leaked == 0) ? 0 : 1;

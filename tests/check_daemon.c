@@ -1,0 +1,553 @@
+/*
+ * check_daemon.c - ringbloomd end to end: RedisBloom-compatible replies,
+ * durability across SIGKILL (with and without the segment), readers that
+ * keep answering while the daemon dies mid-update, access control by uid,
+ * exactly-once test-and-add across processes, reload, corrupt state.
+ */
+#include <grp.h>
+#include <sys/mman.h>
+
+#include "rbd_test.h"
+
+static rbd_proc_t d;
+
+static void teardown(void)
+{
+    rbd_remove_all(&d);
+}
+
+static rb_segment_t *attach_seg(void)
+{
+    rb_segment_t *seg;
+    ck_assert_int_eq(rb_segment_attach(d.inst, RB_ATTACH_STALE_OK, &seg), RB_OK);
+    return seg;
+}
+
+START_TEST(test_daemon_answers_redis_clients_basics)
+{
+    rb_conn_t *c;
+    int rc;
+    const char *info;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "PONG", "PING");
+    rbd_expect(c, "hello", "PING", "hello");
+    /* redis-benchmark asks for these two at start. */
+    rbd_expect(c, "save\n300 1", "CONFIG", "GET", "save");
+    rbd_expect(c, "appendonly\nyes", "CONFIG", "GET", "appendonly");
+    rbd_expect(c, "appendfsync\neverysec", "CONFIG", "GET", "appendfsync");
+    rbd_expect(c, "", "COMMAND", "DOCS");
+    rbd_expect(c, "ERR unknown command 'NOPE', with args beginning with: 'a' ", "NOPE", "a");
+    rbd_expect(c, "ERR wrong number of arguments for 'ring.getn' command", "ring.getn", "k");
+    info = rbd_cmd(c, &rc, "INFO", (const char *)NULL);
+    ck_assert_int_eq(rc, RB_OK);
+    ck_assert_ptr_nonnull(strstr(info, "# Server"));
+    ck_assert_ptr_nonnull(strstr(info, "uptime_in_seconds:"));
+    ck_assert_ptr_nonnull(strstr(info, "# Ring"));
+    info = rbd_cmd(c, &rc, "INFO", "clients", (const char *)NULL);
+    ck_assert_ptr_nonnull(strstr(info, "connected_clients:1"));
+    ck_assert_ptr_null(strstr(info, "# Server"));
+    rb_conn_close(c);
+}
+END_TEST
+
+/* Replies and errors as RedisBloom gives them for the same calls. */
+START_TEST(test_daemon_bf_replies_match_redisbloom)
+{
+    rb_conn_t *c;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "bf", "0.01", "1000");
+    rbd_expect(c, "ERR item exists", "BF.RESERVE", "bf", "0.01", "1000");
+    rbd_expect(c, "1", "BF.ADD", "bf", "item1");
+    rbd_expect(c, "0", "BF.ADD", "bf", "item1");
+    rbd_expect(c, "1\n1\n0", "BF.MADD", "bf", "item2", "item3", "item1");
+    rbd_expect(c, "1", "BF.EXISTS", "bf", "item1");
+    rbd_expect(c, "0", "BF.EXISTS", "bf", "nope");
+    rbd_expect(c, "0", "BF.EXISTS", "missing", "item1");
+    rbd_expect(c, "1\n0", "BF.MEXISTS", "bf", "item2", "nope");
+    rbd_expect(c, "3", "BF.CARD", "bf");
+    rbd_expect(c, "0", "BF.CARD", "missing");
+    rbd_expect(c, "1000", "BF.INFO", "bf", "CAPACITY");
+    rbd_expect(c, "1", "BF.INFO", "bf", "FILTERS");
+    rbd_expect(c, "3", "BF.INFO", "bf", "ITEMS");
+    rbd_expect(c, "2", "BF.INFO", "bf", "EXPANSION");
+    rbd_expect(c, "Invalid information value", "BF.INFO", "bf", "COLOUR");
+    rbd_expect(c, "ERR not found", "BF.INFO", "missing");
+    /* BF.ADD creates a missing filter with RedisBloom's defaults. */
+    rbd_expect(c, "1", "BF.ADD", "auto", "x");
+    rbd_expect(c, "100", "BF.INFO", "auto", "CAPACITY");
+    rbd_expect(c, "2", "BF.INFO", "auto", "EXPANSION");
+    /* Errors, word for word. */
+    rbd_expect(c, "ERR bad error rate", "BF.RESERVE", "e", "abc", "100");
+    rbd_expect(c, "ERR (0 < error rate range < 1) ", "BF.RESERVE", "e", "1.5", "100");
+    rbd_expect(c, "ERR (0 < error rate range < 1) ", "BF.RESERVE", "e", "0", "100");
+    rbd_expect(c, "ERR bad capacity", "BF.RESERVE", "e", "0.01", "x");
+    rbd_expect(c, "ERR (capacity should be larger than 0)", "BF.RESERVE", "e", "0.01", "0");
+    rbd_expect(c, "ERR no expansion", "BF.RESERVE", "e", "0.01", "10", "EXPANSION");
+    rbd_expect(c, "ERR bad expansion", "BF.RESERVE", "e", "0.01", "10", "EXPANSION", "x");
+    rbd_expect(c, "Nonscaling filters cannot expand", "BF.RESERVE", "e", "0.01", "10",
+               "NONSCALING", "EXPANSION", "2");
+    rbd_expect(c, "ERR wrong number of arguments for 'BF.ADD' command", "BF.ADD", "bf");
+    rbd_expect(c, "ERR not found", "BF.INSERT", "missing", "NOCREATE", "ITEMS", "a");
+    rbd_expect(c, "Unknown argument received", "BF.INSERT", "bf", "FOO", "ITEMS", "a");
+    rbd_expect(c, "Bad error rate", "BF.INSERT", "new", "ERROR", "x", "ITEMS", "a");
+    rbd_expect(c, "1\n0", "BF.INSERT", "ins", "CAPACITY", "50", "ERROR", "0.001", "ITEMS",
+               "a", "a");
+    rbd_expect(c, "50", "BF.INFO", "ins", "CAPACITY");
+    /* A full non-scaling filter: the failing item ends the array. */
+    rbd_expect(c, "OK", "BF.RESERVE", "tiny", "0.01", "2", "NONSCALING", "LAYOUT", "standard");
+    rbd_expect(c, "(nil)", "BF.INFO", "tiny", "EXPANSION");
+    rbd_expect(c, "1\n1\nERR non scaling filter is full", "BF.MADD", "tiny", "p", "q", "r");
+    rbd_expect(c, "0", "BF.ADD", "tiny", "p");
+    rbd_expect(c, "ERR non scaling filter is full", "BF.ADD", "tiny", "s");
+    rbd_expect(c, "2", "BF.CARD", "tiny");
+    rb_conn_close(c);
+}
+END_TEST
+
+START_TEST(test_daemon_ring_commands)
+{
+    rb_segment_t *seg;
+    rb_node_t n;
+    rb_conn_t *c;
+    int rc;
+    const char *got;
+
+    rbd_start(&d, "ring-replicas 100");
+    c = rbd_connect(&d);
+    rbd_expect(c, "ERR ring is empty", "RING.GET", "k");
+    rbd_expect(c, "OK", "RING.ADD", "alpha");
+    rbd_expect(c, "OK", "RING.ADD", "beta", "2");
+    rbd_expect(c, "ERR node exists", "RING.ADD", "beta");
+    rbd_expect(c, "ERR weight must be an integer in [1, 65535]", "RING.ADD", "g", "0");
+    rbd_expect(c, "ERR weight must be an integer in [1, 65535]", "RING.WEIGHT", "beta", "-1");
+    rbd_expect(c, "ERR no such node", "RING.REMOVE", "gamma");
+    rbd_expect(c, "alpha\n1\nbeta\n2", "RING.NODES");
+    rbd_expect(c, "OK", "RING.WEIGHT", "alpha", "3");
+    got = rbd_cmd(c, &rc, "RING.GET", "some-key", (const char *)NULL);
+    /* The daemon's answer is the segment's answer. */
+    seg = attach_seg();
+    ck_assert_int_eq(rb_ring_lookup(seg, "some-key", 8, &n), RB_OK);
+    ck_assert_str_eq(got, n.name);
+    got = rbd_cmd(c, &rc, "RING.GETN", "some-key", "5", (const char *)NULL);
+    ck_assert(strcmp(got, "alpha\nbeta") == 0 || strcmp(got, "beta\nalpha") == 0);
+    rbd_expect(c, "Mode\nxxh3\nReplicas\n100\nNodes\n2\nPoints\n500\nVersion\n4\nBytes per copy\n"
+               "6208", "RING.INFO");
+    rbd_expect(c, "OK", "RING.MODE", "seed");
+    rbd_expect(c, "ERR unknown ring mode 'nope' (xxh3 or seed)", "RING.MODE", "nope");
+    rbd_expect(c, "OK", "RING.REMOVE", "alpha");
+    rbd_expect(c, "beta", "RING.GET", "k");
+    rb_segment_close(seg);
+    rb_conn_close(c);
+}
+END_TEST
+
+/* appendfsync always: every acknowledged add survives SIGKILL of the daemon
+ * even with the segment removed too; the ring comes back as acknowledged. */
+START_TEST(test_daemon_sigkill_and_lost_segment_keep_every_ack)
+{
+    enum { N = 20000 };
+    static char keys[N][48];
+    rb_key_t k[N];
+    rb_segment_t *seg;
+    rb_bloom_t *bf;
+    rb_node_t nodes[4];
+    size_t count;
+    rb_conn_t *c;
+
+    rbd_start(&d, "appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    for (int i = 0; i < N; i++) {
+        k[i].ptr = keys[i];
+        k[i].len = (size_t)snprintf(keys[i], sizeof(keys[i]), "https://crash.example/%d", i);
+    }
+    ck_assert_int_eq(rb_conn_ring_add(c, "n1", 2, 1), RB_OK);
+    ck_assert_int_eq(rb_conn_ring_add(c, "n2", 2, 3), RB_OK);
+    ck_assert_int_eq(rb_conn_ring_add(c, "n3", 2, 1), RB_OK);
+    ck_assert_int_eq(rb_conn_ring_remove(c, "n3", 2), RB_OK);
+    ck_assert_int_ge(rb_conn_bf_add_many(c, "urls", 4, k, N, NULL), N - 200);
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+
+    rbd_launch(&d, NULL);
+    seg = attach_seg();
+    ck_assert_int_eq(rb_bloom_open(seg, "urls", 4, &bf), RB_OK);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(rb_bloom_contains(bf, k[i].ptr, k[i].len), 1);
+    ck_assert_int_eq(rb_ring_nodes(seg, nodes, 4, &count), RB_OK);
+    ck_assert_uint_eq(count, 2);
+    ck_assert_str_eq(nodes[0].name, "n1");
+    ck_assert_str_eq(nodes[1].name, "n2");
+    ck_assert_uint_eq(nodes[1].weight, 3);
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+}
+END_TEST
+
+/* The segment left in place: a daemon killed during a stream of ring
+ * updates; a reader keeps answering (valid names only) throughout, and the
+ * restarted daemon re-attaches with the last acknowledged membership. */
+typedef struct kill_box {
+    _Atomic int stop;
+    _Atomic uint64_t answers, bad, errors;
+} kill_box_t;
+
+START_TEST(test_daemon_killed_mid_update_readers_keep_answering)
+{
+    kill_box_t *box = mmap(NULL, sizeof(*box), PROT_READ | PROT_WRITE,
+                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    char name[32], key[64];
+    int acked = 0, status;
+    rb_node_t nodes[64];
+    size_t count;
+    rb_segment_t *seg;
+    rb_conn_t *c;
+    pid_t reader;
+
+    ck_assert(box != MAP_FAILED);
+    memset(box, 0, sizeof(*box));
+    rbd_start(&d, "appendfsync everysec");
+    c = rbd_connect(&d);
+    ck_assert_int_eq(rb_conn_ring_add(c, "w0", 2, 1), RB_OK);
+    reader = fork();
+    ck_assert_int_ge(reader, 0);
+    if (reader == 0) {
+        rb_segment_t *rs;
+        uint64_t i = 0;
+        if (rb_segment_attach(d.inst, RB_ATTACH_STALE_OK, &rs) != RB_OK)
+            _exit(3);
+        while (!atomic_load(&box->stop)) {
+            rb_node_t n;
+            int len = snprintf(key, sizeof(key), "k%llu", (unsigned long long)i++);
+            int rc = rb_ring_lookup(rs, key, (size_t)len, &n);
+            if (rc != RB_OK)
+                atomic_fetch_add(&box->errors, 1);
+            else if (n.name[0] != 'w')
+                atomic_fetch_add(&box->bad, 1);
+            atomic_fetch_add(&box->answers, 1);
+        }
+        rb_segment_close(rs);
+        _exit(0);
+    }
+    /* Stream membership changes; kill the daemon in the middle. */
+    for (int i = 1; i < 40; i++) {
+        snprintf(name, sizeof(name), "w%d", i);
+        ck_assert_int_eq(rb_conn_ring_add(c, name, strlen(name), (uint32_t)(1 + i % 3)), RB_OK);
+        acked = i;
+    }
+    {
+        /* One more request in flight while the daemon dies. */
+        const char *argv[2] = { "RING.ADD", "w40" };
+        size_t argl[2] = { 8, 3 };
+        char buf[64];
+        pid_t killer = fork();
+        if (killer == 0) {
+            usleep(100);
+            kill(d.pid, SIGKILL);
+            _exit(0);
+        }
+        /* Answered or cut off by the kill: either is fine here. */
+        int inflight_rc = rb_conn_command(c, 2, argv, argl, buf, sizeof(buf));
+        ck_assert(inflight_rc == RB_OK || inflight_rc == RB_EDAEMON);
+        waitpid(killer, NULL, 0);
+    }
+    rbd_stop(&d, SIGKILL);
+    rb_conn_close(c);
+    {
+        uint64_t before = atomic_load(&box->answers);
+        usleep(200000);   /* the daemon is dead: readers still answer */
+        ck_assert_uint_gt(atomic_load(&box->answers), before + 1000);
+    }
+    rbd_launch(&d, NULL);
+    usleep(100000);
+    atomic_store(&box->stop, 1);
+    ck_assert_int_eq(waitpid(reader, &status, 0), reader);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    printf("daemon killed mid-update: reader made %llu lookups, %llu invalid, %llu errors\n",
+           (unsigned long long)box->answers, (unsigned long long)box->bad,
+           (unsigned long long)box->errors);
+    ck_assert_uint_eq(box->bad, 0);
+    ck_assert_uint_eq(box->errors, 0);
+    seg = attach_seg();
+    ck_assert_int_eq(rb_ring_nodes(seg, nodes, 64, &count), RB_OK);
+    /* Every acknowledged node, plus perhaps the one in flight. */
+    ck_assert(count == (size_t)acked + 1 || count == (size_t)acked + 2);
+    rb_segment_close(seg);
+    {
+        FILE *f = fopen(d.log, "r");
+        char line[512];
+        int reattached = 0;
+        ck_assert_ptr_nonnull(f);
+        while (fgets(line, sizeof(line), f))
+            reattached |= strstr(line, "re-attached to the live segment") != NULL;
+        fclose(f);
+        ck_assert(reattached);
+    }
+    munmap(box, sizeof(*box));
+}
+END_TEST
+
+/* Another uid can connect, read and look up, but every mutation gets
+ * NOPERM and changes nothing. */
+START_TEST(test_daemon_other_uid_reads_but_cannot_write)
+{
+    rb_conn_t *c;
+    int status;
+    pid_t pid;
+
+    if (getuid() != 0) {
+        printf("access test needs root to switch uid; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    ck_assert_int_eq(rb_conn_ring_add(c, "node-a", 6, 1), RB_OK);
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000");
+    rbd_expect(c, "1", "BF.ADD", "f", "seen");
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        rb_segment_t *seg;
+        rb_bloom_t *bf;
+        rb_node_t n;
+        rb_conn_t *o;
+        char buf[512];
+        const char *add[3] = { "BF.ADD", "f", "new" }, *ring[2] = { "RING.ADD", "evil" };
+        const char *save[1] = { "SAVE" }, *exist[3] = { "BF.EXISTS", "f", "seen" };
+        size_t addl[3] = { 6, 1, 3 }, ringl[2] = { 8, 4 }, savel[1] = { 4 }, exl[3] = { 9, 1, 4 };
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(10);
+        if (rb_segment_attach(d.inst, 0, &seg) != RB_OK || rb_ring_lookup(seg, "k", 1, &n) != 0 ||
+            strcmp(n.name, "node-a") != 0 || rb_bloom_open(seg, "f", 1, &bf) != RB_OK ||
+            rb_bloom_contains(bf, "seen", 4) != 1)
+            _exit(11);
+        if (rb_conn_open(NULL, d.sock, 5000, &o) != RB_OK)
+            _exit(12);
+        if (rb_conn_command(o, 3, exist, exl, buf, sizeof(buf)) != RB_OK || strcmp(buf, "1") != 0)
+            _exit(13);
+        if (rb_conn_command(o, 3, add, addl, buf, sizeof(buf)) != RB_EPERM ||
+            strstr(buf, "NOPERM") != buf)
+            _exit(14);
+        if (rb_conn_command(o, 2, ring, ringl, buf, sizeof(buf)) != RB_EPERM ||
+            rb_conn_command(o, 1, save, savel, buf, sizeof(buf)) != RB_EPERM ||
+            rb_conn_ring_remove(o, "node-a", 6) != RB_EPERM)
+            _exit(15);
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child step %d failed",
+                  WEXITSTATUS(status));
+    /* Nothing changed. */
+    rbd_expect(c, "0", "BF.EXISTS", "f", "new");
+    rbd_expect(c, "1", "BF.CARD", "f");
+    rbd_expect(c, "node-a\n1", "RING.NODES");
+    rb_conn_close(c);
+}
+END_TEST
+
+/* Two processes add the same 100,000 keys at once: for every key exactly
+ * one of them is told it was new. */
+START_TEST(test_daemon_concurrent_adds_exactly_one_winner)
+{
+    enum { N = 100000 };
+    uint8_t *res = mmap(NULL, 2 * N, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pid_t pids[2];
+    rb_conn_t *c;
+    long both = 0, none = 0;
+
+    ck_assert(res != MAP_FAILED);
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    /* Sized so that a false positive among 10^5 keys is practically impossible. */
+    rbd_expect(c, "OK", "BF.RESERVE", "crawl", "0.0000001", "200000", "NONSCALING");
+    rb_conn_close(c);
+    for (int p = 0; p < 2; p++) {
+        pids[p] = fork();
+        ck_assert_int_ge(pids[p], 0);
+        if (pids[p] == 0) {
+            static char keys[N][40];
+            static rb_key_t k[N];
+            rb_conn_t *cc;
+            /* Different orders, so the two streams really interleave. */
+            for (int i = 0; i < N; i++) {
+                int j = p ? N - 1 - i : i;
+                k[i].ptr = keys[i];
+                k[i].len = (size_t)snprintf(keys[i], sizeof(keys[i]), "https://u.example/%d", j);
+            }
+            if (rb_conn_open(NULL, d.sock, 30000, &cc) != RB_OK ||
+                rb_conn_bf_add_many(cc, "crawl", 5, k, N, res + (size_t)p * N) < 0)
+                _exit(1);
+            rb_conn_close(cc);
+            _exit(0);
+        }
+    }
+    for (int p = 0; p < 2; p++) {
+        int status;
+        ck_assert_int_eq(waitpid(pids[p], &status, 0), pids[p]);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    for (int i = 0; i < N; i++) {
+        int a = res[i], b = res[N + (N - 1 - i)];
+        both += a && b;
+        none += !a && !b;
+    }
+    printf("concurrent adds: %d keys, both told new: %ld, neither: %ld\n", N, both, none);
+    ck_assert_int_eq(both, 0);
+    ck_assert_int_eq(none, 0);
+    munmap(res, 2 * N);
+}
+END_TEST
+
+START_TEST(test_daemon_second_daemon_same_instance_refused)
+{
+    char cmd[512], out[512] = "";
+    FILE *p;
+    int status;
+
+    rbd_start(&d, NULL);
+    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), d.conf);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    if (fgets(out, sizeof(out), p) == NULL)
+        out[0] = '\0';
+    status = pclose(p);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    ck_assert_ptr_nonnull(strstr(out, "already running"));
+}
+END_TEST
+
+START_TEST(test_daemon_sighup_reloads_write_access)
+{
+    rb_conn_t *c;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "a");
+    rbd_write_conf(&d, "allow-write-uid 4242");
+    kill(d.pid, SIGHUP);
+    usleep(300000);
+    rb_conn_close(c);
+    c = rbd_connect(&d);
+    {
+        char want[128];
+        snprintf(want, sizeof(want), "NOPERM this user (uid %u) has no permissions to run the "
+                 "'ring.add' command", (unsigned)getuid());
+        rbd_expect(c, want, "RING.ADD", "b");
+    }
+    rbd_expect(c, "allow-write-uid\n4242", "CONFIG", "GET", "allow-write-uid");
+    rbd_write_conf(&d, NULL);
+    kill(d.pid, SIGHUP);
+    usleep(300000);
+    rbd_expect(c, "OK", "RING.ADD", "b");   /* existing connections follow too */
+    rb_conn_close(c);
+}
+END_TEST
+
+/* A corrupt snapshot stops the start (naming the file) unless the operator
+ * says --ignore-corrupt. */
+START_TEST(test_daemon_corrupt_snapshot_refuses_start)
+{
+    char snap[256], cmd[600], out[1024] = "";
+    const char *ignore[] = { "--ignore-corrupt", NULL };
+    rb_conn_t *c;
+    FILE *f;
+    int status;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "x");
+    rbd_expect(c, "OK", "SAVE");
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    snprintf(snap, sizeof(snap), "%s/state/snapshot.rbs", d.dir);
+    f = fopen(snap, "r+");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 5000, SEEK_SET);
+    fputc('Z', f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), d.conf);
+    f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(out, sizeof(out), f) != NULL)
+        if (strstr(out, "cannot start"))
+            break;
+    status = pclose(f);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    ck_assert_ptr_nonnull(strstr(out, snap));
+    ck_assert_ptr_nonnull(strstr(out, "checksum mismatch"));
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);   /* nothing half-loaded */
+    rbd_launch(&d, ignore);
+    c = rbd_connect(&d);
+    rbd_expect(c, "PONG", "PING");
+    rb_conn_close(c);
+}
+END_TEST
+
+START_TEST(test_daemon_limits_give_clear_errors)
+{
+    char *big = malloc(70000);
+    rb_conn_t *c, *extra[3];
+    const char *argv[3] = { "BF.ADD", "f", big };
+    size_t argl[3] = { 6, 1, 65537 };
+    char buf[512];
+
+    memset(big, 'k', 70000);
+    rbd_start(&d, "max-key-bytes 65536\nmax-clients 2\nmax-nodes 2");
+    c = rbd_connect(&d);
+    ck_assert_int_eq(rb_conn_command(c, 3, argv, argl, buf, sizeof(buf)), RB_EREPLY);
+    ck_assert_str_eq(buf, "ERR key too long (65537 bytes, max-key-bytes is 65536)");
+    argl[2] = 65536;
+    ck_assert_int_eq(rb_conn_command(c, 3, argv, argl, buf, sizeof(buf)), RB_OK);
+    rbd_expect(c, "ERR empty key", "BF.ADD", "f", "");
+    rbd_expect(c, "OK", "RING.ADD", "a");
+    rbd_expect(c, "OK", "RING.ADD", "b");
+    rbd_expect(c, "ERR max number of nodes reached (max-nodes is 2)", "RING.ADD", "c");
+    /* Third client: refused with a message. */
+    ck_assert_int_eq(rb_conn_open(NULL, d.sock, 2000, &extra[0]), RB_OK);
+    ck_assert_int_eq(rb_conn_open(NULL, d.sock, 2000, &extra[1]), RB_OK);
+    {
+        const char *ping[1] = { "PING" };
+        size_t pl[1] = { 4 };
+        ck_assert_int_eq(rb_conn_command(extra[1], 1, ping, pl, buf, sizeof(buf)), RB_EREPLY);
+        ck_assert_str_eq(buf, "ERR max number of clients reached");
+    }
+    rb_conn_close(extra[0]);
+    rb_conn_close(extra[1]);
+    rb_conn_close(c);
+    free(big);
+}
+END_TEST
+
+static Suite *daemon_suite(void)
+{
+    Suite *s = suite_create("daemon");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_test(tc, test_daemon_answers_redis_clients_basics);
+    tcase_add_test(tc, test_daemon_bf_replies_match_redisbloom);
+    tcase_add_test(tc, test_daemon_ring_commands);
+    tcase_add_test(tc, test_daemon_sigkill_and_lost_segment_keep_every_ack);
+    tcase_add_test(tc, test_daemon_killed_mid_update_readers_keep_answering);
+    tcase_add_test(tc, test_daemon_other_uid_reads_but_cannot_write);
+    tcase_add_test(tc, test_daemon_concurrent_adds_exactly_one_winner);
+    tcase_add_test(tc, test_daemon_second_daemon_same_instance_refused);
+    tcase_add_test(tc, test_daemon_sighup_reloads_write_access);
+    tcase_add_test(tc, test_daemon_corrupt_snapshot_refuses_start);
+    tcase_add_test(tc, test_daemon_limits_give_clear_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    rb_test_init();
+    return rb_test_run(daemon_suite());
+}

@@ -1,0 +1,184 @@
+/*
+ * rbd_test.h - running ringbloomd from a test: a private instance, socket,
+ * state directory and log in a fresh temp directory; every daemon started
+ * is killed and every object removed at exit, even when an assertion ends
+ * the test process early.
+ */
+#ifndef RBD_TEST_H
+#define RBD_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rb_test.h"
+
+typedef struct rbd_proc {
+    pid_t pid;
+    pid_t owner;          /* the test process that started it */
+    char dir[128];
+    char sock[160];
+    char conf[160];
+    char log[160];
+    char inst[96];
+} rbd_proc_t;
+
+#define RBD_MAX_PROCS 8
+static rbd_proc_t *rbd_procs[RBD_MAX_PROCS];
+static int rbd_nprocs;
+
+static inline const char *rbd_binary(void)
+{
+    const char *p = getenv("RB_DAEMON");
+    return p ? p : "../daemon/ringbloomd";
+}
+
+static inline void rbd_stop(rbd_proc_t *d, int sig)
+{
+    if (d->pid > 0) {
+        kill(d->pid, sig);
+        waitpid(d->pid, NULL, 0);
+        d->pid = 0;
+    }
+}
+
+static inline void rbd_remove_all(rbd_proc_t *d)
+{
+    char cmd[256];
+
+    rbd_stop(d, SIGKILL);
+    rb_segment_unlink(d->inst);
+    if (d->dir[0] != '\0') {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", d->dir);
+        d->dir[0] = '\0';
+    }
+}
+
+static void rbd_atexit(void)
+{
+    for (int i = 0; i < rbd_nprocs; i++)
+        if (rbd_procs[i] != NULL && getpid() == rbd_procs[i]->owner)
+            rbd_remove_all(rbd_procs[i]);
+    rbd_nprocs = 0;
+}
+
+/* Writes the config (base settings plus `extra` lines) into d->conf. */
+static inline void rbd_write_conf(rbd_proc_t *d, const char *extra)
+{
+    FILE *f = fopen(d->conf, "w");
+
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "# written by a test\ninstance %s\nsocket %s\ndir %s/state\npidfile %s/pid\n"
+            "socket-mode 0666\nsegment-mode 0644\nkeep-segment yes\nloglevel debug\n%s\n",
+            d->inst, d->sock, d->dir, d->dir, extra ? extra : "");
+    fclose(f);
+}
+
+/* Starts the daemon on d's config and waits (<= 10 s) until it answers. */
+static inline void rbd_launch(rbd_proc_t *d, const char *const *extra_args)
+{
+    const char *argv[16] = { rbd_binary(), "-f", "-c", d->conf };
+    int argc = 4;
+    pid_t pid;
+
+    for (int i = 0; extra_args && extra_args[i] && argc < 15; i++)
+        argv[argc++] = extra_args[i];
+    argv[argc] = NULL;
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        /* If the test process dies on a failed assertion, so does its daemon. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            dup2(fd, 1);
+        }
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    d->pid = pid;
+    for (int i = 0; i < 1000; i++) {
+        rb_conn_t *c;
+        int status;
+        if (rb_conn_open(NULL, d->sock, 1000, &c) == RB_OK) {
+            rb_conn_close(c);
+            return;
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            d->pid = 0;
+            ck_abort_msg("ringbloomd exited during start-up (status %d); see %s", status, d->log);
+        }
+        usleep(10000);
+    }
+    ck_abort_msg("ringbloomd did not start within 10 s; see %s", d->log);
+}
+
+/* A new daemon in a fresh temp directory; extra: config lines. */
+static inline void rbd_start(rbd_proc_t *d, const char *extra)
+{
+    memset(d, 0, sizeof(*d));
+    d->owner = getpid();
+    snprintf(d->dir, sizeof(d->dir), "/tmp/rbtest.%d.XXXXXX", (int)rb_test_main_pid);
+    ck_assert_ptr_nonnull(mkdtemp(d->dir));
+    ck_assert_int_eq(chmod(d->dir, 0755), 0);   /* other uids reach the socket */
+    rb_test_instance(d->inst, sizeof(d->inst));
+    snprintf(d->sock, sizeof(d->sock), "%s/s.sock", d->dir);
+    snprintf(d->conf, sizeof(d->conf), "%s/ringbloomd.conf", d->dir);
+    snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+    if (rbd_nprocs == 0)
+        atexit(rbd_atexit);
+    ck_assert_int_lt(rbd_nprocs, RBD_MAX_PROCS);
+    rbd_procs[rbd_nprocs++] = d;
+    rbd_write_conf(d, extra);
+    rbd_launch(d, NULL);
+}
+
+static inline rb_conn_t *rbd_connect(const rbd_proc_t *d)
+{
+    rb_conn_t *c;
+    ck_assert_int_eq(rb_conn_open(NULL, d->sock, 10000, &c), RB_OK);
+    return c;
+}
+
+/* Runs a command given as words (NULL-terminated) and returns the reply
+ * text (static buffer) and code. */
+static inline const char *rbd_cmd(rb_conn_t *c, int *rc, ...)
+{
+    static char buf[65536];
+    const char *argv[64];
+    size_t argl[64], argc = 0;
+    va_list ap;
+    const char *a;
+
+    va_start(ap, rc);
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 64) {
+        argv[argc] = a;
+        argl[argc++] = strlen(a);
+    }
+    va_end(ap);
+    *rc = rb_conn_command(c, argc, argv, argl, buf, sizeof(buf));
+    return buf;
+}
+
+/* Asserts the reply text of a command. */
+#define rbd_expect(c, want, ...)                                                         \
+    do {                                                                                 \
+        int rc_;                                                                         \
+        const char *got_ = rbd_cmd((c), &rc_, __VA_ARGS__, (const char *)NULL);         \
+        ck_assert_msg(strcmp(got_, (want)) == 0, "expected [%s], got [%s] (rc %d)", (want), \
+                      got_, rc_);                                                        \
+    } while (0)
+
+#endif /* RBD_TEST_H */
