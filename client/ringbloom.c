@@ -35,6 +35,7 @@ static void usage(FILE *f)
         "\n"
         "answered from shared memory (no daemon round trip):\n"
         "  lookup KEY [-n N]            node owning KEY (or the first N distinct nodes)\n"
+        "  lookup -                     KEY<TAB>NODE for every line of standard input\n"
         "  exists FILTER KEY...         is each KEY (maybe) in FILTER?\n"
         "  nodes                        ring members and weights\n"
         "sent to the daemon:\n"
@@ -46,6 +47,7 @@ static void usage(FILE *f)
         "  reserve FILTER ERROR CAPACITY [--nonscaling] [--expansion N]\n"
         "          [--layout standard|blocked]\n"
         "  info [SECTION]               the daemon's INFO\n"
+        "  shutdown                     snapshot and stop the daemon\n"
         "\n"
         "exit status: 0 ok / all present, 1 some key not present, 2 usage,\n"
         "             3 daemon or segment unreachable, 4 refused by the daemon, 5 other\n");
@@ -134,6 +136,31 @@ static int parse_u32(const char *s, uint32_t *out)
 
 /* ---- reads from shared memory ----------------------------------------------- */
 
+/* lookup -: one key per input line, "key<TAB>node" per output line. */
+static int lookup_stream(rb_segment_t *seg)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int ex = EX_YES;
+
+    while ((len = getline(&line, &cap, stdin)) >= 0) {
+        rb_node_t n;
+        int rc;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        rc = rb_ring_lookup(seg, line, (size_t)len, &n);
+        if (rc != RB_OK) {
+            ex = fail(rc == RB_EEMPTY ? EX_NO : EX_FAIL, "lookup", rc);
+            break;
+        }
+        printf("%s\t%s\n", line, n.name);
+    }
+    free(line);
+    rb_segment_close(seg);
+    return ex;
+}
+
 static int cmd_lookup(int argc, char **argv)
 {
     uint32_t n = 1;
@@ -161,6 +188,8 @@ static int cmd_lookup(int argc, char **argv)
     }
     if ((ex = attach(&seg)) != EX_YES)
         return ex;
+    if (strcmp(key, "-") == 0)
+        return lookup_stream(seg);
     nodes = calloc(n, sizeof(*nodes));
     if (nodes == NULL)
         return fail(EX_FAIL, "lookup", RB_ENOMEM);
@@ -568,6 +597,28 @@ static int cmd_info(int argc, char **argv)
     return ex;
 }
 
+static int cmd_shutdown(int argc, char **argv)
+{
+    const char *args[1] = { "SHUTDOWN" };
+    size_t lens[1] = { 8 };
+    char buf[256];
+    rb_conn_t *c;
+    int rc, ex;
+
+    (void)argv;
+    if (argc != 1) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if ((ex = open_conn(&c)) != EX_YES)
+        return ex;
+    /* The daemon closes the connection once it has saved and stopped. */
+    rc = rb_conn_command(c, 1, args, lens, buf, sizeof(buf));
+    ex = rc == RB_EDAEMON ? EX_YES : conn_fail(c, "shutdown", rc);
+    rb_conn_close(c);
+    return ex;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -584,7 +635,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         { "lookup", cmd_lookup }, { "exists", cmd_exists }, { "nodes", cmd_nodes },
         { "add", cmd_add }, { "load", cmd_load }, { "node", cmd_node },
-        { "reserve", cmd_reserve }, { "info", cmd_info },
+        { "reserve", cmd_reserve }, { "info", cmd_info }, { "shutdown", cmd_shutdown },
     };
     int opt;
 

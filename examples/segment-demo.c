@@ -1,5 +1,5 @@
 /*
- * demo.c - the library end to end, without the daemon.
+ * segment-demo.c - the library end to end, without the daemon.
  *
  * The writer (this process) creates a segment for a private instance,
  * publishes a 4-node ring and a Bloom filter of seen URLs, then starts a
@@ -7,8 +7,8 @@
  * read-only and answers lookups and membership queries from shared memory.
  * The writer then adds a fifth node and the reader shows which keys moved.
  *
- *   usage: demo                 run the whole demo
- *          demo --reader NAME   the reader half (started by the demo)
+ *   usage: segment-demo                 run the whole demo
+ *          segment-demo --reader NAME   the reader half (started by the demo)
  */
 #include <errno.h>
 #include <spawn.h>
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--reader") == 0)
         return reader(argv[2]);
     if (argc != 1) {
-        fprintf(stderr, "usage: demo\n");
+        fprintf(stderr, "usage: segment-demo\n");
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof(self) - 1);

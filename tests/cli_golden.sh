@@ -1,0 +1,108 @@
+#!/bin/sh
+# Golden-output test of the ringbloom CLI and of ringbloomd driven by the
+# real redis-cli: runs a fixed session against a private daemon and compares
+# everything printed (and every exit status) with tests/golden/cli.out.
+# Regenerate after an intended change with: RB_GOLDEN_UPDATE=1 make check
+set -u
+srcdir=${srcdir:-$(dirname "$0")/..}
+golden="$srcdir/tests/golden/cli.out"
+daemon=${RB_DAEMON:-../daemon/ringbloomd}
+cli=${RB_CLI:-../client/ringbloom}
+if ! command -v redis-cli >/dev/null 2>&1; then
+    echo "redis-cli not found (Debian package redis-tools)"
+    echo "Checks: 1, Failures: 1, Errors: 0"
+    exit 1
+fi
+dir=$(mktemp -d /tmp/rbtest.cli.XXXXXX)
+inst="cli$$"
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+    rm -f "/dev/shm/ringbloom.$inst"
+    rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+cat > "$dir/conf" <<CONF
+instance $inst
+socket $dir/s.sock
+dir $dir/state
+pidfile $dir/pid
+ring-replicas 160
+CONF
+"$daemon" -f -c "$dir/conf" 2>"$dir/daemon.log" &
+pid=$!
+i=0
+while ! redis-cli -s "$dir/s.sock" PING >/dev/null 2>&1; do
+    i=$((i + 1))
+    if [ $i -gt 200 ]; then echo "daemon did not start"; cat "$dir/daemon.log"; exit 1; fi
+    sleep 0.05
+done
+
+out="$dir/out"
+run() {   # run WORDS...: prints the command, its output and exit status
+    echo "\$ $*" | sed "s|$dir|DIR|g; s|$inst|INST|g"
+    "$@" 2>&1 | sed "s|$dir|DIR|g; s|$inst|INST|g"
+    echo "[exit $(cat "$dir/rc")]"
+}
+C() { "$cli" -i "$inst" -s "$dir/s.sock" "$@"; echo $? > "$dir/rc"; }
+R() { redis-cli -s "$dir/s.sock" "$@"; echo $? > "$dir/rc"; }
+CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "$dir/rc"; }
+{
+    run C node add cache-a.example:11211
+    run C node add cache-b.example:11211 2
+    run C node add cache-c.example:11211
+    run C node add cache-b.example:11211
+    run C nodes
+    run C --json nodes
+    run C lookup https://example.org/index.html
+    run C lookup https://example.org/index.html -n 3
+    run C --json lookup user:1001 -n 2
+    run C node weight cache-a.example:11211 3
+    run C node remove cache-c.example:11211
+    run C node remove cache-c.example:11211
+    run C lookup https://example.org/index.html -n 3
+    run C reserve urls 0.0001 1000
+    run C add urls https://a.example/1 https://a.example/2 https://a.example/1
+    run C --json add urls https://a.example/2 https://a.example/3
+    run C exists urls https://a.example/1 https://a.example/3
+    run C exists urls https://a.example/1 https://z.example/none
+    run C --json exists urls https://z.example/none
+    printf 'https://b.example/1\nhttps://b.example/2\nhttps://a.example/1\n\nhttps://b.example/1\n' > "$dir/list"
+    run C load urls "$dir/list"
+    printf 'user:1\nuser:2\nhttps://example.org/index.html\n' > "$dir/keys"
+    run CIN "$dir/keys" lookup -
+    run C exists nosuch key
+    run C lookup
+    run C frobnicate
+    run R PING
+    run R RING.NODES
+    run R RING.GET https://example.org/index.html
+    run R BF.RESERVE seen 0.0001 100 NONSCALING
+    run R BF.MADD seen one two one
+    run R BF.EXISTS seen two
+    run R BF.EXISTS seen three
+    run R BF.INFO seen
+    run R BF.INFO seen ITEMS
+    run R BF.CARD seen
+    run R BF.RESERVE seen 0.01 100
+    run R BF.RESERVE bad 2 100
+    run R BF.ADD seen
+    run R NOSUCH x
+    run C shutdown
+    run C info
+} > "$out"
+
+if [ "${RB_GOLDEN_UPDATE:-0}" = 1 ]; then
+    cp "$out" "$golden"
+    echo "golden file updated: $golden"
+fi
+i=0   # the session ends with a shutdown; give the daemon 5 s to exit
+while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.05; done
+kill -0 "$pid" 2>/dev/null || pid=
+if diff -u "$golden" "$out"; then
+    echo "CLI golden output: $(grep -c '^\$ ' "$out") commands match"
+    echo "Checks: 1, Failures: 0, Errors: 0"
+    exit 0
+fi
+echo "Checks: 1, Failures: 1, Errors: 0"
+exit 1
