@@ -531,6 +531,50 @@ START_TEST(test_daemon_limits_give_clear_errors)
 }
 END_TEST
 
+/* A reader attached before the daemon died keeps answering, and follows
+ * the restarted daemon to its new segment without being told. */
+START_TEST(test_daemon_reader_follows_restart_with_new_segment)
+{
+    rb_segment_t *r;
+    rb_bloom_t *bf;
+    rb_node_t n;
+    rb_conn_t *c;
+    int moved = 0;
+
+    rbd_start(&d, "appendfsync always");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "before");
+    rbd_expect(c, "1", "BF.ADD", "f", "old-key");
+    rb_conn_close(c);
+    ck_assert_int_eq(rb_segment_attach(d.inst, 0, &r), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(r, "f", 1, &bf), RB_OK);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    /* Daemon gone, segment unlinked: the mapping still answers. */
+    ck_assert_int_eq(rb_ring_lookup(r, "k", 1, &n), RB_OK);
+    ck_assert_str_eq(n.name, "before");
+    rbd_launch(&d, NULL);                   /* restores snapshot + log */
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "after");
+    rbd_expect(c, "OK", "RING.REMOVE", "before");
+    rbd_expect(c, "1", "BF.ADD", "f", "new-key");
+    rb_conn_close(c);
+    /* Within a few seconds (stale heartbeat), lookups move by themselves. */
+    for (int i = 0; i < 200 && !moved; i++) {
+        for (int j = 0; j < 2048; j++)
+            ck_assert_int_eq(rb_ring_lookup(r, "k", 1, &n), RB_OK);
+        moved = strcmp(n.name, "after") == 0;
+        if (!moved)
+            usleep(50000);
+    }
+    ck_assert_msg(moved, "reader never moved to the restarted daemon's segment");
+    ck_assert_int_eq(rb_bloom_contains(bf, "new-key", 7), 1);
+    ck_assert_int_eq(rb_bloom_contains(bf, "old-key", 7), 1);
+    rb_bloom_close(bf);
+    rb_segment_close(r);
+}
+END_TEST
+
 static Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -549,6 +593,7 @@ static Suite *daemon_suite(void)
     tcase_add_test(tc, test_daemon_sighup_reloads_write_access);
     tcase_add_test(tc, test_daemon_corrupt_snapshot_refuses_start);
     tcase_add_test(tc, test_daemon_limits_give_clear_errors);
+    tcase_add_test(tc, test_daemon_reader_follows_restart_with_new_segment);
     suite_add_tcase(s, tc);
     return s;
 }
