@@ -6,6 +6,9 @@
 
 #include "rb_hash.h"
 
+#include <md5.h>
+#include <zlib.h>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -74,4 +77,31 @@ rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
     XXH128_hash_t h = XXH3_128bits_withSecret(key, len, secret, secret_len);
     rb_h128_t r = { h.low64, h.high64 };
     return r;
+}
+
+uint32_t rb_hash_md5_le32(const void *data, size_t len, unsigned word)
+{
+    unsigned char d[MD5_DIGEST_LENGTH];
+    MD5_CTX ctx;
+
+    MD5Init(&ctx);
+    MD5Update(&ctx, data, len);
+    MD5Final(d, &ctx);
+    word &= 3;
+    return (uint32_t)d[4 * word] | (uint32_t)d[4 * word + 1] << 8 |
+           (uint32_t)d[4 * word + 2] << 16 | (uint32_t)d[4 * word + 3] << 24;
+}
+
+uint32_t rb_hash_crc32(uint32_t crc, const void *data, size_t len)
+{
+    /* zlib takes lengths as uInt: feed huge inputs in pieces. */
+    const unsigned char *p = data;
+
+    while (len > 0) {
+        uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = (uint32_t)crc32(crc, p, n);
+        p += n;
+        len -= n;
+    }
+    return crc;
 }

@@ -9,6 +9,8 @@
  *     Horner over code points in a 64-bit ring, seeded with
  *     salt * 0x9E3779B1 + 1.  Deliberately weak; kept bit-exact so the seed
  *     tables reproduce (see docs/design.md, "seed mode").
+ *   - rb_hash_md5_le32 / rb_hash_crc32: libmd MD5 and zlib CRC-32 for the
+ *     ketama (libmemcached) and nginx ring modes.
  *   - rb_hash_keyed128: XXH3-128 with a per-filter random 192-byte secret,
  *     split into (h1, h2) for double hashing.  The secret stops remote users
  *     from crafting keys that collide in a filter.
@@ -29,5 +31,11 @@ uint64_t rb_hash_xxh3(const void *key, size_t len);
 uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt);
 rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
                            const void *key, size_t len);
+
+/* Compatibility modes (byte-exact with the real implementations):
+ * word i (0..3) of MD5(data), little-endian (libmemcached ketama), and
+ * zlib's crc32 continued from crc (nginx's hash ... consistent). */
+uint32_t rb_hash_md5_le32(const void *data, size_t len, unsigned word);
+uint32_t rb_hash_crc32(uint32_t crc, const void *data, size_t len);
 
 #endif /* RB_HASH_H */

@@ -22,6 +22,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -38,53 +39,39 @@ typedef struct ring_node {
     char    *name;
     uint32_t len;
     uint32_t weight;
+    uint32_t seq;    /* order of addition: the "server list" order */
 } ring_node_t;
 
 typedef struct ring_point {
     uint64_t pos;
     uint32_t node;   /* index into nodes[] (sorted by name) */
+    uint32_t tie;    /* order among equal positions: node (xxh3, seed) or
+                        seq (ketama, nginx: the compatible order) */
 } ring_point_t;
 
 struct rb_ring {
     rb_ring_mode_t mode;
     uint32_t replicas;
+    uint32_t next_seq;
     ring_node_t *nodes;    /* sorted by name (bytewise, shorter first) */
     size_t nnodes, ncap;
-    ring_point_t *pts;     /* sorted by (pos, node) */
+    ring_point_t *pts;     /* sorted by (pos, tie) */
     size_t npts, pcap;
 };
 
 /* ---- hashing by mode ------------------------------------------------- */
 
-static int mode_ok(uint64_t mode)
-{
-    return mode == RB_RING_XXH3 || mode == RB_RING_SEED;
-}
-
-static uint64_t key_pos(uint64_t mode, const void *key, size_t len)
-{
-    if (mode == RB_RING_SEED)
-        return rb_hash_seed(key, len, 0);
-    return rb_hash_xxh3(key, len);
-}
-
-static uint64_t vnode_pos(rb_ring_mode_t mode, const char *name, size_t len,
-                          uint32_t r)
-{
-    char buf[RB_NODE_NAME_MAX + 16];
-    int n;
-
-    memcpy(buf, name, len);
-    n = snprintf(buf + len, sizeof(buf) - len, "#%u", r);
-    if (mode == RB_RING_SEED)
-        return rb_hash_seed(buf, len + (size_t)n, r);
-    return rb_hash_xxh3(buf, len + (size_t)n);
-}
-
 static const struct {
     const char *name;
     rb_ring_mode_t mode;
-} mode_names[] = { { "xxh3", RB_RING_XXH3 }, { "seed", RB_RING_SEED } };
+} mode_names[] = { { "xxh3", RB_RING_XXH3 }, { "ketama", RB_RING_KETAMA },
+                   { "nginx", RB_RING_NGINX }, { "seed", RB_RING_SEED } };
+
+static int mode_ok(uint64_t mode)
+{
+    return mode == RB_RING_XXH3 || mode == RB_RING_KETAMA || mode == RB_RING_NGINX ||
+           mode == RB_RING_SEED;
+}
 
 const char *rb_ring_mode_name(rb_ring_mode_t mode)
 {
@@ -103,6 +90,151 @@ int rb_ring_mode_parse(const char *s, size_t len, rb_ring_mode_t *out)
         }
     }
     return RB_EINVAL;
+}
+
+/* Compatible modes order equal positions by addition (their server list
+ * order); ours by name, so the table never depends on that order. */
+static int tie_by_seq(rb_ring_mode_t mode)
+{
+    return mode == RB_RING_KETAMA || mode == RB_RING_NGINX;
+}
+
+/* Ketama and nginx work on 32-bit positions: kept in the top half of the
+ * 64-bit ring, where the lower bound is the same. */
+static uint64_t key_pos(uint64_t mode, const void *key, size_t len)
+{
+    switch (mode) {
+    case RB_RING_SEED:
+        return rb_hash_seed(key, len, 0);
+    case RB_RING_KETAMA:
+        return (uint64_t)rb_hash_md5_le32(key, len, 0) << 32;
+    case RB_RING_NGINX:
+        return (uint64_t)rb_hash_crc32(0, key, len) << 32;
+    default:
+        return rb_hash_xxh3(key, len);
+    }
+}
+
+/* "host:port" -> host and port as nginx splits it: the port is the run of
+ * digits after the last ':' (nothing inserted when there is none); a
+ * "unix:" prefix means no port. */
+static void split_nginx(const char *name, size_t len, size_t *hostlen, const char **port,
+                        size_t *portlen)
+{
+    *hostlen = len;
+    *port = name + len;
+    *portlen = 0;
+    if (len >= 5 && strncasecmp(name, "unix:", 5) == 0)
+        return;
+    for (size_t j = 0; j < len; j++) {
+        char c = name[len - 1 - j];
+        if (c == ':') {
+            *hostlen = len - j - 1;
+            *port = name + len - j;
+            *portlen = j;
+            return;
+        }
+        if (c < '0' || c > '9')
+            return;
+    }
+}
+
+/* "host:port" -> host and numeric port as libmemcached holds them
+ * (no port: 11211, its default). */
+static void split_ketama(const char *name, size_t len, size_t *hostlen, unsigned *port)
+{
+    const char *p;
+    size_t portlen;
+
+    split_nginx(name, len, hostlen, &p, &portlen);
+    *port = 11211;
+    if (portlen > 0 && portlen <= 5) {
+        unsigned v = 0;
+        for (size_t i = 0; i < portlen; i++)
+            v = v * 10 + (unsigned)(p[i] - '0');
+        if (v != 0)
+            *port = v;
+    }
+}
+
+/* Points of one node.  total_weight / nnodes: the whole membership (ketama
+ * sizes each server by its share). */
+static int gen_points(const rb_ring_t *r, size_t idx, uint64_t total_weight, size_t nnodes,
+                      ring_point_t **out, size_t *n)
+{
+    const ring_node_t *nd = &r->nodes[idx];
+    uint32_t tie = tie_by_seq(r->mode) ? nd->seq : (uint32_t)idx;
+    ring_point_t *p;
+    size_t c;
+
+    if (r->mode == RB_RING_KETAMA) {
+        /* libmemcached hosts.cc: computed in float, as it does. */
+        float pct = (float)nd->weight / (float)total_weight;
+        c = (size_t)(floorf(pct * 160.0f / 4.0f * (float)nnodes + 0.0000000001f) * 4.0f);
+    } else if (r->mode == RB_RING_NGINX) {
+        c = (size_t)160 * nd->weight;
+    } else {
+        c = (size_t)r->replicas * nd->weight;
+    }
+    p = malloc((c ? c : 1) * sizeof(*p));
+    if (p == NULL)
+        return RB_ENOMEM;
+    if (r->mode == RB_RING_KETAMA) {
+        char buf[RB_NODE_NAME_MAX + 32];
+        size_t hostlen;
+        unsigned port;
+        split_ketama(nd->name, nd->len, &hostlen, &port);
+        for (size_t d = 0; d < c / 4; d++) {
+            int len = port == 11211
+                ? snprintf(buf, sizeof(buf), "%.*s-%zu", (int)hostlen, nd->name, d)
+                : snprintf(buf, sizeof(buf), "%.*s:%u-%zu", (int)hostlen, nd->name, port, d);
+            for (uint32_t x = 0; x < 4; x++) {
+                p[4 * d + x].pos = (uint64_t)rb_hash_md5_le32(buf, (size_t)len, x) << 32;
+                p[4 * d + x].node = (uint32_t)idx;
+                p[4 * d + x].tie = tie;
+            }
+        }
+    } else if (r->mode == RB_RING_NGINX) {
+        size_t hostlen, portlen;
+        const char *port;
+        uint32_t base, prev = 0;
+        unsigned char le[4];
+        split_nginx(nd->name, nd->len, &hostlen, &port, &portlen);
+        base = rb_hash_crc32(0, nd->name, hostlen);
+        base = rb_hash_crc32(base, "", 1);
+        base = rb_hash_crc32(base, port, portlen);
+        for (size_t j = 0; j < c; j++) {
+            le[0] = (unsigned char)prev;
+            le[1] = (unsigned char)(prev >> 8);
+            le[2] = (unsigned char)(prev >> 16);
+            le[3] = (unsigned char)(prev >> 24);
+            prev = rb_hash_crc32(base, le, 4);
+            p[j].pos = (uint64_t)prev << 32;
+            p[j].node = (uint32_t)idx;
+            p[j].tie = tie;
+        }
+    } else {
+        char buf[RB_NODE_NAME_MAX + 16];
+        memcpy(buf, nd->name, nd->len);
+        for (size_t i = 0; i < c; i++) {
+            int k = snprintf(buf + nd->len, sizeof(buf) - nd->len, "#%zu", i);
+            p[i].pos = r->mode == RB_RING_SEED ? rb_hash_seed(buf, nd->len + (size_t)k, i)
+                                               : rb_hash_xxh3(buf, nd->len + (size_t)k);
+            p[i].node = (uint32_t)idx;
+            p[i].tie = tie;
+        }
+    }
+    *out = p;
+    *n = c;
+    return RB_OK;
+}
+
+/* Points a node of this weight gets (ketama: on average). */
+static uint64_t points_for(const rb_ring_t *r, uint64_t weight)
+{
+    if (r->mode == RB_RING_KETAMA || r->mode == RB_RING_NGINX)
+        return 160 * weight;
+    return (uint64_t)r->replicas * weight;
 }
 
 /* ---- writer model ------------------------------------------------------ */
@@ -141,6 +273,16 @@ size_t rb_ring_node_count(const rb_ring_t *ring)
 size_t rb_ring_point_count(const rb_ring_t *ring)
 {
     return ring ? ring->npts : 0;
+}
+
+rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring)
+{
+    return ring->mode;
+}
+
+uint32_t rb_ring_replicas(const rb_ring_t *ring)
+{
+    return ring->replicas;
 }
 
 static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
@@ -184,26 +326,7 @@ static int point_cmp(const void *a, const void *b)
     const ring_point_t *x = a, *y = b;
     if (x->pos != y->pos)
         return x->pos < y->pos ? -1 : 1;
-    return x->node < y->node ? -1 : x->node > y->node;
-}
-
-/* The sorted points of one node (index `node`), in a new array. */
-static int gen_points(const rb_ring_t *r, const char *name, size_t len,
-                      uint32_t weight, uint32_t node, ring_point_t **out, size_t *n)
-{
-    size_t c = (size_t)r->replicas * weight;
-    ring_point_t *p = malloc(c * sizeof(*p));
-
-    if (p == NULL)
-        return RB_ENOMEM;
-    for (size_t i = 0; i < c; i++) {
-        p[i].pos = vnode_pos(r->mode, name, len, (uint32_t)i);
-        p[i].node = node;
-    }
-    qsort(p, c, sizeof(*p), point_cmp);
-    *out = p;
-    *n = c;
-    return RB_OK;
+    return x->tie < y->tie ? -1 : x->tie > y->tie;
 }
 
 static int reserve_points(rb_ring_t *r, size_t total)
@@ -238,27 +361,98 @@ static void merge_points(rb_ring_t *r, const ring_point_t *add, size_t n)
     r->npts += n;
 }
 
-/* Drops node j's points and renumbers the nodes after it. */
-static void drop_points(rb_ring_t *r, uint32_t j)
+/* A node was inserted at index `at` (delta +1) or removed from it (delta
+ * -1, its points already dropped): shift the indices after it, and the
+ * ties that are indices. */
+static void shift_nodes(rb_ring_t *r, size_t at, int delta)
+{
+    int by_name = !tie_by_seq(r->mode);
+
+    for (size_t i = 0; i < r->npts; i++) {
+        if (r->pts[i].node >= at) {
+            r->pts[i].node = (uint32_t)((int64_t)r->pts[i].node + delta);
+            if (by_name)
+                r->pts[i].tie = r->pts[i].node;
+        }
+    }
+}
+
+/* Drops the points of node `node` (indices unchanged). */
+static void drop_points(rb_ring_t *r, size_t node)
 {
     size_t w = 0;
 
-    for (size_t i = 0; i < r->npts; i++) {
-        if (r->pts[i].node == j)
-            continue;
-        r->pts[w] = r->pts[i];
-        if (r->pts[w].node > j)
-            r->pts[w].node--;
-        w++;
-    }
+    for (size_t i = 0; i < r->npts; i++)
+        if (r->pts[i].node != node)
+            r->pts[w++] = r->pts[i];
     r->npts = w;
+}
+
+/* Regenerates every point for mode/replicas; nothing changes on error. */
+static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
+{
+    rb_ring_t probe = *r;
+    uint64_t total = 0, weights = 0;
+    ring_point_t *pts;
+    size_t n = 0, cap;
+
+    probe.mode = mode;
+    probe.replicas = replicas;
+    for (size_t i = 0; i < r->nnodes; i++) {
+        total += points_for(&probe, r->nodes[i].weight);
+        weights += r->nodes[i].weight;
+    }
+    if (total > RB_RING_MAX_POINTS)
+        return RB_ERANGE;
+    /* ketama rounds each server's share down to whole digests, and the
+     * float share can round up by one digest. */
+    cap = (size_t)total + 4 * r->nnodes + 1;
+    pts = malloc(cap * sizeof(*pts));
+    if (pts == NULL)
+        return RB_ENOMEM;
+    for (size_t i = 0; i < r->nnodes; i++) {
+        ring_point_t *one;
+        size_t c;
+        if (gen_points(&probe, i, weights, r->nnodes, &one, &c) != RB_OK || n + c > cap) {
+            free(pts);
+            return RB_ENOMEM;
+        }
+        memcpy(pts + n, one, c * sizeof(*one));
+        n += c;
+        free(one);
+    }
+    qsort(pts, n, sizeof(*pts), point_cmp);
+    free(r->pts);
+    r->pts = pts;
+    r->npts = n;
+    r->pcap = cap;
+    r->mode = mode;
+    r->replicas = replicas;
+    return RB_OK;
+}
+
+int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
+{
+    if (r == NULL || !mode_ok(mode) || replicas > RB_RING_MAX_REPLICAS)
+        return RB_EINVAL;
+    return rebuild(r, mode, replicas ? replicas : r->replicas);
+}
+
+/* Points of the membership with weight changed by delta. */
+static uint64_t points_total_after(const rb_ring_t *r, int64_t delta)
+{
+    uint64_t w = 0;
+
+    for (size_t i = 0; i < r->nnodes; i++)
+        w += r->nodes[i].weight;
+    return points_for(r, (uint64_t)((int64_t)w + delta));
 }
 
 int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
 {
-    ring_point_t *add;
+    ring_point_t *add = NULL;
     ring_node_t *nodes;
-    size_t at, n;
+    size_t at, n = 0;
     char *copy;
     int rc;
 
@@ -266,8 +460,7 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
         return RB_EINVAL;
     if (node_find(r, name, len, &at))
         return RB_EEXIST;
-    if (r->nnodes >= RB_RING_MAX_NODES ||
-        r->npts + (size_t)r->replicas * weight > RB_RING_MAX_POINTS)
+    if (r->nnodes >= RB_RING_MAX_NODES || points_total_after(r, weight) > RB_RING_MAX_POINTS)
         return RB_ERANGE;
     if (r->nnodes == r->ncap) {
         size_t cap = r->ncap ? r->ncap * 2 : 16;
@@ -282,132 +475,103 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
         return RB_ENOMEM;
     memcpy(copy, name, len);
     copy[len] = '\0';
-    rc = gen_points(r, name, len, weight, (uint32_t)at, &add, &n);
-    if (rc != RB_OK) {
-        free(copy);
-        return rc;
-    }
-    rc = reserve_points(r, r->npts + n);
-    if (rc != RB_OK) {
-        free(add);
-        free(copy);
-        return rc;
-    }
-    for (size_t i = 0; i < r->npts; i++)
-        if (r->pts[i].node >= at)
-            r->pts[i].node++;
+    shift_nodes(r, at, +1);
     memmove(&r->nodes[at + 1], &r->nodes[at], (r->nnodes - at) * sizeof(ring_node_t));
     r->nodes[at].name = copy;
     r->nodes[at].len = (uint32_t)len;
     r->nodes[at].weight = weight;
+    r->nodes[at].seq = r->next_seq++;
     r->nnodes++;
-    merge_points(r, add, n);
+    if (r->mode == RB_RING_KETAMA) {
+        /* Every server's share changed: ketama rebuilds. */
+        rc = rebuild(r, r->mode, r->replicas);
+    } else {
+        rc = gen_points(r, at, 0, 0, &add, &n);
+        if (rc == RB_OK) {
+            qsort(add, n, sizeof(*add), point_cmp);
+            rc = reserve_points(r, r->npts + n);
+        }
+    }
+    if (rc != RB_OK) {
+        free(add);
+        r->nnodes--;
+        memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at) * sizeof(ring_node_t));
+        shift_nodes(r, at + 1, -1);
+        free(copy);
+        return rc;
+    }
+    if (add != NULL)
+        merge_points(r, add, n);
     free(add);
     return RB_OK;
 }
 
 int rb_ring_remove(rb_ring_t *r, const char *name, size_t len)
 {
+    ring_node_t gone;
     size_t at;
 
     if (r == NULL || !name_valid(name, len))
         return RB_EINVAL;
     if (!node_find(r, name, len, &at))
         return RB_ENOENT;
-    drop_points(r, (uint32_t)at);
-    free(r->nodes[at].name);
-    memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
-    r->nnodes--;
+    gone = r->nodes[at];
+    if (r->mode == RB_RING_KETAMA) {
+        int rc;
+        memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
+        r->nnodes--;
+        rc = rebuild(r, r->mode, r->replicas);
+        if (rc != RB_OK) {
+            memmove(&r->nodes[at + 1], &r->nodes[at], (r->nnodes - at) * sizeof(ring_node_t));
+            r->nodes[at] = gone;
+            r->nnodes++;
+            return rc;
+        }
+    } else {
+        drop_points(r, at);
+        shift_nodes(r, at + 1, -1);
+        memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
+        r->nnodes--;
+    }
+    free(gone.name);
     return RB_OK;
 }
 
 int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
 {
-    ring_point_t *add;
-    size_t at, n, old;
+    ring_point_t *add = NULL;
+    uint32_t old;
+    size_t at, n = 0;
     int rc;
 
     if (r == NULL || !name_valid(name, len) || weight == 0 || weight > RB_RING_MAX_WEIGHT)
         return RB_EINVAL;
     if (!node_find(r, name, len, &at))
         return RB_ENOENT;
-    old = (size_t)r->replicas * r->nodes[at].weight;
-    if (r->npts - old + (size_t)r->replicas * weight > RB_RING_MAX_POINTS)
+    old = r->nodes[at].weight;
+    if (points_total_after(r, (int64_t)weight - (int64_t)old) > RB_RING_MAX_POINTS)
         return RB_ERANGE;
-    rc = gen_points(r, name, len, weight, (uint32_t)at, &add, &n);
-    if (rc != RB_OK)
+    r->nodes[at].weight = weight;
+    if (r->mode == RB_RING_KETAMA) {
+        rc = rebuild(r, r->mode, r->replicas);
+        if (rc != RB_OK)
+            r->nodes[at].weight = old;
         return rc;
-    rc = reserve_points(r, r->npts - old + n);
+    }
+    rc = gen_points(r, at, 0, 0, &add, &n);
+    if (rc == RB_OK) {
+        qsort(add, n, sizeof(*add), point_cmp);
+        rc = reserve_points(r, r->npts + n);
+    }
     if (rc != RB_OK) {
         free(add);
+        r->nodes[at].weight = old;
         return rc;
     }
-    /* Drop node at's points without renumbering: it stays at index at. */
-    {
-        size_t w = 0;
-        for (size_t i = 0; i < r->npts; i++)
-            if (r->pts[i].node != at)
-                r->pts[w++] = r->pts[i];
-        r->npts = w;
-    }
-    r->nodes[at].weight = weight;
+    drop_points(r, at);
     merge_points(r, add, n);
     free(add);
     return RB_OK;
-}
-
-int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
-{
-    ring_point_t *pts;
-    uint64_t total = 0;
-    size_t n = 0;
-
-    if (r == NULL || !mode_ok(mode) || replicas > RB_RING_MAX_REPLICAS)
-        return RB_EINVAL;
-    if (replicas == 0)
-        replicas = r->replicas;
-    for (size_t i = 0; i < r->nnodes; i++)
-        total += (uint64_t)replicas * r->nodes[i].weight;
-    if (total > RB_RING_MAX_POINTS)
-        return RB_ERANGE;
-    pts = malloc((total ? total : 1) * sizeof(*pts));
-    if (pts == NULL)
-        return RB_ENOMEM;
-    {
-        rb_ring_t probe = *r;
-        probe.mode = mode;
-        probe.replicas = replicas;
-        for (size_t i = 0; i < r->nnodes; i++) {
-            ring_point_t *one;
-            size_t c;
-            if (gen_points(&probe, r->nodes[i].name, r->nodes[i].len, r->nodes[i].weight,
-                           (uint32_t)i, &one, &c) != RB_OK) {
-                free(pts);
-                return RB_ENOMEM;
-            }
-            memcpy(pts + n, one, c * sizeof(*one));
-            n += c;
-            free(one);
-        }
-    }
-    qsort(pts, n, sizeof(*pts), point_cmp);
-    free(r->pts);
-    r->pts = pts;
-    r->npts = n;
-    r->pcap = total ? total : 1;
-    r->mode = mode;
-    r->replicas = replicas;
-    return RB_OK;
-}
-
-rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring)
-{
-    return ring->mode;
-}
-
-uint32_t rb_ring_replicas(const rb_ring_t *ring)
-{
-    return ring->replicas;
 }
 
 /* ---- serialisation of one copy ----------------------------------------- */
@@ -467,7 +631,8 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     rb_st(&c->names_bytes, L->names_bytes);
     for (size_t i = 0; i < r->nnodes; i++) {
         rb_st(&d[L->nodes_w + 2 * i], noff | ((uint64_t)r->nodes[i].len << 40));
-        rb_st(&d[L->nodes_w + 2 * i + 1], r->nodes[i].weight);
+        rb_st(&d[L->nodes_w + 2 * i + 1],
+              r->nodes[i].weight | ((uint64_t)r->nodes[i].seq << 32));
         rb_copy_in(&d[L->names_w + noff / 8], r->nodes[i].name, r->nodes[i].len);
         noff += rb_round_up(r->nodes[i].len, 8);
     }
@@ -604,7 +769,7 @@ static int view_node(const ring_view_t *v, uint64_t idx, rb_node_t *out)
     if (idx >= v->nnodes)
         return RB_ECORRUPT;
     w0 = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx]);
-    weight = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx + 1]);
+    weight = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx + 1]) & 0xFFFFFFFFu;
     noff = w0 & NODE_OFF_MASK;
     nlen = w0 >> 40;
     if (nlen == 0 || nlen > RB_NODE_NAME_MAX || (noff & 7) != 0 ||
@@ -838,10 +1003,21 @@ typedef struct load_arg {
     uint64_t npoints;
 } load_arg_t;
 
+typedef struct load_node {
+    rb_node_t node;
+    uint32_t seq;
+} load_node_t;
+
+static int seq_cmp(const void *a, const void *b)
+{
+    const load_node_t *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static int load_fn(const ring_view_t *v, void *arg)
 {
     load_arg_t *a = arg;
-    rb_node_t node;
+    load_node_t *nodes;
     rb_ring_t *r;
     int rc;
 
@@ -850,11 +1026,21 @@ static int load_fn(const ring_view_t *v, void *arg)
     rc = rb_ring_new((rb_ring_mode_t)v->mode, (uint32_t)v->replicas, &r);
     if (rc != RB_OK)
         return rc;
-    for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++) {
-        rc = view_node(v, i, &node);
-        if (rc == RB_OK)
-            rc = rb_ring_add(r, node.name, node.name_len, node.weight);
+    nodes = malloc((v->nnodes ? v->nnodes : 1) * sizeof(*nodes));
+    if (nodes == NULL) {
+        rb_ring_free(r);
+        return RB_ENOMEM;
     }
+    for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++) {
+        rc = view_node(v, i, &nodes[i].node);
+        nodes[i].seq = (uint32_t)(rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * i + 1]) >> 32);
+    }
+    /* Re-adding in the original order keeps the compatible modes' tie order. */
+    if (rc == RB_OK)
+        qsort(nodes, (size_t)v->nnodes, sizeof(*nodes), seq_cmp);
+    for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++)
+        rc = rb_ring_add(r, nodes[i].node.name, nodes[i].node.name_len, nodes[i].node.weight);
+    free(nodes);
     a->ring = r;
     a->npoints = v->npoints;
     return rc == RB_OK ? RB_OK : RB_ECORRUPT;

@@ -237,11 +237,22 @@ RB_EXPORT RB_WUR int rb_default_paths(const char *instance, rb_paths_t *out);
 /* ------------------------------------------------------------------------ */
 
 typedef enum rb_ring_mode {
-    RB_RING_XXH3 = 0,  /* default: XXH3-64 of key and of "name#i"        */
-    RB_RING_SEED = 3   /* the teaching document's hash_str ring (64-bit)  */
+    RB_RING_XXH3 = 0,    /* default: XXH3-64 of key and of "name#i", replicas
+                            x weight points per node                        */
+    RB_RING_KETAMA = 1,  /* libmemcached KETAMA_WEIGHTED, byte-exact: nodes
+                            are "host:port" (default port 11211), ~160 MD5
+                            points per server by weight share; replicas is
+                            not used                                         */
+    RB_RING_NGINX = 2,   /* nginx "hash $key consistent", byte-exact: nodes
+                            are the upstream's server strings, 160 x weight
+                            CRC-32 points; replicas is not used              */
+    RB_RING_SEED = 3     /* the teaching document's hash_str ring (64-bit)  */
 } rb_ring_mode_t;
 
-/* Any process.  "xxh3", "seed" for a mode, and back (case-insensitive).
+/* Any process.  "xxh3", "ketama", "nginx", "seed" for a mode, and back
+ * (case-insensitive).  In the compatible modes (ketama, nginx) equal
+ * points are ordered by the order nodes were added, which must therefore
+ * follow the other side's server list; in the others by node name.
  * rb_ring_mode_name returns "unknown" for a bad value; parse returns
  * RB_EINVAL. */
 RB_EXPORT const char *rb_ring_mode_name(rb_ring_mode_t mode);
