@@ -48,6 +48,11 @@ static void usage(FILE *f)
         "          [--layout standard|blocked]\n"
         "  info [SECTION]               the daemon's INFO\n"
         "  shutdown                     snapshot and stop the daemon\n"
+        "offline, no daemon:\n"
+        "  ring --mode xxh3|ketama|nginx|seed --nodes FILE [--replicas R] < KEYS\n"
+        "                               KEY<TAB>NODE per input line; FILE has one\n"
+        "                               NAME [WEIGHT] per line (host:port for ketama/nginx,\n"
+        "                               in the other side's server order)\n"
         "\n"
         "exit status: 0 ok / all present, 1 some key not present, 2 usage,\n"
         "             3 daemon or segment unreachable, 4 refused by the daemon, 5 other\n");
@@ -292,7 +297,7 @@ static int cmd_nodes(int argc, char **argv)
         count = st.nodes;     /* changed meanwhile: print what we have */
     if (opt_json)
         printf("{\"mode\":\"%s\",\"version\":%llu,\"points\":%u,\"nodes\":[",
-               st.mode == RB_RING_SEED ? "seed" : "xxh3", (unsigned long long)st.version,
+               rb_ring_mode_name((rb_ring_mode_t)st.mode), (unsigned long long)st.version,
                st.points);
     for (size_t i = 0; i < count; i++) {
         if (opt_json) {
@@ -597,6 +602,85 @@ static int cmd_info(int argc, char **argv)
     return ex;
 }
 
+/* ring: build a ring in a private segment from a node file and map
+ * standard input through it - the same code readers run on the daemon's. */
+static int cmd_ring(int argc, char **argv)
+{
+    rb_ring_mode_t mode = RB_RING_XXH3;
+    uint32_t replicas = 0;
+    const char *nodes_path = NULL;
+    rb_segment_t *seg;
+    rb_ring_t *ring;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    unsigned lineno = 0;
+    FILE *f;
+    int rc;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
+            i++;
+            if (rb_ring_mode_parse(argv[i], strlen(argv[i]), &mode) != RB_OK) {
+                fprintf(stderr, "ringbloom: unknown mode '%s' (xxh3, ketama, nginx, seed)\n",
+                        argv[i]);
+                return EX_USAGE;
+            }
+        } else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
+            nodes_path = argv[++i];
+        } else if (strcmp(argv[i], "--replicas") == 0 && i + 1 < argc) {
+            if (parse_u32(argv[++i], &replicas) != 0 || replicas == 0 ||
+                replicas > RB_RING_MAX_REPLICAS) {
+                fprintf(stderr, "ringbloom: --replicas wants a number in [1, %d]\n",
+                        RB_RING_MAX_REPLICAS);
+                return EX_USAGE;
+            }
+        } else {
+            usage(stderr);
+            return EX_USAGE;
+        }
+    }
+    if (nodes_path == NULL) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    f = fopen(nodes_path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "ringbloom: %s: %s\n", nodes_path, strerror(errno));
+        return EX_FAIL;
+    }
+    if ((rc = rb_ring_new(mode, replicas, &ring)) != RB_OK)
+        return fail(EX_FAIL, "ring", rc);
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        char *name, *w, *save;
+        uint32_t weight = 1;
+        lineno++;
+        name = strtok_r(line, " \t\r\n", &save);
+        if (name == NULL || name[0] == '#')
+            continue;
+        w = strtok_r(NULL, " \t\r\n", &save);
+        if ((w != NULL && parse_u32(w, &weight) != 0) || strtok_r(NULL, " \t\r\n", &save)) {
+            fprintf(stderr, "ringbloom: %s:%u: expected NAME [WEIGHT]\n", nodes_path, lineno);
+            fclose(f);
+            return EX_USAGE;
+        }
+        rc = rb_ring_add(ring, name, strlen(name), weight);
+        if (rc != RB_OK) {
+            fprintf(stderr, "ringbloom: %s:%u: %s: %s\n", nodes_path, lineno, name,
+                    rb_strerror(rc));
+            fclose(f);
+            return EX_USAGE;
+        }
+    }
+    fclose(f);
+    free(line);
+    if ((rc = rb_segment_create(NULL, NULL, &seg)) != RB_OK ||
+        (rc = rb_ring_publish(ring, seg)) != RB_OK)
+        return fail(EX_FAIL, "ring", rc);
+    rb_ring_free(ring);
+    return lookup_stream(seg);
+}
+
 static int cmd_shutdown(int argc, char **argv)
 {
     const char *args[1] = { "SHUTDOWN" };
@@ -636,6 +720,7 @@ int main(int argc, char **argv)
         { "lookup", cmd_lookup }, { "exists", cmd_exists }, { "nodes", cmd_nodes },
         { "add", cmd_add }, { "load", cmd_load }, { "node", cmd_node },
         { "reserve", cmd_reserve }, { "info", cmd_info }, { "shutdown", cmd_shutdown },
+        { "ring", cmd_ring },
     };
     int opt;
 

@@ -773,7 +773,7 @@ static void cmd_ring_mode(ctx_t *x)
         return;
     }
     if (rb_ring_mode_parse(x->argv[1], x->argl[1], &mode) != RB_OK) {
-        resp_error(x->out, "ERR unknown ring mode '%.*s' (xxh3 or seed)", (int)x->argl[1],
+        resp_error(x->out, "ERR unknown ring mode '%.*s' (xxh3, ketama, nginx or seed)", (int)x->argl[1],
                    x->argv[1]);
         return;
     }

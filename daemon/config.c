@@ -235,7 +235,7 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
         return 0;
     case T_RINGMODE:
         if (rb_ring_mode_parse(value, strlen(value), &c->ring_mode) != RB_OK) {
-            snprintf(err, errlen, "ring-mode: '%s' is not a ring mode (xxh3 or seed)", value);
+            snprintf(err, errlen, "ring-mode: '%s' is not a ring mode (xxh3, ketama, nginx or seed)", value);
             return -1;
         }
         return 0;

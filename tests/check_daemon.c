@@ -139,7 +139,7 @@ START_TEST(test_daemon_ring_commands)
     rbd_expect(c, "Mode\nxxh3\nReplicas\n100\nNodes\n2\nPoints\n500\nVersion\n4\nBytes per copy\n"
                "6208", "RING.INFO");
     rbd_expect(c, "OK", "RING.MODE", "seed");
-    rbd_expect(c, "ERR unknown ring mode 'nope' (xxh3 or seed)", "RING.MODE", "nope");
+    rbd_expect(c, "ERR unknown ring mode 'nope' (xxh3, ketama, nginx or seed)", "RING.MODE", "nope");
     rbd_expect(c, "OK", "RING.REMOVE", "alpha");
     rbd_expect(c, "beta", "RING.GET", "k");
     rb_segment_close(seg);

@@ -71,6 +71,17 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C load urls "$dir/list"
     printf 'user:1\nuser:2\nhttps://example.org/index.html\n' > "$dir/keys"
     run CIN "$dir/keys" lookup -
+    # Offline rings (no daemon).  The ketama lines are libmemcached's own
+    # answers for these servers (memcached_generate_hash, KETAMA_WEIGHTED).
+    printf '127.0.0.1:11211 1\n127.0.0.1:11212 2\n# a comment\n127.0.0.1:11213 3\n' > "$dir/nodes"
+    printf 'key0\nkey1\nkey2\nkey3\nkey4\nkey5\nkey6\nkey7\nkey8\nkey9\n' > "$dir/k10"
+    run CIN "$dir/k10" ring --mode ketama --nodes "$dir/nodes"
+    run CIN "$dir/k10" ring --mode nginx --nodes "$dir/nodes"
+    run CIN "$dir/k10" ring --mode seed --nodes "$dir/nodes" --replicas 100
+    run CIN "$dir/k10" ring --mode xxh3 --nodes "$dir/nodes"
+    printf 'a b c\n' > "$dir/badnodes"
+    run CIN "$dir/k10" ring --mode nginx --nodes "$dir/badnodes"
+    run CIN "$dir/k10" ring --mode murmur --nodes "$dir/nodes"
     run C exists nosuch key
     run C lookup
     run C frobnicate
