@@ -259,7 +259,9 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     int rc;
 
     if (seg == NULL || params == NULL || !name_ok(name, len) ||
-        (params->flags & ~RB_BLOOM_NONSCALING) != 0 || params->expansion > RB_BLOOM_MAX_EXPANSION)
+        (params->flags & ~(RB_BLOOM_NONSCALING | RB_BLOOM_OVERFILL)) != 0 ||
+        ((params->flags & RB_BLOOM_OVERFILL) && !(params->flags & RB_BLOOM_NONSCALING)) ||
+        params->expansion > RB_BLOOM_MAX_EXPANSION)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
@@ -690,7 +692,8 @@ static int add_fn(const bloom_section_t *cs, void *arg)
         int fresh = !section_test(s, h);
 
         if (fresh) {
-            if (rb_ld(&f->layer[last].items) >= rb_ld(&f->layer[last].capacity)) {
+            if (rb_ld(&f->layer[last].items) >= rb_ld(&f->layer[last].capacity) &&
+                !(rb_ld(&f->flags) & RB_BLOOM_OVERFILL)) {
                 uint64_t cap = rb_ld(&f->layer[last].capacity);
                 uint64_t exp = rb_ld(&f->expansion);
                 int rc;

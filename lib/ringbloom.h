@@ -387,6 +387,9 @@ RB_EXPORT RB_WUR int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layou
 RB_EXPORT double rb_bloom_fpr_formula(uint64_t m, uint32_t k, uint64_t n);
 
 #define RB_BLOOM_NONSCALING 0x1u   /* never add layers: RB_EFULL at capacity */
+#define RB_BLOOM_OVERFILL   0x2u   /* with NONSCALING: the classic filter that
+                                      keeps taking keys past capacity, its FPR
+                                      rising as (1 - e^(-kn/m))^k */
 #define RB_BLOOM_MAX_LAYERS 32
 #define RB_BLOOM_DEFAULT_EXPANSION 2
 #define RB_BLOOM_MAX_EXPANSION 32768
@@ -395,7 +398,7 @@ typedef struct rb_bloom_params {
     uint64_t capacity;          /* n of the first layer, > 0 */
     double   error_rate;        /* p, 0 < p < 1 */
     rb_bloom_layout_t layout;
-    uint32_t flags;             /* RB_BLOOM_NONSCALING */
+    uint32_t flags;             /* RB_BLOOM_NONSCALING, RB_BLOOM_OVERFILL */
     uint32_t expansion;         /* scaling: each new layer holds expansion
                                    times the previous capacity; layer i has
                                    error rate p / 2^(i+1), so all together
