@@ -99,6 +99,16 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run R BF.RESERVE bad 2 100
     run R BF.ADD seen
     run R NOSUCH x
+    # The daemon's ring in ketama mode answers as the offline tool (and
+    # libmemcached) did above.
+    run R RING.REMOVE cache-a.example:11211
+    run R RING.REMOVE cache-b.example:11211
+    run R RING.MODE ketama
+    run R RING.ADD 127.0.0.1:11211 1
+    run R RING.ADD 127.0.0.1:11212 2
+    run R RING.ADD 127.0.0.1:11213 3
+    run CIN "$dir/k10" lookup -
+    run R RING.INFO
     run C shutdown
     run C info
 } > "$out"
