@@ -542,7 +542,7 @@ static void cmd_bf_info(ctx_t *x)
     if (name_ok(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
         return;
     bf = rbd_filter(x->s, x->argv[1], x->argl[1], &rc);
-    if (bf == NULL || (rc = rb_bloom_stat(bf, &st)) != RB_OK) {
+    if (bf == NULL || (rc = rb_bloom_info(bf, &st)) != RB_OK) {
         resp_error(x->out, rc == RB_ENOENT ? "ERR not found" : "ERR %s", rb_strerror(rc));
         return;
     }
@@ -594,7 +594,7 @@ static void cmd_bf_card(ctx_t *x)
         resp_int(x->out, 0);
         return;
     }
-    if (bf == NULL || (rc = rb_bloom_stat(bf, &st)) != RB_OK) {
+    if (bf == NULL || (rc = rb_bloom_info(bf, &st)) != RB_OK) {
         resp_error(x->out, "ERR %s", rb_strerror(rc));
         return;
     }
@@ -1097,7 +1097,7 @@ static int info_filter(const char *fname, size_t len, void *arg)
     char name[1100];
     int rc;
 
-    if ((bf = rbd_filter(f->s, fname, len, &rc)) == NULL || rb_bloom_stat(bf, &st) != RB_OK)
+    if ((bf = rbd_filter(f->s, fname, len, &rc)) == NULL || rb_bloom_info(bf, &st) != RB_OK)
         return 0;
     printable(name, sizeof(name), fname, len);
     info_line(f->ib, "filter_%zu:name=%s,layout=%s,capacity=%llu,error_rate=%g,layers=%u,"
@@ -1114,7 +1114,7 @@ static void cmd_info(ctx_t *x)
     info_buf_t ib;
     rb_segment_info_t si;
     rb_ring_stat_t rs;
-    uint64_t now = rbd_now_ms();
+    uint64_t now = rbd_mono_ms();
     int first = 1;
 
     memset(&ib, 0, sizeof(ib));
@@ -1156,7 +1156,7 @@ static void cmd_info(ctx_t *x)
         info_line(&ib, "snapshots:%llu", (unsigned long long)p->snapshots);
         info_line(&ib, "log_fsyncs:%llu", (unsigned long long)p->fsyncs);
         info_line(&ib, "log_write_errors:%llu", (unsigned long long)p->log_errors);
-        info_line(&ib, "log_write_ok:%d", !p->write_error);
+        info_line(&ib, "log_write_ok:%d", !p->write_error && !p->broken);
     }
     if (info_want(x, "stats")) {
         SECTION("Stats");
@@ -1276,7 +1276,7 @@ void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const
                        "'%s' command", (unsigned)c->uid, lower);
             return;
         }
-        if (s->persist.write_error) {
+        if (s->persist.write_error || s->persist.broken) {
             resp_error(&c->out, "MISCONF the log in %s cannot be written; changes are refused "
                        "until it can (see the daemon's log)", s->persist.dir);
             return;

@@ -213,7 +213,7 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    s.start_ms = rbd_now_ms();
+    s.start_ms = rbd_mono_ms();
     if (persist_open(&s, err, sizeof(err)) != 0 ||
         persist_start(&s, ignore_corrupt, err, sizeof(err)) != 0) {
         rbd_log(LOG_ERR, "cannot start: %s", err);

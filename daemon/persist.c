@@ -268,19 +268,25 @@ int persist_flush(server_t *s)
 {
     persist_t *p = &s->persist;
 
+    if (p->broken)
+        return -1;   /* replies wait for a snapshot (persist_tick retries) */
     if (p->pending.oom) {
         /* A record could not be built: refuse to pretend it was logged. */
-        rbd_log(LOG_WARNING, "out of memory building log records; holding replies");
-        p->write_error = 1;
+        rbd_log(LOG_WARNING, "out of memory building log records; holding replies until a "
+                "snapshot covers them");
+        p->broken = 1;
         return -1;
     }
     if (p->pending.len > 0) {
         if (write_all(p->logfd, p->pending.data, p->pending.len) != 0) {
             int e = errno;
-            /* Drop a partial record so the log stays parseable. */
+            /* Drop a partial record so the log stays parseable; if even
+             * that fails, only a snapshot can vouch for the state. */
             if (ftruncate(p->logfd, (off_t)p->log_bytes) != 0 ||
-                lseek(p->logfd, (off_t)p->log_bytes, SEEK_SET) < 0)
+                lseek(p->logfd, (off_t)p->log_bytes, SEEK_SET) < 0) {
                 rbd_log(LOG_WARNING, "could not trim a partial log write: %s", strerror(errno));
+                p->broken = 1;
+            }
             if (!p->write_error)
                 rbd_log(LOG_WARNING, "writing %s/%s failed: %s; replies wait, writes are refused",
                         p->dir, LOG_FILE, strerror(e));
@@ -294,10 +300,12 @@ int persist_flush(server_t *s)
     }
     if (p->dirty && (p->force_sync || s->cfg.appendfsync == FSYNC_ALWAYS)) {
         if (fdatasync(p->logfd) != 0) {
-            if (!p->write_error)
-                rbd_log(LOG_WARNING, "fdatasync of %s/%s failed: %s", p->dir, LOG_FILE,
-                        strerror(errno));
-            p->write_error = 1;
+            /* After a failed fsync the kernel may have dropped the pages,
+             * and a retry could "succeed" without them: never trust this
+             * log again; a snapshot must cover what it held (P2). */
+            rbd_log(LOG_WARNING, "fdatasync of %s/%s failed: %s; replies wait until a snapshot "
+                    "succeeds", p->dir, LOG_FILE, strerror(errno));
+            p->broken = 1;
             p->log_errors++;
             return -1;
         }
@@ -315,8 +323,9 @@ void persist_tick(server_t *s, uint64_t now)
 {
     persist_t *p = &s->persist;
     char err[256];
+    int due;
 
-    if (p->dirty && s->cfg.appendfsync == FSYNC_EVERYSEC) {
+    if (p->dirty && s->cfg.appendfsync == FSYNC_EVERYSEC && !p->broken) {
         pthread_mutex_lock(&sync_lock);
         sync_requested = 1;
         pthread_cond_signal(&sync_cond);
@@ -324,14 +333,16 @@ void persist_tick(server_t *s, uint64_t now)
         p->dirty = 0;
         p->fsyncs++;
     }
-    if (p->changes > 0 && !p->write_error &&
-        ((s->cfg.save_seconds > 0 && now - p->last_save_ms >= 1000ull * s->cfg.save_seconds) ||
-         p->log_bytes >= s->cfg.save_log_bytes)) {
-        if (persist_snapshot(s, err, sizeof(err)) != 0) {
-            rbd_log(LOG_WARNING, "periodic snapshot failed: %s (retrying in 10 s)", err);
-            /* Back off: pretend we saved 10 s before the next attempt is due. */
-            p->last_save_ms = now - 1000ull * s->cfg.save_seconds + 10000;
-        }
+    due = p->broken ||
+          (p->changes > 0 && !p->write_error &&
+           ((s->cfg.save_seconds > 0 && now - p->last_save_mono >= 1000ull * s->cfg.save_seconds) ||
+            p->log_bytes >= s->cfg.save_log_bytes));
+    if (!due || now < p->next_attempt_mono)
+        return;
+    if (persist_snapshot(s, err, sizeof(err)) != 0) {
+        rbd_log(LOG_WARNING, "%s snapshot failed: %s (next attempt in 10 s)",
+                p->broken ? "repairing" : "periodic", err);
+        p->next_attempt_mono = now + 10000;
     }
 }
 
@@ -384,7 +395,9 @@ int persist_snapshot(server_t *s, char *err, size_t errlen)
     snprintf(snap, sizeof(snap), "%s/%s", p->dir, SNAP_FILE);
     snprintf(log_tmp, sizeof(log_tmp), "%s/%s.tmp", p->dir, LOG_FILE);
     snprintf(logp, sizeof(logp), "%s/%s", p->dir, LOG_FILE);
-    if (p->logfd >= 0 && (persist_flush(s) != 0 || fdatasync(p->logfd) != 0)) {
+    /* A healthy log is flushed first; a broken one is what this snapshot
+     * replaces (the segment holds every change its records described). */
+    if (!p->broken && p->logfd >= 0 && (persist_flush(s) != 0 || fdatasync(p->logfd) != 0)) {
         snprintf(err, errlen, "the log cannot be written: %s", strerror(errno));
         return -1;
     }
@@ -423,16 +436,19 @@ int persist_snapshot(server_t *s, char *err, size_t errlen)
     close(d.fd);
     d.fd = -1;
     /* P3: the snapshot is durable before the old log goes. */
-    if (rename(snap_tmp, snap) != 0 || fsync(p->dirfd) != 0) {
+    if (rename(snap_tmp, snap) != 0) {
         snprintf(err, errlen, "installing %s: %s", snap, strerror(errno));
         goto fail;
     }
-    if (rename(log_tmp, logp) != 0 || fsync(p->dirfd) != 0) {
-        /* The new snapshot names the new log; the old one would be skipped
-         * on restart, so nothing more may be appended to it. */
+    /* From here the installed snapshot names the new log: the old log
+     * would be skipped on restart, so nothing may be appended to it until
+     * the new one is in place. */
+    if (fsync(p->dirfd) != 0 || rename(log_tmp, logp) != 0 || fsync(p->dirfd) != 0) {
         snprintf(err, errlen, "installing %s: %s", logp, strerror(errno));
-        p->write_error = 1;
+        p->broken = 1;
         close(lfd);
+        unlink(log_tmp);
+        p->last_save_ok = 0;
         return -1;
     }
     set_sync_fd(-1);
@@ -444,7 +460,17 @@ int persist_snapshot(server_t *s, char *err, size_t errlen)
     p->log_bytes = LOG_HDR;
     p->dirty = 0;
     p->changes = 0;
+    /* The snapshot holds everything: records still pending (a broken log)
+     * are covered, and the replies they held may go. */
+    p->pending.len = 0;
+    p->pending.oom = 0;
+    p->force_sync = 0;
+    if (p->broken || p->write_error)
+        rbd_log(LOG_NOTICE, "snapshot saved: the log works again");
+    p->broken = 0;
+    p->write_error = 0;
     p->last_save_ms = rbd_now_ms();
+    p->last_save_mono = rbd_mono_ms();
     p->last_save_ok = 1;
     p->snapshots++;
     rbd_log(LOG_INFO, "snapshot saved: %s (%llu bytes)", snap, (unsigned long long)d.len);
@@ -689,20 +715,44 @@ short_rec:
 #undef NEED
 }
 
-/* 1 if the bytes from i on look like a write cut short by a crash: too
- * short for a header, or a record running past the end, or all zeroes. */
-static int torn_tail(const mapped_t *m, size_t i)
+/* 1 if a whole, checksummed record starts at offset j. */
+static int record_at(const mapped_t *m, size_t j)
 {
-    size_t left = m->len - i;
     uint32_t len;
 
-    if (left < 9)
-        return 1;
-    len = get_u32(m->data + i);
-    if (len != 0 && len > left - 8 && len <= (256u << 20))
-        return 1;
-    for (size_t j = i; j < m->len; j++)
-        if (m->data[j] != 0)
+    if (m->len - j < 9)
+        return 0;
+    len = get_u32(m->data + j);
+    return len != 0 && len <= m->len - j - 8 && m->data[j + 8] >= REC_RING_ADD &&
+           m->data[j + 8] <= REC_BF_ADD &&
+           (uint32_t)XXH3_64bits(m->data + j + 8, len) == get_u32(m->data + j + 4);
+}
+
+#define RESYNC_WINDOW (1u << 20)   /* how far past a bad record to look for good ones */
+
+/* 1 if the bytes from i on look like a write cut short by a crash: too
+ * short for a header, a record running past the end, or zeroes - and no
+ * whole record anywhere after i (which would mean damage in the middle,
+ * not a torn tail). */
+static int torn_tail(const server_t *s, const mapped_t *m, size_t i)
+{
+    size_t left = m->len - i;
+    uint64_t max = s->cfg.max_request_bytes + 64;
+    uint32_t len;
+    int zeros = 1;
+
+    if (left >= 9) {
+        len = get_u32(m->data + i);
+        for (size_t j = i; j < m->len && zeros; j++)
+            zeros = m->data[j] == 0;
+        if (!zeros && (len == 0 || len <= left - 8 || len > max))
+            return 0;
+    }
+    /* Damage in the middle is followed by whole records; a torn tail is
+     * not.  Look a bounded distance ahead (records are small; a longer
+     * search would cost O(n^2) on garbage). */
+    for (size_t j = i + 1; j + 9 <= m->len && j - i <= RESYNC_WINDOW; j++)
+        if (get_u32(m->data + j) <= RESYNC_WINDOW && record_at(m, j))
             return 0;
     return 1;
 }
@@ -711,7 +761,7 @@ static int torn_tail(const mapped_t *m, size_t i)
  * replay there when load-truncated allows it; anything else that does not
  * parse is corruption.  Returns 0, or -1 with err. */
 static int replay_log(server_t *s, const char *path, const mapped_t *m, uint64_t *records,
-                      char *err, size_t errlen)
+                      int *torn, char *err, size_t errlen)
 {
     size_t i = LOG_HDR;
     char why[256];
@@ -719,14 +769,16 @@ static int replay_log(server_t *s, const char *path, const mapped_t *m, uint64_t
     *records = 0;
     while (i < m->len) {
         uint32_t len, sum;
-        if (torn_tail(m, i)) {
+        if (m->len - i < 9 || !record_at(m, i) ? torn_tail(s, m, i) : 0) {
             if (!s->cfg.load_truncated) {
                 snprintf(err, errlen, "log %s is truncated at offset %zu (a torn last record; "
                          "set load-truncated yes to accept it)", path, i);
                 return -1;
             }
             rbd_log(LOG_WARNING, "log %s ends in a torn record at offset %zu (%zu bytes): "
-                    "ignoring it (load-truncated yes)", path, i, m->len - i);
+                    "ignoring it (load-truncated yes); the file is kept as %s.torn", path, i,
+                    m->len - i, path);
+            *torn = 1;
             break;
         }
         len = get_u32(m->data + i);
@@ -738,7 +790,9 @@ static int replay_log(server_t *s, const char *path, const mapped_t *m, uint64_t
         if ((uint32_t)XXH3_64bits(m->data + i + 8, len) != sum) {
             if (i + 8 + len == m->len && s->cfg.load_truncated) {
                 rbd_log(LOG_WARNING, "log %s: the last record (offset %zu) fails its checksum; "
-                        "ignoring it as torn (load-truncated yes)", path, i);
+                        "ignoring it as torn (load-truncated yes); the file is kept as %s.torn",
+                        path, i, path);
+                *torn = 1;
                 break;
             }
             snprintf(err, errlen, "log %s is corrupt at offset %zu: checksum mismatch", path, i);
@@ -762,18 +816,36 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
     char snap[4200], logp[4200];
     mapped_t sm = { NULL, 0 }, lm = { NULL, 0 };
     uint64_t next_log = 0, records = 0;
-    int have_snap = 0, missing, rc;
+    int have_snap = 0, missing, rc, torn = 0;
 
     snprintf(snap, sizeof(snap), "%s/%s", p->dir, SNAP_FILE);
     snprintf(logp, sizeof(logp), "%s/%s", p->dir, LOG_FILE);
 
     /* 1. A live segment left by a predecessor is the freshest state. */
     rc = rb_segment_open_writer(s->cfg.instance, &s->seg);
+    if (rc == RB_EBUSY) {
+        snprintf(err, errlen, "segment /ringbloom.%s is in use by another writer (another "
+                 "ringbloomd with a different pidfile?)", s->cfg.instance);
+        return -1;
+    }
     if (rc == RB_OK) {
         rc = rb_ring_load(s->seg, &s->ring);
         if (rc == RB_OK) {
+            rb_segment_info_t si;
             rbd_log(LOG_INFO, "re-attached to the live segment of instance '%s'",
                     s->cfg.instance);
+            if (rb_segment_set_mode(s->seg, s->cfg.segment_mode) != RB_OK)
+                rbd_log(LOG_WARNING, "could not set the segment's mode to 0%o",
+                        (unsigned)s->cfg.segment_mode);
+            if (rb_segment_info(s->seg, &si) == RB_OK &&
+                (si.max_size != (s->cfg.max_memory + 65535) / 65536 * 65536 ||
+                 si.max_filters != s->cfg.max_filters))
+                rbd_log(LOG_WARNING, "the live segment keeps max-memory %llu and max-filters %u "
+                        "(configured: %llu, %u); they change only when the segment is rebuilt "
+                        "(stop the daemon, remove /dev/shm/ringbloom.%s, start it)",
+                        (unsigned long long)si.max_size, si.max_filters,
+                        (unsigned long long)s->cfg.max_memory, s->cfg.max_filters,
+                        s->cfg.instance);
             goto ready;
         }
         rbd_log(LOG_WARNING, "the live segment's ring cannot be loaded (%s)", rb_strerror(rc));
@@ -830,7 +902,7 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
             rbd_log(LOG_INFO, "log %s predates the snapshot: already contained, skipped", logp);
             rc = 0;
         } else {
-            rc = replay_log(s, logp, &lm, &records, err, errlen);
+            rc = replay_log(s, logp, &lm, &records, &torn, err, errlen);
         }
         unmap_file(&lm);
         if (rc != 0) {
@@ -844,6 +916,13 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
                     err, (unsigned long long)records);
             move_aside(logp);
         }
+    }
+    if (torn) {
+        /* Keep the evidence: the start-up snapshot replaces the log. */
+        char kept[4300];
+        snprintf(kept, sizeof(kept), "%s.torn", logp);
+        if (link(logp, kept) != 0 && errno != EEXIST)
+            rbd_log(LOG_WARNING, "could not keep %s: %s", kept, strerror(errno));
     }
     rc = rb_ring_publish(s->ring, s->seg);
     if (rc != RB_OK) {

@@ -42,8 +42,14 @@ typedef struct persist {
     int force_sync;            /* a record needs fsync before its reply */
     int dirty;                 /* written since the last fsync */
     int write_error;           /* last write failed: replies are held */
+    int broken;                /* sticky: the log cannot be trusted (a failed
+                                  fsync, or superseded by a snapshot whose own
+                                  log is not installed); only a complete
+                                  snapshot repairs it */
     uint64_t changes;          /* mutations since the last snapshot */
-    uint64_t last_save_ms;
+    uint64_t last_save_ms;     /* unix ms of the last snapshot (for INFO) */
+    uint64_t last_save_mono;   /* monotonic ms of the last snapshot */
+    uint64_t next_attempt_mono;/* earliest next periodic snapshot attempt */
     int last_save_ok;
     uint64_t snapshots, fsyncs, log_errors;
     /* everysec: a helper thread does the fdatasync */
@@ -82,7 +88,8 @@ typedef struct server {
 void rbd_log_init(int foreground, int level);
 void rbd_log_level(int level);
 void rbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t rbd_now_ms(void);   /* unix milliseconds */
+uint64_t rbd_now_ms(void);   /* unix milliseconds (for display) */
+uint64_t rbd_mono_ms(void);  /* monotonic milliseconds (for intervals) */
 
 /* ---- persistence (persist.c) --------------------------------------------- */
 enum {

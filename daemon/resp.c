@@ -35,6 +35,13 @@ void resp_parser_reset(resp_parser_t *p)
     p->want = -1;
     p->inline_req = 0;
     p->nargs = 0;
+    if (p->cap > 4096) {
+        /* A huge request is over: give its argument arrays back. */
+        free(p->off);
+        free(p->len);
+        p->off = p->len = NULL;
+        p->cap = 0;
+    }
 }
 
 static int add_arg(resp_parser_t *p, size_t off, size_t len)

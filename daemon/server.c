@@ -29,6 +29,9 @@
 #include "rbd.h"
 
 #define READ_CHUNK   (64u * 1024u)
+#define READ_TURN    (16u * READ_CHUNK)  /* bytes read per client per loop turn */
+#define OUT_LIMIT    (8u << 20)          /* stop reading a client whose replies
+                                            pile up past this */
 #define MAX_EVENTS   256
 #define TICK_MS      100
 
@@ -188,7 +191,7 @@ static void accept_clients(server_t *s)
         c->gid = cred.gid;
         c->pid = cred.pid;
         c->can_write = server_may_write(s, cred.uid, cred.gid);
-        c->last_active_ms = rbd_now_ms();
+        c->last_active_ms = rbd_mono_ms();
         resp_parser_init(&c->parser);
         s->clients[fd] = c;
         s->nclients++;
@@ -253,16 +256,39 @@ static void process_input(server_t *s, client_t *c, size_t *inpos)
     }
 }
 
+/* Sets what epoll watches for c: input unless it is closing or its
+ * replies pile up (backpressure), output while replies wait for a slow
+ * reader. */
+static void client_interest(server_t *s, client_t *c)
+{
+    struct epoll_event ev = { .events = 0, .data.fd = c->fd };
+
+    if (!c->closing && c->out.len < OUT_LIMIT)
+        ev.events |= EPOLLIN;
+    if (c->writing)
+        ev.events |= EPOLLOUT;
+    epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
 static void client_read(server_t *s, client_t *c)
 {
-    size_t inpos = 0;
+    size_t inpos = 0, turn = 0;
     int eof = 0;
 
-    for (;;) {
+    /* A bounded share per turn, so one busy client cannot starve the rest
+     * (epoll is level-triggered: the remainder is read next turn). */
+    while (turn < READ_TURN && c->out.len < OUT_LIMIT) {
         ssize_t n;
         if (c->in.cap - c->in.len < READ_CHUNK) {
             size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK * 2;
-            char *d = realloc(c->in.data, cap);
+            char *d;
+            if (inpos > 0) {
+                /* Drop what was executed before growing. */
+                rbuf_consume(&c->in, inpos);
+                inpos = 0;
+                continue;
+            }
+            d = realloc(c->in.data, cap);
             if (d == NULL) {
                 c->closing = 1;
                 break;
@@ -273,7 +299,8 @@ static void client_read(server_t *s, client_t *c)
         n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
         if (n > 0) {
             c->in.len += (size_t)n;
-            c->last_active_ms = rbd_now_ms();
+            turn += (size_t)n;
+            c->last_active_ms = rbd_mono_ms();
             process_input(s, c, &inpos);
             if (c->closing || s->shutdown)
                 break;
@@ -297,6 +324,8 @@ static void client_read(server_t *s, client_t *c)
     }
     if (eof)
         c->closing = 1;
+    if (c->closing || c->out.len >= OUT_LIMIT)
+        client_interest(s, c);
 }
 
 /* Sends queued replies; returns 0 if the client is still alive. */
@@ -319,14 +348,11 @@ static int client_write(server_t *s, client_t *c)
     }
     if (off > 0)
         rbuf_consume(&c->out, off);
-    if (c->out.len > 0 && !c->writing) {
-        struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.fd = c->fd };
-        epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-        c->writing = 1;
-    } else if (c->out.len == 0 && c->writing) {
-        struct epoll_event ev = { .events = EPOLLIN, .data.fd = c->fd };
-        epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-        c->writing = 0;
+    {
+        int was = c->writing, was_full = c->out.len + off >= OUT_LIMIT;
+        c->writing = c->out.len > 0;
+        if (was != c->writing || (was_full && c->out.len < OUT_LIMIT))
+            client_interest(s, c);
     }
     if (c->out.len == 0 && c->closing) {
         client_free(s, c);
@@ -435,7 +461,8 @@ int server_run(server_t *s)
                 continue;
             }
             c = (size_t)fd < s->clients_cap ? s->clients[fd] : NULL;
-            if (c != NULL && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing)
+            if (c != NULL && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing &&
+                c->out.len < OUT_LIMIT)
                 client_read(s, c);
         }
         /* Group commit: one write (+ fsync) for the whole turn, then replies. */
@@ -446,7 +473,7 @@ int server_run(server_t *s)
                     client_write(s, c);
             }
         }
-        now = rbd_now_ms();
+        now = rbd_mono_ms();
         if (now - last_tick >= TICK_MS) {
             housekeeping(s, now);
             last_tick = now;

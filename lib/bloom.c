@@ -751,30 +751,42 @@ int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len)
 /* ---- figures -------------------------------------------------------------- */
 
 typedef struct stat_arg {
+    int scan;        /* count the set bits (O(m)) or predict (O(layers)) */
     uint64_t ones, bits;
     double miss;     /* prod over layers of (1 - layer estimate) */
+    double predicted_fill_bits;
 } stat_arg_t;
 
 static int stat_fn(const bloom_section_t *s, void *arg)
 {
     stat_arg_t *a = arg;
+    const rb_filter_shm_t *f = s->b->slot;
 
     a->ones = a->bits = 0;
     a->miss = 1.0;
+    a->predicted_fill_bits = 0.0;
     for (uint32_t l = 0; l < s->nlayers; l++) {
         const layer_view_t *lv = &s->layer[l];
         uint64_t nblocks = lv->bits / BLOCK_BITS, lones = 0;
         double est = 0.0;
-        for (uint64_t blk = 0; blk < nblocks; blk++) {
-            uint64_t pc = 0;
-            for (uint32_t w = 0; w < BLOCK_WORDS; w++)
-                pc += (uint64_t)__builtin_popcountll(rb_ld(&lv->arr[blk * BLOCK_WORDS + w]));
-            lones += pc;
-            if (s->b->layout == RB_BLOOM_BLOCKED)
-                est += pow((double)pc / BLOCK_BITS, lv->k);
+        if (!a->scan) {
+            /* Expected fill of a layer holding n keys: 1 - e^(-kn/m). */
+            double n = (double)rb_ld(&f->layer[l].items);
+            double fill = 1.0 - exp(-(double)lv->k * n / (double)lv->bits);
+            a->predicted_fill_bits += fill * (double)lv->bits;
+            est = pow(fill, lv->k);
+        } else {
+            for (uint64_t blk = 0; blk < nblocks; blk++) {
+                uint64_t pc = 0;
+                for (uint32_t w = 0; w < BLOCK_WORDS; w++)
+                    pc += (uint64_t)__builtin_popcountll(rb_ld(&lv->arr[blk * BLOCK_WORDS + w]));
+                lones += pc;
+                if (s->b->layout == RB_BLOOM_BLOCKED)
+                    est += pow((double)pc / BLOCK_BITS, lv->k);
+            }
+            est = s->b->layout == RB_BLOOM_BLOCKED ? est / (double)nblocks
+                                                   : pow((double)lones / (double)lv->bits, lv->k);
         }
-        est = s->b->layout == RB_BLOOM_BLOCKED ? est / (double)nblocks
-                                               : pow((double)lones / (double)lv->bits, lv->k);
         a->ones += lones;
         a->bits += lv->bits;
         a->miss *= 1.0 - est;
@@ -782,11 +794,11 @@ static int stat_fn(const bloom_section_t *s, void *arg)
     return RB_OK;
 }
 
-int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out)
+static int stat_common(const rb_bloom_t *bf, rb_bloom_stat_t *out, int scan)
 {
     const rb_filter_shm_t *f;
     bloom_bind_t *b;
-    stat_arg_t a;
+    stat_arg_t a = { scan, 0, 0, 1.0, 0.0 };
     int rc;
 
     if (bf == NULL || out == NULL)
@@ -811,7 +823,18 @@ int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out)
     out->error_rate = load_double(&f->error_bits);
     out->items = rb_ld(&f->items);
     out->bits_set = a.ones;
-    out->fill = a.bits ? (double)a.ones / (double)a.bits : 0.0;
+    out->fill = a.bits == 0 ? 0.0
+                : scan ? (double)a.ones / (double)a.bits : a.predicted_fill_bits / (double)a.bits;
     out->est_fpr = 1.0 - a.miss;
     return RB_OK;
+}
+
+int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out)
+{
+    return stat_common(bf, out, 1);
+}
+
+int rb_bloom_info(const rb_bloom_t *bf, rb_bloom_stat_t *out)
+{
+    return stat_common(bf, out, 0);
 }

@@ -176,8 +176,12 @@ static int fill(rb_conn_t *c)
 {
     ssize_t n;
 
-    if (c->rpos > 0 && c->rpos == c->rlen)
-        c->rpos = c->rlen = 0;
+    if (c->rpos > 0 && c->rcap - c->rlen < 4096) {
+        /* Keep only the unparsed tail (callers copied what they need). */
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
     if (c->rcap - c->rlen < 4096) {
         size_t cap = c->rcap ? c->rcap * 2 : 16384;
         char *r;

@@ -126,7 +126,8 @@ int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive)
     rb_heap_t fresh = { NULL, 0, 0, 0 };
     int rc;
 
-    qsort(live, nlive, sizeof(*live), extent_cmp);
+    if (nlive > 0)
+        qsort(live, nlive, sizeof(*live), extent_cmp);
     for (size_t i = 0; i < nlive; i++) {
         uint64_t len = rb_round_up(live[i].len, RB_ALIGN);
         if (live[i].off < pos || live[i].off % RB_ALIGN != 0 ||

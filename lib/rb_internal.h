@@ -83,7 +83,9 @@ typedef struct rb_ring_copy_shm {
     _Atomic uint64_t owners_w;    /* 88 */
     _Atomic uint64_t index_w;     /* 96 */
     _Atomic uint64_t names_bytes; /* 104 */
-    _Atomic uint64_t reserved[2]; /* 112 */
+    _Atomic uint64_t owners;      /* 112 nodes that own >= 1 point (a ketama
+                                     node of small weight may own none) */
+    _Atomic uint64_t reserved[1]; /* 120 */
     _Atomic uint64_t data[];      /* 128 */
 } rb_ring_copy_shm_t;
 
@@ -154,6 +156,7 @@ typedef struct rb_heap {
  * a reader handle that moves to a newer object keeps the old mapping until
  * rb_segment_close, so threads still reading it stay safe. */
 typedef struct rb_map {
+    uint64_t id;             /* unique in the process, never reused */
     unsigned char *base;     /* mapping of map_len (= header.max_size) bytes */
     size_t map_len;
     int fd;
@@ -186,6 +189,9 @@ static inline rb_map_t *rb_seg_map(const rb_segment_t *seg)
 #define RB_STALE_MS   3000u    /* a heartbeat older than this: writer gone */
 
 void rb_segment_poll(rb_segment_t *seg);
+
+/* A new zeroed rb_map_t with a fresh id (segment.c). */
+rb_map_t *rb_map_new(void);
 
 static inline rb_map_t *rb_reader_map(const rb_segment_t *seg)
 {

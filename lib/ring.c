@@ -53,6 +53,7 @@ struct rb_ring {
     rb_ring_mode_t mode;
     uint32_t replicas;
     uint32_t next_seq;
+    int stale;             /* ketama: pts[] predate a membership change */
     ring_node_t *nodes;    /* sorted by name (bytewise, shorter first) */
     size_t nnodes, ncap;
     ring_point_t *pts;     /* sorted by (pos, tie) */
@@ -270,9 +271,13 @@ size_t rb_ring_node_count(const rb_ring_t *ring)
     return ring ? ring->nnodes : 0;
 }
 
+static int fresh_points(rb_ring_t *r);
+
 size_t rb_ring_point_count(const rb_ring_t *ring)
 {
-    return ring ? ring->npts : 0;
+    if (ring == NULL || fresh_points((rb_ring_t *)ring) != RB_OK)
+        return 0;
+    return ring->npts;
 }
 
 rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring)
@@ -402,6 +407,8 @@ static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
         total += points_for(&probe, r->nodes[i].weight);
         weights += r->nodes[i].weight;
     }
+    if (mode == RB_RING_KETAMA)
+        total = 160 * (uint64_t)r->nnodes;
     if (total > RB_RING_MAX_POINTS)
         return RB_ERANGE;
     /* ketama rounds each server's share down to whole digests, and the
@@ -428,7 +435,14 @@ static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
     r->pcap = cap;
     r->mode = mode;
     r->replicas = replicas;
+    r->stale = 0;
     return RB_OK;
+}
+
+/* The points, brought up to date (ketama rebuilds lazily). */
+static int fresh_points(rb_ring_t *r)
+{
+    return r->stale ? rebuild(r, r->mode, r->replicas) : RB_OK;
 }
 
 int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
@@ -438,14 +452,17 @@ int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
     return rebuild(r, mode, replicas ? replicas : r->replicas);
 }
 
-/* Points of the membership with weight changed by delta. */
-static uint64_t points_total_after(const rb_ring_t *r, int64_t delta)
+/* Points of the membership after a change: weight changed by delta_w,
+ * node count by delta_n. */
+static uint64_t points_total_after(const rb_ring_t *r, int64_t delta_w, int delta_n)
 {
     uint64_t w = 0;
 
+    if (r->mode == RB_RING_KETAMA)   /* shares of 160 per server (+ rounding) */
+        return 164 * (uint64_t)((int64_t)r->nnodes + delta_n);
     for (size_t i = 0; i < r->nnodes; i++)
         w += r->nodes[i].weight;
-    return points_for(r, (uint64_t)((int64_t)w + delta));
+    return points_for(r, (uint64_t)((int64_t)w + delta_w));
 }
 
 int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
@@ -460,7 +477,7 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
         return RB_EINVAL;
     if (node_find(r, name, len, &at))
         return RB_EEXIST;
-    if (r->nnodes >= RB_RING_MAX_NODES || points_total_after(r, weight) > RB_RING_MAX_POINTS)
+    if (r->nnodes >= RB_RING_MAX_NODES || points_total_after(r, weight, 1) > RB_RING_MAX_POINTS)
         return RB_ERANGE;
     if (r->nnodes == r->ncap) {
         size_t cap = r->ncap ? r->ncap * 2 : 16;
@@ -483,8 +500,10 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
     r->nodes[at].seq = r->next_seq++;
     r->nnodes++;
     if (r->mode == RB_RING_KETAMA) {
-        /* Every server's share changed: ketama rebuilds. */
-        rc = rebuild(r, r->mode, r->replicas);
+        /* Every server's share changed: ketama rebuilds, once, when the
+         * points are next needed (bulk adds stay linear). */
+        r->stale = 1;
+        rc = RB_OK;
     } else {
         rc = gen_points(r, at, 0, 0, &add, &n);
         if (rc == RB_OK) {
@@ -517,16 +536,9 @@ int rb_ring_remove(rb_ring_t *r, const char *name, size_t len)
         return RB_ENOENT;
     gone = r->nodes[at];
     if (r->mode == RB_RING_KETAMA) {
-        int rc;
         memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
         r->nnodes--;
-        rc = rebuild(r, r->mode, r->replicas);
-        if (rc != RB_OK) {
-            memmove(&r->nodes[at + 1], &r->nodes[at], (r->nnodes - at) * sizeof(ring_node_t));
-            r->nodes[at] = gone;
-            r->nnodes++;
-            return rc;
-        }
+        r->stale = 1;
     } else {
         drop_points(r, at);
         shift_nodes(r, at + 1, -1);
@@ -549,14 +561,12 @@ int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weig
     if (!node_find(r, name, len, &at))
         return RB_ENOENT;
     old = r->nodes[at].weight;
-    if (points_total_after(r, (int64_t)weight - (int64_t)old) > RB_RING_MAX_POINTS)
+    if (points_total_after(r, (int64_t)weight - (int64_t)old, 0) > RB_RING_MAX_POINTS)
         return RB_ERANGE;
     r->nodes[at].weight = weight;
     if (r->mode == RB_RING_KETAMA) {
-        rc = rebuild(r, r->mode, r->replicas);
-        if (rc != RB_OK)
-            r->nodes[at].weight = old;
-        return rc;
+        r->stale = 1;
+        return RB_OK;
     }
     rc = gen_points(r, at, 0, 0, &add, &n);
     if (rc == RB_OK) {
@@ -587,15 +597,27 @@ static uint32_t index_bits_for(size_t npts)
 
 typedef struct copy_layout {
     uint64_t nodes_w, names_w, points_w, owners_w, index_w, words, names_bytes;
+    uint64_t owners;   /* distinct nodes owning points */
     uint32_t bits;
 } copy_layout_t;
 
 static void layout_for(const rb_ring_t *r, copy_layout_t *L)
 {
     uint64_t names = 0;
+    unsigned char *owns = calloc(r->nnodes ? r->nnodes : 1, 1);
 
     for (size_t i = 0; i < r->nnodes; i++)
         names += rb_round_up(r->nodes[i].len, 8);
+    L->owners = 0;
+    for (size_t i = 0; i < r->npts; i++) {
+        if (owns == NULL) {
+            L->owners = r->nnodes;   /* (no memory: assume all own points) */
+            break;
+        }
+        L->owners += !owns[r->pts[i].node];
+        owns[r->pts[i].node] = 1;
+    }
+    free(owns);
     L->bits = index_bits_for(r->npts);
     L->names_bytes = names;
     L->nodes_w = RB_RING_COPY_HDR_WORDS;
@@ -629,6 +651,7 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     rb_st(&c->owners_w, L->owners_w);
     rb_st(&c->index_w, L->index_w);
     rb_st(&c->names_bytes, L->names_bytes);
+    rb_st(&c->owners, L->owners);
     for (size_t i = 0; i < r->nnodes; i++) {
         rb_st(&d[L->nodes_w + 2 * i], noff | ((uint64_t)r->nodes[i].len << 40));
         rb_st(&d[L->nodes_w + 2 * i + 1],
@@ -667,7 +690,7 @@ static rb_ring_copy_shm_t *copy_at(const rb_map_t *m, uint64_t off)
 typedef struct ring_view {
     const rb_ring_copy_shm_t *c;
     const _Atomic uint64_t *d;     /* word 0 of the copy */
-    uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes;
+    uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
     uint64_t nodes_w, names_w, points_w, owners_w, index_w;
 } ring_view_t;
 
@@ -710,7 +733,8 @@ static int view_open(const rb_map_t *m, unsigned which, ring_view_t *v)
     v->owners_w = rb_ld(&c->owners_w);
     v->index_w = rb_ld(&c->index_w);
     v->names_bytes = rb_ld(&c->names_bytes);
-    if (v->words > cap / 8 || v->words < RB_RING_COPY_HDR_WORDS || !mode_ok(v->mode) ||
+    v->owners = rb_ld(&c->owners);
+    if (v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) || v->words > cap / 8 || v->words < RB_RING_COPY_HDR_WORDS || !mode_ok(v->mode) ||
         v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
         v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
         (v->npoints == 0) != (v->nnodes == 0) ||
@@ -724,18 +748,19 @@ static int view_open(const rb_map_t *m, unsigned which, ring_view_t *v)
     return RB_OK;
 }
 
-static inline uint64_t view_index(const ring_view_t *v, uint64_t e)
+static inline __attribute__((always_inline)) uint64_t view_index(const ring_view_t *v, uint64_t e)
 {
     return (rb_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;
 }
 
-static inline uint64_t view_owner(const ring_view_t *v, uint64_t i)
+static inline __attribute__((always_inline)) uint64_t view_owner(const ring_view_t *v, uint64_t i)
 {
     return (rb_ld(&v->d[v->owners_w + i / 4]) >> (16 * (i & 3))) & 0xFFFFu;
 }
 
 /* The point index owning position h: lower bound, wrapping to 0. */
-static int view_find(const ring_view_t *v, uint64_t h, uint64_t *pt)
+static inline __attribute__((always_inline)) int view_find(const ring_view_t *v, uint64_t h,
+                                                         uint64_t *pt)
 {
     uint64_t j, lo, hi;
     const _Atomic uint64_t *pos;
@@ -784,6 +809,16 @@ static int view_node(const ring_view_t *v, uint64_t idx, rb_node_t *out)
     return RB_OK;
 }
 
+/* The last view a thread validated, by (mapping, sequence): while seq
+ * still equals `seq` the copy cannot have changed (latch invariant L1), so
+ * a lookup in a quiet ring skips re-validating the copy header. */
+typedef struct view_cache {
+    uint64_t map_id, seq;
+    ring_view_t v;
+} view_cache_t;
+
+static _Thread_local view_cache_t tl_view;
+
 /* One read section around fn, retried while the writer overtakes it. */
 typedef int (*ring_fn)(const ring_view_t *v, void *arg);
 
@@ -793,12 +828,22 @@ ring_read(const rb_map_t *m, ring_fn fn, void *arg)
     const _Atomic uint64_t *seq = &rb_hdr(m)->ring.seq;
 
     for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
-        ring_view_t v;
+        ring_view_t fresh;
+        const ring_view_t *v = &tl_view.v;
         uint64_t s = rb_latch_read_begin(seq);
-        int rc = view_open(m, (unsigned)(s & 1), &v);
+        int cached = tl_view.map_id == m->id && tl_view.seq == s, rc = RB_OK;
+        if (!cached) {
+            rc = view_open(m, (unsigned)(s & 1), &fresh);
+            v = &fresh;
+        }
         if (rc == RB_OK)
-            rc = fn(&v, arg);
+            rc = fn(v, arg);
         if (!rb_latch_read_retry(seq, s)) {
+            if (!cached && rc != RB_ECORRUPT) {
+                tl_view.v = fresh;
+                tl_view.seq = s;
+                tl_view.map_id = m->id;
+            }
             rb_ring_last_retries = t;
             return rc;
         }
@@ -850,7 +895,7 @@ static int lookup_n_fn(const ring_view_t *v, void *arg)
 {
     lookup_arg_t *a = arg;
     uint64_t seen[(RB_RING_MAX_NODES + 64) / 64];
-    size_t want = a->n < v->nnodes ? a->n : (size_t)v->nnodes;
+    size_t want = a->n < v->owners ? a->n : (size_t)v->owners;
     uint64_t pt;
     int rc = view_find(v, arg_hash(a, v->mode), &pt);
 
@@ -872,8 +917,8 @@ static int lookup_n_fn(const ring_view_t *v, void *arg)
         if (++pt == v->npoints)
             pt = 0;
     }
-    /* Every node owns at least one point, so a walk that finds fewer
-     * than `want` distinct owners read a torn table. */
+    /* `owners` nodes own points, so a walk that finds fewer than `want`
+     * distinct owners read a torn table. */
     return a->got == want ? RB_OK : RB_ECORRUPT;
 }
 
@@ -956,6 +1001,8 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
+    if ((rc = fresh_points(r)) != RB_OK)
+        return rc;
     m = rb_seg_map(seg);
     h = rb_hdr(m);
     layout_for(r, &L);
@@ -1054,7 +1101,7 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
     rc = ring_read(rb_seg_map(seg), load_fn, &a);
-    if (rc == RB_OK && a.ring->npts != a.npoints)
+    if (rc == RB_OK && rb_ring_point_count(a.ring) != a.npoints)
         rc = RB_ECORRUPT;   /* the table does not match its membership */
     if (rc != RB_OK) {
         rb_ring_free(a.ring);

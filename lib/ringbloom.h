@@ -143,7 +143,9 @@ RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
  * writer (a restarted daemon): validates header, directory and both ring
  * copies (RB_ECORRUPT if anything is out of bounds), records this process as
  * the writer, and rebuilds the free-space map from the live objects.
- * Errors: as rb_segment_attach, plus RB_ECORRUPT. */
+ * A writer holds an exclusive flock on the object for as long as its
+ * process lives (create takes it too), so a second writer gets RB_EBUSY.
+ * Errors: as rb_segment_attach, plus RB_ECORRUPT, RB_EBUSY. */
 RB_EXPORT RB_WUR int rb_segment_open_writer(const char *instance,
                                             rb_segment_t **out);
 
@@ -182,6 +184,11 @@ RB_EXPORT int rb_segment_unlink(const char *instance);
  * attached readers see RB_ERETIRED from rb_segment_check() and should
  * re-attach; new attaches are refused.  Ring and filters stay readable. */
 RB_EXPORT RB_WUR int rb_segment_retire(rb_segment_t *seg, uint64_t next);
+
+/* Writer.  Sets the exact mode of the shm object (fchmod), e.g. when a
+ * restarted writer's configuration changed it.  RB_EROFS, RB_EINVAL,
+ * RB_ESYS. */
+RB_EXPORT RB_WUR int rb_segment_set_mode(rb_segment_t *seg, mode_t mode);
 
 /* Writer.  Stores the current time as the writer's heartbeat (cheap). */
 RB_EXPORT void rb_segment_heartbeat(rb_segment_t *seg);
@@ -492,6 +499,12 @@ typedef struct rb_bloom_stat {
  * or the mean over its blocks of (block fill)^k (blocked), and the filter's
  * is 1 - prod(1 - layer estimate). */
 RB_EXPORT RB_WUR int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out);
+
+/* Reader.  The same figures without the scan, O(layers): bits_set is 0,
+ * and fill and est_fpr are predicted from each layer's item count,
+ * fill = 1 - e^(-k n/m) and est_fpr = 1 - prod(1 - fill^k).  For servers
+ * that must not spend O(m) per request. */
+RB_EXPORT RB_WUR int rb_bloom_info(const rb_bloom_t *bf, rb_bloom_stat_t *out);
 
 /* ------------------------------------------------------------------------ */
 /* Write path: a connection to the daemon                                   */

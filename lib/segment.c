@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -195,6 +196,18 @@ static int writer_gone(const rb_header_shm_t *h)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
+rb_map_t *rb_map_new(void)
+{
+    static _Atomic uint64_t next_id = 1;
+    rb_map_t *m = calloc(1, sizeof(*m));
+
+    if (m != NULL) {
+        m->id = atomic_fetch_add(&next_id, 1);
+        m->fd = -1;
+    }
+    return m;
+}
+
 static void map_free(rb_map_t *m)
 {
     while (m != NULL) {
@@ -284,7 +297,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
         return rc;
 
     seg = seg_alloc(instance);
-    m = calloc(1, sizeof(*m));
+    m = rb_map_new();
     if (seg == NULL || m == NULL) {
         free(m);
         if (seg != NULL)
@@ -301,6 +314,12 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
         rc = errno_code(errno);
         seg_free(seg);
         return rc;
+    }
+    /* The writer's lock: held for the life of this descriptor (and of the
+     * process), so no second writer can take the object over. */
+    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
+        rc = RB_EBUSY;
+        goto fail;
     }
     if (fchmod(m->fd, o.mode) != 0) {
         rc = errno_code(errno);
@@ -466,7 +485,7 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip,
 
     if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
-    m = calloc(1, sizeof(*m));
+    m = rb_map_new();
     if (m == NULL)
         return RB_ENOMEM;
     m->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
@@ -560,6 +579,11 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
     rc = map_open(instance, 1, NULL, &m);
     if (rc != RB_OK)
         return rc;
+    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
+        /* A live writer (its process holds the lock until it exits). */
+        map_free(m);
+        return RB_EBUSY;
+    }
     seg = seg_alloc(instance);
     live = malloc((2 + m->dir_slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
     if (seg == NULL || live == NULL) {
@@ -622,6 +646,15 @@ int rb_segment_retire(rb_segment_t *seg, uint64_t next)
     /* Release: a reader that sees RETIRED also sees next_generation. */
     atomic_store_explicit(&h->state, RB_STATE_RETIRED, memory_order_release);
     return RB_OK;
+}
+
+int rb_segment_set_mode(rb_segment_t *seg, mode_t mode)
+{
+    if (seg == NULL || (mode & ~(mode_t)0777) != 0)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    return fchmod(rb_seg_map(seg)->fd, mode) == 0 ? RB_OK : errno_code(errno);
 }
 
 void rb_segment_heartbeat(rb_segment_t *seg)

@@ -6,6 +6,7 @@
  */
 #include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/mman.h>
 
@@ -575,6 +576,158 @@ START_TEST(test_daemon_reader_follows_restart_with_new_segment)
 }
 END_TEST
 
+/* The log after a crash: a torn last record is dropped with a warning
+ * (and the file kept), damage in the middle stops the start. */
+static void log_path(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/state/appendonly.rbl", d.dir);
+}
+
+START_TEST(test_daemon_torn_tail_accepted_middle_damage_refused)
+{
+    char logp[256], kept[300], cmd[512], out[1024] = "";
+    struct stat st;
+    rb_segment_t *seg;
+    rb_bloom_t *bf;
+    rb_conn_t *c;
+    FILE *f;
+    int status;
+
+    rbd_start(&d, "appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "k1");
+    rbd_expect(c, "1", "BF.ADD", "f", "k2");
+    rbd_expect(c, "1", "BF.ADD", "f", "k3");
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    log_path(logp, sizeof(logp));
+    /* A torn tail: half a record appended, as a crash mid-write leaves. */
+    f = fopen(logp, "a");
+    ck_assert_ptr_nonnull(f);
+    fwrite("\x40\x00\x00\x00\x12\x34\x56\x78\x06\x01\x00", 1, 11, f);
+    fclose(f);
+    rbd_launch(&d, NULL);
+    seg = attach_seg();
+    ck_assert_int_eq(rb_bloom_open(seg, "f", 1, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_contains(bf, "k3", 2), 1);
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+    snprintf(kept, sizeof(kept), "%s.torn", logp);
+    ck_assert_int_eq(stat(kept, &st), 0);
+
+    /* Damage in the middle: the length of the first record after the
+     * start-up snapshot is garbled, with whole records after it. */
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "k4");
+    rbd_expect(c, "1", "BF.ADD", "f", "k5");
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    f = fopen(logp, "r+");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 32 + 1, SEEK_SET);   /* length byte 1: the record now "runs past the end" */
+    fputc(0x7f, f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), d.conf);
+    f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(out, sizeof(out), f) != NULL)
+        if (strstr(out, "cannot start"))
+            break;
+    status = pclose(f);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    ck_assert_ptr_nonnull(strstr(out, logp));
+    ck_assert_ptr_nonnull(strstr(out, "corrupt"));
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);
+}
+END_TEST
+
+/* Two daemons on one instance with different pidfiles: the segment lock
+ * stops the second. */
+START_TEST(test_daemon_segment_lock_stops_a_second_writer)
+{
+    char conf2[256], cmd[512], out[1024] = "";
+    FILE *f;
+    int status;
+
+    rbd_start(&d, NULL);
+    snprintf(conf2, sizeof(conf2), "%s/second.conf", d.dir);
+    f = fopen(conf2, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "instance %s\nsocket %s/s2.sock\ndir %s/state2\npidfile %s/pid2\n", d.inst,
+            d.dir, d.dir, d.dir);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), conf2);
+    f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(out, sizeof(out), f) != NULL)
+        if (strstr(out, "cannot start"))
+            break;
+    status = pclose(f);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    ck_assert_ptr_nonnull(strstr(out, "in use by another writer"));
+}
+END_TEST
+
+/* A client that floods requests and never reads its replies neither
+ * starves another client nor grows the daemon without bound. */
+START_TEST(test_daemon_flooding_client_does_not_starve_others)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    static char flood[1 << 20];
+    char status_path[64], line[256];
+    long rss_kb = 0;
+    rb_conn_t *c;
+    int fd;
+    FILE *f;
+
+    rbd_start(&d, NULL);
+    for (size_t i = 0; i + 6 <= sizeof(flood); i += 6)
+        memcpy(flood + i, "PING\r\n", 6);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    strcpy(sa.sun_path, d.sock);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    c = rbd_connect(&d);
+    for (int round = 0; round < 200; round++) {
+        /* Push as much as the socket takes, never reading a reply. */
+        for (int j = 0; j < 8; j++)
+            if (send(fd, flood, sizeof(flood), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                break;
+        rbd_expect(c, "PONG", "PING");
+    }
+    snprintf(status_path, sizeof(status_path), "/proc/%d/status", (int)d.pid);
+    f = fopen(status_path, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            rss_kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    printf("flooding client: the other client got 200 answers; daemon RSS %ld KiB\n", rss_kb);
+    ck_assert_int_lt(rss_kb, 64 * 1024);
+    close(fd);
+    rb_conn_close(c);
+}
+END_TEST
+
+/* A restart applies a changed segment-mode to the re-attached segment. */
+START_TEST(test_daemon_restart_applies_segment_mode)
+{
+    char path[160];
+    struct stat st;
+
+    rbd_start(&d, "segment-mode 0644");
+    snprintf(path, sizeof(path), "/dev/shm/ringbloom.%s", d.inst);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0644);
+    rbd_stop(&d, SIGKILL);
+    rbd_write_conf(&d, "segment-mode 0600");
+    rbd_launch(&d, NULL);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+}
+END_TEST
+
 static Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -594,6 +747,10 @@ static Suite *daemon_suite(void)
     tcase_add_test(tc, test_daemon_corrupt_snapshot_refuses_start);
     tcase_add_test(tc, test_daemon_limits_give_clear_errors);
     tcase_add_test(tc, test_daemon_reader_follows_restart_with_new_segment);
+    tcase_add_test(tc, test_daemon_torn_tail_accepted_middle_damage_refused);
+    tcase_add_test(tc, test_daemon_segment_lock_stops_a_second_writer);
+    tcase_add_test(tc, test_daemon_flooding_client_does_not_starve_others);
+    tcase_add_test(tc, test_daemon_restart_applies_segment_mode);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -427,6 +427,28 @@ START_TEST(test_ring_seed_mode_reproduces_short_name_collapse)
 }
 END_TEST
 
+/* ketama may give a small-weight node no point at all (libmemcached does
+ * too): it owns no keys, and preference lists simply do not contain it. */
+START_TEST(test_ring_ketama_node_without_points)
+{
+    const char *const names[] = { "a.example:11211", "b.example:11211" };
+    const uint32_t w[] = { 1, 100 };
+    rb_ring_t *r = ring_of(RB_RING_KETAMA, 0, names, w, 2);
+    rb_node_t pref[2];
+    char key[160];
+
+    ck_assert_int_eq(rb_ring_publish(r, seg), RB_OK);
+    for (unsigned long i = 0; i < 2000; i++) {
+        size_t len = rb_test_key(key, sizeof(key), "kz", i);
+        ck_assert_int_eq(rb_ring_lookup_n(seg, key, len, pref, 2), 1);
+        ck_assert_str_eq(pref[0].name, "b.example:11211");
+    }
+    /* The point limit counts ketama's ~160 per server, not per weight unit. */
+    ck_assert_int_eq(rb_ring_add(r, "c.example:11211", 15, RB_RING_MAX_WEIGHT), RB_OK);
+    rb_ring_free(r);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
     Suite *s = suite_create("ring");
@@ -446,6 +468,7 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_ring_copies_grow_and_shrink_across_publishes);
     tcase_add_test(tc, test_ring_load_roundtrip);
     tcase_add_test(tc, test_ring_seed_mode_reproduces_short_name_collapse);
+    tcase_add_test(tc, test_ring_ketama_node_without_points);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -473,6 +473,30 @@ START_TEST(test_segment_dump_restore_roundtrip_and_corruption)
 }
 END_TEST
 
+/* One writer at a time: a second takeover is refused while the first
+ * lives (its process holds a lock on the object), in any process. */
+START_TEST(test_segment_second_writer_is_refused)
+{
+    rb_segment_t *other = NULL;
+    pid_t pid;
+    int status;
+
+    create_default();
+    ck_assert_int_eq(rb_segment_open_writer(inst, &other), RB_EBUSY);
+    ck_assert_ptr_null(other);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        rb_segment_t *o;
+        _exit(rb_segment_open_writer(inst, &o) == RB_EBUSY ? 0 : 1);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    rb_segment_close(wseg);      /* the lock goes with the writer */
+    ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
+}
+END_TEST
+
 static Suite *segment_suite(void)
 {
     Suite *s = suite_create("segment");
@@ -498,6 +522,7 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_segment_private_needs_no_name);
     tcase_add_test(tc, test_segment_reader_follows_restarted_writer);
     tcase_add_test(tc, test_segment_dump_restore_roundtrip_and_corruption);
+    tcase_add_test(tc, test_segment_second_writer_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,941 @@
+/*
+ * bench.c - `make bench`: ringbloom side by side with what users would use
+ * instead, in one run, as ratios of the same run.
+ *
+ *   1. ring lookup, 10 / 100 / 1000 nodes x 160 vnodes, 10^6 URL-like keys:
+ *      ringbloom xxh3, ringbloom ketama, libmemcached memcached_generate_hash
+ *      (KETAMA_WEIGHTED) and a plain sorted-array binary search (the seed's
+ *      get_node) over the same points as the xxh3 ring;
+ *   2. Bloom contains on a 1 MiB filter and one of >= 4x the last-level
+ *      cache: standard, blocked, blocked via contains_many, hits and misses,
+ *      against the floor of one independent random 64-byte load per key;
+ *   3. write path: BF.ADD / BF.MADD through redis-benchmark against
+ *      redis-server doing SADD with the same options; p50/p99 latency of a
+ *      single non-pipelined add;
+ *   4. readers under write churn (ring republished ~1000/s, ~10^6 adds/s)
+ *      against the same readers with an idle daemon;
+ *   5. memory: bytes per ring point, bytes per filter beyond its m bits.
+ *
+ * Every figure is the median of --reps runs.  Prints one table and writes
+ * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
+ *
+ *   usage: bench [--reps N] [--csv FILE] [--quick] [--only SECTIONS]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libmemcached/memcached.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ringbloom.h"
+
+#define NKEYS 1000000
+
+static int reps = 5, quick;
+static const char *only = "12345";
+static FILE *csv;
+static char **keys;
+static size_t *klen;
+static const char *daemon_bin = "daemon/ringbloomd";
+
+/* ---- plumbing -------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), dcmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static void check(int rc, const char *what)
+{
+    if (rc < 0)
+        die("%s: %s", what, rb_strerror(rc));
+}
+
+/* One table row: a workload, its baseline, and each contender's figure. */
+typedef struct cell {
+    const char *name;
+    double value;       /* NAN: not applicable */
+    const char *note;
+} cell_t;
+
+static void row(const char *section, const char *workload, const char *unit, int higher_better,
+                int baseline, const cell_t *cells, int n)
+{
+    double base = cells[baseline].value;
+
+    printf("  %-34s", workload);
+    for (int i = 0; i < n; i++) {
+        if (isnan(cells[i].value)) {
+            printf("  %s: n/a (%s)", cells[i].name, cells[i].note ? cells[i].note : "");
+        } else {
+            double ratio = higher_better ? cells[i].value / base : base / cells[i].value;
+            printf("  %s: %.4g %s", cells[i].name, cells[i].value, unit);
+            if (i != baseline && !isnan(base))
+                printf(" (%.2fx)", ratio);
+        }
+        if (csv)
+            fprintf(csv, "\"%s\",\"%s\",\"%s\",%.6g,\"%s\",\"%s\",%.4f\n", section, workload,
+                    cells[i].name, cells[i].value, unit, cells[baseline].name,
+                    isnan(cells[i].value) || isnan(base) ? NAN
+                    : higher_better ? cells[i].value / base : base / cells[i].value);
+    }
+    printf("\n");
+}
+
+static void gen_keys(void)
+{
+    static const char *const hosts[] = { "example.org", "cdn.example.com",
+                                         "static.images.shop.example.net", "a.example",
+                                         "news.example.co.uk" };
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+
+    keys = malloc(NKEYS * sizeof(*keys));
+    klen = malloc(NKEYS * sizeof(*klen));
+    for (int i = 0; i < NKEYS; i++) {
+        char buf[160];
+        int pathlen, n;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        pathlen = (int)(x % 90);   /* URLs of 20..120 bytes */
+        n = snprintf(buf, sizeof(buf), "https://%s/%x/", hosts[x % 5], i);
+        for (int j = 0; j < pathlen && n < 120; j++)
+            buf[n++] = "abcdefghijklmnopqrstuvwxyz0123456789-_/"[(x >> (j % 50)) % 39];
+        if (n < 20)
+            while (n < 20)
+                buf[n++] = 'x';
+        keys[i] = malloc((size_t)n + 1);
+        memcpy(keys[i], buf, (size_t)n);
+        keys[i][n] = '\0';
+        klen[i] = (size_t)n;
+    }
+}
+
+static void print_machine(void)
+{
+    char line[256], model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "model name", 10) == 0) {
+            snprintf(model, sizeof(model), "%s", strchr(line, ':') + 2);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+    if (f)
+        fclose(f);
+    printf("machine: %s, %ld cpus; caches:", model, sysconf(_SC_NPROCESSORS_ONLN));
+    for (int i = 0; i < 8; i++) {
+        char path[128], lvl[16] = "", type[32] = "", size[32] = "";
+        FILE *g;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if ((g = fopen(path, "r")) == NULL)
+            break;
+        if (fgets(lvl, sizeof(lvl), g) == NULL)
+            lvl[0] = '\0';
+        fclose(g);
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((g = fopen(path, "r")) && fgets(type, sizeof(type), g) == NULL)
+            type[0] = '\0';
+        if (g)
+            fclose(g);
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((g = fopen(path, "r")) && fgets(size, sizeof(size), g) == NULL)
+            size[0] = '\0';
+        if (g)
+            fclose(g);
+        lvl[strcspn(lvl, "\n")] = type[strcspn(type, "\n")] = size[strcspn(size, "\n")] = '\0';
+        printf(" L%s %s %s;", lvl, type, size);
+    }
+    printf("\nmedian of %d runs per figure; ratios are against the row's baseline, same run\n\n",
+           reps);
+}
+
+static uint64_t llc_bytes(void)
+{
+    uint64_t best = 32u << 20;
+    for (int i = 0; i < 8; i++) {
+        char path[128], buf[32];
+        FILE *g;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((g = fopen(path, "r")) == NULL)
+            break;
+        if (fgets(buf, sizeof(buf), g)) {
+            uint64_t v = strtoull(buf, NULL, 10) * (strchr(buf, 'M') ? 1u << 20 : 1u << 10);
+            if (v > best || i == 3)
+                best = v;
+        }
+        fclose(g);
+    }
+    return best;
+}
+
+/* ---- 1. ring lookups --------------------------------------------------------- */
+
+typedef struct plain_ring {
+    uint64_t *pos;
+    uint32_t *owner;
+    size_t n;
+} plain_ring_t;
+
+typedef struct pt {
+    uint64_t pos;
+    uint32_t owner;
+} pt_t;
+
+static int ptcmp(const void *a, const void *b)
+{
+    const pt_t *x = a, *y = b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The seed's algorithm over the xxh3 ring's points: one sorted array, a
+ * plain binary search for the lower bound, wrap to 0. */
+static void plain_build(plain_ring_t *r, char names[][40], int nodes, int replicas)
+{
+    pt_t *p = malloc((size_t)nodes * (size_t)replicas * sizeof(*p));
+    size_t n = 0;
+
+    for (int i = 0; i < nodes; i++)
+        for (int v = 0; v < replicas; v++) {
+            char buf[64];
+            int len = snprintf(buf, sizeof(buf), "%s#%d", names[i], v);
+            p[n].pos = XXH3_64bits(buf, (size_t)len);
+            p[n++].owner = (uint32_t)i;
+        }
+    qsort(p, n, sizeof(*p), ptcmp);
+    r->pos = malloc(n * sizeof(*r->pos));
+    r->owner = malloc(n * sizeof(*r->owner));
+    for (size_t i = 0; i < n; i++) {
+        r->pos[i] = p[i].pos;
+        r->owner[i] = p[i].owner;
+    }
+    r->n = n;
+    free(p);
+}
+
+static uint32_t plain_lookup(const plain_ring_t *r, const char *key, size_t len)
+{
+    uint64_t h = XXH3_64bits(key, len);
+    size_t lo = 0, hi = r->n;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->pos[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return r->owner[lo == r->n ? 0 : lo];
+}
+
+static volatile uint64_t sink;
+
+static double time_plain(const plain_ring_t *r)
+{
+    uint64_t acc = 0;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++)
+        acc += plain_lookup(r, keys[i], klen[i]);
+    t = now_s() - t;
+    sink = acc;
+    return NKEYS / t / 1e6;
+}
+
+static double time_rb(const rb_segment_t *seg)
+{
+    uint64_t acc = 0;
+    rb_node_t n;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++) {
+        if (rb_ring_lookup(seg, keys[i], klen[i], &n) != RB_OK)
+            die("lookup failed");
+        acc += n.index;
+    }
+    t = now_s() - t;
+    sink = acc;
+    return NKEYS / t / 1e6;
+}
+
+static double time_memcached(memcached_st *m)
+{
+    uint64_t acc = 0;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++)
+        acc += memcached_generate_hash(m, keys[i], klen[i]);
+    t = now_s() - t;
+    sink = acc;
+    return NKEYS / t / 1e6;
+}
+
+static rb_segment_t *rb_ring_of(rb_ring_mode_t mode, char names[][40], int nodes, size_t *points,
+                                uint64_t *bytes)
+{
+    rb_segment_t *seg;
+    rb_ring_t *r;
+    rb_ring_stat_t st;
+
+    check(rb_ring_new(mode, 160, &r), "ring");
+    for (int i = 0; i < nodes; i++)
+        check(rb_ring_add(r, names[i], strlen(names[i]), 1), "add");
+    check(rb_segment_create(NULL, NULL, &seg), "segment");
+    check(rb_ring_publish(r, seg), "publish");
+    check(rb_ring_stat(seg, &st), "stat");
+    *points = st.points;
+    *bytes = st.bytes;
+    rb_ring_free(r);
+    return seg;
+}
+
+static double ring_bytes_per_point[3];
+
+static void bench_ring(void)
+{
+    static const int sizes[] = { 10, 100, 1000 };
+
+    printf("1. Ring lookup: million lookups/s (higher is better), 10^6 URL-like keys\n");
+    for (int s = 0; s < 3; s++) {
+        int nodes = sizes[s];
+        char (*names)[40] = calloc((size_t)nodes, 40);
+        char (*kt)[40] = calloc((size_t)nodes, 40);
+        double v[4][32];
+        memcached_st *memc = NULL;
+        plain_ring_t plain;
+        rb_segment_t *sx, *sk;
+        size_t px, pk;
+        uint64_t bx, bk;
+        char title[80];
+
+        for (int i = 0; i < nodes; i++) {
+            snprintf(names[i], 40, "10.%d.%d.%d", i / 65536, (i / 256) % 256, i % 256);
+            snprintf(kt[i], 40, "%s:11211", names[i]);
+        }
+        plain_build(&plain, kt, nodes, 160);
+        sx = rb_ring_of(RB_RING_XXH3, kt, nodes, &px, &bx);
+        sk = rb_ring_of(RB_RING_KETAMA, kt, nodes, &pk, &bk);
+        ring_bytes_per_point[s] = (double)bx / (double)px;
+        if (nodes <= 100) {   /* libmemcached aborts past 100 servers */
+            memc = memcached_create(NULL);
+            memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
+            for (int i = 0; i < nodes; i++)
+                memcached_server_add_with_weight(memc, names[i], 11211, 1);
+        }
+        for (int r = 0; r < reps; r++) {
+            v[0][r] = memc ? time_memcached(memc) : NAN;
+            v[1][r] = time_plain(&plain);
+            v[2][r] = time_rb(sx);
+            v[3][r] = time_rb(sk);
+        }
+        {
+            cell_t c[4] = { { "libmemcached", memc ? median(v[0], reps) : NAN,
+                              "asserts past 100 servers" },
+                            { "binary-search", median(v[1], reps), NULL },
+                            { "rb-xxh3", median(v[2], reps), NULL },
+                            { "rb-ketama", median(v[3], reps), NULL } };
+            snprintf(title, sizeof(title), "lookup, %d nodes x 160 vnodes", nodes);
+            row("ring", title, "M/s", 1, memc ? 0 : 1, c, 4);
+        }
+        if (memc)
+            memcached_free(memc);
+        rb_segment_close(sx);
+        rb_segment_close(sk);
+        free(plain.pos);
+        free(plain.owner);
+        free(names);
+        free(kt);
+    }
+    printf("\n");
+}
+
+/* ---- 2. Bloom contains ----------------------------------------------------------- */
+
+static double bloom_overhead_bytes;
+
+typedef struct bloom_set {
+    rb_segment_t *seg;
+    rb_bloom_t *std, *blk;
+    uint64_t bytes;
+} bloom_set_t;
+
+static void fill_filter(rb_bloom_t *bf, uint64_t n)
+{
+    enum { B = 4096 };
+    static char buf[B][48];
+    static rb_key_t k[B];
+
+    for (uint64_t i = 0; i < n; i += B) {
+        size_t c = n - i < B ? (size_t)(n - i) : B;
+        for (size_t j = 0; j < c; j++) {
+            k[j].ptr = buf[j];
+            k[j].len = (size_t)snprintf(buf[j], sizeof(buf[j]), "https://in.example/%llu",
+                                        (unsigned long long)(i + j));
+        }
+        if (rb_bloom_add_many(bf, k, c, NULL) < 0)
+            die("fill failed");
+    }
+}
+
+/* Filters of about `bytes` each, standard and blocked, filled to capacity. */
+static void bloom_make(bloom_set_t *b, uint64_t bytes)
+{
+    rb_segment_opts_t o = { .max_size = 4 * bytes + (64u << 20) };
+    rb_bloom_params_t p = { .error_rate = 0.01, .flags = RB_BLOOM_NONSCALING };
+    rb_segment_info_t before, after;
+    rb_bloom_stat_t st;
+
+    check(rb_segment_create(NULL, &o, &b->seg), "segment");
+    p.capacity = (uint64_t)((double)bytes * 8 / 9.585);
+    p.layout = RB_BLOOM_STANDARD;
+    check(rb_segment_info(b->seg, &before), "info");
+    check(rb_bloom_reserve(b->seg, "std", 3, &p), "reserve");
+    check(rb_segment_info(b->seg, &after), "info");
+    check(rb_bloom_open(b->seg, "std", 3, &b->std), "open");
+    check(rb_bloom_stat(b->std, &st), "stat");
+    /* Beyond its m bits a filter costs its directory slot (always there)
+     * and the rounding of its array to 64 bytes. */
+    bloom_overhead_bytes = (double)(after.used - before.used) - (double)st.bits / 8 +
+                           (double)(576 + 48 * RB_BLOOM_MAX_LAYERS);
+    p.capacity = (uint64_t)((double)bytes * 8 / 10.03);
+    p.layout = RB_BLOOM_BLOCKED;
+    check(rb_bloom_reserve(b->seg, "blk", 3, &p), "reserve");
+    check(rb_bloom_open(b->seg, "blk", 3, &b->blk), "open");
+    fill_filter(b->std, (uint64_t)((double)bytes * 8 / 9.585));
+    fill_filter(b->blk, (uint64_t)((double)bytes * 8 / 10.03));
+    b->bytes = bytes;
+}
+
+static rb_key_t *qkeys;
+
+/* hits: keys that were added; misses: keys that were not. */
+static void make_queries(int hits)
+{
+    static char (*buf)[48];
+    if (buf == NULL)
+        buf = malloc((size_t)NKEYS * 48);
+    if (qkeys == NULL)
+        qkeys = malloc(NKEYS * sizeof(*qkeys));
+    for (int i = 0; i < NKEYS; i++) {
+        uint64_t j = (uint64_t)i * 2654435761u % 1000000007u;
+        qkeys[i].ptr = buf[i];
+        qkeys[i].len = (size_t)(hits ? snprintf(buf[i], 48, "https://in.example/%llu",
+                                                (unsigned long long)(j % 100000))
+                                     : snprintf(buf[i], 48, "https://out.example/%llu",
+                                                (unsigned long long)j));
+    }
+}
+
+static double time_contains(rb_bloom_t *bf)
+{
+    uint64_t acc = 0;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++)
+        acc += (uint64_t)rb_bloom_contains(bf, qkeys[i].ptr, qkeys[i].len);
+    t = now_s() - t;
+    sink = acc;
+    return t / NKEYS * 1e9;
+}
+
+static double time_contains_many(rb_bloom_t *bf)
+{
+    static uint8_t out[NKEYS];
+    double t = now_s();
+    if (rb_bloom_contains_many(bf, qkeys, NKEYS, out) < 0)
+        die("contains_many");
+    t = now_s() - t;
+    sink = out[NKEYS / 2];
+    return t / NKEYS * 1e9;
+}
+
+/* The floor: one independent random 64-byte load per key from a buffer of
+ * the same size (index from a cheap xorshift, as a hash would give). */
+static double time_floor(const unsigned char *buf, uint64_t bytes)
+{
+    uint64_t lines = bytes / 64, x = 88172645463325252ULL, acc = 0;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        acc += buf[(x % lines) * 64];
+    }
+    t = now_s() - t;
+    sink = acc;
+    return t / NKEYS * 1e9;
+}
+
+static void bench_bloom(void)
+{
+    uint64_t sizes[2] = { 1u << 20, 4 * llc_bytes() };
+
+    printf("2. Bloom contains: ns per key (lower is better); floor = one random 64-byte load\n");
+    for (int s = 0; s < 2; s++) {
+        bloom_set_t b;
+        unsigned char *buf = malloc(sizes[s]);
+        bloom_make(&b, sizes[s]);
+        for (uint64_t i = 0; i < sizes[s]; i += 64)
+            buf[i] = (unsigned char)i;
+        for (int hits = 1; hits >= 0; hits--) {
+            double v[4][32];
+            char title[96];
+            make_queries(hits);
+            for (int r = 0; r < reps; r++) {
+                v[0][r] = time_floor(buf, sizes[s]);
+                v[1][r] = time_contains(b.std);
+                v[2][r] = time_contains(b.blk);
+                v[3][r] = time_contains_many(b.blk);
+            }
+            {
+                cell_t c[4] = { { "floor", median(v[0], reps), NULL },
+                                { "standard", median(v[1], reps), NULL },
+                                { "blocked", median(v[2], reps), NULL },
+                                { "blocked-many", median(v[3], reps), NULL } };
+                snprintf(title, sizeof(title), "contains %s, %llu MiB filter",
+                         hits ? "hits" : "misses", (unsigned long long)(sizes[s] >> 20));
+                row("bloom", title, "ns", 0, 0, c, 4);
+                if (s == 1)
+                    printf("  %-34s  contains_many vs contains (blocked): %.2fx faster\n", "",
+                           c[2].value / c[3].value);
+            }
+        }
+        rb_bloom_close(b.std);
+        rb_bloom_close(b.blk);
+        rb_segment_close(b.seg);
+        free(buf);
+        if (quick)
+            break;
+    }
+    printf("\n");
+}
+
+/* ---- 3. write path ----------------------------------------------------------------- */
+
+static char tmpdir[64];
+
+static pid_t spawn(const char *const argv[], int cpu)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            sched_setaffinity(0, sizeof(set), &set);
+        }
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void wait_socket(const char *path)
+{
+    for (int i = 0; i < 500; i++) {
+        rb_conn_t *c;
+        if (rb_conn_open(NULL, path, 500, &c) == RB_OK) {
+            rb_conn_close(c);
+            return;
+        }
+        usleep(10000);
+    }
+    die("nothing listens on %s", path);
+}
+
+static pid_t start_daemon(const char *name, const char *extra, int cpu)
+{
+    char conf[256], sock[256];
+    FILE *f;
+    pid_t pid;
+
+    snprintf(conf, sizeof(conf), "%s/%s.conf", tmpdir, name);
+    snprintf(sock, sizeof(sock), "%s/%s.sock", tmpdir, name);
+    f = fopen(conf, "w");
+    fprintf(f, "instance rbbench-%s-%d\nsocket %s\ndir %s/%s-state\npidfile %s/%s.pid\n"
+            "keep-segment no\n%s\n", name, (int)getpid(), sock, tmpdir, name, tmpdir, name,
+            extra ? extra : "");
+    fclose(f);
+    {
+        const char *argv[] = { daemon_bin, "-f", "-c", conf, NULL };
+        pid = spawn(argv, cpu);
+    }
+    wait_socket(sock);
+    return pid;
+}
+
+static void stop(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* Runs redis-benchmark with args; returns the value of CSV column col
+ * (1 = rps, 4 = p50 ms, 6 = p99 ms). */
+static double redis_bench(const char *sock, const char *args, int col)
+{
+    char cmd[1024], line[1024];
+    double v = NAN;
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd), "redis-benchmark -s %s --csv %s 2>/dev/null", sock, args);
+    p = popen(cmd, "r");
+    if (p == NULL)
+        die("popen redis-benchmark");
+    while (fgets(line, sizeof(line), p)) {
+        char *f = line;
+        if (strncmp(line, "\"test\"", 6) == 0)
+            continue;
+        for (int c = 0; c < col && f; c++) {
+            f = strstr(f + 1, "\",\"");
+            if (f)
+                f += 2;
+        }
+        if (f)
+            v = strtod(f + 1, NULL);
+    }
+    pclose(p);
+    return v;
+}
+
+static void bench_write(void)
+{
+    char rsock[128], dsock[128];
+    const char *rargv[] = { "redis-server", "--port", "0", "--unixsocket", rsock, "--save", "",
+                            "--appendonly", "no", NULL };
+    pid_t rpid, dpid;
+    const char *const loads[][2] = {
+        { "-n 1000000 -P 32 -c 4 -r 100000000 BF.ADD bench __rand_int__",
+          "-n 1000000 -P 32 -c 4 -r 100000000 SADD bench __rand_int__" },
+        { "-n 300000 -P 32 -c 4 -r 100000000 BF.MADD bench2 __rand_int__ __rand_int__ "
+          "__rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__",
+          "-n 300000 -P 32 -c 4 -r 100000000 SADD bench2 __rand_int__ __rand_int__ "
+          "__rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__ __rand_int__" },
+    };
+    const char *titles[] = { "1 add per command, -P 32 -c 4", "8 adds per command, -P 32 -c 4" };
+
+    if (system("command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null")) {
+        printf("3. Write path: skipped (needs redis-server and redis-benchmark)\n\n");
+        return;
+    }
+    snprintf(rsock, sizeof(rsock), "%s/redis.sock", tmpdir);
+    snprintf(dsock, sizeof(dsock), "%s/write.sock", tmpdir);
+    rpid = spawn(rargv, -1);
+    wait_socket(rsock);
+    dpid = start_daemon("write", "appendfsync everysec", -1);
+    printf("3. Write path through redis-benchmark: requests/s (higher is better); ringbloomd\n"
+           "   logs every add (appendfsync everysec), redis-server keeps nothing (--save '')\n");
+    for (int w = 0; w < 2; w++) {
+        double v[2][32];
+        for (int r = 0; r < reps; r++) {
+            v[0][r] = redis_bench(rsock, loads[w][1], 1);
+            v[1][r] = redis_bench(dsock, loads[w][0], 1);
+        }
+        {
+            cell_t c[2] = { { "redis-SADD", median(v[0], reps), NULL },
+                            { "ringbloomd-BF", median(v[1], reps), NULL } };
+            row("write", titles[w], "req/s", 1, 0, c, 2);
+        }
+    }
+    {
+        double p[4][32];
+        for (int r = 0; r < reps; r++) {
+            p[0][r] = redis_bench(rsock, "-n 20000 -P 1 -c 1 -r 100000000 SADD lat __rand_int__", 4);
+            p[1][r] = redis_bench(dsock, "-n 20000 -P 1 -c 1 -r 100000000 BF.ADD lat __rand_int__", 4);
+            p[2][r] = redis_bench(rsock, "-n 20000 -P 1 -c 1 -r 100000000 SADD lat __rand_int__", 6);
+            p[3][r] = redis_bench(dsock, "-n 20000 -P 1 -c 1 -r 100000000 BF.ADD lat __rand_int__", 6);
+        }
+        {
+            cell_t c50[2] = { { "redis-SADD", median(p[0], reps) * 1000, NULL },
+                              { "ringbloomd-BF.ADD", median(p[1], reps) * 1000, NULL } };
+            cell_t c99[2] = { { "redis-SADD", median(p[2], reps) * 1000, NULL },
+                              { "ringbloomd-BF.ADD", median(p[3], reps) * 1000, NULL } };
+            row("write", "single add p50 latency, -P 1 -c 1", "us", 0, 0, c50, 2);
+            row("write", "single add p99 latency, -P 1 -c 1", "us", 0, 0, c99, 2);
+        }
+    }
+    stop(dpid);
+    stop(rpid);
+    printf("\n");
+}
+
+/* ---- 4. readers under churn ------------------------------------------------------------- */
+
+typedef struct churn_box {
+    _Atomic int go, stop;
+    _Atomic uint64_t publishes, adds;
+} churn_box_t;
+
+/* Reader (own CPU): lookups, then contains, `secs` each; ops/s to out. */
+static void reader_run(const char *instance, double secs, double out[2])
+{
+    rb_segment_t *seg;
+    rb_bloom_t *bf;
+    rb_node_t n;
+    double t0;
+    uint64_t ops;
+
+    check(rb_segment_attach(instance, 0, &seg), "attach");
+    check(rb_bloom_open(seg, "churn", 5, &bf), "open");
+    ops = 0;
+    t0 = now_s();
+    while (now_s() - t0 < secs)
+        for (int i = 0; i < 10000; i++, ops++)
+            check(rb_ring_lookup(seg, keys[ops % NKEYS], klen[ops % NKEYS], &n), "lookup");
+    out[0] = (double)ops / (now_s() - t0) / 1e6;
+    ops = 0;
+    t0 = now_s();
+    while (now_s() - t0 < secs)
+        for (int i = 0; i < 10000; i++, ops++)
+            sink += (uint64_t)rb_bloom_contains(bf, keys[ops % NKEYS], klen[ops % NKEYS]);
+    out[1] = (double)ops / (now_s() - t0) / 1e6;
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+}
+
+/* Writer load: each round, one RING.WEIGHT (a republish) and a BF.MADD of
+ * 1000 keys, paced to 1000 rounds/s (as far as one CPU allows). */
+static void churn_run(const char *sock, churn_box_t *box)
+{
+    enum { BATCH = 1000 };
+    static char buf[BATCH][32];
+    rb_key_t k[BATCH];
+    rb_conn_t *c;
+    uint64_t round = 0, serial = 0;
+    double t0;
+
+    check(rb_conn_open(NULL, sock, 10000, &c), "connect");
+    while (!atomic_load(&box->go))
+        usleep(1000);
+    t0 = now_s();
+    while (!atomic_load(&box->stop)) {
+        char w[8];
+        const char *argv[3] = { "RING.WEIGHT", "10.0.0.1:11211", w };
+        size_t argl[3] = { 11, 14, 0 };
+        char out[64];
+        argl[2] = (size_t)snprintf(w, sizeof(w), "%d", 1 + (int)(round & 1));
+        check(rb_conn_command(c, 3, argv, argl, out, sizeof(out)), "RING.WEIGHT");
+        atomic_fetch_add(&box->publishes, 1);
+        for (int i = 0; i < BATCH; i++) {
+            k[i].ptr = buf[i];
+            k[i].len = (size_t)snprintf(buf[i], sizeof(buf[i]), "c%llu",
+                                        (unsigned long long)serial++);
+        }
+        if (rb_conn_bf_add_many(c, "churn", 5, k, BATCH, NULL) < 0)
+            die("churn add");
+        atomic_fetch_add(&box->adds, BATCH);
+        round++;
+        /* pace to 1000 rounds/s */
+        while (now_s() - t0 < (double)round / 1000.0 && !atomic_load(&box->stop))
+            ;
+    }
+    rb_conn_close(c);
+}
+
+static void bench_churn(void)
+{
+    churn_box_t *box = mmap(NULL, sizeof(*box), PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    double secs = quick ? 1.0 : 3.0, idle[32][2], busy[32][2], *res;
+    char sock[128], instance[64];
+    pid_t dpid;
+    rb_conn_t *c;
+    int creps = reps < 3 ? reps : 3;
+
+    res = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    snprintf(sock, sizeof(sock), "%s/churn.sock", tmpdir);
+    snprintf(instance, sizeof(instance), "rbbench-churn-%d", (int)getpid());
+    dpid = start_daemon("churn", "appendfsync everysec\nmax-memory 2gb", 1);
+    check(rb_conn_open(NULL, sock, 10000, &c), "connect");
+    for (int i = 0; i < 100; i++) {
+        char name[40];
+        snprintf(name, sizeof(name), "10.0.0.%d:11211", i);
+        check(rb_conn_ring_add(c, name, strlen(name), 1), "ring add");
+    }
+    {
+        rb_bloom_params_t p = { .capacity = 20000000, .error_rate = 0.01,
+                                .layout = RB_BLOOM_BLOCKED, .flags = RB_BLOOM_NONSCALING };
+        check(rb_conn_bf_reserve(c, "churn", 5, &p), "reserve");
+    }
+    rb_conn_close(c);
+    printf("4. Readers under write churn (reader on CPU 0; daemon and writer on CPU 1):\n"
+           "   million ops/s of one reader process (higher is better)\n");
+    for (int r = 0; r < creps; r++) {
+        for (int phase = 0; phase < 2; phase++) {
+            pid_t reader, writer = 0;
+            memset(box, 0, sizeof(*box));
+            if (phase == 1) {
+                writer = fork();
+                if (writer == 0) {
+                    cpu_set_t set;
+                    CPU_ZERO(&set);
+                    CPU_SET(1, &set);
+                    sched_setaffinity(0, sizeof(set), &set);
+                    churn_run(sock, box);
+                    _exit(0);
+                }
+                atomic_store(&box->go, 1);
+                usleep(200000);
+            }
+            reader = fork();
+            if (reader == 0) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(0, &set);
+                sched_setaffinity(0, sizeof(set), &set);
+                reader_run(instance, secs, res);
+                _exit(0);
+            }
+            {
+                uint64_t p0 = atomic_load(&box->publishes), a0 = atomic_load(&box->adds);
+                double t0 = now_s();
+                waitpid(reader, NULL, 0);
+                if (phase == 1) {
+                    double dt = now_s() - t0;
+                    printf("   churn round %d: %.0f ring publishes/s, %.0f adds/s during the "
+                           "reader's run\n", r + 1, (double)(atomic_load(&box->publishes) - p0) / dt,
+                           (double)(atomic_load(&box->adds) - a0) / dt);
+                    atomic_store(&box->stop, 1);
+                    waitpid(writer, NULL, 0);
+                }
+            }
+            (phase ? busy : idle)[r][0] = res[0];
+            (phase ? busy : idle)[r][1] = res[1];
+        }
+    }
+    for (int w = 0; w < 2; w++) {
+        double a[32], b[32];
+        for (int r = 0; r < creps; r++) {
+            a[r] = idle[r][w];
+            b[r] = busy[r][w];
+        }
+        {
+            cell_t cells[2] = { { "idle", median(a, creps), NULL },
+                                { "churn", median(b, creps), NULL } };
+            row("churn", w ? "reader contains (blocked, 24 MB)" : "reader ring lookup (100 nodes)",
+                "M/s", 1, 0, cells, 2);
+        }
+    }
+    stop(dpid);
+    munmap(box, sizeof(*box));
+    munmap(res, 4096);
+    printf("\n");
+}
+
+/* ---- 5. memory --------------------------------------------------------------------------- */
+
+static void bench_memory(void)
+{
+    printf("5. Memory\n");
+    printf("  %-34s  10 nodes: %.2f  100 nodes: %.2f  1000 nodes: %.2f bytes/point (target <= 16)\n",
+           "ring, one copy, xxh3 mode", ring_bytes_per_point[0], ring_bytes_per_point[1],
+           ring_bytes_per_point[2]);
+    printf("  %-34s  %.0f bytes beyond m/8 (target <= one page, 4096)\n",
+           "filter overhead (slot + rounding)", bloom_overhead_bytes);
+    if (csv) {
+        for (int i = 0; i < 3; i++)
+            fprintf(csv, "\"memory\",\"ring bytes per point, %s nodes\",\"rb-xxh3\",%.4f,"
+                    "\"bytes\",\"target\",%.4f\n", i == 0 ? "10" : i == 1 ? "100" : "1000",
+                    ring_bytes_per_point[i], ring_bytes_per_point[i] / 16.0);
+        fprintf(csv, "\"memory\",\"filter overhead beyond m bits\",\"rb\",%.0f,\"bytes\","
+                "\"target\",%.4f\n", bloom_overhead_bytes, bloom_overhead_bytes / 4096.0);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *csv_path = "bench.csv";
+    const char *dir;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
+            csv_path = argv[++i];
+        else if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--daemon") == 0 && i + 1 < argc)
+            daemon_bin = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 12345] "
+                    "[--daemon PATH]\n");
+            return 2;
+        }
+    }
+    if (reps < 1 || reps > 31)
+        reps = 5;
+    csv = fopen(csv_path, "w");
+    if (csv == NULL)
+        die("%s: %s", csv_path, strerror(errno));
+    fprintf(csv, "section,workload,contender,value,unit,baseline,ratio\n");
+    snprintf(tmpdir, sizeof(tmpdir), "/dev/shm/rbbench.XXXXXX");
+    if (mkdtemp(tmpdir) == NULL)
+        die("mkdtemp: %s", strerror(errno));
+    dir = tmpdir;
+    (void)dir;
+    print_machine();
+    gen_keys();
+    if (strchr(only, '1') || strchr(only, '5'))
+        bench_ring();
+    if (strchr(only, '2') || strchr(only, '5'))
+        bench_bloom();
+    if (strchr(only, '3'))
+        bench_write();
+    if (strchr(only, '4'))
+        bench_churn();
+    if (strchr(only, '5'))
+        bench_memory();
+    fclose(csv);
+    {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench: could not remove %s\n", tmpdir);
+    }
+    printf("\ntable written to %s\n", csv_path);
+    return 0;
+}
