@@ -243,31 +243,39 @@ static void add_error(ctx_t *x, int rc)
  * RedisBloom does; the keys before it stay added and are logged. */
 static void add_keys(ctx_t *x, size_t fi, rb_bloom_t *bf, size_t first, size_t n, int as_array)
 {
+    rb_key_t *keys = calloc(n ? n : 1, sizeof(*keys));
     uint8_t *fresh = malloc(n ? n : 1);
-    size_t done;
-    int err = 0;
+    size_t done = 0;
+    int64_t rc;
 
-    if (fresh == NULL) {
+    if (keys == NULL || fresh == NULL) {
+        free(keys);
+        free(fresh);
         resp_error(x->out, "ERR out of memory");
         return;
     }
-    for (done = 0; done < n; done++) {
-        int r = rb_bloom_add(bf, x->argv[first + done], x->argl[first + done]);
-        if (r < 0) {
-            err = r;
-            break;
-        }
-        fresh[done] = (uint8_t)r;
-        x->s->bf_adds += (uint64_t)r;
+    for (size_t i = 0; i < n; i++) {
+        keys[i].ptr = x->argv[first + i];
+        keys[i].len = x->argl[first + i];
     }
+    memset(fresh, RB_BLOOM_NOT_ADDED, n);
+    rc = rb_bloom_add_many(bf, keys, n, fresh);
+    while (done < n && fresh[done] != RB_BLOOM_NOT_ADDED)
+        done++;
+    if (rc >= 0)
+        x->s->bf_adds += (uint64_t)rc;
+    else
+        for (size_t i = 0; i < done; i++)
+            x->s->bf_adds += fresh[i];
     if (done > 0)
         persist_bf_add(x->s, x->argv[fi], x->argl[fi], x->argv + first, x->argl + first, done);
     if (as_array)
-        resp_array(x->out, done + (err != 0));
+        resp_array(x->out, done + (rc < 0));
     for (size_t i = 0; i < done; i++)
         resp_int(x->out, fresh[i]);
-    if (err != 0)
-        add_error(x, err);
+    if (rc < 0)
+        add_error(x, (int)rc);
+    free(keys);
     free(fresh);
 }
 

@@ -39,7 +39,8 @@
 #define BLOCK_WORDS  8u
 #define MAX_K        64u
 #define PROBE_MULT   0x9E3779B97F4A7C15ULL
-#define BATCH        16u
+#define PIPE         16u      /* contains_many: keys in flight */
+#define CHUNK        1024u    /* contains_many: keys per read section */
 
 #define TIGHTENING   0.5   /* each new layer: half the previous error rate */
 
@@ -484,10 +485,25 @@ static inline void probe(uint32_t layout, uint64_t bits, rb_h128_t h, uint32_t i
     *mask = 1ULL << (bit & 63);
 }
 
-static inline int test_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
+static inline __attribute__((always_inline)) int test_layer(uint32_t layout,
+                                                          const layer_view_t *lv, rb_h128_t h)
 {
     uint64_t x = h.h2, word, mask;
 
+    if (layout == RB_BLOOM_BLOCKED) {
+        /* All probes hit one line (loaded once, then L1): test every bit
+         * without branching on the data, as a miss would otherwise
+         * mispredict at a random probe. */
+        const _Atomic uint64_t *blk =
+            &lv->arr[fastrange64(h.h1, lv->bits / BLOCK_BITS) * BLOCK_WORDS];
+        uint64_t all = 1;
+        for (uint32_t i = 0; i < lv->k; i++) {
+            uint64_t bit = x >> 55;
+            all &= rb_ld(&blk[bit >> 6]) >> (bit & 63);
+            x *= PROBE_MULT;
+        }
+        return (int)(all & 1);
+    }
     for (uint32_t i = 0; i < lv->k; i++) {
         probe(layout, lv->bits, h, i, &x, &word, &mask);
         if (!(rb_ld(&lv->arr[word]) & mask))
@@ -496,14 +512,26 @@ static inline int test_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t 
     return 1;
 }
 
+/* Asks for the line at p.  GCC deletes loops whose only effect is a
+ * __builtin_prefetch (they look side-effect free), so the empty volatile
+ * asm pins each one in place. */
+static inline void prefetch_line(const void *p)
+{
+    __builtin_prefetch(p, 0, 3);
+    __asm__ __volatile__("" : : "r"(p));
+}
+
+/* Prefetches the line(s) a test of h will touch: the block (blocked), or
+ * the first two probes (standard; the rest follow while those load). */
 static inline void prefetch_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
 {
-    uint64_t x = h.h2, word, mask;
-    uint32_t n = layout == RB_BLOOM_BLOCKED ? 1 : lv->k;
+    const char *base = (const char *)(const void *)lv->arr;
 
-    for (uint32_t i = 0; i < n; i++) {
-        probe(layout, lv->bits, h, i, &x, &word, &mask);
-        __builtin_prefetch((const void *)&lv->arr[word], 0, 0);
+    if (layout == RB_BLOOM_BLOCKED) {
+        prefetch_line(base + fastrange64(h.h1, lv->bits / BLOCK_BITS) * 64);
+    } else {
+        prefetch_line(base + (fastrange64(h.h1, lv->bits) >> 6) * 8);
+        prefetch_line(base + (fastrange64(h.h1 + h.h2, lv->bits) >> 6) * 8);
     }
 }
 
@@ -600,22 +628,33 @@ typedef struct contains_arg {
     int64_t hits;
 } contains_arg_t;
 
+/* Tests a->n keys.  Software-pipelined: key i is hashed and its lines
+ * prefetched PIPE keys before it is tested, so memory latencies overlap
+ * with hashing and testing the keys in between. */
 static int contains_fn(const bloom_section_t *s, void *arg)
 {
     contains_arg_t *a = arg;
-    rb_h128_t h[BATCH];
+    rb_h128_t h[PIPE];
+    size_t n = a->n;
 
     a->hits = 0;
-    for (size_t base = 0; base < a->n; base += BATCH) {
-        size_t cnt = a->n - base < BATCH ? a->n - base : BATCH;
-        for (size_t i = 0; i < cnt; i++) {
-            h[i] = key_hash(s->b, a->keys[base + i].ptr, a->keys[base + i].len);
-            for (uint32_t l = 0; l < s->nlayers && cnt > 1; l++)
-                prefetch_layer(s->b->layout, &s->layer[l], layer_hash(h[i], l));
+    if (n == 1) {
+        a->out[0] = (uint8_t)section_test(s, key_hash(s->b, a->keys[0].ptr, a->keys[0].len));
+        a->hits = a->out[0];
+        return RB_OK;
+    }
+    for (size_t i = 0; i < n + PIPE; i++) {
+        /* Test key i - PIPE first: its slot is the one key i reuses. */
+        if (i >= PIPE) {
+            size_t j = i - PIPE;
+            a->out[j] = (uint8_t)section_test(s, h[j % PIPE]);
+            a->hits += a->out[j];
         }
-        for (size_t i = 0; i < cnt; i++) {
-            a->out[base + i] = (uint8_t)section_test(s, h[i]);
-            a->hits += a->out[base + i];
+        if (i < n) {
+            rb_h128_t x = key_hash(s->b, a->keys[i].ptr, a->keys[i].len);
+            h[i % PIPE] = x;
+            for (uint32_t l = 0; l < s->nlayers; l++)
+                prefetch_layer(s->b->layout, &s->layer[l], layer_hash(x, l));
         }
     }
     return RB_OK;
@@ -642,9 +681,8 @@ int64_t rb_bloom_contains_many(const rb_bloom_t *bf, const rb_key_t *keys, size_
     if (bf == NULL || (keys == NULL && n != 0) || (out == NULL && n != 0))
         return RB_EINVAL;
     /* One section per chunk, so a gen bump re-does at most one chunk. */
-    for (size_t base = 0; base < n; base += 4 * BATCH) {
-        contains_arg_t a = { keys + base, n - base < 4 * BATCH ? n - base : 4 * BATCH,
-                             out + base, 0 };
+    for (size_t base = 0; base < n; base += CHUNK) {
+        contains_arg_t a = { keys + base, n - base < CHUNK ? n - base : CHUNK, out + base, 0 };
         int rc = bloom_read(bf, contains_fn, &a);
         if (rc != RB_OK)
             return rc;
@@ -720,6 +758,14 @@ static int add_fn(const bloom_section_t *cs, void *arg)
     return RB_OK;
 }
 
+/* Marks the keys an error left unprocessed. */
+static void mark_unprocessed(const add_arg_t *a)
+{
+    if (a->out != NULL)
+        for (size_t i = a->done; i < a->n; i++)
+            a->out[i] = RB_BLOOM_NOT_ADDED;
+}
+
 int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys, size_t n, uint8_t *out_new)
 {
     add_arg_t a = { NULL, keys, n, out_new, 0, 0 };
@@ -734,6 +780,8 @@ int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys, size_t n, uint8_
         return RB_EROFS;
     a.seg = (rb_segment_t *)bf->seg;
     rc = bloom_read(bf, add_fn, &a);
+    if (rc != RB_OK)
+        mark_unprocessed(&a);
     return rc == RB_OK ? a.added : rc;
 }
 

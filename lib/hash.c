@@ -9,14 +9,6 @@
 #include <md5.h>
 #include <zlib.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-uint64_t rb_hash_xxh3(const void *key, size_t len)
-{
-    return XXH3_64bits(key, len);
-}
-
 /* Decode one UTF-8 code point at s[*i] (advancing *i).  The seed hashes
  * Python str characters, i.e. code points; a byte that does not start a
  * valid, shortest-form sequence is taken as its own value, so arbitrary
@@ -69,14 +61,6 @@ uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt)
     while (i < len)
         h = h * 31 + seed_next_cp(s, len, &i);
     return h;
-}
-
-rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
-                           const void *key, size_t len)
-{
-    XXH128_hash_t h = XXH3_128bits_withSecret(key, len, secret, secret_len);
-    rb_h128_t r = { h.low64, h.high64 };
-    return r;
 }
 
 uint32_t rb_hash_md5_le32(const void *data, size_t len, unsigned word)

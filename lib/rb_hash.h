@@ -21,16 +21,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* XXH3 inlined into its callers: on the lookup paths the call itself
+ * would cost as much as hashing a short key. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define RB_SEED_MULT 0x9E3779B1ULL
 
 typedef struct rb_h128 {
     uint64_t h1, h2;
 } rb_h128_t;
 
-uint64_t rb_hash_xxh3(const void *key, size_t len);
+static inline uint64_t rb_hash_xxh3(const void *key, size_t len)
+{
+    return XXH3_64bits(key, len);
+}
+
+static inline rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
+                                         const void *key, size_t len)
+{
+    XXH128_hash_t h = XXH3_128bits_withSecret(key, len, secret, secret_len);
+    rb_h128_t r = { h.low64, h.high64 };
+    return r;
+}
+
 uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt);
-rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
-                           const void *key, size_t len);
 
 /* Compatibility modes (byte-exact with the real implementations):
  * word i (0..3) of MD5(data), little-endian (libmemcached ketama), and

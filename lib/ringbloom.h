@@ -459,7 +459,10 @@ typedef struct rb_key {
  * is new only the first time); out_new[i] = 1/0 if out_new is not NULL.
  * Returns the number of new keys, or a negative error: argument errors
  * change nothing; RB_EFULL / RB_ENOSPC stop at the first key that did not
- * fit (keys before it stay added, as their out_new entries say). */
+ * fit: keys before it stay added, as their out_new entries say, and it
+ * and the keys after it get out_new[i] = RB_BLOOM_NOT_ADDED.  One read
+ * section for the batch: much cheaper per key than rb_bloom_add. */
+#define RB_BLOOM_NOT_ADDED 0xFF
 RB_EXPORT RB_WUR int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys,
                                            size_t n, uint8_t *out_new);
 
