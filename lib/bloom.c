@@ -11,8 +11,8 @@
  *   - standard: probe i is bit fastrange(h1 + i*h2, m), h2 forced odd
  *     (double hashing over the whole array);
  *   - blocked:  h1 picks one 512-bit block (a cache line), and the k probes
- *     are the top 9 bits of h2, h2*C, h2*C^2, ... (C odd), so a query costs
- *     one cache miss.  Blocked filters are sized up so that their FPR,
+ *     are 9-bit slices of h2 (seven per word, then of a remix), so a query
+ *     costs one cache miss and no serial arithmetic.  Blocked filters are sized up so that their FPR,
  *     which suffers from the uneven load of blocks, still meets p.
  *
  * Why it is safe without a lock: adds only ever set bits (atomic fetch-or
@@ -468,16 +468,33 @@ static inline rb_h128_t layer_hash(rb_h128_t h, uint64_t l)
     return h;
 }
 
-/* Word index (relative to the array) and mask of probe i; `x` carries the
- * blocked layout's multiplicative state between probes. */
-static inline void probe(uint32_t layout, uint64_t bits, rb_h128_t h, uint32_t i, uint64_t *x,
-                         uint64_t *word, uint64_t *mask)
+/* In-block bit of probe i of the blocked layout: 9-bit slices of h2 >> 1
+ * (bit 0 of h2 is forced to 1 for double hashing), seven per word, with no
+ * dependency chain between them; probes 7.. take the slices of a remix of
+ * the previous word (*base carries it).  *x is the word being sliced;
+ * start with base = h2, x = h2 >> 1. */
+static inline uint64_t block_bit(uint64_t *base, uint64_t *x, uint32_t i)
+{
+    uint64_t bit;
+
+    if (i != 0 && i % 7 == 0) {
+        *base = fmix64(*base + PROBE_MULT);
+        *x = *base;
+    }
+    bit = *x & (BLOCK_BITS - 1);
+    *x >>= 9;
+    return bit;
+}
+
+/* Word index (relative to the array) and mask of probe i; base / x carry
+ * the blocked layout's slicing state between probes (block_bit). */
+static inline void probe(uint32_t layout, uint64_t bits, rb_h128_t h, uint32_t i,
+                         uint64_t *base, uint64_t *x, uint64_t *word, uint64_t *mask)
 {
     uint64_t bit;
 
     if (layout == RB_BLOOM_BLOCKED) {
-        bit = fastrange64(h.h1, bits / BLOCK_BITS) * BLOCK_BITS + (*x >> 55);
-        *x *= PROBE_MULT;
+        bit = fastrange64(h.h1, bits / BLOCK_BITS) * BLOCK_BITS + block_bit(base, x, i);
     } else {
         bit = fastrange64(h.h1 + (uint64_t)i * h.h2, bits);
     }
@@ -488,7 +505,7 @@ static inline void probe(uint32_t layout, uint64_t bits, rb_h128_t h, uint32_t i
 static inline __attribute__((always_inline)) int test_layer(uint32_t layout,
                                                           const layer_view_t *lv, rb_h128_t h)
 {
-    uint64_t x = h.h2, word, mask;
+    uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
 
     if (layout == RB_BLOOM_BLOCKED) {
         /* All probes hit one line (loaded once, then L1): test every bit
@@ -498,14 +515,13 @@ static inline __attribute__((always_inline)) int test_layer(uint32_t layout,
             &lv->arr[fastrange64(h.h1, lv->bits / BLOCK_BITS) * BLOCK_WORDS];
         uint64_t all = 1;
         for (uint32_t i = 0; i < lv->k; i++) {
-            uint64_t bit = x >> 55;
+            uint64_t bit = block_bit(&base, &x, i);
             all &= rb_ld(&blk[bit >> 6]) >> (bit & 63);
-            x *= PROBE_MULT;
         }
         return (int)(all & 1);
     }
     for (uint32_t i = 0; i < lv->k; i++) {
-        probe(layout, lv->bits, h, i, &x, &word, &mask);
+        probe(layout, lv->bits, h, i, &base, &x, &word, &mask);
         if (!(rb_ld(&lv->arr[word]) & mask))
             return 0;
     }
@@ -704,10 +720,10 @@ typedef struct add_arg {
 
 static void set_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
 {
-    uint64_t x = h.h2, word, mask;
+    uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
 
     for (uint32_t i = 0; i < lv->k; i++) {
-        probe(layout, lv->bits, h, i, &x, &word, &mask);
+        probe(layout, lv->bits, h, i, &base, &x, &word, &mask);
         /* Monotonic: bits are only ever set, so atomicity of the word is
          * all readers need. */
         atomic_fetch_or_explicit((_Atomic uint64_t *)&lv->arr[word], mask,
