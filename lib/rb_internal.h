@@ -264,8 +264,8 @@ int rb_instance_ok(const char *s);
 void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
 void rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
 
-/* Ring takeover, ring.c: finish a write a dead writer left half done. */
-int rb_ring_repair(rb_segment_t *seg);
+/* Ring takeover / restore, ring.c: RB_OK if the active copy is sound. */
+int rb_ring_validate(const rb_segment_t *seg);
 
 /* Retries the calling thread's last ring read section needed (tests and
  * benchmarks report the maximum). */

@@ -993,8 +993,8 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
     rb_header_shm_t *h;
     rb_map_t *m;
     copy_layout_t L;
-    uint64_t bytes, version = 1, newoff[2] = { 0, 0 }, newcap[2] = { 0, 0 };
-    uint64_t oldoff[2], oldcap[2], s;
+    uint64_t bytes, version = 1, off, cap, newoff = 0, newcap = 0, s;
+    unsigned active, w;
     int rc;
 
     if (r == NULL || seg == NULL)
@@ -1007,41 +1007,26 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
     h = rb_hdr(m);
     layout_for(r, &L);
     bytes = L.words * 8;
-    for (int c = 0; c < 2; c++) {
-        oldoff[c] = rb_ld(&h->ring.copy_off[c]);
-        oldcap[c] = rb_ld(&h->ring.copy_cap[c]);
-    }
-    if (oldoff[0] != 0) {
-        const rb_ring_copy_shm_t *cur = copy_at(m, oldoff[0]);
-        version = rb_ld(&cur->version) + 1;
-    }
-    /* Allocate first: on ENOSPC nothing has changed for readers. */
-    for (int c = 0; c < 2; c++) {
-        if (oldoff[c] != 0 && oldcap[c] >= bytes)
-            continue;
-        newcap[c] = rb_round_up(bytes + bytes / 2, RB_ALIGN);
-        rc = rb_heap_alloc(seg, newcap[c], &newoff[c]);
-        if (rc != RB_OK) {
-            if (c == 1 && newoff[0] != 0)
-                rb_heap_free(seg, newoff[0], newcap[0]);
+    s = rb_latch_write_prepare(&h->ring.seq);
+    active = (unsigned)(s & 1);
+    w = active ^ 1;                               /* the inactive copy */
+    if (rb_ld(&h->ring.copy_off[active]) != 0)
+        version = rb_ld(&copy_at(m, rb_ld(&h->ring.copy_off[active]))->version) + 1;
+    off = rb_ld(&h->ring.copy_off[w]);
+    cap = rb_ld(&h->ring.copy_cap[w]);
+    if (off == 0 || cap < bytes) {
+        /* Allocate first: on ENOSPC nothing has changed for readers. */
+        newcap = rb_round_up(bytes + bytes / 2, RB_ALIGN);
+        if ((rc = rb_heap_alloc(seg, newcap, &newoff)) != RB_OK)
             return rc;
-        }
+        /* Nobody reads the inactive copy (L1), so it may move. */
+        rb_st(&h->ring.copy_off[w], newoff);
+        rb_st(&h->ring.copy_cap[w], newcap);
     }
-    s = rb_latch_write_begin(&h->ring.seq);      /* readers -> copy 1 */
-    if (newoff[0] != 0) {
-        rb_st(&h->ring.copy_off[0], newoff[0]);
-        rb_st(&h->ring.copy_cap[0], newcap[0]);
-    }
-    write_copy(r, &L, copy_at(m, rb_ld(&h->ring.copy_off[0])), version);
-    rb_latch_write_switch(&h->ring.seq, s);      /* readers -> copy 0 */
-    if (newoff[1] != 0) {
-        rb_st(&h->ring.copy_off[1], newoff[1]);
-        rb_st(&h->ring.copy_cap[1], newcap[1]);
-    }
-    write_copy(r, &L, copy_at(m, rb_ld(&h->ring.copy_off[1])), version);
-    for (int c = 0; c < 2; c++)
-        if (newoff[c] != 0 && oldoff[c] != 0)
-            rb_heap_free(seg, oldoff[c], oldcap[c]);
+    write_copy(r, &L, copy_at(m, rb_ld(&h->ring.copy_off[w])), version);
+    rb_latch_publish(&h->ring.seq, s);            /* readers -> copy w */
+    if (newoff != 0 && off != 0)
+        rb_heap_free(seg, off, cap);
     return RB_OK;
 }
 
@@ -1111,51 +1096,15 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
     return RB_OK;
 }
 
-int rb_ring_repair(rb_segment_t *seg)
+int rb_ring_validate(const rb_segment_t *seg)
 {
-    rb_map_t *m = rb_seg_map(seg);
-    rb_header_shm_t *h = rb_hdr(m);
-    uint64_t s = rb_ld(&h->ring.seq);
-    unsigned src = (unsigned)(s & 1), dst = src ^ 1;
-    uint64_t dstoff = rb_ld(&h->ring.copy_off[dst]);
-    uint64_t dstcap = rb_ld(&h->ring.copy_cap[dst]);
+    const rb_map_t *m = rb_seg_map(seg);
     ring_view_t v;
-    uint64_t bytes;
-    int rc;
 
-    if (rb_ld(&h->ring.copy_off[src]) == 0) {
-        /* Died during the very first publish: readers see no ring; make
-         * that state final (seq even, no copies). */
-        if (dstoff != 0)
-            rb_heap_free(seg, dstoff, dstcap);
-        rb_st(&h->ring.copy_off[dst], 0);
-        rb_st(&h->ring.copy_cap[dst], 0);
-        if (s & 1)
-            rb_latch_write_switch(&h->ring.seq, s);
-        return RB_OK;
-    }
-    rc = view_open(m, src, &v);
-    if (rc != RB_OK)
-        return rc;
-    bytes = v.words * 8;
-    if (dstoff == 0 || dstcap < bytes) {
-        uint64_t off;
-        rc = rb_heap_alloc(seg, bytes, &off);
-        if (rc != RB_OK)
-            return rc;
-        if (dstoff != 0)
-            rb_heap_free(seg, dstoff, dstcap);
-        dstoff = off;
-        dstcap = rb_round_up(bytes, RB_ALIGN);
-        rb_st(&h->ring.copy_off[dst], dstoff);
-        rb_st(&h->ring.copy_cap[dst], dstcap);
-    }
-    /* Readers are on src; dst can be rewritten freely. */
-    for (uint64_t i = 0; i < v.words; i++)
-        rb_st(&rb_word_at(m, dstoff)[i], rb_ld(&v.d[i]));
-    if (s & 1)
-        rb_latch_write_switch(&h->ring.seq, s);  /* dst (copy 0) complete */
-    return RB_OK;
+    /* Only the active copy matters: the inactive one is an older version,
+     * or one a dead writer left half-written, and is rewritten before it
+     * is ever made active. */
+    return view_open(m, (unsigned)(rb_ld(&rb_hdr(m)->ring.seq) & 1), &v);
 }
 
 void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)

@@ -417,8 +417,6 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     size = rb_ld(&dh->size);
     dir_off = rb_ld(&dh->dir_offset);
     slots = rb_ld(&dh->dir_slots);
-    if (rb_ld(&dh->ring.seq) & 1)
-        return RB_ECORRUPT;           /* dumps are taken at rest */
     if (opts != NULL)
         o = *opts;
     o.max_filters = (uint32_t)slots;
@@ -454,7 +452,7 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     rc = rb_heap_rebuild(seg, live, nlive + nfilters);
     free(live);
     if (rc == RB_OK)
-        rc = rb_ring_repair(seg);
+        rc = rb_ring_validate(seg);
     if (rc != RB_OK)
         goto fail;
     if (!(o.flags & RB_SEGMENT_HIDDEN))
@@ -601,7 +599,7 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
     rc = rb_heap_rebuild(seg, live, nlive + nfilters);
     free(live);
     if (rc == RB_OK)
-        rc = rb_ring_repair(seg);
+        rc = rb_ring_validate(seg);
     if (rc != RB_OK) {
         seg_free(seg);
         return rc;

@@ -817,11 +817,11 @@ static void bench_churn(void)
 {
     churn_box_t *box = mmap(NULL, sizeof(*box), PROT_READ | PROT_WRITE,
                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    double secs = quick ? 1.0 : 3.0, idle[32][2], busy[32][2], *res;
+    double secs = quick ? 1.0 : 2.0, idle[32][2], busy[32][2], *res;
     char sock[128], instance[64];
     pid_t dpid;
     rb_conn_t *c;
-    int creps = reps < 3 ? reps : 3;
+    int creps = reps < 5 ? reps : 5;   /* alternating idle / churn rounds */
 
     res = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     snprintf(sock, sizeof(sock), "%s/churn.sock", tmpdir);
