@@ -39,7 +39,7 @@
 #define BLOCK_WORDS  8u
 #define MAX_K        64u
 #define PROBE_MULT   0x9E3779B97F4A7C15ULL
-#define PIPE         16u      /* contains_many: keys in flight */
+#define PIPE         32u      /* contains_many: keys in flight */
 #define CHUNK        1024u    /* contains_many: keys per read section */
 
 #define TIGHTENING   0.5   /* each new layer: half the previous error rate */
