@@ -171,10 +171,12 @@ START_TEST(test_bloom_contains_many_equals_contains)
         for (unsigned long i = 0; i < 3001; i++) {
             k[i].ptr = keys[i];
             k[i].len = rb_test_key(keys[i], sizeof(keys[i]), "many", i);
-            if (i % 2 == 0)
+            /* An irregular membership pattern: a batch that answered for
+             * the wrong key (a pipelining slip) must show. */
+            if ((i * 2654435761u >> 13) & 1)
                 ck_assert_int_ge(rb_bloom_add(bf, k[i].ptr, k[i].len), 0);
         }
-        ck_assert_int_ge(rb_bloom_contains_many(bf, k, 3001, out), 1501);
+        ck_assert_int_ge(rb_bloom_contains_many(bf, k, 3001, out), 1000);
         for (int i = 0; i < 3001; i++) {
             ck_assert_int_eq(out[i], rb_bloom_contains(bf, k[i].ptr, k[i].len));
             hits += out[i];
