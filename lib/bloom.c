@@ -259,14 +259,20 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     uint64_t inc;
     int rc;
 
+    uint32_t gens = params ? (params->generations ? params->generations : 2) : 0;
+    int aging;
+
     if (seg == NULL || params == NULL || !name_ok(name, len) ||
-        (params->flags & ~(RB_BLOOM_NONSCALING | RB_BLOOM_OVERFILL)) != 0 ||
+        (params->flags & ~(RB_BLOOM_NONSCALING | RB_BLOOM_OVERFILL | RB_BLOOM_AGING)) != 0 ||
         ((params->flags & RB_BLOOM_OVERFILL) && !(params->flags & RB_BLOOM_NONSCALING)) ||
-        params->expansion > RB_BLOOM_MAX_EXPANSION)
+        ((params->flags & RB_BLOOM_AGING) && params->flags != RB_BLOOM_AGING) ||
+        gens < 2 || gens > RB_BLOOM_MAX_LAYERS || params->expansion > RB_BLOOM_MAX_EXPANSION)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    rc = rb_bloom_size(params->capacity, params->error_rate, params->layout, &sz);
+    aging = (params->flags & RB_BLOOM_AGING) != 0;
+    rc = rb_bloom_size(params->capacity, aging ? params->error_rate / gens : params->error_rate,
+                       params->layout, &sz);
     if (rc != RB_OK)
         return rc;
     m = rb_seg_map(seg);
@@ -278,13 +284,18 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     if (f == NULL)
         return RB_ERANGE;
     /* A scaling filter's layers have error rates p/2, p/4, ... so that
-     * together they stay within p (RedisBloom does the same). */
-    rc = layer_create(seg, f, 0, params->capacity,
-                      params->error_rate * ((params->flags & RB_BLOOM_NONSCALING) ? 1.0 : TIGHTENING),
-                      params->layout);
-    if (rc != RB_OK) {
-        rb_st(&f->nlayers, 0);
-        return rc;
+     * together they stay within p (RedisBloom does the same); an aging
+     * filter's generations p/g each, for the same reason. */
+    for (uint32_t l = 0; l < (aging ? gens : 1u); l++) {
+        double e = aging ? params->error_rate / gens
+                   : params->error_rate * ((params->flags & RB_BLOOM_NONSCALING) ? 1.0 : TIGHTENING);
+        rc = layer_create(seg, f, l, params->capacity, e, params->layout);
+        if (rc != RB_OK) {
+            for (uint32_t d = 0; d < l; d++)
+                rb_heap_free(seg, rb_ld(&f->layer[d].array_off), rb_ld(&f->layer[d].bits) / 8);
+            rb_st(&f->nlayers, 0);
+            return rc;
+        }
     }
     h = rb_hdr(m);
     inc = rb_ld(&h->next_incarnation);
@@ -304,6 +315,10 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     rb_st(&f->created, (uint64_t)time(NULL));
     rb_st(&f->capacity, params->capacity);
     store_double(&f->error_bits, params->error_rate);
+    rb_st(&f->current, 0);
+    rb_st(&f->window, aging ? params->window : 0);
+    rb_st(&f->rotations, 0);
+    rb_st(&f->rotated_at, (uint64_t)time(NULL));
     rb_copy_in(f->name, name, len);
     rb_copy_in(f->secret, secret, sizeof(secret));
     /* Release: readers that acquire LIVE see every field above. */
@@ -707,6 +722,151 @@ int64_t rb_bloom_contains_many(const rb_bloom_t *bf, const rb_key_t *keys, size_
     return hits;
 }
 
+/* ---- clearing: reset and aging rotation ---------------------------------- */
+
+/* Swaps fresh zeroed arrays into the `count` layers listed in which[],
+ * then (release) bumps gen: a reader that probed an old array sees the new
+ * gen and retries, so nobody acts on a half-cleared layer.  The old arrays
+ * are freed only after the bump (fenced: later reuse of their space cannot
+ * be seen before it).  `after` runs between the swap and the bump, to
+ * change other fields under the same gen.  Nothing changes on ENOSPC. */
+static int swap_fresh(rb_segment_t *seg, rb_filter_shm_t *f, const uint64_t *which, size_t count,
+                      void (*after)(rb_filter_shm_t *, void *), void *arg)
+{
+    rb_map_t *m = rb_seg_map(seg);
+    uint64_t fresh[RB_BLOOM_MAX_LAYERS], old[RB_BLOOM_MAX_LAYERS], bytes[RB_BLOOM_MAX_LAYERS];
+    int rc;
+
+    for (size_t i = 0; i < count; i++) {
+        _Atomic uint64_t *arr;
+        bytes[i] = rb_ld(&f->layer[which[i]].bits) / 8;
+        if ((rc = rb_heap_alloc(seg, bytes[i], &fresh[i])) != RB_OK) {
+            while (i-- > 0)
+                rb_heap_free(seg, fresh[i], bytes[i]);
+            return rc;
+        }
+        arr = rb_word_at(m, fresh[i]);
+        for (uint64_t w = 0; w < bytes[i] / 8; w++)
+            rb_st(&arr[w], 0);
+    }
+    for (size_t i = 0; i < count; i++) {
+        old[i] = rb_ld(&f->layer[which[i]].array_off);
+        rb_st(&f->layer[which[i]].array_off, fresh[i]);
+        rb_st(&f->layer[which[i]].items, 0);
+    }
+    if (after != NULL)
+        after(f, arg);
+    /* Release: the new arrays and fields are visible with the new gen. */
+    atomic_store_explicit(&f->gen, rb_ld(&f->gen) + 1, memory_order_release);
+    /* Release fence: stores into the freed arrays' space (a later
+     * allocation) cannot be observed without the new gen (section_retry). */
+    atomic_thread_fence(memory_order_release);
+    for (size_t i = 0; i < count; i++)
+        rb_heap_free(seg, old[i], bytes[i]);
+    return RB_OK;
+}
+
+static void rotated(rb_filter_shm_t *f, void *arg)
+{
+    rb_st(&f->current, *(const uint64_t *)arg);
+    rb_st(&f->rotations, rb_ld(&f->rotations) + 1);
+    rb_st(&f->rotated_at, (uint64_t)time(NULL));
+}
+
+/* Aging: clear the oldest generation (the one after current) and make it
+ * current. */
+static int rotate(rb_segment_t *seg, const bloom_bind_t *b, rb_filter_shm_t *f)
+{
+    uint64_t n = layer_count(f), next;
+
+    (void)b;
+    if (n < 2)
+        return RB_ECORRUPT;
+    next = (rb_ld(&f->current) + 1) % n;
+    return swap_fresh(seg, f, &next, 1, rotated, &next);
+}
+
+static void was_reset(rb_filter_shm_t *f, void *arg)
+{
+    uint64_t keep = *(const uint64_t *)arg;
+
+    rb_st(&f->items, 0);
+    rb_st(&f->current, 0);
+    rb_st(&f->rotated_at, (uint64_t)time(NULL));
+    /* Release: layers beyond keep were dropped (scaling); readers that
+     * acquire the smaller count never look at them. */
+    atomic_store_explicit(&f->nlayers, keep, memory_order_release);
+}
+
+/* The writer's binding for bf (it owns the slot: no section needed). */
+static int writer_bind(rb_bloom_t *bf, bloom_bind_t **b)
+{
+    int rc;
+
+    if (bf == NULL)
+        return RB_EINVAL;
+    if (!bf->seg->writable)
+        return RB_EROFS;
+    if ((rc = bind_get(bf, NULL, b)) != RB_OK)
+        return rc;
+    if (rb_ld(&(*b)->slot->state) != RB_FILTER_LIVE ||
+        rb_ld(&(*b)->slot->incarnation) != (*b)->incarnation)
+        return RB_ENOENT;
+    return RB_OK;
+}
+
+int rb_bloom_rotate(rb_bloom_t *bf)
+{
+    bloom_bind_t *b;
+    int rc = writer_bind(bf, &b);
+
+    if (rc != RB_OK)
+        return rc;
+    if (!(rb_ld(&b->slot->flags) & RB_BLOOM_AGING))
+        return RB_EINVAL;
+    return rotate((rb_segment_t *)bf->seg, b, b->slot);
+}
+
+int rb_bloom_rotate_due(rb_bloom_t *bf, uint64_t now)
+{
+    bloom_bind_t *b;
+    uint64_t window;
+    int rc = writer_bind(bf, &b);
+
+    if (rc != RB_OK)
+        return rc;
+    window = rb_ld(&b->slot->window);
+    if (!(rb_ld(&b->slot->flags) & RB_BLOOM_AGING) || window == 0 ||
+        now < rb_ld(&b->slot->rotated_at) + window)
+        return 0;
+    rc = rotate((rb_segment_t *)bf->seg, b, b->slot);
+    return rc == RB_OK ? 1 : rc;
+}
+
+int rb_bloom_reset(rb_bloom_t *bf)
+{
+    uint64_t which[RB_BLOOM_MAX_LAYERS] = { 0 }, n, keep;
+    bloom_bind_t *b;
+    rb_filter_shm_t *f;
+    int rc = writer_bind(bf, &b);
+
+    if (rc != RB_OK)
+        return rc;
+    f = b->slot;
+    n = layer_count(f);
+    /* Aging keeps its generations; scaling goes back to its first layer. */
+    keep = (rb_ld(&f->flags) & RB_BLOOM_AGING) ? n : 1;
+    for (uint64_t l = 0; l < keep; l++)
+        which[l] = l;
+    rc = swap_fresh((rb_segment_t *)bf->seg, f, which, (size_t)keep, was_reset, &keep);
+    if (rc != RB_OK)
+        return rc;
+    for (uint64_t l = keep; l < n; l++)   /* dropped layers (after the gen bump) */
+        rb_heap_free((rb_segment_t *)bf->seg, rb_ld(&f->layer[l].array_off),
+                     rb_ld(&f->layer[l].bits) / 8);
+    return RB_OK;
+}
+
 /* ---- writer --------------------------------------------------------------- */
 
 typedef struct add_arg {
@@ -745,7 +905,21 @@ static int add_fn(const bloom_section_t *cs, void *arg)
         uint64_t last = s->nlayers - 1;
         int fresh = !section_test(s, h);
 
-        if (fresh) {
+        if (fresh && (rb_ld(&f->flags) & RB_BLOOM_AGING)) {
+            uint64_t cur = rb_ld(&f->current) % s->nlayers;
+            if (rb_ld(&f->layer[cur].items) >= rb_ld(&f->layer[cur].capacity)) {
+                int rc = rotate(a->seg, s->b, f);
+                if (rc == RB_OK)
+                    rc = section_begin(s->b, s);   /* the swapped array */
+                if (rc != RB_OK)
+                    return rc;
+                cur = rb_ld(&f->current) % s->nlayers;
+            }
+            set_layer(s->b->layout, &s->layer[cur], layer_hash(h, cur));
+            rb_st(&f->layer[cur].items, rb_ld(&f->layer[cur].items) + 1);
+            rb_st(&f->items, rb_ld(&f->items) + 1);
+            a->added++;
+        } else if (fresh) {
             if (rb_ld(&f->layer[last].items) >= rb_ld(&f->layer[last].capacity) &&
                 !(rb_ld(&f->flags) & RB_BLOOM_OVERFILL)) {
                 uint64_t cap = rb_ld(&f->layer[last].capacity);
@@ -879,6 +1053,9 @@ static int stat_common(const rb_bloom_t *bf, rb_bloom_stat_t *out, int scan)
     out->flags = (uint32_t)rb_ld(&f->flags);
     out->expansion = (uint32_t)rb_ld(&f->expansion);
     out->layers = (uint32_t)layer_count(f);
+    out->current = (uint32_t)rb_ld(&f->current);
+    out->window = (uint32_t)rb_ld(&f->window);
+    out->rotations = rb_ld(&f->rotations);
     out->k = (uint32_t)rb_ld(&f->layer[0].k);
     for (uint32_t l = 0; l < out->layers; l++)
         out->capacity += rb_ld(&f->layer[l].capacity);

@@ -127,7 +127,10 @@ typedef struct rb_filter_shm {
     _Atomic uint64_t created;      /*  72 unix seconds */
     _Atomic uint64_t capacity;     /*  80 first layer's capacity (as reserved) */
     _Atomic uint64_t error_bits;   /*  88 requested error rate (double bits) */
-    _Atomic uint64_t reserved[4];  /*  96 */
+    _Atomic uint64_t current;      /*  96 aging: the generation taking adds */
+    _Atomic uint64_t window;       /* 104 aging: seconds before a rotation */
+    _Atomic uint64_t rotations;    /* 112 aging: rotations so far */
+    _Atomic uint64_t rotated_at;   /* 120 aging: unix seconds of the last */
     _Atomic uint64_t name[RB_FILTER_NAME_WORDS];  /* 128 */
     _Atomic uint64_t secret[RB_SECRET_WORDS];     /* 384 */
     rb_layer_shm_t layer[RB_BLOOM_MAX_LAYERS];    /* 576 */

@@ -397,6 +397,13 @@ RB_EXPORT double rb_bloom_fpr_formula(uint64_t m, uint32_t k, uint64_t n);
 #define RB_BLOOM_OVERFILL   0x2u   /* with NONSCALING: the classic filter that
                                       keeps taking keys past capacity, its FPR
                                       rising as (1 - e^(-kn/m))^k */
+#define RB_BLOOM_AGING      0x4u   /* a fixed ring of `generations` layers, each
+                                      for `capacity` keys at error p/generations;
+                                      adds go to the current one; when it is full
+                                      or `window` seconds have passed, the oldest
+                                      is cleared and made current.  A key stays
+                                      "seen" for generations-1 to generations
+                                      windows: a cache-admission filter */
 #define RB_BLOOM_MAX_LAYERS 32
 #define RB_BLOOM_DEFAULT_EXPANSION 2
 #define RB_BLOOM_MAX_EXPANSION 32768
@@ -405,7 +412,8 @@ typedef struct rb_bloom_params {
     uint64_t capacity;          /* n of the first layer, > 0 */
     double   error_rate;        /* p, 0 < p < 1 */
     rb_bloom_layout_t layout;
-    uint32_t flags;             /* RB_BLOOM_NONSCALING, RB_BLOOM_OVERFILL */
+    uint32_t flags;             /* RB_BLOOM_NONSCALING, RB_BLOOM_OVERFILL,
+                                   RB_BLOOM_AGING (alone) */
     uint32_t expansion;         /* scaling: each new layer holds expansion
                                    times the previous capacity; layer i has
                                    error rate p / 2^(i+1), so all together
@@ -413,6 +421,9 @@ typedef struct rb_bloom_params {
                                    0 -> RB_BLOOM_DEFAULT_EXPANSION */
     const unsigned char *secret;/* NULL: random; else RB_BLOOM_SECRET_BYTES
                                    bytes (a writer replaying its log) */
+    uint32_t generations;       /* AGING: 2..RB_BLOOM_MAX_LAYERS; 0 -> 2 */
+    uint32_t window;            /* AGING: seconds a generation stays current
+                                   (0: rotate only when it is full) */
 } rb_bloom_params_t;
 
 #define RB_BLOOM_SECRET_BYTES 192
@@ -450,6 +461,21 @@ RB_EXPORT int rb_bloom_list(const rb_segment_t *seg,
  * Errors: RB_EROFS, RB_ENOENT (filter gone), RB_EFULL, RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len);
 
+/* Writer.  Aging filters: clears the oldest generation and makes it the
+ * current one.  The cleared generation is swapped for a fresh zeroed
+ * array, so readers see either the old state or the new, never a
+ * half-cleared one (they retry across the swap).  RB_EINVAL for other
+ * filters, RB_EROFS, RB_ENOSPC (no room for the fresh array). */
+RB_EXPORT RB_WUR int rb_bloom_rotate(rb_bloom_t *bf);
+
+/* Writer.  Rotates an aging filter whose window has passed at now (unix
+ * seconds).  1 if it rotated, 0 if not (not due, no window, not aging). */
+RB_EXPORT RB_WUR int rb_bloom_rotate_due(rb_bloom_t *bf, uint64_t now);
+
+/* Writer.  Clears the whole filter the same way (a scaling filter goes
+ * back to its first layer).  RB_EROFS, RB_ENOSPC. */
+RB_EXPORT RB_WUR int rb_bloom_reset(rb_bloom_t *bf);
+
 typedef struct rb_key {
     const void *ptr;
     size_t      len;
@@ -483,9 +509,12 @@ RB_EXPORT RB_WUR int64_t rb_bloom_contains_many(const rb_bloom_t *bf,
 typedef struct rb_bloom_stat {
     char     name[RB_FILTER_NAME_MAX + 1];
     uint32_t layout;        /* rb_bloom_layout_t */
-    uint32_t flags;         /* RB_BLOOM_NONSCALING */
+    uint32_t flags;         /* RB_BLOOM_NONSCALING, RB_BLOOM_AGING ... */
     uint32_t expansion;
-    uint32_t layers;
+    uint32_t layers;        /* layers (scaling) or generations (aging) */
+    uint32_t current;       /* aging: the generation taking adds */
+    uint32_t window;        /* aging: seconds per generation */
+    uint64_t rotations;     /* aging: rotations so far */
     uint32_t k;             /* probes per key in the first layer */
     uint64_t bits;          /* m, all layers */
     uint64_t bytes;         /* bytes of the bit arrays, all layers */

@@ -4,6 +4,7 @@
  * batched queries, figures, errors.
  */
 #include <math.h>
+#include <time.h>
 
 #include "rb_test.h"
 
@@ -353,6 +354,114 @@ START_TEST(test_bloom_nonscaling_full_is_efull)
 }
 END_TEST
 
+static unsigned long count_present(rb_bloom_t *bf, const char *tag, unsigned long from,
+                                   unsigned long to)
+{
+    char key[160];
+    unsigned long n = 0;
+
+    for (unsigned long i = from; i < to; i++)
+        n += (unsigned long)rb_bloom_contains(bf, key, rb_test_key(key, sizeof(key), tag, i));
+    return n;
+}
+
+/* Aging: two generations of 1000; the third thousand clears the first. */
+START_TEST(test_bloom_aging_rotates_when_full)
+{
+    rb_bloom_params_t bp = { .capacity = 1000, .error_rate = 0.001, .layout = RB_BLOOM_BLOCKED,
+                             .flags = RB_BLOOM_AGING, .generations = 2 };
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    char key[160];
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "age", 3, &bp), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "age", 3, &bf), RB_OK);
+    for (unsigned long i = 0; i < 3000; i++) {
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "a", i)), 0);
+        if (i == 1999) {
+            /* two generations full: everything still seen */
+            ck_assert_uint_eq(count_present(bf, "a", 0, 2000), 2000);
+        }
+    }
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.layers, 2);
+    ck_assert_uint_eq(st.rotations, 2);
+    ck_assert_uint_le(st.items, 3000);        /* new keys (a false positive is not new) */
+    ck_assert_uint_ge(st.items, 2990);
+    /* The first thousand went with the cleared generation (but for false
+     * positives, p/2 = 0.0005 per key); the others are seen. */
+    ck_assert_uint_le(count_present(bf, "a", 0, 1000), 5);
+    ck_assert_uint_eq(count_present(bf, "a", 1000, 3000), 2000);
+    ck_assert_int_eq(rb_bloom_rotate_due(bf, (uint64_t)time(NULL) + 100000), 0); /* no window */
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_aging_window_and_explicit_rotate)
+{
+    rb_bloom_params_t bp = { .capacity = 100000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD,
+                             .flags = RB_BLOOM_AGING, .generations = 3, .window = 60 };
+    rb_bloom_params_t plain = { .capacity = 100, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
+    uint64_t now = (uint64_t)time(NULL);
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf, *pf;
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "win", 3, &bp), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "win", 3, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_add(bf, "old", 3), 1);
+    ck_assert_int_eq(rb_bloom_rotate_due(bf, now + 1), 0);
+    ck_assert_int_eq(rb_bloom_rotate_due(bf, now + 61), 1);
+    ck_assert_int_eq(rb_bloom_contains(bf, "old", 3), 1);    /* 2 generations left to live */
+    ck_assert_int_eq(rb_bloom_rotate(bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_contains(bf, "old", 3), 1);
+    ck_assert_int_eq(rb_bloom_rotate(bf), RB_OK);            /* its generation cleared */
+    ck_assert_int_eq(rb_bloom_contains(bf, "old", 3), 0);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.rotations, 3);
+    ck_assert_uint_eq(st.window, 60);
+    ck_assert_uint_eq(st.current, 0);
+    /* Only aging filters rotate; bad combinations are refused. */
+    ck_assert_int_eq(rb_bloom_reserve(seg, "p", 1, &plain), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "p", 1, &pf), RB_OK);
+    ck_assert_int_eq(rb_bloom_rotate(pf), RB_EINVAL);
+    bp.flags = RB_BLOOM_AGING | RB_BLOOM_NONSCALING;
+    ck_assert_int_eq(rb_bloom_reserve(seg, "x", 1, &bp), RB_EINVAL);
+    bp.flags = RB_BLOOM_AGING;
+    bp.generations = RB_BLOOM_MAX_LAYERS + 1;
+    ck_assert_int_eq(rb_bloom_reserve(seg, "x", 1, &bp), RB_EINVAL);
+    rb_bloom_close(pf);
+    rb_bloom_close(bf);
+}
+END_TEST
+
+START_TEST(test_bloom_reset_clears_and_frees)
+{
+    rb_bloom_params_t bp = { .capacity = 500, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
+    rb_segment_info_t before, after;
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    char key[160];
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "r", 1, &bp), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "r", 1, &bf), RB_OK);
+    ck_assert_int_eq(rb_segment_info(seg, &before), RB_OK);
+    for (unsigned long i = 0; i < 5000; i++)   /* scales to several layers */
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "r", i)), 0);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_uint_gt(st.layers, 2);
+    ck_assert_int_eq(rb_bloom_reset(bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.layers, 1);
+    ck_assert_uint_eq(st.items, 0);
+    ck_assert_uint_eq(st.bits_set, 0);
+    ck_assert_uint_le(count_present(bf, "r", 0, 5000), 0);
+    ck_assert_int_eq(rb_segment_info(seg, &after), RB_OK);
+    ck_assert_uint_eq(after.used, before.used);             /* the dropped layers are freed */
+    ck_assert_int_eq(rb_bloom_add(bf, "again", 5), 1);
+    rb_bloom_close(bf);
+}
+END_TEST
+
 static Suite *bloom_suite(void)
 {
     Suite *s = suite_create("bloom");
@@ -373,6 +482,9 @@ static Suite *bloom_suite(void)
     tcase_add_test(tc, test_bloom_reader_handle_cannot_write);
     tcase_add_test(tc, test_bloom_scaling_adds_layers_and_keeps_fpr);
     tcase_add_test(tc, test_bloom_nonscaling_full_is_efull);
+    tcase_add_test(tc, test_bloom_aging_rotates_when_full);
+    tcase_add_test(tc, test_bloom_aging_window_and_explicit_rotate);
+    tcase_add_test(tc, test_bloom_reset_clears_and_frees);
     suite_add_tcase(s, tc);
     return s;
 }
