@@ -294,11 +294,11 @@ static void cmd_bf_reserve(ctx_t *x)
     rb_bloom_params_t p = default_params(x->s);
     rb_bloom_sizing_t sz;
     long long cap, exp = RB_BLOOM_DEFAULT_EXPANSION;
-    int nonscaling = 0, have_exp = 0;
+    int nonscaling = 0, have_exp = 0, aging = 0;
     double err;
     int rc;
 
-    if (x->argc < 4 || x->argc > 9) {
+    if (x->argc < 4 || x->argc > 13) {
         wrong_arity(x);
         return;
     }
@@ -336,6 +336,22 @@ static void cmd_bf_reserve(ctx_t *x)
                 return;
             }
             have_exp = 1;
+        } else if (arg_is(x, i, "AGING") || arg_is(x, i, "GENERATIONS")) {
+            int is_window = arg_is(x, i, "AGING");
+            long long v;
+            if (i + 1 >= x->argc || arg_ll(x, i + 1, &v) != 0 || v < (is_window ? 0 : 2) ||
+                v > (is_window ? 100000000 : RB_BLOOM_MAX_LAYERS)) {
+                resp_error(x->out, is_window ? "ERR AGING wants a window in seconds (0: rotate "
+                           "only when full)" : "ERR GENERATIONS must be an integer in [2, %d]",
+                           RB_BLOOM_MAX_LAYERS);
+                return;
+            }
+            i++;
+            if (is_window)
+                p.window = (uint32_t)v;
+            else
+                p.generations = (uint32_t)v;
+            aging = 1;
         } else if (arg_is(x, i, "LAYOUT")) {
             if (i + 1 >= x->argc) {
                 resp_error(x->out, "ERR no layout");
@@ -361,11 +377,15 @@ static void cmd_bf_reserve(ctx_t *x)
         resp_error(x->out, "Nonscaling filters cannot expand");
         return;
     }
+    if (aging && (nonscaling || have_exp)) {
+        resp_error(x->out, "ERR AGING filters neither scale nor take NONSCALING / EXPANSION");
+        return;
+    }
     if (name_ok(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
         return;
     p.capacity = (uint64_t)cap;
     p.error_rate = err;
-    p.flags = nonscaling ? RB_BLOOM_NONSCALING : 0;
+    p.flags = aging ? RB_BLOOM_AGING : nonscaling ? RB_BLOOM_NONSCALING : 0;
     p.expansion = (uint32_t)(exp ? exp : RB_BLOOM_DEFAULT_EXPANSION);
     rc = rbd_filter_reserve(x->s, x->argv[1], x->argl[1], &p);
     if (rc == RB_OK)
@@ -573,7 +593,7 @@ static void cmd_bf_info(ctx_t *x)
         resp_error(x->out, "Invalid information value");
         return;
     }
-    resp_array(x->out, 10);
+    resp_array(x->out, (st.flags & RB_BLOOM_AGING) ? 16 : 10);
     resp_simple(x->out, "Capacity");
     resp_int(x->out, v[0]);
     resp_simple(x->out, "Size");
@@ -583,10 +603,67 @@ static void cmd_bf_info(ctx_t *x)
     resp_simple(x->out, "Number of items inserted");
     resp_int(x->out, v[3]);
     resp_simple(x->out, "Expansion rate");
-    if (st.flags & RB_BLOOM_NONSCALING)
+    if (st.flags & (RB_BLOOM_NONSCALING | RB_BLOOM_AGING))
         resp_nil(x->out);
     else
         resp_int(x->out, v[4]);
+    if (st.flags & RB_BLOOM_AGING) {   /* ours, after RedisBloom's fields */
+        resp_simple(x->out, "Generations");
+        resp_int(x->out, st.layers);
+        resp_simple(x->out, "Window");
+        resp_int(x->out, st.window);
+        resp_simple(x->out, "Rotations");
+        resp_int(x->out, (long long)st.rotations);
+    }
+}
+
+/* BF.RESET name (ours): clears the filter for every reader at once. */
+static void cmd_bf_reset(ctx_t *x)
+{
+    rb_bloom_t *bf;
+    int rc;
+
+    if (name_ok(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
+        return;
+    bf = rbd_filter(x->s, x->argv[1], x->argl[1], &rc);
+    if (bf == NULL || (rc = rb_bloom_reset(bf)) != RB_OK) {
+        resp_error(x->out, rc == RB_ENOENT ? "ERR not found" : "ERR %s", rb_strerror(rc));
+        return;
+    }
+    persist_bf_named(x->s, REC_BF_RESET, x->argv[1], x->argl[1]);
+    x->s->persist.force_sync = 1;
+    resp_simple(x->out, "OK");
+}
+
+typedef struct tick_arg {
+    server_t *s;
+    uint64_t now;
+} tick_arg_t;
+
+static int tick_filter(const char *name, size_t len, void *arg)
+{
+    tick_arg_t *t = arg;
+    rb_bloom_t *bf;
+    int rc;
+
+    if ((bf = rbd_filter(t->s, name, len, &rc)) == NULL)
+        return 0;
+    rc = rb_bloom_rotate_due(bf, t->now);
+    if (rc == 1)
+        persist_bf_named(t->s, REC_BF_ROTATE, name, len);
+    else if (rc < 0)
+        rbd_log(LOG_WARNING, "rotating filter '%.*s' failed: %s", (int)len, name,
+                rb_strerror(rc));
+    return 0;
+}
+
+void rbd_filters_tick(server_t *s, uint64_t now_unix)
+{
+    tick_arg_t t = { s, now_unix };
+
+    if (s->persist.broken || s->persist.write_error)
+        return;   /* a rotation must be logged; wait for the log */
+    rb_bloom_list(s->seg, tick_filter, &t);
 }
 
 static void cmd_bf_card(ctx_t *x)
@@ -1108,11 +1185,13 @@ static int info_filter(const char *fname, size_t len, void *arg)
     if ((bf = rbd_filter(f->s, fname, len, &rc)) == NULL || rb_bloom_info(bf, &st) != RB_OK)
         return 0;
     printable(name, sizeof(name), fname, len);
-    info_line(f->ib, "filter_%zu:name=%s,layout=%s,capacity=%llu,error_rate=%g,layers=%u,"
-              "items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f", f->n++, name,
-              st.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard",
-              (unsigned long long)st.capacity, st.error_rate, st.layers,
-              (unsigned long long)st.items, (unsigned long long)st.bytes, st.fill, st.est_fpr);
+    info_line(f->ib, "filter_%zu:name=%s,layout=%s,kind=%s,capacity=%llu,error_rate=%g,"
+              "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu", f->n++,
+              name, st.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard",
+              (st.flags & RB_BLOOM_AGING) ? "aging" : (st.flags & RB_BLOOM_NONSCALING)
+              ? "nonscaling" : "scaling", (unsigned long long)st.capacity, st.error_rate,
+              st.layers, (unsigned long long)st.items, (unsigned long long)st.bytes, st.fill,
+              st.est_fpr, (unsigned long long)st.rotations);
     return 0;
 }
 
@@ -1221,6 +1300,7 @@ static const command_t commands[] = {
     { "BF.MEXISTS", -3, 0, cmd_bf_mexists },
     { "BF.INFO", -2, 0, cmd_bf_info },
     { "BF.CARD", 2, 0, cmd_bf_card },
+    { "BF.RESET", 2, F_WRITE, cmd_bf_reset },
     { "RING.ADD", -2, F_WRITE, cmd_ring_add },
     { "RING.REMOVE", 2, F_WRITE, cmd_ring_remove },
     { "RING.WEIGHT", 3, F_WRITE, cmd_ring_weight },

@@ -243,9 +243,18 @@ void persist_bf_reserve(server_t *s, const char *name, size_t len, const rb_bloo
     rec_u32(&s->persist, (uint32_t)bp->layout);
     rec_u32(&s->persist, bp->flags);
     rec_u32(&s->persist, bp->expansion);
+    rec_u32(&s->persist, bp->generations);
+    rec_u32(&s->persist, bp->window);
     rbuf_append(&s->persist.pending, bp->secret, RB_BLOOM_SECRET_BYTES);
     rec_end(&s->persist, r);
     s->persist.force_sync = 1;
+}
+
+void persist_bf_named(server_t *s, int type, const char *name, size_t len)
+{
+    size_t r = rec_begin(&s->persist, (uint8_t)type);
+    rec_bytes16(&s->persist, name, len);
+    rec_end(&s->persist, r);
 }
 
 void persist_bf_add(server_t *s, const char *name, size_t len, const char *const *keys,
@@ -664,7 +673,7 @@ static int replay_record(server_t *s, uint8_t type, const unsigned char *q, size
     if (type == REC_BF_RESERVE) {
         rb_bloom_params_t bp;
         uint64_t e;
-        NEED(8 + 8 + 4 + 4 + 4 + RB_BLOOM_SECRET_BYTES);
+        NEED(8 + 8 + 4 + 4 + 4 + 4 + 4 + RB_BLOOM_SECRET_BYTES);
         memset(&bp, 0, sizeof(bp));
         bp.capacity = get_u64(q + i);
         e = get_u64(q + i + 8);
@@ -672,8 +681,16 @@ static int replay_record(server_t *s, uint8_t type, const unsigned char *q, size
         bp.layout = (rb_bloom_layout_t)get_u32(q + i + 16);
         bp.flags = get_u32(q + i + 20);
         bp.expansion = get_u32(q + i + 24);
-        bp.secret = q + i + 28;
+        bp.generations = get_u32(q + i + 28);
+        bp.window = get_u32(q + i + 32);
+        bp.secret = q + i + 36;
         rc = rb_bloom_reserve(s->seg, name, namelen, &bp);
+        goto done;
+    }
+    if (type == REC_BF_ROTATE || type == REC_BF_RESET) {
+        rb_bloom_t *bf = rbd_filter(s, name, namelen, &rc);
+        if (bf != NULL)
+            rc = type == REC_BF_ROTATE ? rb_bloom_rotate(bf) : rb_bloom_reset(bf);
         goto done;
     }
     if (type == REC_BF_ADD) {
@@ -724,7 +741,7 @@ static int record_at(const mapped_t *m, size_t j)
         return 0;
     len = get_u32(m->data + j);
     return len != 0 && len <= m->len - j - 8 && m->data[j + 8] >= REC_RING_ADD &&
-           m->data[j + 8] <= REC_BF_ADD &&
+           m->data[j + 8] <= REC_BF_RESET &&
            (uint32_t)XXH3_64bits(m->data + j + 8, len) == get_u32(m->data + j + 4);
 }
 

@@ -94,7 +94,7 @@ uint64_t rbd_mono_ms(void);  /* monotonic milliseconds (for intervals) */
 /* ---- persistence (persist.c) --------------------------------------------- */
 enum {
     REC_RING_ADD = 1, REC_RING_REMOVE = 2, REC_RING_WEIGHT = 3, REC_RING_MODE = 4,
-    REC_BF_RESERVE = 5, REC_BF_ADD = 6
+    REC_BF_RESERVE = 5, REC_BF_ADD = 6, REC_BF_ROTATE = 7, REC_BF_RESET = 8
 };
 
 /* Opens the state directory (creating it), without loading anything. */
@@ -112,6 +112,8 @@ void persist_ring_mode(server_t *s, rb_ring_mode_t mode, uint32_t replicas);
 void persist_bf_reserve(server_t *s, const char *name, size_t len, const rb_bloom_params_t *p);
 void persist_bf_add(server_t *s, const char *name, size_t len, const char *const *keys,
                     const size_t *lens, size_t n);
+/* REC_BF_ROTATE / REC_BF_RESET: a filter-wide change by name. */
+void persist_bf_named(server_t *s, int type, const char *name, size_t len);
 
 /* Writes pending records (and fsyncs as the policy and force_sync say).
  * 0 if everything pending is durable enough to reply; -1 if the write
@@ -128,6 +130,8 @@ rb_bloom_t *rbd_filter(server_t *s, const char *name, size_t len, int *rc);
 /* Reserve + log; secret generated here so the log can replay it. */
 int rbd_filter_reserve(server_t *s, const char *name, size_t len, rb_bloom_params_t *p);
 void rbd_filters_close(server_t *s);
+/* Once a second: rotate the aging filters whose window has passed. */
+void rbd_filters_tick(server_t *s, uint64_t now_unix);
 
 /* ---- commands (commands.c) ----------------------------------------------- */
 void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const size_t *argl);

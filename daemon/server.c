@@ -422,6 +422,7 @@ static void housekeeping(server_t *s, uint64_t now)
     if (now - s->last_heartbeat_ms >= 1000) {
         rb_segment_heartbeat(s->seg);
         s->last_heartbeat_ms = now;
+        rbd_filters_tick(s, rbd_now_ms() / 1000);
         persist_tick(s, now);
     }
     if (s->cfg.timeout > 0) {
