@@ -905,20 +905,29 @@ static int add_fn(const bloom_section_t *cs, void *arg)
         uint64_t last = s->nlayers - 1;
         int fresh = !section_test(s, h);
 
-        if (fresh && (rb_ld(&f->flags) & RB_BLOOM_AGING)) {
+        if (rb_ld(&f->flags) & RB_BLOOM_AGING) {
+            /* A key seen only in an older generation (added there, or a
+             * false positive of it) is written into the current one too,
+             * else it would vanish when that generation is cleared while
+             * the caller was told "seen": the window runs from the last
+             * add.  It is still not new. */
             uint64_t cur = rb_ld(&f->current) % s->nlayers;
-            if (rb_ld(&f->layer[cur].items) >= rb_ld(&f->layer[cur].capacity)) {
-                int rc = rotate(a->seg, s->b, f);
-                if (rc == RB_OK)
-                    rc = section_begin(s->b, s);   /* the swapped array */
-                if (rc != RB_OK)
-                    return rc;
-                cur = rb_ld(&f->current) % s->nlayers;
+            if (!test_layer(s->b->layout, &s->layer[cur], layer_hash(h, cur))) {
+                if (rb_ld(&f->layer[cur].items) >= rb_ld(&f->layer[cur].capacity)) {
+                    int rc = rotate(a->seg, s->b, f);
+                    if (rc == RB_OK)
+                        rc = section_begin(s->b, s);   /* the swapped array */
+                    if (rc != RB_OK)
+                        return rc;
+                    cur = rb_ld(&f->current) % s->nlayers;
+                }
+                set_layer(s->b->layout, &s->layer[cur], layer_hash(h, cur));
+                rb_st(&f->layer[cur].items, rb_ld(&f->layer[cur].items) + 1);
             }
-            set_layer(s->b->layout, &s->layer[cur], layer_hash(h, cur));
-            rb_st(&f->layer[cur].items, rb_ld(&f->layer[cur].items) + 1);
-            rb_st(&f->items, rb_ld(&f->items) + 1);
-            a->added++;
+            if (fresh) {
+                rb_st(&f->items, rb_ld(&f->items) + 1);
+                a->added++;
+            }
         } else if (fresh) {
             if (rb_ld(&f->layer[last].items) >= rb_ld(&f->layer[last].capacity) &&
                 !(rb_ld(&f->flags) & RB_BLOOM_OVERFILL)) {

@@ -403,7 +403,10 @@ RB_EXPORT double rb_bloom_fpr_formula(uint64_t m, uint32_t k, uint64_t n);
                                       or `window` seconds have passed, the oldest
                                       is cleared and made current.  A key stays
                                       "seen" for generations-1 to generations
-                                      windows: a cache-admission filter */
+                                      windows after its last add (an add of a
+                                      key seen only in an older generation
+                                      copies it into the current one): a
+                                      cache-admission filter */
 #define RB_BLOOM_MAX_LAYERS 32
 #define RB_BLOOM_DEFAULT_EXPANSION 2
 #define RB_BLOOM_MAX_EXPANSION 32768
@@ -458,6 +461,9 @@ RB_EXPORT int rb_bloom_list(const rb_segment_t *seg,
  * atomic fetch-or and returns 1.  Exact, because the writer is the only one
  * setting bits: of many clients adding one key, exactly one is told 1.  A
  * scaling filter whose newest layer is at capacity first gets a new layer.
+ * An aging filter writes the key into its current generation whenever it is
+ * not there yet, new or not (see RB_BLOOM_AGING), rotating first if that
+ * generation is full.
  * Errors: RB_EROFS, RB_ENOENT (filter gone), RB_EFULL, RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len);
 
