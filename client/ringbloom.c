@@ -609,14 +609,14 @@ static int cmd_ring(int argc, char **argv)
     rb_ring_mode_t mode = RB_RING_XXH3;
     uint32_t replicas = 0;
     const char *nodes_path = NULL;
-    rb_segment_t *seg;
+    rb_segment_t *seg = NULL;
     rb_ring_t *ring;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
     unsigned lineno = 0;
     FILE *f;
-    int rc;
+    int rc, ex = EX_YES;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
@@ -649,8 +649,10 @@ static int cmd_ring(int argc, char **argv)
         fprintf(stderr, "ringbloom: %s: %s\n", nodes_path, strerror(errno));
         return EX_FAIL;
     }
-    if ((rc = rb_ring_new(mode, replicas, &ring)) != RB_OK)
+    if ((rc = rb_ring_new(mode, replicas, &ring)) != RB_OK) {
+        fclose(f);
         return fail(EX_FAIL, "ring", rc);
+    }
     while ((len = getline(&line, &cap, f)) >= 0) {
         char *name, *w, *save;
         uint32_t weight = 1;
@@ -661,23 +663,27 @@ static int cmd_ring(int argc, char **argv)
         w = strtok_r(NULL, " \t\r\n", &save);
         if ((w != NULL && parse_u32(w, &weight) != 0) || strtok_r(NULL, " \t\r\n", &save)) {
             fprintf(stderr, "ringbloom: %s:%u: expected NAME [WEIGHT]\n", nodes_path, lineno);
-            fclose(f);
-            return EX_USAGE;
+            ex = EX_USAGE;
+            break;
         }
         rc = rb_ring_add(ring, name, strlen(name), weight);
         if (rc != RB_OK) {
             fprintf(stderr, "ringbloom: %s:%u: %s: %s\n", nodes_path, lineno, name,
                     rb_strerror(rc));
-            fclose(f);
-            return EX_USAGE;
+            ex = EX_USAGE;
+            break;
         }
     }
     fclose(f);
     free(line);
-    if ((rc = rb_segment_create(NULL, NULL, &seg)) != RB_OK ||
-        (rc = rb_ring_publish(ring, seg)) != RB_OK)
-        return fail(EX_FAIL, "ring", rc);
+    if (ex == EX_YES && ((rc = rb_segment_create(NULL, NULL, &seg)) != RB_OK ||
+                         (rc = rb_ring_publish(ring, seg)) != RB_OK))
+        ex = fail(EX_FAIL, "ring", rc);
     rb_ring_free(ring);
+    if (ex != EX_YES) {
+        rb_segment_close(seg);
+        return ex;
+    }
     return lookup_stream(seg);
 }
 

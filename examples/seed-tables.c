@@ -52,7 +52,7 @@ static void die(const char *what, int rc)
 }
 
 /* Owner index of every key on a ring of nodes[0..n) (names), in `mode`. */
-static void owners(rb_ring_mode_t mode, uint32_t replicas, char names[][32], int n, int *out)
+static void owners(rb_ring_mode_t mode, uint32_t replicas, char names[][48], int n, int *out)
 {
     rb_segment_t *seg;
     rb_ring_t *ring;
@@ -81,7 +81,7 @@ static void owners(rb_ring_mode_t mode, uint32_t replicas, char names[][32], int
     rb_ring_free(ring);
 }
 
-static double ring_moved(rb_ring_mode_t mode, char names[][32], int from)
+static double ring_moved(rb_ring_mode_t mode, char names[][48], int from)
 {
     static int a[NKEYS], b[NKEYS];
     int moved = 0;
@@ -109,7 +109,7 @@ static double modulo_moved(int from)
 
 static void table_moved(void)
 {
-    static char hosts[9][32], shorts[9][32];
+    static char hosts[9][48], shorts[9][48];
 
     for (int i = 0; i < 9; i++) {
         snprintf(hosts[i], sizeof(hosts[i]), "cache-%02d.pool.example.net", i);
@@ -151,7 +151,7 @@ static void table_moved(void)
     }
 }
 
-static double skew(rb_ring_mode_t mode, uint32_t replicas, char names[][32], int n)
+static double skew(rb_ring_mode_t mode, uint32_t replicas, char names[][48], int n)
 {
     static int o[NKEYS];
     int count[16] = { 0 }, mx = 0, mn = NKEYS;
@@ -169,7 +169,7 @@ static double skew(rb_ring_mode_t mode, uint32_t replicas, char names[][32], int
 static void table_skew(void)
 {
     static const uint32_t reps[] = { 1, 10, 100, 200 };
-    static char hosts[4][32];
+    static char hosts[4][48];
 
     for (int i = 0; i < 4; i++)
         snprintf(hosts[i], sizeof(hosts[i]), "cache-%02d.pool.example.net", i);
