@@ -1,0 +1,387 @@
+#!/bin/sh
+# End-to-end test of the nginx module (nginx/): builds it against Debian's
+# nginx-dev (or takes RB_NGINX_MODULE), runs the packaged nginx with it in
+# front of loopback backends that answer their own names, and a private
+# ringbloomd, then checks that
+#   - with no daemon, nginx serves the fallback value (logged once), and
+#     starts answering from the segment once the daemon is up;
+#   - requests go to the node "ringbloom lookup KEY" names (200 keys);
+#   - a node removed through the CLI takes effect without a reload;
+#   - proxy_no_cache/proxy_cache_bypass driven by ringbloom_seen cache an
+#     object on its second request (BYPASS, MISS, HIT), ringbloom_admit
+#     recording the first;
+#   - admits never block: with the daemon stopped (SIGSTOP) requests are
+#     still served at once and overflowing admits are dropped and counted;
+#   - after the daemon shuts down nginx keeps serving, queued admits reach
+#     the restarted daemon, and nginx follows its new segment.
+# Needs nginx, nginx-dev (unless RB_NGINX_MODULE) and python3 (the HTTP
+# client); skipped (77) without them.  Ends with "Checks: N, Failures: F".
+# shellcheck disable=SC2317  # functions called through check / wait_for / trap
+set -u
+srcdir=${srcdir:-$(dirname "$0")/..}
+daemon=${RB_DAEMON:-./daemon/ringbloomd}
+cli=${RB_CLI:-./client/ringbloom}
+nginx=${RB_NGINX:-/usr/sbin/nginx}
+
+if [ ! -x "$nginx" ]; then
+    echo "SKIP: nginx is not installed ($nginx; Debian package nginx)"
+    exit 77
+fi
+if [ -z "${RB_NGINX_MODULE:-}" ] && [ ! -f /usr/share/nginx/src/conf_flags ]; then
+    echo "SKIP: nginx-dev is not installed (/usr/share/nginx/src/conf_flags; Debian package nginx-dev)"
+    exit 77
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "SKIP: python3 not found (the test's HTTP client)"
+    exit 77
+fi
+
+dir=$(mktemp -d /tmp/rbtest.nginx.XXXXXX) || exit 1
+chmod 755 "$dir"    # nginx workers (nobody) reach the socket through it
+inst="ngx$$"
+sock="$dir/s.sock"
+dpid=
+npid=
+cleanup() {
+    if [ -n "$npid" ]; then
+        # nginx runs in its own session (setsid): its process group holds
+        # the master, the workers and the cache helpers.
+        kill -TERM "$npid" "-$npid" 2>/dev/null
+        i=0
+        while { kill -0 "$npid" || kill -0 "-$npid"; } 2>/dev/null && [ "$i" -lt 30 ]; do
+            i=$((i + 1))
+            sleep 0.1
+        done
+        kill -KILL "$npid" "-$npid" 2>/dev/null
+    fi
+    if [ -n "$dpid" ]; then
+        kill -CONT "$dpid" 2>/dev/null
+        kill -KILL "$dpid" 2>/dev/null
+    fi
+    wait 2>/dev/null
+    rm -f "/dev/shm/ringbloom.$inst"
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+checks=0
+failures=0
+check() {   # check DESCRIPTION COMMAND...: one check, passed if COMMAND succeeds
+    desc=$1
+    shift
+    checks=$((checks + 1))
+    if "$@"; then
+        echo "ok   $desc"
+    else
+        failures=$((failures + 1))
+        echo "FAIL $desc"
+    fi
+}
+finish() {
+    if [ "$failures" -ne 0 ] && [ -f "$dir/error.log" ]; then
+        echo "--- nginx error.log (last 30 lines)"
+        tail -n 30 "$dir/error.log"
+    fi
+    echo "Checks: $checks, Failures: $failures, Errors: 0"
+    [ "$failures" -eq 0 ] && exit 0
+    exit 1
+}
+die() {     # die MESSAGE: the test cannot go on; counts as a failed check
+    echo "FAIL $*"
+    checks=$((checks + 1))
+    failures=$((failures + 1))
+    finish
+}
+
+# ---- the module ---------------------------------------------------------------
+if [ -n "${RB_NGINX_MODULE:-}" ]; then
+    module=$RB_NGINX_MODULE
+else
+    module=$dir/ngx_http_ringbloom_module.so
+    builddir=$(cd "$(dirname "$daemon")/.." && pwd)
+    t0=$(date +%s)
+    if ! RINGBLOOM_SRCDIR="$srcdir" RINGBLOOM_BUILDDIR="$builddir" \
+            bash "$srcdir/nginx/build.sh" "$module" > "$dir/build.log" 2>&1; then
+        cat "$dir/build.log"
+        die "nginx/build.sh could not build the module"
+    fi
+    echo "module built with nginx/build.sh in $(($(date +%s) - t0)) s"
+fi
+
+# ---- helpers --------------------------------------------------------------------
+cat > "$dir/httpc.py" <<'PY'
+# get PORT PATH: one request; prints "STATUS<TAB>X-Cache-Status<TAB>BODY".
+# keys PORT: for each key on stdin, GET /?k=KEY on a new connection;
+#   prints "KEY<TAB>BODY" (BODY "ERROR" if the request failed).
+# flood PORT N LEN: N requests to /admit/?k=<LEN-byte key> and then /drops,
+#   on one keep-alive connection (one worker); prints "OK SECONDS DROPS" if
+#   every request got 200.
+# ports N: N distinct free loopback ports.
+import http.client, socket, sys, time
+
+def get(port, path, conn=None):
+    c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read().decode("utf-8", "replace")
+        return r.status, r.getheader("X-Cache-Status") or "-", body
+    except (OSError, http.client.HTTPException):
+        return 0, "-", "ERROR"
+    finally:
+        if conn is None:
+            c.close()
+
+cmd = sys.argv[1]
+if cmd == "get":
+    print("%d\t%s\t%s" % get(int(sys.argv[2]), sys.argv[3]))
+elif cmd == "keys":
+    for line in sys.stdin:
+        key = line.rstrip("\n")
+        status, _, body = get(int(sys.argv[2]), "/?k=" + key)
+        print("%s\t%s" % (key, body if status == 200 else "ERROR"))
+elif cmd == "flood":
+    port, n, size = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    t0 = time.time()
+    ok = True
+    for i in range(n):
+        key = ("flood-%d-" % i).ljust(size, "x")
+        status, _, _ = get(port, "/admit/?k=" + key, c)
+        ok = ok and status == 200
+    seconds = time.time() - t0
+    status, _, drops = get(port, "/drops", c)
+    print("%s %.2f %s" % ("OK" if ok and status == 200 else "FAILED", seconds, drops))
+elif cmd == "ports":
+    socks, ports = [], []
+    for _ in range(int(sys.argv[2])):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(str(s.getsockname()[1]))
+    print(" ".join(ports))
+PY
+http() { python3 "$dir/httpc.py" "$@"; }
+C() { "$cli" -i "$inst" -s "$sock" "$@"; }
+
+# Waits up to $1 tenths of a second for COMMAND... to succeed.
+wait_for() {
+    n=$1
+    shift
+    i=0
+    while ! "$@"; do
+        i=$((i + 1))
+        [ $i -ge "$n" ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+daemon_up() { C info >/dev/null 2>&1; }
+start_daemon() {
+    "$daemon" -f -c "$dir/ringbloomd.conf" 2>>"$dir/daemon.log" &
+    dpid=$!
+    wait_for 100 daemon_up || { cat "$dir/daemon.log"; die "ringbloomd did not start"; }
+}
+
+keys="$dir/keys"
+i=0
+while [ $i -lt 200 ]; do
+    echo "key-$i-$(( (i * 2654435761) % 1000003 )).example"
+    i=$((i + 1))
+done > "$keys"
+
+# Every key answered by nginx as by the CLI (and no request failed).
+route_agrees() {
+    http keys "$front" < "$keys" > "$dir/nginx.out"
+    C lookup - < "$keys" > "$dir/cli.out" || return 1
+    cmp -s "$dir/nginx.out" "$dir/cli.out"
+}
+
+ports=$(http ports 5)
+[ "$(echo "$ports" | wc -w)" -eq 5 ] || die "no free loopback ports ($ports)"
+# shellcheck disable=SC2086  # five words
+set -- $ports
+front=$1
+b1=$2
+b2=$3
+b3=$4
+fb=$5
+
+if [ "$(id -u)" -eq 0 ]; then
+    user_line="user nobody nogroup;"
+    writers="0 $(id -u nobody)"
+else
+    user_line=
+    writers=$(id -u)
+fi
+
+cat > "$dir/ringbloomd.conf" <<CONF
+instance $inst
+socket $sock
+dir $dir/state
+pidfile $dir/ringbloomd.pid
+keep-segment no
+socket-mode 0666
+segment-mode 0644
+allow-write-uid $writers
+CONF
+
+cat > "$dir/nginx.conf" <<CONF
+load_module $module;
+daemon off;
+master_process on;
+worker_processes 2;
+$user_line
+error_log $dir/error.log info;
+pid $dir/nginx.pid;
+events { worker_connections 512; }
+http {
+    access_log off;
+    client_body_temp_path $dir/tmp-body;
+    proxy_temp_path $dir/tmp-proxy;
+    fastcgi_temp_path $dir/tmp-fastcgi;
+    uwsgi_temp_path $dir/tmp-uwsgi;
+    scgi_temp_path $dir/tmp-scgi;
+    proxy_cache_path $dir/cache keys_zone=rbtest:1m;
+
+    ringbloom_instance $inst;
+    ringbloom_socket $sock;
+    ringbloom_admit_buffer 64k;
+    ringbloom_node \$rb_node \$arg_k 127.0.0.1:$fb;
+    ringbloom_seen \$rb_seen seen \$arg_k;
+    map \$rb_seen \$rb_unseen { "1" ""; default "1"; }
+
+    server {
+        listen 127.0.0.1:$front;
+        location / {
+            proxy_pass http://\$rb_node;
+        }
+        location /cache/ {
+            proxy_pass http://\$rb_node;
+            proxy_cache rbtest;
+            proxy_cache_key \$arg_k;
+            proxy_cache_valid 200 10m;
+            proxy_no_cache \$rb_unseen;
+            proxy_cache_bypass \$rb_unseen;
+            add_header X-Cache-Status \$upstream_cache_status always;
+            ringbloom_admit seen \$arg_k;
+        }
+        location /admit/ {
+            ringbloom_admit seen \$arg_k;
+            return 200 "queued";
+        }
+        location = /drops {
+            return 200 "\$ringbloom_admit_drops";
+        }
+    }
+    server { listen 127.0.0.1:$b1; location / { return 200 "127.0.0.1:$b1"; } }
+    server { listen 127.0.0.1:$b2; location / { return 200 "127.0.0.1:$b2"; } }
+    server { listen 127.0.0.1:$b3; location / { return 200 "127.0.0.1:$b3"; } }
+    server { listen 127.0.0.1:$fb; location / { return 200 "fallback"; } }
+}
+CONF
+
+# ---- 1. no daemon: the fallback, logged once, then recovery ------------------
+if command -v setsid >/dev/null 2>&1; then
+    setsid "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
+else
+    "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
+fi
+npid=$!
+nginx_up() {   # up, or gone (then the wait ends at once)
+    kill -0 "$npid" 2>/dev/null || return 0
+    [ "$(http get "$front" /?k=probe | cut -f1)" = 200 ]
+}
+wait_for 100 nginx_up
+if ! kill -0 "$npid" 2>/dev/null || [ "$(http get "$front" /?k=probe | cut -f1)" != 200 ]; then
+    cat "$dir/nginx.stderr"
+    die "nginx did not come up"
+fi
+[ -s "$dir/nginx.pid" ] && npid=$(cat "$dir/nginx.pid")
+
+fallback_ok() {
+    for k in a b c d e f g h i j; do
+        [ "$(http get "$front" "/?k=$k" | cut -f3)" = fallback ] || return 1
+    done
+}
+check "no daemon: nginx serves the fallback node (10 requests)" fallback_ok
+sleep 1.2
+check "no daemon: still the fallback a second later" fallback_ok
+attach_logs=$(grep -c 'ringbloom: cannot attach' "$dir/error.log")
+check "no daemon: 'cannot attach' logged once per worker ($attach_logs lines, 2 workers)" \
+    test "$attach_logs" -ge 1 -a "$attach_logs" -le 2
+
+start_daemon
+C reserve seen 0.01 100000 >/dev/null || die "reserve failed"
+for b in $b1 $b2 $b3; do
+    C node add "127.0.0.1:$b" >/dev/null || die "node add failed"
+done
+t0=$(date +%s)
+check "daemon started: nginx answers from the segment within 5 s" wait_for 50 route_agrees
+echo "     (recovered in about $(($(date +%s) - t0)) s)"
+
+# ---- 2. routing: nginx and the CLI agree ---------------------------------------
+check "200 keys: the backend that answered is the node the CLI names" route_agrees
+nodes_used=$(cut -f2 "$dir/nginx.out" | sort -u | wc -l)
+check "200 keys spread over all 3 nodes ($nodes_used used)" test "$nodes_used" -eq 3
+
+# ---- 3. membership change through the CLI, no reload ---------------------------
+cp "$dir/cli.out" "$dir/before.out"
+C node remove "127.0.0.1:$b1" >/dev/null || die "node remove failed"
+moved=$(grep -c "	127.0.0.1:$b1\$" "$dir/before.out")
+check "node removed: the $moved keys it owned and all others follow the CLI" wait_for 20 route_agrees
+check "node removed: no request goes to it any more" \
+    sh -c "! grep -q '	127.0.0.1:$b1\$' '$dir/nginx.out'"
+check "node removed: it owned keys before ($moved)" test "$moved" -gt 0
+
+# ---- 4. cache on the second request --------------------------------------------
+seen() { C exists seen "$1" >/dev/null 2>&1; }
+for obj in obj-1 obj-2 obj-3; do
+    r1=$(http get "$front" "/cache/?k=$obj")
+    wait_for 30 seen "$obj"
+    r2=$(http get "$front" "/cache/?k=$obj")
+    r3=$(http get "$front" "/cache/?k=$obj")
+    owner=$(C lookup "$obj")
+    got="$(echo "$r1" | cut -f2) $(echo "$r2" | cut -f2) $(echo "$r3" | cut -f2)"
+    check "$obj: X-Cache-Status BYPASS MISS HIT ($got)" test "$got" = "BYPASS MISS HIT"
+    check "$obj: every answer from its node $owner" \
+        test "$(echo "$r1" | cut -f3) $(echo "$r2" | cut -f3) $(echo "$r3" | cut -f3)" = \
+        "$owner $owner $owner"
+done
+
+# ---- 5. admits never block: daemon stopped ---------------------------------------
+kill -STOP "$dpid"
+# shellcheck disable=SC2046  # "OK SECONDS DROPS", or the defaults after it
+set -- $(http flood "$front" 500 3000) FAILED 99 0
+check "daemon stopped: 500 admitting requests (3000-byte keys) all served ($2 s)" \
+    sh -c "[ '$1' = OK ] && awk 'BEGIN { exit !($2 < 10) }'"
+check "daemon stopped: overflowing admits dropped and counted (\$ringbloom_admit_drops = $3)" \
+    test "${3:-0}" -gt 0 2>/dev/null
+check "daemon stopped: routing still answers from the segment" route_agrees
+check "daemon stopped: the drops are logged" grep -q 'ringbloom: admit buffer full' "$dir/error.log"
+kill -CONT "$dpid"
+
+# ---- 6. daemon shut down and restarted -------------------------------------------
+C shutdown >/dev/null 2>&1
+i=0
+while kill -0 "$dpid" 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.05; done
+kill -0 "$dpid" 2>/dev/null && die "ringbloomd did not shut down"
+wait "$dpid" 2>/dev/null
+dpid=
+check "daemon down: nginx still serves every key from the last table" \
+    sh -c "python3 '$dir/httpc.py' keys $front < '$keys' | cmp -s - '$dir/cli.out'"
+check "daemon down: an admitting request is served at once" \
+    test "$(http get "$front" /admit/?k=while-down | cut -f1,3)" = "200	queued"
+start_daemon
+check "daemon restarted: the admit queued while it was down arrives" wait_for 50 seen while-down
+C node add "127.0.0.1:$b1" >/dev/null || die "node add failed"
+t0=$(date +%s)
+check "daemon restarted: nginx follows its new segment (node added back)" wait_for 100 route_agrees
+echo "     (followed in about $(($(date +%s) - t0)) s)"
+
+crashes=$(grep -c -E '\[(alert|emerg|crit)\]|exited on signal' "$dir/error.log")
+check "nginx error.log: no alert, crit or crashed worker ($crashes)" test "$crashes" -eq 0
+
+finish
