@@ -806,6 +806,7 @@ static int view_node(const ring_view_t *v, uint64_t idx, rb_node_t *out)
     out->name_len = (uint32_t)nlen;
     out->index = (uint32_t)idx;
     out->weight = (uint32_t)weight;
+    out->version = v->version;
     return RB_OK;
 }
 

@@ -280,6 +280,8 @@ typedef struct rb_node {
     uint32_t weight;
     uint32_t name_len;
     char     name[RB_NODE_NAME_MAX + 1];
+    uint64_t version;   /* the ring version (rb_ring_stat) this answer was
+                           read from, in the same read section */
 } rb_node_t;
 
 /* Writer-side membership model, in process memory.  It holds the nodes and
