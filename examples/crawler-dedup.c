@@ -322,10 +322,23 @@ static size_t heap_in_use(void)
     return mi.uordblks + mi.hblkhd;
 }
 
+/* Bytes of the set's blocks as the allocator sized them (no per-block
+ * header, so a lower bound of what it took). */
+static size_t set_usable(const url_set_t *s)
+{
+    size_t n = malloc_usable_size(s->slot);
+
+    for (size_t i = 0; i < s->cap; i++)
+        n += s->slot[i].url ? malloc_usable_size(s->slot[i].url) : 0;
+    return n;
+}
+
 /* Builds the exact set of the frontier's URLs; *bytes: what malloc says it
- * took, *text: the bytes of the distinct URLs themselves.  -1 without
- * memory or when interrupted. */
-static int64_t exact_set(const uint32_t *frontier, uint64_t total, size_t *bytes, size_t *text)
+ * took (mallinfo2), or, under an allocator that does not report it there
+ * (ASan's), the blocks' usable sizes (*how says which); *text: the bytes of
+ * the distinct URLs themselves.  -1 without memory or when interrupted. */
+static int64_t exact_set(const uint32_t *frontier, uint64_t total, size_t *bytes, size_t *text,
+                         const char **how)
 {
     url_set_t set = { NULL, 0, 0 };
     size_t before = heap_in_use();
@@ -343,6 +356,11 @@ static int64_t exact_set(const uint32_t *frontier, uint64_t total, size_t *bytes
     }
     distinct = (int64_t)set.count;
     *bytes = heap_in_use() - before;
+    *how = "measured";
+    if (*bytes < set_usable(&set)) {
+        *bytes = set_usable(&set);
+        *how = "malloc_usable_size";
+    }
 out:
     set_free(&set);
     return distinct;
@@ -523,6 +541,7 @@ static int report(const options_t *o, const crawl_t *cw, const uint32_t *frontie
 {
     uint64_t taken = 0, fetched = 0, shm = 0, dmn = 0, once = 0, never = 0, twice = 0;
     size_t set_bytes = 0, text = 0;
+    const char *how = "";
     rb_bloom_stat_t st;
     rb_bloom_t *bf;
     int64_t distinct;
@@ -563,7 +582,7 @@ static int report(const options_t *o, const crawl_t *cw, const uint32_t *frontie
         return -1;
     }
     rb_bloom_close(bf);
-    if ((distinct = exact_set(frontier, o->total, &set_bytes, &text)) < 0) {
+    if ((distinct = exact_set(frontier, o->total, &set_bytes, &text, &how)) < 0) {
         fprintf(stderr, PROG ": %s\n",
                 stop_requested ? "interrupted" : "out of memory for the exact set");
         return -1;
@@ -572,8 +591,8 @@ static int report(const options_t *o, const crawl_t *cw, const uint32_t *frontie
            " items, estimated FPR now %.2g)\n", (double)st.bytes / 1e6,
            (double)st.bytes / (double)o->distinct, st.layers, st.layers == 1 ? "" : "s", st.k,
            st.items, st.est_fpr);
-    printf("        exact hash set %.2f MB measured (%.1f B/URL, of which %.1f B of URL text; "
-           "%" PRId64 " distinct): the filter is %.1fx smaller\n", (double)set_bytes / 1e6,
+    printf("        exact hash set %.2f MB %s (%.1f B/URL, of which %.1f B of URL text; "
+           "%" PRId64 " distinct): the filter is %.1fx smaller\n", (double)set_bytes / 1e6, how,
            (double)set_bytes / (double)distinct, (double)text / (double)distinct, distinct,
            (double)set_bytes / (double)st.bytes);
     return twice == 0 ? 0 : -1;

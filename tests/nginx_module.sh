@@ -35,6 +35,13 @@ if ! command -v python3 >/dev/null 2>&1; then
     echo "SKIP: python3 not found (the test's HTTP client)"
     exit 77
 fi
+# A sanitizer build (.ci/run's ASan/TSan trees) makes a module the packaged,
+# uninstrumented nginx cannot load.
+rbcore="$(dirname "$daemon")/../lib/.libs/librbcore.a"
+if [ -z "${RB_NGINX_MODULE:-}" ] && nm "$rbcore" 2>/dev/null | grep -q '__[at]san_'; then
+    echo "SKIP: the library is built with a sanitizer; nginx cannot load a module made from it"
+    exit 77
+fi
 
 dir=$(mktemp -d /tmp/rbtest.nginx.XXXXXX) || exit 1
 chmod 755 "$dir"    # nginx workers (nobody) reach the socket through it
