@@ -38,7 +38,9 @@ static const setting_t settings[] = {
     { "pidfile", T_STR, O(pidfile), sizeof(((rbd_config_t *)0)->pidfile), 0, 0, 0 },
     { "dir", T_STR, O(dir), sizeof(((rbd_config_t *)0)->dir), 0, 0, 0 },
     { "socket-mode", T_MODE, O(socket_mode), 0, 0, 0, 0 },
-    { "segment-mode", T_MODE, O(segment_mode), 0, 0, 0, 0 },
+    /* T_MODE: max = the bits allowed (0: any).  Readers only read; an
+     * object others could write is refused by them (name squatting). */
+    { "segment-mode", T_MODE, O(segment_mode), 0, 0, 0755, 0 },
     { "max-memory", T_SIZE, O(max_memory), 0, 1u << 20, RB_MAX_MAX_SIZE, 0 },
     { "max-filters", T_U32, O(max_filters), 0, 1, RB_MAX_FILTERS, 0 },
     { "max-nodes", T_U32, O(max_nodes), 0, 1, RB_RING_MAX_NODES, 1 },
@@ -183,6 +185,12 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
         if (strspn(value, "01234567") != strlen(value) || strlen(value) == 0 ||
             strtoul(value, NULL, 8) > 0777) {
             snprintf(err, errlen, "%s: '%s' is not an octal mode like 0660", key, value);
+            return -1;
+        }
+        if (s->max != 0 && (strtoul(value, NULL, 8) & ~s->max) != 0) {
+            snprintf(err, errlen, "%s: '%s' lets group or others write; readers map the "
+                     "segment read-only and refuse one that others could change "
+                     "(use e.g. 0640 or 0644)", key, value);
             return -1;
         }
         *(mode_t *)(void *)(base + s->off) = (mode_t)strtoul(value, NULL, 8);

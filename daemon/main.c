@@ -104,22 +104,6 @@ static void print_setting(const char *name, const char *value, void *arg)
     printf("%s %s\n", name, value);
 }
 
-static int mkparent(const char *path)
-{
-    char dir[4096];
-
-    snprintf(dir, sizeof(dir), "%s", path);
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -183,9 +167,8 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    if (mkparent(s.cfg.pidfile) != 0) {
-        fprintf(stderr, "ringbloomd: cannot create the directory of %s: %s\n", s.cfg.pidfile,
-                strerror(errno));
+    if (rbd_make_dir(s.cfg.pidfile, 0, 0755, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ringbloomd: pidfile %s: %s\n", s.cfg.pidfile, err);
         return 1;
     }
     pfh = pidfile_open(s.cfg.pidfile, 0644, &other);

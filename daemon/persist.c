@@ -81,26 +81,6 @@ static void set_sync_fd(int fd)
 
 /* ---- small file helpers ----------------------------------------------------- */
 
-static int mkdirs(const char *path, mode_t mode)
-{
-    char buf[4096];
-    size_t n = strlen(path);
-
-    if (n == 0 || n >= sizeof(buf))
-        return -1;
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == '\0') {
-            char c = buf[i];
-            buf[i] = '\0';
-            if (mkdir(buf, mode) != 0 && errno != EEXIST)
-                return -1;
-            buf[i] = c;
-        }
-    }
-    return 0;
-}
-
 static int write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
@@ -506,10 +486,8 @@ int persist_open(server_t *s, char *err, size_t errlen)
     p->dirfd = -1;
     p->last_save_ok = 1;
     snprintf(p->dir, sizeof(p->dir), "%s", s->cfg.dir);
-    if (mkdirs(p->dir, 0700) != 0) {
-        snprintf(err, errlen, "cannot create state directory %s: %s", p->dir, strerror(errno));
+    if (rbd_make_dir(p->dir, 1, 0700, err, errlen) != 0)
         return -1;
-    }
     p->dirfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (p->dirfd < 0) {
         snprintf(err, errlen, "cannot open state directory %s: %s", p->dir, strerror(errno));
@@ -843,6 +821,15 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
     if (rc == RB_EBUSY) {
         snprintf(err, errlen, "segment /ringbloom.%s is in use by another writer (another "
                  "ringbloomd with a different pidfile?)", s->cfg.instance);
+        return -1;
+    }
+    if (rc == RB_EOWNER) {
+        /* Another user made an object under our name (/dev/shm is
+         * writable by all): never adopt it, and it cannot be removed by
+         * us either. */
+        snprintf(err, errlen, "segment /dev/shm/ringbloom.%s belongs to another user; "
+                 "refusing to use it (name squatting?): check its owner with ls -l, remove "
+                 "it, and start again", s->cfg.instance);
         return -1;
     }
     if (rc == RB_OK) {

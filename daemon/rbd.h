@@ -5,6 +5,7 @@
  *   commands.c  the command table and every command
  *   persist.c   append-only log, group commit, snapshots, restore
  *   rbd_log.c   logging to stderr or syslog
+ *   dirs.c      the directories of its files: created, ownership checked
  */
 #ifndef RBD_H
 #define RBD_H
@@ -146,5 +147,11 @@ int server_run(server_t *s);
 void server_close(server_t *s);
 /* 1 if uid/gid may run mutations under the current configuration. */
 int server_may_write(const server_t *s, uid_t uid, gid_t gid);
+
+/* Creates the directory of path (whole = 0: path's parent; 1: path
+ * itself) and its parents with mode, then checks the directory: owned by
+ * this euid or root, else -1 with the reason in err (a warning is logged
+ * if group or others can write it). */
+int rbd_make_dir(const char *path, int whole, mode_t mode, char *err, size_t errlen);
 
 #endif /* RBD_H */

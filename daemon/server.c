@@ -50,27 +50,6 @@ int server_may_write(const server_t *s, uid_t uid, gid_t gid)
     return 0;
 }
 
-static int mkparent(const char *path)
-{
-    char dir[4096];
-    char *slash;
-
-    snprintf(dir, sizeof(dir), "%s", path);
-    slash = strrchr(dir, '/');
-    if (slash == NULL || slash == dir)
-        return 0;
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return (mkdir(dir, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
 int server_listen(server_t *s, char *err, size_t errlen)
 {
     struct sockaddr_un sa;
@@ -82,11 +61,8 @@ int server_listen(server_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "socket path too long: %s", s->cfg.socket);
         return -1;
     }
-    if (mkparent(s->cfg.socket) != 0) {
-        snprintf(err, errlen, "cannot create the directory of %s: %s", s->cfg.socket,
-                 strerror(errno));
+    if (rbd_make_dir(s->cfg.socket, 0, 0755, err, errlen) != 0)
         return -1;
-    }
     /* The pidfile lock is ours, so a socket file left here is stale. */
     unlink(s->cfg.socket);
     s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -97,7 +73,10 @@ int server_listen(server_t *s, char *err, size_t errlen)
     memset(&sa, 0, sizeof(sa));
     sa.sun_family = AF_UNIX;
     strcpy(sa.sun_path, s->cfg.socket);
-    /* Never a moment with a wider mode than configured. */
+    /* bind creates the socket with 0777 & ~umask: exactly the configured
+     * mode from the first moment, and no chmod by path afterwards (in a
+     * directory others can write, the path could be swapped for a symlink
+     * between bind and chmod). */
     old = umask((mode_t)(~s->cfg.socket_mode & 0777));
     if (bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         umask(old);
@@ -105,7 +84,7 @@ int server_listen(server_t *s, char *err, size_t errlen)
         return -1;
     }
     umask(old);
-    if (chmod(s->cfg.socket, s->cfg.socket_mode) != 0 || listen(s->lfd, 511) != 0) {
+    if (listen(s->lfd, 511) != 0) {
         snprintf(err, errlen, "%s: %s", s->cfg.socket, strerror(errno));
         return -1;
     }

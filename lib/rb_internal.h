@@ -177,6 +177,7 @@ struct rb_segment {
     rb_heap_t heap;          /* writer only */
     pthread_mutex_t lock;    /* reader: serialises moving to a new object */
     _Atomic uint64_t next_poll_ms; /* reader: earliest next look for one */
+    uid_t owner;             /* reader: required owner, or (uid_t)-1 */
 };
 
 /* The handle's current mapping.  Readers call rb_reader_map(), which also

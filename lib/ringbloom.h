@@ -77,6 +77,10 @@ extern "C" {
 #define RB_EREPLY    -22   /* the daemon replied with an error; see
                               rb_conn_error() for its text */
 #define RB_EPERM     -23   /* the daemon refused a mutation (NOPERM) */
+#define RB_EOWNER    -24   /* the shm object is not to be trusted: owned by
+                              another user (a writer's takeover, or a reader's
+                              expected owner), or writable by users other
+                              than its owner (name squatting) */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);
@@ -94,7 +98,9 @@ typedef struct rb_segment rb_segment_t;
 #define RB_INSTANCE_MAX 64
 
 typedef struct rb_segment_opts {
-    mode_t   mode;         /* exact mode of the shm object; 0 -> 0640 */
+    mode_t   mode;         /* exact mode of the shm object; 0 -> 0640;
+                              no write bits for group or others (readers
+                              refuse such objects): RB_EINVAL */
     uint64_t max_size;     /* bytes of address space reserved for growth;
                               0 -> RB_DEFAULT_MAX_SIZE; the committed size
                               starts small and grows on demand */
@@ -135,9 +141,19 @@ RB_EXPORT RB_WUR int rb_segment_create(const char *instance,
  * RB_EENDIAN, RB_EVERSION, RB_ETRUNC (object smaller than the header says),
  * RB_EBUSY (still being created), RB_ERETIRED, RB_EGONE (writer process no
  * longer exists, unless RB_ATTACH_STALE_OK), RB_ECORRUPT (offsets out of
- * range).  Cost: a few system calls; call once per process, not per query. */
+ * range), RB_EOWNER (the object is writable by group or others: anyone
+ * could rewrite what readers trust).  Cost: a few system calls; call once
+ * per process, not per query. */
 RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
                                        rb_segment_t **out);
+
+/* Reader.  rb_segment_attach, and the object (now and whenever the handle
+ * follows a restarted daemon to a new one) must be owned by `owner`, the
+ * daemon's uid: else RB_EOWNER.  /dev/shm is writable by every user, so
+ * while the daemon is down another user could create an object under its
+ * name; pinning the owner keeps such a squatter's table out. */
+RB_EXPORT RB_WUR int rb_segment_attach_owned(const char *instance, unsigned flags,
+                                             uid_t owner, rb_segment_t **out);
 
 /* Writer.  Re-opens an existing live segment read-write to take over as its
  * writer (a restarted daemon): validates header, directory and both ring
@@ -145,7 +161,9 @@ RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
  * the writer, and rebuilds the free-space map from the live objects.
  * A writer holds an exclusive flock on the object for as long as its
  * process lives (create takes it too), so a second writer gets RB_EBUSY.
- * Errors: as rb_segment_attach, plus RB_ECORRUPT, RB_EBUSY. */
+ * Only an object this process's euid owns is taken over (RB_EOWNER: another
+ * user created it, perhaps to feed readers its own table).
+ * Errors: as rb_segment_attach, plus RB_ECORRUPT, RB_EBUSY, RB_EOWNER. */
 RB_EXPORT RB_WUR int rb_segment_open_writer(const char *instance,
                                             rb_segment_t **out);
 
@@ -186,8 +204,8 @@ RB_EXPORT int rb_segment_unlink(const char *instance);
 RB_EXPORT RB_WUR int rb_segment_retire(rb_segment_t *seg, uint64_t next);
 
 /* Writer.  Sets the exact mode of the shm object (fchmod), e.g. when a
- * restarted writer's configuration changed it.  RB_EROFS, RB_EINVAL,
- * RB_ESYS. */
+ * restarted writer's configuration changed it.  RB_EROFS, RB_EINVAL (write
+ * bits for group or others, as rb_segment_create), RB_ESYS. */
 RB_EXPORT RB_WUR int rb_segment_set_mode(rb_segment_t *seg, mode_t mode);
 
 /* Writer.  Stores the current time as the writer's heartbeat (cheap). */

@@ -57,6 +57,7 @@ const char *rb_strerror(int code)
     case RB_EPROTO:   return "unexpected reply from the daemon";
     case RB_EREPLY:   return "the daemon replied with an error";
     case RB_EPERM:    return "the daemon refused: no permission for this change";
+    case RB_EOWNER:   return "segment not trusted: owned by another user or writable by others";
     default:          return "unknown error";
     }
 }
@@ -229,6 +230,7 @@ static rb_segment_t *seg_alloc(const char *instance)
         return NULL;
     if (instance != NULL)
         strcpy(seg->instance, instance);
+    seg->owner = (uid_t)-1;
     pthread_mutex_init(&seg->lock, NULL);
     return seg;
 }
@@ -285,7 +287,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
         o.max_size = RB_DEFAULT_MAX_SIZE;
     if (o.max_filters == 0)
         o.max_filters = RB_DEFAULT_MAX_FILTERS;
-    if ((o.mode & ~(mode_t)0777) != 0 || o.max_filters > RB_MAX_FILTERS ||
+    if ((o.mode & ~(mode_t)0755) != 0 || o.max_filters > RB_MAX_FILTERS ||
         o.max_size > RB_MAX_MAX_SIZE || (o.flags & ~RB_SEGMENT_HIDDEN) != 0)
         return RB_EINVAL;
     dir_bytes = (uint64_t)o.max_filters * sizeof(rb_filter_shm_t);
@@ -466,10 +468,23 @@ fail:
     return rc == RB_ENOSPC || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
 }
 
+/* Whether the object behind fd may be trusted (name squatting: /dev/shm
+ * is writable by every user).  A writer takes over only an object its euid
+ * owns; a reader trusts only one that nobody but its owner can write, and,
+ * if owner is not (uid_t)-1, whose owner that is. */
+static int owner_ok(const struct stat *st, int writable, uid_t owner)
+{
+    if (writable)
+        return st->st_uid == geteuid();
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return 0;
+    return owner == (uid_t)-1 || st->st_uid == owner;
+}
+
 /* Opens and maps instance (writable or not) and validates its header.  If
  * skip is given and the object is that same one (dev, ino), stops early with
  * RB_EEXIST. */
-static int map_open(const char *instance, int writable, const rb_map_t *skip,
+static int map_open(const char *instance, int writable, const rb_map_t *skip, uid_t owner,
                     rb_map_t **out)
 {
     char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
@@ -497,6 +512,10 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip,
     }
     m->dev = st.st_dev;
     m->ino = st.st_ino;
+    if (!owner_ok(&st, writable, owner)) {
+        rc = RB_EOWNER;
+        goto fail;
+    }
     if (skip != NULL && skip->dev == m->dev && skip->ino == m->ino) {
         rc = RB_EEXIST;
         goto fail;
@@ -540,13 +559,19 @@ fail:
 
 int rb_segment_attach(const char *instance, unsigned flags, rb_segment_t **out)
 {
+    return rb_segment_attach_owned(instance, flags, (uid_t)-1, out);
+}
+
+int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
+                            rb_segment_t **out)
+{
     rb_segment_t *seg;
     rb_map_t *m;
     int rc;
 
     if (instance == NULL || out == NULL || (flags & ~RB_ATTACH_STALE_OK) != 0)
         return RB_EINVAL;
-    rc = map_open(instance, 0, NULL, &m);
+    rc = map_open(instance, 0, NULL, owner, &m);
     if (rc != RB_OK)
         return rc;
     if (!(flags & RB_ATTACH_STALE_OK) && writer_gone(rb_hdr(m))) {
@@ -558,6 +583,7 @@ int rb_segment_attach(const char *instance, unsigned flags, rb_segment_t **out)
         map_free(m);
         return RB_ENOMEM;
     }
+    seg->owner = owner;
     atomic_store(&seg->map, m);
     *out = seg;
     return RB_OK;
@@ -574,7 +600,7 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
 
     if (instance == NULL || out == NULL)
         return RB_EINVAL;
-    rc = map_open(instance, 1, NULL, &m);
+    rc = map_open(instance, 1, NULL, (uid_t)-1, &m);
     if (rc != RB_OK)
         return rc;
     if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
@@ -648,7 +674,7 @@ int rb_segment_retire(rb_segment_t *seg, uint64_t next)
 
 int rb_segment_set_mode(rb_segment_t *seg, mode_t mode)
 {
-    if (seg == NULL || (mode & ~(mode_t)0777) != 0)
+    if (seg == NULL || (mode & ~(mode_t)0755) != 0)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
@@ -705,7 +731,7 @@ static int seg_poll(rb_segment_t *seg, int force)
         return 0;
     pthread_mutex_lock(&seg->lock);
     atomic_store_explicit(&seg->next_poll_ms, now + RB_POLL_MS, memory_order_relaxed);
-    if (rb_seg_map(seg) == cur && map_open(seg->instance, 0, cur, &next) == RB_OK) {
+    if (rb_seg_map(seg) == cur && map_open(seg->instance, 0, cur, seg->owner, &next) == RB_OK) {
         next->older = cur;
         /* Release: threads that load the new map see it fully set up. */
         atomic_store_explicit(&seg->map, next, memory_order_release);

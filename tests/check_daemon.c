@@ -32,7 +32,18 @@ START_TEST(test_daemon_answers_redis_clients_basics)
     int rc;
     const char *info;
 
+    struct stat st;
+
     rbd_start(&d, NULL);
+    /* Socket and segment carry exactly the configured modes. */
+    ck_assert_int_eq(stat(d.sock, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0666);
+    {
+        char shm[200];
+        snprintf(shm, sizeof(shm), "/dev/shm/ringbloom.%s", d.inst);
+        ck_assert_int_eq(stat(shm, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0644);
+    }
     c = rbd_connect(&d);
     rbd_expect(c, "PONG", "PING");
     rbd_expect(c, "hello", "PING", "hello");
@@ -492,6 +503,109 @@ START_TEST(test_daemon_corrupt_snapshot_refuses_start)
 }
 END_TEST
 
+/* Daemon's output of `ringbloomd -f -c conf` run to its exit, and status. */
+static int run_daemon_to_exit(const rbd_proc_t *p, char *out, size_t cap)
+{
+    char cmd[600];
+    size_t n = 0;
+    FILE *f;
+
+    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), p->conf);
+    f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    while (n + 1 < cap && fgets(out + n, (int)(cap - n), f) != NULL)
+        n += strlen(out + n);
+    return pclose(f);
+}
+
+/* Another user creates an object under the instance's name while the
+ * daemon is down (/dev/shm is writable by everyone): the daemon must not
+ * adopt it (its owner could rewrite what readers trust) and says why. */
+START_TEST(test_daemon_refuses_squatted_segment)
+{
+    char out[4096] = "";
+    rb_conn_t *c;
+    int status;
+    pid_t pid;
+
+    if (getuid() != 0) {
+        printf("squatting test needs root to switch uid; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "kept");
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        rb_segment_opts_t o = { .mode = 0644 };
+        rb_segment_t *e;
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(10);
+        _exit(rb_segment_create(d.inst, &o, &e) == RB_OK ? 0 : 11);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_int_eq(status, 0);
+    status = run_daemon_to_exit(&d, out, sizeof(out));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s", status, out);
+    ck_assert_msg(strstr(out, "belongs to another user") != NULL, "output: %s", out);
+    ck_assert_msg(strstr(out, d.inst) != NULL, "output: %s", out);
+    /* The owner (root here) removes it; the daemon starts from its files. */
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    rbd_launch(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.EXISTS", "f", "kept");
+    rb_conn_close(c);
+}
+END_TEST
+
+/* A state directory another user made in advance is refused (it could
+ * read the log and snapshot, or replace them). */
+START_TEST(test_daemon_refuses_foreign_directory)
+{
+    char out[4096] = "", state[200], extra[300];
+    int status;
+
+    if (getuid() != 0) {
+        printf("directory test needs root to chown; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    rbd_start(&d, NULL);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    snprintf(state, sizeof(state), "%s/squatted", d.dir);
+    ck_assert_int_eq(mkdir(state, 0777), 0);
+    ck_assert_int_eq(chown(state, 65534, 65534), 0);
+    snprintf(extra, sizeof(extra), "dir %s", state);
+    rbd_write_conf(&d, extra);
+    status = run_daemon_to_exit(&d, out, sizeof(out));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s", status, out);
+    ck_assert_msg(strstr(out, "belongs to uid 65534") != NULL, "output: %s", out);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);   /* nothing created */
+}
+END_TEST
+
+/* A segment mode that would let others write is a config error. */
+START_TEST(test_daemon_refuses_writable_segment_mode)
+{
+    char out[4096] = "";
+    int status;
+
+    rbd_start(&d, NULL);
+    rbd_stop(&d, SIGKILL);
+    rbd_write_conf(&d, "segment-mode 0664");
+    status = run_daemon_to_exit(&d, out, sizeof(out));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0, "status %d: %s", status, out);
+    ck_assert_msg(strstr(out, "segment-mode: '0664' lets group or others write") != NULL,
+                  "output: %s", out);
+}
+END_TEST
+
 START_TEST(test_daemon_limits_give_clear_errors)
 {
     char *big = malloc(70000);
@@ -792,6 +906,9 @@ static Suite *daemon_suite(void)
     tcase_add_test(tc, test_daemon_second_daemon_same_instance_refused);
     tcase_add_test(tc, test_daemon_sighup_reloads_write_access);
     tcase_add_test(tc, test_daemon_corrupt_snapshot_refuses_start);
+    tcase_add_test(tc, test_daemon_refuses_squatted_segment);
+    tcase_add_test(tc, test_daemon_refuses_writable_segment_mode);
+    tcase_add_test(tc, test_daemon_refuses_foreign_directory);
     tcase_add_test(tc, test_daemon_limits_give_clear_errors);
     tcase_add_test(tc, test_daemon_reader_follows_restart_with_new_segment);
     tcase_add_test(tc, test_daemon_torn_tail_accepted_middle_damage_refused);

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <grp.h>
 
 #include "rb_test.h"
 
@@ -115,6 +116,77 @@ START_TEST(test_segment_bad_names_and_options)
     ck_assert_int_eq(rb_segment_create(inst, &o, &s), RB_EINVAL);
     ck_assert_int_eq(rb_segment_attach(inst, 0x80, &s), RB_EINVAL);
     ck_assert_int_eq(rb_segment_unlink(inst), RB_ENOENT);   /* nothing created */
+}
+END_TEST
+
+/* Name squatting: modes that let others write are never made, and an
+ * object that others could write is not trusted by readers; a reader can
+ * pin the owner. */
+START_TEST(test_segment_untrusted_modes_and_owner_pin)
+{
+    rb_segment_opts_t o = { .mode = 0660 };
+    rb_segment_t *s = NULL;
+    char path[160];
+    int fd;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &s), RB_EINVAL);
+    o.mode = 0642;
+    ck_assert_int_eq(rb_segment_create(inst, &o, &s), RB_EINVAL);
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_ENOENT);
+    o.mode = 0644;
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_segment_set_mode(wseg, 0664), RB_EINVAL);
+    ck_assert_int_eq(attach_rc(), RB_OK);
+    /* Someone makes it group-writable behind the writer's back. */
+    snprintf(path, sizeof(path), "/ringbloom.%s", inst);
+    fd = shm_open(path, O_RDWR, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fchmod(fd, 0664), 0);
+    ck_assert_int_eq(attach_rc(), RB_EOWNER);
+    ck_assert_int_eq(fchmod(fd, 0606), 0);
+    ck_assert_int_eq(attach_rc(), RB_EOWNER);
+    ck_assert_int_eq(fchmod(fd, 0644), 0);
+    close(fd);
+    ck_assert_int_eq(attach_rc(), RB_OK);
+    ck_assert_int_eq(rb_segment_attach_owned(inst, 0, geteuid(), &s), RB_OK);
+    rb_segment_close(s);
+    s = NULL;
+    ck_assert_int_eq(rb_segment_attach_owned(inst, 0, geteuid() + 1, &s), RB_EOWNER);
+    ck_assert_ptr_null(s);
+    ck_assert_str_eq(rb_strerror(RB_EOWNER),
+                     "segment not trusted: owned by another user or writable by others");
+}
+END_TEST
+
+/* An object another user created under the name (here: a valid segment
+ * made by uid 65534) is never taken over by a writer, and a reader that
+ * pins the daemon's uid refuses it.  Needs root to switch uid. */
+START_TEST(test_segment_writer_refuses_foreign_object)
+{
+    rb_segment_t *s = NULL;
+    int status;
+    pid_t pid;
+
+    if (getuid() != 0) {
+        printf("squatting test needs root to switch uid; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        rb_segment_opts_t o = { .mode = 0644 };
+        rb_segment_t *e;
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(10);
+        _exit(rb_segment_create(inst, &o, &e) == RB_OK ? 0 : 11);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "squatter status %d", status);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &s), RB_EOWNER);
+    ck_assert_int_eq(rb_segment_attach_owned(inst, RB_ATTACH_STALE_OK, 0, &s), RB_EOWNER);
+    ck_assert_int_eq(rb_segment_attach_owned(inst, RB_ATTACH_STALE_OK, 65534, &s), RB_OK);
+    rb_segment_close(s);
 }
 END_TEST
 
@@ -506,6 +578,8 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_segment_create_attach_roundtrip);
     tcase_add_test(tc, test_segment_create_existing_is_eexist);
     tcase_add_test(tc, test_segment_bad_names_and_options);
+    tcase_add_test(tc, test_segment_untrusted_modes_and_owner_pin);
+    tcase_add_test(tc, test_segment_writer_refuses_foreign_object);
     tcase_add_test(tc, test_segment_attach_missing_is_enoent);
     tcase_add_test(tc, test_segment_attach_bad_magic_is_notours);
     tcase_add_test(tc, test_segment_attach_swapped_magic_is_eendian);
