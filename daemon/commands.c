@@ -68,7 +68,8 @@ static int arg_ll(const ctx_t *x, size_t i, long long *out)
         return -1;
     errno = 0;
     *out = strtoll(buf, &end, 10);
-    return (errno != 0 || *end != '\0') ? -1 : 0;
+    /* end must be the argument's end: "1\0junk" is not 1. */
+    return (errno != 0 || end != buf + n) ? -1 : 0;
 }
 
 static int arg_double(const ctx_t *x, size_t i, double *out)
@@ -83,7 +84,7 @@ static int arg_double(const ctx_t *x, size_t i, double *out)
     buf[n] = '\0';
     errno = 0;
     *out = strtod(buf, &end);
-    return (errno == ERANGE || *end != '\0' || isnan(*out)) ? -1 : 0;
+    return (errno == ERANGE || end != buf + n || isnan(*out)) ? -1 : 0;
 }
 
 /* Checks a key argument against max-key-bytes; replies and returns -1 if bad. */
@@ -199,8 +200,15 @@ static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *c
             bf = rbd_filter(x->s, x->argv[i], x->argl[i], &rc);
     }
     if (bf == NULL) {
+        rb_bloom_sizing_t sz;
         if (rc == RB_ENOENT)
             resp_error(x->out, "ERR not found");
+        else if (rc == RB_ERANGE && create != NULL &&
+                 rb_bloom_size(create->capacity, create->error_rate, create->layout, &sz) != RB_OK)
+            /* RB_ERANGE is also "too many bits" (BF.INSERT CAPACITY 1e15):
+             * say so, as BF.RESERVE does, not "max filters reached". */
+            resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
+                       "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
         else if (rc == RB_ERANGE)
             resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
                        x->s->cfg.max_filters);
