@@ -183,7 +183,12 @@ static void accept_clients(server_t *s)
 /* Executes every complete request in c's input buffer. */
 static void process_input(server_t *s, client_t *c, size_t *inpos)
 {
-    resp_limits_t lim = { s->cfg.max_request_bytes / 4, s->cfg.max_request_bytes, 64u * 1024u };
+    /* Arguments per request: at most one per 32 bytes of max-request-bytes.
+     * The smallest argument is 6 bytes on the wire ("$0\r\n\r\n") but costs
+     * 16 bytes of offsets in the parser and about as much again in a
+     * command's key array, so this keeps a request's memory within about
+     * 2 x max-request-bytes (2M arguments under the default 64 MiB). */
+    resp_limits_t lim = { s->cfg.max_request_bytes / 32, s->cfg.max_request_bytes, 64u * 1024u };
 
     while (!c->closing && !s->shutdown) {
         const char *base = c->in.data + *inpos;
