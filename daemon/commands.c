@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,6 +184,28 @@ int rbd_filter_reserve(server_t *s, const char *name, size_t len, rb_bloom_param
     return rc;
 }
 
+/* RB_ENOSPC has two causes the library cannot tell apart: the segment's
+ * reservation (max-memory) is used up, or /dev/shm (a tmpfs) is full.  If
+ * /dev/shm has less room than the reservation still leaves, that is the
+ * limit that was hit: replies so and returns 1, so the operator is sent to
+ * the right one; otherwise returns 0 (the caller names max-memory). */
+static int reply_if_shm_full(ctx_t *x)
+{
+    rb_segment_info_t si;
+    struct statvfs fs;
+    unsigned long long free_bytes, left;
+
+    if (rb_segment_info(x->s->seg, &si) != RB_OK || statvfs("/dev/shm", &fs) != 0)
+        return 0;
+    free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
+    left = si.max_size - si.size;
+    if (free_bytes >= left)
+        return 0;
+    resp_error(x->out, "ERR out of memory for the filter: /dev/shm is full (%llu bytes free "
+               "there; max-memory leaves %llu)", free_bytes, left);
+    return 1;
+}
+
 /* The filter for an add, created with the configured defaults if missing
  * (RedisBloom's BF.ADD/MADD/INSERT behaviour).  Replies on error. */
 static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *create)
@@ -212,10 +235,10 @@ static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *c
         else if (rc == RB_ERANGE)
             resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
                        x->s->cfg.max_filters);
-        else if (rc == RB_ENOSPC)
+        else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
             resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
                        (unsigned long long)x->s->cfg.max_memory);
-        else
+        else if (rc != RB_ENOSPC)
             resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
     }
     return bf;
@@ -238,10 +261,10 @@ static void add_error(ctx_t *x, int rc)
 {
     if (rc == RB_EFULL)
         resp_error(x->out, "ERR non scaling filter is full");
-    else if (rc == RB_ENOSPC)
+    else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
         resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
                    (unsigned long long)x->s->cfg.max_memory);
-    else
+    else if (rc != RB_ENOSPC)
         resp_error(x->out, "ERR problem inserting into filter: %s", rb_strerror(rc));
 }
 
@@ -400,6 +423,8 @@ static void cmd_bf_reserve(ctx_t *x)
         resp_simple(x->out, "OK");
     else if (rc == RB_EEXIST)
         resp_error(x->out, "ERR item exists");
+    else if (rc == RB_ENOSPC && reply_if_shm_full(x))
+        return;
     else if (rc == RB_ERANGE && rb_bloom_size(p.capacity, p.error_rate, p.layout, &sz) == RB_OK)
         resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
                    x->s->cfg.max_filters);
@@ -1101,10 +1126,13 @@ static void cmd_save(ctx_t *x)
 {
     char err[512];
 
-    if (persist_snapshot(x->s, err, sizeof(err)) == 0)
+    if (persist_snapshot(x->s, err, sizeof(err)) == 0) {
         resp_simple(x->out, "OK");
-    else
+    } else {
+        /* The operator reading the daemon's log must see it too. */
+        rbd_log(LOG_WARNING, "SAVE failed: %s", err);
         resp_error(x->out, "ERR snapshot failed: %s", err);
+    }
 }
 
 static void cmd_shutdown(ctx_t *x)
@@ -1372,7 +1400,10 @@ void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const
                        "'%s' command", (unsigned)c->uid, lower);
             return;
         }
-        if (s->persist.write_error || s->persist.broken) {
+        /* SAVE and SHUTDOWN log no record, and a snapshot is what
+         * repairs the log: the operator may run them during an outage. */
+        if ((s->persist.write_error || s->persist.broken) && cmd->fn != cmd_save &&
+            cmd->fn != cmd_shutdown) {
             resp_error(&c->out, "MISCONF the log in %s cannot be written; changes are refused "
                        "until it can (see the daemon's log)", s->persist.dir);
             return;

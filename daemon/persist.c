@@ -53,6 +53,7 @@
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
 static int sync_fd = -1, sync_requested, sync_stop;
+static int sync_errno;   /* a failed background fdatasync, for persist_tick */
 static pthread_t sync_thread;
 
 /* fdatasyncs the log on request, so everysec never stalls the event loop;
@@ -65,7 +66,7 @@ static void *sync_main(void *arg)
         while (!sync_requested && !sync_stop)
             pthread_cond_wait(&sync_cond, &sync_lock);
         if (sync_requested && sync_fd >= 0 && fdatasync(sync_fd) != 0)
-            rbd_log(LOG_WARNING, "background fdatasync of the log failed: %s", strerror(errno));
+            sync_errno = errno;
         sync_requested = 0;
     }
     pthread_mutex_unlock(&sync_lock);
@@ -312,8 +313,22 @@ void persist_tick(server_t *s, uint64_t now)
 {
     persist_t *p = &s->persist;
     char err[256];
-    int due;
+    int due, failed;
 
+    pthread_mutex_lock(&sync_lock);
+    failed = sync_errno;
+    sync_errno = 0;
+    pthread_mutex_unlock(&sync_lock);
+    if (failed != 0 && !p->broken) {
+        /* As in persist_flush: after a failed fsync the kernel may have
+         * dropped the dirty pages and a later fsync "succeed" without them,
+         * so the log no longer vouches for what it holds; a snapshot must
+         * (below, right away).  Until then writes are refused. */
+        rbd_log(LOG_WARNING, "background fdatasync of %s/%s failed: %s; writes are refused "
+                "until a snapshot succeeds", p->dir, LOG_FILE, strerror(failed));
+        p->broken = 1;
+        p->log_errors++;
+    }
     if (p->dirty && s->cfg.appendfsync == FSYNC_EVERYSEC && !p->broken) {
         pthread_mutex_lock(&sync_lock);
         sync_requested = 1;

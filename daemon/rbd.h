@@ -31,6 +31,8 @@ typedef struct client {
     int closing;          /* close once out is flushed */
     int writing;          /* registered for EPOLLOUT */
     int can_write;        /* may run mutations (decided at accept) */
+    int awaits_log;       /* a reply in out acknowledges a record not yet
+                             durable: out waits for the log (P1) */
 } client_t;
 
 typedef struct persist {

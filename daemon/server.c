@@ -7,8 +7,9 @@
  * request it sent (replies are appended to its output buffer), then write
  * the log records of the whole turn with one write (and one fsync when
  * needed, persist_flush), and only then send the replies.  If the log
- * cannot be written the replies stay queued (nothing unlogged is ever
- * acknowledged) and further mutations are refused until it can.
+ * cannot be written the replies of the clients whose commands it could
+ * not log stay queued (nothing unlogged is ever acknowledged), further
+ * mutations are refused until it can, and everything else is answered.
  */
 #include "config.h"
 
@@ -233,7 +234,14 @@ static void process_input(server_t *s, client_t *c, size_t *inpos)
                 scratch_argv[i] = resp_arg(&c->parser, base, i);
                 scratch_argl[i] = c->parser.len[i];
             }
-            rbd_execute(s, c, c->parser.nargs, scratch_argv, scratch_argl);
+            {
+                /* A command that appended a record acknowledges it:
+                 * this client's replies now wait for the log. */
+                size_t logged = s->persist.pending.len;
+                rbd_execute(s, c, c->parser.nargs, scratch_argv, scratch_argl);
+                if (s->persist.pending.len > logged || s->persist.pending.oom)
+                    c->awaits_log = 1;
+            }
         }
         *inpos += c->parser.pos;
         resp_parser_reset(&c->parser);
@@ -251,7 +259,16 @@ static void client_interest(server_t *s, client_t *c)
         ev.events |= EPOLLIN;
     if (c->writing)
         ev.events |= EPOLLOUT;
-    epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    /* epoll reports EPOLLHUP and EPOLLERR whatever the interest set, so a
+     * client with nothing to wait for leaves the set: a hung-up client
+     * whose replies wait for the log would otherwise wake every turn (a
+     * busy loop).  It comes back when it has output to wait for. */
+    if (ev.events == 0) {
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        return;
+    }
+    if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0 && errno == ENOENT)
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev);
 }
 
 static void client_read(server_t *s, client_t *c)
@@ -425,6 +442,7 @@ int server_run(server_t *s)
 {
     struct epoll_event ev[MAX_EVENTS];
     uint64_t last_tick = 0;
+    int held;
 
     while (!s->shutdown) {
         int n = epoll_wait(s->epfd, ev, MAX_EVENTS, TICK_MS);
@@ -450,12 +468,26 @@ int server_run(server_t *s)
                 c->out.len < OUT_LIMIT)
                 client_read(s, c);
         }
-        /* Group commit: one write (+ fsync) for the whole turn, then replies. */
-        if (persist_flush(s) == 0) {
-            for (size_t fd = 0; fd < s->clients_cap; fd++) {
-                client_t *c = s->clients[fd];
-                if (c != NULL && (c->out.len > 0 || c->closing))
-                    client_write(s, c);
+        /* Group commit: one write (+ fsync) for the whole turn, then
+         * replies.  If the log failed, only clients whose replies
+         * acknowledge an unlogged record wait (P1); the others - reads,
+         * MISCONF refusals, INFO - are answered. */
+        held = persist_flush(s) != 0;
+        for (size_t fd = 0; fd < s->clients_cap; fd++) {
+            client_t *c = s->clients[fd];
+            if (c == NULL)
+                continue;
+            if (!held)
+                c->awaits_log = 0;
+            if (c->awaits_log) {
+                /* No EPOLLOUT while the replies are held: a writable
+                 * socket would wake every turn for nothing. */
+                if (c->writing) {
+                    c->writing = 0;
+                    client_interest(s, c);
+                }
+            } else if (c->out.len > 0 || c->closing) {
+                client_write(s, c);
             }
         }
         now = rbd_mono_ms();

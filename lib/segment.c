@@ -342,6 +342,13 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
         rc = errno_code(errno);
         goto fail;
     }
+    /* The header page is stored to next: reserve it like every later
+     * granule (rb_segment_grow), or a full /dev/shm kills the creator with
+     * SIGBUS instead of returning RB_ENOSPC. */
+    if ((rc = posix_fallocate(m->fd, 0, RB_HEADER_SIZE)) != 0) {
+        rc = errno_code(rc);
+        goto fail;
+    }
     h = rb_hdr(m);
     rb_st(&h->size, RB_HEADER_SIZE);
     rc = rb_segment_grow(seg, heap_off + RB_GROW_STEP);

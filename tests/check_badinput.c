@@ -484,7 +484,7 @@ START_TEST(test_badinput_binary_keys_round_trip)
     /* Ring lookups of the same keys: RING.GET and rb_ring_lookup agree in
      * every mode (seed hashes UTF-8 code points, invalid bytes included). */
     for (int i = 0; i < 8; i++) {
-        char node[32];
+        char node[48];
         snprintf(node, sizeof(node), "cache-%d:1121%d", i, i);
         EXPECT(w, "OK", A("RING.ADD"), B(node, strlen(node)), A("3"));
     }

@@ -291,16 +291,7 @@ START_TEST(test_daemon_killed_mid_update_readers_keep_answering)
     /* Every acknowledged node, plus perhaps the one in flight. */
     ck_assert(count == (size_t)acked + 1 || count == (size_t)acked + 2);
     rb_segment_close(seg);
-    {
-        FILE *f = fopen(d.log, "r");
-        char line[512];
-        int reattached = 0;
-        ck_assert_ptr_nonnull(f);
-        while (fgets(line, sizeof(line), f))
-            reattached |= strstr(line, "re-attached to the live segment") != NULL;
-        fclose(f);
-        ck_assert(reattached);
-    }
+    ck_assert_int_ge(rbd_log_count(&d, "re-attached to the live segment"), 1);
     munmap(box, sizeof(*box));
 }
 END_TEST
@@ -466,11 +457,10 @@ END_TEST
  * says --ignore-corrupt. */
 START_TEST(test_daemon_corrupt_snapshot_refuses_start)
 {
-    char snap[256], cmd[600], out[1024] = "";
-    const char *ignore[] = { "--ignore-corrupt", NULL };
+    char snap[256];
+    const char *ignore[] = { "--ignore-corrupt", NULL }, *out;
     rb_conn_t *c;
     FILE *f;
-    int status;
 
     rbd_start(&d, NULL);
     c = rbd_connect(&d);
@@ -485,14 +475,7 @@ START_TEST(test_daemon_corrupt_snapshot_refuses_start)
     fseek(f, 5000, SEEK_SET);
     fputc('Z', f);
     fclose(f);
-    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), d.conf);
-    f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    while (fgets(out, sizeof(out), f) != NULL)
-        if (strstr(out, "cannot start"))
-            break;
-    status = pclose(f);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    out = rbd_start_fails(d.conf);
     ck_assert_ptr_nonnull(strstr(out, snap));
     ck_assert_ptr_nonnull(strstr(out, "checksum mismatch"));
     ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);   /* nothing half-loaded */
@@ -697,15 +680,73 @@ static void log_path(char *buf, size_t cap)
     snprintf(buf, cap, "%s/state/appendonly.rbl", d.dir);
 }
 
+static void write_whole(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The real last record of the log (BF.ADD f k3, 22 bytes) cut after each
+ * of its first 1..21 bytes, as a crash mid-write leaves it: every restart
+ * accepts the log with a warning, keeps the cut file as .torn, and has
+ * every key before the cut. */
+static void torn_tail_every_cut(const char *logp, const char *kept)
+{
+    enum { LAST = 9 + 2 + 1 + 4 + 4 + 2 };
+    char snap[256];
+    char *snap_data, *log_data, *torn;
+    size_t snap_len, log_len, torn_len;
+
+    snprintf(snap, sizeof(snap), "%s/state/snapshot.rbs", d.dir);
+    snap_data = rbd_read_file(snap, &snap_len);
+    log_data = rbd_read_file(logp, &log_len);
+    ck_assert_uint_gt(log_len, 32 + LAST);
+    ck_assert(memcmp(log_data + log_len - 2, "k3", 2) == 0);
+    for (size_t keep = 1; keep < LAST; keep++) {
+        size_t len = log_len - LAST + keep;
+        int warned = rbd_log_count(&d, "torn record");
+        rb_segment_t *seg;
+        rb_bloom_t *bf;
+
+        write_whole(snap, snap_data, snap_len);
+        write_whole(logp, log_data, len);
+        unlink(kept);
+        rb_segment_unlink(d.inst);
+        rbd_launch(&d, NULL);
+        ck_assert_msg(rbd_log_count(&d, "torn record") == warned + 1, "no torn-tail warning for a cut after %zu "
+                      "bytes of the last record", keep);
+        torn = rbd_read_file(kept, &torn_len);
+        ck_assert(torn_len == len && memcmp(torn, log_data, len) == 0);
+        free(torn);
+        seg = attach_seg();
+        ck_assert_int_eq(rb_bloom_open(seg, "f", 1, &bf), RB_OK);
+        ck_assert_int_eq(rb_bloom_contains(bf, "k1", 2), 1);
+        ck_assert_int_eq(rb_bloom_contains(bf, "k2", 2), 1);
+        rb_bloom_close(bf);
+        rb_segment_close(seg);
+        rbd_stop(&d, SIGKILL);
+    }
+    /* Back to the whole files for the cases below. */
+    write_whole(snap, snap_data, snap_len);
+    write_whole(logp, log_data, log_len);
+    unlink(kept);
+    rb_segment_unlink(d.inst);
+    free(snap_data);
+    free(log_data);
+}
+
 START_TEST(test_daemon_torn_tail_accepted_middle_damage_refused)
 {
-    char logp[256], kept[300], cmd[512], out[1024] = "";
+    char logp[256], kept[300];
+    const char *out;
     struct stat st;
     rb_segment_t *seg;
     rb_bloom_t *bf;
     rb_conn_t *c;
     FILE *f;
-    int status;
 
     rbd_start(&d, "appendfsync always\nsave-seconds 0");
     c = rbd_connect(&d);
@@ -716,6 +757,8 @@ START_TEST(test_daemon_torn_tail_accepted_middle_damage_refused)
     rbd_stop(&d, SIGKILL);
     ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
     log_path(logp, sizeof(logp));
+    snprintf(kept, sizeof(kept), "%s.torn", logp);
+    torn_tail_every_cut(logp, kept);
     /* A torn tail: half a record appended, as a crash mid-write leaves. */
     f = fopen(logp, "a");
     ck_assert_ptr_nonnull(f);
@@ -727,7 +770,6 @@ START_TEST(test_daemon_torn_tail_accepted_middle_damage_refused)
     ck_assert_int_eq(rb_bloom_contains(bf, "k3", 2), 1);
     rb_bloom_close(bf);
     rb_segment_close(seg);
-    snprintf(kept, sizeof(kept), "%s.torn", logp);
     ck_assert_int_eq(stat(kept, &st), 0);
 
     /* Damage in the middle: the length of the first record after the
@@ -743,14 +785,7 @@ START_TEST(test_daemon_torn_tail_accepted_middle_damage_refused)
     fseek(f, 32 + 1, SEEK_SET);   /* length byte 1: the record now "runs past the end" */
     fputc(0x7f, f);
     fclose(f);
-    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), d.conf);
-    f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    while (fgets(out, sizeof(out), f) != NULL)
-        if (strstr(out, "cannot start"))
-            break;
-    status = pclose(f);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    out = rbd_start_fails(d.conf);
     ck_assert_ptr_nonnull(strstr(out, logp));
     ck_assert_ptr_nonnull(strstr(out, "corrupt"));
     ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);
@@ -761,9 +796,8 @@ END_TEST
  * stops the second. */
 START_TEST(test_daemon_segment_lock_stops_a_second_writer)
 {
-    char conf2[256], cmd[512], out[1024] = "";
+    char conf2[256];
     FILE *f;
-    int status;
 
     rbd_start(&d, NULL);
     snprintf(conf2, sizeof(conf2), "%s/second.conf", d.dir);
@@ -772,15 +806,7 @@ START_TEST(test_daemon_segment_lock_stops_a_second_writer)
     fprintf(f, "instance %s\nsocket %s/s2.sock\ndir %s/state2\npidfile %s/pid2\n", d.inst,
             d.dir, d.dir, d.dir);
     fclose(f);
-    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), conf2);
-    f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    while (fgets(out, sizeof(out), f) != NULL)
-        if (strstr(out, "cannot start"))
-            break;
-    status = pclose(f);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1);
-    ck_assert_ptr_nonnull(strstr(out, "in use by another writer"));
+    ck_assert_ptr_nonnull(strstr(rbd_start_fails(conf2), "in use by another writer"));
 }
 END_TEST
 

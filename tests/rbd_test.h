@@ -181,4 +181,59 @@ static inline const char *rbd_cmd(rb_conn_t *c, int *rc, ...)
                       got_, rc_);                                                        \
     } while (0)
 
+/* Runs the daemon on conf expecting it to refuse to start (exit status
+ * 1); returns the line of its output that says why ("cannot start: ...",
+ * else its last line), in a static buffer. */
+static inline const char *rbd_start_fails(const char *conf)
+{
+    static char out[2048];
+    char cmd[512];
+    FILE *f;
+    int status;
+
+    out[0] = '\0';
+    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), conf);
+    f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(out, sizeof(out), f) != NULL)
+        if (strstr(out, "cannot start"))
+            break;
+    status = pclose(f);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+                  "ringbloomd did not refuse to start (status %d): %s", status, out);
+    return out;
+}
+
+/* Number of lines of d's log (all its runs) that contain needle. */
+static inline int rbd_log_count(const rbd_proc_t *d, const char *needle)
+{
+    FILE *f = fopen(d->log, "r");
+    char line[2048];
+    int n = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* The whole file (malloc'd, caller frees); its size in *len. */
+static inline char *rbd_read_file(const char *path, size_t *len)
+{
+    struct stat st;
+    char *data;
+    FILE *f = fopen(path, "rb");
+
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert_int_eq(fstat(fileno(f), &st), 0);
+    data = malloc((size_t)st.st_size + 1);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(fread(data, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+    fclose(f);
+    *len = (size_t)st.st_size;
+    return data;
+}
+
 #endif /* RBD_TEST_H */

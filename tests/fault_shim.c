@@ -1,0 +1,169 @@
+/*
+ * fault_shim.c - an LD_PRELOAD library that makes chosen file system calls
+ * of ringbloomd fail, so check_faults can reach the failure paths of
+ * daemon/persist.c that a real disk seldom takes (a log rename that fails
+ * after the snapshot is installed, a failed fsync, a log that cannot be
+ * written for a while).
+ *
+ * Control: the environment variable RB_FAULT_CTL names a file that is read
+ * again at every intercepted call, so a test can begin and end an outage
+ * while the daemon runs.  Each line of it is a rule
+ *
+ *     CALL SUFFIX ERRNO
+ *
+ * CALL is write, pwrite, fsync, fdatasync or rename; the call fails with
+ * ERRNO (EIO, ENOSPC, EDQUOT, EROFS or EFBIG) when its path ends with SUFFIX
+ * (for calls on a descriptor, the path /proc/self/fd names; for rename, the
+ * new name).  Lines starting with '#' and unknown lines are ignored.  A
+ * missing file means no faults.  Every injected failure is reported on
+ * stderr (the daemon's log in the tests) as "fault_shim: CALL PATH: ERRNO".
+ *
+ * Cost: a read of the control file per intercepted call; the shim is for
+ * tests only and never installed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct {
+    const char *name;
+    int value;
+} errnos[] = {
+    { "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EDQUOT", EDQUOT }, { "EROFS", EROFS },
+    { "EFBIG", EFBIG },
+};
+
+/* Reads the control file with raw system calls (not stdio, not the
+ * wrapped write) and returns the errno of the first rule matching call
+ * and path, or 0. */
+static int fault_for(const char *call, const char *path)
+{
+    const char *ctl = getenv("RB_FAULT_CTL");
+    char buf[4096], *line, *save = NULL;
+    ssize_t n;
+    int fd, e = 0;
+
+    if (ctl == NULL || path == NULL)
+        return 0;
+    fd = open(ctl, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    for (line = strtok_r(buf, "\n", &save); line != NULL && e == 0;
+         line = strtok_r(NULL, "\n", &save)) {
+        char c[32], suffix[512], en[32];
+        size_t pl = strlen(path), sl;
+        if (line[0] == '#' || sscanf(line, "%31s %511s %31s", c, suffix, en) != 3)
+            continue;
+        sl = strlen(suffix);
+        if (strcmp(c, call) != 0 || sl > pl || strcmp(path + pl - sl, suffix) != 0)
+            continue;
+        for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
+            if (strcmp(en, errnos[i].name) == 0)
+                e = errnos[i].value;
+    }
+    return e;
+}
+
+/* The path behind descriptor fd, or NULL (static buffer per thread). */
+static const char *fd_path(int fd)
+{
+    static __thread char path[4096];
+    char link[64];
+    ssize_t n;
+
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, path, sizeof(path) - 1);
+    if (n < 0)
+        return NULL;
+    path[n] = '\0';
+    return path;
+}
+
+/* Reports an injected failure on stderr without going through write(). */
+static void report(const char *call, const char *path, int e)
+{
+    char msg[4300];
+    int len = snprintf(msg, sizeof(msg), "fault_shim: %s %s: %s\n", call, path, strerror(e));
+    ssize_t (*real)(int, const void *, size_t) =
+        (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+
+    if (real != NULL && len > 0)
+        (void)!real(2, msg, (size_t)len);
+}
+
+/* 0 if the call may go on, else -1 with errno set (and reported). */
+static int inject_fd(const char *call, int fd)
+{
+    const char *path;
+    int e;
+
+    if (fd <= 2)
+        return 0;   /* never the daemon's own log output */
+    path = fd_path(fd);
+    e = fault_for(call, path);
+    if (e == 0)
+        return 0;
+    report(call, path, e);
+    errno = e;
+    return -1;
+}
+
+#define REAL(ret, name, ...) \
+    ((ret (*)(__VA_ARGS__))dlsym(RTLD_NEXT, name))
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    if (inject_fd("write", fd) != 0)
+        return -1;
+    return REAL(ssize_t, "write", int, const void *, size_t)(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    if (inject_fd("pwrite", fd) != 0)
+        return -1;
+    return REAL(ssize_t, "pwrite", int, const void *, size_t, off_t)(fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+    if (inject_fd("pwrite", fd) != 0)
+        return -1;
+    return REAL(ssize_t, "pwrite64", int, const void *, size_t, off64_t)(fd, buf, n, off);
+}
+
+int fsync(int fd)
+{
+    if (inject_fd("fsync", fd) != 0)
+        return -1;
+    return REAL(int, "fsync", int)(fd);
+}
+
+int fdatasync(int fd)
+{
+    if (inject_fd("fdatasync", fd) != 0)
+        return -1;
+    return REAL(int, "fdatasync", int)(fd);
+}
+
+int rename(const char *from, const char *to)
+{
+    int e = fault_for("rename", to);
+
+    if (e != 0) {
+        report("rename", to, e);
+        errno = e;
+        return -1;
+    }
+    return REAL(int, "rename", const char *, const char *)(from, to);
+}
