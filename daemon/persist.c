@@ -534,6 +534,8 @@ static void move_aside(const char *path)
         rbd_log(LOG_WARNING, "moved %s aside to %s", path, aside);
 }
 
+/* The bytes of a state file: mmap'ed by persist_start, or a caller's
+ * buffer (persist_load_*_buf; the fuzz targets feed these). */
 typedef struct mapped {
     const unsigned char *data;
     size_t len;
@@ -575,13 +577,13 @@ static void unmap_file(mapped_t *m)
     m->data = NULL;
 }
 
-/* Restores the snapshot into a hidden segment.  Returns 0 with *next_log,
- * or -1 with err naming the file. */
-static int load_snapshot(server_t *s, const char *path, const mapped_t *m,
-                         uint64_t *next_log, char *err, size_t errlen)
+int persist_load_snapshot_buf(server_t *s, const char *instance, const char *path,
+                              const void *data, size_t size, uint64_t *next_log,
+                              char *err, size_t errlen)
 {
     rb_segment_opts_t o = { .mode = s->cfg.segment_mode, .max_size = s->cfg.max_memory,
                             .flags = RB_SEGMENT_HIDDEN };
+    const mapped_t snap = { data, size }, *m = &snap;
     uint64_t len;
     int rc;
 
@@ -599,7 +601,7 @@ static int load_snapshot(server_t *s, const char *path, const mapped_t *m,
         snprintf(err, errlen, "snapshot %s is corrupt: checksum mismatch", path);
         return -1;
     }
-    rc = rb_segment_restore(s->cfg.instance, &o, m->data + SNAP_HDR, len, &s->seg);
+    rc = rb_segment_restore(instance, &o, m->data + SNAP_HDR, len, &s->seg);
     if (rc != RB_OK) {
         snprintf(err, errlen, "snapshot %s cannot be restored: %s", path, rb_strerror(rc));
         return -1;
@@ -803,6 +805,25 @@ static int replay_log(server_t *s, const char *path, const mapped_t *m, uint64_t
     return 0;
 }
 
+int persist_load_log_buf(server_t *s, const char *path, const void *data, size_t len,
+                         int have_snap, uint64_t next_log, uint64_t *records, int *torn,
+                         char *err, size_t errlen)
+{
+    const mapped_t m = { data, len };
+
+    *records = 0;
+    *torn = 0;
+    if (len < LOG_HDR || memcmp(data, LOG_MAGIC, 8) != 0) {
+        snprintf(err, errlen, "log %s is not a ringbloom log (bad or truncated header)", path);
+        return -1;
+    }
+    if (have_snap && get_u64(m.data + 8) != next_log) {
+        rbd_log(LOG_INFO, "log %s predates the snapshot: already contained, skipped", path);
+        return 0;
+    }
+    return replay_log(s, path, &m, records, torn, err, errlen);
+}
+
 int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
 {
     persist_t *p = &s->persist;
@@ -868,7 +889,8 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
         return -1;
     }
     if (!missing) {
-        if (load_snapshot(s, snap, &sm, &next_log, err, errlen) != 0) {
+        if (persist_load_snapshot_buf(s, s->cfg.instance, snap, sm.data, sm.len, &next_log,
+                                      err, errlen) != 0) {
             unmap_file(&sm);
             if (!ignore_corrupt)
                 return -1;
@@ -898,16 +920,8 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
         return -1;
     }
     if (!missing) {
-        uint64_t id = lm.len >= LOG_HDR ? get_u64(lm.data + 8) : 0;
-        if (lm.len < LOG_HDR || memcmp(lm.data, LOG_MAGIC, 8) != 0) {
-            snprintf(err, errlen, "log %s is not a ringbloom log (bad or truncated header)", logp);
-            rc = -1;
-        } else if (have_snap && id != next_log) {
-            rbd_log(LOG_INFO, "log %s predates the snapshot: already contained, skipped", logp);
-            rc = 0;
-        } else {
-            rc = replay_log(s, logp, &lm, &records, &torn, err, errlen);
-        }
+        rc = persist_load_log_buf(s, logp, lm.data, lm.len, have_snap, next_log, &records,
+                                  &torn, err, errlen);
         unmap_file(&lm);
         if (rc != 0) {
             if (!ignore_corrupt) {

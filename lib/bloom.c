@@ -798,9 +798,16 @@ static void was_reset(rb_filter_shm_t *f, void *arg)
     atomic_store_explicit(&f->nlayers, keep, memory_order_release);
 }
 
-/* The writer's binding for bf (it owns the slot: no section needed). */
+/* The writer's binding for bf, on a slot whose layers are sound.  The
+ * writer owns the slot, so nothing changes under it, but a slot it took
+ * over may hold anything: the layers are validated as a reader's section
+ * does, because rotate / reset free the arrays they replace, and freeing
+ * an extent that is not live (a layer beyond nlayers, found by
+ * fuzz_attach) would hand out space that another filter or the ring
+ * still uses. */
 static int writer_bind(rb_bloom_t *bf, bloom_bind_t **b)
 {
+    bloom_section_t s;
     int rc;
 
     if (bf == NULL)
@@ -809,10 +816,7 @@ static int writer_bind(rb_bloom_t *bf, bloom_bind_t **b)
         return RB_EROFS;
     if ((rc = bind_get(bf, NULL, b)) != RB_OK)
         return rc;
-    if (rb_ld(&(*b)->slot->state) != RB_FILTER_LIVE ||
-        rb_ld(&(*b)->slot->incarnation) != (*b)->incarnation)
-        return RB_ENOENT;
-    return RB_OK;
+    return section_begin(*b, &s);   /* RB_ENOENT, RB_ECORRUPT */
 }
 
 int rb_bloom_rotate(rb_bloom_t *bf)

@@ -282,6 +282,40 @@ START_TEST(test_segment_attach_corrupt_directory_is_ecorrupt)
 }
 END_TEST
 
+/* Found by fuzz_attach (corpus/fuzz_attach/regress-takeover-dir-offset):
+ * a directory moved inside the space before the heap passed the range
+ * checks, a restarted writer took the segment over, and its snapshots -
+ * which rb_segment_restore must lay out as seg_create does - could not be
+ * restored.  Only the layout a writer creates is accepted now. */
+START_TEST(test_segment_foreign_layout_is_ecorrupt)
+{
+    rb_segment_opts_t o = { .max_filters = 4 };
+    rb_segment_t *w = NULL;
+    rb_header_shm_t *h;
+    int fd;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    rb_segment_close(wseg);
+    wseg = NULL;
+    h = raw_map(&fd);
+    /* 4 slots end at 12544, the heap starts at 16384: room to move. */
+    rb_st(&h->dir_offset, RB_HEADER_SIZE + 256);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &w), RB_ECORRUPT);
+    ck_assert_ptr_null(w);
+    ck_assert_int_eq(attach_rc(), RB_ECORRUPT);
+    h = raw_map(&fd);
+    rb_st(&h->dir_offset, RB_HEADER_SIZE);
+    rb_st(&h->heap_offset, rb_ld(&h->heap_offset) + 4096);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &w), RB_ECORRUPT);
+    h = raw_map(&fd);
+    rb_st(&h->heap_offset, rb_ld(&h->heap_offset) - 4096);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
+}
+END_TEST
+
 START_TEST(test_segment_retired_is_refused_and_reported)
 {
     rb_segment_t *r;
@@ -587,6 +621,7 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_segment_attach_truncated_is_etrunc);
     tcase_add_test(tc, test_segment_attach_while_initialising_is_ebusy);
     tcase_add_test(tc, test_segment_attach_corrupt_directory_is_ecorrupt);
+    tcase_add_test(tc, test_segment_foreign_layout_is_ecorrupt);
     tcase_add_test(tc, test_segment_retired_is_refused_and_reported);
     tcase_add_test(tc, test_segment_writer_gone_is_egone);
     tcase_add_test_raise_signal(tc, test_segment_reader_store_faults, SIGSEGV);
