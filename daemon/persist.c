@@ -913,23 +913,19 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
                    : rb_ring_new(s->cfg.ring_mode, s->cfg.ring_replicas, &s->ring);
     if (rc != RB_OK) {
         snprintf(err, errlen, "cannot load the ring: %s", rb_strerror(rc));
-        return -1;
+        goto discard;
     }
     if (map_file(logp, &lm, &missing) != 0) {
         snprintf(err, errlen, "cannot read log %s: %s", logp, strerror(errno));
-        return -1;
+        goto discard;
     }
     if (!missing) {
         rc = persist_load_log_buf(s, logp, lm.data, lm.len, have_snap, next_log, &records,
                                   &torn, err, errlen);
         unmap_file(&lm);
         if (rc != 0) {
-            if (!ignore_corrupt) {
-                rb_segment_close(s->seg);
-                s->seg = NULL;
-                rb_segment_unlink(s->cfg.instance);
-                return -1;
-            }
+            if (!ignore_corrupt)
+                goto discard;
             rbd_log(LOG_WARNING, "%s; keeping the %llu records before it (--ignore-corrupt)",
                     err, (unsigned long long)records);
             move_aside(logp);
@@ -945,7 +941,7 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
     rc = rb_ring_publish(s->ring, s->seg);
     if (rc != RB_OK) {
         snprintf(err, errlen, "cannot publish the ring: %s", rb_strerror(rc));
-        return -1;
+        goto discard;
     }
     rb_segment_go_live(s->seg);
     rbd_log(LOG_INFO, "restored instance '%s' from %s%s, %llu log records replayed",
@@ -957,4 +953,14 @@ ready:
     if (persist_snapshot(s, err, errlen) != 0)
         return -1;
     return 0;
+
+discard:
+    /* The hidden segment being restored holds nothing the files do not:
+     * remove it whatever keep-segment says (left behind, it would stay
+     * "initialising" - readers get RB_EBUSY, and the next start takes it
+     * for another writer's and refuses to run). */
+    rb_segment_close(s->seg);
+    s->seg = NULL;
+    rb_segment_unlink(s->cfg.instance);
+    return -1;
 }
