@@ -549,6 +549,8 @@ static void move_aside(const char *path)
         rbd_log(LOG_WARNING, "moved %s aside to %s", path, aside);
 }
 
+/* The bytes of a state file: mmap'ed by persist_start, or a caller's
+ * buffer (persist_load_*_buf; the fuzz targets feed these). */
 typedef struct mapped {
     const unsigned char *data;
     size_t len;
@@ -590,13 +592,13 @@ static void unmap_file(mapped_t *m)
     m->data = NULL;
 }
 
-/* Restores the snapshot into a hidden segment.  Returns 0 with *next_log,
- * or -1 with err naming the file. */
-static int load_snapshot(server_t *s, const char *path, const mapped_t *m,
-                         uint64_t *next_log, char *err, size_t errlen)
+int persist_load_snapshot_buf(server_t *s, const char *instance, const char *path,
+                              const void *data, size_t size, uint64_t *next_log,
+                              char *err, size_t errlen)
 {
     rb_segment_opts_t o = { .mode = s->cfg.segment_mode, .max_size = s->cfg.max_memory,
                             .flags = RB_SEGMENT_HIDDEN };
+    const mapped_t snap = { data, size }, *m = &snap;
     uint64_t len;
     int rc;
 
@@ -614,7 +616,7 @@ static int load_snapshot(server_t *s, const char *path, const mapped_t *m,
         snprintf(err, errlen, "snapshot %s is corrupt: checksum mismatch", path);
         return -1;
     }
-    rc = rb_segment_restore(s->cfg.instance, &o, m->data + SNAP_HDR, len, &s->seg);
+    rc = rb_segment_restore(instance, &o, m->data + SNAP_HDR, len, &s->seg);
     if (rc != RB_OK) {
         snprintf(err, errlen, "snapshot %s cannot be restored: %s", path, rb_strerror(rc));
         return -1;
@@ -818,6 +820,25 @@ static int replay_log(server_t *s, const char *path, const mapped_t *m, uint64_t
     return 0;
 }
 
+int persist_load_log_buf(server_t *s, const char *path, const void *data, size_t len,
+                         int have_snap, uint64_t next_log, uint64_t *records, int *torn,
+                         char *err, size_t errlen)
+{
+    const mapped_t m = { data, len };
+
+    *records = 0;
+    *torn = 0;
+    if (len < LOG_HDR || memcmp(data, LOG_MAGIC, 8) != 0) {
+        snprintf(err, errlen, "log %s is not a ringbloom log (bad or truncated header)", path);
+        return -1;
+    }
+    if (have_snap && get_u64(m.data + 8) != next_log) {
+        rbd_log(LOG_INFO, "log %s predates the snapshot: already contained, skipped", path);
+        return 0;
+    }
+    return replay_log(s, path, &m, records, torn, err, errlen);
+}
+
 int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
 {
     persist_t *p = &s->persist;
@@ -883,7 +904,8 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
         return -1;
     }
     if (!missing) {
-        if (load_snapshot(s, snap, &sm, &next_log, err, errlen) != 0) {
+        if (persist_load_snapshot_buf(s, s->cfg.instance, snap, sm.data, sm.len, &next_log,
+                                      err, errlen) != 0) {
             unmap_file(&sm);
             if (!ignore_corrupt)
                 return -1;
@@ -906,31 +928,19 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
                    : rb_ring_new(s->cfg.ring_mode, s->cfg.ring_replicas, &s->ring);
     if (rc != RB_OK) {
         snprintf(err, errlen, "cannot load the ring: %s", rb_strerror(rc));
-        return -1;
+        goto discard;
     }
     if (map_file(logp, &lm, &missing) != 0) {
         snprintf(err, errlen, "cannot read log %s: %s", logp, strerror(errno));
-        return -1;
+        goto discard;
     }
     if (!missing) {
-        uint64_t id = lm.len >= LOG_HDR ? get_u64(lm.data + 8) : 0;
-        if (lm.len < LOG_HDR || memcmp(lm.data, LOG_MAGIC, 8) != 0) {
-            snprintf(err, errlen, "log %s is not a ringbloom log (bad or truncated header)", logp);
-            rc = -1;
-        } else if (have_snap && id != next_log) {
-            rbd_log(LOG_INFO, "log %s predates the snapshot: already contained, skipped", logp);
-            rc = 0;
-        } else {
-            rc = replay_log(s, logp, &lm, &records, &torn, err, errlen);
-        }
+        rc = persist_load_log_buf(s, logp, lm.data, lm.len, have_snap, next_log, &records,
+                                  &torn, err, errlen);
         unmap_file(&lm);
         if (rc != 0) {
-            if (!ignore_corrupt) {
-                rb_segment_close(s->seg);
-                s->seg = NULL;
-                rb_segment_unlink(s->cfg.instance);
-                return -1;
-            }
+            if (!ignore_corrupt)
+                goto discard;
             rbd_log(LOG_WARNING, "%s; keeping the %llu records before it (--ignore-corrupt)",
                     err, (unsigned long long)records);
             move_aside(logp);
@@ -946,7 +956,7 @@ int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen)
     rc = rb_ring_publish(s->ring, s->seg);
     if (rc != RB_OK) {
         snprintf(err, errlen, "cannot publish the ring: %s", rb_strerror(rc));
-        return -1;
+        goto discard;
     }
     rb_segment_go_live(s->seg);
     rbd_log(LOG_INFO, "restored instance '%s' from %s%s, %llu log records replayed",
@@ -958,4 +968,14 @@ ready:
     if (persist_snapshot(s, err, errlen) != 0)
         return -1;
     return 0;
+
+discard:
+    /* The hidden segment being restored holds nothing the files do not:
+     * remove it whatever keep-segment says (left behind, it would stay
+     * "initialising" - readers get RB_EBUSY, and the next start takes it
+     * for another writer's and refuses to run). */
+    rb_segment_close(s->seg);
+    s->seg = NULL;
+    rb_segment_unlink(s->cfg.instance);
+    return -1;
 }

@@ -106,6 +106,23 @@ int persist_open(server_t *s, char *err, size_t errlen);
  * log into a new one.  ignore_corrupt: move bad files aside and go on. */
 int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen);
 void persist_close(server_t *s);
+/* The two halves of persist_start's restore, on the bytes of the files
+ * (path only names them in messages).  Snapshot: checks header, length and
+ * checksum and restores the dump into a new hidden segment of instance
+ * (NULL: a private one) in s->seg, with *next_log the id of the log that
+ * continues it; on error s->seg is untouched (NULL) and nothing is left
+ * in /dev/shm.  data must be 8-byte aligned.  Log: checks the header and,
+ * unless have_snap and its id is not next_log (an older log the snapshot
+ * contains: skipped), replays its records into s->ring and s->seg;
+ * *records counts them, *torn is set if a torn last record was ignored
+ * (cfg.load_truncated).  On an error what was replayed stays applied: the
+ * caller discards the segment.  Both return 0, or -1 with err. */
+int persist_load_snapshot_buf(server_t *s, const char *instance, const char *path,
+                              const void *data, size_t len, uint64_t *next_log,
+                              char *err, size_t errlen);
+int persist_load_log_buf(server_t *s, const char *path, const void *data, size_t len,
+                         int have_snap, uint64_t next_log, uint64_t *records, int *torn,
+                         char *err, size_t errlen);
 
 /* Log records; appended to the pending buffer, written by persist_flush. */
 void persist_ring_add(server_t *s, const char *name, size_t len, uint32_t weight);

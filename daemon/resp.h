@@ -20,6 +20,7 @@ typedef struct resp_limits {
     size_t max_args;      /* arguments per request */
     size_t max_bulk;      /* bytes per argument */
     size_t max_inline;    /* bytes of an inline command line */
+    size_t max_request;   /* bytes of one request, whatever its form */
 } resp_limits_t;
 
 typedef struct resp_parser {
@@ -33,6 +34,11 @@ typedef struct resp_parser {
     size_t scratch_cap;
 } resp_parser_t;
 
+/* ringbloomd's limits for a max-request-bytes setting (>= 1024): up to
+ * max_request / 32 arguments of up to max_request bytes each, inline lines
+ * up to 64 KiB, requests up to max_request bytes. */
+void resp_limits_init(resp_limits_t *lim, size_t max_request);
+
 void resp_parser_init(resp_parser_t *p);
 void resp_parser_free(resp_parser_t *p);
 /* Forgets the request just executed (its p->pos bytes were consumed). */
@@ -41,9 +47,12 @@ void resp_parser_reset(resp_parser_t *p);
 /* Parses from buf[p->pos].  RESP_DONE: a request of p->nargs arguments is
  * complete and occupies buf[0 .. p->pos) (a request with no arguments is
  * skipped silently: returns RESP_DONE with nargs 0).  RESP_MORE: need more
- * bytes.  RESP_ERR: *err is the protocol error text (without "-ERR "); the
- * connection should be closed after replying it.  Memory errors report as
- * RESP_ERR too. */
+ * bytes; then len <= lim->max_request, so a client's unparsed input stays
+ * bounded.  RESP_ERR: *err is the protocol error text (without "-ERR "); the
+ * connection should be closed after replying it.  A request larger than
+ * lim->max_request is an error, however its bytes arrived.  Memory errors
+ * report as RESP_ERR too.  The outcome never depends on how the stream was
+ * split between calls. */
 int resp_parse(resp_parser_t *p, const char *buf, size_t len, const resp_limits_t *lim,
                const char **err);
 

@@ -184,12 +184,9 @@ static void accept_clients(server_t *s)
 /* Executes every complete request in c's input buffer. */
 static void process_input(server_t *s, client_t *c, size_t *inpos)
 {
-    /* Arguments per request: at most one per 32 bytes of max-request-bytes.
-     * The smallest argument is 6 bytes on the wire ("$0\r\n\r\n") but costs
-     * 16 bytes of offsets in the parser and about as much again in a
-     * command's key array, so this keeps a request's memory within about
-     * 2 x max-request-bytes (2M arguments under the default 64 MiB). */
-    resp_limits_t lim = { s->cfg.max_request_bytes / 32, s->cfg.max_request_bytes, 64u * 1024u };
+    resp_limits_t lim;
+
+    resp_limits_init(&lim, s->cfg.max_request_bytes);
 
     while (!c->closing && !s->shutdown) {
         const char *base = c->in.data + *inpos;
@@ -197,15 +194,8 @@ static void process_input(server_t *s, client_t *c, size_t *inpos)
         const char *err;
         int rc = resp_parse(&c->parser, base, avail, &lim, &err);
 
-        if (rc == RESP_MORE) {
-            if (avail > s->cfg.max_request_bytes) {
-                resp_error(&c->out, "ERR Protocol error: request larger than max-request-bytes "
-                           "(%llu)", (unsigned long long)s->cfg.max_request_bytes);
-                s->protocol_errors++;
-                c->closing = 1;
-            }
-            return;
-        }
+        if (rc == RESP_MORE)
+            return;   /* avail <= max-request-bytes: the parser refuses more */
         if (rc == RESP_ERR) {
             resp_error(&c->out, "ERR %s", err);
             s->protocol_errors++;

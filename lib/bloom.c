@@ -187,19 +187,41 @@ static uint64_t layer_count(const rb_filter_shm_t *f)
     return n <= RB_BLOOM_MAX_LAYERS ? n : 0;
 }
 
-void rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
+/* A layer descriptor a reader may probe and a writer may free: a whole
+ * number of 64-byte blocks within the limits, a k we would make, inside
+ * the segment's size bytes. */
+static int layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
 {
+    uint64_t off = rb_ld(&f->layer[l].array_off), bits = rb_ld(&f->layer[l].bits);
+    uint64_t k = rb_ld(&f->layer[l].k);
+
+    return bits != 0 && bits % BLOCK_BITS == 0 && bits <= RB_BLOOM_MAX_BITS && k != 0 &&
+           k <= MAX_K && rb_span_ok(size, off, bits / 8);
+}
+
+int rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
+{
+    uint64_t size = rb_seg_size(m);
+
     *n = 0;
     for (uint64_t i = 0; i < m->dir_slots; i++) {
         rb_filter_shm_t *f = rb_dir_slot(m, i);
+        uint64_t nl = layer_count(f);
         if (rb_ld(&f->state) != RB_FILTER_LIVE)
             continue;
-        for (uint64_t l = 0; l < layer_count(f); l++) {
+        /* A live filter always has a first layer (it goes live after
+         * it), in every state a writer can stop in. */
+        if (nl == 0)
+            return RB_ECORRUPT;
+        for (uint64_t l = 0; l < nl; l++) {
+            if (!layer_sound(f, l, size))
+                return RB_ECORRUPT;
             out[*n].off = rb_ld(&f->layer[l].array_off);
             out[*n].len = rb_ld(&f->layer[l].bits) / 8;
             (*n)++;
         }
     }
+    return RB_OK;
 }
 
 static void store_double(_Atomic uint64_t *w, double d)
@@ -593,14 +615,11 @@ static int section_begin(const bloom_bind_t *b, bloom_section_t *s)
         return RB_ECORRUPT;
     size = rb_seg_size(b->map);
     for (uint64_t l = 0; l < n; l++) {
-        uint64_t off = rb_ld(&f->layer[l].array_off), bits = rb_ld(&f->layer[l].bits);
-        uint64_t k = rb_ld(&f->layer[l].k);
-        if (bits == 0 || bits % BLOCK_BITS != 0 || bits > RB_BLOOM_MAX_BITS || k == 0 ||
-            k > MAX_K || !rb_span_ok(size, off, bits / 8))
+        if (!layer_sound(f, l, size))
             return RB_ECORRUPT;
-        s->layer[l].arr = rb_word_at(b->map, off);
-        s->layer[l].bits = bits;
-        s->layer[l].k = (uint32_t)k;
+        s->layer[l].arr = rb_word_at(b->map, rb_ld(&f->layer[l].array_off));
+        s->layer[l].bits = rb_ld(&f->layer[l].bits);
+        s->layer[l].k = (uint32_t)rb_ld(&f->layer[l].k);
     }
     s->nlayers = (uint32_t)n;
     return RB_OK;
@@ -798,9 +817,16 @@ static void was_reset(rb_filter_shm_t *f, void *arg)
     atomic_store_explicit(&f->nlayers, keep, memory_order_release);
 }
 
-/* The writer's binding for bf (it owns the slot: no section needed). */
+/* The writer's binding for bf, on a slot whose layers are sound.  The
+ * writer owns the slot, so nothing changes under it, but a slot it took
+ * over may hold anything: the layers are validated as a reader's section
+ * does, because rotate / reset free the arrays they replace, and freeing
+ * an extent that is not live (a layer beyond nlayers, found by
+ * fuzz_attach) would hand out space that another filter or the ring
+ * still uses. */
 static int writer_bind(rb_bloom_t *bf, bloom_bind_t **b)
 {
+    bloom_section_t s;
     int rc;
 
     if (bf == NULL)
@@ -809,10 +835,7 @@ static int writer_bind(rb_bloom_t *bf, bloom_bind_t **b)
         return RB_EROFS;
     if ((rc = bind_get(bf, NULL, b)) != RB_OK)
         return rc;
-    if (rb_ld(&(*b)->slot->state) != RB_FILTER_LIVE ||
-        rb_ld(&(*b)->slot->incarnation) != (*b)->incarnation)
-        return RB_ENOENT;
-    return RB_OK;
+    return section_begin(*b, &s);   /* RB_ENOENT, RB_ECORRUPT */
 }
 
 int rb_bloom_rotate(rb_bloom_t *bf)

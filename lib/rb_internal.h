@@ -264,9 +264,10 @@ int rb_instance_ok(const char *s);
 
 /* Live heap objects, for rb_heap_rebuild: the two ring copies (ring.c,
  * at most 2) and the bit arrays of live filters (bloom.c, at most
- * dir_slots * RB_BLOOM_MAX_LAYERS). */
+ * dir_slots * RB_BLOOM_MAX_LAYERS; RB_ECORRUPT if a live filter has no
+ * layer or a layer a reader would refuse). */
 void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
-void rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
+int rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
 
 /* Ring takeover / restore, ring.c: RB_OK if the active copy is sound. */
 int rb_ring_validate(const rb_segment_t *seg);

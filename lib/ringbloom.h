@@ -180,7 +180,8 @@ RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
  * (RB_EBUSY), then validates every offset the dump names (heap extents
  * without overlap, ring copies) and only then makes it live.  The dump's
  * directory size is kept; opts->max_size may raise its reservation.
- * dump must be 8-byte aligned (a mmap of the file is).  Errors: as attach
+ * dump must be 8-byte aligned (a mmap of the file is).  instance == NULL
+ * restores into a private segment, as rb_segment_create.  Errors: as attach
  * for a bad header (RB_ENOTOURS, RB_EVERSION, ...), RB_ECORRUPT for bad
  * contents (nothing is left behind), RB_EEXIST, RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
@@ -491,7 +492,8 @@ RB_EXPORT RB_WUR int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len);
  * current one.  The cleared generation is swapped for a fresh zeroed
  * array, so readers see either the old state or the new, never a
  * half-cleared one (they retry across the swap).  RB_EINVAL for other
- * filters, RB_EROFS, RB_ENOSPC (no room for the fresh array). */
+ * filters, RB_EROFS, RB_ENOSPC (no room for the fresh array), RB_ENOENT,
+ * RB_ECORRUPT (the filter's layers fail validation: nothing changes). */
 RB_EXPORT RB_WUR int rb_bloom_rotate(rb_bloom_t *bf);
 
 /* Writer.  Rotates an aging filter whose window has passed at now (unix
@@ -499,7 +501,8 @@ RB_EXPORT RB_WUR int rb_bloom_rotate(rb_bloom_t *bf);
 RB_EXPORT RB_WUR int rb_bloom_rotate_due(rb_bloom_t *bf, uint64_t now);
 
 /* Writer.  Clears the whole filter the same way (a scaling filter goes
- * back to its first layer).  RB_EROFS, RB_ENOSPC. */
+ * back to its first layer).  RB_EROFS, RB_ENOSPC, RB_ENOENT, RB_ECORRUPT
+ * (as rb_bloom_rotate). */
 RB_EXPORT RB_WUR int rb_bloom_reset(rb_bloom_t *bf);
 
 typedef struct rb_key {

@@ -145,8 +145,15 @@ int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
     return RB_OK;
 }
 
-/* Checks of a header that every attach and takeover share.  file_size is
- * the object's size from fstat. */
+/* Where a writer of this host places the directory and the heap for
+ * `slots` filters (seg_create). */
+static uint64_t heap_offset_for(uint64_t slots)
+{
+    return rb_round_up(RB_HEADER_SIZE + slots * sizeof(rb_filter_shm_t), page_size());
+}
+
+/* Checks of a header that every attach, takeover and restore share.
+ * file_size is the object's size from fstat (the dump's length). */
 static int validate_header(const rb_header_shm_t *h, uint64_t file_size)
 {
     uint64_t magic = rb_ld(&h->magic);
@@ -180,10 +187,11 @@ static int validate_header(const rb_header_shm_t *h, uint64_t file_size)
     dir_off = rb_ld(&h->dir_offset);
     slots = rb_ld(&h->dir_slots);
     heap_off = rb_ld(&h->heap_offset);
-    if (dir_off < RB_HEADER_SIZE || slots == 0 || slots > RB_MAX_FILTERS ||
-        !rb_span_ok(size, dir_off, slots * sizeof(rb_filter_shm_t)) ||
-        heap_off < dir_off + slots * sizeof(rb_filter_shm_t) || heap_off > size ||
-        (heap_off % RB_ALIGN) != 0)
+    /* Only the layout seg_create makes: a writer that took over another
+     * one would write snapshots that rb_segment_restore (which must
+     * create that layout) refuses, so its state could not be restored. */
+    if (dir_off != RB_HEADER_SIZE || slots == 0 || slots > RB_MAX_FILTERS ||
+        heap_off != heap_offset_for(slots) || heap_off > size)
         return RB_ECORRUPT;
     return RB_OK;
 }
@@ -270,7 +278,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
 {
     char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
     rb_segment_opts_t o = { 0, 0, 0, 0 };
-    uint64_t pg = page_size(), dir_bytes, heap_off;
+    uint64_t heap_off;
     rb_header_shm_t *h;
     rb_segment_t *seg;
     rb_map_t *m;
@@ -290,8 +298,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     if ((o.mode & ~(mode_t)0755) != 0 || o.max_filters > RB_MAX_FILTERS ||
         o.max_size > RB_MAX_MAX_SIZE || (o.flags & ~RB_SEGMENT_HIDDEN) != 0)
         return RB_EINVAL;
-    dir_bytes = (uint64_t)o.max_filters * sizeof(rb_filter_shm_t);
-    heap_off = rb_round_up(RB_HEADER_SIZE + dir_bytes, pg);
+    heap_off = heap_offset_for(o.max_filters);
     o.max_size = rb_round_up(o.max_size, RB_GROW_STEP);
     if (o.max_size < rb_round_up(heap_off, RB_GROW_STEP) + RB_GROW_STEP)
         return RB_EINVAL;
@@ -417,7 +424,7 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     rb_map_t *m;
     int rc;
 
-    if (instance == NULL || dump == NULL || out == NULL)
+    if (dump == NULL || out == NULL)
         return RB_EINVAL;
     if (len < RB_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
         return RB_ETRUNC;
@@ -435,10 +442,6 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
         return rc;
     m = rb_seg_map(seg);
     h = rb_hdr(m);
-    if (m->dir_off != dir_off || rb_ld(&h->heap_offset) != rb_ld(&dh->heap_offset)) {
-        rc = RB_ECORRUPT;             /* made with another page size */
-        goto fail;
-    }
     if ((rc = rb_segment_grow(seg, size)) != RB_OK)
         goto fail;
     rb_copy_in(rb_word_at(m, dir_off), (const unsigned char *)dump + dir_off, size - dir_off);
@@ -457,8 +460,9 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     /* Everything the dump names must lie in the heap without overlap, and
      * the ring must parse, before anyone may see it. */
     rb_ring_extents(m, live, &nlive);
-    rb_bloom_extents(m, live + nlive, &nfilters);
-    rc = rb_heap_rebuild(seg, live, nlive + nfilters);
+    rc = rb_bloom_extents(m, live + nlive, &nfilters);
+    if (rc == RB_OK)
+        rc = rb_heap_rebuild(seg, live, nlive + nfilters);
     free(live);
     if (rc == RB_OK)
         rc = rb_ring_validate(seg);
@@ -471,7 +475,8 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
 
 fail:
     rb_segment_close(seg);
-    rb_segment_unlink(instance);
+    if (instance != NULL)
+        rb_segment_unlink(instance);
     return rc == RB_ENOSPC || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
 }
 
@@ -628,8 +633,9 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
     seg->writable = 1;
     h = rb_hdr(m);
     rb_ring_extents(m, live, &nlive);
-    rb_bloom_extents(m, live + nlive, &nfilters);
-    rc = rb_heap_rebuild(seg, live, nlive + nfilters);
+    rc = rb_bloom_extents(m, live + nlive, &nfilters);
+    if (rc == RB_OK)
+        rc = rb_heap_rebuild(seg, live, nlive + nfilters);
     free(live);
     if (rc == RB_OK)
         rc = rb_ring_validate(seg);

@@ -497,6 +497,42 @@ START_TEST(test_bloom_reset_clears_and_frees)
 }
 END_TEST
 
+/* Found by fuzz_attach (corpus/fuzz_attach/regress-reset-dead-layer): a
+ * taken-over slot whose nlayers is 0 still had a layer 0 for reset, which
+ * swapped it and freed its array - space another filter was using, which
+ * the next reservation then zeroed (false negatives).  The writer now
+ * validates a slot before changing it. */
+START_TEST(test_bloom_reset_of_corrupt_slot_changes_nothing)
+{
+    rb_bloom_t *a = make("a", 1000, 0.01, RB_BLOOM_STANDARD);
+    rb_bloom_t *b = make("b", 1000, 0.01, RB_BLOOM_STANDARD);
+    rb_bloom_t *c;
+    rb_filter_shm_t *fa = NULL, *fb = NULL;
+    rb_map_t *m = rb_seg_map(seg);
+    char key[160];
+
+    for (unsigned long i = 0; i < 1000; i++)
+        ck_assert_int_ge(rb_bloom_add(b, key, rb_test_key(key, sizeof(key), "b", i)), 0);
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rb_dir_slot(m, i);
+        if (rb_ld(&f->state) == RB_FILTER_LIVE && rb_ld(&f->name_len) == 1)
+            *((rb_ld(&f->name[0]) & 0xFF) == 'a' ? &fa : &fb) = f;
+    }
+    ck_assert(fa != NULL && fb != NULL);
+    /* a's dead layer 0 names b's array. */
+    rb_st(&fa->layer[0].array_off, rb_ld(&fb->layer[0].array_off));
+    rb_st(&fa->nlayers, 0);
+    ck_assert_int_eq(rb_bloom_reset(a), RB_ECORRUPT);
+    ck_assert_int_eq(rb_bloom_rotate(a), RB_ECORRUPT);
+    c = make("c", 1000, 0.01, RB_BLOOM_STANDARD);
+    for (unsigned long i = 0; i < 1000; i++)
+        ck_assert_int_eq(rb_bloom_contains(b, key, rb_test_key(key, sizeof(key), "b", i)), 1);
+    rb_bloom_close(a);
+    rb_bloom_close(b);
+    rb_bloom_close(c);
+}
+END_TEST
+
 static Suite *bloom_suite(void)
 {
     Suite *s = suite_create("bloom");
@@ -520,6 +556,7 @@ static Suite *bloom_suite(void)
     tcase_add_test(tc, test_bloom_aging_rotates_when_full);
     tcase_add_test(tc, test_bloom_aging_window_and_explicit_rotate);
     tcase_add_test(tc, test_bloom_reset_clears_and_frees);
+    tcase_add_test(tc, test_bloom_reset_of_corrupt_slot_changes_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -282,6 +282,93 @@ START_TEST(test_segment_attach_corrupt_directory_is_ecorrupt)
 }
 END_TEST
 
+/* Found by fuzz_attach (corpus/fuzz_attach/regress-takeover-dir-offset):
+ * a directory moved inside the space before the heap passed the range
+ * checks, a restarted writer took the segment over, and its snapshots -
+ * which rb_segment_restore must lay out as seg_create does - could not be
+ * restored.  Only the layout a writer creates is accepted now. */
+START_TEST(test_segment_foreign_layout_is_ecorrupt)
+{
+    rb_segment_opts_t o = { .max_filters = 4 };
+    rb_segment_t *w = NULL;
+    rb_header_shm_t *h;
+    int fd;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    rb_segment_close(wseg);
+    wseg = NULL;
+    h = raw_map(&fd);
+    /* 4 slots end at 12544, the heap starts at 16384: room to move. */
+    rb_st(&h->dir_offset, RB_HEADER_SIZE + 256);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &w), RB_ECORRUPT);
+    ck_assert_ptr_null(w);
+    ck_assert_int_eq(attach_rc(), RB_ECORRUPT);
+    h = raw_map(&fd);
+    rb_st(&h->dir_offset, RB_HEADER_SIZE);
+    rb_st(&h->heap_offset, rb_ld(&h->heap_offset) + 4096);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &w), RB_ECORRUPT);
+    h = raw_map(&fd);
+    rb_st(&h->heap_offset, rb_ld(&h->heap_offset) - 4096);
+    raw_unmap(h, fd);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
+}
+END_TEST
+
+/* Found by fuzz_attach (corpus/fuzz_attach/regress-zero-length-layer): a
+ * live filter whose layer had 0 bits passed the takeover (an empty extent
+ * overlaps nothing), the writer's next allocation covered its offset, and
+ * its snapshot no longer restored.  A writer now refuses a segment with a
+ * live filter that has no layer or a layer a reader would refuse. */
+START_TEST(test_segment_takeover_refuses_unsound_layer)
+{
+    rb_bloom_params_t p = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
+    rb_segment_t *w = NULL;
+    rb_filter_shm_t *f;
+    rb_header_shm_t *h;
+    unsigned char *base;
+    uint64_t heap_off, saved;
+    int fd;
+    struct {
+        size_t field;         /* offset of a word in the slot */
+        uint64_t bad;
+    } cases[] = {
+        { offsetof(rb_filter_shm_t, layer[0].bits), 0 },
+        { offsetof(rb_filter_shm_t, layer[0].bits), 511 },
+        { offsetof(rb_filter_shm_t, layer[0].k), 0 },
+        { offsetof(rb_filter_shm_t, layer[0].k), 65 },
+        { offsetof(rb_filter_shm_t, layer[0].array_off), UINT64_MAX - 7 },
+        { offsetof(rb_filter_shm_t, nlayers), 0 },
+        { offsetof(rb_filter_shm_t, nlayers), RB_BLOOM_MAX_LAYERS + 1 },
+    };
+
+    create_default();
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "f", 1, &p), RB_OK);
+    rb_segment_close(wseg);
+    wseg = NULL;
+    h = raw_map(&fd);
+    heap_off = rb_ld(&h->heap_offset);
+    raw_unmap(h, fd);
+    h = raw_map(&fd);
+    base = mmap(NULL, heap_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ck_assert(base != MAP_FAILED);
+    raw_unmap(h, fd);
+    f = (rb_filter_shm_t *)(base + RB_HEADER_SIZE);   /* the first slot */
+    ck_assert_uint_eq(rb_ld(&f->state), RB_FILTER_LIVE);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        _Atomic uint64_t *word = (_Atomic uint64_t *)((unsigned char *)f + cases[i].field);
+        saved = rb_ld(word);
+        rb_st(word, cases[i].bad);
+        ck_assert_msg(rb_segment_open_writer(inst, &w) == RB_ECORRUPT, "case %zu", i);
+        ck_assert_ptr_null(w);
+        rb_st(word, saved);
+    }
+    munmap(base, heap_off);
+    ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
+}
+END_TEST
+
 START_TEST(test_segment_retired_is_refused_and_reported)
 {
     rb_segment_t *r;
@@ -587,6 +674,8 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_segment_attach_truncated_is_etrunc);
     tcase_add_test(tc, test_segment_attach_while_initialising_is_ebusy);
     tcase_add_test(tc, test_segment_attach_corrupt_directory_is_ecorrupt);
+    tcase_add_test(tc, test_segment_foreign_layout_is_ecorrupt);
+    tcase_add_test(tc, test_segment_takeover_refuses_unsound_layer);
     tcase_add_test(tc, test_segment_retired_is_refused_and_reported);
     tcase_add_test(tc, test_segment_writer_gone_is_egone);
     tcase_add_test_raise_signal(tc, test_segment_reader_store_faults, SIGSEGV);

@@ -1,0 +1,129 @@
+/* check_resp.c - ringbloomd's RESP2 request parser (daemon/resp.c): the
+ * verdict on a request never depends on how its bytes were split.  The
+ * cases come from fuzz_resp (tests/fuzz/corpus/fuzz_resp/regress-*). */
+#include "resp.h"
+#include "rb_test.h"
+
+/* Outcome of the first request of stream[0..len) delivered in two reads
+ * cut at `cut` (len: all at once), each parse given a heap copy of exactly
+ * the bytes received so far, as the server's buffer. */
+typedef struct outcome {
+    int rc;
+    size_t pos, nargs;
+    char err[128];
+} outcome_t;
+
+static outcome_t parse_cut(const char *stream, size_t len, size_t cut, size_t max_request)
+{
+    resp_limits_t lim;
+    resp_parser_t p;
+    outcome_t o;
+    size_t have[2] = { cut, len };
+
+    memset(&o, 0, sizeof(o));
+    resp_limits_init(&lim, max_request);
+    resp_parser_init(&p);
+    for (int k = 0; k < 2; k++) {
+        char *buf = malloc(have[k] ? have[k] : 1);
+        const char *err = NULL;
+        ck_assert_ptr_nonnull(buf);
+        memcpy(buf, stream, have[k]);
+        o.rc = resp_parse(&p, buf, have[k], &lim, &err);
+        free(buf);
+        if (o.rc == RESP_ERR)
+            snprintf(o.err, sizeof(o.err), "%s", err);
+        if (o.rc != RESP_MORE)
+            break;
+    }
+    o.pos = p.pos;
+    o.nargs = p.nargs;
+    resp_parser_free(&p);
+    return o;
+}
+
+/* Asserts every cut gives the outcome of the whole stream; returns it. */
+static outcome_t parse_any_cut(const char *stream, size_t len, size_t max_request)
+{
+    outcome_t whole = parse_cut(stream, len, len, max_request);
+
+    for (size_t cut = 0; cut < len; cut++) {
+        outcome_t o = parse_cut(stream, len, cut, max_request);
+        ck_assert_msg(o.rc == whole.rc && strcmp(o.err, whole.err) == 0 &&
+                          (o.rc != RESP_DONE || (o.pos == whole.pos && o.nargs == whole.nargs)),
+                      "cut at %zu: rc %d '%s', whole: rc %d '%s'", cut, o.rc, o.err, whole.rc,
+                      whole.err);
+    }
+    return whole;
+}
+
+/* A number line already malformed was "incomplete" while its CR had no LF
+ * yet (fuzz_resp: regress-number-prefix); byte by byte it was an error. */
+START_TEST(test_resp_malformed_number_is_an_error_at_once)
+{
+    static const char *const bad[] = {
+        "*255555555555550559\n",      /* LF without CR */
+        "*1234567890123456789\r",     /* 19 digits, CR waiting for LF */
+        "*12x\r",
+        "*1\r\n$99999999999999999999\r",
+        "*1\r\n$-\r",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        outcome_t o = parse_any_cut(bad[i], strlen(bad[i]), 64u << 20);
+        ck_assert_msg(o.rc == RESP_ERR, "%s: rc %d", bad[i], o.rc);
+        ck_assert(strstr(o.err, "Protocol error: invalid") == o.err);
+    }
+    ck_assert_int_eq(parse_any_cut("*12\r", 4, 1024).rc, RESP_MORE);
+    ck_assert_int_eq(parse_any_cut("*1\r\n$3\r\nabc\r\n", 13, 1024).rc, RESP_DONE);
+}
+END_TEST
+
+/* A complete request larger than max-request-bytes got through when it
+ * arrived in one read and was refused when it arrived slowly (fuzz_resp:
+ * regress-request-limit, an inline line; the same held for bulks). */
+START_TEST(test_resp_request_limit_holds_however_split)
+{
+    char req[1100];
+    outcome_t o;
+    size_t n;
+
+    /* 1024 bytes exactly: "*1\r\n$1011\r\n" + 1011 bytes + "\r\n". */
+    n = (size_t)snprintf(req, sizeof(req), "*1\r\n$1011\r\n");
+    memset(req + n, 'x', 1011);
+    memcpy(req + n + 1011, "\r\n", 2);
+    o = parse_any_cut(req, n + 1013, 1024);
+    ck_assert_int_eq(o.rc, RESP_DONE);
+    ck_assert_uint_eq(o.pos, 1024);
+
+    /* One byte more. */
+    n = (size_t)snprintf(req, sizeof(req), "*1\r\n$1012\r\n");
+    memset(req + n, 'x', 1012);
+    memcpy(req + n + 1012, "\r\n", 2);
+    o = parse_any_cut(req, n + 1014, 1024);
+    ck_assert_int_eq(o.rc, RESP_ERR);
+    ck_assert_str_eq(o.err, "Protocol error: request larger than max-request-bytes (1024)");
+
+    /* An inline line of 1030 bytes and its CRLF. */
+    memset(req, 'x', 1030);
+    memcpy(req + 1030, "\r\n", 2);
+    o = parse_any_cut(req, 1032, 1024);
+    ck_assert_int_eq(o.rc, RESP_ERR);
+    ck_assert_str_eq(o.err, "Protocol error: request larger than max-request-bytes (1024)");
+}
+END_TEST
+
+static Suite *resp_suite(void)
+{
+    Suite *s = suite_create("resp");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_resp_malformed_number_is_an_error_at_once);
+    tcase_add_test(tc, test_resp_request_limit_holds_however_split);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    rb_test_init();
+    return rb_test_run(resp_suite());
+}

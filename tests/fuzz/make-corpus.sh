@@ -1,0 +1,117 @@
+#!/bin/sh
+# make-corpus.sh [OUTDIR]: regenerates the seed corpora of the fuzz targets
+# (tests/fuzz/corpus/ by default) from a real ringbloomd driven by redis-cli:
+#   fuzz_persist/  the start-up snapshot (empty state) + the log of a session;
+#                  a snapshot taken by SAVE + the log written after it; that
+#                  log alone.  Each is byte 0 flags (see fuzz_persist.c),
+#                  u32 LE snapshot length, snapshot, log; the snapshots are
+#                  trimmed of their zero tail (flag 8 pads them back).
+#   fuzz_attach/   the daemon's live segment, copied from /dev/shm, trimmed
+#                  of its zero tail (fuzz_attach pads it back).
+#   fuzz_resp/     requests as clients send them (written here by hand).
+# Run from the build directory after make (RB_DAEMON overrides the daemon).
+# Needs redis-cli (Debian package redis-tools).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$here/corpus}
+daemon=${RB_DAEMON:-./daemon/ringbloomd}
+command -v redis-cli >/dev/null || { echo "make-corpus.sh needs redis-cli (redis-tools)"; exit 1; }
+[ -x "$daemon" ] || { echo "make-corpus.sh: no daemon at $daemon (run make first)"; exit 1; }
+
+dir=$(mktemp -d /tmp/rbfuzz.corpus.XXXXXX)
+inst="fzcorpus$$"
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+    rm -f "/dev/shm/ringbloom.$inst"
+    rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+
+# Small on purpose: few filter slots, few ring points, small filters.
+cat > "$dir/conf" <<CONF
+instance $inst
+socket $dir/s.sock
+dir $dir/state
+pidfile $dir/pid
+ring-replicas 4
+max-filters 4
+max-memory 1mb
+appendfsync always
+CONF
+"$daemon" -f -c "$dir/conf" 2>"$dir/daemon.log" &
+pid=$!
+i=0
+while ! redis-cli -s "$dir/s.sock" PING >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -le 200 ] || { echo "daemon did not start"; cat "$dir/daemon.log"; exit 1; }
+    sleep 0.05
+done
+R() { redis-cli -s "$dir/s.sock" "$@" >/dev/null; }
+
+# Bytes of the file without its trailing zeros.
+nonzero_len() {
+    od -An -v -tx1 "$1" | tr -s ' ' '\n' | awk 'NF { n++; if ($1 != "00") last = n } END { print last + 0 }'
+}
+le32() {
+    printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $(($1 & 255)) $(($1 >> 8 & 255)) \
+        $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"
+}
+# persist_seed NAME FLAGS SNAPSHOT|- LOG|-
+persist_seed() {
+    f="$out/fuzz_persist/$2-$1"
+    if [ "$3" = - ]; then n=0; else n=$(nonzero_len "$3"); fi
+    { printf "$(printf '\\%03o' "$2")"; le32 "$n"
+      [ "$3" = - ] || head -c "$n" "$3"
+      [ "$4" = - ] || cat "$4"; } > "$f"
+}
+
+mkdir -p "$out/fuzz_persist" "$out/fuzz_attach" "$out/fuzz_resp"
+cp "$dir/state/snapshot.rbs" "$dir/snap0"
+
+R RING.ADD cache-a.example:11211
+R RING.ADD cache-b.example:11211 2
+R RING.ADD cache-c.example:11211
+R BF.RESERVE urls 0.01 40
+R BF.RESERVE seen 0.01 8 LAYOUT blocked EXPANSION 2
+R BF.RESERVE recent 0.05 6 AGING 60 GENERATIONS 3
+R BF.MADD urls https://a.example/1 https://a.example/2 https://a.example/3
+R BF.MADD seen s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11 s12
+R BF.MADD recent r1 r2 r3 r4 r5 r6 r7 r8
+R RING.WEIGHT cache-a.example:11211 3
+R RING.REMOVE cache-c.example:11211
+R BF.RESET urls
+R BF.ADD urls https://a.example/4
+cp "$dir/state/appendonly.rbl" "$dir/log0"
+
+R SAVE
+R RING.ADD cache-d.example:11211
+R BF.ADD recent r9
+R RING.MODE ketama
+cp "$dir/state/snapshot.rbs" "$dir/snap1"
+cp "$dir/state/appendonly.rbl" "$dir/log1"
+cp "/dev/shm/ringbloom.$inst" "$dir/segment"
+
+# flags: 1 snapshot, 2 log, 4 load-truncated, 8 fix checksums (and pad)
+persist_seed startup-snapshot-and-log 15 "$dir/snap0" "$dir/log0"
+persist_seed saved-snapshot-and-log 15 "$dir/snap1" "$dir/log1"
+persist_seed log-only 6 - "$dir/log0"
+n=$(nonzero_len "$dir/segment")
+head -c "$n" "$dir/segment" > "$out/fuzz_attach/live-segment"
+
+# fuzz_resp: byte 0 picks max-request-bytes, byte 1 the number of chunk-size
+# bytes that follow, then the stream.
+resp_seed() {
+    f="$out/fuzz_resp/$1"; shift
+    printf "$@" > "$f"
+}
+resp_seed ping '\001\003\005\001\002*1\r\n$4\r\nPING\r\n'
+resp_seed inline '\000\001\007PING\r\nBF.ADD urls "a b\\n" '"'"'c'"'"'\r\n'
+resp_seed pipeline '\001\002\011\003*3\r\n$6\r\nBF.ADD\r\n$4\r\nurls\r\n$3\r\nk:1\r\n*2\r\n$8\r\nRING.GET\r\n$3\r\nk:2\r\n'
+resp_seed madd '\002\000*6\r\n$7\r\nBF.MADD\r\n$4\r\nurls\r\n$1\r\na\r\n$0\r\n\r\n$2\r\n\000\377\r\n$3\r\nxyz\r\n'
+resp_seed empty-and-null '\003\001\004*0\r\n*-1\r\n\r\n*1\r\n$4\r\nPING\r\n'
+resp_seed bad-length '\001\000*1\r\n$-5\r\n'
+# A bulk of exactly max-request-bytes (1024): the request around it is larger.
+{ printf '\000\002\100\077*1\r\n$1024\r\n'; head -c 1024 /dev/zero | tr '\000' x; printf '\r\n'; } \
+    > "$out/fuzz_resp/max-bulk"
+echo "seed corpora written to $out"

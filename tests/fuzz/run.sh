@@ -1,0 +1,44 @@
+#!/bin/sh
+# run.sh SECONDS FUZZDIR WORKDIR TARGET...: runs each libFuzzer target for
+# SECONDS (-max_total_time) on a fresh copy of its seed corpus
+# (FUZZDIR/corpus/<name>/), in WORKDIR/<name>/ (corpus/ grows there; crash,
+# leak and timeout inputs are written there too, never into the source
+# tree).  Prints one line of figures per target and exits 1 if any target
+# failed.  Used by `make fuzz`; see tests/fuzz/README.md.
+set -u
+seconds=$1 fuzzdir=$2 work=$3
+shift 3
+failed=
+for target in "$@"; do
+    name=$(basename "$target")
+    dir="$work/$name"
+    rm -rf "$dir"
+    mkdir -p "$dir/corpus"
+    cp "$fuzzdir/corpus/$name/"* "$dir/corpus/"
+    chmod u+w "$dir/corpus/"*      # a distcheck source tree is read-only
+    dict=
+    [ -f "$fuzzdir/$name.dict" ] && dict="-dict=$fuzzdir/$name.dict"
+    echo "fuzz: $name for $seconds s (log: $dir/log)"
+    "$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$dir/" $dict "$dir/corpus" > "$dir/log" 2>&1 &
+    pid=$!
+    wait $pid
+    status=$?
+    # fuzz_attach names its shm object after its pid; a crash leaves it.
+    rm -f "/dev/shm/ringbloom.fuzz-attach.$pid"
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log")
+    cov=$(grep -E '^#[0-9]+' "$dir/log" | tail -n 1 | sed -n 's/.*\(cov: [0-9]* ft: [0-9]*\).*/\1/p')
+    if [ $status -eq 0 ]; then
+        echo "fuzz: $name ok: ${runs:-?} runs, ${cov:-no coverage line}"
+    else
+        echo "fuzz: $name FAILED (exit $status) after ${runs:-?} runs; inputs:" \
+            "$(ls "$dir" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | tr '\n' ' ')"
+        grep -E 'ERROR|SUMMARY|invariant|differ' "$dir/log" | head -n 5
+        failed="$failed $name"
+    fi
+done
+if [ -n "$failed" ]; then
+    echo "fuzz: failed:$failed"
+    exit 1
+fi
+exit 0
