@@ -98,18 +98,6 @@ static void expect_v(int line, rb_conn_t *c, const char *want, int is_err, size_
 
 /* ---- raw sockets ---------------------------------------------------------------- */
 
-static int raw_connect(void)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    ck_assert_int_ge(fd, 0);
-    ck_assert_uint_lt(strlen(d.sock), sizeof(sa.sun_path));
-    memcpy(sa.sun_path, d.sock, strlen(d.sock) + 1);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    return fd;
-}
-
 /* Sends everything it can; a peer that closed is not an error here. */
 static void raw_send(int fd, const void *data, size_t len)
 {
@@ -157,7 +145,7 @@ static size_t raw_read(int fd, char *buf, size_t cap, size_t want, int ms, int *
 static void expect_protocol_close(int line, const void *bytes, size_t len, const char *reply)
 {
     char buf[1024];
-    int closed, fd = raw_connect();
+    int closed, fd = rbd_raw_connect(&d);
     uint64_t t0 = now_ms();
 
     raw_send(fd, bytes, len);
@@ -982,7 +970,7 @@ START_TEST(test_badinput_resp_unterminated_bulk_then_disconnect)
     seed();
     capture(&st);
     for (size_t i = 0; i < NARGS(cuts); i++) {
-        int fd = raw_connect();
+        int fd = rbd_raw_connect(&d);
         raw_send(fd, cuts[i], strlen(cuts[i]));
         wait_clients(2);
         close(fd);
@@ -1048,7 +1036,7 @@ START_TEST(test_badinput_resp_1gb_bulk_refused_at_once)
     seed();
     capture(&st);
     hwm0 = proc_kb(d.pid, "VmHWM:");
-    fd = raw_connect();
+    fd = rbd_raw_connect(&d);
     t0 = now_ms();
     raw_send(fd, head, sizeof(head) - 1);
     raw_read(fd, buf, sizeof(buf), 0, 3000, &closed);
@@ -1058,7 +1046,7 @@ START_TEST(test_badinput_resp_1gb_bulk_refused_at_once)
     close(fd);
     /* The same with the first 256 KiB of the bulk sent along. */
     memset(body, 'x', sizeof(body));
-    fd = raw_connect();
+    fd = rbd_raw_connect(&d);
     raw_send(fd, head, sizeof(head) - 1);
     raw_send(fd, body, sizeof(body));
     raw_read(fd, buf, sizeof(buf), 0, 3000, &closed);
@@ -1087,7 +1075,7 @@ START_TEST(test_badinput_resp_request_over_max_request_bytes)
     seed();
     capture(&st);
     /* Within the bulk limit, but the request as a whole grows past it. */
-    fd = raw_connect();
+    fd = rbd_raw_connect(&d);
     raw_send(fd, head, sizeof(head) - 1);
     memset(big, 'k', sizeof(big));
     raw_send(fd, big, sizeof(big));
@@ -1114,7 +1102,7 @@ START_TEST(test_badinput_inline_garbage)
     start(NULL);
     seed();
     capture(&st);
-    fd = raw_connect();
+    fd = rbd_raw_connect(&d);
     raw_send(fd, garbage, sizeof(garbage) - 1);
     raw_read(fd, buf, sizeof(buf), sizeof(want) - 1, 3000, &closed);
     ck_assert_str_eq(buf, want);
@@ -1283,7 +1271,7 @@ START_TEST(test_badinput_idle_client_timed_out)
     start("timeout 1");
     seed();
     capture(&st);
-    fd = raw_connect();
+    fd = rbd_raw_connect(&d);
     t0 = now_ms();
     ms = talk_until_closed(fd, t0, 2500);
     close(fd);
@@ -1313,7 +1301,7 @@ START_TEST(test_badinput_stalled_half_request_timed_out)
     start("timeout 1");
     seed();
     capture(&st);
-    fd = raw_connect();
+    fd = rbd_raw_connect(&d);
     t0 = now_ms();
     raw_send(fd, half, sizeof(half) - 1);
     ms = talk_until_closed(fd, t0, 2500);
@@ -1345,7 +1333,7 @@ START_TEST(test_badinput_half_request_then_disconnect)
         size_t len = strlen(reqs[r]);
         /* The inline one runs at its LF: cut before it. */
         for (size_t cut = 1; cut < len - (reqs[r][0] != '*'); cut++) {
-            int fd = raw_connect();
+            int fd = rbd_raw_connect(&d);
             raw_send(fd, reqs[r], cut);
             close(fd);
             cuts++;
@@ -1374,7 +1362,7 @@ START_TEST(test_badinput_max_clients)
     c3 = rbd_connect(&d);
     EXPECT(c2, "PONG", A("PING"));
     EXPECT(c3, "PONG", A("PING"));
-    fd = raw_connect();
+    fd = rbd_raw_connect(&d);
     raw_send(fd, "*2\r\n$8\r\nRING.ADD\r\n$2\r\nn3\r\n", 27);
     raw_read(fd, buf, sizeof(buf), 0, 3000, &closed);
     ck_assert_str_eq(buf, "-ERR max number of clients reached\r\n");
@@ -1387,7 +1375,7 @@ START_TEST(test_badinput_max_clients)
     rb_conn_close(c3);
     /* The daemon notices the hang-up on its next turn. */
     for (int i = 0; i < 100 && !accepted; i++) {
-        fd = raw_connect();
+        fd = rbd_raw_connect(&d);
         raw_send(fd, "PING\r\n", 6);
         raw_read(fd, buf, sizeof(buf), 7, 2000, &closed);
         accepted = strcmp(buf, "+PONG\r\n") == 0;

@@ -666,11 +666,8 @@ START_TEST(test_daemon_limits_give_clear_errors)
      * the daemon closes at once). */
     ck_assert_int_eq(rb_conn_open(NULL, d.sock, 2000, &extra[0]), RB_OK);
     {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        int fd = rbd_raw_connect(&d);
         ssize_t n, got = 0;
-        strcpy(sa.sun_path, d.sock);
-        ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         while ((n = recv(fd, buf + got, sizeof(buf) - 1 - (size_t)got, 0)) > 0)
             got += n;
         buf[got] = '\0';
@@ -868,7 +865,6 @@ END_TEST
  * starves another client nor grows the daemon without bound. */
 START_TEST(test_daemon_flooding_client_does_not_starve_others)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
     static char flood[1 << 20];
     char status_path[64], line[256];
     long rss_kb = 0;
@@ -879,9 +875,8 @@ START_TEST(test_daemon_flooding_client_does_not_starve_others)
     rbd_start(&d, NULL);
     for (size_t i = 0; i + 6 <= sizeof(flood); i += 6)
         memcpy(flood + i, "PING\r\n", 6);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    strcpy(sa.sun_path, d.sock);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    fd = rbd_raw_connect(&d);
+    ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
     c = rbd_connect(&d);
     for (int round = 0; round < 200; round++) {
         /* Push as much as the socket takes, never reading a reply. */

@@ -106,18 +106,6 @@ static const char *log_line_with(const char *first, ...)
 
 /* ---- raw clients (replies the daemon holds back) ---------------------------- */
 
-static int raw_open(void)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    ck_assert_int_ge(fd, 0);
-    ck_assert_uint_lt(strlen(d.sock), sizeof(sa.sun_path));
-    memcpy(sa.sun_path, d.sock, strlen(d.sock) + 1);
-    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    return fd;
-}
-
 /* Sends one command (NULL-terminated words) as a RESP multibulk. */
 static void raw_send(int fd, ...)
 {
@@ -552,6 +540,7 @@ static void loop_client(loop_box_t *box, unsigned ci, unsigned round, uint64_t s
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (rb_conn_open(NULL, d.sock, 10000, &c) != RB_OK) {
         snprintf(L->error, sizeof(L->error), "client %u cannot connect", ci);
+        atomic_fetch_add(&box->ready, 1);   /* the round fails on its status */
         _exit(1);
     }
     atomic_fetch_add(&box->ready, 1);
@@ -813,8 +802,14 @@ START_TEST(test_faults_sigkill_loop_keeps_every_ack)
             if (kids[ci] == 0)
                 loop_client(box, ci, round, st.seed);
         }
-        for (int i = 0; i < 1000 && atomic_load(&box->ready) < LOOP_CLIENTS; i++)
+        /* The kill must come after every client connected (a client that
+         * finds the daemon dead fails the round): wait for them, however
+         * slow a loaded machine makes fork and connect. */
+        for (double since = now_s(); atomic_load(&box->ready) < LOOP_CLIENTS;) {
+            ck_assert_msg(now_s() - since < 60.0, "seed %llu round %u: clients not connected in 60 s",
+                          (unsigned long long)st.seed, round);
             usleep(1000);
+        }
         delay_ms = 20 + (unsigned)(rng_next(&rng) % 400);
         usleep(delay_ms * 1000);
         rbd_stop(&d, SIGKILL);
@@ -998,7 +993,7 @@ START_TEST(test_faults_full_disk_log_refuses_writes_then_recovers)
     disk_fill(0, (rlim_t)st.st_size);
 
     /* A 30 KB batch: more than any slack left in the log's last page. */
-    a = raw_open();
+    a = rbd_raw_connect(&d);
     argvv[0] = "BF.MADD";
     argvv[1] = "f";
     for (int i = 0; i < 120; i++) {
@@ -1275,7 +1270,7 @@ START_TEST(test_faults_fsync_failure_holds_reply_until_snapshot)
     rbd_expect(c, "1", "BF.ADD", "f", "a");
     /* The repair snapshot's own new log fails too, for now. */
     fault_set("fdatasync appendonly.rbl EIO\nfdatasync appendonly.rbl.tmp EIO\n");
-    a = raw_open();
+    a = rbd_raw_connect(&d);
     raw_send(a, "BF.ADD", "f", "x", (const char *)NULL);
     ck_assert(wait_log("replies wait until a snapshot succeeds", 1, 3000));
     printf("fsync fails, daemon log: %s",
@@ -1364,7 +1359,7 @@ START_TEST(test_faults_log_outage_does_not_spin)
     for (int i = 0; i < PINGS; i++, len += sizeof(ping) - 1)
         memcpy(flood + len, ping, sizeof(ping) - 1);
     len += (size_t)sprintf(flood + len, "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$1\r\ns\r\n");
-    sfd = raw_open();
+    sfd = rbd_raw_connect(&d);
     {
         pid_t sender = fork();
         ck_assert_int_ge(sender, 0);

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -150,6 +152,20 @@ static inline rb_conn_t *rbd_connect(const rbd_proc_t *d)
     rb_conn_t *c;
     ck_assert_int_eq(rb_conn_open(NULL, d->sock, 10000, &c), RB_OK);
     return c;
+}
+
+/* A plain socket connected to d, for bytes no client library would send
+ * and replies a test reads (or does not read) itself. */
+static inline int rbd_raw_connect(const rbd_proc_t *d)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_uint_lt(strlen(d->sock), sizeof(sa.sun_path));
+    memcpy(sa.sun_path, d->sock, strlen(d->sock) + 1);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
 }
 
 /* Runs a command given as words (NULL-terminated) and returns the reply

@@ -33,41 +33,13 @@
 #include <unistd.h>
 
 #include "rb_internal.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            fprintf(stderr, "fuzz_attach: invariant failed: %s (line %d)\n", #c, \
-                    __LINE__);                                                  \
-            abort();                                                            \
-        }                                                                       \
-    } while (0)
+#define FUZZ_TARGET "fuzz_attach"
+#include "fuzz.h"
 
 #define MAX_OBJECT (4u << 20)
-#define MAX_FILTERS 8
 
 static const char *const keys[] = { "", "a", "key:1", "http://example.com/", "n0", "n1#7" };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
-
-typedef struct names {
-    char name[MAX_FILTERS][RB_FILTER_NAME_MAX + 1];
-    size_t len[MAX_FILTERS];
-    size_t n;
-} names_t;
-
-static int collect(const char *name, size_t len, void *arg)
-{
-    names_t *nm = arg;
-
-    CHECK(len >= 1 && len <= RB_FILTER_NAME_MAX);
-    if (nm->n < MAX_FILTERS) {
-        memcpy(nm->name[nm->n], name, len);
-        nm->len[nm->n++] = len;
-    }
-    return 0;
-}
 
 static int is_error(int rc)
 {
@@ -135,22 +107,6 @@ static void read_all(const rb_segment_t *seg)
         CHECK(rc == RB_OK || is_error(rc));
         rb_bloom_close(bf);
     }
-}
-
-typedef struct dump_buf {
-    void *data;
-    size_t len;
-} dump_buf_t;
-
-static int dump_copy(const void *data, size_t len, void *arg)
-{
-    dump_buf_t *d = arg;
-
-    d->data = malloc(len ? len : 1);
-    CHECK(d->data != NULL);
-    memcpy(d->data, data, len);
-    d->len = len;
-    return 0;
 }
 
 /* A restarted daemon's writes on a segment it took over. */

@@ -36,18 +36,10 @@
 
 #include "rb_internal.h"
 #include "rbd.h"
+#define FUZZ_TARGET "fuzz_persist"
+#include "fuzz.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-#define CHECK(c)                                                                 \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            fprintf(stderr, "fuzz_persist: invariant failed: %s (line %d)\n", #c, \
-                    __LINE__);                                                   \
-            abort();                                                             \
-        }                                                                        \
-    } while (0)
 
 enum { F_SNAP = 1, F_LOG = 2, F_TRUNCATED = 4, F_FIX = 8 };
 
@@ -99,41 +91,6 @@ static void fix_log(unsigned char *log, size_t len)
         put_u32(log + i + 4, (uint32_t)XXH3_64bits(log + i + 8, rlen));
         i += 8 + (size_t)rlen;
     }
-}
-
-typedef struct names {
-    char name[8][RB_FILTER_NAME_MAX + 1];
-    size_t len[8];
-    size_t n;
-} names_t;
-
-static int collect(const char *name, size_t len, void *arg)
-{
-    names_t *nm = arg;
-
-    CHECK(len >= 1 && len <= RB_FILTER_NAME_MAX);
-    if (nm->n < 8) {
-        memcpy(nm->name[nm->n], name, len);
-        nm->len[nm->n++] = len;
-    }
-    return 0;
-}
-
-typedef struct dump_buf {
-    void *data;
-    size_t len;
-} dump_buf_t;
-
-static int dump_copy(const void *data, size_t len, void *arg)
-{
-    dump_buf_t *d = arg;
-
-    /* malloc is 16-byte aligned, as restore wants 8. */
-    d->data = malloc(len ? len : 1);
-    CHECK(d->data != NULL);
-    memcpy(d->data, data, len);
-    d->len = len;
-    return 0;
 }
 
 /* The segment as readers (and the next start) will see it. */

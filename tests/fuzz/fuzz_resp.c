@@ -30,17 +30,8 @@
 #include <string.h>
 
 #include "resp.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "fuzz_resp: invariant failed: %s (line %d)\n", #c, \
-                    __LINE__);                                                \
-            abort();                                                          \
-        }                                                                     \
-    } while (0)
+#define FUZZ_TARGET "fuzz_resp"
+#include "fuzz.h"
 
 /* What one delivery produced: every event, serialised (kind, lengths,
  * argument bytes), so the two deliveries compare with memcmp. */
