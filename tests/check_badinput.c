@@ -1273,12 +1273,15 @@ START_TEST(test_badinput_idle_client_timed_out)
     capture(&st);
     fd = rbd_raw_connect(&d);
     t0 = now_ms();
-    ms = talk_until_closed(fd, t0, 2500);
+    /* Closed after the second of silence, and soon after it (the upper
+     * bound leaves room for a loaded machine; the daemon checks every
+     * 100 ms or so). */
+    ms = talk_until_closed(fd, t0, 4000);
     close(fd);
     printf("timeout 1: the idle client was closed after %llu ms\n", (unsigned long long)ms);
-    ck_assert_msg(ms != 0, "the idle client was not closed within 2.5 s");
+    ck_assert_msg(ms != 0, "the idle client was not closed within 4 s");
     ck_assert_uint_ge(ms, 950);
-    ck_assert_uint_le(ms, 2000);
+    ck_assert_uint_le(ms, 3000);
     /* w, talking all along, is still there a second later. */
     for (int i = 0; i < 10; i++) {
         usleep(100000);
@@ -1304,11 +1307,11 @@ START_TEST(test_badinput_stalled_half_request_timed_out)
     fd = rbd_raw_connect(&d);
     t0 = now_ms();
     raw_send(fd, half, sizeof(half) - 1);
-    ms = talk_until_closed(fd, t0, 2500);
+    ms = talk_until_closed(fd, t0, 4000);
     close(fd);
-    ck_assert_msg(ms != 0, "the stalled client was not closed within 2.5 s");
+    ck_assert_msg(ms != 0, "the stalled client was not closed within 4 s");
     ck_assert_uint_ge(ms, 950);
-    ck_assert_uint_le(ms, 2000);
+    ck_assert_uint_le(ms, 3000);
     ASSERT_UNCHANGED(&st);
 }
 END_TEST
