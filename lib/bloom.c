@@ -681,6 +681,42 @@ typedef struct contains_arg {
 /* Tests a->n keys.  Software-pipelined: key i is hashed and its lines
  * prefetched PIPE keys before it is tested, so memory latencies overlap
  * with hashing and testing the keys in between. */
+/* contains_fn for the common case, one blocked layer: the pipeline keeps
+ * each key's block address and in-block probe state instead of its hash. */
+static int contains_blocked1(const bloom_section_t *s, contains_arg_t *a)
+{
+    const layer_view_t *lv = &s->layer[0];
+    const _Atomic uint64_t *arr = lv->arr, *blk[PIPE];
+    const rb_key_t *keys = a->keys;
+    const bloom_bind_t *b = s->b;
+    uint64_t h2[PIPE], nblocks = lv->bits / BLOCK_BITS;
+    uint8_t *out = a->out;
+    uint32_t k = lv->k;
+    size_t n = a->n;
+    int64_t hits = 0;   /* a local: out[] (bytes) may alias anything */
+
+    for (size_t i = 0; i < n + PIPE; i++) {
+        if (i >= PIPE) {
+            const _Atomic uint64_t *bl = blk[i % PIPE];
+            uint64_t base = h2[i % PIPE], x = base >> 1, all = 1;
+            for (uint32_t p = 0; p < k; p++) {
+                uint64_t bit = block_bit(&base, &x, p);
+                all &= rb_ld(&bl[bit >> 6]) >> (bit & 63);
+            }
+            out[i - PIPE] = (uint8_t)(all & 1);
+            hits += (int64_t)(all & 1);
+        }
+        if (i < n) {
+            rb_h128_t x = key_hash(b, keys[i].ptr, keys[i].len);
+            blk[i % PIPE] = &arr[fastrange64(x.h1, nblocks) * BLOCK_WORDS];
+            h2[i % PIPE] = x.h2;
+            prefetch_line((const void *)blk[i % PIPE]);
+        }
+    }
+    a->hits = hits;
+    return RB_OK;
+}
+
 static int contains_fn(const bloom_section_t *s, void *arg)
 {
     contains_arg_t *a = arg;
@@ -693,6 +729,8 @@ static int contains_fn(const bloom_section_t *s, void *arg)
         a->hits = a->out[0];
         return RB_OK;
     }
+    if (s->nlayers == 1 && s->b->layout == RB_BLOOM_BLOCKED)
+        return contains_blocked1(s, a);
     for (size_t i = 0; i < n + PIPE; i++) {
         /* Test key i - PIPE first: its slot is the one key i reuses. */
         if (i >= PIPE) {
