@@ -966,6 +966,10 @@ static void cmd_ring_getn(ctx_t *x)
         resp_error(x->out, "ERR n must be an integer in [1, %d]", RB_RING_MAX_NODES);
         return;
     }
+    /* No more answers than nodes: the reply buffer follows the ring, not
+     * the request (n = 65535 on 3 nodes used to reserve ~17 MB). */
+    if ((size_t)n > rb_ring_node_count(x->s->ring) && rb_ring_node_count(x->s->ring) > 0)
+        n = (long long)rb_ring_node_count(x->s->ring);
     nodes = malloc((size_t)n * sizeof(*nodes));
     if (nodes == NULL) {
         resp_error(x->out, "ERR out of memory");
