@@ -45,24 +45,27 @@
 #include <string.h>
 #include <time.h>
 
+#include "example_daemon.h"
 #include "ringbloom.h"
 
 #define PROG "cache-admission"
 
+const char *const ex_prog = PROG;
+
 /* ---- trace --------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s)
+/* The next value of a splitmix64 stream whose state is *s. */
+static uint64_t next_u64(uint64_t *s)
 {
-    uint64_t x = (*s += 0x9E3779B97F4A7C15ull);
+    uint64_t x = splitmix64(*s);
 
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+    *s += 0x9E3779B97F4A7C15ull;
+    return x;
 }
 
 static double uniform01(uint64_t *s)
 {
-    return (double)(splitmix64(s) >> 11) * 0x1.0p-53;
+    return (double)(next_u64(s) >> 11) * 0x1.0p-53;
 }
 
 /* The request generator: one-hit wonders get ids from `catalog` upwards,
@@ -129,9 +132,7 @@ typedef struct lru {
 
 static uint32_t lru_hash(const lru_t *l, uint64_t key)
 {
-    uint64_t s = key;
-
-    return (uint32_t)splitmix64(&s) & l->mask;
+    return (uint32_t)splitmix64(key) & l->mask;
 }
 
 static int lru_init(lru_t *l, uint32_t cap)
@@ -276,37 +277,6 @@ static void usage(FILE *f)
             RB_BLOOM_MAX_LAYERS);
 }
 
-static int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
-        fprintf(stderr, PROG ": %s wants an integer in %" PRIu64 "..%" PRIu64 ", got '%s'\n",
-                opt, min, max, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *opt, const char *s, double min, double max, double *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !(v >= min) || !(v <= max)) {
-        fprintf(stderr, PROG ": %s wants a number in [%g, %g], got '%s'\n", opt, min, max, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int parse_options(int argc, char **argv, options_t *o)
 {
     static const struct option longopts[] = {
@@ -377,8 +347,7 @@ int main(int argc, char **argv)
     uint64_t sstate;
     uint32_t *seen = NULL;      /* requests per catalogue object, for the trace summary */
     uint64_t distinct, once;
-    struct timespec t0, t1;
-    double secs, saved;
+    double t0, secs, saved;
     int rc, status = 1;
 
     if (parse_options(argc, argv, &o) != 0)
@@ -395,7 +364,7 @@ int main(int argc, char **argv)
      * that collide. */
     sstate = ~o.seed;
     for (size_t i = 0; i < sizeof(secret); i += 8) {
-        uint64_t x = splitmix64(&sstate);
+        uint64_t x = next_u64(&sstate);
         memcpy(secret + i, &x, 8);
     }
     bp = (rb_bloom_params_t){ .capacity = o.gen_capacity, .error_rate = o.error_rate,
@@ -409,7 +378,7 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = now_s();
     for (uint64_t r = 0; r < o.requests; r++) {
         uint64_t key = trace_next(&t);
 
@@ -428,8 +397,7 @@ int main(int argc, char **argv)
                 lru_put(&second, key);
         }
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    secs = now_s() - t0;
     if ((rc = rb_bloom_stat(bf, &st)) != RB_OK) {
         fprintf(stderr, PROG ": bloom stat: %s\n", rb_strerror(rc));
         goto out;

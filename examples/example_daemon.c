@@ -1,7 +1,8 @@
 /*
- * example_daemon.c - what the multi-process examples share: a private
- * ringbloomd started in a temp dir and stopped again, option parsing and
- * timing helpers.  Not part of the library: examples only.
+ * example_daemon.c - what the examples share: a private ringbloomd started
+ * in a temp dir and stopped again (worker-pool, crawler-dedup), the set-up
+ * of a forked child, option parsing and timing helpers.  Not part of the
+ * library: examples only.
  */
 #define _GNU_SOURCE 1
 
@@ -67,6 +68,31 @@ int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64
     }
     *out = v;
     return 0;
+}
+
+int parse_double(const char *opt, const char *s, double min, double max, double *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= min) || !(v <= max)) {
+        fprintf(stderr, "%s: %s wants a number in [%g, %g], got '%s'\n", ex_prog, opt, min, max,
+                s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int ex_child_setup(pid_t parent)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    return getppid() == parent ? 0 : -1;
 }
 
 /* ---- a private ringbloomd ------------------------------------------------ */

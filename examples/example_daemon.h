@@ -1,6 +1,6 @@
 /*
- * example_daemon.h - helpers shared by examples/worker-pool.c and
- * examples/crawler-dedup.c (see example_daemon.c).
+ * example_daemon.h - helpers shared by the examples (see
+ * example_daemon.c).
  */
 #ifndef RB_EXAMPLE_DAEMON_H
 #define RB_EXAMPLE_DAEMON_H
@@ -24,6 +24,11 @@ void sleep_us(long us);
 uint64_t splitmix64(uint64_t x);
 /* Parses a decimal in min..max into *out; prints why not and returns -1. */
 int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* The same for a number in [min, max]. */
+int parse_double(const char *opt, const char *s, double min, double max, double *out);
+/* In a forked child: default signal dispositions, SIGKILL when the parent
+ * dies; -1 if the parent (pid parent) is already gone. */
+int ex_child_setup(pid_t parent);
 
 /* ---- a private ringbloomd ------------------------------------------------ */
 

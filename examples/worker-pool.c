@@ -43,7 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -469,11 +468,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if (pid == 0) {
-            signal(SIGINT, SIG_DFL);
-            signal(SIGTERM, SIG_DFL);
-            signal(SIGHUP, SIG_DFL);
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (getppid() != parent)
+            if (ex_child_setup(parent) != 0)
                 _exit(1);
             rb_segment_close(seg);   /* the parent's; the worker attaches its own */
             _exit(worker_main(d.instance, pool, started, parent));
