@@ -1453,7 +1453,7 @@ START_TEST(test_badinput_unauthorised_uid)
         rb_conn_t *o;
         rb_node_t n;
         char buf[512], want[256];
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+        if (rb_test_become_other() != 0)
             _exit(10);
         if (rb_conn_open(NULL, d.sock, 5000, &o) != RB_OK)
             _exit(11);

@@ -355,7 +355,7 @@ START_TEST(test_daemon_other_uid_reads_but_cannot_write)
         const char *add[3] = { "BF.ADD", "f", "new" }, *ring[2] = { "RING.ADD", "evil" };
         const char *save[1] = { "SAVE" }, *exist[3] = { "BF.EXISTS", "f", "seen" };
         size_t addl[3] = { 6, 1, 3 }, ringl[2] = { 8, 4 }, savel[1] = { 4 }, exl[3] = { 9, 1, 4 };
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+        if (rb_test_become_other() != 0)
             _exit(10);
         if (rb_segment_attach(d.inst, 0, &seg) != RB_OK || rb_ring_lookup(seg, "k", 1, &n) != 0 ||
             strcmp(n.name, "node-a") != 0 || rb_bloom_open(seg, "f", 1, &bf) != RB_OK ||
@@ -591,7 +591,6 @@ START_TEST(test_daemon_refuses_squatted_segment)
     char out[4096] = "";
     rb_conn_t *c;
     int status;
-    pid_t pid;
 
     if (getuid() != 0) {
         printf("squatting test needs root to switch uid; running as uid %u it checks nothing\n",
@@ -604,17 +603,7 @@ START_TEST(test_daemon_refuses_squatted_segment)
     rb_conn_close(c);
     rbd_stop(&d, SIGKILL);
     ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        rb_segment_opts_t o = { .mode = 0644 };
-        rb_segment_t *e;
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
-            _exit(10);
-        _exit(rb_segment_create(d.inst, &o, &e) == RB_OK ? 0 : 11);
-    }
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_int_eq(status, 0);
+    rb_test_squat_segment(d.inst);
     status = run_daemon_to_exit(&d, out, sizeof(out));
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s", status, out);
     ck_assert_msg(strstr(out, "belongs to another user") != NULL, "output: %s", out);
@@ -645,7 +634,7 @@ START_TEST(test_daemon_refuses_foreign_directory)
     ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
     snprintf(state, sizeof(state), "%s/squatted", d.dir);
     ck_assert_int_eq(mkdir(state, 0777), 0);
-    ck_assert_int_eq(chown(state, 65534, 65534), 0);
+    ck_assert_int_eq(chown(state, RB_TEST_OTHER_UID, RB_TEST_OTHER_UID), 0);
     snprintf(extra, sizeof(extra), "dir %s", state);
     rbd_write_conf(&d, extra);
     status = run_daemon_to_exit(&d, out, sizeof(out));

@@ -164,28 +164,17 @@ END_TEST
 START_TEST(test_segment_writer_refuses_foreign_object)
 {
     rb_segment_t *s = NULL;
-    int status;
-    pid_t pid;
 
     if (getuid() != 0) {
         printf("squatting test needs root to switch uid; running as uid %u it checks nothing\n",
                (unsigned)getuid());
         return;
     }
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        rb_segment_opts_t o = { .mode = 0644 };
-        rb_segment_t *e;
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
-            _exit(10);
-        _exit(rb_segment_create(inst, &o, &e) == RB_OK ? 0 : 11);
-    }
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "squatter status %d", status);
+    rb_test_squat_segment(inst);
     ck_assert_int_eq(rb_segment_open_writer(inst, &s), RB_EOWNER);
     ck_assert_int_eq(rb_segment_attach_owned(inst, RB_ATTACH_STALE_OK, 0, &s), RB_EOWNER);
-    ck_assert_int_eq(rb_segment_attach_owned(inst, RB_ATTACH_STALE_OK, 65534, &s), RB_OK);
+    ck_assert_int_eq(rb_segment_attach_owned(inst, RB_ATTACH_STALE_OK, RB_TEST_OTHER_UID, &s),
+                     RB_OK);
     rb_segment_close(s);
 }
 END_TEST

@@ -10,9 +10,11 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rb_internal.h"
@@ -36,6 +38,38 @@ static inline size_t rb_test_key(char *buf, size_t cap, const char *tag, unsigne
     int n = snprintf(buf, cap, "https://%s/%s/%lu/item-%lx?page=%lu", hosts[i % 4], tag,
                      i, i * 2654435761UL, i % 97);
     return (size_t)n;
+}
+
+/* The user the access and squatting tests switch to (nobody), uid = gid. */
+#define RB_TEST_OTHER_UID 65534
+
+/* In a forked child running as root: drops every group and becomes
+ * RB_TEST_OTHER_UID.  0, or -1 if it could not. */
+static inline int rb_test_become_other(void)
+{
+    return setgroups(0, NULL) == 0 && setgid(RB_TEST_OTHER_UID) == 0 &&
+                   setuid(RB_TEST_OTHER_UID) == 0
+               ? 0
+               : -1;
+}
+
+/* Does what a squatter would: creates segment `inst` (mode 0644, a valid
+ * segment) as RB_TEST_OTHER_UID, from a forked child.  Needs root. */
+static inline void rb_test_squat_segment(const char *inst)
+{
+    int status;
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        rb_segment_opts_t o = { .mode = 0644 };
+        rb_segment_t *e;
+        if (rb_test_become_other() != 0)
+            _exit(10);
+        _exit(rb_segment_create(inst, &o, &e) == RB_OK ? 0 : 11);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "squatter status %d", status);
 }
 
 /* Removes and counts the suite's leftover shm objects. */
