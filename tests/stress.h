@@ -25,6 +25,7 @@
 #ifndef RB_STRESS_H
 #define RB_STRESS_H
 
+#include <check.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -531,6 +532,41 @@ static inline uint64_t st_fp_bound(uint64_t checked, double p)
 {
     double mean = (double)checked * p;
     return (uint64_t)(mean + 6 * sqrt(mean) + 5);
+}
+
+/* A positive number from the environment variable name, else dflt. */
+static inline double st_env_num(const char *name, double dflt)
+{
+    const char *s = getenv(name);
+    return s != NULL && atof(s) > 0 ? atof(s) : dflt;
+}
+
+/* The verdict of a run, once the writer (status wrc) and the readers are
+ * done: prints the figures, then asserts that no answer was invalid and no
+ * acknowledged key missing, that false positives stay within their bounds,
+ * and that everyone made progress: the writer went through at least
+ * min_changes versions, resets and rotations, every reader checked at
+ * least min_checked answers and never waited 2 s for one. */
+static inline void st_verdict(const char *tag, const st_shared_t *sh, int readers, int wrc,
+                              uint64_t min_changes, uint64_t min_checked)
+{
+    st_totals_t t = st_sum(sh, readers);
+
+    st_print(tag, sh, &t, readers);
+    fflush(stdout);
+    ck_assert_int_eq(wrc, 0);
+    ck_assert_uint_eq(t.ring_invalid, 0);
+    ck_assert_uint_eq(t.ring_errors, 0);
+    ck_assert_uint_eq(t.acked_missed, 0);
+    ck_assert_uint_eq(t.bloom_errors, 0);
+    ck_assert_uint_le(t.stale_hits, st_fp_bound(t.stale_checked, ST_RESET_P));
+    ck_assert_uint_le(t.never_hits, st_fp_bound(t.never_checked, ST_STABLE_P));
+    ck_assert_uint_ge(sh->changes, min_changes);
+    ck_assert_uint_ge(sh->resets, 2);
+    ck_assert_uint_ge(sh->rotations, 2);
+    ck_assert_uint_ge(t.min_ring_checked, min_checked);
+    ck_assert_uint_gt(t.stale_checked, 0);
+    ck_assert_uint_lt(t.max_gap_ns, 2000000000u);
 }
 
 #endif /* RB_STRESS_H */
