@@ -603,7 +603,6 @@ int main(int argc, char **argv)
     pid_t pids[MAX_CRAWLERS] = { 0 }, parent = getpid();
     char dbuf[PATH_MAX];
     const char *bin;
-    struct sigaction sa;
     rbd_t d = { 0 };
     rb_conn_t *conn = NULL;
     rb_segment_t *seg = NULL;
@@ -621,14 +620,8 @@ int main(int argc, char **argv)
         return 2;
     bin = daemon_path(o.daemon, dbuf, sizeof(dbuf));
     setvbuf(stdout, NULL, _IOLBF, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
-        sigaction(SIGHUP, &sa, NULL) != 0) {
-        perror(PROG ": sigaction");
+    if (ex_catch_signals() != 0)
         return 1;
-    }
 
     frontier_bytes = o.total * sizeof(*frontier);
     fetches_bytes = o.distinct * sizeof(*fetches);

@@ -86,6 +86,21 @@ int parse_double(const char *opt, const char *s, double min, double max, double 
     return 0;
 }
 
+int ex_catch_signals(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
+        sigaction(SIGHUP, &sa, NULL) != 0) {
+        fprintf(stderr, "%s: sigaction: %s\n", ex_prog, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int ex_child_setup(pid_t parent)
 {
     signal(SIGINT, SIG_DFL);

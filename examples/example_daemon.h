@@ -15,9 +15,11 @@
 /* Defined by each program: its name, for messages and temp dirs. */
 extern const char *const ex_prog;
 
-/* Set by on_signal (install it for SIGINT/SIGTERM/SIGHUP). */
+/* Set by on_signal, which ex_catch_signals installs for SIGINT, SIGTERM
+ * and SIGHUP (-1 and a message if it cannot). */
 extern volatile sig_atomic_t stop_requested;
 void on_signal(int sig);
+int ex_catch_signals(void);
 
 double now_s(void);                     /* CLOCK_MONOTONIC seconds */
 void sleep_us(long us);

@@ -410,7 +410,6 @@ int main(int argc, char **argv)
     pid_t pids[MAX_WORKERS] = { 0 }, parent = getpid();
     char dbuf[PATH_MAX];
     const char *bin;
-    struct sigaction sa;
     rbd_t d = { 0 };
     rb_conn_t *conn = NULL;
     rb_segment_t *seg = NULL;
@@ -422,14 +421,8 @@ int main(int argc, char **argv)
         return 2;
     bin = daemon_path(o.daemon, dbuf, sizeof(dbuf));
     setvbuf(stdout, NULL, _IOLBF, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
-        sigaction(SIGHUP, &sa, NULL) != 0) {
-        perror(PROG ": sigaction");
+    if (ex_catch_signals() != 0)
         return 1;
-    }
 
     pool = mmap(NULL, sizeof(*pool), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (pool == MAP_FAILED) {
