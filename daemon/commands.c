@@ -206,6 +206,15 @@ static int reply_if_shm_full(ctx_t *x)
     return 1;
 }
 
+/* RB_ENOSPC from an add or the create of a missing filter: names the limit
+ * that was hit, /dev/shm or max-memory. */
+static void reply_no_space(ctx_t *x)
+{
+    if (!reply_if_shm_full(x))
+        resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
+                   (unsigned long long)x->s->cfg.max_memory);
+}
+
 /* The filter for an add, created with the configured defaults if missing
  * (RedisBloom's BF.ADD/MADD/INSERT behaviour).  Replies on error. */
 static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *create)
@@ -235,10 +244,9 @@ static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *c
         else if (rc == RB_ERANGE)
             resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
                        x->s->cfg.max_filters);
-        else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
-            resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
-                       (unsigned long long)x->s->cfg.max_memory);
-        else if (rc != RB_ENOSPC)
+        else if (rc == RB_ENOSPC)
+            reply_no_space(x);
+        else
             resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
     }
     return bf;
@@ -261,10 +269,9 @@ static void add_error(ctx_t *x, int rc)
 {
     if (rc == RB_EFULL)
         resp_error(x->out, "ERR non scaling filter is full");
-    else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
-        resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
-                   (unsigned long long)x->s->cfg.max_memory);
-    else if (rc != RB_ENOSPC)
+    else if (rc == RB_ENOSPC)
+        reply_no_space(x);
+    else
         resp_error(x->out, "ERR problem inserting into filter: %s", rb_strerror(rc));
 }
 
