@@ -411,13 +411,33 @@ int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, voi
     return fn(m->base, rb_seg_size(m), arg) == 0 ? RB_OK : RB_ESYS;
 }
 
+/* A writer's first look at contents it did not make (a takeover, a
+ * restore): everything the header and the directory name must lie in the
+ * heap without overlap (rb_bloom_extents also checks every live filter's
+ * layers) and the ring must parse.  Rebuilds the writer's free list from
+ * those extents.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
+static int adopt_contents(rb_segment_t *seg)
+{
+    const rb_map_t *m = rb_seg_map(seg);
+    rb_extent_t *live = malloc((2 + m->dir_slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
+    size_t nlive = 0, nfilters = 0;
+    int rc;
+
+    if (live == NULL)
+        return RB_ENOMEM;
+    rb_ring_extents(m, live, &nlive);
+    rc = rb_bloom_extents(m, live + nlive, &nfilters);
+    if (rc == RB_OK)
+        rc = rb_heap_rebuild(seg, live, nlive + nfilters);
+    free(live);
+    return rc == RB_OK ? rb_ring_validate(seg) : rc;
+}
+
 int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
                        const void *dump, size_t len, rb_segment_t **out)
 {
     const rb_header_shm_t *dh = dump;
     rb_segment_opts_t o = { 0, 0, 0, 0 };
-    rb_extent_t *live = NULL;
-    size_t nlive = 0, nfilters = 0;
     uint64_t size, dir_off, slots;
     rb_header_shm_t *h;
     rb_segment_t *seg;
@@ -452,21 +472,8 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     }
     rb_st(&h->next_incarnation, rb_ld(&dh->next_incarnation));
     rb_st(&h->generation, rb_ld(&dh->generation) + 1);
-    live = malloc((2 + slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
-    if (live == NULL) {
-        rc = RB_ENOMEM;
-        goto fail;
-    }
-    /* Everything the dump names must lie in the heap without overlap, and
-     * the ring must parse, before anyone may see it. */
-    rb_ring_extents(m, live, &nlive);
-    rc = rb_bloom_extents(m, live + nlive, &nfilters);
-    if (rc == RB_OK)
-        rc = rb_heap_rebuild(seg, live, nlive + nfilters);
-    free(live);
-    if (rc == RB_OK)
-        rc = rb_ring_validate(seg);
-    if (rc != RB_OK)
+    /* Everything the dump names is checked before anyone may see it. */
+    if ((rc = adopt_contents(seg)) != RB_OK)
         goto fail;
     if (!(o.flags & RB_SEGMENT_HIDDEN))
         rb_segment_go_live(seg);
@@ -604,8 +611,6 @@ int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
 int rb_segment_open_writer(const char *instance, rb_segment_t **out)
 {
     rb_segment_t *seg;
-    rb_extent_t *live;
-    size_t nlive = 0, nfilters = 0;
     rb_header_shm_t *h;
     rb_map_t *m;
     int rc;
@@ -621,25 +626,14 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
         return RB_EBUSY;
     }
     seg = seg_alloc(instance);
-    live = malloc((2 + m->dir_slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
-    if (seg == NULL || live == NULL) {
-        free(live);
+    if (seg == NULL) {
         map_free(m);
-        if (seg != NULL)
-            seg_free(seg);
         return RB_ENOMEM;
     }
     atomic_store(&seg->map, m);
     seg->writable = 1;
     h = rb_hdr(m);
-    rb_ring_extents(m, live, &nlive);
-    rc = rb_bloom_extents(m, live + nlive, &nfilters);
-    if (rc == RB_OK)
-        rc = rb_heap_rebuild(seg, live, nlive + nfilters);
-    free(live);
-    if (rc == RB_OK)
-        rc = rb_ring_validate(seg);
-    if (rc != RB_OK) {
+    if ((rc = adopt_contents(seg)) != RB_OK) {
         seg_free(seg);
         return rc;
     }
