@@ -539,24 +539,30 @@ static inline void probe(uint32_t layout, uint64_t bits, rb_h128_t h, uint32_t i
     *mask = 1ULL << (bit & 63);
 }
 
+/* The k probes of the blocked layout in the block at blk, h2 the key's
+ * second hash.  All probes hit one line (loaded once, then L1): every bit
+ * is tested without branching on the data, as a miss would otherwise
+ * mispredict at a random probe. */
+static inline __attribute__((always_inline)) int test_block(const _Atomic uint64_t *blk,
+                                                          uint64_t h2, uint32_t k)
+{
+    uint64_t base = h2, x = h2 >> 1, all = 1;
+
+    for (uint32_t i = 0; i < k; i++) {
+        uint64_t bit = block_bit(&base, &x, i);
+        all &= rb_ld(&blk[bit >> 6]) >> (bit & 63);
+    }
+    return (int)(all & 1);
+}
+
 static inline __attribute__((always_inline)) int test_layer(uint32_t layout,
                                                           const layer_view_t *lv, rb_h128_t h)
 {
     uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
 
-    if (layout == RB_BLOOM_BLOCKED) {
-        /* All probes hit one line (loaded once, then L1): test every bit
-         * without branching on the data, as a miss would otherwise
-         * mispredict at a random probe. */
-        const _Atomic uint64_t *blk =
-            &lv->arr[fastrange64(h.h1, lv->bits / BLOCK_BITS) * BLOCK_WORDS];
-        uint64_t all = 1;
-        for (uint32_t i = 0; i < lv->k; i++) {
-            uint64_t bit = block_bit(&base, &x, i);
-            all &= rb_ld(&blk[bit >> 6]) >> (bit & 63);
-        }
-        return (int)(all & 1);
-    }
+    if (layout == RB_BLOOM_BLOCKED)
+        return test_block(&lv->arr[fastrange64(h.h1, lv->bits / BLOCK_BITS) * BLOCK_WORDS],
+                          h.h2, lv->k);
     for (uint32_t i = 0; i < lv->k; i++) {
         probe(layout, lv->bits, h, i, &base, &x, &word, &mask);
         if (!(rb_ld(&lv->arr[word]) & mask))
@@ -678,11 +684,8 @@ typedef struct contains_arg {
     int64_t hits;
 } contains_arg_t;
 
-/* Tests a->n keys.  Software-pipelined: key i is hashed and its lines
- * prefetched PIPE keys before it is tested, so memory latencies overlap
- * with hashing and testing the keys in between. */
 /* contains_fn for the common case, one blocked layer: the pipeline keeps
- * each key's block address and in-block probe state instead of its hash. */
+ * each key's block address and second hash instead of the whole hash. */
 static int contains_blocked1(const bloom_section_t *s, contains_arg_t *a)
 {
     const layer_view_t *lv = &s->layer[0];
@@ -697,14 +700,9 @@ static int contains_blocked1(const bloom_section_t *s, contains_arg_t *a)
 
     for (size_t i = 0; i < n + PIPE; i++) {
         if (i >= PIPE) {
-            const _Atomic uint64_t *bl = blk[i % PIPE];
-            uint64_t base = h2[i % PIPE], x = base >> 1, all = 1;
-            for (uint32_t p = 0; p < k; p++) {
-                uint64_t bit = block_bit(&base, &x, p);
-                all &= rb_ld(&bl[bit >> 6]) >> (bit & 63);
-            }
-            out[i - PIPE] = (uint8_t)(all & 1);
-            hits += (int64_t)(all & 1);
+            int hit = test_block(blk[i % PIPE], h2[i % PIPE], k);
+            out[i - PIPE] = (uint8_t)hit;
+            hits += hit;
         }
         if (i < n) {
             rb_h128_t x = key_hash(b, keys[i].ptr, keys[i].len);
@@ -717,6 +715,9 @@ static int contains_blocked1(const bloom_section_t *s, contains_arg_t *a)
     return RB_OK;
 }
 
+/* Tests a->n keys.  Software-pipelined: key i is hashed and its lines
+ * prefetched PIPE keys before it is tested, so memory latencies overlap
+ * with hashing and testing the keys in between. */
 static int contains_fn(const bloom_section_t *s, void *arg)
 {
     contains_arg_t *a = arg;
