@@ -1268,7 +1268,13 @@ static void cmd_info(ctx_t *x)
         SECTION("Clients");
         info_line(&ib, "connected_clients:%u", s->nclients);
         info_line(&ib, "max_clients:%u", s->cfg.max_clients);
+        info_line(&ib, "reserved_writer_clients:%u", s->cfg.reserved_writer_clients);
+        info_line(&ib, "max_open_files:%llu", (unsigned long long)s->fd_limit);
         info_line(&ib, "rejected_connections:%llu", (unsigned long long)s->rejected_clients);
+        info_line(&ib, "client_buffers_bytes:%llu", (unsigned long long)s->client_mem);
+        info_line(&ib, "max_client_memory:%llu", (unsigned long long)s->cfg.max_client_memory);
+        info_line(&ib, "evicted_clients:%llu", (unsigned long long)s->evicted_clients);
+        info_line(&ib, "output_limit_clients:%llu", (unsigned long long)s->output_limit_clients);
     }
     if (info_want(x, "memory") && rb_segment_info(s->seg, &si) == RB_OK) {
         SECTION("Memory");

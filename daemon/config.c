@@ -45,8 +45,12 @@ static const setting_t settings[] = {
     { "max-filters", T_U32, O(max_filters), 0, 1, RB_MAX_FILTERS, 0 },
     { "max-nodes", T_U32, O(max_nodes), 0, 1, RB_RING_MAX_NODES, 1 },
     { "max-clients", T_U32, O(max_clients), 0, 1, 1000000, 1 },
+    { "reserved-writer-clients", T_U32, O(reserved_writer_clients), 0, 0, 999999, 1 },
     { "max-key-bytes", T_SIZE, O(max_key_bytes), 0, 1, 512u << 20, 1 },
     { "max-request-bytes", T_SIZE, O(max_request_bytes), 0, 1024, 1u << 30, 1 },
+    { "client-output-soft-limit", T_SIZE, O(output_soft_limit), 0, 64u << 10, 1ULL << 40, 1 },
+    { "client-output-hard-limit", T_SIZE, O(output_hard_limit), 0, 64u << 10, 1ULL << 40, 1 },
+    { "max-client-memory", T_SIZE, O(max_client_memory), 0, 1u << 20, 1ULL << 40, 1 },
     { "timeout", T_U32, O(timeout), 0, 0, 100000000, 1 },
     { "appendfsync", T_FSYNC, O(appendfsync), 0, 0, 0, 1 },
     { "save-seconds", T_U32, O(save_seconds), 0, 0, 100000000, 1 },
@@ -79,8 +83,12 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->max_filters = RB_DEFAULT_MAX_FILTERS;
     c->max_nodes = 4096;
     c->max_clients = 1024;
+    c->reserved_writer_clients = 16;
     c->max_key_bytes = 64u << 10;
     c->max_request_bytes = 64u << 20;
+    c->output_soft_limit = 8u << 20;
+    c->output_hard_limit = 64u << 20;
+    c->max_client_memory = 1u << 30;
     c->timeout = 0;
     c->appendfsync = FSYNC_EVERYSEC;
     c->save_seconds = 300;
@@ -258,6 +266,26 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
         return 0;
     }
     return -1;
+}
+
+int rbd_config_check(const rbd_config_t *c, char *err, size_t errlen)
+{
+    if (c->output_hard_limit < c->output_soft_limit) {
+        snprintf(err, errlen, "client-output-hard-limit (%llu) is below "
+                 "client-output-soft-limit (%llu)", (unsigned long long)c->output_hard_limit,
+                 (unsigned long long)c->output_soft_limit);
+        return -1;
+    }
+    /* A request of max-request-bytes may take twice that in its input
+     * buffer (it doubles as it grows): a client sending the largest
+     * allowed request must fit, or it would always be evicted. */
+    if (c->max_client_memory / 2 < c->max_request_bytes) {
+        snprintf(err, errlen, "max-client-memory (%llu) must be at least twice "
+                 "max-request-bytes (%llu)", (unsigned long long)c->max_client_memory,
+                 (unsigned long long)c->max_request_bytes);
+        return -1;
+    }
+    return 0;
 }
 
 /* Splits a config line into key and value (value may be "quoted"). */

@@ -95,7 +95,7 @@ int rbd_load_config(rbd_config_t *cfg, char *err, size_t errlen)
             return -1;
         }
     }
-    return 0;
+    return rbd_config_check(cfg, err, errlen);
 }
 
 static void print_setting(const char *name, const char *value, void *arg)
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
         return 2;
     }
     memset(&s, 0, sizeof(s));
-    s.lfd = s.sigfd = s.epfd = -1;
+    s.lfd = s.sigfd = s.epfd = s.spare_fd = -1;
     s.config_path = config_path;
     if (rbd_load_config(&s.cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "ringbloomd: %s\n", err);

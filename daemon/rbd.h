@@ -18,21 +18,31 @@
 #include "resp.h"
 #include "ringbloom.h"
 
+/* A rate limiter for one kind of message: rbd_log_every logs at most one
+ * line per interval_ms and counts the rest into the next line it logs. */
+typedef struct rbd_ratelog {
+    uint64_t last_ms;          /* monotonic ms of the last line logged */
+    uint64_t suppressed;       /* messages dropped since */
+    int logged;
+} rbd_ratelog_t;
 typedef struct client {
     int fd;
     uint64_t id;
     uid_t uid;
     gid_t gid;
     pid_t pid;
-    resp_buf_t in;
+    resp_buf_t in;        /* received, not yet executed */
     resp_parser_t parser;
-    resp_buf_t out;
-    uint64_t last_active_ms;
+    resp_buf_t out;       /* replies not yet sent */
+    uint64_t mem;         /* bytes of its buffers, counted in client_mem */
+    uint64_t last_active_ms; /* last complete request or reply byte sent */
     int closing;          /* close once out is flushed */
     int writing;          /* registered for EPOLLOUT */
     int can_write;        /* may run mutations (decided at accept) */
     int awaits_log;       /* a reply in out acknowledges a record not yet
                              durable: out waits for the log (P1) */
+    int paused;           /* complete requests wait in `in` until out
+                             drains below client-output-soft-limit */
 } client_t;
 
 typedef struct persist {
@@ -74,9 +84,16 @@ typedef struct server {
     filter_ref_t *filters;     /* open handles, by name */
     size_t nfilters, filters_cap;
     int epfd, lfd, sigfd;
+    int spare_fd;              /* held to tell a client "no" when out of fds */
+    int accept_paused;         /* lfd left the epoll set until accept_resume_ms */
+    uint64_t accept_resume_ms;
+    uint64_t fd_limit;         /* RLIMIT_NOFILE soft limit in force */
     client_t **clients;        /* indexed by fd */
     size_t clients_cap;
     uint32_t nclients;
+    uint64_t client_mem;       /* every client's buffers together */
+    int resume_pending;        /* some client is paused with output drained */
+    rbd_ratelog_t log_accept, log_evict;
     uint64_t next_client_id;
     uint64_t start_ms;
     uint64_t last_heartbeat_ms;
@@ -84,13 +101,15 @@ typedef struct server {
     int shutdown_save;         /* snapshot before leaving */
     /* stats */
     uint64_t commands, connections, rejected_clients, denied, bf_adds, ring_changes,
-        protocol_errors, timeouts;
+        protocol_errors, timeouts, evicted_clients, output_limit_clients;
 } server_t;
 
 /* ---- logging (rbd_log.c) ------------------------------------------------- */
 void rbd_log_init(int foreground, int level);
 void rbd_log_level(int level);
 void rbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rbd_log_every(rbd_ratelog_t *r, uint64_t interval_ms, int level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 uint64_t rbd_now_ms(void);   /* unix milliseconds (for display) */
 uint64_t rbd_mono_ms(void);  /* monotonic milliseconds (for intervals) */
 
@@ -161,6 +180,9 @@ void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const
 int rbd_load_config(rbd_config_t *cfg, char *err, size_t errlen);
 
 /* ---- server (server.c) ---------------------------------------------------- */
+/* Raises the descriptor limit to what max-clients needs, or lowers
+ * max-clients to fit the limit (logged); at start and on SIGHUP. */
+void server_fit_fd_limit(server_t *s);
 int server_listen(server_t *s, char *err, size_t errlen);
 int server_run(server_t *s);
 void server_close(server_t *s);

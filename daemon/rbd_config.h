@@ -25,10 +25,17 @@ typedef struct rbd_config {
     uint64_t max_memory;         /* segment reservation, bytes */
     uint32_t max_filters;
     uint32_t max_nodes;
-    uint32_t max_clients;
+    uint32_t max_clients;        /* lowered at start if the fd limit is lower */
+    uint32_t reserved_writer_clients; /* of max_clients, only for writers
+                                         (at most half of them) */
     uint64_t max_key_bytes;
     uint64_t max_request_bytes;
-    uint32_t timeout;            /* idle client seconds, 0 = never */
+    uint64_t output_soft_limit;  /* a client's unsent replies past which its
+                                    pipeline pauses until it reads */
+    uint64_t output_hard_limit;  /* ... past which it is closed */
+    uint64_t max_client_memory;  /* all clients' buffers together */
+    uint32_t timeout;            /* seconds without a complete request or a
+                                    reply byte delivered, 0 = never */
     int appendfsync;
     uint32_t save_seconds;       /* snapshot at least this often (0 = only on demand) */
     uint64_t save_log_bytes;     /* ... or when the log grows past this */
@@ -52,6 +59,10 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
 /* Reads a config file into c (on top of what c holds).  Returns 0, or -1
  * with "file:line: message" in err. */
 int rbd_config_load(rbd_config_t *c, const char *path, char *err, size_t errlen);
+
+/* Checks the settings against each other (a limit below another it must
+ * exceed).  Returns 0, or -1 with a message in err. */
+int rbd_config_check(const rbd_config_t *c, char *err, size_t errlen);
 
 /* Names and rendered values of every setting, for CONFIG GET:
  * calls fn(name, value, arg) for each. */

@@ -42,6 +42,11 @@ void resp_parser_free(resp_parser_t *p)
     resp_parser_init(p);
 }
 
+size_t resp_parser_memory(const resp_parser_t *p)
+{
+    return p->cap * 2 * sizeof(size_t) + p->scratch_cap;
+}
+
 void resp_parser_reset(resp_parser_t *p)
 {
     p->pos = 0;

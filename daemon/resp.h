@@ -41,6 +41,8 @@ void resp_limits_init(resp_limits_t *lim, size_t max_request);
 
 void resp_parser_init(resp_parser_t *p);
 void resp_parser_free(resp_parser_t *p);
+/* Bytes the parser holds on the heap (argument arrays, inline scratch). */
+size_t resp_parser_memory(const resp_parser_t *p);
 /* Forgets the request just executed (its p->pos bytes were consumed). */
 void resp_parser_reset(resp_parser_t *p);
 

@@ -10,6 +10,23 @@
  * cannot be written the replies of the clients whose commands it could
  * not log stay queued (nothing unlogged is ever acknowledged), further
  * mutations are refused until it can, and everything else is answered.
+ *
+ * Bounds a client cannot talk its way past (docs/design.md, "Access
+ * control and limits"):
+ *   B1 a client's unsent replies pass client-output-soft-limit by at most
+ *      one reply: its pipeline pauses there (the rest of its requests wait,
+ *      unread or unexecuted) until it reads; one reply that takes it past
+ *      client-output-hard-limit closes it;
+ *   B2 all clients' buffers together (input, parser, output) stay within
+ *      max-client-memory: before a buffer grows past it, the client
+ *      holding the most is closed;
+ *   B3 max-clients fits the descriptor limit (raised at start, or
+ *      max-clients lowered); out of descriptors anyway, a waiting client
+ *      is told so on a spare descriptor, and the listener is left alone
+ *      for a second if even that fails: no busy loop, one log line per
+ *      interval;
+ *   B4 the last reserved-writer-clients connections are only for clients
+ *      that may write, so idle readers cannot lock the writers out.
  */
 #include "config.h"
 
@@ -20,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,10 +49,14 @@
 
 #define READ_CHUNK   (64u * 1024u)
 #define READ_TURN    (16u * READ_CHUNK)  /* bytes read per client per loop turn */
-#define OUT_LIMIT    (8u << 20)          /* stop reading a client whose replies
-                                            pile up past this */
+#define KEEP_BUF     (4u * READ_CHUNK)   /* an idle client keeps buffers up to this */
 #define MAX_EVENTS   256
 #define TICK_MS      100
+#define RESERVED_FDS 32u     /* descriptors besides the clients': listener, epoll,
+                                signalfd, log, state dir, pidfile, segment,
+                                syslog, snapshot files, the spare (B3) */
+#define ACCEPT_PAUSE_MS 1000u
+#define LOG_EVERY_MS 10000u  /* rate of the messages a client can provoke */
 
 static const char **scratch_argv;
 static size_t *scratch_argl;
@@ -49,6 +71,30 @@ int server_may_write(const server_t *s, uid_t uid, gid_t gid)
         if (s->cfg.write_gids[i] == gid)
             return 1;
     return 0;
+}
+
+void server_fit_fd_limit(server_t *s)
+{
+    rlim_t need = (rlim_t)s->cfg.max_clients + RESERVED_FDS;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        struct rlimit want = rl;
+        want.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl = want;
+    }
+    s->fd_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+    if (s->fd_limit < need) {
+        uint32_t fit = s->fd_limit > RESERVED_FDS + 1 ? (uint32_t)(s->fd_limit - RESERVED_FDS) : 1;
+        rbd_log(LOG_WARNING, "max-clients %u needs %llu file descriptors but the limit is %llu "
+                "and cannot be raised (ulimit -n, or LimitNOFILE= under systemd): max-clients "
+                "lowered to %u", s->cfg.max_clients, (unsigned long long)need,
+                (unsigned long long)s->fd_limit, fit);
+        s->cfg.max_clients = fit;
+    }
 }
 
 int server_listen(server_t *s, char *err, size_t errlen)
@@ -99,6 +145,12 @@ int server_listen(server_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
         return -1;
     }
+    server_fit_fd_limit(s);
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (s->spare_fd < 0) {
+        snprintf(err, errlen, "/dev/null: %s", strerror(errno));
+        return -1;
+    }
     ev.events = EPOLLIN;
     ev.data.fd = s->lfd;
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
@@ -107,43 +159,115 @@ int server_listen(server_t *s, char *err, size_t errlen)
     return 0;
 }
 
+/* Stops watching the listener until accept_resume_ms (housekeeping puts
+ * it back, or client_free when a descriptor frees up): an accept error
+ * that persists must not wake the loop every turn. */
+static void accept_pause(server_t *s)
+{
+    if (!s->accept_paused)
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->lfd, NULL);
+    s->accept_paused = 1;
+    s->accept_resume_ms = rbd_mono_ms() + ACCEPT_PAUSE_MS;
+}
+
+static void accept_resume(server_t *s)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.fd = s->lfd };
+
+    if (s->accept_paused && epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev) == 0)
+        s->accept_paused = 0;
+}
+
+/* Brings c's share of client_mem up to date with its buffers. */
+static void client_account(server_t *s, client_t *c)
+{
+    uint64_t now = c->in.cap + c->out.cap + resp_parser_memory(&c->parser);
+
+    s->client_mem = s->client_mem - c->mem + now;
+    c->mem = now;
+}
+
 static void client_free(server_t *s, client_t *c)
 {
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     s->clients[c->fd] = NULL;
     s->nclients--;
+    s->client_mem -= c->mem;
     rbuf_free(&c->in);
     rbuf_free(&c->out);
     resp_parser_free(&c->parser);
     free(c);
+    if (s->accept_paused)
+        s->accept_resume_ms = 0;   /* a descriptor is free: try again now */
+}
+
+/* Sends a refusal to a connection that will not become a client. */
+static void refuse(int fd, const char *reply)
+{
+    if (send(fd, reply, strlen(reply), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        rbd_log(LOG_DEBUG, "could not tell a refused client why");
+    close(fd);
 }
 
 static void accept_clients(server_t *s)
 {
+    static const char full[] = "-ERR max number of clients reached\r\n";
+
     for (;;) {
         struct ucred cred;
         socklen_t len = sizeof(cred);
         struct epoll_event ev;
+        uint32_t reserve;
         client_t *c;
         int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+        if (fd < 0 && errno == EINTR)
+            continue;
+        if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && s->spare_fd >= 0) {
+            /* Out of descriptors (B3): lend the spare to the waiting
+             * client just long enough to tell it, so it does not hang and
+             * the listener does not stay readable. */
+            int e = errno;
+            close(s->spare_fd);
+            fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0) {
+                s->connections++;
+                s->rejected_clients++;
+                refuse(fd, "-ERR max number of clients reached (the daemon is out of file "
+                       "descriptors)\r\n");
+            }
+            s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            rbd_log_every(&s->log_accept, LOG_EVERY_MS, LOG_WARNING, "accept: %s (limit %llu "
+                          "descriptors, %u clients): refusing new clients", strerror(e),
+                          (unsigned long long)s->fd_limit, s->nclients);
+            if (fd >= 0 && s->spare_fd >= 0)
+                continue;
+            accept_pause(s);
+            return;
+        }
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR)
-                rbd_log(LOG_WARNING, "accept: %s", strerror(errno));
+            rbd_log_every(&s->log_accept, LOG_EVERY_MS, LOG_WARNING, "accept: %s",
+                          strerror(errno));
+            accept_pause(s);
             return;
         }
         s->connections++;
-        if (s->nclients >= s->cfg.max_clients) {
-            static const char full[] = "-ERR max number of clients reached\r\n";
-            s->rejected_clients++;
-            if (send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-                rbd_log(LOG_DEBUG, "could not tell a rejected client why");
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
             close(fd);
             continue;
         }
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-            close(fd);
+        /* B4: the last `reserve` places are for clients that may write
+         * (at most half of them: readers are never locked out). */
+        reserve = s->cfg.reserved_writer_clients < s->cfg.max_clients / 2
+                      ? s->cfg.reserved_writer_clients : s->cfg.max_clients / 2;
+        if (s->nclients >= s->cfg.max_clients ||
+            (s->nclients + reserve >= s->cfg.max_clients &&
+             !server_may_write(s, cred.uid, cred.gid))) {
+            s->rejected_clients++;
+            refuse(fd, full);
             continue;
         }
         if ((size_t)fd >= s->clients_cap) {
@@ -181,71 +305,14 @@ static void accept_clients(server_t *s)
     }
 }
 
-/* Executes every complete request in c's input buffer. */
-static void process_input(server_t *s, client_t *c, size_t *inpos)
-{
-    resp_limits_t lim;
-
-    resp_limits_init(&lim, s->cfg.max_request_bytes);
-
-    while (!c->closing && !s->shutdown) {
-        const char *base = c->in.data + *inpos;
-        size_t avail = c->in.len - *inpos;
-        const char *err;
-        int rc = resp_parse(&c->parser, base, avail, &lim, &err);
-
-        if (rc == RESP_MORE)
-            return;   /* avail <= max-request-bytes: the parser refuses more */
-        if (rc == RESP_ERR) {
-            resp_error(&c->out, "ERR %s", err);
-            s->protocol_errors++;
-            c->closing = 1;
-            return;
-        }
-        if (c->parser.nargs > 0) {
-            if (c->parser.nargs > scratch_cap) {
-                size_t cap = c->parser.nargs * 2;
-                const char **a = realloc(scratch_argv, cap * sizeof(*a));
-                size_t *l;
-                if (a == NULL) {
-                    c->closing = 1;
-                    return;
-                }
-                scratch_argv = a;
-                l = realloc(scratch_argl, cap * sizeof(*l));
-                if (l == NULL) {
-                    c->closing = 1;
-                    return;
-                }
-                scratch_argl = l;
-                scratch_cap = cap;
-            }
-            for (size_t i = 0; i < c->parser.nargs; i++) {
-                scratch_argv[i] = resp_arg(&c->parser, base, i);
-                scratch_argl[i] = c->parser.len[i];
-            }
-            {
-                /* A command that appended a record acknowledges it:
-                 * this client's replies now wait for the log. */
-                size_t logged = s->persist.pending.len;
-                rbd_execute(s, c, c->parser.nargs, scratch_argv, scratch_argl);
-                if (s->persist.pending.len > logged || s->persist.pending.oom)
-                    c->awaits_log = 1;
-            }
-        }
-        *inpos += c->parser.pos;
-        resp_parser_reset(&c->parser);
-    }
-}
-
-/* Sets what epoll watches for c: input unless it is closing or its
- * replies pile up (backpressure), output while replies wait for a slow
+/* Sets what epoll watches for c: input unless it is closing or paused
+ * (B1: its replies pile up), output while replies wait for a slow
  * reader. */
 static void client_interest(server_t *s, client_t *c)
 {
     struct epoll_event ev = { .events = 0, .data.fd = c->fd };
 
-    if (!c->closing && c->out.len < OUT_LIMIT)
+    if (!c->closing && !c->paused)
         ev.events |= EPOLLIN;
     if (c->writing)
         ev.events |= EPOLLOUT;
@@ -261,24 +328,142 @@ static void client_interest(server_t *s, client_t *c)
         epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev);
 }
 
+/* Closes c as soon as a short error reply is out, giving its buffers back
+ * at once (B1, B2).  Its unsent replies are dropped: a closed client
+ * acknowledges nothing, so P1 is not at stake. */
+static void client_drop(server_t *s, client_t *c, const char *why)
+{
+    rbuf_free(&c->in);
+    rbuf_free(&c->out);
+    resp_parser_free(&c->parser);
+    resp_error(&c->out, "ERR %s", why);
+    c->closing = 1;
+    c->paused = 0;
+    c->awaits_log = 0;
+    client_account(s, c);
+    client_interest(s, c);
+}
+
+/* B2: closes the clients holding the most until `extra` more bytes fit in
+ * max-client-memory.  A client whose buffers are no larger than a read
+ * chunk is never worth closing for it (and has nothing to give back). */
+static void make_room(server_t *s, uint64_t extra)
+{
+    while (s->client_mem + extra > s->cfg.max_client_memory) {
+        client_t *big = NULL;
+        for (size_t fd = 0; fd < s->clients_cap; fd++) {
+            client_t *c = s->clients[fd];
+            if (c != NULL && (big == NULL || c->mem > big->mem))
+                big = c;
+        }
+        if (big == NULL || big->mem <= READ_CHUNK)
+            return;
+        s->evicted_clients++;
+        rbd_log_every(&s->log_evict, LOG_EVERY_MS, LOG_WARNING, "closing client %llu (uid %u, "
+                      "pid %d): all clients' buffers would exceed max-client-memory (%llu "
+                      "bytes) and its %llu bytes are the most", (unsigned long long)big->id,
+                      (unsigned)big->uid, (int)big->pid,
+                      (unsigned long long)s->cfg.max_client_memory,
+                      (unsigned long long)big->mem);
+        client_drop(s, big, "closed: all clients' buffers exceed max-client-memory");
+    }
+}
+
+/* Executes the complete requests in c's input, in order, and consumes
+ * them, until only a partial request is left, c closes, or its replies
+ * reach client-output-soft-limit (B1: c pauses; the rest runs once they
+ * drain, run_paused).  A reply that takes c past client-output-hard-limit
+ * closes it. */
+static void run_input(server_t *s, client_t *c)
+{
+    resp_limits_t lim;
+    size_t done = 0;
+
+    resp_limits_init(&lim, s->cfg.max_request_bytes);
+    while (!c->closing && !s->shutdown) {
+        const char *base = c->in.data + done;
+        const char *err;
+        int rc;
+
+        if (c->out.len >= s->cfg.output_soft_limit) {
+            c->paused = 1;
+            break;
+        }
+        rc = resp_parse(&c->parser, base, c->in.len - done, &lim, &err);
+        if (rc == RESP_MORE)
+            break;   /* what is left <= max-request-bytes: the parser refuses more */
+        if (rc == RESP_ERR) {
+            resp_error(&c->out, "ERR %s", err);
+            s->protocol_errors++;
+            c->closing = 1;
+            break;
+        }
+        if (c->parser.nargs > 0) {
+            size_t logged = s->persist.pending.len;
+            if (c->parser.nargs > scratch_cap) {
+                size_t cap = c->parser.nargs * 2;
+                const char **a = realloc(scratch_argv, cap * sizeof(*a));
+                size_t *l;
+                if (a == NULL) {
+                    c->closing = 1;
+                    break;
+                }
+                scratch_argv = a;
+                l = realloc(scratch_argl, cap * sizeof(*l));
+                if (l == NULL) {
+                    c->closing = 1;
+                    break;
+                }
+                scratch_argl = l;
+                scratch_cap = cap;
+            }
+            for (size_t i = 0; i < c->parser.nargs; i++) {
+                scratch_argv[i] = resp_arg(&c->parser, base, i);
+                scratch_argl[i] = c->parser.len[i];
+            }
+            rbd_execute(s, c, c->parser.nargs, scratch_argv, scratch_argl);
+            c->last_active_ms = rbd_mono_ms();
+            /* A command that appended a record acknowledges it: this
+             * client's replies now wait for the log. */
+            if (s->persist.pending.len > logged || s->persist.pending.oom)
+                c->awaits_log = 1;
+        }
+        done += c->parser.pos;
+        resp_parser_reset(&c->parser);
+        if (c->out.len > s->cfg.output_hard_limit) {
+            s->output_limit_clients++;
+            rbd_log_every(&s->log_evict, LOG_EVERY_MS, LOG_WARNING, "closing client %llu "
+                          "(uid %u, pid %d): its unsent replies (%zu bytes) passed "
+                          "client-output-hard-limit (%llu)", (unsigned long long)c->id,
+                          (unsigned)c->uid, (int)c->pid, c->out.len,
+                          (unsigned long long)s->cfg.output_hard_limit);
+            client_drop(s, c, "closed: unsent replies passed client-output-hard-limit");
+            return;
+        }
+    }
+    if (done > 0)
+        rbuf_consume(&c->in, done);
+    if (c->in.len == 0 && c->in.cap > KEEP_BUF)
+        rbuf_free(&c->in);
+    client_account(s, c);
+    make_room(s, 0);
+}
+
 static void client_read(server_t *s, client_t *c)
 {
-    size_t inpos = 0, turn = 0;
+    size_t turn = 0;
     int eof = 0;
 
     /* A bounded share per turn, so one busy client cannot starve the rest
      * (epoll is level-triggered: the remainder is read next turn). */
-    while (turn < READ_TURN && c->out.len < OUT_LIMIT) {
+    while (turn < READ_TURN && !c->paused && !c->closing && !s->shutdown) {
         ssize_t n;
         if (c->in.cap - c->in.len < READ_CHUNK) {
             size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK * 2;
             char *d;
-            if (inpos > 0) {
-                /* Drop what was executed before growing. */
-                rbuf_consume(&c->in, inpos);
-                inpos = 0;
-                continue;
-            }
+            make_room(s, cap - c->in.cap);
+            if (c->closing)
+                break;   /* c itself held the most */
             d = realloc(c->in.data, cap);
             if (d == NULL) {
                 c->closing = 1;
@@ -286,15 +471,13 @@ static void client_read(server_t *s, client_t *c)
             }
             c->in.data = d;
             c->in.cap = cap;
+            client_account(s, c);
         }
         n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
         if (n > 0) {
             c->in.len += (size_t)n;
             turn += (size_t)n;
-            c->last_active_ms = rbd_mono_ms();
-            process_input(s, c, &inpos);
-            if (c->closing || s->shutdown)
-                break;
+            run_input(s, c);
             continue;
         }
         if (n == 0)
@@ -305,18 +488,25 @@ static void client_read(server_t *s, client_t *c)
             eof = 1;
         break;
     }
-    /* Drop what was executed; keep a partial request. */
-    if (inpos > 0)
-        rbuf_consume(&c->in, inpos);
-    if (c->in.len == 0 && c->in.cap > 4 * READ_CHUNK) {
-        free(c->in.data);
-        c->in.data = NULL;
-        c->in.cap = 0;
-    }
     if (eof)
         c->closing = 1;
-    if (c->closing || c->out.len >= OUT_LIMIT)
+    if (c->closing || c->paused)
         client_interest(s, c);
+}
+
+/* B1: runs the waiting requests of paused clients whose replies drained
+ * (client_write clears `paused` and sets resume_pending). */
+static void run_paused(server_t *s)
+{
+    s->resume_pending = 0;
+    for (size_t fd = 0; fd < s->clients_cap; fd++) {
+        client_t *c = s->clients[fd];
+        if (c == NULL || c->paused || c->closing || c->in.len == 0)
+            continue;
+        run_input(s, c);
+        if (c->paused || c->closing)
+            client_interest(s, c);
+    }
 }
 
 /* Sends queued replies; returns 0 if the client is still alive. */
@@ -337,14 +527,13 @@ static int client_write(server_t *s, client_t *c)
         client_free(s, c);
         return -1;
     }
-    if (off > 0)
+    if (off > 0) {
         rbuf_consume(&c->out, off);
-    {
-        int was = c->writing, was_full = c->out.len + off >= OUT_LIMIT;
-        c->writing = c->out.len > 0;
-        if (was != c->writing || (was_full && c->out.len < OUT_LIMIT))
-            client_interest(s, c);
+        c->last_active_ms = rbd_mono_ms();
     }
+    if (c->out.len == 0 && c->out.cap > KEEP_BUF)
+        rbuf_free(&c->out);
+    client_account(s, c);
     if (c->out.len == 0 && c->closing) {
         client_free(s, c);
         return -1;
@@ -354,6 +543,20 @@ static int client_write(server_t *s, client_t *c)
                 (unsigned long long)c->id);
         client_free(s, c);
         return -1;
+    }
+    {
+        int was = c->writing, was_paused = c->paused;
+        c->writing = c->out.len > 0;
+        if (c->paused && c->out.len < s->cfg.output_soft_limit) {
+            /* Drained below the soft limit: its waiting requests run at
+             * the start of the next turn (so their records go through
+             * the group commit like any other), then input is read. */
+            c->paused = 0;
+            if (c->in.len > 0)
+                s->resume_pending = 1;
+        }
+        if (was != c->writing || was_paused != c->paused)
+            client_interest(s, c);
     }
     return 0;
 }
@@ -384,6 +587,7 @@ static void reload(server_t *s)
         fresh.ring_replicas = s->cfg.ring_replicas;
     }
     s->cfg = fresh;
+    server_fit_fd_limit(s);
     rbd_log_level(s->cfg.loglevel);
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
@@ -416,10 +620,16 @@ static void housekeeping(server_t *s, uint64_t now)
         rbd_filters_tick(s, rbd_now_ms() / 1000);
         persist_tick(s, now);
     }
+    if (s->accept_paused && now >= s->accept_resume_ms)
+        accept_resume(s);
     if (s->cfg.timeout > 0) {
+        /* Idle: no complete request and no reply byte taken for `timeout`
+         * seconds (bytes that never make a request do not count, nor do
+         * replies the client does not read).  Replies held for the log
+         * are the daemon's delay, not the client's. */
         for (size_t fd = 0; fd < s->clients_cap; fd++) {
             client_t *c = s->clients[fd];
-            if (c != NULL && c->out.len == 0 &&
+            if (c != NULL && !c->awaits_log && now > c->last_active_ms &&
                 now - c->last_active_ms > 1000ull * s->cfg.timeout) {
                 s->timeouts++;
                 client_free(s, c);
@@ -435,13 +645,15 @@ int server_run(server_t *s)
     int held;
 
     while (!s->shutdown) {
-        int n = epoll_wait(s->epfd, ev, MAX_EVENTS, TICK_MS);
+        int n = epoll_wait(s->epfd, ev, MAX_EVENTS, s->resume_pending ? 0 : TICK_MS);
         uint64_t now;
 
         if (n < 0 && errno != EINTR) {
             rbd_log(LOG_WARNING, "epoll_wait: %s", strerror(errno));
             return -1;
         }
+        if (s->resume_pending)
+            run_paused(s);
         for (int i = 0; i < n && !s->shutdown; i++) {
             int fd = ev[i].data.fd;
             client_t *c;
@@ -455,7 +667,7 @@ int server_run(server_t *s)
             }
             c = (size_t)fd < s->clients_cap ? s->clients[fd] : NULL;
             if (c != NULL && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing &&
-                c->out.len < OUT_LIMIT)
+                !c->paused)
                 client_read(s, c);
         }
         /* Group commit: one write (+ fsync) for the whole turn, then
@@ -505,7 +717,9 @@ void server_close(server_t *s)
         close(s->sigfd);
     if (s->epfd >= 0)
         close(s->epfd);
-    s->lfd = s->sigfd = s->epfd = -1;
+    if (s->spare_fd >= 0)
+        close(s->spare_fd);
+    s->lfd = s->sigfd = s->epfd = s->spare_fd = -1;
     free(scratch_argv);
     free(scratch_argl);
     scratch_argv = NULL;

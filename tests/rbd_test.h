@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -32,6 +33,8 @@ typedef struct rbd_proc {
     char conf[160];
     char log[160];
     char inst[96];
+    rlim_t nofile_soft;   /* if not 0: the daemon's RLIMIT_NOFILE (set by */
+    rlim_t nofile_hard;   /* the test between rbd_prepare and rbd_launch) */
 } rbd_proc_t;
 
 #define RBD_MAX_PROCS 8
@@ -107,6 +110,11 @@ static inline void rbd_launch(rbd_proc_t *d, const char *const *extra_args)
             dup2(fd, 2);
             dup2(fd, 1);
         }
+        if (d->nofile_soft != 0) {
+            struct rlimit rl = { d->nofile_soft, d->nofile_hard };
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+                _exit(126);
+        }
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -127,8 +135,9 @@ static inline void rbd_launch(rbd_proc_t *d, const char *const *extra_args)
     ck_abort_msg("ringbloomd did not start within 10 s; see %s", d->log);
 }
 
-/* A new daemon in a fresh temp directory; extra: config lines. */
-static inline void rbd_start(rbd_proc_t *d, const char *extra)
+/* A new daemon's temp directory and config (extra: config lines), not
+ * started yet: rbd_launch starts it. */
+static inline void rbd_prepare(rbd_proc_t *d, const char *extra)
 {
     memset(d, 0, sizeof(*d));
     d->owner = getpid();
@@ -144,6 +153,12 @@ static inline void rbd_start(rbd_proc_t *d, const char *extra)
     ck_assert_int_lt(rbd_nprocs, RBD_MAX_PROCS);
     rbd_procs[rbd_nprocs++] = d;
     rbd_write_conf(d, extra);
+}
+
+/* A new daemon in a fresh temp directory; extra: config lines. */
+static inline void rbd_start(rbd_proc_t *d, const char *extra)
+{
+    rbd_prepare(d, extra);
     rbd_launch(d, NULL);
 }
 
