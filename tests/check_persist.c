@@ -203,11 +203,13 @@ static void expect_exists(rb_conn_t *c, const char *filter, const char *key, int
 
 /* Every single-bit flip of the log header (magic, id, created time,
  * checksum) stops the start naming the log; a flipped id is never taken
- * for an older log and skipped. */
+ * for an older log and skipped.  --ignore-corrupt discards the log,
+ * keeping it. */
 START_TEST(test_persist_log_header_bit_flips_refused)
 {
-    unsigned char *log, *flipped;
-    size_t len;
+    unsigned char *snap, *log, *flipped;
+    size_t snap_len, len;
+    long from;
     rb_conn_t *c;
 
     start("appendfsync always");
@@ -215,6 +217,7 @@ START_TEST(test_persist_log_header_bit_flips_refused)
     rbd_expect(c, "1", "BF.ADD", "f", "a");
     rb_conn_close(c);
     crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
     log = (unsigned char *)rbd_read_file(log_path, &len);
     flipped = malloc(len);
     ck_assert_ptr_nonnull(flipped);
@@ -233,7 +236,23 @@ START_TEST(test_persist_log_header_bit_flips_refused)
     c = rbd_connect(&d);
     expect_exists(c, "f", "a", 1);
     rb_conn_close(c);
+
+    /* --ignore-corrupt on a flipped id: the snapshot alone (of the empty
+     * state), the log kept. */
+    crash();
+    memcpy(flipped, log, len);
+    flipped[8] ^= 1;
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, flipped, len);
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "discarding all of"), log_path, "header checksum mismatch",
+                "kept as", (const char *)NULL);
+    assert_kept("appendonly.rbl.corrupt-", flipped, len);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 0);
+    rb_conn_close(c);
     free(flipped);
+    free(snap);
     free(log);
 }
 END_TEST
@@ -605,13 +624,15 @@ END_TEST
 
 /* A complete last record with a bad checksum is corruption even with
  * load-truncated yes: one flipped byte, or its last bytes zeroed (zeros
- * that do not start at a block boundary are no crash's). */
+ * that do not start at a block boundary are no crash's).  --ignore-corrupt
+ * keeps the records before it. */
 START_TEST(test_persist_corrupt_last_record_refused)
 {
     unsigned char *snap, *log;
     size_t snap_len, log_len, n;
     rec_t r[8], last;
     char at[64];
+    long from;
     rb_conn_t *c;
 
     start("appendfsync always\nload-truncated yes");
@@ -640,6 +661,16 @@ START_TEST(test_persist_corrupt_last_record_refused)
     log[log_len - 2] = log[log_len - 1] = 0;
     rbd_write_file(log_path, log, log_len);
     assert_says(refused(NULL), log_path, at, (const char *)NULL);
+
+    /* --ignore-corrupt: k1 and k2 stay, the record is discarded, kept. */
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "discarding"), log_path, "from offset",
+                "the 3 records before stay applied", "kept as", (const char *)NULL);
+    assert_kept("appendonly.rbl.corrupt-", log, log_len);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "k2", 1);
+    expect_exists(c, "f", "k3", 0);
+    rb_conn_close(c);
     free(snap);
     free(log);
 }
