@@ -29,7 +29,9 @@
  *      snapshot with the log it names; a snapshot with the log it
  *      superseded (which it contains, P3 and P4); a snapshot that
  *      superseded no log, alone.  persist_start loads exactly these and
- *      refuses every other state by name (docs/design.md, "Start-up").
+ *      refuses every other state by name (docs/design.md, "Start-up"),
+ *      unless told --ignore-corrupt (which moves files aside, so a death
+ *      during such a start may need it again).
  * Replies wait for one write (and at most one fsync) per event-loop turn,
  * whatever the number of commands in it: group commit.
  *
