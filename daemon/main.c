@@ -43,8 +43,9 @@ static void usage(FILE *f)
             "  -s, --socket PATH     Unix socket to listen on\n"
             "  -d, --dir PATH        state directory (snapshot and log)\n"
             "  -o, --set KEY=VALUE   any setting, overriding the file\n"
-            "      --ignore-corrupt  start even if a snapshot or log is corrupt\n"
-            "                        (the bad file is moved aside; data in it is lost)\n"
+            "      --ignore-corrupt  start even if the snapshot or log is corrupt or they\n"
+            "                        do not fit together: what would stop the start is\n"
+            "                        discarded, its file kept as FILE.corrupt-TIME\n"
             "  -t, --test-config     check the configuration, print it, and exit\n"
             "  -h, --help            this text\n"
             "  -V, --version         print the version\n");

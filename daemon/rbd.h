@@ -49,7 +49,7 @@ typedef struct persist {
     char dir[4096];
     int dirfd;
     int logfd;
-    uint64_t log_id;
+    uint64_t log_id;           /* id of the log at appendonly.rbl (0: none) */
     uint64_t log_bytes;        /* size of the log file */
     resp_buf_t pending;        /* records not yet written */
     int force_sync;            /* a record needs fsync before its reply */
@@ -122,26 +122,59 @@ enum {
 /* Opens the state directory (creating it), without loading anything. */
 int persist_open(server_t *s, char *err, size_t errlen);
 /* Brings up the segment: re-attach to a live one, or restore snapshot +
- * log into a new one.  ignore_corrupt: move bad files aside and go on. */
+ * log into a new one.  ignore_corrupt: whatever would refuse the start is
+ * discarded instead - its file moved aside to <file>.corrupt-<time>, never
+ * without that copy - and the log says what was discarded. */
 int persist_start(server_t *s, int ignore_corrupt, char *err, size_t errlen);
 void persist_close(server_t *s);
+/* What a snapshot says about the logs around it (format 2; docs/design.md,
+ * "Start-up"). */
+typedef struct persist_snap {
+    const char *path;      /* the snapshot's path, for messages (also when missing) */
+    int present;           /* 0: there is none (missing, or discarded) */
+    unsigned version;      /* 1: the old format, whose header says nothing of prev_log */
+    uint64_t next_log;     /* id of the log that continues it */
+    uint64_t prev_log;     /* id of the log it superseded; 0: none, or version 1 */
+} persist_snap_t;
+
+/* What loading a log did. */
+typedef struct persist_replay {
+    uint64_t log_id;       /* from its header (0 if the header is bad) */
+    uint64_t records;      /* records applied */
+    size_t applied;        /* bytes of it applied, header included (0: none) */
+    int torn;              /* a torn tail was ignored (cfg.load_truncated) */
+    int skipped;           /* not replayed: PERSIST_SUPERSEDED or PERSIST_UNVERIFIED */
+} persist_replay_t;
+
+enum {
+    PERSIST_SUPERSEDED = 1,   /* the log the snapshot superseded: contained in it */
+    PERSIST_UNVERIFIED = 2    /* old format on both sides, ids differ: taken for that
+                                 log on the word of unchecksummed headers */
+};
+
 /* The two halves of persist_start's restore, on the bytes of the files
- * (path only names them in messages).  Snapshot: checks header, length and
- * checksum and restores the dump into a new hidden segment of instance
- * (NULL: a private one) in s->seg, with *next_log the id of the log that
- * continues it; on error s->seg is untouched (NULL) and nothing is left
- * in /dev/shm.  data must be 8-byte aligned.  Log: checks the header and,
- * unless have_snap and its id is not next_log (an older log the snapshot
- * contains: skipped), replays its records into s->ring and s->seg;
- * *records counts them, *torn is set if a torn last record was ignored
- * (cfg.load_truncated).  On an error what was replayed stays applied: the
- * caller discards the segment.  Both return 0, or -1 with err. */
+ * (path only names them in messages).  Snapshot: checks the header (its
+ * checksum, format 2), length and checksum and restores the dump into a
+ * new hidden segment of instance (NULL: a private one) in s->seg, filling
+ * snap (whose path the caller set; present = 1); on error s->seg is
+ * untouched (NULL) and nothing is left in /dev/shm.  data must be 8-byte
+ * aligned.  Log: checks the header and whether the log fits snap; replays
+ * the log that continues snap into s->ring and s->seg; skips the one snap
+ * superseded (r->skipped); anything else - a bad header, a log of another
+ * snapshot, a log without its snapshot (snap->present 0), a record that
+ * does not parse, fails its checksum or does not apply (a filter or node
+ * that does not exist, or already does) - is an error naming the file,
+ * offset and ids.  A torn tail (a record cut short by the end of the file,
+ * or zeros a crash left) is ignored if cfg.load_truncated, else an error.
+ * On an error what was replayed stays applied (r->records records, the
+ * first r->applied bytes): the caller discards the segment, or keeps them
+ * (--ignore-corrupt).  Both return 0, or -1 with err. */
 int persist_load_snapshot_buf(server_t *s, const char *instance, const char *path,
-                              const void *data, size_t len, uint64_t *next_log,
+                              const void *data, size_t len, persist_snap_t *snap,
                               char *err, size_t errlen);
 int persist_load_log_buf(server_t *s, const char *path, const void *data, size_t len,
-                         int have_snap, uint64_t next_log, uint64_t *records, int *torn,
-                         char *err, size_t errlen);
+                         const persist_snap_t *snap, persist_replay_t *r, char *err,
+                         size_t errlen);
 
 /* Log records; appended to the pending buffer, written by persist_flush. */
 void persist_ring_add(server_t *s, const char *name, size_t len, uint32_t weight);

@@ -572,6 +572,8 @@ START_TEST(test_daemon_unloadable_ring_leaves_no_segment)
     ck_assert_int_gt(patched, 0);
     sum = htole64(rb_hash_xxh3(data + 64, (size_t)len - 64));
     memcpy(data + 32, &sum, 8);
+    sum = htole64(rb_hash_xxh3(data, 56));   /* and the header's own checksum */
+    memcpy(data + 56, &sum, 8);
     rewind(f);
     ck_assert_int_eq(fwrite(data, 1, (size_t)len, f), len);
     fclose(f);
@@ -748,15 +750,6 @@ static void log_path(char *buf, size_t cap)
     snprintf(buf, cap, "%s/state/appendonly.rbl", d.dir);
 }
 
-static void write_whole(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 /* The real last record of the log (BF.ADD f k3, 22 bytes) cut after each
  * of its first 1..21 bytes, as a crash mid-write leaves it: every restart
  * accepts the log with a warning, keeps the cut file as .torn, and has
@@ -779,8 +772,8 @@ static void torn_tail_every_cut(const char *logp, const char *kept)
         rb_segment_t *seg;
         rb_bloom_t *bf;
 
-        write_whole(snap, snap_data, snap_len);
-        write_whole(logp, log_data, len);
+        rbd_write_file(snap, snap_data, snap_len);
+        rbd_write_file(logp, log_data, len);
         unlink(kept);
         rb_segment_unlink(d.inst);
         rbd_launch(&d, NULL);
@@ -798,8 +791,8 @@ static void torn_tail_every_cut(const char *logp, const char *kept)
         rbd_stop(&d, SIGKILL);
     }
     /* Back to the whole files for the cases below. */
-    write_whole(snap, snap_data, snap_len);
-    write_whole(logp, log_data, log_len);
+    rbd_write_file(snap, snap_data, snap_len);
+    rbd_write_file(logp, log_data, log_len);
     unlink(kept);
     rb_segment_unlink(d.inst);
     free(snap_data);

@@ -19,7 +19,9 @@
  *
  * The torn log tail is in check_daemon (test_daemon_torn_tail_accepted_
  * middle_damage_refused, which cuts a real record at every offset), the
- * corrupt snapshot checksum in test_daemon_corrupt_snapshot_refuses_start.
+ * corrupt snapshot checksum in test_daemon_corrupt_snapshot_refuses_start,
+ * damaged headers, files that do not fit together, the snapshot's crash
+ * windows and zero-filled tails in check_persist.
  *
  * Every daemon, temp dir and shm object is removed by rbd_test.h's exit
  * handler even when an assertion ends a test; mounts live in the test's

@@ -90,8 +90,11 @@ static inline void rbd_write_conf(rbd_proc_t *d, const char *extra)
     fclose(f);
 }
 
-/* Starts the daemon on d's config and waits (<= 10 s) until it answers. */
-static inline void rbd_launch(rbd_proc_t *d, const char *const *extra_args)
+/* Starts the daemon on d's config (its output appended to d->log) and
+ * waits (<= 10 s) until it answers or exits.  Returns -1 if it answers
+ * (it runs, d->pid is set), its exit status if it exited, 256 + the signal
+ * if a signal ended it. */
+static inline int rbd_try_launch(rbd_proc_t *d, const char *const *extra_args)
 {
     const char *argv[16] = { rbd_binary(), "-f", "-c", d->conf };
     int argc = 4;
@@ -124,15 +127,25 @@ static inline void rbd_launch(rbd_proc_t *d, const char *const *extra_args)
         int status;
         if (rb_conn_open(NULL, d->sock, 1000, &c) == RB_OK) {
             rb_conn_close(c);
-            return;
+            return -1;
         }
         if (waitpid(pid, &status, WNOHANG) == pid) {
             d->pid = 0;
-            ck_abort_msg("ringbloomd exited during start-up (status %d); see %s", status, d->log);
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 256 + WTERMSIG(status);
         }
         usleep(10000);
     }
-    ck_abort_msg("ringbloomd did not start within 10 s; see %s", d->log);
+    ck_abort_msg("ringbloomd neither started nor exited within 10 s; see %s", d->log);
+    return 0;
+}
+
+/* Starts the daemon on d's config and waits (<= 10 s) until it answers. */
+static inline void rbd_launch(rbd_proc_t *d, const char *const *extra_args)
+{
+    int status = rbd_try_launch(d, extra_args);
+
+    ck_assert_msg(status == -1, "ringbloomd exited during start-up (status %d); see %s", status,
+                  d->log);
 }
 
 /* A new daemon's temp directory and config (extra: config lines), not
@@ -248,6 +261,16 @@ static inline int rbd_log_count(const rbd_proc_t *d, const char *needle)
         n += strstr(line, needle) != NULL;
     fclose(f);
     return n;
+}
+
+/* Replaces the file at path with len bytes of data. */
+static inline void rbd_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+
+    ck_assert_msg(f != NULL, "cannot create %s", path);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
 }
 
 /* The whole file (malloc'd, caller frees); its size in *len. */

@@ -10,15 +10,18 @@
  * then n snapshot bytes, then the log bytes.  "Fix checksums" first pads
  * the snapshot with zeros up to the size its segment header gives (at most
  * 4 MiB: the seeds are dumps trimmed of their zero tail, see
- * make-corpus.sh), then rewrites the snapshot's length and XXH3 fields and
- * every whole log record's checksum (in a copy), so mutations reach the
- * restore and replay code instead of stopping at a checksum mismatch.
+ * make-corpus.sh), then rewrites the snapshot's length and XXH3 fields,
+ * both headers' checksums (format 2) and every whole log record's checksum
+ * (in a copy), so mutations reach the restore and replay code instead of
+ * stopping at a checksum mismatch.
  * Snapshots whose dump reserves more
  * than 64 MiB are skipped (the reservation becomes a memfd the size of
  * what the log then reserves; the daemon's own bound is max-memory).
  *
  * Must hold (a failure aborts; ASan/UBSan/LSan catch the rest):
  *   - errors are fine, but a failed snapshot load leaves no segment;
+ *   - a log loads only with a snapshot, and then is replayed to its end,
+ *     or to a torn tail only if load-truncated, or skipped whole;
  *   - a restore that succeeded leaves a segment whose ring and filters
  *     readers can use, and whose dump - what the daemon writes as its
  *     start-up snapshot - restores again, with a ring that loads: a
@@ -45,6 +48,8 @@ enum { F_SNAP = 1, F_LOG = 2, F_TRUNCATED = 4, F_FIX = 8 };
 
 #define SNAP_HDR 64u
 #define LOG_HDR  32u
+#define SNAP_HDR_SUM 56u   /* the headers' checksums (format 2) */
+#define LOG_HDR_SUM  24u
 #define MAX_RESERVATION (64u << 20)
 #define MAX_PAD (4u << 20)
 
@@ -77,12 +82,16 @@ static void fix_snapshot(unsigned char *snap, size_t len)
         return;
     put_u64(snap + 24, len - SNAP_HDR);
     put_u64(snap + 32, XXH3_64bits(snap + SNAP_HDR, len - SNAP_HDR));
+    put_u64(snap + SNAP_HDR_SUM, XXH3_64bits(snap, SNAP_HDR_SUM));
 }
 
-/* Gives every whole record of the log its right checksum. */
+/* Gives the log's header and every whole record of it its right checksum. */
 static void fix_log(unsigned char *log, size_t len)
 {
     size_t i = LOG_HDR;
+
+    if (len >= LOG_HDR)
+        put_u64(log + LOG_HDR_SUM, XXH3_64bits(log, LOG_HDR_SUM));
 
     while (i + 9 <= len) {
         uint32_t rlen = get_u32(log + i);
@@ -159,9 +168,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rb_segment_opts_t o;
     unsigned char *snap = NULL, *log = NULL;
     size_t snap_len, snap_alloc, log_len;
-    uint64_t next_log = 0, records = 0;
+    persist_snap_t snap_info = { "snapshot", 0, 0, 0, 0 };
+    persist_replay_t replay;
     char err[512];
-    int flags, have_snap = 0, torn = 0, ok = 0, rc;
+    int flags, ok = 0, rc;
 
     if (size < 5)
         return 0;
@@ -200,13 +210,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* persist_start, steps 2-4, with the files' bytes. */
     if (flags & F_SNAP) {
-        if (persist_load_snapshot_buf(&s, NULL, "snapshot", snap, snap_len, &next_log, err,
+        if (persist_load_snapshot_buf(&s, NULL, "snapshot", snap, snap_len, &snap_info, err,
                                       sizeof(err)) != 0) {
             CHECK(s.seg == NULL);   /* nothing half-loaded */
             goto out;
         }
-        CHECK(s.seg != NULL);
-        have_snap = 1;
+        CHECK(s.seg != NULL && snap_info.present);
     } else {
         memset(&o, 0, sizeof(o));
         o.mode = s.cfg.segment_mode;
@@ -215,13 +224,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.flags = RB_SEGMENT_HIDDEN;
         CHECK(rb_segment_create(NULL, &o, &s.seg) == RB_OK);
     }
-    rc = have_snap ? rb_ring_load(s.seg, &s.ring)
-                   : rb_ring_new(s.cfg.ring_mode, s.cfg.ring_replicas, &s.ring);
+    rc = snap_info.present ? rb_ring_load(s.seg, &s.ring)
+                           : rb_ring_new(s.cfg.ring_mode, s.cfg.ring_replicas, &s.ring);
     if (rc != RB_OK)
         goto out;
-    if ((flags & F_LOG) && persist_load_log_buf(&s, "log", log, log_len, have_snap, next_log,
-                                                &records, &torn, err, sizeof(err)) != 0)
-        goto out;
+    if (flags & F_LOG) {
+        rc = persist_load_log_buf(&s, "log", log, log_len, &snap_info, &replay, err, sizeof(err));
+        CHECK(replay.applied <= log_len);
+        if (rc != 0)
+            goto out;
+        /* Loaded: replayed to the end, or to a torn tail it may ignore, or
+         * skipped whole; never without the snapshot it continues. */
+        CHECK(snap_info.present);
+        if (replay.skipped)
+            CHECK(replay.records == 0 && replay.applied == 0);
+        else if (replay.torn)
+            CHECK(s.cfg.load_truncated && replay.applied < log_len);
+        else
+            CHECK(replay.applied == log_len);
+    }
     if (rb_ring_publish(s.ring, s.seg) != RB_OK)
         goto out;
     rb_segment_go_live(s.seg);

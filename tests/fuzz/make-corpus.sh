@@ -2,10 +2,12 @@
 # make-corpus.sh [OUTDIR]: regenerates the seed corpora of the fuzz targets
 # (tests/fuzz/corpus/ by default) from a real ringbloomd driven by redis-cli:
 #   fuzz_persist/  the start-up snapshot (empty state) + the log of a session;
-#                  a snapshot taken by SAVE + the log written after it; that
-#                  log alone.  Each is byte 0 flags (see fuzz_persist.c),
-#                  u32 LE snapshot length, snapshot, log; the snapshots are
-#                  trimmed of their zero tail (flag 8 pads them back).
+#                  a snapshot taken by SAVE + the log written after it; the
+#                  first log alone (the seed of a refusal: every log
+#                  continues a snapshot).  Each is byte 0 flags (see
+#                  fuzz_persist.c), u32 LE snapshot length, snapshot, log;
+#                  the snapshots are trimmed of their zero tail (flag 8 pads
+#                  them back).
 #   fuzz_attach/   the daemon's live segment, copied from /dev/shm, trimmed
 #                  of its zero tail (fuzz_attach pads it back).
 #   fuzz_resp/     requests as clients send them (written here by hand).

@@ -1,0 +1,866 @@
+/*
+ * check_persist.c - ringbloomd's state directory at start-up (daemon/
+ * persist.c; docs/design.md, "Files in the state directory" and
+ * "Start-up"): every file state a crash can leave starts with every
+ * acknowledged change, every other one is a refusal that names the files,
+ * offsets and ids (exit status 1, nothing left in /dev/shm), and
+ * --ignore-corrupt starts anyway, keeping a byte-identical copy of what it
+ * discards and saying what that was.
+ *
+ * The files are damaged or rearranged by hand between runs: single bits
+ * of both headers, logs of other snapshots, missing files, records cut
+ * out of or duplicated in a log, a crafted record, cut and zero-filled
+ * tails, and files rewritten in the old format (1) byte for byte.
+ */
+#include <dirent.h>
+
+#include "rb_hash.h"
+#include "rbd_test.h"
+
+static rbd_proc_t d;
+static char state[256], snap_path[300], log_path[300];
+static const char *const ignore_corrupt[] = { "--ignore-corrupt", NULL };
+
+static void teardown(void)
+{
+    rbd_remove_all(&d);
+}
+
+/* A daemon in a fresh temp directory, and the paths of its state files. */
+static void start(const char *extra)
+{
+    rbd_start(&d, extra);
+    snprintf(state, sizeof(state), "%s/state", d.dir);
+    snprintf(snap_path, sizeof(snap_path), "%s/snapshot.rbs", state);
+    snprintf(log_path, sizeof(log_path), "%s/appendonly.rbl", state);
+}
+
+/* The daemon killed and its segment removed: the next start restores
+ * from the files alone. */
+static void crash(void)
+{
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The u64 at offset off of a file. */
+static uint64_t file_u64(const char *path, size_t off)
+{
+    size_t len;
+    unsigned char *data = (unsigned char *)rbd_read_file(path, &len);
+    uint64_t v;
+
+    ck_assert_uint_ge(len, off + 8);
+    v = get_le64(data + off);
+    free(data);
+    return v;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* The last line of d's output after offset `from` that contains needle
+ * (static buffer; "" if none). */
+static const char *output_line(long from, const char *needle)
+{
+    static char found[4096];
+    char line[4096];
+    FILE *f = fopen(d.log, "r");
+
+    found[0] = '\0';
+    ck_assert_ptr_nonnull(f);
+    fseek(f, from, SEEK_SET);
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, needle) != NULL)
+            snprintf(found, sizeof(found), "%s", line);
+    fclose(f);
+    return found;
+}
+
+/* Starts the daemon on d's files expecting a refusal: exit status 1 and
+ * nothing left in /dev/shm.  Returns why (its "cannot start" line). */
+static const char *refused(const char *const *args)
+{
+    long from = file_size(d.log);
+    int status = rbd_try_launch(&d, args);
+
+    ck_assert_msg(status == 1, "ringbloomd %s (status %d) where it must refuse to start; see %s",
+                  status == -1 ? "started" : "exited", status, d.log);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);
+    return output_line(from, "cannot start: ");
+}
+
+/* Starts the daemon on d's files, which must work; returns the offset
+ * of this run's output in d.log. */
+static long started(const char *const *args)
+{
+    long from = file_size(d.log);
+
+    rbd_launch(&d, args);
+    ck_assert_str_eq(output_line(from, "cannot start"), "");
+    return from;
+}
+
+/* Asserts that line contains each of the NULL-terminated strings. */
+static void assert_says(const char *line, ...)
+{
+    va_list ap;
+    const char *want;
+
+    va_start(ap, line);
+    while ((want = va_arg(ap, const char *)) != NULL)
+        ck_assert_msg(strstr(line, want) != NULL, "[%s] does not say [%s]", line, want);
+    va_end(ap);
+}
+
+/* The state directory holds exactly one file whose name starts with
+ * prefix, and it has the bytes want. */
+static void assert_kept(const char *prefix, const void *want, size_t len)
+{
+    DIR *dir = opendir(state);
+    struct dirent *e;
+    char path[600];
+    char *data;
+    size_t got;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(dir);
+    while ((e = readdir(dir)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            snprintf(path, sizeof(path), "%s/%s", state, e->d_name);
+            n++;
+        }
+    closedir(dir);
+    ck_assert_msg(n == 1, "%d files %s* in %s, want 1", n, prefix, state);
+    data = rbd_read_file(path, &got);
+    ck_assert_msg(got == len && memcmp(data, want, len) == 0, "%s is not the discarded file",
+                  path);
+    free(data);
+}
+
+/* Rewrites the headers of snapshot and log bytes as format 1, byte for
+ * byte what earlier daemons wrote: version 1 and zeros after the
+ * created time in the snapshot, RBLOG001 and zeros after it in the log. */
+static void to_format1(unsigned char *snap, unsigned char *log)
+{
+    if (snap != NULL) {
+        put_le32(snap + 8, 1);
+        memset(snap + 48, 0, 16);
+    }
+    if (log != NULL) {
+        memcpy(log, "RBLOG001", 8);
+        memset(log + 24, 0, 8);
+    }
+}
+
+/* The whole records of a log: offsets, sizes (header included), types. */
+typedef struct rec {
+    size_t off, size;
+    unsigned type;
+} rec_t;
+
+static size_t records_of(const unsigned char *log, size_t len, rec_t *r, size_t max)
+{
+    size_t n = 0;
+
+    for (size_t i = 32; i + 9 <= len && n < max;) {
+        size_t size = 8 + (size_t)(log[i] | log[i + 1] << 8 | log[i + 2] << 16 |
+                                   (uint32_t)log[i + 3] << 24);
+        if (size > len - i)
+            break;
+        r[n].off = i;
+        r[n].size = size;
+        r[n++].type = log[i + 8];
+        i += size;
+    }
+    return n;
+}
+
+static void expect_exists(rb_conn_t *c, const char *filter, const char *key, int want)
+{
+    rbd_expect(c, want ? "1" : "0", "BF.EXISTS", filter, key);
+}
+
+/* ---- headers ---------------------------------------------------------------- */
+
+/* Every single-bit flip of the log header (magic, id, created time,
+ * checksum) stops the start naming the log; a flipped id is never taken
+ * for an older log and skipped.  --ignore-corrupt discards the log,
+ * keeping it. */
+START_TEST(test_persist_log_header_bit_flips_refused)
+{
+    unsigned char *snap, *log, *flipped;
+    size_t snap_len, len;
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    log = (unsigned char *)rbd_read_file(log_path, &len);
+    flipped = malloc(len);
+    ck_assert_ptr_nonnull(flipped);
+    for (size_t bit = 0; bit < 32 * 8; bit++) {
+        const char *why;
+        memcpy(flipped, log, len);
+        flipped[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+        rbd_write_file(log_path, flipped, len);
+        why = refused(NULL);
+        ck_assert_msg(strstr(why, log_path) != NULL, "log header byte %zu bit %zu: [%s]",
+                      bit / 8, bit % 8, why);
+    }
+    printf("log header: 256 of 256 single-bit flips refused\n");
+    rbd_write_file(log_path, log, len);
+    started(NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    rb_conn_close(c);
+
+    /* --ignore-corrupt on a flipped id: the snapshot alone (of the empty
+     * state), the log kept. */
+    crash();
+    memcpy(flipped, log, len);
+    flipped[8] ^= 1;
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, flipped, len);
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "discarding all of"), log_path, "header checksum mismatch",
+                "kept as", (const char *)NULL);
+    assert_kept("appendonly.rbl.corrupt-", flipped, len);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 0);
+    rb_conn_close(c);
+    free(flipped);
+    free(snap);
+    free(log);
+}
+END_TEST
+
+/* Every single-bit flip of the snapshot header stops the start naming
+ * the snapshot; --ignore-corrupt then discards the snapshot and the log
+ * that continues it, keeping both. */
+START_TEST(test_persist_snapshot_header_bit_flips_refused)
+{
+    unsigned char *snap, *log, *flipped;
+    size_t snap_len, log_len;
+    char needle[400];
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    flipped = malloc(snap_len);
+    ck_assert_ptr_nonnull(flipped);
+    for (size_t bit = 0; bit < 64 * 8; bit++) {
+        const char *why;
+        memcpy(flipped, snap, snap_len);
+        flipped[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+        rbd_write_file(snap_path, flipped, snap_len);
+        why = refused(NULL);
+        ck_assert_msg(strstr(why, snap_path) != NULL, "snapshot header byte %zu bit %zu: [%s]",
+                      bit / 8, bit % 8, why);
+    }
+    printf("snapshot header: 512 of 512 single-bit flips refused\n");
+
+    /* A flipped bit in the id of the log it names (byte 16). */
+    memcpy(flipped, snap, snap_len);
+    flipped[16] ^= 1;
+    rbd_write_file(snap_path, flipped, snap_len);
+    assert_says(refused(NULL), snap_path, "header checksum mismatch", (const char *)NULL);
+    from = started(ignore_corrupt);
+    snprintf(needle, sizeof(needle), "discarding all of %s ", snap_path);
+    assert_says(output_line(from, needle), "header checksum mismatch", "kept as",
+                (const char *)NULL);
+    assert_says(output_line(from, "continues a snapshot"), log_path, "discarding all of",
+                "kept as", (const char *)NULL);
+    assert_kept("snapshot.rbs.corrupt-", flipped, snap_len);
+    assert_kept("appendonly.rbl.corrupt-", log, log_len);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 0);   /* what was discarded is gone (and kept) */
+    rb_conn_close(c);
+    free(flipped);
+    free(snap);
+    free(log);
+}
+END_TEST
+
+/* ---- which log goes with which snapshot -------------------------------------- */
+
+/* The snapshot is removed, or moved aside, under a log that continues
+ * it: a refusal, not a replay onto an empty state. */
+START_TEST(test_persist_log_without_its_snapshot_refused)
+{
+    unsigned char *log;
+    size_t len;
+    char aside[400];
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "100");
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "a");   /* f is in the snapshot, not in the log */
+    rbd_expect(c, "1", "BF.ADD", "g", "b");
+    rb_conn_close(c);
+    crash();
+    log = (unsigned char *)rbd_read_file(log_path, &len);
+    snprintf(aside, sizeof(aside), "%s.moved", snap_path);
+    ck_assert_int_eq(rename(snap_path, aside), 0);
+    assert_says(refused(NULL), log_path, "continues a snapshot, but there is no snapshot",
+                snap_path, (const char *)NULL);
+    ck_assert_int_eq(unlink(aside), 0);
+    assert_says(refused(NULL), log_path, "continues a snapshot", (const char *)NULL);
+
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "discarding all of"), log_path, "kept as", (const char *)NULL);
+    assert_kept("appendonly.rbl.corrupt-", log, len);
+    c = rbd_connect(&d);
+    expect_exists(c, "g", "b", 0);
+    rb_conn_close(c);
+    free(log);
+}
+END_TEST
+
+/* A log that is neither the one the snapshot names nor the one it
+ * superseded (here one two snapshots old) is a refusal naming both files
+ * and the three ids. */
+START_TEST(test_persist_log_of_another_snapshot_refused)
+{
+    unsigned char *old_log;
+    size_t len;
+    char ids[3][17];
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    old_log = (unsigned char *)rbd_read_file(log_path, &len);
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rbd_expect(c, "OK", "SAVE");
+    rb_conn_close(c);
+    crash();
+    snprintf(ids[0], sizeof(ids[0]), "%016llx", (unsigned long long)get_le64(old_log + 8));
+    snprintf(ids[1], sizeof(ids[1]), "%016llx", (unsigned long long)file_u64(snap_path, 16));
+    snprintf(ids[2], sizeof(ids[2]), "%016llx", (unsigned long long)file_u64(snap_path, 48));
+    rbd_write_file(log_path, old_log, len);
+    assert_says(refused(NULL), log_path, "does not fit snapshot", snap_path, ids[0], ids[1],
+                ids[2], (const char *)NULL);
+
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "discarding all of"), log_path, "kept as", (const char *)NULL);
+    assert_kept("appendonly.rbl.corrupt-", old_log, len);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);   /* the snapshot has everything */
+    expect_exists(c, "f", "b", 1);
+    rb_conn_close(c);
+    free(old_log);
+}
+END_TEST
+
+/* The log is removed under a snapshot that superseded one: a refusal;
+ * --ignore-corrupt starts from the snapshot alone and says what is lost. */
+START_TEST(test_persist_missing_log_refused)
+{
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rb_conn_close(c);
+    crash();
+    ck_assert_int_eq(unlink(log_path), 0);
+    assert_says(refused(NULL), log_path, "is missing", snap_path, (const char *)NULL);
+
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "starting from the snapshot alone"), log_path, "is missing",
+                (const char *)NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    expect_exists(c, "f", "b", 0);
+    rb_conn_close(c);
+}
+END_TEST
+
+/* ---- crash windows ----------------------------------------------------------- */
+
+/* The snapshot procedure killed between its two renames (the new snapshot
+ * installed, the log it supersedes still in place) and before the first
+ * (the old pair, the temp files written): both start, with every change.
+ * The start-up snapshot of the first start supersedes the log it found in
+ * place, although it skipped it, so the same kill there starts too. */
+START_TEST(test_persist_crash_in_snapshot_windows_starts)
+{
+    unsigned char *log_x, *snap_k, *log_k, *snap_n, *log_n;
+    size_t x_len, sk_len, lk_len, sn_len, ln_len;
+    char tmp[400];
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    log_x = (unsigned char *)rbd_read_file(log_path, &x_len);
+    rbd_expect(c, "OK", "SAVE");
+    rb_conn_close(c);
+    ck_assert_uint_eq(file_u64(snap_path, 48), get_le64(log_x + 8));   /* superseded X */
+    crash();
+
+    /* Between the renames: the new snapshot, the old log. */
+    rbd_write_file(log_path, log_x, x_len);
+    from = started(NULL);
+    assert_says(output_line(from, "predates the snapshot"), log_path, snap_path,
+                (const char *)NULL);
+    ck_assert_uint_eq(file_u64(snap_path, 48), get_le64(log_x + 8));
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    rb_conn_close(c);
+    /* ... and again in this start's own snapshot. */
+    crash();
+    rbd_write_file(log_path, log_x, x_len);
+    from = started(NULL);
+    assert_says(output_line(from, "predates the snapshot"), log_path, (const char *)NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rb_conn_close(c);
+
+    /* Before the first rename: the old snapshot and log, both temp files. */
+    snap_k = (unsigned char *)rbd_read_file(snap_path, &sk_len);
+    log_k = (unsigned char *)rbd_read_file(log_path, &lk_len);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "SAVE");
+    rb_conn_close(c);
+    crash();
+    snap_n = (unsigned char *)rbd_read_file(snap_path, &sn_len);
+    log_n = (unsigned char *)rbd_read_file(log_path, &ln_len);
+    rbd_write_file(snap_path, snap_k, sk_len);
+    rbd_write_file(log_path, log_k, lk_len);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", snap_path);
+    rbd_write_file(tmp, snap_n, sn_len);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", log_path);
+    rbd_write_file(tmp, log_n, ln_len);
+    from = started(NULL);
+    assert_says(output_line(from, "log records replayed"), "1 log records", (const char *)NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    expect_exists(c, "f", "b", 1);
+    rb_conn_close(c);
+    free(log_x);
+    free(snap_k);
+    free(log_k);
+    free(snap_n);
+    free(log_n);
+}
+END_TEST
+
+/* The first snapshot of a state directory killed before its log is in
+ * place: the snapshot alone (it superseded none) starts, and so does the
+ * same kill in the next start-up snapshot.  A start that re-attached to
+ * the live segment supersedes the log in place too: killed between its
+ * renames, the files start with everything. */
+START_TEST(test_persist_crash_in_first_and_reattach_snapshots_starts)
+{
+    unsigned char *log;
+    size_t len;
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    crash();
+    ck_assert_uint_eq(file_u64(snap_path, 48), 0);
+    ck_assert_int_eq(unlink(log_path), 0);
+    started(NULL);
+    ck_assert_uint_eq(file_u64(snap_path, 48), 0);   /* no log was in place */
+    crash();
+    ck_assert_int_eq(unlink(log_path), 0);
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rb_conn_close(c);
+
+    /* Killed with the segment left: the restart re-attaches to it. */
+    log = (unsigned char *)rbd_read_file(log_path, &len);
+    rbd_stop(&d, SIGKILL);
+    from = started(NULL);
+    assert_says(output_line(from, "re-attached"), "live segment", (const char *)NULL);
+    ck_assert_uint_eq(file_u64(snap_path, 48), get_le64(log + 8));
+    crash();
+    rbd_write_file(log_path, log, len);
+    from = started(NULL);
+    assert_says(output_line(from, "predates the snapshot"), log_path, (const char *)NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    rb_conn_close(c);
+    free(log);
+}
+END_TEST
+
+/* ---- records ------------------------------------------------------------------- */
+
+/* A checksummed record that names a filter or node that does not exist,
+ * or creates one that already does, is corruption: records cut out of a
+ * real log, or duplicated in it, and a crafted BF.ROTATE, each stop the
+ * start naming the log, the offset, the record and the name.  With
+ * --ignore-corrupt the records before it stay applied. */
+START_TEST(test_persist_record_for_missing_filter_or_node_refused)
+{
+    enum { RES_F, ADD_F, RES_G, ADD_G, RESET_G, ADD_N, WEIGHT_N, REMOVE_N, NREC };
+    static const struct {
+        int recs[4];   /* records after RES_F, ADD_F; -1 ends, ROTATE_G is crafted */
+        const char *says;
+    } cases[] = {
+        { { ADD_G, -1 }, "record BF.ADD names filter 'g', which does not exist" },
+        { { RESET_G, -1 }, "record BF.RESET names filter 'g', which does not exist" },
+        { { NREC, -1 }, "record BF.ROTATE names filter 'g', which does not exist" },
+        { { WEIGHT_N, -1 }, "record RING.WEIGHT names node 'n', which is not in the ring" },
+        { { REMOVE_N, -1 }, "record RING.REMOVE names node 'n', which is not in the ring" },
+        { { ADD_N, ADD_N, -1 }, "record RING.ADD names node 'n', which is already in the ring" },
+        { { RES_G, RES_G, -1 }, "record BF.RESERVE names filter 'g', which already exists" },
+    };
+    static const unsigned types[NREC] = { 5, 6, 5, 6, 8, 1, 3, 2 };
+    unsigned char *snap, *log, *out, rotate[9 + 3] = { 0 };
+    size_t snap_len, log_len, n;
+    rec_t r[16];
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rbd_expect(c, "OK", "BF.RESERVE", "g", "0.01", "100");
+    rbd_expect(c, "1", "BF.ADD", "g", "k");
+    rbd_expect(c, "OK", "BF.RESET", "g");
+    rbd_expect(c, "OK", "RING.ADD", "n");
+    rbd_expect(c, "OK", "RING.WEIGHT", "n", "3");
+    rbd_expect(c, "OK", "RING.REMOVE", "n");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    ck_assert_uint_eq(records_of(log, log_len, r, 16), NREC);
+    for (int i = 0; i < NREC; i++)
+        ck_assert_uint_eq(r[i].type, types[i]);
+    /* BF.ROTATE g, as the daemon would log it: u16 length, name. */
+    put_le32(rotate, 1 + 3);
+    rotate[8] = 7;
+    rotate[9] = 1;
+    rotate[11] = 'g';
+    put_le32(rotate + 4, (uint32_t)rb_hash_xxh3(rotate + 8, 4));
+    out = malloc(2 * log_len + sizeof(rotate));   /* room for any record twice */
+    ck_assert_ptr_nonnull(out);
+
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char at[64];
+        n = r[ADD_F].off + r[ADD_F].size;   /* header, RES_F, ADD_F */
+        memcpy(out, log, n);
+        snprintf(at, sizeof(at), "corrupt at offset %zu: ", n + (cases[k].recs[1] < 0 ? 0
+                 : r[cases[k].recs[0]].size));
+        for (int j = 0; cases[k].recs[j] >= 0; j++) {
+            int i = cases[k].recs[j];
+            memcpy(out + n, i == NREC ? rotate : log + r[i].off,
+                   i == NREC ? sizeof(rotate) : r[i].size);
+            n += i == NREC ? sizeof(rotate) : r[i].size;
+        }
+        rbd_write_file(snap_path, snap, snap_len);
+        rbd_write_file(log_path, out, n);
+        assert_says(refused(NULL), log_path, at, cases[k].says, (const char *)NULL);
+    }
+
+    /* --ignore-corrupt: BF.ADD f a stays, the rest is discarded and kept. */
+    n = r[ADD_F].off + r[ADD_F].size;
+    memcpy(out, log, n);
+    memcpy(out + n, log + r[ADD_G].off, r[ADD_G].size);
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, out, n + r[ADD_G].size);
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "discarding"), log_path, "names filter 'g'", "from offset",
+                "the 2 records before stay applied", "kept as", (const char *)NULL);
+    assert_kept("appendonly.rbl.corrupt-", out, n + r[ADD_G].size);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    expect_exists(c, "g", "k", 0);
+    rb_conn_close(c);
+    free(out);
+    free(snap);
+    free(log);
+}
+END_TEST
+
+/* ---- torn tails --------------------------------------------------------------------- */
+
+/* A complete last record with a bad checksum is corruption even with
+ * load-truncated yes: one flipped byte, or its last bytes zeroed (zeros
+ * that do not start at a block boundary are no crash's).  --ignore-corrupt
+ * keeps the records before it. */
+START_TEST(test_persist_corrupt_last_record_refused)
+{
+    unsigned char *snap, *log;
+    size_t snap_len, log_len, n;
+    rec_t r[8], last;
+    char at[64];
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nload-truncated yes");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "k1");
+    rbd_expect(c, "1", "BF.ADD", "f", "k2");
+    rbd_expect(c, "1", "BF.ADD", "f", "k3");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    n = records_of(log, log_len, r, 8);
+    ck_assert_uint_eq(n, 4);
+    last = r[n - 1];
+    ck_assert_uint_eq(last.off + last.size, log_len);
+    snprintf(at, sizeof(at), "corrupt at offset %zu: checksum mismatch", last.off);
+
+    log[last.off + 11] ^= 0x20;   /* the filter's name: 'f' -> 'F' */
+    rbd_write_file(log_path, log, log_len);
+    assert_says(refused(NULL), log_path, at, "complete", (const char *)NULL);
+    log[last.off + 11] ^= 0x20;
+
+    /* "k3" zeroed: the trailing zeros (with the three of its length)
+     * start at no multiple of 512 before the end. */
+    ck_assert_uint_ge((log_len - 5 + 511) / 512 * 512, log_len);
+    log[log_len - 2] = log[log_len - 1] = 0;
+    rbd_write_file(log_path, log, log_len);
+    assert_says(refused(NULL), log_path, at, (const char *)NULL);
+
+    /* --ignore-corrupt: k1 and k2 stay, the record is discarded, kept. */
+    from = started(ignore_corrupt);
+    assert_says(output_line(from, "discarding"), log_path, "from offset",
+                "the 3 records before stay applied", "kept as", (const char *)NULL);
+    assert_kept("appendonly.rbl.corrupt-", log, log_len);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "k2", 1);
+    expect_exists(c, "f", "k3", 0);
+    rb_conn_close(c);
+    free(snap);
+    free(log);
+}
+END_TEST
+
+/* What a crash while appending leaves is a torn tail, ignored with a
+ * warning (the file kept as .torn): the last record cut short by the end
+ * of the file, or zeros from a 512-byte boundary inside it to the end of
+ * a file the write had made longer. */
+START_TEST(test_persist_cut_or_zeroed_tail_is_torn)
+{
+    unsigned char *snap, *log, *zeroed;
+    size_t snap_len, log_len, n, zlen;
+    char key[601], torn[400];
+    rec_t r[8], last;
+    long from;
+    rb_conn_t *c;
+
+    memset(key, 'z', 600);
+    key[600] = '\0';
+    start("appendfsync always\nload-truncated yes");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "k1");
+    rbd_expect(c, "1", "BF.ADD", "f", key);
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    n = records_of(log, log_len, r, 8);
+    ck_assert_uint_eq(n, 3);
+    last = r[n - 1];
+    ck_assert(last.off < 512 && last.off + last.size > 512 && last.off + last.size == log_len);
+    snprintf(torn, sizeof(torn), "%s.torn", log_path);
+
+    /* Zeros from offset 512 to the end, 700 bytes past the record. */
+    zlen = log_len + 700;
+    zeroed = calloc(1, zlen);
+    ck_assert_ptr_nonnull(zeroed);
+    memcpy(zeroed, log, 512);
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, zeroed, zlen);
+    from = started(NULL);
+    assert_says(output_line(from, "torn record"), log_path, "zero-filled", (const char *)NULL);
+    ck_assert_int_eq(file_size(torn), (long)zlen);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "k1", 1);
+    expect_exists(c, "f", key, 0);
+    rb_conn_close(c);
+    crash();
+    ck_assert_int_eq(unlink(torn), 0);
+
+    /* Cut short. */
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, log, last.off + 100);
+    from = started(NULL);
+    assert_says(output_line(from, "torn record"), log_path, "cut short by the end of the file",
+                (const char *)NULL);
+    ck_assert_int_eq(file_size(torn), (long)(last.off + 100));
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "k1", 1);
+    expect_exists(c, "f", key, 0);
+    rb_conn_close(c);
+    free(zeroed);
+    free(snap);
+    free(log);
+}
+END_TEST
+
+/* ---- the old format ---------------------------------------------------------------- */
+
+/* A state directory of an earlier version (format 1 headers, byte for
+ * byte) starts with all its data and is rewritten in format 2.  Its crash
+ * window (a format-1 snapshot naming another log than the format-1 one in
+ * place) starts as it did, skipping that log, but keeps a copy of it: no
+ * checksum proves the skip right.  The upgrade's own window (the first
+ * format-2 snapshot, the format-1 log it superseded) starts normally. */
+START_TEST(test_persist_old_format_state_starts_with_its_data)
+{
+    unsigned char *snap, *log, hdr[64];
+    size_t snap_len, log_len;
+    long from;
+    rb_conn_t *c;
+    FILE *f;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rbd_expect(c, "OK", "RING.ADD", "n1");
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rbd_expect(c, "OK", "RING.ADD", "n2");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    to_format1(snap, log);
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, log, log_len);
+    from = started(NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    expect_exists(c, "f", "b", 1);
+    rbd_expect(c, "n1\n1\nn2\n1", "RING.NODES");
+    rb_conn_close(c);
+    /* Written anew in format 2, sealed. */
+    f = fopen(snap_path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(hdr, 1, 64, f), 64);
+    fclose(f);
+    ck_assert_uint_eq(hdr[8], 2);
+    ck_assert_uint_eq(get_le64(hdr + 56), rb_hash_xxh3(hdr, 56));
+    f = fopen(log_path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(hdr, 1, 32, f), 32);
+    fclose(f);
+    ck_assert(memcmp(hdr, "RBLOG002", 8) == 0);
+    ck_assert_uint_eq(get_le64(hdr + 24), rb_hash_xxh3(hdr, 24));
+    assert_says(output_line(from, "is in the old format (version 1"), snap_path,
+                (const char *)NULL);
+    assert_says(output_line(from, "RBLOG001"), "old format", log_path, (const char *)NULL);
+    assert_says(output_line(from, "log records replayed"), "2 log records", (const char *)NULL);
+    free(snap);
+    free(log);
+
+    /* The old daemon's window: its snapshot installed, its log not. */
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "c");
+    log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    rbd_expect(c, "OK", "SAVE");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    to_format1(snap, log);
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, log, log_len);
+    from = started(NULL);
+    assert_says(output_line(from, "is not the log snapshot"), log_path, snap_path, "skipped",
+                "a copy is kept", (const char *)NULL);
+    assert_kept("appendonly.rbl.skipped-", log, log_len);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "c", 1);
+    rb_conn_close(c);
+    free(snap);
+    free(log);
+
+    /* The upgrade's window: the first format-2 snapshot, the old log. */
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    to_format1(snap, log);
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, log, log_len);
+    started(NULL);                  /* format 1 in place; now superseded ... */
+    crash();
+    rbd_write_file(log_path, log, log_len);   /* ... and back */
+    from = started(NULL);
+    assert_says(output_line(from, "predates the snapshot"), log_path, (const char *)NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    expect_exists(c, "f", "c", 1);
+    rb_conn_close(c);
+    free(snap);
+    free(log);
+}
+END_TEST
+
+static Suite *persist_suite(void)
+{
+    Suite *s = suite_create("persist");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_test(tc, test_persist_log_header_bit_flips_refused);
+    tcase_add_test(tc, test_persist_snapshot_header_bit_flips_refused);
+    tcase_add_test(tc, test_persist_log_without_its_snapshot_refused);
+    tcase_add_test(tc, test_persist_log_of_another_snapshot_refused);
+    tcase_add_test(tc, test_persist_missing_log_refused);
+    tcase_add_test(tc, test_persist_crash_in_snapshot_windows_starts);
+    tcase_add_test(tc, test_persist_crash_in_first_and_reattach_snapshots_starts);
+    tcase_add_test(tc, test_persist_record_for_missing_filter_or_node_refused);
+    tcase_add_test(tc, test_persist_corrupt_last_record_refused);
+    tcase_add_test(tc, test_persist_cut_or_zeroed_tail_is_torn);
+    tcase_add_test(tc, test_persist_old_format_state_starts_with_its_data);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    rb_test_init();
+    return rb_test_run(persist_suite());
+}
