@@ -152,12 +152,14 @@ static uint64_t heap_offset_for(uint64_t slots)
     return rb_round_up(RB_HEADER_SIZE + slots * sizeof(rb_filter_shm_t), page_size());
 }
 
-/* Checks of a header that every attach, takeover and restore share.
- * file_size is the object's size from fstat (the dump's length). */
-static int validate_header(const rb_header_shm_t *h, uint64_t file_size)
+/* Checks of a header that every attach, takeover and restore share.  The
+ * bytes behind it: the object's size, by fstat(fd), if fd >= 0 (len is then
+ * unused); else len, a dump's length. */
+static int validate_header(const rb_header_shm_t *h, int fd, uint64_t len)
 {
     uint64_t magic = rb_ld(&h->magic);
     uint64_t size, max_size, dir_off, slots, heap_off, state;
+    struct stat st;
 
     if (magic == 0)
         return RB_EBUSY;             /* creator has not written it yet */
@@ -178,9 +180,19 @@ static int validate_header(const rb_header_shm_t *h, uint64_t file_size)
         return RB_ECORRUPT;
     if (rb_ld(&h->header_size) != RB_HEADER_SIZE)
         return RB_ECORRUPT;
-    size = rb_ld(&h->size);
+    /* Acquire: pairs with rb_segment_grow's release store of size, which
+     * follows its ftruncate, so the object is at least this large when the
+     * fstat below looks.  The object's size must be taken after this load:
+     * taken before (as attach once did), a growth in between made a
+     * healthy segment look truncated. */
+    size = atomic_load_explicit(&h->size, memory_order_acquire);
+    if (fd >= 0) {
+        if (fstat(fd, &st) != 0)
+            return errno_code(errno);
+        len = (uint64_t)st.st_size;
+    }
     max_size = rb_ld(&h->max_size);
-    if (size > file_size)
+    if (size > len)
         return RB_ETRUNC;
     if (size < RB_HEADER_SIZE || max_size < size || max_size > RB_MAX_MAX_SIZE)
         return RB_ECORRUPT;
@@ -448,7 +460,7 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
         return RB_EINVAL;
     if (len < RB_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
         return RB_ETRUNC;
-    if ((rc = validate_header(dh, len)) != RB_OK)
+    if ((rc = validate_header(dh, -1, len)) != RB_OK)
         return rc;
     size = rb_ld(&dh->size);
     dir_off = rb_ld(&dh->dir_offset);
@@ -554,7 +566,7 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
         goto fail;
     }
     h = base;
-    rc = validate_header(h, (uint64_t)st.st_size);
+    rc = validate_header(h, m->fd, 0);
     max_size = rb_ld(&h->max_size);
     munmap(base, RB_HEADER_SIZE);
     if (rc != RB_OK)
