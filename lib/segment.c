@@ -57,7 +57,8 @@ const char *rb_strerror(int code)
     case RB_EPROTO:   return "unexpected reply from the daemon";
     case RB_EREPLY:   return "the daemon replied with an error";
     case RB_EPERM:    return "the daemon refused: no permission for this change";
-    case RB_EOWNER:   return "segment not trusted: owned by another user or writable by others";
+    case RB_EOWNER:   return "not to be trusted: another user owns it, can write it, or could have put it there";
+    case RB_ETIMEDOUT: return "the daemon did not answer in time (a change sent may have been applied)";
     default:          return "unknown error";
     }
 }
@@ -543,6 +544,7 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
     }
     m->dev = st.st_dev;
     m->ino = st.st_ino;
+    m->owner = st.st_uid;
     if (!owner_ok(&st, writable, owner)) {
         rc = RB_EOWNER;
         goto fail;
@@ -614,7 +616,10 @@ int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
         map_free(m);
         return RB_ENOMEM;
     }
-    seg->owner = owner;
+    /* Pinned from now on: the handle follows a restarted daemon only to
+     * an object of this owner (seg_poll), never to one another user put
+     * under the name while the daemon was down. */
+    seg->owner = m->owner;
     atomic_store(&seg->map, m);
     *out = seg;
     return RB_OK;

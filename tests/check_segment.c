@@ -156,7 +156,7 @@ START_TEST(test_segment_untrusted_modes_and_owner_pin)
     ck_assert_int_eq(rb_segment_attach_owned(inst, 0, geteuid() + 1, &s), RB_EOWNER);
     ck_assert_ptr_null(s);
     ck_assert_str_eq(rb_strerror(RB_EOWNER),
-                     "segment not trusted: owned by another user or writable by others");
+                     "not to be trusted: another user owns it, can write it, or could have put it there");
 }
 END_TEST
 
@@ -655,6 +655,57 @@ START_TEST(test_segment_reader_follows_restarted_writer)
 }
 END_TEST
 
+/* Publishes a one-node ring named `node` on the writer wseg. */
+static void publish_one(const char *node)
+{
+    rb_ring_t *r;
+
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 10, &r), RB_OK);
+    ck_assert_int_eq(rb_ring_add(r, node, strlen(node), 1), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(r, wseg), RB_OK);
+    rb_ring_free(r);
+}
+
+/* A reader that named no owner trusts the owner of the object it attached
+ * first, and no other: while the daemon is down another user may put an
+ * object under the name (/dev/shm is writable by all), and following a
+ * restart onto it would feed the reader that user's table and let it kill
+ * the reader with SIGBUS by truncating the object.  The handle stays on
+ * its mapping until an object of the first owner appears.  Needs root to
+ * switch uid. */
+START_TEST(test_segment_reader_follows_only_its_first_owner)
+{
+    rb_segment_t *reader;
+    rb_node_t n;
+
+    if (getuid() != 0) {
+        printf("squatting test needs root to switch uid; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    create_default();
+    publish_one("daemon");
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &reader), RB_OK);
+    /* The daemon dies (silent, segment removed); a squatter moves in. */
+    rb_st(&rb_hdr(rb_seg_map(wseg))->heartbeat_ms, rb_now_ms() - 10 * RB_STALE_MS);
+    rb_segment_close(wseg);
+    wseg = NULL;
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+    rb_test_squat_segment(inst);
+    ck_assert_int_eq(rb_segment_refresh(reader), 0);
+    ck_assert_int_eq(rb_ring_lookup(reader, "key", 3, &n), RB_OK);
+    ck_assert_str_eq(n.name, "daemon");
+    /* The daemon's user (root here) clears it away and restarts. */
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+    create_default();
+    publish_one("restarted");
+    ck_assert_int_eq(rb_segment_refresh(reader), 1);
+    ck_assert_int_eq(rb_ring_lookup(reader, "key", 3, &n), RB_OK);
+    ck_assert_str_eq(n.name, "restarted");
+    rb_segment_close(reader);
+}
+END_TEST
+
 typedef struct dump_buf {
     unsigned char *data;
     size_t len;
@@ -784,6 +835,7 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_segment_takeover_keeps_ring_filters_and_heap);
     tcase_add_test(tc, test_segment_private_needs_no_name);
     tcase_add_test(tc, test_segment_reader_follows_restarted_writer);
+    tcase_add_test(tc, test_segment_reader_follows_only_its_first_owner);
     tcase_add_test(tc, test_segment_dump_restore_roundtrip_and_corruption);
     tcase_add_test(tc, test_segment_second_writer_is_refused);
     suite_add_tcase(s, tc);
