@@ -176,9 +176,15 @@ static int attach(rb_segment_t **seg)
         if ((ex = find_socket()) != EX_YES)
             return ex;
         rc = rb_daemon_uid(NULL, sock_path, (uid_t)-1, &owner, why, sizeof(why));
+        if (rc == RB_ENOENT) {
+            fprintf(stderr, "ringbloom: cannot attach instance '%s': no socket directory "
+                    "(%s), so no daemon's user to trust; is ringbloomd running? (--owner USER "
+                    "names it)\n", opt_instance, why);
+            return EX_UNREACH;
+        }
         if (rc != RB_OK) {
-            fprintf(stderr, "ringbloom: cannot attach instance '%s': cannot tell which user "
-                    "runs its daemon: %s (--owner names it)\n", opt_instance, why);
+            fprintf(stderr, "ringbloom: cannot attach instance '%s': %s (--owner USER names "
+                    "the daemon's user)\n", opt_instance, why);
             return EX_UNREACH;
         }
     }
