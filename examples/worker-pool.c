@@ -174,9 +174,9 @@ static void worker_phase(const rb_segment_t *seg, pool_t *pool, uint32_t me, uin
     }
 }
 
-/* A worker process: attaches d's segment read-only (only if the daemon's user
- * owns it) and serves phases until PHASE_QUIT
- * (or until the parent is gone).  Returns the exit status. */
+/* A worker process: attaches d's segment read-only (only if the daemon's
+ * user owns it) and serves phases until PHASE_QUIT (or until the parent is
+ * gone).  Returns the exit status. */
 static int worker_main(const rbd_t *d, pool_t *pool, uint32_t me, pid_t parent)
 {
     size_t slice = (size_t)(pool->probes / pool->workers + 1);
