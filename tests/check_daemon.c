@@ -706,6 +706,43 @@ START_TEST(test_daemon_refuses_symlinked_run_directory)
 }
 END_TEST
 
+/* The other side of the rule: a symlink in a directory only root (or the
+ * daemon's user) can write was put there by them, like Debian's
+ * /var/run -> /run, and is followed; its target (here reached through
+ * "..") is judged the same way and missing levels behind it are created.
+ * The daemon starts there and the CLI finds its user through the link. */
+START_TEST(test_daemon_run_directory_behind_admin_symlink)
+{
+    char link[200], target[300], extra[600], args[400], out[4096];
+    const char *base;
+    rb_conn_t *c;
+    int status;
+
+    rbd_start(&d, NULL);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    base = strrchr(d.dir, '/') + 1;
+    snprintf(link, sizeof(link), "%s/varrun", d.dir);
+    snprintf(target, sizeof(target), "../%s/run", base);
+    ck_assert_int_eq(symlink(target, link), 0);
+    ck_assert_int_lt(snprintf(d.sock, sizeof(d.sock), "%s/ringbloom/s.sock", link),
+                     (int)sizeof(d.sock));
+    snprintf(extra, sizeof(extra), "pidfile %s/ringbloom/ringbloomd.pid\nsocket %s", link,
+             d.sock);
+    rbd_write_conf(&d, extra);
+    rbd_launch(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "behind-the-link");
+    rb_conn_close(c);
+    snprintf(target, sizeof(target), "%s/run/ringbloom/s.sock", d.dir);
+    ck_assert_int_eq(access(target, F_OK), 0);
+    snprintf(args, sizeof(args), "-i %s -s %s lookup k", d.inst, d.sock);
+    status = run_cli(out, sizeof(out), args);
+    ck_assert_msg(status == 0 && strcmp(out, "behind-the-link\n") == 0, "status %d: %s", status,
+                  out);
+}
+END_TEST
+
 typedef struct other_client {
     int conn_rc;        /* rb_conn_open on the instance's default socket */
     int cli_status;     /* `ringbloom -i INSTANCE info` */
@@ -1251,6 +1288,7 @@ static Suite *daemon_suite(void)
     tcase_add_test(tc, test_daemon_refuses_writable_segment_mode);
     tcase_add_test(tc, test_daemon_refuses_foreign_directory);
     tcase_add_test(tc, test_daemon_refuses_symlinked_run_directory);
+    tcase_add_test(tc, test_daemon_run_directory_behind_admin_symlink);
     tcase_add_test(tc, test_daemon_client_refuses_untrusted_socket_directory);
     tcase_add_test(tc, test_daemon_cli_refuses_squatted_segment);
     tcase_add_test(tc, test_daemon_cli_timeout_says_change_may_be_applied);
