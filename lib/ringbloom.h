@@ -240,9 +240,10 @@ RB_EXPORT int rb_segment_check(const rb_segment_t *seg);
 
 /* Reader.  Moves the handle to the live object of its instance if the
  * current one was retired or its writer stopped heartbeating and a new
- * object (a restarted daemon's) exists.  Lookups do this by themselves,
- * every 1024 calls per thread, at most every 250 ms per handle; this call
- * does it now.  Returns 1 if the handle moved, 0 if not (still current, or
+ * object (a restarted daemon's) of the owner the handle trusts exists (see
+ * rb_segment_attach: another user's object is never mapped).  Lookups do
+ * this by themselves, every 1024 calls per thread, at most every 250 ms per
+ * handle; this call does it now.  Returns 1 if the handle moved, 0 if not (still current, or
  * nothing newer to move to).  Mappings it leaves stay valid until
  * rb_segment_close, so other threads need not stop. */
 RB_EXPORT int rb_segment_refresh(rb_segment_t *seg);
