@@ -17,9 +17,9 @@
  * told the daemon's user).  A parent is *shared* if a user other than
  * those can change it: its owner is not trusted, or group or others may
  * write it.
- *   - Under a parent that is not shared, a level is what root or a trusted
- *     user made it: any owner, and a symlink is resolved and its target
- *     walked by the same rule (so /var/run -> /run keeps working).
+ *   - Under a parent that is not shared, root or a trusted user put the
+ *     level there: any owner is accepted, and a symlink is resolved and
+ *     its target walked by the same rule (so /var/run -> /run works).
  *   - Under a shared parent, a level may have been made by anyone: it must
  *     be a real directory (a symlink is refused, not followed) owned by a
  *     trusted user, and the parent must be owned by a trusted user and be
@@ -163,18 +163,6 @@ static int trust_fail(trust_walk_t *w, int code, const char *fmt, ...)
     return code;
 }
 
-static int errno_rc(int e)
-{
-    switch (e) {
-    case ENOENT: return RB_ENOENT;
-    case EACCES:
-    case EPERM:  return RB_EACCES;
-    case ENAMETOOLONG:
-    case ELOOP:  return RB_ERANGE;
-    default:     return RB_ESYS;
-    }
-}
-
 static void trust_pop(trust_walk_t *w)
 {
     close(w->lv[--w->n].fd);
@@ -215,7 +203,7 @@ static int trust_start(trust_walk_t *w, int absolute)
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return trust_fail(w, errno_rc(e), "%s: %s", top, strerror(e));
+        return trust_fail(w, rb_errno_code(e), "%s: %s", top, strerror(e));
     }
     snprintf(w->shown, sizeof(w->shown), "%s", top);
     return trust_push(w, fd, &st, NULL);
@@ -238,7 +226,7 @@ static int trust_step(trust_walk_t *w, const char *name, mode_t mode, char *rest
     fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && mode != 0) {
         if (mkdirat(parent->fd, name, mode) != 0 && errno != EEXIST)
-            return trust_fail(w, errno_rc(errno), "cannot create directory %s: %s", path,
+            return trust_fail(w, rb_errno_code(errno), "cannot create directory %s: %s", path,
                               strerror(errno));
         fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     }
@@ -246,7 +234,7 @@ static int trust_step(trust_walk_t *w, const char *name, mode_t mode, char *rest
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return trust_fail(w, errno_rc(e), "%s: %s", path,
+        return trust_fail(w, rb_errno_code(e), "%s: %s", path,
                           e == ENOENT ? "no such directory" : strerror(e));
     }
     if (S_ISLNK(st.st_mode) && shared) {

@@ -261,6 +261,9 @@ int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive);
 void rb_heap_destroy(rb_heap_t *heap);
 uint64_t rb_now_ms(void);
 
+/* The RB_E* code for errno value e (segment.c). */
+int rb_errno_code(int e);
+
 /* 1 if s is a valid instance name (paths.c). */
 int rb_instance_ok(const char *s);
 

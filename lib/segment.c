@@ -57,8 +57,10 @@ const char *rb_strerror(int code)
     case RB_EPROTO:   return "unexpected reply from the daemon";
     case RB_EREPLY:   return "the daemon replied with an error";
     case RB_EPERM:    return "the daemon refused: no permission for this change";
-    case RB_EOWNER:   return "not to be trusted: another user owns it, can write it, or could have put it there";
-    case RB_ETIMEDOUT: return "the daemon did not answer in time (a change sent may have been applied)";
+    case RB_EOWNER:   return "not to be trusted: another user owns it, can write it, "
+                             "or could have put it there";
+    case RB_ETIMEDOUT: return "the daemon did not answer in time (a change sent may "
+                              "have been applied)";
     default:          return "unknown error";
     }
 }
@@ -95,7 +97,7 @@ static int shm_name(const char *instance, char *buf, size_t cap)
     return RB_OK;
 }
 
-static int errno_code(int e)
+int rb_errno_code(int e)
 {
     switch (e) {
     case ENOENT: return RB_ENOENT;
@@ -129,7 +131,7 @@ int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
     if (new_size > m->map_len)
         return RB_ENOSPC;
     if (ftruncate(m->fd, (off_t)new_size) != 0)
-        return errno_code(errno);
+        return rb_errno_code(errno);
     /* Reserve the pages now: on a full /dev/shm a later store would
      * otherwise die of SIGBUS instead of returning an error here. */
     rc = posix_fallocate(m->fd, (off_t)old, (off_t)(new_size - old));
@@ -138,7 +140,7 @@ int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
             /* the object stays larger than size says: harmless, only
              * header.size bounds what readers touch */
         }
-        return errno_code(rc);
+        return rb_errno_code(rc);
     }
     /* Release: pairs with rb_seg_size()'s acquire; the bytes exist before
      * any offset below new_size is published. */
@@ -189,7 +191,7 @@ static int validate_header(const rb_header_shm_t *h, int fd, uint64_t len)
     size = atomic_load_explicit(&h->size, memory_order_acquire);
     if (fd >= 0) {
         if (fstat(fd, &st) != 0)
-            return errno_code(errno);
+            return rb_errno_code(errno);
         len = (uint64_t)st.st_size;
     }
     max_size = rb_ld(&h->max_size);
@@ -269,7 +271,7 @@ static int map_identify(rb_map_t *m)
     struct stat st;
 
     if (fstat(m->fd, &st) != 0)
-        return errno_code(errno);
+        return rb_errno_code(errno);
     m->dev = st.st_dev;
     m->ino = st.st_ino;
     return RB_OK;
@@ -333,7 +335,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     else
         m->fd = memfd_create("ringbloom", MFD_CLOEXEC);
     if (m->fd < 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         seg_free(seg);
         return rc;
     }
@@ -344,14 +346,14 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
         goto fail;
     }
     if (fchmod(m->fd, o.mode) != 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     if ((rc = map_identify(m)) != RB_OK)
         goto fail;
     base = mmap(NULL, o.max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     m->base = base;
@@ -359,14 +361,14 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     m->dir_off = RB_HEADER_SIZE;
     m->dir_slots = o.max_filters;
     if (ftruncate(m->fd, RB_HEADER_SIZE) != 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     /* The header page is stored to next: reserve it like every later
      * granule (rb_segment_grow), or a full /dev/shm kills the creator with
      * SIGBUS instead of returning RB_ENOSPC. */
     if ((rc = posix_fallocate(m->fd, 0, RB_HEADER_SIZE)) != 0) {
-        rc = errno_code(rc);
+        rc = rb_errno_code(rc);
         goto fail;
     }
     h = rb_hdr(m);
@@ -535,11 +537,11 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
         return RB_ENOMEM;
     m->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
     if (m->fd < 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     if (fstat(m->fd, &st) != 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     m->dev = st.st_dev;
@@ -564,7 +566,7 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
     /* Map the header page alone first: max_size is only known from it. */
     base = mmap(NULL, RB_HEADER_SIZE, PROT_READ, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     h = base;
@@ -575,7 +577,7 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
         goto fail;
     base = mmap(NULL, max_size, prot, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     m->base = base;
@@ -677,7 +679,7 @@ int rb_segment_unlink(const char *instance)
     if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
     if (shm_unlink(name) != 0)
-        return errno_code(errno);
+        return rb_errno_code(errno);
     return RB_OK;
 }
 
@@ -702,7 +704,7 @@ int rb_segment_set_mode(rb_segment_t *seg, mode_t mode)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    return fchmod(rb_seg_map(seg)->fd, mode) == 0 ? RB_OK : errno_code(errno);
+    return fchmod(rb_seg_map(seg)->fd, mode) == 0 ? RB_OK : rb_errno_code(errno);
 }
 
 void rb_segment_heartbeat(rb_segment_t *seg)

@@ -156,7 +156,8 @@ START_TEST(test_segment_untrusted_modes_and_owner_pin)
     ck_assert_int_eq(rb_segment_attach_owned(inst, 0, geteuid() + 1, &s), RB_EOWNER);
     ck_assert_ptr_null(s);
     ck_assert_str_eq(rb_strerror(RB_EOWNER),
-                     "not to be trusted: another user owns it, can write it, or could have put it there");
+                     "not to be trusted: another user owns it, can write it, or could have "
+                     "put it there");
 }
 END_TEST
 
