@@ -296,6 +296,20 @@ http {
 }
 CONF
 
+# ---- configuration: ringbloom_owner takes a user name or a uid -----------------
+owner_conf_ok() {   # owner_conf_ok VALUE: nginx -t accepts "ringbloom_owner VALUE;"
+    sed -e "s|^    ringbloom_instance .*|&\\n    ringbloom_owner $1;|" \
+        -e "s|^error_log .*|error_log $dir/owner.log info;|" "$dir/nginx.conf" > "$dir/owner.conf"
+    "$nginx" -t -p "$dir/" -c "$dir/owner.conf" > "$dir/owner.out" 2>&1
+}
+owner_conf_refused() {
+    ! owner_conf_ok "$1" && grep -q "ringbloom_owner: no user \"$1\"" "$dir/owner.out"
+}
+check "ringbloom_owner: a user name is accepted" owner_conf_ok nobody
+check "ringbloom_owner: a uid is accepted" owner_conf_ok "$(id -u nobody)"
+check "ringbloom_owner: an unknown user is a configuration error" \
+    owner_conf_refused no-such-user-rb
+
 # ---- 0. a squatter: another user's segment under the instance's name --------
 # While the real daemon is down, uid nobody runs a ringbloomd of its own on
 # the instance (the segment is a valid one, mode 0644, with a node of the
