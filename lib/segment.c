@@ -142,8 +142,9 @@ int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
         }
         return rb_errno_code(rc);
     }
-    /* Release: pairs with rb_seg_size()'s acquire; the bytes exist before
-     * any offset below new_size is published. */
+    /* Release: pairs with rb_seg_size()'s acquire and validate_header's;
+     * the bytes exist before any offset below new_size is published, and
+     * whoever sees new_size finds the object at least that large. */
     atomic_store_explicit(&h->size, new_size, memory_order_release);
     return RB_OK;
 }
@@ -563,7 +564,10 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
         rc = RB_ETRUNC;
         goto fail;
     }
-    /* Map the header page alone first: max_size is only known from it. */
+    /* Map the header page alone first: max_size is only known from it.  It
+     * stays backed: the object's owner, accepted above, never shrinks it.
+     * This size is not compared with header.size: validate_header takes
+     * the object's size again, after loading header.size. */
     base = mmap(NULL, RB_HEADER_SIZE, PROT_READ, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
         rc = rb_errno_code(errno);
