@@ -5,14 +5,25 @@
  * round trip to the daemon; changes (add, load, node, reserve) go to the
  * daemon over its socket.  Exit codes (documented in --help and README):
  *   0 ok / yes (every key present)    1 no (some key not present)
- *   2 usage error                      3 daemon unreachable / no segment
+ *   2 usage error                      3 daemon unreachable / no answer in
+ *                                        time / no trusted segment
  *   4 the daemon refused (error reply, no permission)
  *   5 other failure
+ *
+ * Trust: what the CLI reads or sends keys to must be the daemon's.  The
+ * socket's directory is judged by rb_trusted_dir before anything is sent
+ * (another user may have made /tmp/ringbloom-<uid>), and the segment is
+ * attached only if the daemon's user owns it: that user is --owner, or
+ * else the owner of the socket's directory (rb_daemon_uid), which works
+ * whether or not the daemon is running.  Node names come from the segment,
+ * which any writer the daemon allows can fill: the line-oriented output
+ * escapes them (text_str), so a name cannot forge a line or a field.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +38,20 @@ enum { EX_YES = 0, EX_NO = 1, EX_USAGE = 2, EX_UNREACH = 3, EX_REFUSED = 4, EX_F
 static const char *opt_instance = "default";
 static const char *opt_socket;
 static int opt_json;
+static uid_t opt_owner = (uid_t)-1;      /* -1: the socket directory's owner */
+static uint32_t opt_timeout_s = 10;
+static const char *sock_path;            /* --socket or the default, see find_socket */
 
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: ringbloom [--instance NAME] [--socket PATH] [--json] COMMAND [ARGS]\n"
+        "usage: ringbloom [--instance NAME] [--socket PATH] [--owner USER|UID]\n"
+        "                 [--timeout SECONDS] [--json] COMMAND [ARGS]\n"
+        "\n"
+        "  --owner      the daemon's user: reads use only a segment it owns (default:\n"
+        "               the owner of the socket's directory, which must be root's or\n"
+        "               yours)\n"
+        "  --timeout    seconds to wait for the daemon's answer (default 10)\n"
         "\n"
         "answered from shared memory (no daemon round trip):\n"
         "  lookup KEY [-n N]            node owning KEY (or the first N distinct nodes)\n"
@@ -54,8 +74,12 @@ static void usage(FILE *f)
         "                               NAME [WEIGHT] per line (host:port for ketama/nginx,\n"
         "                               in the other side's server order)\n"
         "\n"
+        "node names print with C escapes (\\t \\n \\\\ \\xNN) for control bytes and\n"
+        "backslashes; --json prints them as JSON strings\n"
+        "\n"
         "exit status: 0 ok / all present, 1 some key not present, 2 usage,\n"
-        "             3 daemon or segment unreachable, 4 refused by the daemon, 5 other\n");
+        "             3 daemon or segment unreachable (or no answer in time),\n"
+        "             4 refused by the daemon, 5 other\n");
 }
 
 /* ---- output helpers -------------------------------------------------------- */
@@ -75,35 +99,108 @@ static void json_str(const char *s, size_t len)
     putchar('"');
 }
 
+/* A node name in line-oriented output: control bytes, DEL and the
+ * backslash as C escapes (\t \n \r \\ \xNN), every other byte (UTF-8
+ * included) as it is, so a name never breaks a line or a field. */
+static void text_str(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\')
+            fputs("\\\\", stdout);
+        else if (c == '\t')
+            fputs("\\t", stdout);
+        else if (c == '\n')
+            fputs("\\n", stdout);
+        else if (c == '\r')
+            fputs("\\r", stdout);
+        else if (c < 0x20 || c == 0x7f)
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+}
+
 static int fail(int code, const char *what, int rc)
 {
     fprintf(stderr, "ringbloom: %s: %s\n", what, rb_strerror(rc));
     return code;
 }
 
-static int conn_fail(rb_conn_t *c, const char *what, int rc)
+/* A failed request to the daemon; changes: the request was a change (so a
+ * timeout leaves it unknown whether it was applied). */
+static int conn_fail(rb_conn_t *c, const char *what, int rc, int changes)
 {
     if (rc == RB_EREPLY || rc == RB_EPERM) {
         fprintf(stderr, "ringbloom: %s: %s\n", what, rb_conn_error(c));
         return EX_REFUSED;
     }
+    if (rc == RB_ETIMEDOUT) {
+        fprintf(stderr, "ringbloom: %s: the daemon did not answer within %u s%s (socket %s)\n",
+                what, opt_timeout_s, changes ? "; the change may have been applied" : "",
+                sock_path);
+        return EX_UNREACH;
+    }
     if (rc == RB_EDAEMON) {
-        fprintf(stderr, "ringbloom: %s: %s (socket %s)\n", what, rb_strerror(rc),
-                opt_socket ? opt_socket : "default for the instance");
+        fprintf(stderr, "ringbloom: %s: %s (socket %s)\n", what, rb_strerror(rc), sock_path);
         return EX_UNREACH;
     }
     return fail(EX_FAIL, what, rc);
 }
 
+/* Sets sock_path: --socket, or the instance's default. */
+static int find_socket(void)
+{
+    static rb_paths_t paths;
+
+    if (sock_path != NULL)
+        return EX_YES;
+    if (opt_socket != NULL) {
+        sock_path = opt_socket;
+        return EX_YES;
+    }
+    if (rb_default_paths(opt_instance, &paths) != RB_OK) {
+        fprintf(stderr, "ringbloom: bad instance name '%s'\n", opt_instance);
+        return EX_USAGE;
+    }
+    sock_path = paths.socket;
+    return EX_YES;
+}
+
 static int attach(rb_segment_t **seg)
 {
-    int rc = rb_segment_attach(opt_instance, 0, seg);
+    char why[1024];
+    uid_t owner = opt_owner;
+    int rc, ex;
 
+    if (owner == (uid_t)-1) {
+        if ((ex = find_socket()) != EX_YES)
+            return ex;
+        rc = rb_daemon_uid(NULL, sock_path, (uid_t)-1, &owner, why, sizeof(why));
+        if (rc == RB_ENOENT) {
+            fprintf(stderr, "ringbloom: cannot attach instance '%s': no socket directory "
+                    "(%s), so no daemon's user to trust; is ringbloomd running? (--owner USER "
+                    "names it)\n", opt_instance, why);
+            return EX_UNREACH;
+        }
+        if (rc != RB_OK) {
+            fprintf(stderr, "ringbloom: cannot attach instance '%s': %s (--owner USER names "
+                    "the daemon's user)\n", opt_instance, why);
+            return EX_UNREACH;
+        }
+    }
+    rc = rb_segment_attach_owned(opt_instance, 0, owner, seg);
     if (rc == RB_EGONE) {
-        rc = rb_segment_attach(opt_instance, RB_ATTACH_STALE_OK, seg);
+        rc = rb_segment_attach_owned(opt_instance, RB_ATTACH_STALE_OK, owner, seg);
         if (rc == RB_OK)
             fprintf(stderr, "ringbloom: warning: the daemon of instance '%s' is not running; "
                     "answering from its last published state\n", opt_instance);
+    }
+    if (rc == RB_EOWNER) {
+        fprintf(stderr, "ringbloom: cannot attach instance '%s': /dev/shm/ringbloom.%s is %s "
+                "(the daemon's user is uid %u)\n", opt_instance, opt_instance,
+                rb_strerror(rc), (unsigned)owner);
+        return EX_UNREACH;
     }
     if (rc != RB_OK) {
         fprintf(stderr, "ringbloom: cannot attach instance '%s': %s\n", opt_instance,
@@ -115,12 +212,23 @@ static int attach(rb_segment_t **seg)
 
 static int open_conn(rb_conn_t **c)
 {
-    int rc = rb_conn_open(opt_instance, opt_socket, 0, c);
+    char why[1024];
+    int rc, ex;
 
+    if ((ex = find_socket()) != EX_YES)
+        return ex;
+    /* A missing directory is only a daemon that is not running: connect
+     * says so, naming the socket. */
+    rc = rb_daemon_uid(NULL, sock_path, opt_owner, NULL, why, sizeof(why));
+    if (rc != RB_OK && rc != RB_ENOENT) {
+        fprintf(stderr, "ringbloom: not using the socket of instance '%s' (%s): %s\n",
+                opt_instance, sock_path, why);
+        return EX_UNREACH;
+    }
+    rc = rb_conn_open(NULL, sock_path, opt_timeout_s * 1000u, c);
     if (rc != RB_OK) {
-        fprintf(stderr, "ringbloom: cannot connect to the daemon of instance '%s'%s%s: %s (%s)\n",
-                opt_instance, opt_socket ? " at " : "", opt_socket ? opt_socket : "",
-                rb_strerror(rc), strerror(errno));
+        fprintf(stderr, "ringbloom: cannot connect to the daemon of instance '%s' at %s: %s (%s)\n",
+                opt_instance, sock_path, rb_strerror(rc), strerror(errno));
         return EX_UNREACH;
     }
     return EX_YES;
@@ -136,6 +244,22 @@ static int parse_u32(const char *s, uint32_t *out)
     if (errno || *end || s[0] == '\0' || s[0] == '-' || v > UINT32_MAX)
         return -1;
     *out = (uint32_t)v;
+    return 0;
+}
+
+/* A user name or a numeric uid. */
+static int parse_owner(const char *s, uid_t *out)
+{
+    const struct passwd *pw = getpwnam(s);
+    uint32_t uid;
+
+    if (pw != NULL) {
+        *out = pw->pw_uid;
+        return 0;
+    }
+    if (parse_u32(s, &uid) != 0 || uid == (uint32_t)-1)
+        return -1;
+    *out = (uid_t)uid;
     return 0;
 }
 
@@ -159,7 +283,9 @@ static int lookup_stream(rb_segment_t *seg)
             ex = fail(rc == RB_EEMPTY ? EX_NO : EX_FAIL, "lookup", rc);
             break;
         }
-        printf("%s\t%s\n", line, n.name);
+        printf("%s\t", line);
+        text_str(n.name, n.name_len);
+        putchar('\n');
     }
     free(line);
     rb_segment_close(seg);
@@ -215,8 +341,10 @@ static int cmd_lookup(int argc, char **argv)
         }
         printf("]}\n");
     } else {
-        for (int i = 0; i < rc; i++)
-            printf("%s\n", nodes[i].name);
+        for (int i = 0; i < rc; i++) {
+            text_str(nodes[i].name, nodes[i].name_len);
+            putchar('\n');
+        }
     }
     free(nodes);
     rb_segment_close(seg);
@@ -305,7 +433,8 @@ static int cmd_nodes(int argc, char **argv)
             json_str(nodes[i].name, nodes[i].name_len);
             printf(",\"weight\":%u}", nodes[i].weight);
         } else {
-            printf("%s\t%u\n", nodes[i].name, nodes[i].weight);
+            text_str(nodes[i].name, nodes[i].name_len);
+            printf("\t%u\n", nodes[i].weight);
         }
     }
     if (opt_json)
@@ -341,7 +470,7 @@ static int cmd_add(int argc, char **argv)
     }
     rc = rb_conn_bf_add_many(c, argv[1], strlen(argv[1]), keys, (size_t)n, fresh);
     if (rc < 0) {
-        ex = conn_fail(c, "add", (int)rc);
+        ex = conn_fail(c, "add", (int)rc, 1);
     } else {
         if (opt_json)
             putchar('[');
@@ -437,7 +566,7 @@ static int cmd_load(int argc, char **argv)
             if (rc < 0) {
                 if (tty)
                     fputc('\n', stderr);
-                ex = conn_fail(c, "load", (int)rc);
+                ex = conn_fail(c, "load", (int)rc, 1);
                 fprintf(stderr, "ringbloom: %llu keys were loaded before the error\n",
                         (unsigned long long)keys);
                 break;
@@ -498,7 +627,7 @@ static int cmd_node(int argc, char **argv)
         rc = rb_conn_ring_remove(c, argv[2], strlen(argv[2]));
     else
         rc = rb_conn_ring_weight(c, argv[2], strlen(argv[2]), w);
-    ex = rc == RB_OK ? EX_YES : conn_fail(c, "node", rc);
+    ex = rc == RB_OK ? EX_YES : conn_fail(c, "node", rc, 1);
     if (ex == EX_YES)
         printf(opt_json ? "{\"ok\":true}\n" : "OK\n");
     rb_conn_close(c);
@@ -553,7 +682,7 @@ static int cmd_reserve(int argc, char **argv)
     if ((ex = open_conn(&c)) != EX_YES)
         return ex;
     rc = rb_conn_bf_reserve(c, argv[1], strlen(argv[1]), &p);
-    ex = rc == RB_OK ? EX_YES : conn_fail(c, "reserve", rc);
+    ex = rc == RB_OK ? EX_YES : conn_fail(c, "reserve", rc, 1);
     if (ex == EX_YES)
         printf(opt_json ? "{\"ok\":true}\n" : "OK\n");
     rb_conn_close(c);
@@ -576,7 +705,7 @@ static int cmd_info(int argc, char **argv)
         return ex;
     rc = rb_conn_command(c, argc > 1 ? 2 : 1, args, lens, buf, sizeof(buf));
     if (rc != RB_OK) {
-        ex = conn_fail(c, "info", rc);
+        ex = conn_fail(c, "info", rc, 0);
     } else if (opt_json) {
         /* key:value lines as one JSON object; "# Section" lines dropped. */
         char *save, *ln;
@@ -704,7 +833,7 @@ static int cmd_shutdown(int argc, char **argv)
         return ex;
     /* The daemon closes the connection once it has saved and stopped. */
     rc = rb_conn_command(c, 1, args, lens, buf, sizeof(buf));
-    ex = rc == RB_EDAEMON ? EX_YES : conn_fail(c, "shutdown", rc);
+    ex = rc == RB_EDAEMON ? EX_YES : conn_fail(c, "shutdown", rc, 1);
     rb_conn_close(c);
     return ex;
 }
@@ -715,6 +844,8 @@ int main(int argc, char **argv)
         { "instance", required_argument, NULL, 'i' },
         { "socket", required_argument, NULL, 's' },
         { "json", no_argument, NULL, 'j' },
+        { "owner", required_argument, NULL, 'o' },
+        { "timeout", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -730,11 +861,24 @@ int main(int argc, char **argv)
     };
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "+i:s:jhV", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+i:s:jo:t:hV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'i': opt_instance = optarg; break;
         case 's': opt_socket = optarg; break;
         case 'j': opt_json = 1; break;
+        case 'o':
+            if (parse_owner(optarg, &opt_owner) != 0) {
+                fprintf(stderr, "ringbloom: --owner: no user '%s'\n", optarg);
+                return EX_USAGE;
+            }
+            break;
+        case 't':
+            if (parse_u32(optarg, &opt_timeout_s) != 0 || opt_timeout_s == 0 ||
+                opt_timeout_s > 86400) {
+                fprintf(stderr, "ringbloom: --timeout wants seconds in [1, 86400]\n");
+                return EX_USAGE;
+            }
+            break;
         case 'h': usage(stdout); return EX_YES;
         case 'V': printf("ringbloom %s\n", PACKAGE_VERSION); return EX_YES;
         default: usage(stderr); return EX_USAGE;

@@ -223,9 +223,9 @@ void server_close(server_t *s);
 int server_may_write(const server_t *s, uid_t uid, gid_t gid);
 
 /* Creates the directory of path (whole = 0: path's parent; 1: path
- * itself) and its parents with mode, then checks the directory: owned by
- * this euid or root, else -1 with the reason in err (a warning is logged
- * if group or others can write it). */
+ * itself) and its missing parents with mode, judging every level by the
+ * trust rule (dirs.c): 0, or -1 with the reason, naming the level, in
+ * err. */
 int rbd_make_dir(const char *path, int whole, mode_t mode, char *err, size_t errlen);
 
 #endif /* RBD_H */

@@ -233,7 +233,7 @@ static int crawler_main(const rbd_t *d, crawl_t *cw, uint32_t me, const uint32_t
     int rc;
 
     if ((rc = rb_conn_open(NULL, d->sock, 10000, &conn)) != RB_OK ||
-        (rc = rb_segment_attach(d->instance, 0, &seg)) != RB_OK ||
+        (rc = rb_segment_attach_owned(d->instance, 0, d->uid, &seg)) != RB_OK ||
         (rc = rb_bloom_open(seg, FILTER, strlen(FILTER), &bf)) != RB_OK)
         goto out;
     atomic_fetch_add_explicit(&cw->ready, 1, memory_order_relaxed);
@@ -655,7 +655,7 @@ int main(int argc, char **argv)
     printf(PROG ": filter '" FILTER "': capacity %" PRIu64 ", error rate %g, %s layout, "
            "scaling\n", o.capacity, o.error_rate,
            o.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard");
-    if ((rc = rb_segment_attach(d.instance, 0, &seg)) != RB_OK) {
+    if ((rc = rb_segment_attach_owned(d.instance, 0, d.uid, &seg)) != RB_OK) {
         fprintf(stderr, PROG ": attach %s: %s\n", d.instance, rb_strerror(rc));
         goto out;
     }

@@ -215,8 +215,15 @@ int rbd_start(rbd_t *d, const char *bin, const char *tmpbase, const char *instan
     for (int i = 0; i < 1000 && !stop_requested; i++) {
         int status;
 
-        if ((rc = rb_conn_open(NULL, d->sock, 10000, conn)) == RB_OK)
-            return 0;
+        if ((rc = rb_conn_open(NULL, d->sock, 10000, conn)) == RB_OK) {
+            /* The daemon's user, as any application finds it: the owner
+             * of its socket's directory, if that directory can be trusted. */
+            char why[512];
+            if (rb_daemon_uid(NULL, d->sock, (uid_t)-1, &d->uid, why, sizeof(why)) == RB_OK)
+                return 0;
+            fprintf(stderr, "%s: %s\n", ex_prog, why);
+            return -1;
+        }
         if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
             d->pid = 0;
             fprintf(stderr, "%s: %s exited during start-up (%s %d)\n", ex_prog, bin,

@@ -42,6 +42,8 @@ typedef struct rbd {
     char  sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char  log[RBD_DIR_MAX + 16];
     char  instance[RB_INSTANCE_MAX + 1];
+    uid_t uid;            /* the daemon's user: readers attach only its
+                             segment (rb_segment_attach_owned) */
 } rbd_t;
 
 /* The daemon to run: opt (--daemon), $RB_DAEMON, ../daemon/ringbloomd

@@ -174,9 +174,10 @@ static void worker_phase(const rb_segment_t *seg, pool_t *pool, uint32_t me, uin
     }
 }
 
-/* A worker process: attaches read-only and serves phases until PHASE_QUIT
- * (or until the parent is gone).  Returns the exit status. */
-static int worker_main(const char *instance, pool_t *pool, uint32_t me, pid_t parent)
+/* A worker process: attaches d's segment read-only (only if the daemon's
+ * user owns it) and serves phases until PHASE_QUIT (or until the parent is
+ * gone).  Returns the exit status. */
+static int worker_main(const rbd_t *d, pool_t *pool, uint32_t me, pid_t parent)
 {
     size_t slice = (size_t)(pool->probes / pool->workers + 1);
     uint8_t *prev = malloc(slice);
@@ -189,8 +190,8 @@ static int worker_main(const char *instance, pool_t *pool, uint32_t me, pid_t pa
         return 1;
     }
     memset(prev, NO_OWNER, slice);
-    if ((rc = rb_segment_attach(instance, 0, &seg)) != RB_OK) {
-        fprintf(stderr, PROG ": worker %u: attach %s: %s\n", me, instance, rb_strerror(rc));
+    if ((rc = rb_segment_attach_owned(d->instance, 0, d->uid, &seg)) != RB_OK) {
+        fprintf(stderr, PROG ": worker %u: attach %s: %s\n", me, d->instance, rb_strerror(rc));
         goto out;
     }
     for (;;) {
@@ -448,7 +449,7 @@ int main(int argc, char **argv)
            " probe keys\n", o.workers, o.requests, o.probes);
     if ((rc = apply_step(conn, pool, &plan[0], weight, o.nodes)) != RB_OK)
         goto out;
-    if ((rc = rb_segment_attach(d.instance, 0, &seg)) != RB_OK) {
+    if ((rc = rb_segment_attach_owned(d.instance, 0, d.uid, &seg)) != RB_OK) {
         fprintf(stderr, PROG ": attach %s: %s\n", d.instance, rb_strerror(rc));
         goto out;
     }
@@ -464,7 +465,7 @@ int main(int argc, char **argv)
             if (ex_child_setup(parent) != 0)
                 _exit(1);
             rb_segment_close(seg);   /* the parent's; the worker attaches its own */
-            _exit(worker_main(d.instance, pool, started, parent));
+            _exit(worker_main(&d, pool, started, parent));
         }
         pids[started] = pid;
     }

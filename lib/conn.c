@@ -9,9 +9,11 @@
  * in flight to hide the round trip.
  *
  * Errors: a reply "-NOPERM ..." maps to RB_EPERM, any other error reply to
- * RB_EREPLY (text in rb_conn_error), a broken or timed-out socket to
- * RB_EDAEMON (the connection is then unusable), a reply that does not
- * parse to RB_EPROTO.
+ * RB_EREPLY (text in rb_conn_error), a broken socket to RB_EDAEMON and one
+ * on which the daemon did not answer (or take a request) within the
+ * timeout to RB_ETIMEDOUT (the connection is then unusable either way; a
+ * timed-out change may have been applied), a reply that does not parse to
+ * RB_EPROTO.
  */
 #include "config.h"
 
@@ -55,6 +57,15 @@ int rb_conn_open(const char *instance, const char *socket_path, unsigned timeout
         if (rc != RB_OK)
             return rc;
         socket_path = paths.socket;
+        /* The default may be /tmp/ringbloom-<uid>, which anyone could have
+         * made first.  A missing directory is only nobody listening. */
+        rc = rb_daemon_uid(NULL, socket_path, (uid_t)-1, NULL, NULL, 0);
+        if (rc == RB_ENOENT) {
+            errno = ENOENT;
+            return RB_EDAEMON;
+        }
+        if (rc != RB_OK)
+            return rc;
     }
     if (strlen(socket_path) >= sizeof(sa.sun_path))
         return RB_EINVAL;
@@ -141,6 +152,14 @@ static int wput_array(rb_conn_t *c, size_t n)
     return wput(c, hdr, (size_t)len);
 }
 
+/* The code of a failed send or receive (errno set by it); breaks c. */
+static int io_failed(rb_conn_t *c)
+{
+    c->broken = 1;
+    /* SO_RCVTIMEO / SO_SNDTIMEO ran out. */
+    return errno == EAGAIN || errno == EWOULDBLOCK ? RB_ETIMEDOUT : RB_EDAEMON;
+}
+
 static int wflush(rb_conn_t *c)
 {
     size_t off = 0;
@@ -151,7 +170,9 @@ static int wflush(rb_conn_t *c)
         ssize_t n = send(c->fd, c->wbuf + off, c->wlen - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
+        if (n < 0)
+            return io_failed(c);
+        if (n == 0) {
             c->broken = 1;
             return RB_EDAEMON;
         }
@@ -196,7 +217,9 @@ static int fill(rb_conn_t *c)
     do
         n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
     while (n < 0 && errno == EINTR);
-    if (n <= 0) {
+    if (n < 0)
+        return io_failed(c);
+    if (n == 0) {
         c->broken = 1;
         return RB_EDAEMON;
     }
@@ -466,10 +489,9 @@ int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen, const
                 /* Drain the other replies in flight so the connection stays
                  * usable, then report the first error. */
                 size_t rest = answered + cnt;
-                for (size_t k = 1; k < inflight; k++) {
+                for (size_t k = 1; k < inflight && !c->broken; k++) {
                     size_t m = n - rest < BATCH_KEYS ? n - rest : BATCH_KEYS;
-                    if (read_madd(c, m, NULL) == RB_EDAEMON)
-                        break;
+                    read_madd(c, m, NULL);
                     rest += m;
                 }
                 return got;

@@ -167,6 +167,7 @@ typedef struct rb_map {
     uint64_t dir_slots;      /* writer never changes them afterwards */
     dev_t dev;               /* identity of the object, to notice a new one */
     ino_t ino;
+    uid_t owner;             /* the object's owner when it was opened */
     struct rb_map *older;    /* replaced mappings, freed at close */
 } rb_map_t;
 
@@ -177,7 +178,8 @@ struct rb_segment {
     rb_heap_t heap;          /* writer only */
     pthread_mutex_t lock;    /* reader: serialises moving to a new object */
     _Atomic uint64_t next_poll_ms; /* reader: earliest next look for one */
-    uid_t owner;             /* reader: required owner, or (uid_t)-1 */
+    uid_t owner;             /* reader: the owner of every object it maps:
+                                given at attach, or else the first one's */
 };
 
 /* The handle's current mapping.  Readers call rb_reader_map(), which also
@@ -258,6 +260,9 @@ void rb_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes);
 int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive);
 void rb_heap_destroy(rb_heap_t *heap);
 uint64_t rb_now_ms(void);
+
+/* The RB_E* code for errno value e (segment.c). */
+int rb_errno_code(int e);
 
 /* 1 if s is a valid instance name (paths.c). */
 int rb_instance_ok(const char *s);

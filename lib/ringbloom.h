@@ -77,10 +77,16 @@ extern "C" {
 #define RB_EREPLY    -22   /* the daemon replied with an error; see
                               rb_conn_error() for its text */
 #define RB_EPERM     -23   /* the daemon refused a mutation (NOPERM) */
-#define RB_EOWNER    -24   /* the shm object is not to be trusted: owned by
+#define RB_EOWNER    -24   /* not to be trusted: a shm object owned by
                               another user (a writer's takeover, or a reader's
-                              expected owner), or writable by users other
-                              than its owner (name squatting) */
+                              expected owner) or writable by users other
+                              than its owner (name squatting); a directory
+                              another user made, could replace, or reached
+                              through a symlink another user could have
+                              put there (rb_trusted_dir) */
+#define RB_ETIMEDOUT -25   /* the daemon did not answer within the
+                              connection's timeout; a change sent may have
+                              been applied */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);
@@ -138,12 +144,23 @@ RB_EXPORT RB_WUR int rb_segment_create(const char *instance,
 /* Reader.  Opens the object O_RDONLY and maps it PROT_READ, so the process
  * can never modify it (a store faults with SIGSEGV).  Validates the header:
  * RB_ENOENT (no such instance), RB_EACCES, RB_ENOTOURS (bad magic),
- * RB_EENDIAN, RB_EVERSION, RB_ETRUNC (object smaller than the header says),
- * RB_EBUSY (still being created), RB_ERETIRED, RB_EGONE (writer process no
- * longer exists, unless RB_ATTACH_STALE_OK), RB_ECORRUPT (offsets out of
- * range), RB_EOWNER (the object is writable by group or others: anyone
- * could rewrite what readers trust).  Cost: a few system calls; call once
- * per process, not per query. */
+ * RB_EENDIAN, RB_EVERSION, RB_ETRUNC (object smaller than the header says;
+ * never for a segment that is merely growing), RB_EBUSY (still being
+ * created), RB_ERETIRED, RB_EGONE (writer process no longer exists, unless
+ * RB_ATTACH_STALE_OK), RB_ECORRUPT (offsets out of range), RB_EOWNER (the
+ * object is writable by group or others: anyone could rewrite what readers
+ * trust).
+ * Owner: the handle trusts the owner of the object it attached and no
+ * other.  When it follows a restarted daemon (rb_segment_refresh, and
+ * lookups by themselves) it moves only to an object of that owner, so it
+ * never maps one another user put under the name meanwhile.  This matters
+ * beyond the table it would read: the owner of an object can shrink it,
+ * and a reader touching a page past the end dies of SIGBUS; the daemon
+ * never shrinks its segment, other users might.  The first attach itself
+ * takes whichever user's object carries the name, which while the daemon
+ * is down may be a squatter's: readers that can, should name the daemon's
+ * uid with rb_segment_attach_owned.
+ * Cost: a few system calls; call once per process, not per query. */
 RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
                                        rb_segment_t **out);
 
@@ -151,7 +168,11 @@ RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
  * follows a restarted daemon to a new one) must be owned by `owner`, the
  * daemon's uid: else RB_EOWNER.  /dev/shm is writable by every user, so
  * while the daemon is down another user could create an object under its
- * name; pinning the owner keeps such a squatter's table out. */
+ * name; pinning the owner keeps such a squatter's table out.  The daemon's
+ * uid: rb_daemon_uid(), or the application's configuration.  Example:
+ *     uid_t uid;
+ *     if (rb_daemon_uid("default", NULL, (uid_t)-1, &uid, why, sizeof(why)) == RB_OK)
+ *         rc = rb_segment_attach_owned("default", 0, uid, &seg);  */
 RB_EXPORT RB_WUR int rb_segment_attach_owned(const char *instance, unsigned flags,
                                              uid_t owner, rb_segment_t **out);
 
@@ -219,9 +240,10 @@ RB_EXPORT int rb_segment_check(const rb_segment_t *seg);
 
 /* Reader.  Moves the handle to the live object of its instance if the
  * current one was retired or its writer stopped heartbeating and a new
- * object (a restarted daemon's) exists.  Lookups do this by themselves,
- * every 1024 calls per thread, at most every 250 ms per handle; this call
- * does it now.  Returns 1 if the handle moved, 0 if not (still current, or
+ * object (a restarted daemon's) of the owner the handle trusts exists (see
+ * rb_segment_attach: another user's object is never mapped).  Lookups do
+ * this by themselves, every 1024 calls per thread, at most every 250 ms per
+ * handle; this call does it now.  Returns 1 if the handle moved, 0 if not (still current, or
  * nothing newer to move to).  Mappings it leaves stay valid until
  * rb_segment_close, so other threads need not stop. */
 RB_EXPORT int rb_segment_refresh(rb_segment_t *seg);
@@ -257,6 +279,45 @@ typedef struct rb_paths {
 /* Any process.  Fills *out for instance.  RB_EINVAL for a bad name,
  * RB_ERANGE if a path would not fit. */
 RB_EXPORT RB_WUR int rb_default_paths(const char *instance, rb_paths_t *out);
+
+/* rb_trusted_dir flags. */
+#define RB_DIR_PARENT 0x1u   /* path names a file: judge the directory holding it */
+
+/* Any process.  Whether directory `path` is what root or a trusted user
+ * made it, so that files in it (a socket, a pidfile, state) are not
+ * another user's.  Trusted: root, this process's euid and `also` (another
+ * uid, e.g. the daemon's when it runs as someone else; (uid_t)-1: none).
+ * The path is walked from "/" one level at a time without following a
+ * symlink blindly, and each level is judged by the directory holding it
+ * (docs/design.md, "Security review"): under a directory that only trusted
+ * users can change, anything goes (a symlink is followed and its target
+ * judged the same way, so /var/run -> /run works); under one that others
+ * can write, a level must be a real directory of a trusted user and its
+ * parent sticky (/tmp); the last directory must belong to a trusted user
+ * and be writable by nobody else.
+ * create_mode: 0 makes nothing (a client); otherwise missing levels are
+ * created with this mode (under the umask) before they are judged (a
+ * daemon making its run and state directories).  On success stores the
+ * last directory's owner in *owner (if not NULL).  On failure writes a
+ * sentence naming the level and the reason to why (cap bytes, if not NULL).
+ * Errors: RB_EOWNER (a level fails the rule), RB_ENOENT (a level is
+ * missing), RB_EACCES, RB_EINVAL (not a directory, bad flags, a relative
+ * path leaving "."), RB_ERANGE (too long or deep, too many symlinks),
+ * RB_ENOMEM, RB_ESYS.  Cost: two system calls per level. */
+RB_EXPORT RB_WUR int rb_trusted_dir(const char *path, unsigned flags, mode_t create_mode,
+                                    uid_t also, uid_t *owner, char *why, size_t cap);
+
+/* Any process.  The uid ringbloomd of `instance` runs as, for
+ * rb_segment_attach_owned: the owner of the directory holding its socket
+ * (socket_path, or the instance's default, rb_default_paths), after
+ * rb_trusted_dir has judged that directory (trusting root, this process's
+ * euid and `also`).  A daemon listens only in a directory of its own uid
+ * or root that nobody else can write (it refuses to start otherwise), so
+ * the owner is the daemon's uid, whether the daemon is running or not, and
+ * asking costs no connection.  Errors: as rb_trusted_dir; RB_EINVAL for a
+ * bad instance name. */
+RB_EXPORT RB_WUR int rb_daemon_uid(const char *instance, const char *socket_path, uid_t also,
+                                   uid_t *uid, char *why, size_t cap);
 
 /* ------------------------------------------------------------------------ */
 /* Consistent-hash ring                                                     */
@@ -577,9 +638,14 @@ RB_EXPORT RB_WUR int rb_bloom_info(const rb_bloom_t *bf, rb_bloom_stat_t *out);
 typedef struct rb_conn rb_conn_t;
 
 /* Any process.  Connects to socket_path, or, if it is NULL, to the default
- * socket of instance (rb_default_paths; NULL instance = "default").
- * timeout_ms bounds every later send/receive (0 -> 10 s).  Errors: RB_EINVAL,
- * RB_EDAEMON (nobody listening; errno says why), RB_ENOMEM. */
+ * socket of instance (rb_default_paths; NULL instance = "default"), whose
+ * directory must first pass rb_trusted_dir (RB_EOWNER: the default may be
+ * /tmp/ringbloom-<uid>, which another user could have made; rb_daemon_uid
+ * gives the reason).  An explicit socket_path is the caller's
+ * configuration and is used as given (check it with rb_daemon_uid).
+ * timeout_ms bounds every later send/receive (0 -> 10 s).  Errors:
+ * RB_EINVAL, RB_EOWNER, RB_EDAEMON (nobody listening; errno says why),
+ * RB_ENOMEM. */
 RB_EXPORT RB_WUR int rb_conn_open(const char *instance, const char *socket_path,
                                   unsigned timeout_ms, rb_conn_t **out);
 RB_EXPORT void rb_conn_close(rb_conn_t *c);
@@ -587,8 +653,13 @@ RB_EXPORT void rb_conn_close(rb_conn_t *c);
 /* The text of the last error reply (RB_EREPLY / RB_EPERM), or "". */
 RB_EXPORT const char *rb_conn_error(const rb_conn_t *c);
 
+/* Every call below sends and then waits for the reply: RB_EDAEMON if the
+ * connection broke, RB_ETIMEDOUT if the daemon did not answer within the
+ * timeout (a change may have been applied all the same); either way the
+ * connection is unusable afterwards. */
+
 /* Ring mutations: RING.ADD / RING.REMOVE / RING.WEIGHT.  0, or RB_EREPLY
- * (e.g. "ERR node exists"), RB_EPERM, RB_EDAEMON, RB_EPROTO. */
+ * (e.g. "ERR node exists"), RB_EPERM, RB_EDAEMON, RB_ETIMEDOUT, RB_EPROTO. */
 RB_EXPORT RB_WUR int rb_conn_ring_add(rb_conn_t *c, const char *name, size_t len,
                                       uint32_t weight);
 RB_EXPORT RB_WUR int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t len);

@@ -57,7 +57,10 @@ const char *rb_strerror(int code)
     case RB_EPROTO:   return "unexpected reply from the daemon";
     case RB_EREPLY:   return "the daemon replied with an error";
     case RB_EPERM:    return "the daemon refused: no permission for this change";
-    case RB_EOWNER:   return "segment not trusted: owned by another user or writable by others";
+    case RB_EOWNER:   return "not to be trusted: another user owns it, can write it, "
+                             "or could have put it there";
+    case RB_ETIMEDOUT: return "the daemon did not answer in time (a change sent may "
+                              "have been applied)";
     default:          return "unknown error";
     }
 }
@@ -94,7 +97,7 @@ static int shm_name(const char *instance, char *buf, size_t cap)
     return RB_OK;
 }
 
-static int errno_code(int e)
+int rb_errno_code(int e)
 {
     switch (e) {
     case ENOENT: return RB_ENOENT;
@@ -128,7 +131,7 @@ int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
     if (new_size > m->map_len)
         return RB_ENOSPC;
     if (ftruncate(m->fd, (off_t)new_size) != 0)
-        return errno_code(errno);
+        return rb_errno_code(errno);
     /* Reserve the pages now: on a full /dev/shm a later store would
      * otherwise die of SIGBUS instead of returning an error here. */
     rc = posix_fallocate(m->fd, (off_t)old, (off_t)(new_size - old));
@@ -137,10 +140,11 @@ int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
             /* the object stays larger than size says: harmless, only
              * header.size bounds what readers touch */
         }
-        return errno_code(rc);
+        return rb_errno_code(rc);
     }
-    /* Release: pairs with rb_seg_size()'s acquire; the bytes exist before
-     * any offset below new_size is published. */
+    /* Release: pairs with rb_seg_size()'s acquire and validate_header's;
+     * the bytes exist before any offset below new_size is published, and
+     * whoever sees new_size finds the object at least that large. */
     atomic_store_explicit(&h->size, new_size, memory_order_release);
     return RB_OK;
 }
@@ -152,12 +156,14 @@ static uint64_t heap_offset_for(uint64_t slots)
     return rb_round_up(RB_HEADER_SIZE + slots * sizeof(rb_filter_shm_t), page_size());
 }
 
-/* Checks of a header that every attach, takeover and restore share.
- * file_size is the object's size from fstat (the dump's length). */
-static int validate_header(const rb_header_shm_t *h, uint64_t file_size)
+/* Checks of a header that every attach, takeover and restore share.  The
+ * bytes behind it: the object's size, by fstat(fd), if fd >= 0 (len is then
+ * unused); else len, a dump's length. */
+static int validate_header(const rb_header_shm_t *h, int fd, uint64_t len)
 {
     uint64_t magic = rb_ld(&h->magic);
     uint64_t size, max_size, dir_off, slots, heap_off, state;
+    struct stat st;
 
     if (magic == 0)
         return RB_EBUSY;             /* creator has not written it yet */
@@ -178,9 +184,19 @@ static int validate_header(const rb_header_shm_t *h, uint64_t file_size)
         return RB_ECORRUPT;
     if (rb_ld(&h->header_size) != RB_HEADER_SIZE)
         return RB_ECORRUPT;
-    size = rb_ld(&h->size);
+    /* Acquire: pairs with rb_segment_grow's release store of size, which
+     * follows its ftruncate, so the object is at least this large when the
+     * fstat below looks.  The object's size must be taken after this load:
+     * taken before (as attach once did), a growth in between made a
+     * healthy segment look truncated. */
+    size = atomic_load_explicit(&h->size, memory_order_acquire);
+    if (fd >= 0) {
+        if (fstat(fd, &st) != 0)
+            return rb_errno_code(errno);
+        len = (uint64_t)st.st_size;
+    }
     max_size = rb_ld(&h->max_size);
-    if (size > file_size)
+    if (size > len)
         return RB_ETRUNC;
     if (size < RB_HEADER_SIZE || max_size < size || max_size > RB_MAX_MAX_SIZE)
         return RB_ECORRUPT;
@@ -256,7 +272,7 @@ static int map_identify(rb_map_t *m)
     struct stat st;
 
     if (fstat(m->fd, &st) != 0)
-        return errno_code(errno);
+        return rb_errno_code(errno);
     m->dev = st.st_dev;
     m->ino = st.st_ino;
     return RB_OK;
@@ -320,7 +336,7 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     else
         m->fd = memfd_create("ringbloom", MFD_CLOEXEC);
     if (m->fd < 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         seg_free(seg);
         return rc;
     }
@@ -331,14 +347,14 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
         goto fail;
     }
     if (fchmod(m->fd, o.mode) != 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     if ((rc = map_identify(m)) != RB_OK)
         goto fail;
     base = mmap(NULL, o.max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     m->base = base;
@@ -346,14 +362,14 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     m->dir_off = RB_HEADER_SIZE;
     m->dir_slots = o.max_filters;
     if (ftruncate(m->fd, RB_HEADER_SIZE) != 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     /* The header page is stored to next: reserve it like every later
      * granule (rb_segment_grow), or a full /dev/shm kills the creator with
      * SIGBUS instead of returning RB_ENOSPC. */
     if ((rc = posix_fallocate(m->fd, 0, RB_HEADER_SIZE)) != 0) {
-        rc = errno_code(rc);
+        rc = rb_errno_code(rc);
         goto fail;
     }
     h = rb_hdr(m);
@@ -448,7 +464,7 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
         return RB_EINVAL;
     if (len < RB_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
         return RB_ETRUNC;
-    if ((rc = validate_header(dh, len)) != RB_OK)
+    if ((rc = validate_header(dh, -1, len)) != RB_OK)
         return rc;
     size = rb_ld(&dh->size);
     dir_off = rb_ld(&dh->dir_offset);
@@ -522,15 +538,16 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
         return RB_ENOMEM;
     m->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
     if (m->fd < 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     if (fstat(m->fd, &st) != 0) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     m->dev = st.st_dev;
     m->ino = st.st_ino;
+    m->owner = st.st_uid;
     if (!owner_ok(&st, writable, owner)) {
         rc = RB_EOWNER;
         goto fail;
@@ -547,21 +564,24 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
         rc = RB_ETRUNC;
         goto fail;
     }
-    /* Map the header page alone first: max_size is only known from it. */
+    /* Map the header page alone first: max_size is only known from it.  It
+     * stays backed: the object's owner, accepted above, never shrinks it.
+     * This size is not compared with header.size: validate_header takes
+     * the object's size again, after loading header.size. */
     base = mmap(NULL, RB_HEADER_SIZE, PROT_READ, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     h = base;
-    rc = validate_header(h, (uint64_t)st.st_size);
+    rc = validate_header(h, m->fd, 0);
     max_size = rb_ld(&h->max_size);
     munmap(base, RB_HEADER_SIZE);
     if (rc != RB_OK)
         goto fail;
     base = mmap(NULL, max_size, prot, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = errno_code(errno);
+        rc = rb_errno_code(errno);
         goto fail;
     }
     m->base = base;
@@ -602,7 +622,10 @@ int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
         map_free(m);
         return RB_ENOMEM;
     }
-    seg->owner = owner;
+    /* Pinned from now on: the handle follows a restarted daemon only to
+     * an object of this owner (seg_poll), never to one another user put
+     * under the name while the daemon was down. */
+    seg->owner = m->owner;
     atomic_store(&seg->map, m);
     *out = seg;
     return RB_OK;
@@ -660,7 +683,7 @@ int rb_segment_unlink(const char *instance)
     if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
     if (shm_unlink(name) != 0)
-        return errno_code(errno);
+        return rb_errno_code(errno);
     return RB_OK;
 }
 
@@ -685,7 +708,7 @@ int rb_segment_set_mode(rb_segment_t *seg, mode_t mode)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    return fchmod(rb_seg_map(seg)->fd, mode) == 0 ? RB_OK : errno_code(errno);
+    return fchmod(rb_seg_map(seg)->fd, mode) == 0 ? RB_OK : rb_errno_code(errno);
 }
 
 void rb_segment_heartbeat(rb_segment_t *seg)

@@ -19,6 +19,11 @@
  *   - the segment is attached in init_process; if that fails (daemon not
  *     running) variables give their fallback values, the failure is logged
  *     once, and attaching is retried at most once a second on demand;
+ *   - only the daemon's user's segment is attached (ringbloom_owner, else
+ *     the owner of the socket's directory, which rb_daemon_uid judges
+ *     first): /dev/shm is writable by all, and while the daemon is down
+ *     another user could put a segment of their own under its name; the
+ *     socket's directory passes the same judgement before a connect;
  *   - once attached the handle stays; the library moves it to a restarted
  *     daemon's segment (this module asks it to look once a second, since
  *     its own check runs only every 1024 lookups);
@@ -62,6 +67,8 @@
 typedef struct {
     ngx_str_t                    instance;   /* NUL-terminated */
     ngx_str_t                    socket;     /* NUL-terminated */
+    ngx_uid_t                    owner;      /* the daemon's user; (uid_t) -1:
+                                                the socket directory's owner */
     size_t                       admit_buffer;
     ngx_array_t                  filters;    /* ngx_str_t, NUL-terminated */
     ngx_uint_t                   generation;
@@ -157,6 +164,8 @@ static char *ngx_http_ringbloom_seen(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_ringbloom_admit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_ringbloom_owner(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static ngx_int_t ngx_http_ringbloom_init_process(ngx_cycle_t *cycle);
 static void ngx_http_ringbloom_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_ringbloom_admit_flush(ngx_http_ringbloom_worker_t *w);
@@ -180,6 +189,13 @@ static ngx_command_t  ngx_http_ringbloom_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_ringbloom_main_conf_t, socket),
+      NULL },
+
+    { ngx_string("ringbloom_owner"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_ringbloom_owner,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
       NULL },
 
     { ngx_string("ringbloom_admit_buffer"),
@@ -270,6 +286,7 @@ ngx_http_ringbloom_create_main_conf(ngx_conf_t *cf)
     }
 
     rmcf->admit_buffer = NGX_CONF_UNSET_SIZE;
+    rmcf->owner = (ngx_uid_t) -1;
     rmcf->generation = ++ngx_http_ringbloom_generation;
 
     return rmcf;
@@ -625,6 +642,43 @@ ngx_http_ringbloom_admit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* ringbloom_owner USER | UID */
+static char *
+ngx_http_ringbloom_owner(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_ringbloom_main_conf_t *rmcf = conf;
+
+    ngx_int_t       uid;
+    ngx_str_t      *value;
+    struct passwd  *pw;
+
+    (void) cmd;
+
+    if (rmcf->owner != (ngx_uid_t) -1) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    pw = getpwnam((char *) value[1].data);
+    if (pw != NULL) {
+        rmcf->owner = pw->pw_uid;
+        return NGX_CONF_OK;
+    }
+
+    uid = ngx_atoi(value[1].data, value[1].len);
+    if (uid == NGX_ERROR || (ngx_uid_t) uid == (ngx_uid_t) -1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "ringbloom_owner: no user \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    rmcf->owner = (ngx_uid_t) uid;
+
+    return NGX_CONF_OK;
+}
+
+
 /* ---- the worker's state -------------------------------------------------- */
 
 static void
@@ -741,7 +795,7 @@ ngx_http_ringbloom_worker_get(ngx_http_request_t *r)
  */
 static void
 ngx_http_ringbloom_fail(ngx_http_ringbloom_worker_t *w, ngx_uint_t *failing,
-    ngx_log_t *log, const char *what, ngx_str_t *filter, int rc)
+    ngx_log_t *log, const char *what, ngx_str_t *filter, const char *reason)
 {
     if (*failing) {
         return;
@@ -753,14 +807,14 @@ ngx_http_ringbloom_fail(ngx_http_ringbloom_worker_t *w, ngx_uint_t *failing,
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "ringbloom: %s on instance \"%V\": %s; fallback "
                       "values until it works (logged once)",
-                      what, &w->conf->instance, rb_strerror(rc));
+                      what, &w->conf->instance, reason);
         return;
     }
 
     ngx_log_error(NGX_LOG_WARN, log, 0,
                   "ringbloom: %s \"%V\" on instance \"%V\": %s; fallback "
                   "values until it works (logged once)",
-                  what, filter, &w->conf->instance, rb_strerror(rc));
+                  what, filter, &w->conf->instance, reason);
 }
 
 
@@ -791,12 +845,18 @@ ngx_http_ringbloom_cleared(ngx_http_ringbloom_worker_t *w,
 /*
  * The attached segment, or NULL (then at most one attach attempt a
  * second).  Asks the library once a second whether the daemon restarted
- * onto a new segment, so a quiet worker follows it too.
+ * onto a new segment, so a quiet worker follows it too.  Attaches only a
+ * segment of the daemon's user: ringbloom_owner, else the owner of the
+ * socket's directory once rb_daemon_uid found it trustworthy (a daemon
+ * listens only in a directory of its own user or root).
  */
 static rb_segment_t *
 ngx_http_ringbloom_segment(ngx_http_ringbloom_worker_t *w, ngx_log_t *log)
 {
     int           rc;
+    char          why[512];
+    u_char        reason[600], *end;
+    uid_t         owner;
     time_t        now;
     ngx_uint_t    level;
     rb_segment_t *segment;
@@ -823,12 +883,32 @@ ngx_http_ringbloom_segment(ngx_http_ringbloom_worker_t *w, ngx_log_t *log)
 
     w->next_attach = now + NGX_HTTP_RINGBLOOM_RETRY;
 
+    owner = w->conf->owner;
+
+    if (owner == (uid_t) -1) {
+        rc = rb_daemon_uid(NULL, (char *) w->conf->socket.data, (uid_t) -1,
+                           &owner, why, sizeof(why));
+        if (rc != RB_OK) {
+            end = ngx_snprintf(reason, sizeof(reason) - 1,
+                               "the daemon's user is unknown (%s; "
+                               "ringbloom_owner names it)", why);
+            *end = '\0';
+            ngx_http_ringbloom_fail(w, &w->attach_failing, log,
+                                    "cannot attach", NULL, (char *) reason);
+            return NULL;
+        }
+    }
+
     /* STALE_OK: a daemon that died leaves its last table to serve. */
-    rc = rb_segment_attach((char *) w->conf->instance.data,
-                           RB_ATTACH_STALE_OK, &segment);
+    rc = rb_segment_attach_owned((char *) w->conf->instance.data,
+                                 RB_ATTACH_STALE_OK, owner, &segment);
     if (rc != RB_OK) {
+        end = ngx_snprintf(reason, sizeof(reason) - 1,
+                           "%s (the daemon's user is uid %uD)",
+                           rb_strerror(rc), (uint32_t) owner);
+        *end = '\0';
         ngx_http_ringbloom_fail(w, &w->attach_failing, log, "cannot attach",
-                                NULL, rc);
+                                NULL, (char *) reason);
         return NULL;
     }
 
@@ -883,7 +963,7 @@ ngx_http_ringbloom_filter(ngx_http_ringbloom_worker_t *w, ngx_uint_t i,
     if (rc != RB_OK) {
         f->bloom = NULL;
         ngx_http_ringbloom_fail(w, &f->failing, log, "cannot open filter",
-                                name, rc);
+                                name, rb_strerror(rc));
         return NULL;
     }
 
@@ -964,7 +1044,7 @@ ngx_http_ringbloom_node_variable(ngx_http_request_t *r,
                         &node);
     if (rc != RB_OK) {
         ngx_http_ringbloom_fail(w, &w->ring_failing, r->connection->log,
-                                "ring lookup failed", NULL, rc);
+                                "ring lookup failed", NULL, rb_strerror(rc));
         return ngx_http_ringbloom_fallback(r, rv, v, NULL);
     }
 
@@ -1018,7 +1098,7 @@ ngx_http_ringbloom_seen_variable(ngx_http_request_t *r,
     rc = rb_bloom_contains(bloom, key.len ? (char *) key.data : "", key.len);
     if (rc < 0) {
         ngx_http_ringbloom_fail(w, &f->failing, r->connection->log,
-                                "query failed in filter", name, rc);
+                                "query failed in filter", name, rb_strerror(rc));
         return ngx_http_ringbloom_fallback(r, rv, v, &ngx_http_ringbloom_zero);
     }
 
@@ -1148,7 +1228,8 @@ static void
 ngx_http_ringbloom_admit_connect(ngx_http_ringbloom_worker_t *w,
     ngx_log_t *log)
 {
-    int                  fd;
+    int                  fd, rc;
+    char                 why[512];
     time_t               now;
     ngx_err_t            err;
     ngx_connection_t    *c;
@@ -1161,6 +1242,22 @@ ngx_http_ringbloom_admit_connect(ngx_http_ringbloom_worker_t *w,
     }
 
     w->next_connect = now + NGX_HTTP_RINGBLOOM_RETRY;
+
+    /* Keys go only to a socket in a directory another user cannot have
+     * made or replaced (a missing one is a daemon not running: connect
+     * says so below). */
+    rc = rb_daemon_uid(NULL, (char *) w->conf->socket.data, w->conf->owner,
+                       NULL, why, sizeof(why));
+    if (rc != RB_OK && rc != RB_ENOENT) {
+        if (!w->connect_failing) {
+            w->connect_failing = 1;
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "ringbloom: not using \"%V\": %s; admits wait in "
+                          "the buffer (logged once)", &w->conf->socket, why);
+        }
+
+        return;
+    }
 
     ngx_memzero(&sa, sizeof(struct sockaddr_un));
     sa.sun_family = AF_UNIX;

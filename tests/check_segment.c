@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <grp.h>
+#include <time.h>
 
 #include "rb_test.h"
 
@@ -154,7 +156,8 @@ START_TEST(test_segment_untrusted_modes_and_owner_pin)
     ck_assert_int_eq(rb_segment_attach_owned(inst, 0, geteuid() + 1, &s), RB_EOWNER);
     ck_assert_ptr_null(s);
     ck_assert_str_eq(rb_strerror(RB_EOWNER),
-                     "segment not trusted: owned by another user or writable by others");
+                     "not to be trusted: another user owns it, can write it, or could have "
+                     "put it there");
 }
 END_TEST
 
@@ -435,6 +438,113 @@ START_TEST(test_segment_growth_past_reservation_is_enospc)
 }
 END_TEST
 
+/* Attach must never fail on a healthy segment that is growing (issue #10,
+ * item 9: attach took the object's size before it read header.size, so a
+ * growth in between looked like a truncated object, RB_ETRUNC).  A child
+ * grows segments granule by granule, as reserving filters and adding
+ * layers does, each to its reservation and then the next one; the parent
+ * attaches to the current one over and over for GROW_SECONDS.  Every
+ * attach succeeds, except RB_ENOENT when the child removed the segment
+ * the parent was about to open. */
+#define GROW_SECONDS 3.0
+#define GROW_MIN_ATTACHES 100000u
+
+typedef struct grow_shared {
+    _Atomic uint32_t current;   /* generation the child is growing */
+    _Atomic uint32_t stop;
+} grow_shared_t;
+
+static void grow_name(char *buf, size_t cap, uint32_t gen)
+{
+    snprintf(buf, cap, "%s.g%u", inst, gen);
+}
+
+static void grow_child(grow_shared_t *sh)
+{
+    rb_segment_opts_t o = { .mode = 0600, .max_size = 4u << 20, .max_filters = 4 };
+    rb_segment_t *prev = NULL, *seg;
+    char name[128];
+
+    for (uint32_t gen = 1; !atomic_load(&sh->stop); gen++) {
+        grow_name(name, sizeof(name), gen);
+        if (rb_segment_create(name, &o, &seg) != RB_OK)
+            _exit(1);
+        atomic_store(&sh->current, gen);
+        if (prev != NULL) {
+            grow_name(name, sizeof(name), gen - 1);
+            rb_segment_close(prev);
+            rb_segment_unlink(name);
+        }
+        while (!atomic_load(&sh->stop) &&
+               rb_segment_grow(seg, rb_seg_size(rb_seg_map(seg)) + RB_GROW_STEP) == RB_OK)
+            ;
+        prev = seg;
+    }
+    grow_name(name, sizeof(name), atomic_load(&sh->current));
+    rb_segment_close(prev);
+    rb_segment_unlink(name);
+    _exit(0);
+}
+
+START_TEST(test_segment_attach_never_fails_while_growing)
+{
+    grow_shared_t *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    unsigned long ok = 0, gone = 0, trunc = 0, other = 0;
+    struct timespec t0, t;
+    char name[128];
+    int status, last_other = RB_OK;
+    pid_t pid;
+
+    ck_assert(sh != MAP_FAILED);
+    atomic_init(&sh->current, 0);
+    atomic_init(&sh->stop, 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        grow_child(sh);
+    }
+    while (atomic_load(&sh->current) == 0) {
+        ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0);
+        usleep(1000);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        for (int i = 0; i < 1000; i++) {
+            rb_segment_t *r;
+            int rc;
+            grow_name(name, sizeof(name), atomic_load(&sh->current));
+            rc = rb_segment_attach(name, 0, &r);
+            if (rc == RB_OK) {
+                rb_segment_close(r);
+                ok++;
+            } else if (rc == RB_ENOENT) {
+                gone++;
+            } else if (rc == RB_ETRUNC) {
+                trunc++;
+            } else {
+                other++;
+                last_other = rc;
+            }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 <
+                 GROW_SECONDS || ok + gone + trunc + other < GROW_MIN_ATTACHES);
+    atomic_store(&sh->stop, 1);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    printf("attach while growing: %lu attached, %lu removed meanwhile, %lu RB_ETRUNC, "
+           "%lu other errors (generations %u)\n", ok, gone, trunc, other,
+           (unsigned)atomic_load(&sh->current));
+    fflush(stdout);
+    munmap(sh, sizeof(*sh));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "grower status %d", status);
+    ck_assert_msg(trunc == 0 && other == 0, "%lu RB_ETRUNC, %lu other (last: %s) in %lu attaches",
+                  trunc, other, rb_strerror(last_other), ok + gone + trunc + other);
+    ck_assert_uint_ge(ok, GROW_MIN_ATTACHES / 2);
+}
+END_TEST
+
 START_TEST(test_segment_takeover_keeps_ring_filters_and_heap)
 {
     rb_bloom_params_t p = { .capacity = 20000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
@@ -546,6 +656,57 @@ START_TEST(test_segment_reader_follows_restarted_writer)
 }
 END_TEST
 
+/* Publishes a one-node ring named `node` on the writer wseg. */
+static void publish_one(const char *node)
+{
+    rb_ring_t *r;
+
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 10, &r), RB_OK);
+    ck_assert_int_eq(rb_ring_add(r, node, strlen(node), 1), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(r, wseg), RB_OK);
+    rb_ring_free(r);
+}
+
+/* A reader that named no owner trusts the owner of the object it attached
+ * first, and no other: while the daemon is down another user may put an
+ * object under the name (/dev/shm is writable by all), and following a
+ * restart onto it would feed the reader that user's table and let it kill
+ * the reader with SIGBUS by truncating the object.  The handle stays on
+ * its mapping until an object of the first owner appears.  Needs root to
+ * switch uid. */
+START_TEST(test_segment_reader_follows_only_its_first_owner)
+{
+    rb_segment_t *reader;
+    rb_node_t n;
+
+    if (getuid() != 0) {
+        printf("squatting test needs root to switch uid; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    create_default();
+    publish_one("daemon");
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &reader), RB_OK);
+    /* The daemon dies (silent, segment removed); a squatter moves in. */
+    rb_st(&rb_hdr(rb_seg_map(wseg))->heartbeat_ms, rb_now_ms() - 10 * RB_STALE_MS);
+    rb_segment_close(wseg);
+    wseg = NULL;
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+    rb_test_squat_segment(inst);
+    ck_assert_int_eq(rb_segment_refresh(reader), 0);
+    ck_assert_int_eq(rb_ring_lookup(reader, "key", 3, &n), RB_OK);
+    ck_assert_str_eq(n.name, "daemon");
+    /* The daemon's user (root here) clears it away and restarts. */
+    ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
+    create_default();
+    publish_one("restarted");
+    ck_assert_int_eq(rb_segment_refresh(reader), 1);
+    ck_assert_int_eq(rb_ring_lookup(reader, "key", 3, &n), RB_OK);
+    ck_assert_str_eq(n.name, "restarted");
+    rb_segment_close(reader);
+}
+END_TEST
+
 typedef struct dump_buf {
     unsigned char *data;
     size_t len;
@@ -651,6 +812,7 @@ static Suite *segment_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_segment_create_attach_roundtrip);
     tcase_add_test(tc, test_segment_create_existing_is_eexist);
     tcase_add_test(tc, test_segment_bad_names_and_options);
@@ -670,9 +832,11 @@ static Suite *segment_suite(void)
     tcase_add_test_raise_signal(tc, test_segment_reader_store_faults, SIGSEGV);
     tcase_add_test(tc, test_segment_reader_cannot_mprotect_to_write);
     tcase_add_test(tc, test_segment_growth_past_reservation_is_enospc);
+    tcase_add_test(tc, test_segment_attach_never_fails_while_growing);
     tcase_add_test(tc, test_segment_takeover_keeps_ring_filters_and_heap);
     tcase_add_test(tc, test_segment_private_needs_no_name);
     tcase_add_test(tc, test_segment_reader_follows_restarted_writer);
+    tcase_add_test(tc, test_segment_reader_follows_only_its_first_owner);
     tcase_add_test(tc, test_segment_dump_restore_roundtrip_and_corruption);
     tcase_add_test(tc, test_segment_second_writer_is_refused);
     suite_add_tcase(s, tc);

@@ -40,12 +40,14 @@ done
 
 out="$dir/out"
 run() {   # run WORDS...: prints the command, its output and exit status
-    echo "\$ $*" | sed "s|$dir|DIR|g; s|$inst|INST|g"
+    printf '$ %s\n' "$*" | sed "s|$dir|DIR|g; s|$inst|INST|g"
     "$@" 2>&1 | sed "s|$dir|DIR|g; s|$inst|INST|g"
     echo "[exit $(cat "$dir/rc")]"
 }
 C() { "$cli" -i "$inst" -s "$dir/s.sock" "$@"; echo $? > "$dir/rc"; }
 R() { redis-cli -s "$dir/s.sock" "$@"; echo $? > "$dir/rc"; }
+# RQ 'COMMAND "quoted\targs"': redis-cli reads the line and decodes its escapes.
+RQ() { printf '%s\n' "$1" | redis-cli -s "$dir/s.sock"; echo $? > "$dir/rc"; }
 CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "$dir/rc"; }
 {
     run C node add cache-a.example:11211
@@ -109,6 +111,11 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run R RING.ADD 127.0.0.1:11213 3
     run CIN "$dir/k10" lookup -
     run R RING.INFO
+    # A node name with control bytes prints escaped, never as raw lines.
+    run RQ 'RING.ADD "name\twith\ttabs\nand a newline:11211" 1'
+    run C nodes
+    run C --json nodes
+    run C lookup key5 -n 4
     run C shutdown
     run C info
 } > "$out"

@@ -5,6 +5,8 @@
 # ringbloomd, then checks that
 #   - with no daemon, nginx serves the fallback value (logged once), and
 #     starts answering from the segment once the daemon is up;
+#   - (as root) a segment another user made under the instance's name while
+#     the daemon was down is not used: the fallback, not the squatter's node;
 #   - requests go to the node "ringbloom lookup KEY" names (200 keys);
 #   - a node removed through the CLI takes effect without a reload;
 #   - proxy_no_cache/proxy_cache_bypass driven by ringbloom_seen cache an
@@ -49,6 +51,7 @@ inst="ngx$$"
 sock="$dir/s.sock"
 dpid=
 npid=
+spid=
 cleanup() {
     if [ -n "$npid" ]; then
         # nginx runs in its own session (setsid): its process group holds
@@ -65,6 +68,7 @@ cleanup() {
         kill -CONT "$dpid" 2>/dev/null
         kill -KILL "$dpid" 2>/dev/null
     fi
+    [ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null
     wait 2>/dev/null
     rm -f "/dev/shm/ringbloom.$inst"
     rm -rf "$dir"
@@ -206,15 +210,16 @@ route_agrees() {
     cmp -s "$dir/nginx.out" "$dir/cli.out"
 }
 
-ports=$(http ports 5)
-[ "$(echo "$ports" | wc -w)" -eq 5 ] || die "no free loopback ports ($ports)"
-# shellcheck disable=SC2086  # five words
+ports=$(http ports 6)
+[ "$(echo "$ports" | wc -w)" -eq 6 ] || die "no free loopback ports ($ports)"
+# shellcheck disable=SC2086  # six words
 set -- $ports
 front=$1
 b1=$2
 b2=$3
 b3=$4
 fb=$5
+sq=$6
 
 if [ "$(id -u)" -eq 0 ]; then
     user_line="user nobody nogroup;"
@@ -287,8 +292,52 @@ http {
     server { listen 127.0.0.1:$b2; location / { return 200 "127.0.0.1:$b2"; } }
     server { listen 127.0.0.1:$b3; location / { return 200 "127.0.0.1:$b3"; } }
     server { listen 127.0.0.1:$fb; location / { return 200 "fallback"; } }
+    server { listen 127.0.0.1:$sq; location / { return 200 "squatter"; } }
 }
 CONF
+
+# ---- configuration: ringbloom_owner takes a user name or a uid -----------------
+owner_conf_ok() {   # owner_conf_ok VALUE: nginx -t accepts "ringbloom_owner VALUE;"
+    sed -e "s|^    ringbloom_instance .*|&\\n    ringbloom_owner $1;|" \
+        -e "s|^error_log .*|error_log $dir/owner.log info;|" "$dir/nginx.conf" > "$dir/owner.conf"
+    "$nginx" -t -p "$dir/" -c "$dir/owner.conf" > "$dir/owner.out" 2>&1
+}
+owner_conf_refused() {
+    ! owner_conf_ok "$1" && grep -q "ringbloom_owner: no user \"$1\"" "$dir/owner.out"
+}
+check "ringbloom_owner: a user name is accepted" owner_conf_ok nobody
+check "ringbloom_owner: a uid is accepted" owner_conf_ok "$(id -u nobody)"
+check "ringbloom_owner: an unknown user is a configuration error" \
+    owner_conf_refused no-such-user-rb
+
+# ---- 0. a squatter: another user's segment under the instance's name --------
+# While the real daemon is down, uid nobody runs a ringbloomd of its own on
+# the instance (the segment is a valid one, mode 0644, with a node of the
+# squatter's choosing) and leaves its segment behind.  nginx must not use it.
+squatted=
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    squat="$dir/squat"
+    mkdir "$squat" && chown nobody "$squat" || die "cannot make $squat"
+    cat > "$squat/ringbloomd.conf" <<CONF
+instance $inst
+socket $squat/s.sock
+dir $squat/state
+pidfile $squat/ringbloomd.pid
+segment-mode 0644
+keep-segment yes
+CONF
+    setpriv --reuid "$(id -u nobody)" --regid "$(id -g nobody)" --clear-groups \
+        "$daemon" -f -c "$squat/ringbloomd.conf" 2>>"$dir/squatter.log" &
+    spid=$!
+    S() { "$cli" -i "$inst" -s "$squat/s.sock" --owner nobody "$@"; }
+    wait_for 100 S info >/dev/null 2>&1 || { cat "$dir/squatter.log"; die "the squatter's ringbloomd did not start"; }
+    S node add "127.0.0.1:$sq" >/dev/null || die "squatter: node add failed"
+    kill -TERM "$spid"
+    wait "$spid" 2>/dev/null
+    spid=
+    [ -f "/dev/shm/ringbloom.$inst" ] || die "the squatter's segment did not stay"
+    squatted=yes
+fi
 
 # ---- 1. no daemon: the fallback, logged once, then recovery ------------------
 if command -v setsid >/dev/null 2>&1; then
@@ -319,6 +368,11 @@ check "no daemon: still the fallback a second later" fallback_ok
 attach_logs=$(grep -c 'ringbloom: cannot attach' "$dir/error.log")
 check "no daemon: 'cannot attach' logged once per worker ($attach_logs lines, 2 workers)" \
     test "$attach_logs" -ge 1 -a "$attach_logs" -le 2
+if [ -n "$squatted" ]; then
+    check "squatted segment: refused as not the daemon's user's (uid 0, the socket directory's owner)" \
+        grep -q 'cannot attach on instance.*not to be trusted.*the daemon.s user is uid 0' "$dir/error.log"
+    rm -f "/dev/shm/ringbloom.$inst"    # root clears it away before starting the daemon
+fi
 
 start_daemon
 C reserve seen 0.01 100000 >/dev/null || die "reserve failed"
