@@ -1282,6 +1282,8 @@ static void cmd_info(ctx_t *x)
         info_line(&ib, "segment_committed_bytes:%llu", (unsigned long long)si.size);
         info_line(&ib, "segment_max_bytes:%llu", (unsigned long long)si.max_size);
         info_line(&ib, "segment_generation:%llu", (unsigned long long)si.generation);
+        info_line(&ib, "segment_linked:%d", s->seg_linked);
+        info_line(&ib, "segment_republished:%llu", (unsigned long long)s->seg_republished);
     }
     if (info_want(x, "persistence")) {
         persist_t *p = &s->persist;

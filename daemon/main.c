@@ -8,6 +8,9 @@
  * With no arguments it serves instance "default" on the embedded defaults
  * (paths from rb_default_paths).  Settings come from the defaults, then the
  * file, then -i/-s/-d/-o, in that order; SIGHUP re-reads them the same way.
+ * A relative path (of -c, or of the socket, pidfile or state directory) is
+ * taken from the directory ringbloomd was started in, at start and on every
+ * SIGHUP alike, although a daemon runs in / (daemon(3)).
  */
 #include "config.h"
 
@@ -26,7 +29,8 @@
 
 #define MAX_OVERRIDES 64
 
-static const char *config_path;
+static char start_dir[4096];   /* the working directory at start */
+static char config_file[8192];  /* -c, absolute; "" if none */
 static struct {
     char key[64];
     char value[4096];
@@ -64,11 +68,32 @@ static int add_override(const char *key, const char *value)
     return 0;
 }
 
+/* path (a buffer of cap bytes), made absolute against the directory
+ * ringbloomd started in.  0, or -1 with err. */
+static int absolute(char *path, size_t cap, const char *what, char *err, size_t errlen)
+{
+    char buf[8192];
+    int n;
+
+    if (path[0] == '/')
+        return 0;
+    n = snprintf(buf, sizeof(buf), "%s/%s", strcmp(start_dir, "/") == 0 ? "" : start_dir, path);
+    if (n < 0 || (size_t)n >= cap) {
+        snprintf(err, errlen, "%s: %s made absolute (%s/%s) is too long", what, path, start_dir,
+                 path);
+        return -1;
+    }
+    memcpy(path, buf, (size_t)n + 1);
+    return 0;
+}
+
 /* Builds the configuration: defaults for the instance, the file, the
  * overrides.  The instance (which decides the default paths) may come from
  * an override or from the file, so it is settled first. */
 int rbd_load_config(rbd_config_t *cfg, char *err, size_t errlen)
 {
+    const char *config_path = config_file[0] != '\0' ? config_file : NULL;
+
     char instance[RB_INSTANCE_MAX + 1] = "default";
     char msg[512];
 
@@ -96,6 +121,10 @@ int rbd_load_config(rbd_config_t *cfg, char *err, size_t errlen)
             return -1;
         }
     }
+    if (absolute(cfg->socket, sizeof(cfg->socket), "socket", err, errlen) != 0 ||
+        absolute(cfg->pidfile, sizeof(cfg->pidfile), "pidfile", err, errlen) != 0 ||
+        absolute(cfg->dir, sizeof(cfg->dir), "dir", err, errlen) != 0)
+        return -1;
     return rbd_config_check(cfg, err, errlen);
 }
 
@@ -130,7 +159,13 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "c:fi:s:d:o:thV", longopts, NULL)) != -1) {
         char *eq;
         switch (opt) {
-        case 'c': config_path = optarg; break;
+        case 'c':
+            if (snprintf(config_file, sizeof(config_file), "%s", optarg) >=
+                (int)sizeof(config_file)) {
+                fprintf(stderr, "ringbloomd: -c: path too long\n");
+                return 2;
+            }
+            break;
         case 'f': foreground = 1; break;
         case 'i': if (add_override("instance", optarg) != 0) return 2; break;
         case 's': if (add_override("socket", optarg) != 0) return 2; break;
@@ -156,9 +191,18 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (getcwd(start_dir, sizeof(start_dir)) == NULL) {
+        fprintf(stderr, "ringbloomd: cannot tell the working directory: %s\n", strerror(errno));
+        return 1;
+    }
+    if (config_file[0] != '\0' &&
+        absolute(config_file, sizeof(config_file), "-c", err, sizeof(err)) != 0) {
+        fprintf(stderr, "ringbloomd: %s\n", err);
+        return 2;
+    }
     memset(&s, 0, sizeof(s));
     s.lfd = s.sigfd = s.epfd = s.spare_fd = -1;
-    s.config_path = config_path;
+    s.config_path = config_file[0] != '\0' ? config_file : NULL;
     if (rbd_load_config(&s.cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "ringbloomd: %s\n", err);
         return 2;
@@ -203,6 +247,7 @@ int main(int argc, char **argv)
         rbd_log(LOG_ERR, "cannot start: %s", err);
         goto out;
     }
+    s.seg_linked = 1;
     if (server_listen(&s, err, sizeof(err)) != 0) {
         rbd_log(LOG_ERR, "cannot listen: %s", err);
         goto out;

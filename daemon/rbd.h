@@ -6,6 +6,7 @@
  *   persist.c   append-only log, group commit, snapshots, restore
  *   rbd_log.c   logging to stderr or syslog
  *   dirs.c      the directories of its files: created, ownership checked
+ *   segwatch.c  keeps the segment reachable by its name in /dev/shm
  */
 #ifndef RBD_H
 #define RBD_H
@@ -93,7 +94,9 @@ typedef struct server {
     uint32_t nclients;
     uint64_t client_mem;       /* every client's buffers together */
     int resume_pending;        /* some client is paused with output drained */
-    rbd_ratelog_t log_accept, log_evict;
+    rbd_ratelog_t log_accept, log_evict, log_segment;
+    int seg_linked;            /* the name in /dev/shm leads to seg */
+    uint64_t seg_republished;  /* times the state was republished under it */
     uint64_t next_client_id;
     uint64_t start_ms;
     uint64_t last_heartbeat_ms;
@@ -207,6 +210,11 @@ void rbd_filters_tick(server_t *s, uint64_t now_unix);
 
 /* ---- commands (commands.c) ----------------------------------------------- */
 void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const size_t *argl);
+
+/* ---- the segment's name (segwatch.c) ------------------------------------- */
+/* Once a second: if the instance's name in /dev/shm no longer leads to
+ * s->seg, republishes the state under it (logged, INFO). */
+void rbd_segment_watch(server_t *s);
 
 /* ---- configuration (main.c) ------------------------------------------------ */
 /* Defaults, file, command-line overrides: the start-up and SIGHUP path. */

@@ -615,6 +615,7 @@ static void handle_signals(server_t *s)
 static void housekeeping(server_t *s, uint64_t now)
 {
     if (now - s->last_heartbeat_ms >= 1000) {
+        rbd_segment_watch(s);
         rb_segment_heartbeat(s->seg);
         s->last_heartbeat_ms = now;
         rbd_filters_tick(s, rbd_now_ms() / 1000);

@@ -225,6 +225,14 @@ RB_EXPORT int rb_segment_unlink(const char *instance);
  * re-attach; new attaches are refused.  Ring and filters stay readable. */
 RB_EXPORT RB_WUR int rb_segment_retire(rb_segment_t *seg, uint64_t next);
 
+/* Reader or writer.  1 if instance's name in /dev/shm still leads to this
+ * handle's object, 0 if the name is gone or leads to another object (a
+ * writer whose object was unlinked under it should republish its state:
+ * rb_segment_dump into rb_segment_restore, then rb_segment_retire the old
+ * one so its readers move).  Costs an shm_open and an fstat.  Errors:
+ * RB_EINVAL (a private segment has no name), RB_ESYS. */
+RB_EXPORT RB_WUR int rb_segment_linked(const rb_segment_t *seg);
+
 /* Writer.  Sets the exact mode of the shm object (fchmod), e.g. when a
  * restarted writer's configuration changed it.  RB_EROFS, RB_EINVAL (write
  * bits for group or others, as rb_segment_create), RB_ESYS. */

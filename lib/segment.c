@@ -717,6 +717,29 @@ void rb_segment_heartbeat(rb_segment_t *seg)
         rb_st(&rb_hdr(rb_seg_map(seg))->heartbeat_ms, rb_now_ms());
 }
 
+int rb_segment_linked(const rb_segment_t *seg)
+{
+    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    const rb_map_t *m;
+    struct stat st;
+    int fd, rc;
+
+    if (seg == NULL || seg->instance[0] == '\0')
+        return RB_EINVAL;
+    if ((rc = shm_name(seg->instance, name, sizeof(name))) != RB_OK)
+        return rc;
+    fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        /* Gone, or another user's object we may not even open. */
+        return errno == ENOENT || errno == EACCES ? 0 : rb_errno_code(errno);
+    rc = fstat(fd, &st) == 0 ? RB_OK : rb_errno_code(errno);
+    close(fd);
+    if (rc != RB_OK)
+        return rc;
+    m = rb_seg_map(seg);
+    return st.st_dev == m->dev && st.st_ino == m->ino;
+}
+
 int rb_segment_check(const rb_segment_t *seg)
 {
     const rb_header_shm_t *h;

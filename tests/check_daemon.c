@@ -483,6 +483,143 @@ START_TEST(test_daemon_sighup_reloads_write_access)
 }
 END_TEST
 
+/* A daemon started with a relative -c path, daemonized (so it runs in /),
+ * re-reads that file on SIGHUP. */
+START_TEST(test_daemon_sighup_rereads_relative_config_path)
+{
+    char bin[4096], pidf[256];
+    rb_conn_t *c = NULL;
+    int status, got = 0;
+    pid_t pid;
+    FILE *f;
+
+    ck_assert_ptr_nonnull(realpath(rbd_binary(), bin));
+    rbd_prepare(&d, "timeout 0");
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (chdir(d.dir) != 0)
+            _exit(10);
+        execl(bin, bin, "-c", "ringbloomd.conf", (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "start status %d", status);
+    for (int i = 0; i < 500 && rb_conn_open(NULL, d.sock, 1000, &c) != RB_OK; i++)
+        usleep(10000);
+    ck_assert_ptr_nonnull(c);
+    snprintf(pidf, sizeof(pidf), "%s/pid", d.dir);
+    f = fopen(pidf, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%d", &d.pid), 1);   /* teardown stops it */
+    fclose(f);
+    rbd_expect(c, "timeout\n0", "CONFIG", "GET", "timeout");
+    rbd_write_conf(&d, "timeout 7");
+    kill(d.pid, SIGHUP);
+    for (int i = 0; i < 30 && !got; i++) {
+        int rc;
+        usleep(100000);
+        got = strcmp(rbd_cmd(c, &rc, "CONFIG", "GET", "timeout", (const char *)NULL),
+                     "timeout\n7") == 0;
+    }
+    ck_assert_msg(got, "SIGHUP did not re-read the relative config path");
+    rb_conn_close(c);
+}
+END_TEST
+
+/* Waits up to 5 s for instance d.inst to attach (pinned to this uid);
+ * returns the handle and the milliseconds it took in *ms. */
+static rb_segment_t *attach_within(uint64_t *ms)
+{
+    struct timespec t0, t1;
+    rb_segment_t *seg = NULL;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 100 && rb_segment_attach_owned(d.inst, 0, getuid(), &seg) != RB_OK; i++)
+        usleep(50000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *ms = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000000;
+    return seg;
+}
+
+/* True if seg's ring has `nodes` nodes and its filter f holds key. */
+static int reader_sees(rb_segment_t *seg, size_t nodes, const char *key)
+{
+    rb_ring_stat_t st;
+    rb_bloom_t *bf;
+    int in;
+
+    if (rb_ring_stat(seg, &st) != RB_OK || st.nodes != nodes ||
+        rb_bloom_open(seg, "f", 1, &bf) != RB_OK)
+        return 0;
+    in = rb_bloom_contains(bf, key, strlen(key));
+    rb_bloom_close(bf);
+    return in == 1;
+}
+
+/* Someone removes the daemon's segment from /dev/shm while it runs (a
+ * cleanup script, systemd's RemoveIPC=): within seconds the daemon
+ * republishes the same state under the name and says so (log, INFO); a
+ * reader attached before follows it, new readers find it.  Then another
+ * user's object is put in its place (renamed over it, as root can): the
+ * daemon, as root, removes it and republishes again. */
+START_TEST(test_daemon_republishes_a_removed_segment)
+{
+    char info[4096], from[128], to[128], tmp[96];
+    rb_segment_t *old, *fresh;
+    uint64_t ms;
+    rb_conn_t *c;
+    int rc;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "node-a");
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000");
+    rbd_expect(c, "1", "BF.ADD", "f", "before");
+    ck_assert_int_eq(rb_segment_attach_owned(d.inst, 0, getuid(), &old), RB_OK);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    fresh = attach_within(&ms);
+    printf("segment removed: a new reader attached again after %llu ms\n",
+           (unsigned long long)ms);
+    ck_assert_msg(fresh != NULL, "nobody can attach 5 s after the segment was removed");
+    ck_assert(reader_sees(fresh, 1, "before"));
+    /* Changes after it reach both readers: the old one moves. */
+    rbd_expect(c, "OK", "RING.ADD", "node-b");
+    rbd_expect(c, "1", "BF.ADD", "f", "after");
+    ck_assert(reader_sees(fresh, 2, "after"));
+    ck_assert_int_eq(rb_segment_check(old), RB_ERETIRED);
+    ck_assert_int_eq(rb_segment_refresh(old), 1);
+    ck_assert(reader_sees(old, 2, "after"));
+    snprintf(info, sizeof(info), "%s", rbd_cmd(c, &rc, "INFO", "memory", (const char *)NULL));
+    ck_assert_ptr_nonnull(strstr(info, "segment_republished:1\r\n"));
+    ck_assert_ptr_nonnull(strstr(info, "segment_linked:1\r\n"));
+    ck_assert_int_eq(rbd_log_count(&d, "republished the same state"), 1);
+    rb_segment_close(fresh);
+    rb_segment_close(old);
+
+    if (getuid() != 0) {
+        printf("the squatter half needs root; skipped as uid %u\n", (unsigned)getuid());
+        rb_conn_close(c);
+        return;
+    }
+    rb_test_instance(tmp, sizeof(tmp));
+    rb_test_squat_segment(tmp);
+    snprintf(from, sizeof(from), "/dev/shm/ringbloom.%s", tmp);
+    snprintf(to, sizeof(to), "/dev/shm/ringbloom.%s", d.inst);
+    ck_assert_int_eq(rename(from, to), 0);
+    usleep(100000);
+    for (int i = 0; i < 50 && rbd_log_count(&d, "republished the same state") < 2; i++)
+        usleep(100000);
+    ck_assert_int_eq(rbd_log_count(&d, "republished the same state"), 2);
+    ck_assert_int_eq(rbd_log_count(&d, "was another object"), 1);
+    fresh = attach_within(&ms);
+    ck_assert_ptr_nonnull(fresh);
+    ck_assert(reader_sees(fresh, 2, "after"));
+    rb_segment_close(fresh);
+    rb_conn_close(c);
+}
+END_TEST
+
 /* A corrupt snapshot stops the start (naming the file) unless the operator
  * says --ignore-corrupt. */
 START_TEST(test_daemon_corrupt_snapshot_refuses_start)
@@ -1275,6 +1412,8 @@ static Suite *daemon_suite(void)
     tcase_add_test(tc, test_daemon_concurrent_adds_exactly_one_winner);
     tcase_add_test(tc, test_daemon_second_daemon_same_instance_refused);
     tcase_add_test(tc, test_daemon_sighup_reloads_write_access);
+    tcase_add_test(tc, test_daemon_sighup_rereads_relative_config_path);
+    tcase_add_test(tc, test_daemon_republishes_a_removed_segment);
     tcase_add_test(tc, test_daemon_corrupt_snapshot_refuses_start);
     tcase_add_test(tc, test_daemon_unloadable_ring_leaves_no_segment);
     tcase_add_test(tc, test_daemon_refuses_squatted_segment);

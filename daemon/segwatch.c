@@ -1,0 +1,114 @@
+/*
+ * segwatch.c - keeps the instance's segment reachable by its name.
+ *
+ * Readers find the daemon's segment by name in /dev/shm.  Whoever may
+ * remove that name (the daemon's user, root, systemd-logind's RemoveIPC=
+ * when that user's last session ends, a cleanup script) can do so while
+ * the daemon holds the object: the daemon would go on acknowledging writes
+ * into an object that no reader can find any more ("no such instance").
+ * So once a second (housekeeping) the daemon checks that the name still
+ * leads to its object, and if not it republishes: a new object under the
+ * name holding the same bytes (rb_segment_restore from a dump, validated
+ * like any restore, one generation up), the old object retired so that
+ * attached readers move to the new one, and the filter handles that
+ * pointed into the old one reopened by name.  The ring model holds no
+ * segment state and carries on.  Nothing is lost: the dump is taken
+ * between two loop turns, where the daemon changes nothing.
+ *
+ * A name taken by another object (a squatter's, while the daemon's was
+ * gone) is removed first if the daemon may (its own user's object, or the
+ * daemon is root); otherwise the daemon says so and keeps checking.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "rbd.h"
+
+#define WATCH_LOG_MS 60000u   /* a republish that keeps failing: one line a minute */
+
+typedef struct restore_arg {
+    const char *instance;
+    const rb_segment_opts_t *opts;
+    rb_segment_t *fresh;
+    int rc;
+} restore_arg_t;
+
+static int restore_into(const void *data, size_t len, void *arg)
+{
+    restore_arg_t *a = arg;
+
+    a->rc = rb_segment_restore(a->instance, a->opts, data, len, &a->fresh);
+    return a->rc == RB_OK ? 0 : -1;
+}
+
+/* Copies the state into a new object under the name, retires the old
+ * one and moves the daemon to the new one.  RB_OK or an error (nothing
+ * changed). */
+static int republish(server_t *s)
+{
+    rb_segment_info_t si;
+    rb_segment_opts_t o;
+    restore_arg_t a;
+    rb_segment_t *old = s->seg;
+    int rc;
+
+    if ((rc = rb_segment_info(old, &si)) != RB_OK)
+        return rc;
+    memset(&o, 0, sizeof(o));
+    o.mode = s->cfg.segment_mode;
+    o.max_size = si.max_size;
+    a.instance = s->cfg.instance;
+    a.opts = &o;
+    a.fresh = NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        a.rc = RB_OK;
+        rc = rb_segment_dump(old, restore_into, &a);
+        if (rc == RB_OK)
+            break;
+        if (a.rc != RB_OK)
+            rc = a.rc;
+        /* The name taken by another object is worth a second attempt. */
+        if (rc != RB_EEXIST || attempt > 0 || rb_segment_unlink(s->cfg.instance) != RB_OK)
+            return rc;
+        rbd_log(LOG_WARNING, "segment /dev/shm/ringbloom.%s was another object (not this "
+                "daemon's): removed it", s->cfg.instance);
+    }
+    /* Readers of the old object see it retired and move to the new one
+     * (the generation restore gave it). */
+    if (rb_segment_retire(old, si.generation + 1) != RB_OK)
+        rbd_log(LOG_WARNING, "could not retire the unlinked segment");
+    rbd_filters_close(s);
+    s->seg = a.fresh;
+    rb_segment_close(old);
+    s->seg_republished++;
+    return RB_OK;
+}
+
+void rbd_segment_watch(server_t *s)
+{
+    int rc = rb_segment_linked(s->seg);
+
+    if (rc == 1) {
+        s->seg_linked = 1;
+        return;
+    }
+    if (rc < 0)
+        return;   /* could not tell (out of descriptors?): next second */
+    s->seg_linked = 0;
+    rc = republish(s);
+    if (rc == RB_OK) {
+        s->seg_linked = 1;
+        rbd_log(LOG_WARNING, "segment /dev/shm/ringbloom.%s was removed while in use (not by "
+                "this daemon): republished the same state under the name (%llu time(s) so "
+                "far); attached readers follow it", s->cfg.instance,
+                (unsigned long long)s->seg_republished);
+    } else {
+        rbd_log_every(&s->log_segment, WATCH_LOG_MS, LOG_ERR, "segment /dev/shm/ringbloom.%s "
+                      "is gone or is another object, and it cannot be republished (%s): "
+                      "readers cannot find this daemon's state; if another user made an "
+                      "object of that name, remove it", s->cfg.instance, rb_strerror(rc));
+    }
+}
