@@ -52,12 +52,14 @@ const char *rb_strerror(int code)
     case RB_EACCES:   return "permission denied";
     case RB_ERANGE:   return "limit exceeded";
     case RB_EROFS:    return "read-only handle: only the writer may change the segment";
-    case RB_EFULL:    return "filter is full";
+    case RB_EFULL:    return "non-scaling filter is full";
     case RB_EDAEMON:  return "cannot reach the daemon (is ringbloomd running?)";
     case RB_EPROTO:   return "unexpected reply from the daemon";
     case RB_EREPLY:   return "the daemon replied with an error";
     case RB_EPERM:    return "the daemon refused: no permission for this change";
     case RB_EOWNER:   return "segment not trusted: owned by another user or writable by others";
+    case RB_ELAYERS:  return "scaling filter has its maximum number of layers";
+    case RB_EPRECISION: return "error rate below what the filter's layout can reach";
     default:          return "unknown error";
     }
 }

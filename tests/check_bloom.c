@@ -49,12 +49,52 @@ START_TEST(test_bloom_sizing_matches_seed_numbers)
     ck_assert_int_eq(rb_bloom_size(1000000, 0.001, RB_BLOOM_STANDARD, &s), RB_OK);
     ck_assert_uint_eq(s.k, 10);
     ck_assert_double_le(fabs((double)s.bits / 1e6 - 14.38), 0.01);
-    /* Blocked costs more bits for the same p, within reason. */
+    /* Blocked costs more bits for the same p, within reason: at 1%
+     * 10.03 bits/key and k = 7 (docs/design.md, "Bloom reads and writes"). */
     ck_assert_int_eq(rb_bloom_size(1000000, 0.01, RB_BLOOM_BLOCKED, &s), RB_OK);
     ck_assert_double_le(s.fpr, 0.01);
-    ck_assert_double_gt((double)s.bits / 1e6, 9.585);
-    ck_assert_double_lt((double)s.bits / 1e6, 13.0);
+    ck_assert_double_le(fabs((double)s.bits / 1e6 - 10.03), 0.01);
+    ck_assert_uint_eq(s.k, 7);
     ck_assert_uint_eq(s.bits % 512, 0);
+}
+END_TEST
+
+/* Layers of a scaling filter have p/2, p/4, ...: sizing must reach tiny
+ * rates, with a predicted FPR within p.  Standard reaches any p (k stops at
+ * 64, m grows); blocked up to RB_BLOOM_BLOCKED_MAX_BPK bits per key, then
+ * says so. */
+START_TEST(test_bloom_sizing_reaches_tiny_error_rates)
+{
+    static const double ps[] = { 1e-8, 1e-12, 1e-20, 1e-24 };
+    static const uint64_t ns[] = { 1000, 1000000 };
+    rb_bloom_sizing_t s;
+
+    for (int layout = RB_BLOOM_STANDARD; layout <= RB_BLOOM_BLOCKED; layout++)
+        for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+            for (size_t j = 0; j < sizeof(ns) / sizeof(ns[0]); j++) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                ck_assert_int_eq(rb_bloom_size(ns[j], ps[i], (rb_bloom_layout_t)layout, &s), RB_OK);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                ck_assert_msg(s.fpr <= ps[i], "%s p %g n %llu: predicted FPR %g",
+                              layout ? "blocked" : "standard", ps[i], (unsigned long long)ns[j],
+                              s.fpr);
+                ck_assert_uint_ge(s.k, 1);
+                ck_assert_uint_le(s.k, 64);
+                ck_assert_uint_eq(s.bits % 512, 0);
+                if (j == 1)
+                    printf("sizing %s p = %g: k = %u, %.2f bits/key, predicted FPR %.3g, %.3f ms\n",
+                           layout ? "blocked" : "standard", ps[i], s.k, (double)s.bits / 1e6,
+                           s.fpr, (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                                      (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+            }
+    /* Past k = 64 the standard layout grows m instead. */
+    ck_assert_int_eq(rb_bloom_size(1000, 1e-100, RB_BLOOM_STANDARD, &s), RB_OK);
+    ck_assert_uint_eq(s.k, 64);
+    ck_assert_double_le(s.fpr, 1e-100);
+    /* Blocked below its floor: a distinct error, for any n. */
+    ck_assert_int_eq(rb_bloom_size(1000, 1e-26, RB_BLOOM_BLOCKED, &s), RB_EPRECISION);
+    ck_assert_int_eq(rb_bloom_size(1, 1e-30, RB_BLOOM_BLOCKED, &s), RB_EPRECISION);
 }
 END_TEST
 
@@ -69,7 +109,7 @@ START_TEST(test_bloom_sizing_rejects_bad_parameters)
     ck_assert_int_eq(rb_bloom_size(10, NAN, RB_BLOOM_STANDARD, &s), RB_EINVAL);
     ck_assert_int_eq(rb_bloom_size(10, 0.01, (rb_bloom_layout_t)7, &s), RB_EINVAL);
     ck_assert_int_eq(rb_bloom_size(1ULL << 40, 0.01, RB_BLOOM_STANDARD, &s), RB_ERANGE);
-    ck_assert_int_eq(rb_bloom_size(10, 1e-30, RB_BLOOM_STANDARD, &s), RB_ERANGE);
+    ck_assert_int_eq(rb_bloom_size(10, 1e-30, RB_BLOOM_BLOCKED, &s), RB_EPRECISION);
     /* p near 1 still gives a valid (tiny) filter. */
     ck_assert_int_eq(rb_bloom_size(1000, 0.9, RB_BLOOM_BLOCKED, &s), RB_OK);
     ck_assert_uint_ge(s.k, 1);
@@ -315,6 +355,170 @@ START_TEST(test_bloom_scaling_adds_layers_and_keeps_fpr)
 }
 END_TEST
 
+/* Adds keys tag/from .. tag/to-1 in batches; returns the first error (0 if
+ * none), the keys before it added. */
+static int64_t add_range(rb_bloom_t *bf, const char *tag, unsigned long from, unsigned long to)
+{
+    static char buf[1024][160];
+    rb_key_t k[1024];
+
+    for (unsigned long i = from; i < to; i += 1024) {
+        size_t n = to - i < 1024 ? to - i : 1024;
+        int64_t rc;
+        for (size_t j = 0; j < n; j++) {
+            k[j].ptr = buf[j];
+            k[j].len = rb_test_key(buf[j], sizeof(buf[j]), tag, i + j);
+        }
+        if ((rc = rb_bloom_add_many(bf, k, n, NULL)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Keys tag/from .. tag/to-1 that the filter answers "maybe" to. */
+static unsigned long count_maybe(rb_bloom_t *bf, const char *tag, unsigned long from,
+                                 unsigned long to)
+{
+    static char buf[1024][160];
+    rb_key_t k[1024];
+    uint8_t out[1024];
+    unsigned long hits = 0;
+
+    for (unsigned long i = from; i < to; i += 1024) {
+        size_t n = to - i < 1024 ? to - i : 1024;
+        int64_t rc;
+        for (size_t j = 0; j < n; j++) {
+            k[j].ptr = buf[j];
+            k[j].len = rb_test_key(buf[j], sizeof(buf[j]), tag, i + j);
+        }
+        rc = rb_bloom_contains_many(bf, k, n, out);
+        ck_assert_int_ge(rc, 0);
+        hits += (unsigned long)rc;
+    }
+    return hits;
+}
+
+/* Capacity 1, expansion 2: every layer halves the error rate, so the 17th
+ * has p/2^17 ~ 7.6e-8; the filter must keep growing past it (RedisBloom
+ * does) until memory runs out, not call itself full. */
+START_TEST(test_bloom_scaling_grows_past_17_layers)
+{
+    rb_bloom_params_t bp = { .capacity = 1, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED,
+                             .expansion = 2 };
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "deep", 4, &bp), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "deep", 4, &bf), RB_OK);
+    ck_assert_int_eq(add_range(bf, "d", 0, 1ul << 19), 0);
+    ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+    printf("scaling from capacity 1: %llu keys new of %lu, %u layers, %llu bytes\n",
+           (unsigned long long)st.items, 1ul << 19, st.layers, (unsigned long long)st.bytes);
+    ck_assert_uint_ge(st.layers, 19);
+    ck_assert_uint_eq(count_maybe(bf, "d", 0, 1ul << 19), 1ul << 19);
+    rb_bloom_close(bf);
+}
+END_TEST
+
+/* EXPANSION 1 reaches RB_BLOOM_MAX_LAYERS before memory: a distinct error,
+ * in both layouts (the blocked one used to stop at 17 layers). */
+START_TEST(test_bloom_scaling_layer_cap_is_elayers)
+{
+    for (int layout = RB_BLOOM_STANDARD; layout <= RB_BLOOM_BLOCKED; layout++) {
+        rb_bloom_params_t bp = { .capacity = 10, .error_rate = 0.01,
+                                 .layout = (rb_bloom_layout_t)layout, .expansion = 1 };
+        const char *name = layout ? "cap1" : "cap0";
+        rb_bloom_stat_t st;
+        rb_bloom_t *bf;
+        char key[160];
+        unsigned long i = 0;
+        int rc;
+
+        ck_assert_int_eq(rb_bloom_reserve(seg, name, 4, &bp), RB_OK);
+        ck_assert_int_eq(rb_bloom_open(seg, name, 4, &bf), RB_OK);
+        while ((rc = rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "c", i))) >= 0)
+            ck_assert_uint_lt(i++, 1000);
+        ck_assert_int_eq(rc, RB_ELAYERS);
+        ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+        ck_assert_uint_eq(st.layers, RB_BLOOM_MAX_LAYERS);
+        ck_assert_uint_eq(st.items, 10 * RB_BLOOM_MAX_LAYERS);
+        ck_assert_int_eq(rb_bloom_contains(bf, key, strlen(key)), 0);   /* not added */
+        rb_bloom_close(bf);
+    }
+}
+END_TEST
+
+/* The layers of a scaling filter together stay within p (p/2 + p/4 + ...),
+ * measured at 25 layers (capacity 1000, EXPANSION 1) with 1,000,000 keys
+ * never added, in both layouts.  The expected FPR is ~0.0088 (measured
+ * 0.0089 / 0.0088 for 4,000,000 queries), sigma ~0.0001 for 10^6 queries:
+ * p = 0.01 leaves more than 10 sigma. */
+START_TEST(test_bloom_scaling_fpr_within_p_at_25_layers)
+{
+    for (int layout = RB_BLOOM_STANDARD; layout <= RB_BLOOM_BLOCKED; layout++) {
+        rb_bloom_params_t bp = { .capacity = 1000, .error_rate = 0.01,
+                                 .layout = (rb_bloom_layout_t)layout, .expansion = 1 };
+        const char *name = layout ? "fpr1" : "fpr0";
+        rb_bloom_stat_t st;
+        rb_bloom_t *bf;
+        double fpr;
+
+        ck_assert_int_eq(rb_bloom_reserve(seg, name, 4, &bp), RB_OK);
+        ck_assert_int_eq(rb_bloom_open(seg, name, 4, &bf), RB_OK);
+        ck_assert_int_eq(add_range(bf, "in", 0, 25000), 0);
+        ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+        ck_assert_uint_ge(st.layers, 25);
+        fpr = (double)count_maybe(bf, "out", 0, 1000000) / 1e6;
+        printf("scaling %s, EXPANSION 1: %u layers, %llu keys, measured FPR %.5f over 10^6 "
+               "absent keys (p = 0.01), predicted %.5f\n", layout ? "blocked" : "standard",
+               st.layers, (unsigned long long)st.items, fpr, st.est_fpr);
+        ck_assert_double_le(fpr, 0.01);
+        rb_bloom_close(bf);
+    }
+}
+END_TEST
+
+/* A layer the library cannot make is a distinct error and changes
+ * nothing: over RB_BLOOM_MAX_BITS (RB_ERANGE; the next layer's capacity is
+ * made huge in the slot), or an error rate the blocked layout cannot reach
+ * (RB_EPRECISION: p = 6e-25 gives layers at 3e-25, then 1.5e-25). */
+START_TEST(test_bloom_scaling_unmakeable_layer_is_distinct_error)
+{
+    rb_bloom_params_t big = { .capacity = 10, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD,
+                              .expansion = 2 };
+    rb_bloom_params_t tiny = { .capacity = 10, .error_rate = 6e-25, .layout = RB_BLOOM_BLOCKED,
+                               .expansion = 1 };
+    rb_segment_info_t before, after;
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    char key[160];
+    unsigned long i = 0;
+    int rc;
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "big", 3, &big), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "big", 3, &bf), RB_OK);
+    ck_assert_int_eq(add_range(bf, "b", 0, 10), 0);
+    rb_st(&rb_dir_slot(rb_seg_map(seg), 0)->layer[0].capacity, 1ULL << 40);
+    rb_st(&rb_dir_slot(rb_seg_map(seg), 0)->layer[0].items, 1ULL << 40);
+    ck_assert_int_eq(rb_segment_info(seg, &before), RB_OK);
+    while ((rc = rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "x", i++))) == 0)
+        ;
+    ck_assert_int_eq(rc, RB_ERANGE);
+    ck_assert_int_eq(rb_segment_info(seg, &after), RB_OK);
+    ck_assert_uint_eq(after.used, before.used);
+    rb_bloom_close(bf);
+
+    ck_assert_int_eq(rb_bloom_reserve(seg, "tiny", 4, &tiny), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "tiny", 4, &bf), RB_OK);
+    ck_assert_int_eq(add_range(bf, "t", 0, 10), 0);
+    ck_assert_int_eq(add_range(bf, "t", 10, 30), RB_EPRECISION);
+    ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.layers, 1);
+    ck_assert_uint_eq(st.items, 10);
+    rb_bloom_close(bf);
+}
+END_TEST
+
 START_TEST(test_bloom_nonscaling_full_is_efull)
 {
     rb_bloom_params_t bp = { .capacity = 100, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD,
@@ -542,6 +746,7 @@ static Suite *bloom_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_bloom_sizing_matches_seed_numbers);
     tcase_add_test(tc, test_bloom_sizing_rejects_bad_parameters);
+    tcase_add_test(tc, test_bloom_sizing_reaches_tiny_error_rates);
     tcase_add_test(tc, test_bloom_standard_fpr_within_15pct_of_formula);
     tcase_add_test(tc, test_bloom_blocked_fpr_at_most_p);
     tcase_add_test(tc, test_bloom_add_reports_new_exactly_once);
@@ -552,6 +757,10 @@ static Suite *bloom_suite(void)
     tcase_add_test(tc, test_bloom_reserve_errors_change_nothing);
     tcase_add_test(tc, test_bloom_reader_handle_cannot_write);
     tcase_add_test(tc, test_bloom_scaling_adds_layers_and_keeps_fpr);
+    tcase_add_test(tc, test_bloom_scaling_grows_past_17_layers);
+    tcase_add_test(tc, test_bloom_scaling_layer_cap_is_elayers);
+    tcase_add_test(tc, test_bloom_scaling_fpr_within_p_at_25_layers);
+    tcase_add_test(tc, test_bloom_scaling_unmakeable_layer_is_distinct_error);
     tcase_add_test(tc, test_bloom_nonscaling_full_is_efull);
     tcase_add_test(tc, test_bloom_aging_rotates_when_full);
     tcase_add_test(tc, test_bloom_aging_window_and_explicit_rotate);
