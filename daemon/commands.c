@@ -215,6 +215,25 @@ static void reply_no_space(ctx_t *x)
                    (unsigned long long)x->s->cfg.max_memory);
 }
 
+/* Replies why a filter could not be created (BF.RESERVE, or an add that
+ * creates it), for the causes both share; RB_ENOSPC is the caller's. */
+static void create_error(ctx_t *x, int rc)
+{
+    rb_segment_info_t si;
+
+    if (rc == RB_EPRECISION)
+        resp_error(x->out, "ERR error rate too small for LAYOUT blocked: its layers would need "
+                   "more than %d bits per key; use LAYOUT standard", RB_BLOOM_BLOCKED_MAX_BPK);
+    else if (rc == RB_ERANGE && rb_segment_info(x->s->seg, &si) == RB_OK &&
+             si.filters >= si.max_filters)
+        resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
+                   si.max_filters);
+    else if (rc == RB_ERANGE)   /* the other RB_ERANGE of a create: rb_bloom_size's */
+        resp_error(x->out, "ERR capacity too large: a filter layer may have at most 2^40 bits");
+    else
+        resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
+}
+
 /* The filter for an add, created with the configured defaults if missing
  * (RedisBloom's BF.ADD/MADD/INSERT behaviour).  Replies on error. */
 static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *create)
@@ -231,24 +250,12 @@ static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *c
         if (rc == RB_OK)
             bf = rbd_filter(x->s, x->argv[i], x->argl[i], &rc);
     }
-    if (bf == NULL) {
-        rb_bloom_sizing_t sz;
-        if (rc == RB_ENOENT)
-            resp_error(x->out, "ERR not found");
-        else if (rc == RB_ERANGE && create != NULL &&
-                 rb_bloom_size(create->capacity, create->error_rate, create->layout, &sz) != RB_OK)
-            /* RB_ERANGE is also "too many bits" (BF.INSERT CAPACITY 1e15):
-             * say so, as BF.RESERVE does, not "max filters reached". */
-            resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
-                       "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
-        else if (rc == RB_ERANGE)
-            resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
-                       x->s->cfg.max_filters);
-        else if (rc == RB_ENOSPC)
-            reply_no_space(x);
-        else
-            resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
-    }
+    if (bf == NULL && rc == RB_ENOENT)
+        resp_error(x->out, "ERR not found");
+    else if (bf == NULL && rc == RB_ENOSPC)
+        reply_no_space(x);
+    else if (bf == NULL)
+        create_error(x, rc);
     return bf;
 }
 
@@ -265,12 +272,26 @@ static rb_bloom_params_t default_params(const server_t *s)
     return p;
 }
 
+/* An add that failed: the limit it hit.  A scaling filter grows until
+ * max-memory (or /dev/shm) runs out, unless one of the library's limits
+ * comes first: RB_BLOOM_MAX_LAYERS layers (EXPANSION 1), a layer over
+ * RB_BLOOM_MAX_BITS, a layer's error rate beyond the blocked layout. */
 static void add_error(ctx_t *x, int rc)
 {
     if (rc == RB_EFULL)
         resp_error(x->out, "ERR non scaling filter is full");
     else if (rc == RB_ENOSPC)
         reply_no_space(x);
+    else if (rc == RB_ELAYERS)
+        resp_error(x->out, "ERR filter cannot grow: it has %d layers, the most a filter may "
+                   "have; reserve it with a larger capacity or EXPANSION", RB_BLOOM_MAX_LAYERS);
+    else if (rc == RB_ERANGE)
+        resp_error(x->out, "ERR filter cannot grow: its next layer would have more than 2^40 "
+                   "bits, the most a layer may have");
+    else if (rc == RB_EPRECISION)
+        resp_error(x->out, "ERR filter cannot grow: its next layer's error rate would need more "
+                   "than %d bits per key in LAYOUT blocked; reserve it with LAYOUT standard",
+                   RB_BLOOM_BLOCKED_MAX_BPK);
     else
         resp_error(x->out, "ERR problem inserting into filter: %s", rb_strerror(rc));
 }
@@ -330,7 +351,6 @@ static int keys_ok(ctx_t *x, size_t first)
 static void cmd_bf_reserve(ctx_t *x)
 {
     rb_bloom_params_t p = default_params(x->s);
-    rb_bloom_sizing_t sz;
     long long cap, exp = RB_BLOOM_DEFAULT_EXPANSION;
     int nonscaling = 0, have_exp = 0, aging = 0;
     double err;
@@ -430,16 +450,11 @@ static void cmd_bf_reserve(ctx_t *x)
         resp_simple(x->out, "OK");
     else if (rc == RB_EEXIST)
         resp_error(x->out, "ERR item exists");
-    else if (rc == RB_ENOSPC && reply_if_shm_full(x))
-        return;
-    else if (rc == RB_ERANGE && rb_bloom_size(p.capacity, p.error_rate, p.layout, &sz) == RB_OK)
-        resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
-                   x->s->cfg.max_filters);
-    else if (rc == RB_ERANGE || rc == RB_ENOSPC)
+    else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
         resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
                    "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
-    else
-        resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
+    else if (rc != RB_ENOSPC)
+        create_error(x, rc);
 }
 
 static void cmd_bf_add(ctx_t *x)

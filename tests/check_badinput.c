@@ -788,6 +788,8 @@ START_TEST(test_badinput_reserve_over_max_memory)
 {
     const char *want = "ERR capacity too large: the filter does not fit in max-memory (2097152 "
                        "bytes)";
+    const char *too_many_bits = "ERR capacity too large: a filter layer may have at most 2^40 "
+                                "bits";
     state_t st;
 
     start("max-memory 2mb");
@@ -798,8 +800,8 @@ START_TEST(test_badinput_reserve_over_max_memory)
     /* ~1.9 MB: within the reservation, more than is free. */
     EXPECT_ERR(w, want, A("BF.RESERVE"), A("big"), A("0.01"), A("1600000"), A("NONSCALING"));
     /* More bits than any filter may have (RB_BLOOM_MAX_BITS). */
-    EXPECT_ERR(w, want, A("BF.RESERVE"), A("big"), A("0.01"), A("1000000000000000"));
-    EXPECT_ERR(w, want, A("BF.INSERT"), A("big"), A("CAPACITY"), A("1000000000000000"),
+    EXPECT_ERR(w, too_many_bits, A("BF.RESERVE"), A("big"), A("0.01"), A("1000000000000000"));
+    EXPECT_ERR(w, too_many_bits, A("BF.INSERT"), A("big"), A("CAPACITY"), A("1000000000000000"),
                A("ITEMS"), A("k"));
     EXPECT_ERR(w, "ERR out of memory for the filter (max-memory is 2097152 bytes)", A("BF.INSERT"),
                A("big"), A("CAPACITY"), A("10000000"), A("ITEMS"), A("k"));
@@ -846,6 +848,126 @@ START_TEST(test_badinput_max_filters_reached)
     EXPECT_ERR(w, want, A("BF.MADD"), A("h"), A("k"), A("l"));
     EXPECT_ERR(w, want, A("BF.INSERT"), A("h"), A("ITEMS"), A("k"));
     assert_no_filter("h", 1);
+    ASSERT_UNCHANGED(&st);
+}
+END_TEST
+
+/* Tiny error rates: 1e-8 and 1e-12 work in the default (blocked) layout;
+ * a rate it cannot reach (a layer would need more than 4096 bits per key:
+ * below ~1.8e-25, and a scaling filter's first layer has p/2) is refused
+ * naming that cause, and works in LAYOUT standard. */
+START_TEST(test_badinput_reserve_tiny_error_rates)
+{
+    const char *want = "ERR error rate too small for LAYOUT blocked: its layers would need more "
+                       "than 4096 bits per key; use LAYOUT standard";
+    state_t st;
+
+    start(NULL);
+    seed();
+    capture(&st);
+    EXPECT_ERR(w, want, A("BF.RESERVE"), A("x"), A("1e-30"), A("1000"));
+    EXPECT_ERR(w, want, A("BF.RESERVE"), A("x"), A("3e-25"), A("1000"));
+    EXPECT_ERR(w, want, A("BF.INSERT"), A("x"), A("ERROR"), A("1e-30"), A("ITEMS"), A("a"));
+    assert_no_filter("x", 1);
+    ASSERT_UNCHANGED(&st);
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t8"), A("1e-8"), A("1000"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t12"), A("1e-12"), A("1000"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t25"), A("3e-25"), A("1000"), A("NONSCALING"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t30"), A("1e-30"), A("1000"), A("LAYOUT"), A("standard"));
+    EXPECT(w, "1\n1\n0", A("BF.MADD"), A("t12"), A("k1"), A("k2"), A("k1"));
+    EXPECT(w, "1\n0", A("BF.MEXISTS"), A("t12"), A("k2"), A("k3"));
+    EXPECT(w, "1", A("BF.ADD"), A("t30"), A("k1"));
+}
+END_TEST
+
+/* Adds keys tag-0, tag-1, ... to filter `name` in batches of 1000 until an
+ * add fails (at most `max` keys); returns the error (RB_EREPLY, the reply in
+ * rb_conn_error(w)), or 0 if none did. */
+static int add_until_error(const char *name, const char *tag, unsigned long max)
+{
+    static char buf[1000][48];
+    rb_key_t k[1000];
+
+    for (unsigned long i = 0; i < max; i += 1000) {
+        int64_t rc;
+        for (size_t j = 0; j < 1000; j++) {
+            k[j].ptr = buf[j];
+            k[j].len = (size_t)snprintf(buf[j], sizeof(buf[j]), "%s-%lu", tag, i + j);
+        }
+        if ((rc = rb_conn_bf_add_many(w, name, strlen(name), k, 1000, NULL)) < 0)
+            return (int)rc;
+    }
+    return 0;
+}
+
+/* A key `name` does not hold (so adding it must make it grow), in buf. */
+static const char *absent_key(const char *name, char *buf, size_t cap)
+{
+    rb_bloom_t *bf;
+
+    ck_assert_int_eq(rb_bloom_open(rseg, name, strlen(name), &bf), RB_OK);
+    for (unsigned long i = 0; rb_test_key(buf, cap, "absent", i), rb_bloom_contains(bf, buf,
+                                                                       strlen(buf)) != 0; i++)
+        ;
+    rb_bloom_close(bf);
+    return buf;
+}
+
+/* max-memory 4mb: a scaling filter of capacity 1 keeps taking keys past
+ * 17 layers (131,071 keys, where its layers' error rate passes 4e-8) until
+ * the reservation is used up, and then says so; the failed add changes
+ * nothing. */
+START_TEST(test_badinput_scaling_filter_grows_until_max_memory)
+{
+    const char *want = "ERR out of memory for the filter (max-memory is 4194304 bytes)";
+    char key[160], card[32], layers[32];
+    int rc;
+    state_t st;
+
+    start("max-memory 4mb");
+    EXPECT(w, "OK", A("BF.RESERVE"), A("deep"), A("0.01"), A("1"));
+    ck_assert_int_eq(add_until_error("deep", "k", 10000000), RB_EREPLY);
+    ck_assert_str_eq(rb_conn_error(w), want);
+    snprintf(card, sizeof(card), "%s", rbd_cmd(w, &rc, "BF.CARD", "deep", (const char *)NULL));
+    snprintf(layers, sizeof(layers), "%s",
+             rbd_cmd(w, &rc, "BF.INFO", "deep", "FILTERS", (const char *)NULL));
+    printf("max-memory 4mb: capacity 1, expansion 2 took %s keys in %s layers, then: %s\n", card,
+           layers, want);
+    ck_assert_int_gt(atol(card), 131072);
+    ck_assert_int_gt(atol(layers), 17);
+    capture(&st);
+    EXPECT_ERR(w, want, A("BF.ADD"), A("deep"), B(absent_key("deep", key, sizeof(key)),
+                                                  strlen(key)));
+    ASSERT_UNCHANGED(&st);
+}
+END_TEST
+
+/* The limits a scaling filter meets before memory, each named: EXPANSION 1
+ * reaches 32 layers; a layer the blocked layout cannot make (p = 6e-25:
+ * the first layer has 3e-25, the second would have 1.5e-25). */
+START_TEST(test_badinput_scaling_filter_limits)
+{
+    char key[160];
+    state_t st;
+
+    start(NULL);
+    EXPECT(w, "OK", A("BF.RESERVE"), A("flat"), A("0.01"), A("10"), A("EXPANSION"), A("1"));
+    ck_assert_int_eq(add_until_error("flat", "k", 100000), RB_EREPLY);
+    ck_assert_str_eq(rb_conn_error(w), "ERR filter cannot grow: it has 32 layers, the most a "
+                     "filter may have; reserve it with a larger capacity or EXPANSION");
+    EXPECT(w, "32", A("BF.INFO"), A("flat"), A("FILTERS"));
+    EXPECT(w, "320", A("BF.CARD"), A("flat"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("fine"), A("6e-25"), A("10"), A("EXPANSION"), A("1"));
+    ck_assert_int_eq(add_until_error("fine", "k", 100000), RB_EREPLY);
+    ck_assert_str_eq(rb_conn_error(w), "ERR filter cannot grow: its next layer's error rate "
+                     "would need more than 4096 bits per key in LAYOUT blocked; reserve it with "
+                     "LAYOUT standard");
+    EXPECT(w, "1", A("BF.INFO"), A("fine"), A("FILTERS"));
+    EXPECT(w, "10", A("BF.CARD"), A("fine"));
+    capture(&st);
+    EXPECT_ERR(w, "ERR filter cannot grow: it has 32 layers, the most a filter may have; "
+               "reserve it with a larger capacity or EXPANSION", A("BF.ADD"), A("flat"),
+               B(absent_key("flat", key, sizeof(key)), strlen(key)));
     ASSERT_UNCHANGED(&st);
 }
 END_TEST
@@ -1522,6 +1644,9 @@ static Suite *badinput_suite(void)
     tcase_add_test(tc, test_badinput_reserve_over_max_memory);
     tcase_add_test(tc, test_badinput_reserve_existing_filter);
     tcase_add_test(tc, test_badinput_max_filters_reached);
+    tcase_add_test(tc, test_badinput_reserve_tiny_error_rates);
+    tcase_add_test(tc, test_badinput_scaling_filter_grows_until_max_memory);
+    tcase_add_test(tc, test_badinput_scaling_filter_limits);
     tcase_add_test(tc, test_badinput_insert_nocreate_unknown_filter);
     tcase_add_test(tc, test_badinput_reads_of_unknown_filter);
     tcase_add_test(tc, test_badinput_resp_bad_multibulk_length);
