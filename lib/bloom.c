@@ -1046,7 +1046,7 @@ static int add_fn(const bloom_section_t *cs, void *arg)
                 if (last + 1 >= RB_BLOOM_MAX_LAYERS)
                     return RB_ELAYERS;
                 if (cap > UINT64_MAX / (exp ? exp : 1))
-                    return RB_ERANGE;   /* a capacity past 2^64 keys needs more bits too */
+                    return RB_ERANGE;   /* past 2^64 keys: far over RB_BLOOM_MAX_BITS */
                 rc = layer_create(a->seg, f, last + 1, cap * exp,
                                   load_double(&f->layer[last].error_bits) * TIGHTENING,
                                   (rb_bloom_layout_t)s->b->layout);
