@@ -27,6 +27,9 @@
 #include "rbd.h"
 
 #define F_WRITE 0x1      /* mutation: needs write permission and a working log */
+#define F_MODULE 0x2     /* BF.*: a module's command, named as RedisBloom names it */
+
+typedef struct command command_t;
 
 typedef struct cmd_ctx {
     server_t *s;
@@ -35,16 +38,17 @@ typedef struct cmd_ctx {
     const char **argv;
     const size_t *argl;
     resp_buf_t *out;
+    const command_t *cmd;     /* the command being run */
 } ctx_t;
 
 typedef void (*cmd_fn)(ctx_t *x);
 
-typedef struct command {
+struct command {
     const char *name;
     int arity;           /* > 0: exactly; < 0: at least -arity (name included) */
     unsigned flags;
     cmd_fn fn;
-} command_t;
+};
 
 /* ---- argument helpers ------------------------------------------------------- */
 
@@ -116,11 +120,30 @@ static int name_ok(ctx_t *x, size_t i, const char *what, size_t max)
     return 0;
 }
 
+/* The command's name in lower case, as Redis names its own commands. */
+static const char *cmd_lower(const command_t *cmd, char *buf, size_t cap)
+{
+    size_t i;
+
+    for (i = 0; cmd->name[i] && i + 1 < cap; i++)
+        buf[i] = (char)tolower((unsigned char)cmd->name[i]);
+    buf[i] = '\0';
+    return buf;
+}
+
 static void wrong_arity(ctx_t *x)
 {
-    /* RedisBloom/module style: the command name as the client typed it. */
-    resp_error(x->out, "ERR wrong number of arguments for '%.*s' command", (int)x->argl[0],
-               x->argv[0]);
+    char lower[32];
+
+    /* A module's command (RedisModule_WrongArity) is named as the client
+     * typed it; Redis's own are checked against its table and named in
+     * lower case (its full name). */
+    if (x->cmd->flags & F_MODULE)
+        resp_error(x->out, "ERR wrong number of arguments for '%.*s' command", (int)x->argl[0],
+                   x->argv[0]);
+    else
+        resp_error(x->out, "ERR wrong number of arguments for '%s' command",
+                   cmd_lower(x->cmd, lower, sizeof(lower)));
 }
 
 /* ---- filters ------------------------------------------------------------------- */
@@ -215,6 +238,25 @@ static void reply_no_space(ctx_t *x)
                    (unsigned long long)x->s->cfg.max_memory);
 }
 
+/* Replies why a filter could not be created (BF.RESERVE, or an add that
+ * creates it), for the causes both share; RB_ENOSPC is the caller's. */
+static void create_error(ctx_t *x, int rc)
+{
+    rb_segment_info_t si;
+
+    if (rc == RB_EPRECISION)
+        resp_error(x->out, "ERR error rate too small for LAYOUT blocked: its layers would need "
+                   "more than %d bits per key; use LAYOUT standard", RB_BLOOM_BLOCKED_MAX_BPK);
+    else if (rc == RB_ERANGE && rb_segment_info(x->s->seg, &si) == RB_OK &&
+             si.filters >= si.max_filters)
+        resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
+                   si.max_filters);
+    else if (rc == RB_ERANGE)   /* the other RB_ERANGE of a create: rb_bloom_size's */
+        resp_error(x->out, "ERR capacity too large: a filter layer may have at most 2^40 bits");
+    else
+        resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
+}
+
 /* The filter for an add, created with the configured defaults if missing
  * (RedisBloom's BF.ADD/MADD/INSERT behaviour).  Replies on error. */
 static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *create)
@@ -231,24 +273,12 @@ static rb_bloom_t *filter_for_add(ctx_t *x, size_t i, const rb_bloom_params_t *c
         if (rc == RB_OK)
             bf = rbd_filter(x->s, x->argv[i], x->argl[i], &rc);
     }
-    if (bf == NULL) {
-        rb_bloom_sizing_t sz;
-        if (rc == RB_ENOENT)
-            resp_error(x->out, "ERR not found");
-        else if (rc == RB_ERANGE && create != NULL &&
-                 rb_bloom_size(create->capacity, create->error_rate, create->layout, &sz) != RB_OK)
-            /* RB_ERANGE is also "too many bits" (BF.INSERT CAPACITY 1e15):
-             * say so, as BF.RESERVE does, not "max filters reached". */
-            resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
-                       "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
-        else if (rc == RB_ERANGE)
-            resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
-                       x->s->cfg.max_filters);
-        else if (rc == RB_ENOSPC)
-            reply_no_space(x);
-        else
-            resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
-    }
+    if (bf == NULL && rc == RB_ENOENT)
+        resp_error(x->out, "ERR not found");
+    else if (bf == NULL && rc == RB_ENOSPC)
+        reply_no_space(x);
+    else if (bf == NULL)
+        create_error(x, rc);
     return bf;
 }
 
@@ -265,12 +295,26 @@ static rb_bloom_params_t default_params(const server_t *s)
     return p;
 }
 
+/* An add that failed: the limit it hit.  A scaling filter grows until
+ * max-memory (or /dev/shm) runs out, unless one of the library's limits
+ * comes first: RB_BLOOM_MAX_LAYERS layers (EXPANSION 1), a layer over
+ * RB_BLOOM_MAX_BITS, a layer's error rate beyond the blocked layout. */
 static void add_error(ctx_t *x, int rc)
 {
     if (rc == RB_EFULL)
         resp_error(x->out, "ERR non scaling filter is full");
     else if (rc == RB_ENOSPC)
         reply_no_space(x);
+    else if (rc == RB_ELAYERS)
+        resp_error(x->out, "ERR filter cannot grow: it has %d layers, the most a filter may "
+                   "have; reserve it with a larger capacity or EXPANSION", RB_BLOOM_MAX_LAYERS);
+    else if (rc == RB_ERANGE)
+        resp_error(x->out, "ERR filter cannot grow: its next layer would have more than 2^40 "
+                   "bits, the most a layer may have");
+    else if (rc == RB_EPRECISION)
+        resp_error(x->out, "ERR filter cannot grow: its next layer's error rate would need more "
+                   "than %d bits per key in LAYOUT blocked; reserve it with LAYOUT standard",
+                   RB_BLOOM_BLOCKED_MAX_BPK);
     else
         resp_error(x->out, "ERR problem inserting into filter: %s", rb_strerror(rc));
 }
@@ -327,16 +371,53 @@ static int keys_ok(ctx_t *x, size_t first)
 
 /* ---- BF.* ------------------------------------------------------------------------ */
 
+/* The integer after option argv[at], if there is one in [lo, hi]: 0, else -1. */
+static int option_ll(const ctx_t *x, size_t at, long long lo, long long hi, long long *v)
+{
+    return at + 1 < x->argc && arg_ll(x, at + 1, v) == 0 && *v >= lo && *v <= hi ? 0 : -1;
+}
+
+/* LAYOUT's value at argv[i]: replies and returns -1 if it is neither. */
+static int parse_layout(ctx_t *x, size_t i, rb_bloom_layout_t *out)
+{
+    if (arg_is(x, i, "standard"))
+        *out = RB_BLOOM_STANDARD;
+    else if (arg_is(x, i, "blocked"))
+        *out = RB_BLOOM_BLOCKED;
+    else {
+        resp_error(x->out, "ERR layout must be standard or blocked");
+        return -1;
+    }
+    return 0;
+}
+
+/* BF.RESERVE name error_rate capacity [EXPANSION n] [NONSCALING], parsed
+ * as RedisBloom 2.6 parses it: at most 7 arguments of its own, NONSCALING
+ * and the first EXPANSION wherever they stand (from the fourth on), other
+ * words ignored, the errors in its order and words.  Our options (LAYOUT,
+ * AGING, GENERATIONS, each with a value; the last of a kind counts) come on
+ * top of the 7. */
 static void cmd_bf_reserve(ctx_t *x)
 {
     rb_bloom_params_t p = default_params(x->s);
-    rb_bloom_sizing_t sz;
-    long long cap, exp = RB_BLOOM_DEFAULT_EXPANSION;
-    int nonscaling = 0, have_exp = 0, aging = 0;
+    long long cap, exp = RB_BLOOM_DEFAULT_EXPANSION, window = 0, gens = 0;
+    size_t exp_at = 0, layout_at = 0, window_at = 0, gens_at = 0, ours = 0;
+    int nonscaling = 0, rc;
     double err;
-    int rc;
 
-    if (x->argc < 4 || x->argc > 13) {
+    for (size_t i = 4; i < x->argc; i++) {
+        size_t *at = arg_is(x, i, "LAYOUT") ? &layout_at : arg_is(x, i, "AGING") ? &window_at
+                     : arg_is(x, i, "GENERATIONS") ? &gens_at : NULL;
+        if (at != NULL) {
+            *at = i++;
+            ours += i < x->argc ? 2 : 1;
+        } else if (arg_is(x, i, "NONSCALING")) {
+            nonscaling = 1;
+        } else if (arg_is(x, i, "EXPANSION") && exp_at == 0) {
+            exp_at = i;
+        }
+    }
+    if (x->argc - ours > 7) {
         wrong_arity(x);
         return;
     }
@@ -356,66 +437,41 @@ static void cmd_bf_reserve(ctx_t *x)
         resp_error(x->out, "ERR (capacity should be larger than 0)");
         return;
     }
-    for (size_t i = 4; i < x->argc; i++) {
-        if (arg_is(x, i, "NONSCALING")) {
-            nonscaling = 1;
-        } else if (arg_is(x, i, "EXPANSION")) {
-            if (i + 1 >= x->argc) {
-                resp_error(x->out, "ERR no expansion");
-                return;
-            }
-            if (arg_ll(x, ++i, &exp) != 0) {
-                resp_error(x->out, "ERR bad expansion");
-                return;
-            }
-            if (exp < 0 || exp > RB_BLOOM_MAX_EXPANSION) {
-                resp_error(x->out, "ERR expansion should be in the range [0, %d]",
-                           RB_BLOOM_MAX_EXPANSION);
-                return;
-            }
-            have_exp = 1;
-        } else if (arg_is(x, i, "AGING") || arg_is(x, i, "GENERATIONS")) {
-            int is_window = arg_is(x, i, "AGING");
-            long long v;
-            if (i + 1 >= x->argc || arg_ll(x, i + 1, &v) != 0 || v < (is_window ? 0 : 2) ||
-                v > (is_window ? 100000000 : RB_BLOOM_MAX_LAYERS)) {
-                resp_error(x->out, is_window ? "ERR AGING wants a window in seconds (0: rotate "
-                           "only when full)" : "ERR GENERATIONS must be an integer in [2, %d]",
-                           RB_BLOOM_MAX_LAYERS);
-                return;
-            }
-            i++;
-            if (is_window)
-                p.window = (uint32_t)v;
-            else
-                p.generations = (uint32_t)v;
-            aging = 1;
-        } else if (arg_is(x, i, "LAYOUT")) {
-            if (i + 1 >= x->argc) {
-                resp_error(x->out, "ERR no layout");
-                return;
-            }
-            i++;
-            if (arg_is(x, i, "standard"))
-                p.layout = RB_BLOOM_STANDARD;
-            else if (arg_is(x, i, "blocked"))
-                p.layout = RB_BLOOM_BLOCKED;
-            else {
-                resp_error(x->out, "ERR layout must be standard or blocked");
-                return;
-            }
-        } else {
-            resp_error(x->out, "ERR unknown argument '%.*s'", (int)x->argl[i], x->argv[i]);
-            return;
-        }
+    if (exp_at + 1 == x->argc) {
+        resp_error(x->out, "ERR no expansion");
+        return;
     }
-    if (have_exp && exp == 0)
-        nonscaling = 1;   /* RedisBloom: EXPANSION 0 means non-scaling */
-    else if (nonscaling && have_exp) {
+    if (exp_at != 0 && nonscaling) {
         resp_error(x->out, "Nonscaling filters cannot expand");
         return;
     }
-    if (aging && (nonscaling || have_exp)) {
+    if (exp_at != 0 && arg_ll(x, exp_at + 1, &exp) != 0) {
+        resp_error(x->out, "ERR bad expansion");
+        return;
+    }
+    if (exp < 1) {
+        resp_error(x->out, "ERR expansion should be greater or equal to 1");
+        return;
+    }
+    if (exp > RB_BLOOM_MAX_EXPANSION) {
+        resp_error(x->out, "ERR expansion should be at most %d", RB_BLOOM_MAX_EXPANSION);
+        return;
+    }
+    if (layout_at + 1 == x->argc) {
+        resp_error(x->out, "ERR no layout");
+        return;
+    }
+    if (layout_at != 0 && parse_layout(x, layout_at + 1, &p.layout) != 0)
+        return;
+    if (window_at != 0 && option_ll(x, window_at, 0, 100000000, &window) != 0) {
+        resp_error(x->out, "ERR AGING wants a window in seconds (0: rotate only when full)");
+        return;
+    }
+    if (gens_at != 0 && option_ll(x, gens_at, 2, RB_BLOOM_MAX_LAYERS, &gens) != 0) {
+        resp_error(x->out, "ERR GENERATIONS must be an integer in [2, %d]", RB_BLOOM_MAX_LAYERS);
+        return;
+    }
+    if ((window_at != 0 || gens_at != 0) && (nonscaling || exp_at != 0)) {
         resp_error(x->out, "ERR AGING filters neither scale nor take NONSCALING / EXPANSION");
         return;
     }
@@ -423,23 +479,20 @@ static void cmd_bf_reserve(ctx_t *x)
         return;
     p.capacity = (uint64_t)cap;
     p.error_rate = err;
-    p.flags = aging ? RB_BLOOM_AGING : nonscaling ? RB_BLOOM_NONSCALING : 0;
-    p.expansion = (uint32_t)(exp ? exp : RB_BLOOM_DEFAULT_EXPANSION);
+    p.flags = (window_at || gens_at) ? RB_BLOOM_AGING : nonscaling ? RB_BLOOM_NONSCALING : 0;
+    p.expansion = (uint32_t)exp;
+    p.window = (uint32_t)window;
+    p.generations = (uint32_t)gens;
     rc = rbd_filter_reserve(x->s, x->argv[1], x->argl[1], &p);
     if (rc == RB_OK)
         resp_simple(x->out, "OK");
     else if (rc == RB_EEXIST)
         resp_error(x->out, "ERR item exists");
-    else if (rc == RB_ENOSPC && reply_if_shm_full(x))
-        return;
-    else if (rc == RB_ERANGE && rb_bloom_size(p.capacity, p.error_rate, p.layout, &sz) == RB_OK)
-        resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
-                   x->s->cfg.max_filters);
-    else if (rc == RB_ERANGE || rc == RB_ENOSPC)
+    else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
         resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
                    "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
-    else
-        resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));
+    else if (rc != RB_ENOSPC)
+        create_error(x, rc);
 }
 
 static void cmd_bf_add(ctx_t *x)
@@ -462,21 +515,24 @@ static void cmd_bf_madd(ctx_t *x)
     add_keys(x, 1, bf, 2, x->argc - 2, 1);
 }
 
+/* BF.INSERT name [CAPACITY c] [ERROR e] [EXPANSION x] [NOCREATE] [NONSCALING]
+ * [LAYOUT l] ITEMS key..., parsed as RedisBloom 2.6 parses it: options
+ * known by their letters, the last of a kind counts, ranges checked once
+ * ITEMS is found (so EXPANSION 0 is refused, a repeated EXPANSION is not,
+ * and NONSCALING with EXPANSION makes a non-scaling filter).  LAYOUT is
+ * ours. */
 static void cmd_bf_insert(ctx_t *x)
 {
     rb_bloom_params_t p = default_params(x->s);
+    long long cap = (long long)p.capacity, exp = (long long)p.expansion;
     int nocreate = 0, nonscaling = 0;
     size_t i = 2, items = 0;
     rb_bloom_t *bf;
 
     while (i < x->argc) {
-        const char *a = x->argv[i];
-        char c0 = (char)tolower((unsigned char)a[0]), c1 = x->argl[i] > 1 ? (char)tolower((unsigned char)a[1]) : 0;
-        char c2 = x->argl[i] > 2 ? (char)tolower((unsigned char)a[2]) : 0;
-        if (x->argl[i] == 0) {
-            resp_error(x->out, "Unknown argument received");
-            return;
-        }
+        char c0 = x->argl[i] > 0 ? (char)tolower((unsigned char)x->argv[i][0]) : 0;
+        char c1 = x->argl[i] > 1 ? (char)tolower((unsigned char)x->argv[i][1]) : 0;
+        char c2 = x->argl[i] > 2 ? (char)tolower((unsigned char)x->argv[i][2]) : 0;
         if (c0 == 'i') {                  /* ITEMS (RedisBloom matches by letter) */
             items = i + 1;
             break;
@@ -489,23 +545,7 @@ static void cmd_bf_insert(ctx_t *x)
             i++;
             continue;
         }
-        if (arg_is(x, i, "LAYOUT")) {
-            if (i + 1 >= x->argc) {
-                wrong_arity(x);
-                return;
-            }
-            if (arg_is(x, i + 1, "standard"))
-                p.layout = RB_BLOOM_STANDARD;
-            else if (arg_is(x, i + 1, "blocked"))
-                p.layout = RB_BLOOM_BLOCKED;
-            else {
-                resp_error(x->out, "ERR layout must be standard or blocked");
-                return;
-            }
-            i += 2;
-            continue;
-        }
-        if (c0 != 'c' && c0 != 'e') {
+        if (c0 != 'c' && c0 != 'e' && !arg_is(x, i, "LAYOUT")) {
             resp_error(x->out, "Unknown argument received");
             return;
         }
@@ -513,42 +553,18 @@ static void cmd_bf_insert(ctx_t *x)
             wrong_arity(x);
             return;
         }
-        if (c0 == 'c') {
-            long long cap;
-            if (arg_ll(x, i + 1, &cap) != 0) {
-                resp_error(x->out, "Bad capacity");
+        if (c0 == 'l') {
+            if (parse_layout(x, i + 1, &p.layout) != 0)
                 return;
-            }
-            if (cap < 1) {
-                resp_error(x->out, "Bad argument received");
-                return;
-            }
-            p.capacity = (uint64_t)cap;
-        } else if (c1 == 'r') {
-            double e;
-            if (arg_double(x, i + 1, &e) != 0) {
-                resp_error(x->out, "Bad error rate");
-                return;
-            }
-            if (e <= 0 || e >= 1) {
-                resp_error(x->out, "Bad argument received");
-                return;
-            }
-            p.error_rate = e;
-        } else {
-            long long e;
-            if (arg_ll(x, i + 1, &e) != 0) {
-                resp_error(x->out, "Bad expansion");
-                return;
-            }
-            if (e < 0 || e > RB_BLOOM_MAX_EXPANSION) {
-                resp_error(x->out, "Bad argument received");
-                return;
-            }
-            if (e == 0)
-                nonscaling = 1;
-            else
-                p.expansion = (uint32_t)e;
+        } else if (c0 == 'c' && arg_ll(x, i + 1, &cap) != 0) {
+            resp_error(x->out, "Bad capacity");
+            return;
+        } else if (c0 == 'e' && c1 == 'r' && arg_double(x, i + 1, &p.error_rate) != 0) {
+            resp_error(x->out, "Bad error rate");
+            return;
+        } else if (c0 == 'e' && c1 != 'r' && arg_ll(x, i + 1, &exp) != 0) {
+            resp_error(x->out, "Bad expansion");
+            return;
         }
         i += 2;
     }
@@ -556,6 +572,13 @@ static void cmd_bf_insert(ctx_t *x)
         wrong_arity(x);
         return;
     }
+    if (p.error_rate <= 0 || p.error_rate >= 1 || cap < 1 || exp < 1 ||
+        exp > RB_BLOOM_MAX_EXPANSION) {
+        resp_error(x->out, "Bad argument received");
+        return;
+    }
+    p.capacity = (uint64_t)cap;
+    p.expansion = (uint32_t)exp;
     if (nonscaling)
         p.flags |= RB_BLOOM_NONSCALING;
     if (keys_ok(x, items) != 0 || (bf = filter_for_add(x, 1, nocreate ? NULL : &p)) == NULL)
@@ -1347,15 +1370,15 @@ static const command_t commands[] = {
     { "INFO", -1, 0, cmd_info },
     { "SAVE", 1, F_WRITE, cmd_save },
     { "SHUTDOWN", -1, F_WRITE, cmd_shutdown },
-    { "BF.RESERVE", -4, F_WRITE, cmd_bf_reserve },
-    { "BF.ADD", 3, F_WRITE, cmd_bf_add },
-    { "BF.MADD", -3, F_WRITE, cmd_bf_madd },
-    { "BF.INSERT", -4, F_WRITE, cmd_bf_insert },
-    { "BF.EXISTS", 3, 0, cmd_bf_exists },
-    { "BF.MEXISTS", -3, 0, cmd_bf_mexists },
-    { "BF.INFO", -2, 0, cmd_bf_info },
-    { "BF.CARD", 2, 0, cmd_bf_card },
-    { "BF.RESET", 2, F_WRITE, cmd_bf_reset },
+    { "BF.RESERVE", -4, F_WRITE | F_MODULE, cmd_bf_reserve },
+    { "BF.ADD", 3, F_WRITE | F_MODULE, cmd_bf_add },
+    { "BF.MADD", -3, F_WRITE | F_MODULE, cmd_bf_madd },
+    { "BF.INSERT", -4, F_WRITE | F_MODULE, cmd_bf_insert },
+    { "BF.EXISTS", 3, F_MODULE, cmd_bf_exists },
+    { "BF.MEXISTS", -3, F_MODULE, cmd_bf_mexists },
+    { "BF.INFO", -2, F_MODULE, cmd_bf_info },
+    { "BF.CARD", 2, F_MODULE, cmd_bf_card },
+    { "BF.RESET", 2, F_WRITE | F_MODULE, cmd_bf_reset },
     { "RING.ADD", -2, F_WRITE, cmd_ring_add },
     { "RING.REMOVE", 2, F_WRITE, cmd_ring_remove },
     { "RING.WEIGHT", 3, F_WRITE, cmd_ring_weight },
@@ -1387,7 +1410,7 @@ static void unknown_command(ctx_t *x)
 
 void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const size_t *argl)
 {
-    ctx_t x = { s, c, argc, argv, argl, &c->out };
+    ctx_t x = { s, c, argc, argv, argl, &c->out, NULL };
     const command_t *cmd = NULL;
 
     s->commands++;
@@ -1402,6 +1425,7 @@ void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const
         unknown_command(&x);
         return;
     }
+    x.cmd = cmd;
     if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
         (cmd->arity < 0 && argc < (size_t)-cmd->arity)) {
         wrong_arity(&x);
@@ -1409,14 +1433,10 @@ void rbd_execute(server_t *s, client_t *c, size_t argc, const char **argv, const
     }
     if (cmd->flags & F_WRITE) {
         if (!c->can_write) {
-            s->denied++;
             char lower[32];
-            size_t i;
-            for (i = 0; cmd->name[i] && i < sizeof(lower) - 1; i++)
-                lower[i] = (char)tolower((unsigned char)cmd->name[i]);
-            lower[i] = '\0';
+            s->denied++;
             resp_error(&c->out, "NOPERM this user (uid %u) has no permissions to run the "
-                       "'%s' command", (unsigned)c->uid, lower);
+                       "'%s' command", (unsigned)c->uid, cmd_lower(cmd, lower, sizeof(lower)));
             return;
         }
         /* SAVE and SHUTDOWN log no record, and a snapshot is what

@@ -21,7 +21,7 @@
  * Bloom filter can only err towards "seen": a false positive would leave a
  * URL never fetched (reported as such).  The default error rate (1e-6 at
  * capacity, much less while the filter fills) makes that negligible at
- * about 4 bytes per URL.
+ * about 5 bytes per URL.
  *
  * Workload: `distinct` URLs of ~60-75 bytes, each once in the frontier,
  * plus (total - distinct) extra links drawn with a power-law skew towards

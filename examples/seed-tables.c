@@ -255,7 +255,8 @@ static void table_sizing(void)
     } rows[] = { { 1000000, 0.01, 7, 9.6, 1.2 }, { 10000000, 0.01, 7, 9.6, 12.0 },
                  { 1000000, 0.001, 10, 14.4, 1.8 }, { 10000000, 0.001, 10, 14.4, 18.0 } };
 
-    printf("4. Sizing: m = -n ln p / (ln 2)^2, k = round(m/n ln 2)\n\n");
+    printf("4. Sizing: the seed's m = -n ln p / (ln 2)^2, k = round(m/n ln 2); ours the smallest\n"
+           "   m with (1 - e^(-kn/m))^k <= p for that k\n\n");
     printf("  %-10s %-6s %-4s %-9s %-9s %s\n", "n", "p", "k", "bits/key", "MB", "seed says");
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         rb_bloom_sizing_t sz;

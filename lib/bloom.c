@@ -43,6 +43,9 @@
 #define CHUNK        1024u    /* contains_many: keys per read section */
 
 #define TIGHTENING   0.5   /* each new layer: half the previous error rate */
+#define BPK_STEP     1.005 /* blocked sizing: the grid of bits per key */
+#define BLOCKED_MARGIN 0.95 /* blocked sizing: predicted FPR <= 0.95 p */
+#define BLOCKED_MAX_BPK ((double)RB_BLOOM_BLOCKED_MAX_BPK)
 
 /* What a handle knows of its filter in one mapping: immutable, replaced
  * (never modified) when the segment handle moves to a new object or the
@@ -88,68 +91,110 @@ static double blocked_fpr(double bpk, uint32_t k)
 {
     double lam = BLOCK_BITS / bpk, spread = 12.0 * sqrt(lam) + 30.0;
     double lo = floor(lam - spread), hi = ceil(lam + spread), sum = 0.0;
-    double q = log1p(-1.0 / BLOCK_BITS), logp;
+    double q = log1p(-1.0 / BLOCK_BITS), loglam = log(lam), logp;
     int sign;
 
     if (lo < 0)
         lo = 0;
-    logp = -lam + lo * log(lam) - lgamma_r(lo + 1.0, &sign);
+    logp = -lam + lo * loglam - lgamma_r(lo + 1.0, &sign);
     for (double j = lo; j <= hi; j++) {
         sum += exp(logp) * pow(-expm1((double)k * j * q), (double)k);
-        logp += log(lam) - log(j + 1.0);
+        logp += loglam - log(j + 1.0);
     }
     return sum;
 }
 
+/* The k in [1, MAX_K] with the lowest blocked_fpr at bpk, its FPR in *fpr.
+ * The FPR is unimodal in k, so a descent from any k (`from`: the best k of
+ * a nearby bpk, so the descent is short) finds the optimum: downhill, else
+ * uphill.  Downhill takes ties: in a crowded filter every k past a few
+ * gives an FPR of exactly 1.0, a plateau above the optimum.  At small p the
+ * optimum lies well below the standard layout's k: crowded blocks punish
+ * every extra probe. */
+static uint32_t blocked_best_k(double bpk, uint32_t from, double *fpr)
+{
+    uint32_t k = from, start = from;
+    double f = blocked_fpr(bpk, k), g;
+
+    while (k > 1 && (g = blocked_fpr(bpk, k - 1)) <= f) {
+        k--;
+        f = g;
+    }
+    while (k >= start && k < MAX_K && (g = blocked_fpr(bpk, k + 1)) < f) {
+        k++;
+        f = g;
+    }
+    *fpr = f;
+    return k;
+}
+
+/* Whether bpk bits per key, with the best k, meet p with the margin; *k:
+ * in, where to start looking; out, the best k. */
+static int blocked_meets(double bpk, double p, uint32_t *k)
+{
+    double f;
+
+    *k = blocked_best_k(bpk, *k, &f);
+    return f <= BLOCKED_MARGIN * p;
+}
+
+/* Blocked: bits per key on a grid of 0.5% steps up from the standard
+ * formula's, topped by BLOCKED_MAX_BPK; the first grid point whose best k
+ * meets p with a 5% margin (the model treats a query's probes as
+ * independent) wins.  The best FPR falls as bits per key grow, so the grid
+ * is bisected (about a dozen points, each a short descent over k).  The
+ * grid starts at 1/4 bit per key at least: below, even k = 1 answers
+ * "maybe" with 1 - e^-4 > 0.95 (so no p < 1 is met), and the model's
+ * Poisson sum, ~24 sqrt(512 / bpk) terms, would grow without bound as p
+ * nears 1.  RB_EPRECISION if even BLOCKED_MAX_BPK cannot meet p. */
+static int blocked_bpk(double p, double *bpk, uint32_t *k, double *fpr)
+{
+    double base = fmax(-log(p) / (M_LN2 * M_LN2), 0.25);
+    long lo = -1, hi = lround(ceil(log(BLOCKED_MAX_BPK / base) / log(BPK_STEP)));
+
+    *k = MAX_K;
+    if (!blocked_meets(BLOCKED_MAX_BPK, p, k))
+        return RB_EPRECISION;
+    /* Invariant: grid point hi meets p, lo does not (-1: below the grid). */
+    while (hi - lo > 1) {
+        long mid = lo + (hi - lo) / 2;
+        if (blocked_meets(fmin(base * pow(BPK_STEP, (double)mid), BLOCKED_MAX_BPK), p, k))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *bpk = fmin(base * pow(BPK_STEP, (double)hi), BLOCKED_MAX_BPK);
+    *k = blocked_best_k(*bpk, *k, fpr);
+    return RB_OK;
+}
+
 int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layout, rb_bloom_sizing_t *out)
 {
-    const double ln2sq = M_LN2 * M_LN2;
-    double bpk, m;
+    double bpk, m, fpr = 0.0;
     uint32_t k;
+    int rc;
 
     if (out == NULL || n == 0 || !(p > 0.0 && p < 1.0) ||
         (layout != RB_BLOOM_STANDARD && layout != RB_BLOOM_BLOCKED))
         return RB_EINVAL;
-    bpk = -log(p) / ln2sq;
     if (layout == RB_BLOOM_STANDARD) {
-        m = ceil((double)n * bpk / BLOCK_BITS) * BLOCK_BITS;
-        if (m > (double)RB_BLOOM_MAX_BITS)
-            return RB_ERANGE;
-        /* k from the formula's m: rounding m up to whole blocks only lowers
-         * the FPR, and for tiny n would otherwise inflate k absurdly. */
-        k = (uint32_t)lround(bpk * M_LN2);
-        if (k < 1)
-            k = 1;
-        if (k > MAX_K)
-            return RB_ERANGE;
-        out->fpr = rb_bloom_fpr_formula((uint64_t)m, k, n);
-    } else {
-        /* Grow bits per key in 0.5% steps until the best k meets p with a
-         * 5% margin (the model treats a query's probes as independent). */
-        double best;
-        for (;;) {
-            uint32_t k0 = (uint32_t)lround(bpk * M_LN2), kbest = 1;
-            best = 2.0;
-            for (uint32_t kk = k0 > 3 ? k0 - 3 : 1; kk <= k0 + 3 && kk <= MAX_K; kk++) {
-                double f = blocked_fpr(bpk, kk);
-                if (f < best) {
-                    best = f;
-                    kbest = kk;
-                }
-            }
-            k = kbest;
-            if (best <= 0.95 * p || bpk > 4096.0)
-                break;
-            bpk *= 1.005;
-        }
-        m = ceil((double)n * bpk / BLOCK_BITS) * BLOCK_BITS;
-        if (m > (double)RB_BLOOM_MAX_BITS || best > p)
-            return RB_ERANGE;
-        out->fpr = best;
+        /* The fewest bits per key at which k probes meet p by the formula
+         * (-n ln p / (ln 2)^2 for the real-valued optimum k; a little more
+         * for the rounded k, or for k clamped at MAX_K when p < 2^-64).  k
+         * comes from p, not from m: rounding m up to whole blocks only
+         * lowers the FPR, and for tiny n would otherwise inflate k. */
+        k = (uint32_t)lround(fmin(fmax(-log2(p), 1.0), (double)MAX_K));
+        bpk = -(double)k / log1p(-pow(p, 1.0 / k));
+    } else if ((rc = blocked_bpk(p, &bpk, &k, &fpr)) != RB_OK) {
+        return rc;
     }
+    m = ceil((double)n * bpk / BLOCK_BITS) * BLOCK_BITS;
+    if (m > (double)RB_BLOOM_MAX_BITS)
+        return RB_ERANGE;
     out->bits = (uint64_t)m;
     out->k = k;
     out->bytes = (uint64_t)m / 8;
+    out->fpr = layout == RB_BLOOM_STANDARD ? rb_bloom_fpr_formula(out->bits, k, n) : fpr;
     return RB_OK;
 }
 
@@ -996,14 +1041,17 @@ static int add_fn(const bloom_section_t *cs, void *arg)
                 uint64_t cap = rb_ld(&f->layer[last].capacity);
                 uint64_t exp = rb_ld(&f->expansion);
                 int rc;
-                if ((rb_ld(&f->flags) & RB_BLOOM_NONSCALING) || last + 1 >= RB_BLOOM_MAX_LAYERS ||
-                    cap > UINT64_MAX / (exp ? exp : 1))
+                if (rb_ld(&f->flags) & RB_BLOOM_NONSCALING)
                     return RB_EFULL;
+                if (last + 1 >= RB_BLOOM_MAX_LAYERS)
+                    return RB_ELAYERS;
+                if (cap > UINT64_MAX / (exp ? exp : 1))
+                    return RB_ERANGE;   /* past 2^64 keys: far over RB_BLOOM_MAX_BITS */
                 rc = layer_create(a->seg, f, last + 1, cap * exp,
                                   load_double(&f->layer[last].error_bits) * TIGHTENING,
                                   (rb_bloom_layout_t)s->b->layout);
                 if (rc != RB_OK)
-                    return rc == RB_ERANGE ? RB_EFULL : rc;
+                    return rc;   /* RB_ERANGE, RB_EPRECISION, RB_ENOSPC */
                 if ((rc = section_begin(s->b, s)) != RB_OK)
                     return rc;
                 last++;

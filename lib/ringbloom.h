@@ -70,8 +70,7 @@ extern "C" {
 #define RB_EACCES    -16   /* permission denied (shm object mode) */
 #define RB_ERANGE    -17   /* a limit was exceeded (name length, points...) */
 #define RB_EROFS     -18   /* writer function called on a read-only handle */
-#define RB_EFULL     -19   /* a non-scaling filter is at capacity, or a
-                              scaling one has RB_BLOOM_MAX_LAYERS layers */
+#define RB_EFULL     -19   /* a non-scaling filter is at capacity */
 #define RB_EDAEMON   -20   /* the daemon cannot be reached (socket) */
 #define RB_EPROTO    -21   /* the daemon's reply does not parse */
 #define RB_EREPLY    -22   /* the daemon replied with an error; see
@@ -87,6 +86,13 @@ extern "C" {
 #define RB_ETIMEDOUT -25   /* the daemon did not answer within the
                               connection's timeout; a change sent may have
                               been applied */
+#define RB_ELAYERS   -26   /* a scaling filter cannot grow: it has
+                              RB_BLOOM_MAX_LAYERS layers (reserve it with a
+                              larger capacity or expansion) */
+#define RB_EPRECISION -27  /* the error rate is below what the filter's
+                              layout reaches (blocked: more than
+                              RB_BLOOM_BLOCKED_MAX_BPK bits per key would be
+                              needed); RB_BLOOM_STANDARD reaches any p */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);
@@ -464,19 +470,26 @@ typedef enum rb_bloom_layout {
 
 #define RB_FILTER_NAME_MAX 255
 #define RB_BLOOM_MAX_BITS  (1ULL << 40)
+#define RB_BLOOM_BLOCKED_MAX_BPK 4096   /* blocked: the most bits per key */
 
 typedef struct rb_bloom_sizing {
     uint64_t bits;    /* m, a multiple of 512 */
-    uint32_t k;       /* probes per key */
+    uint32_t k;       /* probes per key, 1..64 */
     uint64_t bytes;   /* m / 8 */
-    double   fpr;     /* predicted false-positive rate at capacity */
+    double   fpr;     /* predicted false-positive rate at capacity, <= p */
 } rb_bloom_sizing_t;
 
 /* Any process, pure.  Sizes a filter for capacity n and error rate p
- * (0 < p < 1).  standard: m = -n ln p / (ln 2)^2, k = round(m/n ln 2).
- * blocked: the smallest m (and best k) whose predicted FPR, accounting for
- * the Poisson spread of keys over 512-bit blocks, is <= p.
- * Errors: RB_EINVAL (n == 0, p out of range), RB_ERANGE (m too large). */
+ * (0 < p < 1).  standard: k = round(-log2 p) (at most 64) and the smallest
+ * m whose (1 - e^(-kn/m))^k <= p (about -n ln p / (ln 2)^2).  blocked: the
+ * smallest m (on a grid of 0.5% steps of bits per key) and best k whose
+ * predicted FPR, accounting for the Poisson spread of keys over 512-bit
+ * blocks, is <= 0.95 p.  Cost: O(1) standard; blocked about a dozen
+ * evaluations of the model (0.1-0.5 ms for p <= 1%, up to ~3.5 ms as p
+ * nears 1).
+ * Errors: RB_EINVAL (n == 0, p out of range), RB_ERANGE (m would exceed
+ * RB_BLOOM_MAX_BITS), RB_EPRECISION (blocked, p below about 1.8e-25: it
+ * would need more than RB_BLOOM_BLOCKED_MAX_BPK bits per key). */
 RB_EXPORT RB_WUR int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layout,
                                    rb_bloom_sizing_t *out);
 
@@ -527,8 +540,9 @@ typedef struct rb_bloom rb_bloom_t;
 /* Writer.  Creates filter `name` (1..255 bytes) with one layer sized by
  * rb_bloom_size() (for p, or p/2 if scaling), a fresh random 192-byte hash
  * secret (arc4random_buf) unless params->secret gives one, and zeroed bits.  Readers see it once this returns.  Errors: RB_EROFS,
- * RB_EINVAL, RB_EEXIST, RB_ERANGE (no free directory slot, too many bits),
- * RB_ENOSPC. */
+ * RB_EINVAL, RB_EEXIST, RB_ERANGE (no free directory slot, too many bits:
+ * rb_segment_info's filters / max_filters tell which), RB_EPRECISION (a
+ * layer's error rate is below what the layout reaches), RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
                                       size_t len, const rb_bloom_params_t *params);
 
@@ -550,11 +564,17 @@ RB_EXPORT int rb_bloom_list(const rb_segment_t *seg,
  * and changes nothing; otherwise sets its k bits in the newest layer with
  * atomic fetch-or and returns 1.  Exact, because the writer is the only one
  * setting bits: of many clients adding one key, exactly one is told 1.  A
- * scaling filter whose newest layer is at capacity first gets a new layer.
+ * scaling filter whose newest layer is at capacity first gets a new layer
+ * (expansion x the capacity, half the error rate), so it grows until memory
+ * runs out (RB_ENOSPC) unless it has RB_BLOOM_MAX_LAYERS layers already
+ * (RB_ELAYERS: with expansion 1), the new layer would exceed
+ * RB_BLOOM_MAX_BITS (RB_ERANGE) or its error rate is below what the
+ * layout reaches (RB_EPRECISION); any of these changes nothing.
  * An aging filter writes the key into its current generation whenever it is
  * not there yet, new or not (see RB_BLOOM_AGING), rotating first if that
  * generation is full.
- * Errors: RB_EROFS, RB_ENOENT (filter gone), RB_EFULL, RB_ENOSPC. */
+ * Errors: RB_EROFS, RB_ENOENT (filter gone), RB_EFULL (non-scaling filter at
+ * capacity), RB_ENOSPC, RB_ELAYERS, RB_ERANGE, RB_EPRECISION. */
 RB_EXPORT RB_WUR int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len);
 
 /* Writer.  Aging filters: clears the oldest generation and makes it the
@@ -582,8 +602,9 @@ typedef struct rb_key {
 /* Writer.  rb_bloom_add for n keys, in order (a key repeated in the batch
  * is new only the first time); out_new[i] = 1/0 if out_new is not NULL.
  * Returns the number of new keys, or a negative error: argument errors
- * change nothing; RB_EFULL / RB_ENOSPC stop at the first key that did not
- * fit: keys before it stay added, as their out_new entries say, and it
+ * change nothing; a full filter (RB_EFULL, RB_ENOSPC, RB_ELAYERS, RB_ERANGE,
+ * RB_EPRECISION) stops at the first key that did not fit: keys before it
+ * stay added, as their out_new entries say, and it
  * and the keys after it get out_new[i] = RB_BLOOM_NOT_ADDED.  One read
  * section for the batch: much cheaper per key than rb_bloom_add. */
 #define RB_BLOOM_NOT_ADDED 0xFF

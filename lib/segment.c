@@ -52,7 +52,7 @@ const char *rb_strerror(int code)
     case RB_EACCES:   return "permission denied";
     case RB_ERANGE:   return "limit exceeded";
     case RB_EROFS:    return "read-only handle: only the writer may change the segment";
-    case RB_EFULL:    return "filter is full";
+    case RB_EFULL:    return "non-scaling filter is full";
     case RB_EDAEMON:  return "cannot reach the daemon (is ringbloomd running?)";
     case RB_EPROTO:   return "unexpected reply from the daemon";
     case RB_EREPLY:   return "the daemon replied with an error";
@@ -61,6 +61,8 @@ const char *rb_strerror(int code)
                              "or could have put it there";
     case RB_ETIMEDOUT: return "the daemon did not answer in time (a change sent may "
                               "have been applied)";
+    case RB_ELAYERS:  return "scaling filter has its maximum number of layers";
+    case RB_EPRECISION: return "error rate below what the filter's layout can reach";
     default:          return "unknown error";
     }
 }

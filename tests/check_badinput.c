@@ -788,6 +788,8 @@ START_TEST(test_badinput_reserve_over_max_memory)
 {
     const char *want = "ERR capacity too large: the filter does not fit in max-memory (2097152 "
                        "bytes)";
+    const char *too_many_bits = "ERR capacity too large: a filter layer may have at most 2^40 "
+                                "bits";
     state_t st;
 
     start("max-memory 2mb");
@@ -798,8 +800,8 @@ START_TEST(test_badinput_reserve_over_max_memory)
     /* ~1.9 MB: within the reservation, more than is free. */
     EXPECT_ERR(w, want, A("BF.RESERVE"), A("big"), A("0.01"), A("1600000"), A("NONSCALING"));
     /* More bits than any filter may have (RB_BLOOM_MAX_BITS). */
-    EXPECT_ERR(w, want, A("BF.RESERVE"), A("big"), A("0.01"), A("1000000000000000"));
-    EXPECT_ERR(w, want, A("BF.INSERT"), A("big"), A("CAPACITY"), A("1000000000000000"),
+    EXPECT_ERR(w, too_many_bits, A("BF.RESERVE"), A("big"), A("0.01"), A("1000000000000000"));
+    EXPECT_ERR(w, too_many_bits, A("BF.INSERT"), A("big"), A("CAPACITY"), A("1000000000000000"),
                A("ITEMS"), A("k"));
     EXPECT_ERR(w, "ERR out of memory for the filter (max-memory is 2097152 bytes)", A("BF.INSERT"),
                A("big"), A("CAPACITY"), A("10000000"), A("ITEMS"), A("k"));
@@ -846,6 +848,192 @@ START_TEST(test_badinput_max_filters_reached)
     EXPECT_ERR(w, want, A("BF.MADD"), A("h"), A("k"), A("l"));
     EXPECT_ERR(w, want, A("BF.INSERT"), A("h"), A("ITEMS"), A("k"));
     assert_no_filter("h", 1);
+    ASSERT_UNCHANGED(&st);
+}
+END_TEST
+
+/* EXPANSION, NONSCALING and words BF.RESERVE does not know, answered as
+ * RedisBloom 2.6 answers them (rebloom.c, BFReserve_RedisCommand):
+ * EXPANSION below 1 and NONSCALING with EXPANSION (either order, even
+ * EXPANSION 0) refused; the first EXPANSION counts; other words ignored
+ * (its arity limit, 7 arguments, is in test_badinput_wrong_arity). */
+START_TEST(test_badinput_reserve_options_as_redisbloom)
+{
+    state_t st;
+
+    start(NULL);
+    seed();
+    capture(&st);
+    EXPECT_ERR(w, "ERR expansion should be greater or equal to 1", A("BF.RESERVE"), A("e"),
+               A("0.01"), A("100"), A("EXPANSION"), A("0"));
+    EXPECT_ERR(w, "ERR expansion should be greater or equal to 1", A("BF.RESERVE"), A("e"),
+               A("0.01"), A("100"), A("EXPANSION"), A("-1"));
+    EXPECT_ERR(w, "Nonscaling filters cannot expand", A("BF.RESERVE"), A("e"), A("0.01"),
+               A("100"), A("EXPANSION"), A("0"), A("NONSCALING"));
+    EXPECT_ERR(w, "Nonscaling filters cannot expand", A("BF.RESERVE"), A("e"), A("0.01"),
+               A("100"), A("NONSCALING"), A("EXPANSION"), A("0"));
+    /* Ours: layers of at most 32768 times the previous capacity. */
+    EXPECT_ERR(w, "ERR expansion should be at most 32768", A("BF.RESERVE"), A("e"), A("0.01"),
+               A("100"), A("EXPANSION"), A("32769"));
+    assert_no_filter("e", 1);
+    ASSERT_UNCHANGED(&st);
+    EXPECT(w, "OK", A("BF.RESERVE"), A("u1"), A("0.01"), A("100"), A("FOO"));
+    EXPECT(w, "2", A("BF.INFO"), A("u1"), A("EXPANSION"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("u2"), A("0.01"), A("100"), A("NONSCALING"), A("x"));
+    EXPECT(w, "(nil)", A("BF.INFO"), A("u2"), A("EXPANSION"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("u3"), A("0.01"), A("100"), A("EXPANSION"), A("3"),
+           A("EXPANSION"));
+    EXPECT(w, "3", A("BF.INFO"), A("u3"), A("EXPANSION"));
+}
+END_TEST
+
+/* BF.INSERT's options as RedisBloom 2.6 parses them (rebloom.c,
+ * BFInsert_RedisCommand): ranges are checked once ITEMS is found, after
+ * unknown words and malformed numbers; EXPANSION 0 is refused, the last
+ * EXPANSION counts, NONSCALING with EXPANSION makes a non-scaling filter. */
+START_TEST(test_badinput_insert_options_as_redisbloom)
+{
+    state_t st;
+
+    start(NULL);
+    seed();
+    capture(&st);
+    EXPECT_ERR(w, "Bad argument received", A("BF.INSERT"), A("i"), A("EXPANSION"), A("0"),
+               A("ITEMS"), A("a"));
+    EXPECT_ERR(w, "Unknown argument received", A("BF.INSERT"), A("i"), A("CAPACITY"), A("0"),
+               A("FOO"), A("ITEMS"), A("a"));
+    EXPECT_ERR(w, "Bad expansion", A("BF.INSERT"), A("i"), A("ERROR"), A("2"), A("EXPANSION"),
+               A("x"), A("ITEMS"), A("a"));
+    assert_no_filter("i", 1);
+    ASSERT_UNCHANGED(&st);
+    EXPECT(w, "1", A("BF.INSERT"), A("i1"), A("EXPANSION"), A("0"), A("EXPANSION"), A("3"),
+           A("ITEMS"), A("a"));
+    EXPECT(w, "3", A("BF.INFO"), A("i1"), A("EXPANSION"));
+    EXPECT(w, "1", A("BF.INSERT"), A("i2"), A("NONSCALING"), A("EXPANSION"), A("4"), A("ITEMS"),
+           A("a"));
+    EXPECT(w, "(nil)", A("BF.INFO"), A("i2"), A("EXPANSION"));
+    EXPECT(w, "1", A("BF.INSERT"), A("i3"), A("EXPANSION"), A("4"), A("NONSCALING"), A("ITEMS"),
+           A("a"));
+    EXPECT(w, "(nil)", A("BF.INFO"), A("i3"), A("EXPANSION"));
+}
+END_TEST
+
+/* Tiny error rates: 1e-8 and 1e-12 work in the default (blocked) layout;
+ * a rate it cannot reach (a layer would need more than 4096 bits per key:
+ * below ~1.8e-25, and a scaling filter's first layer has p/2) is refused
+ * naming that cause, and works in LAYOUT standard. */
+START_TEST(test_badinput_reserve_tiny_error_rates)
+{
+    const char *want = "ERR error rate too small for LAYOUT blocked: its layers would need more "
+                       "than 4096 bits per key; use LAYOUT standard";
+    state_t st;
+
+    start(NULL);
+    seed();
+    capture(&st);
+    EXPECT_ERR(w, want, A("BF.RESERVE"), A("x"), A("1e-30"), A("1000"));
+    EXPECT_ERR(w, want, A("BF.RESERVE"), A("x"), A("3e-25"), A("1000"));
+    EXPECT_ERR(w, want, A("BF.INSERT"), A("x"), A("ERROR"), A("1e-30"), A("ITEMS"), A("a"));
+    assert_no_filter("x", 1);
+    ASSERT_UNCHANGED(&st);
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t8"), A("1e-8"), A("1000"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t12"), A("1e-12"), A("1000"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t25"), A("3e-25"), A("1000"), A("NONSCALING"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("t30"), A("1e-30"), A("1000"), A("LAYOUT"), A("standard"));
+    EXPECT(w, "1\n1\n0", A("BF.MADD"), A("t12"), A("k1"), A("k2"), A("k1"));
+    EXPECT(w, "1\n0", A("BF.MEXISTS"), A("t12"), A("k2"), A("k3"));
+    EXPECT(w, "1", A("BF.ADD"), A("t30"), A("k1"));
+}
+END_TEST
+
+/* Adds keys tag-0, tag-1, ... to filter `name` in batches of 1000 until an
+ * add fails (at most `max` keys); returns the error (RB_EREPLY, the reply in
+ * rb_conn_error(w)), or 0 if none did. */
+static int add_until_error(const char *name, const char *tag, unsigned long max)
+{
+    static char buf[1000][48];
+    rb_key_t k[1000];
+
+    for (unsigned long i = 0; i < max; i += 1000) {
+        int64_t rc;
+        for (size_t j = 0; j < 1000; j++) {
+            k[j].ptr = buf[j];
+            k[j].len = (size_t)snprintf(buf[j], sizeof(buf[j]), "%s-%lu", tag, i + j);
+        }
+        if ((rc = rb_conn_bf_add_many(w, name, strlen(name), k, 1000, NULL)) < 0)
+            return (int)rc;
+    }
+    return 0;
+}
+
+/* A key `name` does not hold (so adding it must make it grow), in buf. */
+static const char *absent_key(const char *name, char *buf, size_t cap)
+{
+    rb_bloom_t *bf;
+
+    ck_assert_int_eq(rb_bloom_open(rseg, name, strlen(name), &bf), RB_OK);
+    for (unsigned long i = 0; rb_test_key(buf, cap, "absent", i), rb_bloom_contains(bf, buf,
+                                                                       strlen(buf)) != 0; i++)
+        ;
+    rb_bloom_close(bf);
+    return buf;
+}
+
+/* max-memory 4mb: a scaling filter of capacity 1 keeps taking keys past
+ * 17 layers (131,071 keys, where its layers' error rate passes 4e-8) until
+ * the reservation is used up, and then says so; the failed add changes
+ * nothing. */
+START_TEST(test_badinput_scaling_filter_grows_until_max_memory)
+{
+    const char *want = "ERR out of memory for the filter (max-memory is 4194304 bytes)";
+    char key[160], card[32], layers[32];
+    int rc;
+    state_t st;
+
+    start("max-memory 4mb");
+    EXPECT(w, "OK", A("BF.RESERVE"), A("deep"), A("0.01"), A("1"));
+    ck_assert_int_eq(add_until_error("deep", "k", 10000000), RB_EREPLY);
+    ck_assert_str_eq(rb_conn_error(w), want);
+    snprintf(card, sizeof(card), "%s", rbd_cmd(w, &rc, "BF.CARD", "deep", (const char *)NULL));
+    snprintf(layers, sizeof(layers), "%s",
+             rbd_cmd(w, &rc, "BF.INFO", "deep", "FILTERS", (const char *)NULL));
+    printf("max-memory 4mb: capacity 1, expansion 2 took %s keys in %s layers, then: %s\n", card,
+           layers, want);
+    ck_assert_int_gt(atol(card), 131072);
+    ck_assert_int_gt(atol(layers), 17);
+    capture(&st);
+    EXPECT_ERR(w, want, A("BF.ADD"), A("deep"), B(absent_key("deep", key, sizeof(key)),
+                                                  strlen(key)));
+    ASSERT_UNCHANGED(&st);
+}
+END_TEST
+
+/* The limits a scaling filter meets before memory, each named: EXPANSION 1
+ * reaches 32 layers; a layer the blocked layout cannot make (p = 6e-25:
+ * the first layer has 3e-25, the second would have 1.5e-25). */
+START_TEST(test_badinput_scaling_filter_limits)
+{
+    char key[160];
+    state_t st;
+
+    start(NULL);
+    EXPECT(w, "OK", A("BF.RESERVE"), A("flat"), A("0.01"), A("10"), A("EXPANSION"), A("1"));
+    ck_assert_int_eq(add_until_error("flat", "k", 100000), RB_EREPLY);
+    ck_assert_str_eq(rb_conn_error(w), "ERR filter cannot grow: it has 32 layers, the most a "
+                     "filter may have; reserve it with a larger capacity or EXPANSION");
+    EXPECT(w, "32", A("BF.INFO"), A("flat"), A("FILTERS"));
+    EXPECT(w, "320", A("BF.CARD"), A("flat"));
+    EXPECT(w, "OK", A("BF.RESERVE"), A("fine"), A("6e-25"), A("10"), A("EXPANSION"), A("1"));
+    ck_assert_int_eq(add_until_error("fine", "k", 100000), RB_EREPLY);
+    ck_assert_str_eq(rb_conn_error(w), "ERR filter cannot grow: its next layer's error rate "
+                     "would need more than 4096 bits per key in LAYOUT blocked; reserve it with "
+                     "LAYOUT standard");
+    EXPECT(w, "1", A("BF.INFO"), A("fine"), A("FILTERS"));
+    EXPECT(w, "10", A("BF.CARD"), A("fine"));
+    capture(&st);
+    EXPECT_ERR(w, "ERR filter cannot grow: it has 32 layers, the most a filter may have; "
+               "reserve it with a larger capacity or EXPANSION", A("BF.ADD"), A("flat"),
+               B(absent_key("flat", key, sizeof(key)), strlen(key)));
     ASSERT_UNCHANGED(&st);
 }
 END_TEST
@@ -1180,48 +1368,58 @@ START_TEST(test_badinput_unknown_command)
 }
 END_TEST
 
+/* Arity errors name the command as Redis does: RedisBloom's (BF.*, a
+ * module's: RedisModule_WrongArity) as the client typed it, Redis's own
+ * and ours in lower case (Redis's full name, 'config|get' for a
+ * subcommand).  BF.RESERVE takes at most 7 arguments of RedisBloom's. */
 START_TEST(test_badinput_wrong_arity)
 {
     static const struct {
-        const char *want;   /* the command name as sent */
+        const char *want;   /* the name the error gives */
         arg_t a[14];
         size_t n;
     } rows[] = {
         { "BF.ADD", { A("BF.ADD"), A("f") }, 2 },
         { "bf.add", { A("bf.add"), A("f"), A("k3"), A("k4") }, 4 },
+        { "bF.aDd", { A("bF.aDd"), A("f") }, 2 },
         { "BF.MADD", { A("BF.MADD"), A("f") }, 2 },
         { "BF.EXISTS", { A("BF.EXISTS"), A("f") }, 2 },
         { "BF.EXISTS", { A("BF.EXISTS"), A("f"), A("k1"), A("k2") }, 4 },
         { "BF.MEXISTS", { A("BF.MEXISTS"), A("f") }, 2 },
         { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01") }, 3 },
-        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("NONSCALING"),
-                          A("LAYOUT"), A("blocked"), A("LAYOUT"), A("blocked"), A("LAYOUT"),
-                          A("blocked"), A("LAYOUT"), A("blocked"), A("NONSCALING") }, 14 },
+        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("NONSCALING"), A("a"),
+                          A("b"), A("c") }, 8 },
+        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("EXPANSION"), A("2"),
+                          A("EXPANSION"), A("4") }, 8 },
+        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("LAYOUT"), A("blocked"),
+                          A("x"), A("y"), A("z"), A("w") }, 10 },
         { "BF.INSERT", { A("BF.INSERT"), A("g"), A("ITEMS") }, 3 },
         { "BF.INSERT", { A("BF.INSERT"), A("g"), A("CAPACITY"), A("10"), A("ITEMS") }, 5 },
+        { "BF.INSERT", { A("BF.INSERT"), A("g"), A("CAPACITY"), A("0"), A("ITEMS") }, 5 },
         { "BF.INSERT", { A("BF.INSERT"), A("g"), A("NOCREATE"), A("CAPACITY") }, 4 },
         { "BF.CARD", { A("BF.CARD") }, 1 },
         { "BF.CARD", { A("BF.CARD"), A("f"), A("g") }, 3 },
         { "BF.INFO", { A("BF.INFO") }, 1 },
         { "BF.INFO", { A("BF.INFO"), A("f"), A("CAPACITY"), A("x") }, 4 },
         { "BF.RESET", { A("BF.RESET") }, 1 },
-        { "RING.ADD", { A("RING.ADD") }, 1 },
-        { "RING.ADD", { A("RING.ADD"), A("n3"), A("1"), A("x") }, 4 },
-        { "RING.REMOVE", { A("RING.REMOVE") }, 1 },
-        { "RING.REMOVE", { A("RING.REMOVE"), A("n1"), A("n2") }, 3 },
-        { "RING.WEIGHT", { A("RING.WEIGHT"), A("n1") }, 2 },
-        { "RING.MODE", { A("RING.MODE") }, 1 },
-        { "RING.MODE", { A("RING.MODE"), A("seed"), A("10"), A("x") }, 4 },
-        { "RING.GET", { A("RING.GET") }, 1 },
-        { "RING.GET", { A("RING.GET"), A("a"), A("b") }, 3 },
-        { "RING.GETN", { A("RING.GETN"), A("k") }, 2 },
-        { "RING.NODES", { A("RING.NODES"), A("x") }, 2 },
-        { "RING.INFO", { A("RING.INFO"), A("x") }, 2 },
-        { "PING", { A("PING"), A("a"), A("b") }, 3 },
-        { "ECHO", { A("ECHO") }, 1 },
-        { "SAVE", { A("SAVE"), A("x") }, 2 },
-        { "SHUTDOWN", { A("SHUTDOWN"), A("NOSAVE"), A("x") }, 3 },
-        { "CONFIG", { A("CONFIG") }, 1 },
+        { "ring.add", { A("RING.ADD") }, 1 },
+        { "ring.add", { A("RING.ADD"), A("n3"), A("1"), A("x") }, 4 },
+        { "ring.remove", { A("RING.REMOVE") }, 1 },
+        { "ring.remove", { A("ring.Remove"), A("n1"), A("n2") }, 3 },
+        { "ring.weight", { A("RING.WEIGHT"), A("n1") }, 2 },
+        { "ring.mode", { A("RING.MODE") }, 1 },
+        { "ring.mode", { A("RING.MODE"), A("seed"), A("10"), A("x") }, 4 },
+        { "ring.get", { A("RING.GET") }, 1 },
+        { "ring.get", { A("RING.GET"), A("a"), A("b") }, 3 },
+        { "ring.getn", { A("RING.GETN"), A("k") }, 2 },
+        { "ring.nodes", { A("RING.NODES"), A("x") }, 2 },
+        { "ring.info", { A("RING.INFO"), A("x") }, 2 },
+        { "ping", { A("PING"), A("a"), A("b") }, 3 },
+        { "ping", { A("PiNg"), A("a"), A("b") }, 3 },
+        { "echo", { A("ECHO") }, 1 },
+        { "save", { A("SAVE"), A("x") }, 2 },
+        { "shutdown", { A("SHUTDOWN"), A("NOSAVE"), A("x") }, 3 },
+        { "config", { A("CONFIG") }, 1 },
         { "config|get", { A("CONFIG"), A("GET") }, 2 },
     };
     state_t st;
@@ -1522,6 +1720,11 @@ static Suite *badinput_suite(void)
     tcase_add_test(tc, test_badinput_reserve_over_max_memory);
     tcase_add_test(tc, test_badinput_reserve_existing_filter);
     tcase_add_test(tc, test_badinput_max_filters_reached);
+    tcase_add_test(tc, test_badinput_reserve_options_as_redisbloom);
+    tcase_add_test(tc, test_badinput_insert_options_as_redisbloom);
+    tcase_add_test(tc, test_badinput_reserve_tiny_error_rates);
+    tcase_add_test(tc, test_badinput_scaling_filter_grows_until_max_memory);
+    tcase_add_test(tc, test_badinput_scaling_filter_limits);
     tcase_add_test(tc, test_badinput_insert_nocreate_unknown_filter);
     tcase_add_test(tc, test_badinput_reads_of_unknown_filter);
     tcase_add_test(tc, test_badinput_resp_bad_multibulk_length);

@@ -450,7 +450,7 @@ static void bloom_make(bloom_set_t *b, uint64_t bytes)
     rb_bloom_stat_t st;
 
     check(rb_segment_create(NULL, &o, &b->seg), "segment");
-    p.capacity = (uint64_t)((double)bytes * 8 / 9.585);
+    p.capacity = (uint64_t)((double)bytes * 8 / 9.593);
     p.layout = RB_BLOOM_STANDARD;
     check(rb_segment_info(b->seg, &before), "info");
     check(rb_bloom_reserve(b->seg, "std", 3, &p), "reserve");
@@ -465,7 +465,7 @@ static void bloom_make(bloom_set_t *b, uint64_t bytes)
     p.layout = RB_BLOOM_BLOCKED;
     check(rb_bloom_reserve(b->seg, "blk", 3, &p), "reserve");
     check(rb_bloom_open(b->seg, "blk", 3, &b->blk), "open");
-    fill_filter(b->std, (uint64_t)((double)bytes * 8 / 9.585));
+    fill_filter(b->std, (uint64_t)((double)bytes * 8 / 9.593));
     fill_filter(b->blk, (uint64_t)((double)bytes * 8 / 10.03));
     b->bytes = bytes;
 }
