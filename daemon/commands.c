@@ -27,7 +27,6 @@
 #include "rbd.h"
 
 #define F_WRITE 0x1      /* mutation: needs write permission and a working log */
-#define F_MODULE 0x2     /* BF.*: a module's command, named as RedisBloom names it */
 
 typedef struct command command_t;
 
@@ -135,15 +134,12 @@ static void wrong_arity(ctx_t *x)
 {
     char lower[32];
 
-    /* A module's command (RedisModule_WrongArity) is named as the client
-     * typed it; Redis's own are checked against its table and named in
-     * lower case (its full name). */
-    if (x->cmd->flags & F_MODULE)
-        resp_error(x->out, "ERR wrong number of arguments for '%.*s' command", (int)x->argl[0],
-                   x->argv[0]);
-    else
-        resp_error(x->out, "ERR wrong number of arguments for '%s' command",
-                   cmd_lower(x->cmd, lower, sizeof(lower)));
+    /* As Redis names a command whose arity it checks: its full name in
+     * lower case, however the client typed it (RedisBloom 8.4+ declares
+     * its arities, so Redis names BF.* this way too; RedisBloom 2.6 echoed
+     * them as typed: README's differences). */
+    resp_error(x->out, "ERR wrong number of arguments for '%s' command",
+               cmd_lower(x->cmd, lower, sizeof(lower)));
 }
 
 /* ---- filters ------------------------------------------------------------------- */
@@ -1370,15 +1366,15 @@ static const command_t commands[] = {
     { "INFO", -1, 0, cmd_info },
     { "SAVE", 1, F_WRITE, cmd_save },
     { "SHUTDOWN", -1, F_WRITE, cmd_shutdown },
-    { "BF.RESERVE", -4, F_WRITE | F_MODULE, cmd_bf_reserve },
-    { "BF.ADD", 3, F_WRITE | F_MODULE, cmd_bf_add },
-    { "BF.MADD", -3, F_WRITE | F_MODULE, cmd_bf_madd },
-    { "BF.INSERT", -4, F_WRITE | F_MODULE, cmd_bf_insert },
-    { "BF.EXISTS", 3, F_MODULE, cmd_bf_exists },
-    { "BF.MEXISTS", -3, F_MODULE, cmd_bf_mexists },
-    { "BF.INFO", -2, F_MODULE, cmd_bf_info },
-    { "BF.CARD", 2, F_MODULE, cmd_bf_card },
-    { "BF.RESET", 2, F_WRITE | F_MODULE, cmd_bf_reset },
+    { "BF.RESERVE", -4, F_WRITE, cmd_bf_reserve },
+    { "BF.ADD", 3, F_WRITE, cmd_bf_add },
+    { "BF.MADD", -3, F_WRITE, cmd_bf_madd },
+    { "BF.INSERT", -4, F_WRITE, cmd_bf_insert },
+    { "BF.EXISTS", 3, 0, cmd_bf_exists },
+    { "BF.MEXISTS", -3, 0, cmd_bf_mexists },
+    { "BF.INFO", -2, 0, cmd_bf_info },
+    { "BF.CARD", 2, 0, cmd_bf_card },
+    { "BF.RESET", 2, F_WRITE, cmd_bf_reset },
     { "RING.ADD", -2, F_WRITE, cmd_ring_add },
     { "RING.REMOVE", 2, F_WRITE, cmd_ring_remove },
     { "RING.WEIGHT", 3, F_WRITE, cmd_ring_weight },

@@ -1368,10 +1368,10 @@ START_TEST(test_badinput_unknown_command)
 }
 END_TEST
 
-/* Arity errors name the command as Redis does: RedisBloom's (BF.*, a
- * module's: RedisModule_WrongArity) as the client typed it, Redis's own
- * and ours in lower case (Redis's full name, 'config|get' for a
- * subcommand).  BF.RESERVE takes at most 7 arguments of RedisBloom's. */
+/* Arity errors name the command as Redis does, in lower case however it
+ * was typed (Redis's full name, 'config|get' for a subcommand), BF.*
+ * included (as with RedisBloom 8.4+).  BF.RESERVE takes at most 7
+ * arguments of RedisBloom's. */
 START_TEST(test_badinput_wrong_arity)
 {
     static const struct {
@@ -1379,29 +1379,29 @@ START_TEST(test_badinput_wrong_arity)
         arg_t a[14];
         size_t n;
     } rows[] = {
-        { "BF.ADD", { A("BF.ADD"), A("f") }, 2 },
+        { "bf.add", { A("BF.ADD"), A("f") }, 2 },
         { "bf.add", { A("bf.add"), A("f"), A("k3"), A("k4") }, 4 },
-        { "bF.aDd", { A("bF.aDd"), A("f") }, 2 },
-        { "BF.MADD", { A("BF.MADD"), A("f") }, 2 },
-        { "BF.EXISTS", { A("BF.EXISTS"), A("f") }, 2 },
-        { "BF.EXISTS", { A("BF.EXISTS"), A("f"), A("k1"), A("k2") }, 4 },
-        { "BF.MEXISTS", { A("BF.MEXISTS"), A("f") }, 2 },
-        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01") }, 3 },
-        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("NONSCALING"), A("a"),
+        { "bf.add", { A("bF.aDd"), A("f") }, 2 },
+        { "bf.madd", { A("BF.MADD"), A("f") }, 2 },
+        { "bf.exists", { A("BF.EXISTS"), A("f") }, 2 },
+        { "bf.exists", { A("BF.EXISTS"), A("f"), A("k1"), A("k2") }, 4 },
+        { "bf.mexists", { A("BF.MEXISTS"), A("f") }, 2 },
+        { "bf.reserve", { A("BF.RESERVE"), A("g"), A("0.01") }, 3 },
+        { "bf.reserve", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("NONSCALING"), A("a"),
                           A("b"), A("c") }, 8 },
-        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("EXPANSION"), A("2"),
+        { "bf.reserve", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("EXPANSION"), A("2"),
                           A("EXPANSION"), A("4") }, 8 },
-        { "BF.RESERVE", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("LAYOUT"), A("blocked"),
+        { "bf.reserve", { A("BF.RESERVE"), A("g"), A("0.01"), A("10"), A("LAYOUT"), A("blocked"),
                           A("x"), A("y"), A("z"), A("w") }, 10 },
-        { "BF.INSERT", { A("BF.INSERT"), A("g"), A("ITEMS") }, 3 },
-        { "BF.INSERT", { A("BF.INSERT"), A("g"), A("CAPACITY"), A("10"), A("ITEMS") }, 5 },
-        { "BF.INSERT", { A("BF.INSERT"), A("g"), A("CAPACITY"), A("0"), A("ITEMS") }, 5 },
-        { "BF.INSERT", { A("BF.INSERT"), A("g"), A("NOCREATE"), A("CAPACITY") }, 4 },
-        { "BF.CARD", { A("BF.CARD") }, 1 },
-        { "BF.CARD", { A("BF.CARD"), A("f"), A("g") }, 3 },
-        { "BF.INFO", { A("BF.INFO") }, 1 },
-        { "BF.INFO", { A("BF.INFO"), A("f"), A("CAPACITY"), A("x") }, 4 },
-        { "BF.RESET", { A("BF.RESET") }, 1 },
+        { "bf.insert", { A("BF.INSERT"), A("g"), A("ITEMS") }, 3 },
+        { "bf.insert", { A("BF.INSERT"), A("g"), A("CAPACITY"), A("10"), A("ITEMS") }, 5 },
+        { "bf.insert", { A("BF.INSERT"), A("g"), A("CAPACITY"), A("0"), A("ITEMS") }, 5 },
+        { "bf.insert", { A("BF.INSERT"), A("g"), A("NOCREATE"), A("CAPACITY") }, 4 },
+        { "bf.card", { A("BF.CARD") }, 1 },
+        { "bf.card", { A("BF.CARD"), A("f"), A("g") }, 3 },
+        { "bf.info", { A("BF.INFO") }, 1 },
+        { "bf.info", { A("BF.INFO"), A("f"), A("CAPACITY"), A("x") }, 4 },
+        { "bf.reset", { A("BF.RESET") }, 1 },
         { "ring.add", { A("RING.ADD") }, 1 },
         { "ring.add", { A("RING.ADD"), A("n3"), A("1"), A("x") }, 4 },
         { "ring.remove", { A("RING.REMOVE") }, 1 },

@@ -126,7 +126,7 @@ START_TEST(test_daemon_bf_replies_match_redisbloom)
                "NONSCALING", "EXPANSION", "2");
     rbd_expect(c, "Nonscaling filters cannot expand", "BF.RESERVE", "e", "0.01", "10",
                "EXPANSION", "2", "NONSCALING");
-    rbd_expect(c, "ERR wrong number of arguments for 'BF.ADD' command", "BF.ADD", "bf");
+    rbd_expect(c, "ERR wrong number of arguments for 'bf.add' command", "BF.ADD", "bf");
     rbd_expect(c, "ERR not found", "BF.INSERT", "missing", "NOCREATE", "ITEMS", "a");
     rbd_expect(c, "Unknown argument received", "BF.INSERT", "bf", "FOO", "ITEMS", "a");
     rbd_expect(c, "Bad error rate", "BF.INSERT", "new", "ERROR", "x", "ITEMS", "a");
