@@ -99,9 +99,11 @@ static void json_str(const char *s, size_t len)
     putchar('"');
 }
 
-/* A node name in line-oriented output: control bytes, DEL and the
- * backslash as C escapes (\t \n \r \\ \xNN), every other byte (UTF-8
- * included) as it is, so a name never breaks a line or a field. */
+/* A node name or a key (of add / exists) in line-oriented output: control
+ * bytes, DEL and the backslash as C escapes (\t \n \r \\ \xNN), every
+ * other byte (UTF-8 included) as it is, so a name or key never breaks a
+ * line or a field.  (`lookup -` echoes its input lines as they are: they
+ * hold no newline, and the node after the last tab is escaped.) */
 static void text_str(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
@@ -387,7 +389,9 @@ static int cmd_exists(int argc, char **argv)
             json_str(argv[i], strlen(argv[i]));
             printf(",\"present\":%s}", r ? "true" : "false");
         } else {
-            printf("%s\t%s\n", r ? "present" : "absent", argv[i]);
+            printf("%s\t", r ? "present" : "absent");
+            text_str(argv[i], strlen(argv[i]));
+            putchar('\n');
         }
     }
     if (opt_json)
@@ -480,7 +484,9 @@ static int cmd_add(int argc, char **argv)
                 json_str(argv[i + 2], strlen(argv[i + 2]));
                 printf(",\"new\":%s}", fresh[i] ? "true" : "false");
             } else {
-                printf("%s\t%s\n", fresh[i] ? "new" : "present", argv[i + 2]);
+                printf("%s\t", fresh[i] ? "new" : "present");
+                text_str(argv[i + 2], strlen(argv[i + 2]));
+                putchar('\n');
             }
         }
         if (opt_json)

@@ -67,6 +67,8 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C add urls https://a.example/1 https://a.example/2 https://a.example/1
     run C --json add urls https://a.example/2 https://a.example/3
     run C exists urls https://a.example/1 https://a.example/3
+    # A key with a tab and a newline echoes escaped: it cannot forge a line.
+    run C add urls "$(printf 'k\tx\npresent\tforged')"
     run C exists urls https://a.example/1 https://z.example/none
     run C --json exists urls https://z.example/none
     printf 'https://b.example/1\nhttps://b.example/2\nhttps://a.example/1\n\nhttps://b.example/1\n' > "$dir/list"
