@@ -186,24 +186,6 @@ static void wait_clients(long long n)
     ck_assert_msg(got == n, "connected_clients %lld, expected %lld", got, n);
 }
 
-/* kB of a /proc/PID/status line such as "VmHWM:". */
-static long proc_kb(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    long kb = -1;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, field, strlen(field)) == 0)
-            kb = strtol(line + strlen(field), NULL, 10);
-    fclose(f);
-    ck_assert_int_ge(kb, 0);
-    return kb;
-}
-
 /* ---- the state that bad input must not change -------------------------------- */
 
 enum { MAX_NODES = 32, MAX_FILTERS = 8 };
@@ -1223,7 +1205,7 @@ START_TEST(test_badinput_resp_1gb_bulk_refused_at_once)
     start(NULL);
     seed();
     capture(&st);
-    hwm0 = proc_kb(d.pid, "VmHWM:");
+    hwm0 = rbd_proc_kb(d.pid, "VmHWM:");
     fd = rbd_raw_connect(&d);
     t0 = now_ms();
     raw_send(fd, head, sizeof(head) - 1);
@@ -1241,7 +1223,7 @@ START_TEST(test_badinput_resp_1gb_bulk_refused_at_once)
     ck_assert_str_eq(buf, "-ERR Protocol error: invalid bulk length\r\n");
     ck_assert(closed);
     close(fd);
-    hwm1 = proc_kb(d.pid, "VmHWM:");
+    hwm1 = rbd_proc_kb(d.pid, "VmHWM:");
     printf("1 GiB bulk: refused in %llu ms; daemon peak RSS %ld -> %ld KiB\n",
            (unsigned long long)ms, hwm0, hwm1);
     ck_assert_uint_lt(ms, 1000);

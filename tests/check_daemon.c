@@ -28,24 +28,6 @@ static rb_segment_t *attach_seg(void)
     return seg;
 }
 
-/* The peak virtual size of a process, from /proc (KiB). */
-static long vm_peak_kb(pid_t pid)
-{
-    char path[64], line[256];
-    long kb = -1;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmPeak:", 7) == 0)
-            kb = strtol(line + 7, NULL, 10);
-    fclose(f);
-    ck_assert_int_ge(kb, 0);
-    return kb;
-}
-
 START_TEST(test_daemon_answers_redis_clients_basics)
 {
     rb_conn_t *c;
@@ -174,10 +156,10 @@ START_TEST(test_daemon_ring_commands)
         /* The largest n on two nodes: two answers, and the daemon sizes
          * its buffer by the ring, not by n (65535 answers would be 17 MB,
          * which VmPeak would show). */
-        long peak0 = vm_peak_kb(d.pid), peak1;
+        long peak0 = rbd_proc_kb(d.pid, "VmPeak:"), peak1;
         got = rbd_cmd(c, &rc, "RING.GETN", "some-key", "65535", (const char *)NULL);
         ck_assert(strcmp(got, "alpha\nbeta") == 0 || strcmp(got, "beta\nalpha") == 0);
-        peak1 = vm_peak_kb(d.pid);
+        peak1 = rbd_proc_kb(d.pid, "VmPeak:");
         ck_assert_msg(peak1 - peak0 < 4096, "VmPeak grew by %ld KiB", peak1 - peak0);
     }
     rbd_expect(c, "Mode\nxxh3\nReplicas\n100\nNodes\n2\nPoints\n500\nVersion\n4\nBytes per copy\n"

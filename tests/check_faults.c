@@ -153,34 +153,11 @@ static size_t raw_wait(int fd, char *buf, size_t cap, int lines, int ms)
     return len;
 }
 
-/* ---- the daemon's CPU time ------------------------------------------------- */
-
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024], *p;
-    unsigned long long ut = 0, st = 0;
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');   /* the command name may hold spaces */
-    ck_assert_ptr_nonnull(p);
-    /* After ")": state (field 3) ... utime is field 14, stime 15. */
-    ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                            &st), 2);
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* Watches the daemon for 1.5 s (draining fd meanwhile if fd >= 0, counting
  * into *drained) and asserts it used under a tenth of a CPU: no busy loop. */
 static void assert_no_spin(const char *what, int fd, size_t *drained)
 {
-    double cpu0 = cpu_seconds(d.pid), t0 = now_s(), cpu, wall;
+    double cpu0 = (rbd_cpu_ms(d.pid) / 1000.0), t0 = now_s(), cpu, wall;
 
     while (now_s() - t0 < 1.5) {
         char buf[65536];
@@ -190,7 +167,7 @@ static void assert_no_spin(const char *what, int fd, size_t *drained)
         else
             usleep(10000);
     }
-    cpu = cpu_seconds(d.pid) - cpu0;
+    cpu = (rbd_cpu_ms(d.pid) / 1000.0) - cpu0;
     wall = now_s() - t0;
     printf("%s: the daemon used %.2f s of CPU in %.2f s\n", what, cpu, wall);
     ck_assert_msg(cpu < 0.1 * wall, "%s: the daemon spins (%.2f s of CPU in %.2f s)", what, cpu,

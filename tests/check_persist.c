@@ -201,6 +201,28 @@ static void expect_exists(rb_conn_t *c, const char *filter, const char *key, int
 
 /* ---- headers ---------------------------------------------------------------- */
 
+/* Writes data (len bytes) to path with each bit of its first hdr bytes
+ * flipped in turn and asserts that every start is refused naming path;
+ * prints the count as `what`.  path is left holding the last flip. */
+static void assert_header_flips_refused(const char *path, const unsigned char *data, size_t len,
+                                        size_t hdr, const char *what)
+{
+    unsigned char *flipped = malloc(len);
+
+    ck_assert_ptr_nonnull(flipped);
+    for (size_t bit = 0; bit < hdr * 8; bit++) {
+        const char *why;
+        memcpy(flipped, data, len);
+        flipped[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+        rbd_write_file(path, flipped, len);
+        why = refused(NULL);
+        ck_assert_msg(strstr(why, path) != NULL, "%s header byte %zu bit %zu: [%s]", what,
+                      bit / 8, bit % 8, why);
+    }
+    printf("%s header: %zu of %zu single-bit flips refused\n", what, hdr * 8, hdr * 8);
+    free(flipped);
+}
+
 /* Every single-bit flip of the log header (magic, id, created time,
  * checksum) stops the start naming the log; a flipped id is never taken
  * for an older log and skipped.  --ignore-corrupt discards the log,
@@ -219,18 +241,9 @@ START_TEST(test_persist_log_header_bit_flips_refused)
     crash();
     snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
     log = (unsigned char *)rbd_read_file(log_path, &len);
+    assert_header_flips_refused(log_path, log, len, 32, "log");
     flipped = malloc(len);
     ck_assert_ptr_nonnull(flipped);
-    for (size_t bit = 0; bit < 32 * 8; bit++) {
-        const char *why;
-        memcpy(flipped, log, len);
-        flipped[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-        rbd_write_file(log_path, flipped, len);
-        why = refused(NULL);
-        ck_assert_msg(strstr(why, log_path) != NULL, "log header byte %zu bit %zu: [%s]",
-                      bit / 8, bit % 8, why);
-    }
-    printf("log header: 256 of 256 single-bit flips refused\n");
     rbd_write_file(log_path, log, len);
     started(NULL);
     c = rbd_connect(&d);
@@ -277,18 +290,9 @@ START_TEST(test_persist_snapshot_header_bit_flips_refused)
     crash();
     snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
     log = (unsigned char *)rbd_read_file(log_path, &log_len);
+    assert_header_flips_refused(snap_path, snap, snap_len, 64, "snapshot");
     flipped = malloc(snap_len);
     ck_assert_ptr_nonnull(flipped);
-    for (size_t bit = 0; bit < 64 * 8; bit++) {
-        const char *why;
-        memcpy(flipped, snap, snap_len);
-        flipped[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-        rbd_write_file(snap_path, flipped, snap_len);
-        why = refused(NULL);
-        ck_assert_msg(strstr(why, snap_path) != NULL, "snapshot header byte %zu bit %zu: [%s]",
-                      bit / 8, bit % 8, why);
-    }
-    printf("snapshot header: 512 of 512 single-bit flips refused\n");
 
     /* A flipped bit in the id of the log it names (byte 16). */
     memcpy(flipped, snap, snap_len);

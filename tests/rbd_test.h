@@ -290,4 +290,47 @@ static inline char *rbd_read_file(const char *path, size_t *len)
     return data;
 }
 
+/* ---- what a daemon process spends (/proc) ---------------------------------- */
+
+/* A "Field:  N kB" line of /proc/<pid>/status ("VmRSS:", "VmHWM:",
+ * "VmPeak:"), in KiB. */
+static inline long rbd_proc_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    long kb = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, field, strlen(field)) == 0)
+            kb = strtol(line + strlen(field), NULL, 10);
+    fclose(f);
+    ck_assert_int_ge(kb, 0);
+    return kb;
+}
+
+/* CPU milliseconds (user + system, all threads) process pid has used. */
+static inline long rbd_cpu_ms(pid_t pid)
+{
+    char path[64], buf[2048], *p;
+    unsigned long long ut = 0, st = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');   /* the command name may hold spaces */
+    ck_assert_ptr_nonnull(p);
+    /* After ")": state (field 3) ... utime is field 14, stime 15. */
+    ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                            &st), 2);
+    return (long)((ut + st) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
 #endif /* RBD_TEST_H */
