@@ -45,19 +45,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "example_daemon.h"
+#include "ex_util.h"
 #include "ringbloom.h"
 
 #define PROG "cache-admission"
 
-const char *const ex_prog = PROG;
 
 /* ---- trace --------------------------------------------------------------- */
 
-/* The next value of a splitmix64 stream whose state is *s. */
+/* The next value of a ex_splitmix64 stream whose state is *s. */
 static uint64_t next_u64(uint64_t *s)
 {
-    uint64_t x = splitmix64(*s);
+    uint64_t x = ex_splitmix64(*s);
 
     *s += 0x9E3779B97F4A7C15ull;
     return x;
@@ -132,7 +131,7 @@ typedef struct lru {
 
 static uint32_t lru_hash(const lru_t *l, uint64_t key)
 {
-    return (uint32_t)splitmix64(key) & l->mask;
+    return (uint32_t)ex_splitmix64(key) & l->mask;
 }
 
 static int lru_init(lru_t *l, uint32_t cap)
@@ -298,19 +297,19 @@ static int parse_options(int argc, char **argv, options_t *o)
                       .seed = 1, .alpha = 0.8, .wonders = 0.10, .error_rate = 0.01 };
     while ((opt = getopt_long(argc, argv, "r:k:a:o:c:g:G:e:s:h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'r': bad |= parse_u64("--requests", optarg, 1, 1ull << 36, &o->requests); break;
-        case 'k': bad |= parse_u64("--catalog", optarg, 1, 1ull << 28, &o->catalog); break;
-        case 'a': bad |= parse_double("--alpha", optarg, 0, 4, &o->alpha); break;
-        case 'o': bad |= parse_double("--one-hit", optarg, 0, 1, &o->wonders); break;
-        case 'c': bad |= parse_u64("--cache", optarg, 1, 1u << 30, &o->cache); break;
+        case 'r': bad |= ex_parse_u64("--requests", optarg, 1, 1ull << 36, &o->requests); break;
+        case 'k': bad |= ex_parse_u64("--catalog", optarg, 1, 1ull << 28, &o->catalog); break;
+        case 'a': bad |= ex_parse_double("--alpha", optarg, 0, 4, &o->alpha); break;
+        case 'o': bad |= ex_parse_double("--one-hit", optarg, 0, 1, &o->wonders); break;
+        case 'c': bad |= ex_parse_u64("--cache", optarg, 1, 1u << 30, &o->cache); break;
         case 'g':
-            bad |= parse_u64("--generations", optarg, 2, RB_BLOOM_MAX_LAYERS, &o->generations);
+            bad |= ex_parse_u64("--generations", optarg, 2, RB_BLOOM_MAX_LAYERS, &o->generations);
             break;
         case 'G':
-            bad |= parse_u64("--gen-capacity", optarg, 1, 1ull << 36, &o->gen_capacity);
+            bad |= ex_parse_u64("--gen-capacity", optarg, 1, 1ull << 36, &o->gen_capacity);
             break;
-        case 'e': bad |= parse_double("--error-rate", optarg, 1e-9, 0.5, &o->error_rate); break;
-        case 's': bad |= parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed); break;
+        case 'e': bad |= ex_parse_double("--error-rate", optarg, 1e-9, 0.5, &o->error_rate); break;
+        case 's': bad |= ex_parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -350,6 +349,7 @@ int main(int argc, char **argv)
     double t0, secs, saved;
     int rc, status = 1;
 
+    ex_init(PROG);
     if (parse_options(argc, argv, &o) != 0)
         return 2;
     if (trace_init(&t, o.catalog, o.alpha, o.wonders, o.seed) != 0 ||
@@ -378,7 +378,7 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    t0 = now_s();
+    t0 = ex_now_s();
     for (uint64_t r = 0; r < o.requests; r++) {
         uint64_t key = trace_next(&t);
 
@@ -397,7 +397,7 @@ int main(int argc, char **argv)
                 lru_put(&second, key);
         }
     }
-    secs = now_s() - t0;
+    secs = ex_now_s() - t0;
     if ((rc = rb_bloom_stat(bf, &st)) != RB_OK) {
         fprintf(stderr, PROG ": bloom stat: %s\n", rb_strerror(rc));
         goto out;

@@ -54,11 +54,11 @@
 #include <unistd.h>
 
 #include "ringbloom.h"
-#include "example_daemon.h"
+#include "ex_daemon.h"
+#include "ex_util.h"
 
 #define PROG "crawler-dedup"
 
-const char *const ex_prog = PROG;
 
 #define MAX_CRAWLERS  64
 #define MAX_BATCH     4096
@@ -111,7 +111,7 @@ static size_t url_of(uint32_t id, char *buf)
         "news", "sport", "tech", "science", "world", "business", "culture", "travel",
         "food", "health", "opinion", "video", "blog", "archive", "tag", "author"
     };
-    uint64_t h = splitmix64(id);
+    uint64_t h = ex_splitmix64(id);
     int n = snprintf(buf, URL_MAX, "https://www.site%03u.example/%s/%s/%u/item-%" PRIu32 ".html%s",
                      (unsigned)(h % 500), section[(h >> 16) & 15], section[(h >> 20) & 15],
                      2000u + (unsigned)((h >> 24) % 27), id, (h >> 32) & 3 ? "" : "?ref=home");
@@ -130,12 +130,12 @@ static uint64_t make_frontier(uint32_t *f, uint64_t total, uint64_t distinct, ui
         if (i < distinct) {
             f[i] = (uint32_t)i;
         } else {
-            double u = (double)(splitmix64(s++) >> 11) * 0x1.0p-53;
+            double u = (double)(ex_splitmix64(s++) >> 11) * 0x1.0p-53;
             f[i] = (uint32_t)((double)distinct * u * u * u);
         }
     }
     for (uint64_t i = total - 1; i > 0; i--) {
-        uint64_t j = splitmix64(s++) % (i + 1);
+        uint64_t j = ex_splitmix64(s++) % (i + 1);
         uint32_t t = f[i];
         f[i] = f[j];
         f[j] = t;
@@ -223,7 +223,7 @@ static int crawl_batches(crawl_t *cw, crawler_stat_t *cs, const uint32_t *fronti
 
 /* A crawler process: its own connection and read-only attachment, then the
  * frontier.  Returns the exit status. */
-static int crawler_main(const rbd_t *d, crawl_t *cw, uint32_t me, const uint32_t *frontier,
+static int crawler_main(const ex_daemon_t *d, crawl_t *cw, uint32_t me, const uint32_t *frontier,
                         _Atomic uint32_t *fetches, pid_t parent)
 {
     crawler_stat_t *cs = &cw->c[me];
@@ -240,7 +240,7 @@ static int crawler_main(const rbd_t *d, crawl_t *cw, uint32_t me, const uint32_t
     while (!atomic_load_explicit(&cw->go, memory_order_relaxed)) {
         if (getppid() != parent)
             goto out;
-        sleep_us(100);
+        ex_sleep_us(100);
     }
     rc = crawl_batches(cw, cs, frontier, fetches, conn, bf);
 out:
@@ -349,7 +349,7 @@ static int64_t exact_set(const uint32_t *frontier, uint64_t total, size_t *bytes
         size_t len = url_of(frontier[i], url);
         int rc = set_add(&set, url, len);
 
-        if (rc < 0 || stop_requested)
+        if (rc < 0 || ex_stop_requested)
             goto out;
         *text += rc ? len : 0;
     }
@@ -428,13 +428,13 @@ static int parse_options(int argc, char **argv, options_t *o)
     o->tmpdir = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
     while ((opt = getopt_long(argc, argv, "c:u:T:b:w:e:C:l:s:d:i:t:h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'c': bad |= parse_u64("--crawlers", optarg, 1, MAX_CRAWLERS, &o->crawlers); break;
-        case 'u': bad |= parse_u64("--urls", optarg, 1, UINT32_MAX, &o->distinct); break;
-        case 'T': bad |= parse_u64("--total", optarg, 1, 1ull << 32, &o->total); break;
-        case 'b': bad |= parse_u64("--batch", optarg, 1, MAX_BATCH, &o->batch); break;
-        case 'w': bad |= parse_u64("--work", optarg, 0, 1u << 20, &o->work); break;
-        case 'C': bad |= parse_u64("--capacity", optarg, 1, 1ull << 36, &o->capacity); break;
-        case 's': bad |= parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed); break;
+        case 'c': bad |= ex_parse_u64("--crawlers", optarg, 1, MAX_CRAWLERS, &o->crawlers); break;
+        case 'u': bad |= ex_parse_u64("--urls", optarg, 1, UINT32_MAX, &o->distinct); break;
+        case 'T': bad |= ex_parse_u64("--total", optarg, 1, 1ull << 32, &o->total); break;
+        case 'b': bad |= ex_parse_u64("--batch", optarg, 1, MAX_BATCH, &o->batch); break;
+        case 'w': bad |= ex_parse_u64("--work", optarg, 0, 1u << 20, &o->work); break;
+        case 'C': bad |= ex_parse_u64("--capacity", optarg, 1, 1ull << 36, &o->capacity); break;
+        case 's': bad |= ex_parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed); break;
         case 'e':
             errno = 0;
             o->error_rate = strtod(optarg, &end);
@@ -481,7 +481,7 @@ static int parse_options(int argc, char **argv, options_t *o)
  * is then reaped and set to 0), on a signal or after 30 s. */
 static int wait_ready(crawl_t *cw, pid_t *pids, uint32_t n)
 {
-    double deadline = now_s() + 30;
+    double deadline = ex_now_s() + 30;
 
     while (atomic_load_explicit(&cw->ready, memory_order_relaxed) < n) {
         for (uint32_t i = 0; i < n; i++) {
@@ -491,9 +491,9 @@ static int wait_ready(crawl_t *cw, pid_t *pids, uint32_t n)
                 return -1;
             }
         }
-        if (stop_requested || now_s() > deadline)
+        if (ex_stop_requested || ex_now_s() > deadline)
             return -1;
-        sleep_us(200);
+        ex_sleep_us(200);
     }
     return 0;
 }
@@ -517,9 +517,9 @@ static int reap(pid_t *pids, uint32_t n, double deadline)
         }
         if (left == 0)
             break;
-        if (stop_requested || now_s() > deadline) {
+        if (ex_stop_requested || ex_now_s() > deadline) {
             fprintf(stderr, PROG ": %s; stopping the crawlers\n",
-                    stop_requested ? "interrupted" : "crawl timed out");
+                    ex_stop_requested ? "interrupted" : "crawl timed out");
             for (uint32_t i = 0; i < n; i++)
                 if (pids[i] > 0) {
                     kill(pids[i], SIGKILL);
@@ -528,7 +528,7 @@ static int reap(pid_t *pids, uint32_t n, double deadline)
                 }
             return -1;
         }
-        sleep_us(200);
+        ex_sleep_us(200);
     }
     return bad ? -1 : 0;
 }
@@ -583,7 +583,7 @@ static int report(const options_t *o, const crawl_t *cw, const uint32_t *frontie
     rb_bloom_close(bf);
     if ((distinct = exact_set(frontier, o->total, &set_bytes, &text, &how)) < 0) {
         fprintf(stderr, PROG ": %s\n",
-                stop_requested ? "interrupted" : "out of memory for the exact set");
+                ex_stop_requested ? "interrupted" : "out of memory for the exact set");
         return -1;
     }
     printf("memory: Bloom filter %.2f MB (%.2f B/URL: %u layer%s, k = %u, %" PRIu64
@@ -603,7 +603,7 @@ int main(int argc, char **argv)
     pid_t pids[MAX_CRAWLERS] = { 0 }, parent = getpid();
     char dbuf[PATH_MAX];
     const char *bin;
-    rbd_t d = { 0 };
+    ex_daemon_t d = { 0 };
     rb_conn_t *conn = NULL;
     rb_segment_t *seg = NULL;
     crawl_t *cw = MAP_FAILED;
@@ -616,9 +616,10 @@ int main(int argc, char **argv)
     double t0, secs;
     int rc, status = 1;
 
+    ex_init(PROG);
     if (parse_options(argc, argv, &o) != 0)
         return 2;
-    bin = daemon_path(o.daemon, dbuf, sizeof(dbuf));
+    bin = ex_daemon_path(o.daemon, dbuf, sizeof(dbuf));
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (ex_catch_signals() != 0)
         return 1;
@@ -639,7 +640,7 @@ int main(int argc, char **argv)
     cw->precheck = o.precheck;
     top = make_frontier(frontier, o.total, o.distinct, o.seed);
 
-    if (rbd_start(&d, bin, o.tmpdir, o.instance, &conn) != 0)
+    if (ex_daemon_start(&d, bin, o.tmpdir, o.instance, &conn) != 0)
         goto out;
     printf(PROG ": ringbloomd pid %d, instance %s, socket %s\n", (int)d.pid, d.instance, d.sock);
     printf(PROG ": frontier of %" PRIu64 " URLs, %" PRIu64 " distinct (%.1f copies on average, "
@@ -676,10 +677,10 @@ int main(int argc, char **argv)
     }
     if (wait_ready(cw, pids, started) != 0)
         goto out;
-    t0 = now_s();
+    t0 = ex_now_s();
     atomic_store_explicit(&cw->go, 1, memory_order_relaxed);
     rc = reap(pids, started, t0 + CRAWL_TIMEOUT_S);
-    secs = now_s() - t0;
+    secs = ex_now_s() - t0;
     if (rc != 0)
         goto out;
     status = report(&o, cw, frontier, fetches, seg, secs) == 0 ? 0 : 1;
@@ -691,7 +692,7 @@ out:
             waitpid(pids[i], NULL, 0);
         }
     rb_segment_close(seg);
-    rbd_stop(&d, conn);
+    ex_daemon_stop(&d, conn);
     if (cw != MAP_FAILED)
         munmap(cw, sizeof(*cw));
     if (frontier != MAP_FAILED)

@@ -50,11 +50,11 @@
 #include <unistd.h>
 
 #include "ringbloom.h"
-#include "example_daemon.h"
+#include "ex_daemon.h"
+#include "ex_util.h"
 
 #define PROG "worker-pool"
 
-const char *const ex_prog = PROG;
 
 #define MAX_NODES    16
 #define MAX_WORKERS  64
@@ -160,7 +160,7 @@ static void worker_phase(const rb_segment_t *seg, pool_t *pool, uint32_t me, uin
             atomic_load_explicit(&pool->phase, memory_order_relaxed) == PHASE_QUIT)
             break;
         for (uint64_t j = first; j < first + CHUNK && j < pool->requests; j++) {
-            uint64_t user = splitmix64(pool->seed ^ (phase << 40) ^ j) % 10000000u;
+            uint64_t user = ex_splitmix64(pool->seed ^ (phase << 40) ^ j) % 10000000u;
             int len = snprintf(key, sizeof(key), "user:%" PRIu64, user);
             int slot = route(seg, pool, key, (size_t)len);
 
@@ -177,7 +177,7 @@ static void worker_phase(const rb_segment_t *seg, pool_t *pool, uint32_t me, uin
 /* A worker process: attaches d's segment read-only (only if the daemon's
  * user owns it) and serves phases until PHASE_QUIT (or until the parent is
  * gone).  Returns the exit status. */
-static int worker_main(const rbd_t *d, pool_t *pool, uint32_t me, pid_t parent)
+static int worker_main(const ex_daemon_t *d, pool_t *pool, uint32_t me, pid_t parent)
 {
     size_t slice = (size_t)(pool->probes / pool->workers + 1);
     uint8_t *prev = malloc(slice);
@@ -204,7 +204,7 @@ static int worker_main(const rbd_t *d, pool_t *pool, uint32_t me, pid_t parent)
         if (phase == seen) {
             if (getppid() != parent)
                 break;
-            sleep_us(100);
+            ex_sleep_us(100);
             continue;
         }
         worker_phase(seg, pool, me, phase, prev);
@@ -270,11 +270,11 @@ static int parse_options(int argc, char **argv, options_t *o)
     o->tmpdir = tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp";
     while ((opt = getopt_long(argc, argv, "w:n:r:p:s:d:i:t:h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'w': bad |= parse_u64("--workers", optarg, 1, MAX_WORKERS, &o->workers); break;
-        case 'n': bad |= parse_u64("--nodes", optarg, 3, MAX_NODES - 1, &o->nodes); break;
-        case 'r': bad |= parse_u64("--requests", optarg, 1, 1ull << 40, &o->requests); break;
-        case 'p': bad |= parse_u64("--probes", optarg, 1, 1ull << 32, &o->probes); break;
-        case 's': bad |= parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed); break;
+        case 'w': bad |= ex_parse_u64("--workers", optarg, 1, MAX_WORKERS, &o->workers); break;
+        case 'n': bad |= ex_parse_u64("--nodes", optarg, 3, MAX_NODES - 1, &o->nodes); break;
+        case 'r': bad |= ex_parse_u64("--requests", optarg, 1, 1ull << 40, &o->requests); break;
+        case 'p': bad |= ex_parse_u64("--probes", optarg, 1, 1ull << 32, &o->probes); break;
+        case 's': bad |= ex_parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed); break;
         case 'd': o->daemon = optarg; break;
         case 'i': o->instance = optarg; break;
         case 't': o->tmpdir = optarg; break;
@@ -326,7 +326,7 @@ static int apply_step(rb_conn_t *c, const pool_t *pool, const plan_step_t *st, u
  * long. */
 static int wait_phase(pool_t *pool, pid_t *pids, uint32_t workers)
 {
-    double deadline = now_s() + PHASE_TIMEOUT_S;
+    double deadline = ex_now_s() + PHASE_TIMEOUT_S;
 
     while (atomic_load_explicit(&pool->done, memory_order_acquire) < workers) {
         for (uint32_t i = 0; i < workers; i++) {
@@ -339,11 +339,11 @@ static int wait_phase(pool_t *pool, pid_t *pids, uint32_t workers)
                 return -1;
             }
         }
-        if (stop_requested || now_s() > deadline) {
-            fprintf(stderr, PROG ": %s\n", stop_requested ? "interrupted" : "phase timed out");
+        if (ex_stop_requested || ex_now_s() > deadline) {
+            fprintf(stderr, PROG ": %s\n", ex_stop_requested ? "interrupted" : "phase timed out");
             return -1;
         }
-        sleep_us(200);
+        ex_sleep_us(200);
     }
     return 0;
 }
@@ -411,16 +411,17 @@ int main(int argc, char **argv)
     pid_t pids[MAX_WORKERS] = { 0 }, parent = getpid();
     char dbuf[PATH_MAX];
     const char *bin;
-    rbd_t d = { 0 };
+    ex_daemon_t d = { 0 };
     rb_conn_t *conn = NULL;
     rb_segment_t *seg = NULL;
     pool_t *pool = MAP_FAILED;
     uint32_t started = 0;
     int rc, status = 1;
 
+    ex_init(PROG);
     if (parse_options(argc, argv, &o) != 0)
         return 2;
-    bin = daemon_path(o.daemon, dbuf, sizeof(dbuf));
+    bin = ex_daemon_path(o.daemon, dbuf, sizeof(dbuf));
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (ex_catch_signals() != 0)
         return 1;
@@ -441,7 +442,7 @@ int main(int argc, char **argv)
     plan[2] = (plan_step_t){ STEP_WEIGHT, 1, 2 };
     plan[3] = (plan_step_t){ STEP_REMOVE, 2, 0 };
 
-    if (rbd_start(&d, bin, o.tmpdir, o.instance, &conn) != 0)
+    if (ex_daemon_start(&d, bin, o.tmpdir, o.instance, &conn) != 0)
         goto out;
     printf(PROG ": ringbloomd pid %d, instance %s, socket %s\n", (int)d.pid, d.instance,
            d.sock);
@@ -500,12 +501,12 @@ int main(int argc, char **argv)
         pool->changed = st->slot;
         atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
         atomic_store_explicit(&pool->cursor, 0, memory_order_relaxed);
-        t0 = now_s();
+        t0 = ex_now_s();
         /* Publishes the plain fields above to the workers (they acquire). */
         atomic_store_explicit(&pool->phase, p + 1, memory_order_release);
         if (wait_phase(pool, pids, started) != 0)
             goto out;
-        if (report_phase(pool, pids, st, weight, old_weight, &ring, now_s() - t0) != 0)
+        if (report_phase(pool, pids, st, weight, old_weight, &ring, ex_now_s() - t0) != 0)
             goto out;
     }
     status = 0;
@@ -520,7 +521,7 @@ out:
             for (int j = 0; pids[i] > 0 && j < 500; j++) {
                 if ((r = waitpid(pids[i], &ws, WNOHANG)) != 0)
                     break;
-                sleep_us(10000);
+                ex_sleep_us(10000);
             }
             if (pids[i] > 0 && r == 0) {
                 kill(pids[i], SIGKILL);
@@ -532,7 +533,7 @@ out:
         munmap(pool, sizeof(*pool));
     }
     rb_segment_close(seg);
-    rbd_stop(&d, conn);
+    ex_daemon_stop(&d, conn);
     if (status == 0)
         printf("\n" PROG ": done; ringbloomd stopped, temp dir removed\n");
     return status;

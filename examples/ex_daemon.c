@@ -1,15 +1,13 @@
 /*
- * example_daemon.c - what the examples share: a private ringbloomd started
- * in a temp dir and stopped again (worker-pool, crawler-dedup), the set-up
- * of a forked child, option parsing and timing helpers.  Not part of the
- * library: examples only.
+ * ex_daemon.c - a private ringbloomd for the examples that need one
+ * (worker-pool, crawler-dedup): started in a fresh temp dir, connected to,
+ * and stopped again with everything it made removed.
  */
 #define _GNU_SOURCE 1
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,103 +16,14 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "example_daemon.h"
-
-volatile sig_atomic_t stop_requested;
-
-void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
-double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-void sleep_us(long us)
-{
-    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-
-    nanosleep(&ts, NULL);
-}
-
-uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v < min || v > max) {
-        fprintf(stderr, "%s: %s wants an integer in %" PRIu64 "..%" PRIu64 ", got '%s'\n",
-                ex_prog, opt, min, max, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-int parse_double(const char *opt, const char *s, double min, double max, double *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !(v >= min) || !(v <= max)) {
-        fprintf(stderr, "%s: %s wants a number in [%g, %g], got '%s'\n", ex_prog, opt, min, max,
-                s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-int ex_catch_signals(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0 ||
-        sigaction(SIGHUP, &sa, NULL) != 0) {
-        fprintf(stderr, "%s: sigaction: %s\n", ex_prog, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-int ex_child_setup(pid_t parent)
-{
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    return getppid() == parent ? 0 : -1;
-}
-
-/* ---- a private ringbloomd ------------------------------------------------ */
+#include "ex_daemon.h"
+#include "ex_util.h"
 
 /* The daemon to run: --daemon, $RB_DAEMON, ../daemon/ringbloomd beside this
  * program (also from libtool's .libs/), else "ringbloomd" from PATH. */
-const char *daemon_path(const char *opt, char *buf, size_t cap)
+const char *ex_daemon_path(const char *opt, char *buf, size_t cap)
 {
     static const char *const rel[] = { "/../daemon/ringbloomd", "/../../daemon/ringbloomd" };
     const char *env = getenv("RB_DAEMON");
@@ -142,11 +51,11 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     (void)flag;
     (void)ftw;
     if (remove(path) != 0)
-        fprintf(stderr, "%s: remove %s: %s\n", ex_prog, path, strerror(errno));
+        fprintf(stderr, "%s: remove %s: %s\n", ex_prog(), path, strerror(errno));
     return 0;
 }
 
-void print_log(const rbd_t *d)
+void ex_print_log(const ex_daemon_t *d)
 {
     char line[512];
     FILE *f = fopen(d->log, "r");
@@ -161,9 +70,9 @@ void print_log(const rbd_t *d)
 
 /* Starts ringbloomd in the foreground (instance `instance`, or <program>-<pid>)
  * with its socket, state and log in a fresh temp dir below tmpbase, and
- * connects to it.  On error too the caller calls rbd_stop, which removes
+ * connects to it.  On error too the caller calls ex_daemon_stop, which removes
  * whatever was made. */
-int rbd_start(rbd_t *d, const char *bin, const char *tmpbase, const char *instance,
+int ex_daemon_start(ex_daemon_t *d, const char *bin, const char *tmpbase, const char *instance,
                      rb_conn_t **conn)
 {
     char state[sizeof(d->dir) + 8], pidfile[sizeof(d->dir) + 16];
@@ -171,26 +80,26 @@ int rbd_start(rbd_t *d, const char *bin, const char *tmpbase, const char *instan
     int rc;
 
     memset(d, 0, sizeof(*d));
-    if ((size_t)snprintf(d->dir, sizeof(d->dir), "%s/rb-%s.XXXXXX", tmpbase, ex_prog) >=
+    if ((size_t)snprintf(d->dir, sizeof(d->dir), "%s/rb-%s.XXXXXX", tmpbase, ex_prog()) >=
             sizeof(d->dir) || mkdtemp(d->dir) == NULL) {
-        fprintf(stderr, "%s: cannot make a temp dir in %s: %s\n", ex_prog, tmpbase, strerror(errno));
+        fprintf(stderr, "%s: cannot make a temp dir in %s: %s\n", ex_prog(), tmpbase, strerror(errno));
         d->dir[0] = '\0';
         return -1;
     }
     if (instance != NULL)
         snprintf(d->instance, sizeof(d->instance), "%s", instance);
     else
-        snprintf(d->instance, sizeof(d->instance), "%s-%d", ex_prog, (int)parent);
+        snprintf(d->instance, sizeof(d->instance), "%s-%d", ex_prog(), (int)parent);
     snprintf(state, sizeof(state), "%s/state", d->dir);
     snprintf(pidfile, sizeof(pidfile), "pidfile=%s/pid", d->dir);
     snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
     if ((size_t)snprintf(d->sock, sizeof(d->sock), "%s/sock", d->dir) >= sizeof(d->sock)) {
-        fprintf(stderr, "%s: socket path %s/sock is too long\n", ex_prog, d->dir);
+        fprintf(stderr, "%s: socket path %s/sock is too long\n", ex_prog(), d->dir);
         return -1;
     }
     d->pid = fork();
     if (d->pid < 0) {
-        fprintf(stderr, "%s: fork: %s\n", ex_prog, strerror(errno));
+        fprintf(stderr, "%s: fork: %s\n", ex_prog(), strerror(errno));
         d->pid = 0;
         return -1;
     }
@@ -209,10 +118,10 @@ int rbd_start(rbd_t *d, const char *bin, const char *tmpbase, const char *instan
             dup2(fd, 2) < 0)
             _exit(127);
         execvp(bin, (char *const *)argv);
-        fprintf(stderr, "%s: cannot run %s: %s\n", ex_prog, bin, strerror(errno));
+        fprintf(stderr, "%s: cannot run %s: %s\n", ex_prog(), bin, strerror(errno));
         _exit(127);
     }
-    for (int i = 0; i < 1000 && !stop_requested; i++) {
+    for (int i = 0; i < 1000 && !ex_stop_requested; i++) {
         int status;
 
         if ((rc = rb_conn_open(NULL, d->sock, 10000, conn)) == RB_OK) {
@@ -221,27 +130,27 @@ int rbd_start(rbd_t *d, const char *bin, const char *tmpbase, const char *instan
             char why[512];
             if (rb_daemon_uid(NULL, d->sock, (uid_t)-1, &d->uid, why, sizeof(why)) == RB_OK)
                 return 0;
-            fprintf(stderr, "%s: %s\n", ex_prog, why);
+            fprintf(stderr, "%s: %s\n", ex_prog(), why);
             return -1;
         }
         if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
             d->pid = 0;
-            fprintf(stderr, "%s: %s exited during start-up (%s %d)\n", ex_prog, bin,
+            fprintf(stderr, "%s: %s exited during start-up (%s %d)\n", ex_prog(), bin,
                     WIFEXITED(status) ? "exit status" : "signal",
                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-            print_log(d);
+            ex_print_log(d);
             return -1;
         }
-        sleep_us(10000);
+        ex_sleep_us(10000);
     }
-    fprintf(stderr, "%s: %s did not answer on %s\n", ex_prog, bin, d->sock);
-    print_log(d);
+    fprintf(stderr, "%s: %s did not answer on %s\n", ex_prog(), bin, d->sock);
+    ex_print_log(d);
     return -1;
 }
 
 /* Stops the daemon (SHUTDOWN NOSAVE, then SIGKILL after 5 s), removes its
  * segment if it is left and the temp dir.  Safe on a partly started d. */
-void rbd_stop(rbd_t *d, rb_conn_t *conn)
+void ex_daemon_stop(ex_daemon_t *d, rb_conn_t *conn)
 {
     if (conn != NULL) {
         const char *argv[] = { "SHUTDOWN", "NOSAVE" };
@@ -249,16 +158,16 @@ void rbd_stop(rbd_t *d, rb_conn_t *conn)
         char reply[256];
 
         if (rb_conn_command(conn, 2, argv, argl, reply, sizeof(reply)) == RB_EREPLY)
-            fprintf(stderr, "%s: SHUTDOWN: %s\n", ex_prog, reply);
+            fprintf(stderr, "%s: SHUTDOWN: %s\n", ex_prog(), reply);
         rb_conn_close(conn);
     }
     if (d->pid > 0) {
         int i;
 
         for (i = 0; i < 500 && waitpid(d->pid, NULL, WNOHANG) == 0; i++)
-            sleep_us(10000);
+            ex_sleep_us(10000);
         if (i == 500) {
-            fprintf(stderr, "%s: ringbloomd did not stop; killing it\n", ex_prog);
+            fprintf(stderr, "%s: ringbloomd did not stop; killing it\n", ex_prog());
             kill(d->pid, SIGKILL);
             waitpid(d->pid, NULL, 0);
         }
@@ -267,5 +176,5 @@ void rbd_stop(rbd_t *d, rb_conn_t *conn)
     if (d->instance[0] != '\0')
         (void)rb_segment_unlink(d->instance);   /* RB_ENOENT after a clean stop */
     if (d->dir[0] != '\0' && nftw(d->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS) != 0)
-        fprintf(stderr, "%s: cannot remove %s: %s\n", ex_prog, d->dir, strerror(errno));
+        fprintf(stderr, "%s: cannot remove %s: %s\n", ex_prog(), d->dir, strerror(errno));
 }
