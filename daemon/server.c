@@ -4,9 +4,9 @@
  * limits, idle timeouts and group commit.
  *
  * One loop turn: read every readable client and execute every complete
- * request it sent (replies are appended to its output buffer), then write
- * the log records of the whole turn with one write (and one fsync when
- * needed, persist_flush), and only then send the replies.  If the log
+ * request it sent (cmd.c; replies are appended to its output buffer), then
+ * write the log records of the whole turn with one write (and one fsync
+ * when needed, rbd_aof_flush), and only then send the replies.  If the log
  * cannot be written the replies of the clients whose commands it could
  * not log stay queued (nothing unlogged is ever acknowledged), further
  * mutations are refused until it can, and everything else is answered.
@@ -45,7 +45,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "rbd.h"
+#include "cmd.h"
+#include "dirs.h"
+#include "filters.h"
+#include "server.h"
 
 #define READ_CHUNK   (64u * 1024u)
 #define READ_TURN    (16u * READ_CHUNK)  /* bytes read per client per loop turn */
@@ -58,22 +61,21 @@
 #define ACCEPT_PAUSE_MS 1000u
 #define LOG_EVERY_MS 10000u  /* rate of the messages a client can provoke */
 
-static const char **scratch_argv;
-static size_t *scratch_argl;
-static size_t scratch_cap;
-
-int server_may_write(const server_t *s, uid_t uid, gid_t gid)
+/* 1 if uid/gid may run mutations under the current configuration. */
+static int may_write(const server_t *s, uid_t uid, gid_t gid)
 {
-    for (size_t i = 0; i < s->cfg.n_write_uids; i++)
-        if (s->cfg.write_uids[i] == uid)
+    for (size_t i = 0; i < s->cfg.write_uids.n; i++)
+        if (s->cfg.write_uids.id[i] == uid)
             return 1;
-    for (size_t i = 0; i < s->cfg.n_write_gids; i++)
-        if (s->cfg.write_gids[i] == gid)
+    for (size_t i = 0; i < s->cfg.write_gids.n; i++)
+        if (s->cfg.write_gids.id[i] == gid)
             return 1;
     return 0;
 }
 
-void server_fit_fd_limit(server_t *s)
+/* B3: raises the descriptor limit to what max-clients needs, or lowers
+ * max-clients to fit the limit (logged); at start and on SIGHUP. */
+static void fit_fd_limit(server_t *s)
 {
     rlim_t need = (rlim_t)s->cfg.max_clients + RESERVED_FDS;
     struct rlimit rl;
@@ -97,7 +99,7 @@ void server_fit_fd_limit(server_t *s)
     }
 }
 
-int server_listen(server_t *s, char *err, size_t errlen)
+int rbd_server_listen(server_t *s, char *err, size_t errlen)
 {
     struct sockaddr_un sa;
     struct epoll_event ev;
@@ -145,7 +147,7 @@ int server_listen(server_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
         return -1;
     }
-    server_fit_fd_limit(s);
+    fit_fd_limit(s);
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (s->spare_fd < 0) {
         snprintf(err, errlen, "/dev/null: %s", strerror(errno));
@@ -210,6 +212,70 @@ static void refuse(int fd, const char *reply)
     close(fd);
 }
 
+/* Out of descriptors (B3): lends the spare to the waiting client just
+ * long enough to tell it, so it does not hang and the listener does not
+ * stay readable.  1 if accepting may go on, 0 if the listener was paused. */
+static int refuse_out_of_fds(server_t *s)
+{
+    int e = errno, fd;
+
+    close(s->spare_fd);
+    fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+        s->connections++;
+        s->rejected_clients++;
+        refuse(fd, "-ERR max number of clients reached (the daemon is out of file "
+               "descriptors)\r\n");
+    }
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    rbd_log_every(&s->log_accept, LOG_EVERY_MS, LOG_WARNING, "accept: %s (limit %llu "
+                  "descriptors, %u clients): refusing new clients", strerror(e),
+                  (unsigned long long)s->fd_limit, s->nclients);
+    if (fd >= 0 && s->spare_fd >= 0)
+        return 1;
+    accept_pause(s);
+    return 0;
+}
+
+/* A client for connection fd of the peer cred, watched for input; fd is
+ * closed if there is no memory for it. */
+static void client_new(server_t *s, int fd, const struct ucred *cred)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+    client_t *c;
+
+    if ((size_t)fd >= s->clients_cap) {
+        size_t cap = s->clients_cap ? s->clients_cap : 64;
+        client_t **n;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        n = realloc(s->clients, cap * sizeof(*n));
+        if (n == NULL) {
+            close(fd);
+            return;
+        }
+        memset(n + s->clients_cap, 0, (cap - s->clients_cap) * sizeof(*n));
+        s->clients = n;
+        s->clients_cap = cap;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        return;
+    }
+    c->fd = fd;
+    c->id = ++s->next_client_id;
+    c->uid = cred->uid;
+    c->gid = cred->gid;
+    c->pid = cred->pid;
+    c->can_write = may_write(s, cred->uid, cred->gid);
+    c->last_active_ms = rbd_mono_ms();
+    resp_parser_init(&c->parser);
+    s->clients[fd] = c;
+    s->nclients++;
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
 static void accept_clients(server_t *s)
 {
     static const char full[] = "-ERR max number of clients reached\r\n";
@@ -217,9 +283,7 @@ static void accept_clients(server_t *s)
     for (;;) {
         struct ucred cred;
         socklen_t len = sizeof(cred);
-        struct epoll_event ev;
         uint32_t reserve;
-        client_t *c;
         int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0 && errno == EINTR)
@@ -227,25 +291,8 @@ static void accept_clients(server_t *s)
         if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (fd < 0 && (errno == EMFILE || errno == ENFILE) && s->spare_fd >= 0) {
-            /* Out of descriptors (B3): lend the spare to the waiting
-             * client just long enough to tell it, so it does not hang and
-             * the listener does not stay readable. */
-            int e = errno;
-            close(s->spare_fd);
-            fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd >= 0) {
-                s->connections++;
-                s->rejected_clients++;
-                refuse(fd, "-ERR max number of clients reached (the daemon is out of file "
-                       "descriptors)\r\n");
-            }
-            s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            rbd_log_every(&s->log_accept, LOG_EVERY_MS, LOG_WARNING, "accept: %s (limit %llu "
-                          "descriptors, %u clients): refusing new clients", strerror(e),
-                          (unsigned long long)s->fd_limit, s->nclients);
-            if (fd >= 0 && s->spare_fd >= 0)
+            if (refuse_out_of_fds(s))
                 continue;
-            accept_pause(s);
             return;
         }
         if (fd < 0) {
@@ -265,43 +312,12 @@ static void accept_clients(server_t *s)
                       ? s->cfg.reserved_writer_clients : s->cfg.max_clients / 2;
         if (s->nclients >= s->cfg.max_clients ||
             (s->nclients + reserve >= s->cfg.max_clients &&
-             !server_may_write(s, cred.uid, cred.gid))) {
+             !may_write(s, cred.uid, cred.gid))) {
             s->rejected_clients++;
             refuse(fd, full);
             continue;
         }
-        if ((size_t)fd >= s->clients_cap) {
-            size_t cap = s->clients_cap ? s->clients_cap : 64;
-            client_t **n;
-            while (cap <= (size_t)fd)
-                cap *= 2;
-            n = realloc(s->clients, cap * sizeof(*n));
-            if (n == NULL) {
-                close(fd);
-                continue;
-            }
-            memset(n + s->clients_cap, 0, (cap - s->clients_cap) * sizeof(*n));
-            s->clients = n;
-            s->clients_cap = cap;
-        }
-        c = calloc(1, sizeof(*c));
-        if (c == NULL) {
-            close(fd);
-            continue;
-        }
-        c->fd = fd;
-        c->id = ++s->next_client_id;
-        c->uid = cred.uid;
-        c->gid = cred.gid;
-        c->pid = cred.pid;
-        c->can_write = server_may_write(s, cred.uid, cred.gid);
-        c->last_active_ms = rbd_mono_ms();
-        resp_parser_init(&c->parser);
-        s->clients[fd] = c;
-        s->nclients++;
-        ev.events = EPOLLIN;
-        ev.data.fd = fd;
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+        client_new(s, fd, &cred);
     }
 }
 
@@ -369,6 +385,39 @@ static void make_room(server_t *s, uint64_t extra)
     }
 }
 
+/* Runs the request the parser completed in base (c's input): its reply
+ * goes to c->out.  0, or -1 if its arguments could not be gathered (out of
+ * memory: c closes). */
+static int execute(server_t *s, client_t *c, const char *base)
+{
+    size_t logged = s->aof.pending.len;
+
+    if (c->parser.nargs > s->args_cap) {
+        size_t cap = c->parser.nargs * 2;
+        const char **a = realloc(s->argv, cap * sizeof(*a));
+        size_t *l;
+        if (a == NULL)
+            return -1;
+        s->argv = a;
+        l = realloc(s->argl, cap * sizeof(*l));
+        if (l == NULL)
+            return -1;
+        s->argl = l;
+        s->args_cap = cap;
+    }
+    for (size_t i = 0; i < c->parser.nargs; i++) {
+        s->argv[i] = resp_arg(&c->parser, base, i);
+        s->argl[i] = c->parser.len[i];
+    }
+    rbd_cmd_execute(s, c, c->parser.nargs, s->argv, s->argl);
+    c->last_active_ms = rbd_mono_ms();
+    /* A command that appended a record acknowledges it: this client's
+     * replies now wait for the log. */
+    if (s->aof.pending.len > logged || s->aof.pending.oom)
+        c->awaits_log = 1;
+    return 0;
+}
+
 /* Executes the complete requests in c's input, in order, and consumes
  * them, until only a partial request is left, c closes, or its replies
  * reach client-output-soft-limit (B1: c pauses; the rest runs once they
@@ -398,35 +447,9 @@ static void run_input(server_t *s, client_t *c)
             c->closing = 1;
             break;
         }
-        if (c->parser.nargs > 0) {
-            size_t logged = s->persist.pending.len;
-            if (c->parser.nargs > scratch_cap) {
-                size_t cap = c->parser.nargs * 2;
-                const char **a = realloc(scratch_argv, cap * sizeof(*a));
-                size_t *l;
-                if (a == NULL) {
-                    c->closing = 1;
-                    break;
-                }
-                scratch_argv = a;
-                l = realloc(scratch_argl, cap * sizeof(*l));
-                if (l == NULL) {
-                    c->closing = 1;
-                    break;
-                }
-                scratch_argl = l;
-                scratch_cap = cap;
-            }
-            for (size_t i = 0; i < c->parser.nargs; i++) {
-                scratch_argv[i] = resp_arg(&c->parser, base, i);
-                scratch_argl[i] = c->parser.len[i];
-            }
-            rbd_execute(s, c, c->parser.nargs, scratch_argv, scratch_argl);
-            c->last_active_ms = rbd_mono_ms();
-            /* A command that appended a record acknowledges it: this
-             * client's replies now wait for the log. */
-            if (s->persist.pending.len > logged || s->persist.pending.oom)
-                c->awaits_log = 1;
+        if (c->parser.nargs > 0 && execute(s, c, base) != 0) {
+            c->closing = 1;
+            break;
         }
         done += c->parser.pos;
         resp_parser_reset(&c->parser);
@@ -567,32 +590,21 @@ static void reload(server_t *s)
     const char *which;
     char err[512];
 
-    if (rbd_load_config(&fresh, err, sizeof(err)) != 0) {
+    if (rbd_config_build(s->src, &fresh, err, sizeof(err)) != 0) {
         rbd_log(LOG_WARNING, "SIGHUP: configuration not reloaded: %s", err);
         return;
     }
-    if (rbd_config_needs_restart(&s->cfg, &fresh, &which)) {
+    if (rbd_config_keep_restart_only(&fresh, &s->cfg, &which))
         rbd_log(LOG_WARNING, "SIGHUP: '%s' changed but takes a restart; "
                 "the settings that can change now are applied", which);
-        /* Keep every setting that cannot change at runtime as it is. */
-        snprintf(fresh.instance, sizeof(fresh.instance), "%s", s->cfg.instance);
-        snprintf(fresh.socket, sizeof(fresh.socket), "%s", s->cfg.socket);
-        snprintf(fresh.pidfile, sizeof(fresh.pidfile), "%s", s->cfg.pidfile);
-        snprintf(fresh.dir, sizeof(fresh.dir), "%s", s->cfg.dir);
-        fresh.socket_mode = s->cfg.socket_mode;
-        fresh.segment_mode = s->cfg.segment_mode;
-        fresh.max_memory = s->cfg.max_memory;
-        fresh.max_filters = s->cfg.max_filters;
-        fresh.ring_mode = s->cfg.ring_mode;
-        fresh.ring_replicas = s->cfg.ring_replicas;
-    }
     s->cfg = fresh;
-    server_fit_fd_limit(s);
+    s->aof.appendfsync = s->cfg.appendfsync;
+    fit_fd_limit(s);
     rbd_log_level(s->cfg.loglevel);
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
             s->clients[fd]->can_write =
-                server_may_write(s, s->clients[fd]->uid, s->clients[fd]->gid);
+                may_write(s, s->clients[fd]->uid, s->clients[fd]->gid);
     rbd_log(LOG_NOTICE, "configuration reloaded");
 }
 
@@ -615,11 +627,12 @@ static void handle_signals(server_t *s)
 static void housekeeping(server_t *s, uint64_t now)
 {
     if (now - s->last_heartbeat_ms >= 1000) {
-        rbd_segment_watch(s);
-        rb_segment_heartbeat(s->seg);
+        rbd_segwatch_check(&s->watch, &s->state, &s->cfg);
+        rb_segment_heartbeat(s->state.seg);
         s->last_heartbeat_ms = now;
-        rbd_filters_tick(s, rbd_now_ms() / 1000);
-        persist_tick(s, now);
+        rbd_filters_tick(&s->state, &s->aof, rbd_now_ms() / 1000);
+        rbd_aof_tick(&s->aof);
+        rbd_snapshot_tick(&s->snaps, &s->aof, s->state.seg, &s->cfg, now);
     }
     if (s->accept_paused && now >= s->accept_resume_ms)
         accept_resume(s);
@@ -639,7 +652,7 @@ static void housekeeping(server_t *s, uint64_t now)
     }
 }
 
-int server_run(server_t *s)
+int rbd_server_run(server_t *s)
 {
     struct epoll_event ev[MAX_EVENTS];
     uint64_t last_tick = 0;
@@ -675,7 +688,7 @@ int server_run(server_t *s)
          * replies.  If the log failed, only clients whose replies
          * acknowledge an unlogged record wait (P1); the others - reads,
          * MISCONF refusals, INFO - are answered. */
-        held = persist_flush(s) != 0;
+        held = rbd_aof_flush(&s->aof) != 0;
         for (size_t fd = 0; fd < s->clients_cap; fd++) {
             client_t *c = s->clients[fd];
             if (c == NULL)
@@ -702,7 +715,7 @@ int server_run(server_t *s)
     return 0;
 }
 
-void server_close(server_t *s)
+void rbd_server_close(server_t *s)
 {
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
@@ -721,9 +734,9 @@ void server_close(server_t *s)
     if (s->spare_fd >= 0)
         close(s->spare_fd);
     s->lfd = s->sigfd = s->epfd = s->spare_fd = -1;
-    free(scratch_argv);
-    free(scratch_argl);
-    scratch_argv = NULL;
-    scratch_argl = NULL;
-    scratch_cap = 0;
+    free(s->argv);
+    free(s->argl);
+    s->argv = NULL;
+    s->argl = NULL;
+    s->args_cap = 0;
 }
