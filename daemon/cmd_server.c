@@ -173,6 +173,8 @@ static void cmd_shutdown(rbd_ctx_t *x)
 typedef struct info_buf {
     resp_buf_t b;
     int sections;
+    server_t *s;              /* for the filters' lines (rb_bloom_list's callback) */
+    size_t filters;           /* filter lines so far */
 } info_buf_t;
 
 static void info_line(info_buf_t *ib, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -300,26 +302,20 @@ static void printable(char *out, size_t cap, const char *s, size_t len)
     out[w] = '\0';
 }
 
-typedef struct info_filter {
-    server_t *s;
-    info_buf_t *ib;
-    size_t n;
-} info_filter_t;
-
 static int info_filter(const char *fname, size_t len, void *arg)
 {
-    info_filter_t *f = arg;
+    info_buf_t *ib = arg;
     rb_bloom_stat_t st;
     rb_bloom_t *bf;
     char name[1100];
     int rc;
 
-    bf = rbd_filters_get(&f->s->state.filters, f->s->state.seg, fname, len, &rc);
+    bf = rbd_filters_get(&ib->s->state.filters, ib->s->state.seg, fname, len, &rc);
     if (bf == NULL || rb_bloom_info(bf, &st) != RB_OK)
         return 0;
     printable(name, sizeof(name), fname, len);
-    info_line(f->ib, "filter_%zu:name=%s,layout=%s,kind=%s,capacity=%llu,error_rate=%g,"
-              "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu", f->n++,
+    info_line(ib, "filter_%zu:name=%s,layout=%s,kind=%s,capacity=%llu,error_rate=%g,"
+              "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu", ib->filters++,
               name, st.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard",
               (st.flags & RB_BLOOM_AGING) ? "aging" : (st.flags & RB_BLOOM_NONSCALING)
               ? "nonscaling" : "scaling", (unsigned long long)st.capacity, st.error_rate,
@@ -330,7 +326,6 @@ static int info_filter(const char *fname, size_t len, void *arg)
 
 static void info_bloom(server_t *s, info_buf_t *ib)
 {
-    info_filter_t f = { s, ib, 0 };
     rb_segment_info_t si;
 
     if (rb_segment_info(s->state.seg, &si) != RB_OK)
@@ -338,7 +333,7 @@ static void info_bloom(server_t *s, info_buf_t *ib)
     info_section(ib, "Bloom");
     info_line(ib, "filters:%u", si.filters);
     info_line(ib, "max_filters:%u", si.max_filters);
-    rb_bloom_list(s->state.seg, info_filter, &f);
+    rb_bloom_list(s->state.seg, info_filter, ib);
 }
 
 static int info_want(rbd_ctx_t *x, const char *section)
@@ -365,6 +360,7 @@ static void cmd_info(rbd_ctx_t *x)
     info_buf_t ib;
 
     memset(&ib, 0, sizeof(ib));
+    ib.s = x->s;
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
         if (info_want(x, sections[i].name))
             sections[i].fn(x->s, &ib);

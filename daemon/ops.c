@@ -253,24 +253,35 @@ static void put_keys(rbd_aof_t *aof, const rbd_op_t *op)
     }
 }
 
-static void put_field(rbd_aof_t *aof, const field_t *f, const rbd_op_t *op)
+/* A u32 (width 4) or u64 / f64 (width 8) member m, little-endian. */
+static void put_int(rbd_aof_t *aof, const char *m, size_t width)
 {
-    const char *m = (const char *)op + f->off;
     unsigned char b[8];
     uint32_t u32;
-    uint64_t u64;
+    uint64_t v;
+
+    if (width == 4) {
+        memcpy(&u32, m, 4);
+        v = u32;
+    } else {
+        memcpy(&v, m, 8);
+    }
+    for (size_t i = 0; i < width; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    rbd_aof_put(aof, b, width);
+}
+
+static void put_field(rbd_aof_t *aof, const field_t *f, const rbd_op_t *op)
+{
+    unsigned char b[2];
 
     switch ((field_kind_t)f->kind) {
     case F_U32:
-        memcpy(&u32, m, 4);
-        rbd_put_u32(b, u32);
-        rbd_aof_put(aof, b, 4);
+        put_int(aof, (const char *)op + f->off, 4);
         break;
     case F_U64:
     case F_F64:
-        memcpy(&u64, m, 8);
-        rbd_put_u64(b, u64);
-        rbd_aof_put(aof, b, 8);
+        put_int(aof, (const char *)op + f->off, 8);
         break;
     case F_NAME:
         b[0] = (unsigned char)op->len;

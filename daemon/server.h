@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "aof.h"
+#include "client.h"
 #include "rbd_config.h"
 #include "rbd_log.h"
 #include "resp.h"
@@ -18,25 +19,6 @@
 #include "snapshot.h"
 #include "state.h"
 
-typedef struct client {
-    int fd;
-    uint64_t id;
-    uid_t uid;
-    gid_t gid;
-    pid_t pid;
-    resp_buf_t in;        /* received, not yet executed */
-    resp_parser_t parser;
-    resp_buf_t out;       /* replies not yet sent */
-    uint64_t mem;         /* bytes of its buffers, counted in client_mem */
-    uint64_t last_active_ms; /* last complete request or reply byte sent */
-    int closing;          /* close once out is flushed */
-    int writing;          /* registered for EPOLLOUT */
-    int can_write;        /* may run mutations (decided at accept and on SIGHUP) */
-    int awaits_log;       /* a reply in out acknowledges a record not yet
-                             durable: out waits for the log (P1) */
-    int paused;           /* complete requests wait in `in` until out
-                             drains below client-output-soft-limit */
-} client_t;
 
 typedef struct server {
     rbd_config_t cfg;
@@ -55,9 +37,8 @@ typedef struct server {
     uint32_t nclients;
     uint64_t client_mem;       /* every client's buffers together */
     int resume_pending;        /* some client is paused with output drained */
-    const char **argv;         /* the request being executed, as arguments */
-    size_t *argl;
-    size_t args_cap;
+    const char **argv;         /* the request being executed (its lengths: the parser's) */
+    size_t argv_cap;
     rbd_ratelog_t log_accept, log_evict;
     uint64_t next_client_id;
     uint64_t start_ms;
@@ -68,6 +49,9 @@ typedef struct server {
     uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,
         evicted_clients, output_limit_clients;
 } server_t;
+
+/* The interval of the log lines a client can provoke (one per interval). */
+#define RBD_LOG_EVERY_MS 10000u
 
 /* Listens on cfg.socket (its directory created), sets up epoll and the
  * signalfd, fits the descriptor limit.  0, or -1 with err. */
