@@ -12,6 +12,7 @@
 #include "resp.h"
 
 struct server;
+struct ucred;
 
 typedef struct client {
     int fd;
