@@ -187,8 +187,8 @@ static int execute(server_t *s, client_t *c, const char *base)
 /* Executes the complete requests in c's input, in order, and consumes
  * them, until only a partial request is left, c closes, or its replies
  * reach client-output-soft-limit (B1: c pauses; the rest runs once they
- * drain, rbd_clients_resume).  A reply that takes c past client-output-hard-limit
- * closes it. */
+ * drain, rbd_clients_resume).  A reply that takes c past
+ * client-output-hard-limit closes it. */
 static void run_input(server_t *s, client_t *c)
 {
     resp_limits_t lim;
@@ -284,7 +284,7 @@ void rbd_client_read(server_t *s, client_t *c)
 }
 
 /* B1: runs the waiting requests of paused clients whose replies drained
- * (client_write clears `paused` and sets resume_pending). */
+ * (rbd_client_write clears `paused` and sets resume_pending). */
 void rbd_clients_resume(server_t *s)
 {
     s->resume_pending = 0;

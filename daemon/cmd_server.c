@@ -315,8 +315,8 @@ static int info_filter(const char *fname, size_t len, void *arg)
         return 0;
     printable(name, sizeof(name), fname, len);
     info_line(ib, "filter_%zu:name=%s,layout=%s,kind=%s,capacity=%llu,error_rate=%g,"
-              "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu", ib->filters++,
-              name, st.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard",
+              "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu",
+              ib->filters++, name, st.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard",
               (st.flags & RB_BLOOM_AGING) ? "aging" : (st.flags & RB_BLOOM_NONSCALING)
               ? "nonscaling" : "scaling", (unsigned long long)st.capacity, st.error_rate,
               st.layers, (unsigned long long)st.items, (unsigned long long)st.bytes, st.fill,

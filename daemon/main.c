@@ -14,20 +14,8 @@
  * taken from the directory ringbloomd was started in, at start and on every
  * SIGHUP alike, although a daemon runs in / (daemon(3)).
  *
- * Files and who calls whom (a file calls only files below it):
- *   main.c
- *   server.c      the event loop, clients, limits B1-B4, SIGHUP
- *   cmd.c         dispatch: the command table, flags
- *   cmd_bf.c cmd_ring.c cmd_server.c   the handlers
- *   cmd_util.c    handlers' helpers, the error-code-to-reply table
- *   recovery.c    start-up: re-attach, or restore + replay
- *   replay.c      the log replayed through ops
- *   segwatch.c    keeps the segment reachable by its name
- *   filters.c     filter handles, the aging tick (an op)
- *   ops.c         every mutation: apply + log, and replay
- *   snapshot.c    snapshots (and replacing the log)
- *   aof.c         the append-only log, group commit, fsync thread
- *   config.c resp.c dirs.c rbd_log.c   (call no daemon file)
+ * The daemon's files, and which may call which: docs/design.md,
+ * "ringbloomd".
  */
 #include "config.h"
 

@@ -11,7 +11,8 @@
  * name holding the same bytes (rb_segment_restore from a dump, validated
  * like any restore, one generation up), the old object retired so that
  * attached readers move to the new one, and the filter handles that
- * pointed into the old one reopened by name.  The ring model holds no
+ * pointed into the old one closed (filters.c reopens them by name when
+ * next used).  The ring model holds no
  * segment state and carries on.  Nothing is lost: the dump is taken
  * between two loop turns, where the daemon changes nothing.
  *
