@@ -73,9 +73,10 @@ typedef struct rbd_keys {
     size_t cap;
 } rbd_keys_t;
 
-/* Decodes the payload p[0..n) of a record of type into op (names and keys
- * point into p; keys' array into *scratch).  RB_OK, RB_ETRUNC (shorter than
- * its fields; bytes after them are ignored), or RB_ENOMEM. */
+/* Decodes the payload p[0..n) of a record of type (a known one:
+ * rbd_op_name is not NULL) into op (names and keys point into p; keys'
+ * array into *scratch).  RB_OK, RB_ETRUNC (shorter than its fields; bytes
+ * after them are ignored, as they always were), or RB_ENOMEM. */
 int rbd_op_decode(unsigned type, const unsigned char *p, size_t n, rbd_op_t *op,
                   rbd_keys_t *scratch);
 
