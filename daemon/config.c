@@ -1,6 +1,8 @@
 /*
- * config.c - the settings of ringbloomd, one table driving the file parser,
- * command-line overrides and CONFIG GET, so the three never disagree.
+ * config.c - the settings of ringbloomd: one table driving the file parser,
+ * command-line overrides, CONFIG GET and what a reload may change, so they
+ * never disagree; and the one path that builds a configuration from its
+ * sources (defaults, file, overrides), at start and on SIGHUP alike.
  *
  * File syntax (redis.conf style): one "key value" per line, '#' starts a
  * comment line, values may be double-quoted; sizes take k/kb/m/mb/g/gb
@@ -20,50 +22,66 @@
 #include "rbd_config.h"
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_RINGMODE,
-               T_UIDS, T_GIDS } kind_t;
+               T_IDS } kind_t;
 
 typedef struct setting {
     const char *name;
     kind_t kind;
-    size_t off;
-    size_t cap;          /* T_STR: buffer size */
-    uint64_t min, max;   /* T_SIZE / T_U32 */
+    size_t off, size;    /* the field in rbd_config_t */
+    uint64_t min, max;   /* T_SIZE / T_U32; T_MODE: max = the bits allowed (0: any) */
     int reload;          /* may change on SIGHUP */
 } setting_t;
 
-#define O(f) offsetof(rbd_config_t, f)
+#define F(f) offsetof(rbd_config_t, f), sizeof(((rbd_config_t *)0)->f)
 static const setting_t settings[] = {
-    { "instance", T_STR, O(instance), sizeof(((rbd_config_t *)0)->instance), 0, 0, 0 },
-    { "socket", T_STR, O(socket), sizeof(((rbd_config_t *)0)->socket), 0, 0, 0 },
-    { "pidfile", T_STR, O(pidfile), sizeof(((rbd_config_t *)0)->pidfile), 0, 0, 0 },
-    { "dir", T_STR, O(dir), sizeof(((rbd_config_t *)0)->dir), 0, 0, 0 },
-    { "socket-mode", T_MODE, O(socket_mode), 0, 0, 0, 0 },
-    /* T_MODE: max = the bits allowed (0: any).  Readers only read; an
-     * object others could write is refused by them (name squatting). */
-    { "segment-mode", T_MODE, O(segment_mode), 0, 0, 0755, 0 },
-    { "max-memory", T_SIZE, O(max_memory), 0, 1u << 20, RB_MAX_MAX_SIZE, 0 },
-    { "max-filters", T_U32, O(max_filters), 0, 1, RB_MAX_FILTERS, 0 },
-    { "max-nodes", T_U32, O(max_nodes), 0, 1, RB_RING_MAX_NODES, 1 },
-    { "max-clients", T_U32, O(max_clients), 0, 1, 1000000, 1 },
-    { "reserved-writer-clients", T_U32, O(reserved_writer_clients), 0, 0, 999999, 1 },
-    { "max-key-bytes", T_SIZE, O(max_key_bytes), 0, 1, 512u << 20, 1 },
-    { "max-request-bytes", T_SIZE, O(max_request_bytes), 0, 1024, 1u << 30, 1 },
-    { "client-output-soft-limit", T_SIZE, O(output_soft_limit), 0, 64u << 10, 1ULL << 40, 1 },
-    { "client-output-hard-limit", T_SIZE, O(output_hard_limit), 0, 64u << 10, 1ULL << 40, 1 },
-    { "max-client-memory", T_SIZE, O(max_client_memory), 0, 1u << 20, 1ULL << 40, 1 },
-    { "timeout", T_U32, O(timeout), 0, 0, 100000000, 1 },
-    { "appendfsync", T_FSYNC, O(appendfsync), 0, 0, 0, 1 },
-    { "save-seconds", T_U32, O(save_seconds), 0, 0, 100000000, 1 },
-    { "save-log-bytes", T_SIZE, O(save_log_bytes), 0, 4096, UINT64_MAX, 1 },
-    { "ring-mode", T_RINGMODE, O(ring_mode), 0, 0, 0, 0 },
-    { "ring-replicas", T_U32, O(ring_replicas), 0, 1, RB_RING_MAX_REPLICAS, 0 },
-    { "allow-write-uid", T_UIDS, O(write_uids), 0, 0, 0, 1 },
-    { "allow-write-gid", T_GIDS, O(write_gids), 0, 0, 0, 1 },
-    { "loglevel", T_LEVEL, O(loglevel), 0, 0, 0, 1 },
-    { "keep-segment", T_BOOL, O(keep_segment), 0, 0, 0, 1 },
-    { "load-truncated", T_BOOL, O(load_truncated), 0, 0, 0, 1 },
+    { "instance", T_STR, F(instance), 0, 0, 0 },
+    { "socket", T_STR, F(socket), 0, 0, 0 },
+    { "pidfile", T_STR, F(pidfile), 0, 0, 0 },
+    { "dir", T_STR, F(dir), 0, 0, 0 },
+    { "socket-mode", T_MODE, F(socket_mode), 0, 0, 0 },
+    /* Readers only read; an object others could write is refused by them
+     * (name squatting). */
+    { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0 },
+    { "max-memory", T_SIZE, F(max_memory), 1u << 20, RB_MAX_MAX_SIZE, 0 },
+    { "max-filters", T_U32, F(max_filters), 1, RB_MAX_FILTERS, 0 },
+    { "max-nodes", T_U32, F(max_nodes), 1, RB_RING_MAX_NODES, 1 },
+    { "max-clients", T_U32, F(max_clients), 1, 1000000, 1 },
+    { "reserved-writer-clients", T_U32, F(reserved_writer_clients), 0, 999999, 1 },
+    { "max-key-bytes", T_SIZE, F(max_key_bytes), 1, 512u << 20, 1 },
+    { "max-request-bytes", T_SIZE, F(max_request_bytes), 1024, 1u << 30, 1 },
+    { "client-output-soft-limit", T_SIZE, F(output_soft_limit), 64u << 10, 1ULL << 40, 1 },
+    { "client-output-hard-limit", T_SIZE, F(output_hard_limit), 64u << 10, 1ULL << 40, 1 },
+    { "max-client-memory", T_SIZE, F(max_client_memory), 1u << 20, 1ULL << 40, 1 },
+    { "timeout", T_U32, F(timeout), 0, 100000000, 1 },
+    { "appendfsync", T_FSYNC, F(appendfsync), 0, 0, 1 },
+    { "save-seconds", T_U32, F(save_seconds), 0, 100000000, 1 },
+    { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1 },
+    { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0 },
+    { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0 },
+    { "allow-write-uid", T_IDS, F(write_uids), 0, 0, 1 },
+    { "allow-write-gid", T_IDS, F(write_gids), 0, 0, 1 },
+    { "loglevel", T_LEVEL, F(loglevel), 0, 0, 1 },
+    { "keep-segment", T_BOOL, F(keep_segment), 0, 0, 1 },
+    { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1 },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+/* The words of the settings that take one of a few (T_FSYNC, T_BOOL,
+ * T_LEVEL): a value's first word is the one CONFIG GET shows. */
+typedef struct word {
+    kind_t kind;
+    const char *word;
+    int value;
+} word_t;
+
+static const word_t words[] = {
+    { T_FSYNC, "everysec", FSYNC_EVERYSEC }, { T_FSYNC, "always", FSYNC_ALWAYS },
+    { T_FSYNC, "no", FSYNC_NO },
+    { T_BOOL, "yes", 1 }, { T_BOOL, "no", 0 },
+    { T_LEVEL, "info", LOG_INFO }, { T_LEVEL, "notice", LOG_INFO },
+    { T_LEVEL, "debug", LOG_DEBUG }, { T_LEVEL, "warning", LOG_WARNING },
+};
+#define NWORDS (sizeof(words) / sizeof(words[0]))
 
 int rbd_config_defaults(rbd_config_t *c, const char *instance)
 {
@@ -95,10 +113,10 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->save_log_bytes = 64u << 20;
     c->ring_mode = RB_RING_XXH3;
     c->ring_replicas = RB_RING_DEFAULT_REPLICAS;
-    c->write_uids[0] = getuid();
-    c->n_write_uids = 1;
+    c->write_uids.id[0] = getuid();
+    c->write_uids.n = 1;
     if (getuid() != 0)
-        c->write_uids[c->n_write_uids++] = 0;
+        c->write_uids.id[c->write_uids.n++] = 0;
     c->loglevel = LOG_INFO;
     c->keep_segment = 1;
     c->load_truncated = 1;
@@ -135,7 +153,7 @@ static int parse_u64(const char *v, uint64_t *out, int sizes)
     return 0;
 }
 
-static int parse_ids(const char *v, uint32_t *ids, size_t *n)
+static int parse_ids(const char *v, rbd_ids_t *ids)
 {
     char buf[1024], *tok, *save;
     size_t count = 0;
@@ -149,9 +167,9 @@ static int parse_ids(const char *v, uint32_t *ids, size_t *n)
             continue;
         if (parse_u64(tok, &id, 0) != 0 || id > UINT32_MAX - 1 || count == RBD_MAX_IDS)
             return -1;
-        ids[count++] = (uint32_t)id;
+        ids->id[count++] = (uint32_t)id;
     }
-    *n = count;
+    ids->n = count;
     return 0;
 }
 
@@ -163,102 +181,110 @@ static const setting_t *find(const char *key)
     return NULL;
 }
 
+/* The set_* helpers name the setting as the caller typed it (key). */
+static int set_str(const setting_t *s, const char *key, char *field, const char *value,
+                   char *err, size_t errlen)
+{
+    rb_paths_t p;
+
+    if (strlen(value) == 0 || strlen(value) >= s->size) {
+        snprintf(err, errlen, "%s: value empty or longer than %zu bytes", key, s->size - 1);
+        return -1;
+    }
+    strcpy(field, value);
+    if (strcmp(s->name, "instance") == 0 && rb_default_paths(value, &p) != RB_OK) {
+        snprintf(err, errlen, "instance: '%s' is not a valid name (1-64 of A-Z a-z 0-9 _ . -)",
+                 value);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_mode(const setting_t *s, const char *key, mode_t *field, const char *value,
+                    char *err, size_t errlen)
+{
+    if (strspn(value, "01234567") != strlen(value) || strlen(value) == 0 ||
+        strtoul(value, NULL, 8) > 0777) {
+        snprintf(err, errlen, "%s: '%s' is not an octal mode like 0660", key, value);
+        return -1;
+    }
+    if (s->max != 0 && (strtoul(value, NULL, 8) & ~s->max) != 0) {
+        snprintf(err, errlen, "%s: '%s' lets group or others write; readers map the "
+                 "segment read-only and refuse one that others could change "
+                 "(use e.g. 0640 or 0644)", key, value);
+        return -1;
+    }
+    *field = (mode_t)strtoul(value, NULL, 8);
+    return 0;
+}
+
+static int set_number(const setting_t *s, const char *key, void *field, const char *value,
+                      char *err, size_t errlen)
+{
+    uint64_t n;
+
+    if (parse_u64(value, &n, s->kind == T_SIZE) != 0 || n < s->min || n > s->max) {
+        snprintf(err, errlen, "%s: '%s' is not a number in [%llu, %llu]", key, value,
+                 (unsigned long long)s->min, (unsigned long long)s->max);
+        return -1;
+    }
+    if (s->kind == T_SIZE)
+        *(uint64_t *)field = n;
+    else
+        *(uint32_t *)field = (uint32_t)n;
+    return 0;
+}
+
+/* T_FSYNC, T_BOOL, T_LEVEL: one of the words of the kind. */
+static int set_word(const setting_t *s, const char *key, int *field, const char *value,
+                    char *err, size_t errlen)
+{
+    static const char *const expected[] = {
+        [T_FSYNC] = "always, everysec or no", [T_BOOL] = "yes or no",
+        [T_LEVEL] = "debug, info or warning",
+    };
+
+    for (size_t i = 0; i < NWORDS; i++) {
+        if (words[i].kind == s->kind && strcasecmp(value, words[i].word) == 0) {
+            *field = words[i].value;
+            return 0;
+        }
+    }
+    snprintf(err, errlen, "%s: '%s' is not %s", key, value, expected[s->kind]);
+    return -1;
+}
+
 int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *err, size_t errlen)
 {
     const setting_t *s = find(key);
-    char *base = (char *)c;
-    uint64_t n;
+    void *field;
 
     if (s == NULL) {
         snprintf(err, errlen, "unknown setting '%s'", key);
         return -1;
     }
+    field = (char *)c + s->off;
     switch (s->kind) {
     case T_STR:
-        if (strlen(value) == 0 || strlen(value) >= s->cap) {
-            snprintf(err, errlen, "%s: value empty or longer than %zu bytes", key, s->cap - 1);
-            return -1;
-        }
-        strcpy(base + s->off, value);
-        if (strcmp(s->name, "instance") == 0) {
-            rb_paths_t p;
-            if (rb_default_paths(value, &p) != RB_OK) {
-                snprintf(err, errlen, "instance: '%s' is not a valid name "
-                         "(1-64 of A-Z a-z 0-9 _ . -)", value);
-                return -1;
-            }
-        }
-        return 0;
+        return set_str(s, key, field, value, err, errlen);
     case T_MODE:
-        if (strspn(value, "01234567") != strlen(value) || strlen(value) == 0 ||
-            strtoul(value, NULL, 8) > 0777) {
-            snprintf(err, errlen, "%s: '%s' is not an octal mode like 0660", key, value);
-            return -1;
-        }
-        if (s->max != 0 && (strtoul(value, NULL, 8) & ~s->max) != 0) {
-            snprintf(err, errlen, "%s: '%s' lets group or others write; readers map the "
-                     "segment read-only and refuse one that others could change "
-                     "(use e.g. 0640 or 0644)", key, value);
-            return -1;
-        }
-        *(mode_t *)(void *)(base + s->off) = (mode_t)strtoul(value, NULL, 8);
-        return 0;
+        return set_mode(s, key, field, value, err, errlen);
     case T_SIZE:
     case T_U32:
-        if (parse_u64(value, &n, s->kind == T_SIZE) != 0 || n < s->min || n > s->max) {
-            snprintf(err, errlen, "%s: '%s' is not a number in [%llu, %llu]", key, value,
-                     (unsigned long long)s->min, (unsigned long long)s->max);
-            return -1;
-        }
-        if (s->kind == T_SIZE)
-            *(uint64_t *)(void *)(base + s->off) = n;
-        else
-            *(uint32_t *)(void *)(base + s->off) = (uint32_t)n;
-        return 0;
+        return set_number(s, key, field, value, err, errlen);
     case T_FSYNC:
-        if (strcasecmp(value, "always") == 0)
-            c->appendfsync = FSYNC_ALWAYS;
-        else if (strcasecmp(value, "everysec") == 0)
-            c->appendfsync = FSYNC_EVERYSEC;
-        else if (strcasecmp(value, "no") == 0)
-            c->appendfsync = FSYNC_NO;
-        else {
-            snprintf(err, errlen, "appendfsync: '%s' is not always, everysec or no", value);
-            return -1;
-        }
-        return 0;
     case T_BOOL:
-        if (strcasecmp(value, "yes") == 0)
-            *(int *)(void *)(base + s->off) = 1;
-        else if (strcasecmp(value, "no") == 0)
-            *(int *)(void *)(base + s->off) = 0;
-        else {
-            snprintf(err, errlen, "%s: '%s' is not yes or no", key, value);
-            return -1;
-        }
-        return 0;
     case T_LEVEL:
-        if (strcasecmp(value, "debug") == 0)
-            c->loglevel = LOG_DEBUG;
-        else if (strcasecmp(value, "info") == 0 || strcasecmp(value, "notice") == 0)
-            c->loglevel = LOG_INFO;
-        else if (strcasecmp(value, "warning") == 0)
-            c->loglevel = LOG_WARNING;
-        else {
-            snprintf(err, errlen, "loglevel: '%s' is not debug, info or warning", value);
-            return -1;
-        }
-        return 0;
+        return set_word(s, key, field, value, err, errlen);
     case T_RINGMODE:
-        if (rb_ring_mode_parse(value, strlen(value), &c->ring_mode) != RB_OK) {
-            snprintf(err, errlen, "ring-mode: '%s' is not a ring mode (xxh3, ketama, nginx or seed)", value);
+        if (rb_ring_mode_parse(value, strlen(value), field) != RB_OK) {
+            snprintf(err, errlen, "ring-mode: '%s' is not a ring mode (xxh3, ketama, nginx or "
+                     "seed)", value);
             return -1;
         }
         return 0;
-    case T_UIDS:
-    case T_GIDS:
-        if (parse_ids(value, s->kind == T_UIDS ? c->write_uids : c->write_gids,
-                      s->kind == T_UIDS ? &c->n_write_uids : &c->n_write_gids) != 0) {
+    case T_IDS:
+        if (parse_ids(value, field) != 0) {
             snprintf(err, errlen, "%s: '%s' is not a list of up to %d numeric ids (or none)",
                      key, value, RBD_MAX_IDS);
             return -1;
@@ -345,91 +371,160 @@ int rbd_config_load(rbd_config_t *c, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static void render_ids(char *out, size_t cap, const uint32_t *ids, size_t n)
+static void render_ids(char *out, size_t cap, const rbd_ids_t *ids)
 {
     size_t w = 0;
 
     out[0] = '\0';
-    for (size_t i = 0; i < n && w < cap; i++)
-        w += (size_t)snprintf(out + w, cap - w, "%s%u", i ? " " : "", ids[i]);
-    if (n == 0)
+    for (size_t i = 0; i < ids->n && w < cap; i++)
+        w += (size_t)snprintf(out + w, cap - w, "%s%u", i ? " " : "", ids->id[i]);
+    if (ids->n == 0)
         snprintf(out, cap, "none");
+}
+
+/* Setting s of c as CONFIG GET shows it. */
+static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t cap)
+{
+    const void *field = (const char *)c + s->off;
+
+    switch (s->kind) {
+    case T_STR:
+        snprintf(v, cap, "%s", (const char *)field);
+        break;
+    case T_MODE:
+        snprintf(v, cap, "0%o", (unsigned)*(const mode_t *)field);
+        break;
+    case T_SIZE:
+        snprintf(v, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
+    case T_U32:
+        snprintf(v, cap, "%u", *(const uint32_t *)field);
+        break;
+    case T_FSYNC:
+    case T_BOOL:
+    case T_LEVEL:
+        for (size_t i = 0; i < NWORDS; i++)
+            if (words[i].kind == s->kind && words[i].value == *(const int *)field) {
+                snprintf(v, cap, "%s", words[i].word);
+                break;
+            }
+        break;
+    case T_RINGMODE:
+        snprintf(v, cap, "%s", rb_ring_mode_name(*(const rb_ring_mode_t *)field));
+        break;
+    case T_IDS:
+        render_ids(v, cap, field);
+        break;
+    }
 }
 
 void rbd_config_each(const rbd_config_t *c, void (*fn)(const char *, const char *, void *),
                      void *arg)
 {
-    const char *base = (const char *)c;
     char v[4200];
 
     for (size_t i = 0; i < NSETTINGS; i++) {
-        const setting_t *s = &settings[i];
-        switch (s->kind) {
-        case T_STR:
-            snprintf(v, sizeof(v), "%s", base + s->off);
-            break;
-        case T_MODE:
-            snprintf(v, sizeof(v), "0%o", (unsigned)*(const mode_t *)(const void *)(base + s->off));
-            break;
-        case T_SIZE:
-            snprintf(v, sizeof(v), "%llu",
-                     (unsigned long long)*(const uint64_t *)(const void *)(base + s->off));
-            break;
-        case T_U32:
-            snprintf(v, sizeof(v), "%u", *(const uint32_t *)(const void *)(base + s->off));
-            break;
-        case T_FSYNC:
-            snprintf(v, sizeof(v), "%s", c->appendfsync == FSYNC_ALWAYS ? "always"
-                     : c->appendfsync == FSYNC_NO ? "no" : "everysec");
-            break;
-        case T_BOOL:
-            snprintf(v, sizeof(v), "%s", *(const int *)(const void *)(base + s->off) ? "yes" : "no");
-            break;
-        case T_LEVEL:
-            snprintf(v, sizeof(v), "%s", c->loglevel == LOG_DEBUG ? "debug"
-                     : c->loglevel == LOG_WARNING ? "warning" : "info");
-            break;
-        case T_RINGMODE:
-            snprintf(v, sizeof(v), "%s", rb_ring_mode_name((rb_ring_mode_t)c->ring_mode));
-            break;
-        case T_UIDS:
-            render_ids(v, sizeof(v), c->write_uids, c->n_write_uids);
-            break;
-        case T_GIDS:
-            render_ids(v, sizeof(v), c->write_gids, c->n_write_gids);
-            break;
-        }
-        fn(s->name, v, arg);
+        render(&settings[i], c, v, sizeof(v));
+        fn(settings[i].name, v, arg);
     }
 }
 
-typedef struct diff_arg {
-    const char *name;
-    char value[4200];
-    int found;
-} diff_arg_t;
-
-static void capture(const char *name, const char *value, void *arg)
+int rbd_config_keep_restart_only(rbd_config_t *fresh, const rbd_config_t *running,
+                                 const char **which)
 {
-    diff_arg_t *d = arg;
-    if (strcmp(name, d->name) == 0) {
-        snprintf(d->value, sizeof(d->value), "%s", value);
-        d->found = 1;
-    }
-}
+    char a[4200], b[4200];
+    int changed = 0;
 
-int rbd_config_needs_restart(const rbd_config_t *a, const rbd_config_t *b, const char **which)
-{
     for (size_t i = 0; i < NSETTINGS; i++) {
-        diff_arg_t da = { settings[i].name, "", 0 }, db = { settings[i].name, "", 0 };
-        if (settings[i].reload)
+        const setting_t *s = &settings[i];
+        if (s->reload)
             continue;
-        rbd_config_each(a, capture, &da);
-        rbd_config_each(b, capture, &db);
-        if (strcmp(da.value, db.value) != 0) {
-            *which = settings[i].name;
-            return 1;
+        render(s, running, a, sizeof(a));
+        render(s, fresh, b, sizeof(b));
+        if (strcmp(a, b) != 0 && !changed) {
+            *which = s->name;
+            changed = 1;
+        }
+        memcpy((char *)fresh + s->off, (const char *)running + s->off, s->size);
+    }
+    return changed;
+}
+
+int rbd_config_override(rbd_config_src_t *src, const char *key, const char *value)
+{
+    if (src->noverrides == RBD_MAX_OVERRIDES || strlen(key) >= sizeof(src->overrides[0].key) ||
+        strlen(value) >= sizeof(src->overrides[0].value))
+        return -1;
+    strcpy(src->overrides[src->noverrides].key, key);
+    strcpy(src->overrides[src->noverrides].value, value);
+    src->noverrides++;
+    return 0;
+}
+
+int rbd_config_absolute(const rbd_config_src_t *src, char *path, size_t cap, const char *what,
+                        char *err, size_t errlen)
+{
+    const char *dir = strcmp(src->start_dir, "/") == 0 ? "" : src->start_dir;
+    char buf[8192];
+    int n;
+
+    if (path[0] == '/')
+        return 0;
+    n = snprintf(buf, sizeof(buf), "%s/%s", dir, path);
+    if (n < 0 || (size_t)n >= cap) {
+        snprintf(err, errlen, "%s: %s made absolute (%s/%s) is too long", what, path,
+                 src->start_dir, path);
+        return -1;
+    }
+    memcpy(path, buf, (size_t)n + 1);
+    return 0;
+}
+
+/* The instance the sources name: the file's, or the last -i / -o
+ * instance= (defaults first, so the file is read once on its own). */
+static int settle_instance(const rbd_config_src_t *src, rbd_config_t *cfg, char *instance,
+                           size_t cap, char *err, size_t errlen)
+{
+    const char *file = src->file[0] != '\0' ? src->file : NULL;
+
+    if (rbd_config_defaults(cfg, "default") != RB_OK) {
+        snprintf(err, errlen, "cannot derive default paths");
+        return -1;
+    }
+    if (file != NULL && rbd_config_load(cfg, file, err, errlen) != 0)
+        return -1;
+    snprintf(instance, cap, "%s", cfg->instance);
+    for (int i = 0; i < src->noverrides; i++)
+        if (strcmp(src->overrides[i].key, "instance") == 0)
+            snprintf(instance, cap, "%s", src->overrides[i].value);
+    return 0;
+}
+
+int rbd_config_build(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, size_t errlen)
+{
+    const char *file = src->file[0] != '\0' ? src->file : NULL;
+    char instance[RB_INSTANCE_MAX + 1], msg[512];
+
+    if (settle_instance(src, cfg, instance, sizeof(instance), err, errlen) != 0)
+        return -1;
+    if (rbd_config_defaults(cfg, instance) != RB_OK) {
+        snprintf(err, errlen, "instance '%s' is not a valid name (1-64 of A-Z a-z 0-9 _ . -)",
+                 instance);
+        return -1;
+    }
+    if (file != NULL && rbd_config_load(cfg, file, err, errlen) != 0)
+        return -1;
+    snprintf(cfg->instance, sizeof(cfg->instance), "%s", instance);
+    for (int i = 0; i < src->noverrides; i++) {
+        if (rbd_config_set(cfg, src->overrides[i].key, src->overrides[i].value, msg,
+                           sizeof(msg)) != 0) {
+            snprintf(err, errlen, "%s", msg);
+            return -1;
         }
     }
-    return 0;
+    if (rbd_config_absolute(src, cfg->socket, sizeof(cfg->socket), "socket", err, errlen) != 0 ||
+        rbd_config_absolute(src, cfg->pidfile, sizeof(cfg->pidfile), "pidfile", err, errlen) != 0 ||
+        rbd_config_absolute(src, cfg->dir, sizeof(cfg->dir), "dir", err, errlen) != 0)
+        return -1;
+    return rbd_config_check(cfg, err, errlen);
 }

@@ -26,7 +26,8 @@
  */
 #include "config.h"
 
-#include "rbd.h"
+#include "dirs.h"
+#include "ringbloom.h"
 
 int rbd_make_dir(const char *path, int whole, mode_t mode, char *err, size_t errlen)
 {

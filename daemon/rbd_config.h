@@ -1,6 +1,8 @@
 /*
- * config.h - ringbloomd configuration: defaults, redis.conf-style file,
- * command-line overrides, reload.
+ * rbd_config.h - ringbloomd's configuration (config.c): the settings, where
+ * they come from (defaults, a redis.conf-style file, command-line
+ * overrides), and what a reload may change.  (Not "config.h": that name is
+ * autoconf's.)
  */
 #ifndef RBD_RBD_CONFIG_H
 #define RBD_RBD_CONFIG_H
@@ -14,6 +16,11 @@
 #define RBD_MAX_IDS 32
 
 enum { FSYNC_ALWAYS = 0, FSYNC_EVERYSEC = 1, FSYNC_NO = 2 };
+
+typedef struct rbd_ids {         /* a list of uids or gids */
+    uint32_t id[RBD_MAX_IDS];
+    size_t n;
+} rbd_ids_t;
 
 typedef struct rbd_config {
     char instance[RB_INSTANCE_MAX + 1];
@@ -41,14 +48,41 @@ typedef struct rbd_config {
     uint64_t save_log_bytes;     /* ... or when the log grows past this */
     rb_ring_mode_t ring_mode;    /* for a ring that does not exist yet */
     uint32_t ring_replicas;
-    uid_t write_uids[RBD_MAX_IDS];
-    size_t n_write_uids;
-    gid_t write_gids[RBD_MAX_IDS];
-    size_t n_write_gids;
+    rbd_ids_t write_uids;        /* may run mutations, by uid */
+    rbd_ids_t write_gids;        /* ... or by gid */
     int loglevel;                /* LOG_DEBUG .. LOG_WARNING */
     int keep_segment;            /* leave the segment behind on shutdown */
     int load_truncated;          /* accept a log whose last record is torn */
 } rbd_config_t;
+
+/* Where the settings come from: filled by main.c from its arguments and
+ * read again on every SIGHUP. */
+#define RBD_MAX_OVERRIDES 64
+typedef struct rbd_config_src {
+    char start_dir[4096];        /* the working directory at start: relative
+                                    paths are taken from it (a daemon runs in /) */
+    char file[8192];             /* -c, made absolute; "" if none */
+    struct {
+        char key[64];
+        char value[4096];
+    } overrides[RBD_MAX_OVERRIDES];  /* -i, -s, -d, -o, in their order */
+    int noverrides;
+} rbd_config_src_t;
+
+/* Adds an override (-o key=value and the like): 0, or -1 if there are too
+ * many or it is too long. */
+int rbd_config_override(rbd_config_src_t *src, const char *key, const char *value);
+
+/* Makes path (a buffer of cap bytes) absolute against src->start_dir
+ * (what names it in a message): 0, or -1 with err. */
+int rbd_config_absolute(const rbd_config_src_t *src, char *path, size_t cap, const char *what,
+                        char *err, size_t errlen);
+
+/* The configuration: defaults for the instance, the file, the overrides,
+ * relative paths made absolute, rbd_config_check.  The instance (which
+ * decides the default paths) may come from an override or the file, so it
+ * is settled first.  The start-up and SIGHUP path: 0, or -1 with err. */
+int rbd_config_build(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, size_t errlen);
 
 /* Defaults for `instance` (paths derived with rb_default_paths). */
 int rbd_config_defaults(rbd_config_t *c, const char *instance);
@@ -69,8 +103,10 @@ int rbd_config_check(const rbd_config_t *c, char *err, size_t errlen);
 void rbd_config_each(const rbd_config_t *c, void (*fn)(const char *, const char *, void *),
                      void *arg);
 
-/* Settings that cannot change without a restart; 1 if a and b differ in
- * one of them (its name in *which). */
-int rbd_config_needs_restart(const rbd_config_t *a, const rbd_config_t *b, const char **which);
+/* A reload: every setting that cannot change without a restart (the
+ * settings table's reload column) is set in fresh as it is in running.
+ * 1 if one of them differed (the first one's name in *which), else 0. */
+int rbd_config_keep_restart_only(rbd_config_t *fresh, const rbd_config_t *running,
+                                 const char **which);
 
 #endif /* RBD_RBD_CONFIG_H */

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rbd.h"
+#include "rbd_log.h"
 
 static int log_foreground = 1;
 static int log_level = LOG_INFO;

@@ -11,7 +11,8 @@
  * name holding the same bytes (rb_segment_restore from a dump, validated
  * like any restore, one generation up), the old object retired so that
  * attached readers move to the new one, and the filter handles that
- * pointed into the old one reopened by name.  The ring model holds no
+ * pointed into the old one closed (filters.c reopens them by name when
+ * next used).  The ring model holds no
  * segment state and carries on.  Nothing is lost: the dump is taken
  * between two loop turns, where the daemon changes nothing.
  *
@@ -25,7 +26,7 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "rbd.h"
+#include "segwatch.h"
 
 #define WATCH_LOG_MS 60000u   /* a republish that keeps failing: one line a minute */
 
@@ -47,20 +48,20 @@ static int restore_into(const void *data, size_t len, void *arg)
 /* Copies the state into a new object under the name, retires the old
  * one and moves the daemon to the new one.  RB_OK or an error (nothing
  * changed). */
-static int republish(server_t *s)
+static int republish(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg)
 {
     rb_segment_info_t si;
     rb_segment_opts_t o;
     restore_arg_t a;
-    rb_segment_t *old = s->seg;
+    rb_segment_t *old = st->seg;
     int rc;
 
     if ((rc = rb_segment_info(old, &si)) != RB_OK)
         return rc;
     memset(&o, 0, sizeof(o));
-    o.mode = s->cfg.segment_mode;
+    o.mode = cfg->segment_mode;
     o.max_size = si.max_size;
-    a.instance = s->cfg.instance;
+    a.instance = cfg->instance;
     a.opts = &o;
     a.fresh = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -71,44 +72,44 @@ static int republish(server_t *s)
         if (a.rc != RB_OK)
             rc = a.rc;
         /* The name taken by another object is worth a second attempt. */
-        if (rc != RB_EEXIST || attempt > 0 || rb_segment_unlink(s->cfg.instance) != RB_OK)
+        if (rc != RB_EEXIST || attempt > 0 || rb_segment_unlink(cfg->instance) != RB_OK)
             return rc;
         rbd_log(LOG_WARNING, "segment /dev/shm/ringbloom.%s was another object (not this "
-                "daemon's): removed it", s->cfg.instance);
+                "daemon's): removed it", cfg->instance);
     }
     /* Readers of the old object see it retired and move to the new one
      * (the generation restore gave it). */
     if (rb_segment_retire(old, si.generation + 1) != RB_OK)
         rbd_log(LOG_WARNING, "could not retire the unlinked segment");
-    rbd_filters_close(s);
-    s->seg = a.fresh;
+    rbd_filters_close(&st->filters);   /* they point into the old object */
+    st->seg = a.fresh;
     rb_segment_close(old);
-    s->seg_republished++;
+    w->republished++;
     return RB_OK;
 }
 
-void rbd_segment_watch(server_t *s)
+void rbd_segwatch_check(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg)
 {
-    int rc = rb_segment_linked(s->seg);
+    int rc = rb_segment_linked(st->seg);
 
     if (rc == 1) {
-        s->seg_linked = 1;
+        w->linked = 1;
         return;
     }
     if (rc < 0)
         return;   /* could not tell (out of descriptors?): next second */
-    s->seg_linked = 0;
-    rc = republish(s);
+    w->linked = 0;
+    rc = republish(w, st, cfg);
     if (rc == RB_OK) {
-        s->seg_linked = 1;
+        w->linked = 1;
         rbd_log(LOG_WARNING, "segment /dev/shm/ringbloom.%s was removed while in use (not by "
                 "this daemon): republished the same state under the name (%llu time(s) so "
-                "far); attached readers follow it", s->cfg.instance,
-                (unsigned long long)s->seg_republished);
+                "far); attached readers follow it", cfg->instance,
+                (unsigned long long)w->republished);
     } else {
-        rbd_log_every(&s->log_segment, WATCH_LOG_MS, LOG_ERR, "segment /dev/shm/ringbloom.%s "
+        rbd_log_every(&w->log, WATCH_LOG_MS, LOG_ERR, "segment /dev/shm/ringbloom.%s "
                       "is gone or is another object, and it cannot be republished (%s): "
                       "readers cannot find this daemon's state; if another user made an "
-                      "object of that name, remove it", s->cfg.instance, rb_strerror(rc));
+                      "object of that name, remove it", cfg->instance, rb_strerror(rc));
     }
 }

@@ -1,12 +1,13 @@
 /*
- * server.c - ringbloomd's event loop: one epoll loop, non-blocking Unix
- * socket clients with pipelining, access control by peer credentials,
- * limits, idle timeouts and group commit.
+ * server.c - ringbloomd's event loop: one epoll loop over the listener, a
+ * signalfd and non-blocking Unix socket clients with pipelining
+ * (client.c); access control by peer credentials, limits, idle timeouts,
+ * SIGHUP reloads, housekeeping and group commit.
  *
  * One loop turn: read every readable client and execute every complete
- * request it sent (replies are appended to its output buffer), then write
- * the log records of the whole turn with one write (and one fsync when
- * needed, persist_flush), and only then send the replies.  If the log
+ * request it sent (cmd.c; replies are appended to its output buffer), then
+ * write the log records of the whole turn with one write (and one fsync
+ * when needed, rbd_aof_flush), and only then send the replies.  If the log
  * cannot be written the replies of the clients whose commands it could
  * not log stay queued (nothing unlogged is ever acknowledged), further
  * mutations are refused until it can, and everything else is answered.
@@ -27,6 +28,7 @@
  *      interval;
  *   B4 the last reserved-writer-clients connections are only for clients
  *      that may write, so idle readers cannot lock the writers out.
+ * B1 and B2 are kept by client.c, B3 and B4 here.
  */
 #include "config.h"
 
@@ -45,35 +47,33 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "rbd.h"
+#include "cmd.h"
+#include "dirs.h"
+#include "filters.h"
+#include "server.h"
 
-#define READ_CHUNK   (64u * 1024u)
-#define READ_TURN    (16u * READ_CHUNK)  /* bytes read per client per loop turn */
-#define KEEP_BUF     (4u * READ_CHUNK)   /* an idle client keeps buffers up to this */
 #define MAX_EVENTS   256
 #define TICK_MS      100
 #define RESERVED_FDS 32u     /* descriptors besides the clients': listener, epoll,
                                 signalfd, log, state dir, pidfile, segment,
                                 syslog, snapshot files, the spare (B3) */
 #define ACCEPT_PAUSE_MS 1000u
-#define LOG_EVERY_MS 10000u  /* rate of the messages a client can provoke */
 
-static const char **scratch_argv;
-static size_t *scratch_argl;
-static size_t scratch_cap;
-
-int server_may_write(const server_t *s, uid_t uid, gid_t gid)
+/* 1 if uid/gid may run mutations under the current configuration. */
+static int may_write(const server_t *s, uid_t uid, gid_t gid)
 {
-    for (size_t i = 0; i < s->cfg.n_write_uids; i++)
-        if (s->cfg.write_uids[i] == uid)
+    for (size_t i = 0; i < s->cfg.write_uids.n; i++)
+        if (s->cfg.write_uids.id[i] == uid)
             return 1;
-    for (size_t i = 0; i < s->cfg.n_write_gids; i++)
-        if (s->cfg.write_gids[i] == gid)
+    for (size_t i = 0; i < s->cfg.write_gids.n; i++)
+        if (s->cfg.write_gids.id[i] == gid)
             return 1;
     return 0;
 }
 
-void server_fit_fd_limit(server_t *s)
+/* B3: raises the descriptor limit to what max-clients needs, or lowers
+ * max-clients to fit the limit (logged); at start and on SIGHUP. */
+static void fit_fd_limit(server_t *s)
 {
     rlim_t need = (rlim_t)s->cfg.max_clients + RESERVED_FDS;
     struct rlimit rl;
@@ -97,7 +97,7 @@ void server_fit_fd_limit(server_t *s)
     }
 }
 
-int server_listen(server_t *s, char *err, size_t errlen)
+int rbd_server_listen(server_t *s, char *err, size_t errlen)
 {
     struct sockaddr_un sa;
     struct epoll_event ev;
@@ -145,7 +145,7 @@ int server_listen(server_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
         return -1;
     }
-    server_fit_fd_limit(s);
+    fit_fd_limit(s);
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (s->spare_fd < 0) {
         snprintf(err, errlen, "/dev/null: %s", strerror(errno));
@@ -160,7 +160,7 @@ int server_listen(server_t *s, char *err, size_t errlen)
 }
 
 /* Stops watching the listener until accept_resume_ms (housekeeping puts
- * it back, or client_free when a descriptor frees up): an accept error
+ * it back, or rbd_client_free when a descriptor frees up): an accept error
  * that persists must not wake the loop every turn. */
 static void accept_pause(server_t *s)
 {
@@ -178,36 +178,37 @@ static void accept_resume(server_t *s)
         s->accept_paused = 0;
 }
 
-/* Brings c's share of client_mem up to date with its buffers. */
-static void client_account(server_t *s, client_t *c)
-{
-    uint64_t now = c->in.cap + c->out.cap + resp_parser_memory(&c->parser);
-
-    s->client_mem = s->client_mem - c->mem + now;
-    c->mem = now;
-}
-
-static void client_free(server_t *s, client_t *c)
-{
-    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    close(c->fd);
-    s->clients[c->fd] = NULL;
-    s->nclients--;
-    s->client_mem -= c->mem;
-    rbuf_free(&c->in);
-    rbuf_free(&c->out);
-    resp_parser_free(&c->parser);
-    free(c);
-    if (s->accept_paused)
-        s->accept_resume_ms = 0;   /* a descriptor is free: try again now */
-}
-
 /* Sends a refusal to a connection that will not become a client. */
 static void refuse(int fd, const char *reply)
 {
     if (send(fd, reply, strlen(reply), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
         rbd_log(LOG_DEBUG, "could not tell a refused client why");
     close(fd);
+}
+
+/* Out of descriptors (B3): lends the spare to the waiting client just
+ * long enough to tell it, so it does not hang and the listener does not
+ * stay readable.  1 if accepting may go on, 0 if the listener was paused. */
+static int refuse_out_of_fds(server_t *s)
+{
+    int e = errno, fd;
+
+    close(s->spare_fd);
+    fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+        s->connections++;
+        s->rejected_clients++;
+        refuse(fd, "-ERR max number of clients reached (the daemon is out of file "
+               "descriptors)\r\n");
+    }
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    rbd_log_every(&s->log_accept, RBD_LOG_EVERY_MS, LOG_WARNING, "accept: %s (limit %llu "
+                  "descriptors, %u clients): refusing new clients", strerror(e),
+                  (unsigned long long)s->fd_limit, s->nclients);
+    if (fd >= 0 && s->spare_fd >= 0)
+        return 1;
+    accept_pause(s);
+    return 0;
 }
 
 static void accept_clients(server_t *s)
@@ -217,9 +218,7 @@ static void accept_clients(server_t *s)
     for (;;) {
         struct ucred cred;
         socklen_t len = sizeof(cred);
-        struct epoll_event ev;
         uint32_t reserve;
-        client_t *c;
         int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0 && errno == EINTR)
@@ -227,29 +226,12 @@ static void accept_clients(server_t *s)
         if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (fd < 0 && (errno == EMFILE || errno == ENFILE) && s->spare_fd >= 0) {
-            /* Out of descriptors (B3): lend the spare to the waiting
-             * client just long enough to tell it, so it does not hang and
-             * the listener does not stay readable. */
-            int e = errno;
-            close(s->spare_fd);
-            fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd >= 0) {
-                s->connections++;
-                s->rejected_clients++;
-                refuse(fd, "-ERR max number of clients reached (the daemon is out of file "
-                       "descriptors)\r\n");
-            }
-            s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            rbd_log_every(&s->log_accept, LOG_EVERY_MS, LOG_WARNING, "accept: %s (limit %llu "
-                          "descriptors, %u clients): refusing new clients", strerror(e),
-                          (unsigned long long)s->fd_limit, s->nclients);
-            if (fd >= 0 && s->spare_fd >= 0)
+            if (refuse_out_of_fds(s))
                 continue;
-            accept_pause(s);
             return;
         }
         if (fd < 0) {
-            rbd_log_every(&s->log_accept, LOG_EVERY_MS, LOG_WARNING, "accept: %s",
+            rbd_log_every(&s->log_accept, RBD_LOG_EVERY_MS, LOG_WARNING, "accept: %s",
                           strerror(errno));
             accept_pause(s);
             return;
@@ -265,300 +247,13 @@ static void accept_clients(server_t *s)
                       ? s->cfg.reserved_writer_clients : s->cfg.max_clients / 2;
         if (s->nclients >= s->cfg.max_clients ||
             (s->nclients + reserve >= s->cfg.max_clients &&
-             !server_may_write(s, cred.uid, cred.gid))) {
+             !may_write(s, cred.uid, cred.gid))) {
             s->rejected_clients++;
             refuse(fd, full);
             continue;
         }
-        if ((size_t)fd >= s->clients_cap) {
-            size_t cap = s->clients_cap ? s->clients_cap : 64;
-            client_t **n;
-            while (cap <= (size_t)fd)
-                cap *= 2;
-            n = realloc(s->clients, cap * sizeof(*n));
-            if (n == NULL) {
-                close(fd);
-                continue;
-            }
-            memset(n + s->clients_cap, 0, (cap - s->clients_cap) * sizeof(*n));
-            s->clients = n;
-            s->clients_cap = cap;
-        }
-        c = calloc(1, sizeof(*c));
-        if (c == NULL) {
-            close(fd);
-            continue;
-        }
-        c->fd = fd;
-        c->id = ++s->next_client_id;
-        c->uid = cred.uid;
-        c->gid = cred.gid;
-        c->pid = cred.pid;
-        c->can_write = server_may_write(s, cred.uid, cred.gid);
-        c->last_active_ms = rbd_mono_ms();
-        resp_parser_init(&c->parser);
-        s->clients[fd] = c;
-        s->nclients++;
-        ev.events = EPOLLIN;
-        ev.data.fd = fd;
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+        rbd_client_new(s, fd, &cred, may_write(s, cred.uid, cred.gid));
     }
-}
-
-/* Sets what epoll watches for c: input unless it is closing or paused
- * (B1: its replies pile up), output while replies wait for a slow
- * reader. */
-static void client_interest(server_t *s, client_t *c)
-{
-    struct epoll_event ev = { .events = 0, .data.fd = c->fd };
-
-    if (!c->closing && !c->paused)
-        ev.events |= EPOLLIN;
-    if (c->writing)
-        ev.events |= EPOLLOUT;
-    /* epoll reports EPOLLHUP and EPOLLERR whatever the interest set, so a
-     * client with nothing to wait for leaves the set: a hung-up client
-     * whose replies wait for the log would otherwise wake every turn (a
-     * busy loop).  It comes back when it has output to wait for. */
-    if (ev.events == 0) {
-        epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-        return;
-    }
-    if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0 && errno == ENOENT)
-        epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev);
-}
-
-/* Closes c as soon as a short error reply is out, giving its buffers back
- * at once (B1, B2).  Its unsent replies are dropped: a closed client
- * acknowledges nothing, so P1 is not at stake. */
-static void client_drop(server_t *s, client_t *c, const char *why)
-{
-    rbuf_free(&c->in);
-    rbuf_free(&c->out);
-    resp_parser_free(&c->parser);
-    resp_error(&c->out, "ERR %s", why);
-    c->closing = 1;
-    c->paused = 0;
-    c->awaits_log = 0;
-    client_account(s, c);
-    client_interest(s, c);
-}
-
-/* B2: closes the clients holding the most until `extra` more bytes fit in
- * max-client-memory.  A client whose buffers are no larger than a read
- * chunk is never worth closing for it (and has nothing to give back). */
-static void make_room(server_t *s, uint64_t extra)
-{
-    while (s->client_mem + extra > s->cfg.max_client_memory) {
-        client_t *big = NULL;
-        for (size_t fd = 0; fd < s->clients_cap; fd++) {
-            client_t *c = s->clients[fd];
-            if (c != NULL && (big == NULL || c->mem > big->mem))
-                big = c;
-        }
-        if (big == NULL || big->mem <= READ_CHUNK)
-            return;
-        s->evicted_clients++;
-        rbd_log_every(&s->log_evict, LOG_EVERY_MS, LOG_WARNING, "closing client %llu (uid %u, "
-                      "pid %d): all clients' buffers would exceed max-client-memory (%llu "
-                      "bytes) and its %llu bytes are the most", (unsigned long long)big->id,
-                      (unsigned)big->uid, (int)big->pid,
-                      (unsigned long long)s->cfg.max_client_memory,
-                      (unsigned long long)big->mem);
-        client_drop(s, big, "closed: all clients' buffers exceed max-client-memory");
-    }
-}
-
-/* Executes the complete requests in c's input, in order, and consumes
- * them, until only a partial request is left, c closes, or its replies
- * reach client-output-soft-limit (B1: c pauses; the rest runs once they
- * drain, run_paused).  A reply that takes c past client-output-hard-limit
- * closes it. */
-static void run_input(server_t *s, client_t *c)
-{
-    resp_limits_t lim;
-    size_t done = 0;
-
-    resp_limits_init(&lim, s->cfg.max_request_bytes);
-    while (!c->closing && !s->shutdown) {
-        const char *base = c->in.data + done;
-        const char *err;
-        int rc;
-
-        if (c->out.len >= s->cfg.output_soft_limit) {
-            c->paused = 1;
-            break;
-        }
-        rc = resp_parse(&c->parser, base, c->in.len - done, &lim, &err);
-        if (rc == RESP_MORE)
-            break;   /* what is left <= max-request-bytes: the parser refuses more */
-        if (rc == RESP_ERR) {
-            resp_error(&c->out, "ERR %s", err);
-            s->protocol_errors++;
-            c->closing = 1;
-            break;
-        }
-        if (c->parser.nargs > 0) {
-            size_t logged = s->persist.pending.len;
-            if (c->parser.nargs > scratch_cap) {
-                size_t cap = c->parser.nargs * 2;
-                const char **a = realloc(scratch_argv, cap * sizeof(*a));
-                size_t *l;
-                if (a == NULL) {
-                    c->closing = 1;
-                    break;
-                }
-                scratch_argv = a;
-                l = realloc(scratch_argl, cap * sizeof(*l));
-                if (l == NULL) {
-                    c->closing = 1;
-                    break;
-                }
-                scratch_argl = l;
-                scratch_cap = cap;
-            }
-            for (size_t i = 0; i < c->parser.nargs; i++) {
-                scratch_argv[i] = resp_arg(&c->parser, base, i);
-                scratch_argl[i] = c->parser.len[i];
-            }
-            rbd_execute(s, c, c->parser.nargs, scratch_argv, scratch_argl);
-            c->last_active_ms = rbd_mono_ms();
-            /* A command that appended a record acknowledges it: this
-             * client's replies now wait for the log. */
-            if (s->persist.pending.len > logged || s->persist.pending.oom)
-                c->awaits_log = 1;
-        }
-        done += c->parser.pos;
-        resp_parser_reset(&c->parser);
-        if (c->out.len > s->cfg.output_hard_limit) {
-            s->output_limit_clients++;
-            rbd_log_every(&s->log_evict, LOG_EVERY_MS, LOG_WARNING, "closing client %llu "
-                          "(uid %u, pid %d): its unsent replies (%zu bytes) passed "
-                          "client-output-hard-limit (%llu)", (unsigned long long)c->id,
-                          (unsigned)c->uid, (int)c->pid, c->out.len,
-                          (unsigned long long)s->cfg.output_hard_limit);
-            client_drop(s, c, "closed: unsent replies passed client-output-hard-limit");
-            return;
-        }
-    }
-    if (done > 0)
-        rbuf_consume(&c->in, done);
-    if (c->in.len == 0 && c->in.cap > KEEP_BUF)
-        rbuf_free(&c->in);
-    client_account(s, c);
-    make_room(s, 0);
-}
-
-static void client_read(server_t *s, client_t *c)
-{
-    size_t turn = 0;
-    int eof = 0;
-
-    /* A bounded share per turn, so one busy client cannot starve the rest
-     * (epoll is level-triggered: the remainder is read next turn). */
-    while (turn < READ_TURN && !c->paused && !c->closing && !s->shutdown) {
-        ssize_t n;
-        if (c->in.cap - c->in.len < READ_CHUNK) {
-            size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK * 2;
-            char *d;
-            make_room(s, cap - c->in.cap);
-            if (c->closing)
-                break;   /* c itself held the most */
-            d = realloc(c->in.data, cap);
-            if (d == NULL) {
-                c->closing = 1;
-                break;
-            }
-            c->in.data = d;
-            c->in.cap = cap;
-            client_account(s, c);
-        }
-        n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
-        if (n > 0) {
-            c->in.len += (size_t)n;
-            turn += (size_t)n;
-            run_input(s, c);
-            continue;
-        }
-        if (n == 0)
-            eof = 1;
-        else if (errno == EINTR)
-            continue;
-        else if (errno != EAGAIN)
-            eof = 1;
-        break;
-    }
-    if (eof)
-        c->closing = 1;
-    if (c->closing || c->paused)
-        client_interest(s, c);
-}
-
-/* B1: runs the waiting requests of paused clients whose replies drained
- * (client_write clears `paused` and sets resume_pending). */
-static void run_paused(server_t *s)
-{
-    s->resume_pending = 0;
-    for (size_t fd = 0; fd < s->clients_cap; fd++) {
-        client_t *c = s->clients[fd];
-        if (c == NULL || c->paused || c->closing || c->in.len == 0)
-            continue;
-        run_input(s, c);
-        if (c->paused || c->closing)
-            client_interest(s, c);
-    }
-}
-
-/* Sends queued replies; returns 0 if the client is still alive. */
-static int client_write(server_t *s, client_t *c)
-{
-    size_t off = 0;
-
-    while (off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
-        if (n > 0) {
-            off += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            break;
-        client_free(s, c);
-        return -1;
-    }
-    if (off > 0) {
-        rbuf_consume(&c->out, off);
-        c->last_active_ms = rbd_mono_ms();
-    }
-    if (c->out.len == 0 && c->out.cap > KEEP_BUF)
-        rbuf_free(&c->out);
-    client_account(s, c);
-    if (c->out.len == 0 && c->closing) {
-        client_free(s, c);
-        return -1;
-    }
-    if (c->out.oom) {
-        rbd_log(LOG_WARNING, "client %llu: reply buffer out of memory, closing",
-                (unsigned long long)c->id);
-        client_free(s, c);
-        return -1;
-    }
-    {
-        int was = c->writing, was_paused = c->paused;
-        c->writing = c->out.len > 0;
-        if (c->paused && c->out.len < s->cfg.output_soft_limit) {
-            /* Drained below the soft limit: its waiting requests run at
-             * the start of the next turn (so their records go through
-             * the group commit like any other), then input is read. */
-            c->paused = 0;
-            if (c->in.len > 0)
-                s->resume_pending = 1;
-        }
-        if (was != c->writing || was_paused != c->paused)
-            client_interest(s, c);
-    }
-    return 0;
 }
 
 static void reload(server_t *s)
@@ -567,32 +262,21 @@ static void reload(server_t *s)
     const char *which;
     char err[512];
 
-    if (rbd_load_config(&fresh, err, sizeof(err)) != 0) {
+    if (rbd_config_build(s->src, &fresh, err, sizeof(err)) != 0) {
         rbd_log(LOG_WARNING, "SIGHUP: configuration not reloaded: %s", err);
         return;
     }
-    if (rbd_config_needs_restart(&s->cfg, &fresh, &which)) {
+    if (rbd_config_keep_restart_only(&fresh, &s->cfg, &which))
         rbd_log(LOG_WARNING, "SIGHUP: '%s' changed but takes a restart; "
                 "the settings that can change now are applied", which);
-        /* Keep every setting that cannot change at runtime as it is. */
-        snprintf(fresh.instance, sizeof(fresh.instance), "%s", s->cfg.instance);
-        snprintf(fresh.socket, sizeof(fresh.socket), "%s", s->cfg.socket);
-        snprintf(fresh.pidfile, sizeof(fresh.pidfile), "%s", s->cfg.pidfile);
-        snprintf(fresh.dir, sizeof(fresh.dir), "%s", s->cfg.dir);
-        fresh.socket_mode = s->cfg.socket_mode;
-        fresh.segment_mode = s->cfg.segment_mode;
-        fresh.max_memory = s->cfg.max_memory;
-        fresh.max_filters = s->cfg.max_filters;
-        fresh.ring_mode = s->cfg.ring_mode;
-        fresh.ring_replicas = s->cfg.ring_replicas;
-    }
     s->cfg = fresh;
-    server_fit_fd_limit(s);
+    s->aof.appendfsync = s->cfg.appendfsync;
+    fit_fd_limit(s);
     rbd_log_level(s->cfg.loglevel);
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
             s->clients[fd]->can_write =
-                server_may_write(s, s->clients[fd]->uid, s->clients[fd]->gid);
+                may_write(s, s->clients[fd]->uid, s->clients[fd]->gid);
     rbd_log(LOG_NOTICE, "configuration reloaded");
 }
 
@@ -615,11 +299,12 @@ static void handle_signals(server_t *s)
 static void housekeeping(server_t *s, uint64_t now)
 {
     if (now - s->last_heartbeat_ms >= 1000) {
-        rbd_segment_watch(s);
-        rb_segment_heartbeat(s->seg);
+        rbd_segwatch_check(&s->watch, &s->state, &s->cfg);
+        rb_segment_heartbeat(s->state.seg);
         s->last_heartbeat_ms = now;
-        rbd_filters_tick(s, rbd_now_ms() / 1000);
-        persist_tick(s, now);
+        rbd_filters_tick(&s->state, &s->aof, rbd_now_ms() / 1000);
+        rbd_aof_tick(&s->aof);
+        rbd_snapshot_tick(&s->snaps, &s->aof, s->state.seg, &s->cfg, now);
     }
     if (s->accept_paused && now >= s->accept_resume_ms)
         accept_resume(s);
@@ -633,13 +318,13 @@ static void housekeeping(server_t *s, uint64_t now)
             if (c != NULL && !c->awaits_log && now > c->last_active_ms &&
                 now - c->last_active_ms > 1000ull * s->cfg.timeout) {
                 s->timeouts++;
-                client_free(s, c);
+                rbd_client_free(s, c);
             }
         }
     }
 }
 
-int server_run(server_t *s)
+int rbd_server_run(server_t *s)
 {
     struct epoll_event ev[MAX_EVENTS];
     uint64_t last_tick = 0;
@@ -654,7 +339,7 @@ int server_run(server_t *s)
             return -1;
         }
         if (s->resume_pending)
-            run_paused(s);
+            rbd_clients_resume(s);
         for (int i = 0; i < n && !s->shutdown; i++) {
             int fd = ev[i].data.fd;
             client_t *c;
@@ -669,13 +354,13 @@ int server_run(server_t *s)
             c = (size_t)fd < s->clients_cap ? s->clients[fd] : NULL;
             if (c != NULL && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing &&
                 !c->paused)
-                client_read(s, c);
+                rbd_client_read(s, c);
         }
         /* Group commit: one write (+ fsync) for the whole turn, then
          * replies.  If the log failed, only clients whose replies
          * acknowledge an unlogged record wait (P1); the others - reads,
          * MISCONF refusals, INFO - are answered. */
-        held = persist_flush(s) != 0;
+        held = rbd_aof_flush(&s->aof) != 0;
         for (size_t fd = 0; fd < s->clients_cap; fd++) {
             client_t *c = s->clients[fd];
             if (c == NULL)
@@ -687,10 +372,10 @@ int server_run(server_t *s)
                  * socket would wake every turn for nothing. */
                 if (c->writing) {
                     c->writing = 0;
-                    client_interest(s, c);
+                    rbd_client_interest(s, c);
                 }
             } else if (c->out.len > 0 || c->closing) {
-                client_write(s, c);
+                rbd_client_write(s, c);
             }
         }
         now = rbd_mono_ms();
@@ -702,11 +387,11 @@ int server_run(server_t *s)
     return 0;
 }
 
-void server_close(server_t *s)
+void rbd_server_close(server_t *s)
 {
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
-            client_free(s, s->clients[fd]);
+            rbd_client_free(s, s->clients[fd]);
     free(s->clients);
     s->clients = NULL;
     s->clients_cap = 0;
@@ -721,9 +406,7 @@ void server_close(server_t *s)
     if (s->spare_fd >= 0)
         close(s->spare_fd);
     s->lfd = s->sigfd = s->epfd = s->spare_fd = -1;
-    free(scratch_argv);
-    free(scratch_argl);
-    scratch_argv = NULL;
-    scratch_argl = NULL;
-    scratch_cap = 0;
+    free(s->argv);
+    s->argv = NULL;
+    s->argv_cap = 0;
 }

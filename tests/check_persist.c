@@ -1,11 +1,11 @@
 /*
- * check_persist.c - ringbloomd's state directory at start-up (daemon/
- * persist.c; docs/design.md, "Files in the state directory" and
- * "Start-up"): every file state a crash can leave starts with every
- * acknowledged change, every other one is a refusal that names the files,
- * offsets and ids (exit status 1, nothing left in /dev/shm), and
- * --ignore-corrupt starts anyway, keeping a byte-identical copy of what it
- * discards and saying what that was.
+ * check_persist.c - ringbloomd's state directory at start-up
+ * (daemon/recovery.c, replay.c, snapshot.c; docs/design.md, "Files in the
+ * state directory" and "Start-up"): every file state a crash can leave
+ * starts with every acknowledged change, every other one is a refusal that
+ * names the files, offsets and ids (exit status 1, nothing left in
+ * /dev/shm), and --ignore-corrupt starts anyway, keeping a byte-identical
+ * copy of what it discards and saying what that was.
  *
  * The files are damaged or rearranged by hand between runs: single bits
  * of both headers, logs of other snapshots, missing files, records cut

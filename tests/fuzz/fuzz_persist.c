@@ -1,9 +1,8 @@
 /*
  * fuzz_persist.c - libFuzzer target: ringbloomd's start-up restore of a
- * snapshot and an append-only log (daemon/persist.c), through the same
- * functions persist_start runs on the mapped files
- * (persist_load_snapshot_buf, persist_load_log_buf), into a private
- * (memfd) segment.
+ * snapshot and an append-only log (daemon/snapshot.c, daemon/replay.c),
+ * through the same functions rbd_recovery_start runs on the mapped files
+ * (rbd_snapshot_load, rbd_replay_log), into a private (memfd) segment.
  *
  * Input: byte 0 flags (1 snapshot present, 2 log present, 4 load-truncated,
  * 8 fix checksums), bytes 1-4 the snapshot's length n (u32 LE, clamped),
@@ -38,7 +37,8 @@
 #include <xxhash.h>
 
 #include "rb_internal.h"
-#include "rbd.h"
+#include "rbd_log.h"
+#include "replay.h"
 #define FUZZ_TARGET "fuzz_persist"
 #include "fuzz.h"
 
@@ -103,7 +103,7 @@ static void fix_log(unsigned char *log, size_t len)
 }
 
 /* The segment as readers (and the next start) will see it. */
-static void check_restored(server_t *s)
+static void check_restored(rbd_state_t *s)
 {
     static const char *keys[] = { "", "a", "key:1", "http://example.com/" };
     rb_ring_stat_t st;
@@ -164,12 +164,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static server_t s;
+    static rbd_config_t cfg;
+    static rbd_state_t s;
     rb_segment_opts_t o;
     unsigned char *snap = NULL, *log = NULL;
     size_t snap_len, snap_alloc, log_len;
-    persist_snap_t snap_info = { "snapshot", 0, 0, 0, 0 };
-    persist_replay_t replay;
+    rbd_snap_t snap_info = { "snapshot", 0, 0, 0, 0 };
+    rbd_replay_t replay;
     char err[512];
     int flags, ok = 0, rc;
 
@@ -203,33 +204,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     memset(&s, 0, sizeof(s));
-    CHECK(rbd_config_defaults(&s.cfg, "fuzz") == RB_OK);
-    s.cfg.max_memory = 8u << 20;
-    s.cfg.max_filters = 16;
-    s.cfg.load_truncated = (flags & F_TRUNCATED) != 0;
+    CHECK(rbd_config_defaults(&cfg, "fuzz") == RB_OK);
+    cfg.max_memory = 8u << 20;
+    cfg.max_filters = 16;
+    cfg.load_truncated = (flags & F_TRUNCATED) != 0;
 
-    /* persist_start, steps 2-4, with the files' bytes. */
+    /* rbd_recovery_start, steps 2-4, with the files' bytes. */
     if (flags & F_SNAP) {
-        if (persist_load_snapshot_buf(&s, NULL, "snapshot", snap, snap_len, &snap_info, err,
-                                      sizeof(err)) != 0) {
+        if (rbd_snapshot_load(&cfg, NULL, "snapshot", snap, snap_len, &snap_info, &s.seg, err,
+                              sizeof(err)) != 0) {
             CHECK(s.seg == NULL);   /* nothing half-loaded */
             goto out;
         }
         CHECK(s.seg != NULL && snap_info.present);
     } else {
         memset(&o, 0, sizeof(o));
-        o.mode = s.cfg.segment_mode;
-        o.max_size = s.cfg.max_memory;
-        o.max_filters = s.cfg.max_filters;
+        o.mode = cfg.segment_mode;
+        o.max_size = cfg.max_memory;
+        o.max_filters = cfg.max_filters;
         o.flags = RB_SEGMENT_HIDDEN;
         CHECK(rb_segment_create(NULL, &o, &s.seg) == RB_OK);
     }
     rc = snap_info.present ? rb_ring_load(s.seg, &s.ring)
-                           : rb_ring_new(s.cfg.ring_mode, s.cfg.ring_replicas, &s.ring);
+                           : rb_ring_new(cfg.ring_mode, cfg.ring_replicas, &s.ring);
     if (rc != RB_OK)
         goto out;
     if (flags & F_LOG) {
-        rc = persist_load_log_buf(&s, "log", log, log_len, &snap_info, &replay, err, sizeof(err));
+        rc = rbd_replay_log(&cfg, &s, "log", log, log_len, &snap_info, &replay, err, sizeof(err));
         CHECK(replay.applied <= log_len);
         if (rc != 0)
             goto out;
@@ -239,7 +240,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (replay.skipped)
             CHECK(replay.records == 0 && replay.applied == 0);
         else if (replay.torn)
-            CHECK(s.cfg.load_truncated && replay.applied < log_len);
+            CHECK(cfg.load_truncated && replay.applied < log_len);
         else
             CHECK(replay.applied == log_len);
     }
@@ -250,7 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 out:
     if (ok)
         check_restored(&s);
-    rbd_filters_close(&s);
+    rbd_filters_close(&s.filters);
     rb_segment_close(s.seg);
     rb_ring_free(s.ring);
     free(snap);

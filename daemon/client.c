@@ -1,0 +1,352 @@
+/*
+ * client.c - one client of ringbloomd: its connection and buffers, reading
+ * its requests and running them (cmd.c) in order, writing its replies, and
+ * the bounds on what it holds (docs/design.md, "Request flow and group
+ * commit"; server.c's header has all four):
+ *   B1 a client's unsent replies pass client-output-soft-limit by at most
+ *      one reply: its pipeline pauses there (the rest of its requests wait,
+ *      unread or unexecuted) until it reads; one reply that takes it past
+ *      client-output-hard-limit closes it;
+ *   B2 all clients' buffers together (input, parser, output) stay within
+ *      max-client-memory: before a buffer grows past it, the client
+ *      holding the most is closed.
+ * When its replies may go is the loop's business (server.c: group
+ * commit); a client whose command appended a log record is marked
+ * awaits_log here, and its replies wait for the log (P1).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "server.h"
+
+#define READ_CHUNK   (64u * 1024u)
+#define READ_TURN    (16u * READ_CHUNK)  /* bytes read per client per loop turn */
+#define KEEP_BUF     (4u * READ_CHUNK)   /* an idle client keeps buffers up to this */
+
+/* Brings c's share of client_mem up to date with its buffers. */
+static void client_account(server_t *s, client_t *c)
+{
+    uint64_t now = c->in.cap + c->out.cap + resp_parser_memory(&c->parser);
+
+    s->client_mem = s->client_mem - c->mem + now;
+    c->mem = now;
+}
+
+void rbd_client_free(server_t *s, client_t *c)
+{
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    s->clients[c->fd] = NULL;
+    s->nclients--;
+    s->client_mem -= c->mem;
+    rbuf_free(&c->in);
+    rbuf_free(&c->out);
+    resp_parser_free(&c->parser);
+    free(c);
+    if (s->accept_paused)
+        s->accept_resume_ms = 0;   /* a descriptor is free: try again now */
+}
+
+/* A client for connection fd of the peer cred, watched for input; fd is
+ * closed if there is no memory for it. */
+void rbd_client_new(server_t *s, int fd, const struct ucred *cred, int can_write)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+    client_t *c;
+
+    if ((size_t)fd >= s->clients_cap) {
+        size_t cap = s->clients_cap ? s->clients_cap : 64;
+        client_t **n;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        n = realloc(s->clients, cap * sizeof(*n));
+        if (n == NULL) {
+            close(fd);
+            return;
+        }
+        memset(n + s->clients_cap, 0, (cap - s->clients_cap) * sizeof(*n));
+        s->clients = n;
+        s->clients_cap = cap;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        return;
+    }
+    c->fd = fd;
+    c->id = ++s->next_client_id;
+    c->uid = cred->uid;
+    c->gid = cred->gid;
+    c->pid = cred->pid;
+    c->can_write = can_write;
+    c->last_active_ms = rbd_mono_ms();
+    resp_parser_init(&c->parser);
+    s->clients[fd] = c;
+    s->nclients++;
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Sets what epoll watches for c: input unless it is closing or paused
+ * (B1: its replies pile up), output while replies wait for a slow
+ * reader. */
+void rbd_client_interest(server_t *s, client_t *c)
+{
+    struct epoll_event ev = { .events = 0, .data.fd = c->fd };
+
+    if (!c->closing && !c->paused)
+        ev.events |= EPOLLIN;
+    if (c->writing)
+        ev.events |= EPOLLOUT;
+    /* epoll reports EPOLLHUP and EPOLLERR whatever the interest set, so a
+     * client with nothing to wait for leaves the set: a hung-up client
+     * whose replies wait for the log would otherwise wake every turn (a
+     * busy loop).  It comes back when it has output to wait for. */
+    if (ev.events == 0) {
+        epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        return;
+    }
+    if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0 && errno == ENOENT)
+        epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+/* Closes c as soon as a short error reply is out, giving its buffers back
+ * at once (B1, B2).  Its unsent replies are dropped: a closed client
+ * acknowledges nothing, so P1 is not at stake. */
+static void client_drop(server_t *s, client_t *c, const char *why)
+{
+    rbuf_free(&c->in);
+    rbuf_free(&c->out);
+    resp_parser_free(&c->parser);
+    resp_error(&c->out, "ERR %s", why);
+    c->closing = 1;
+    c->paused = 0;
+    c->awaits_log = 0;
+    client_account(s, c);
+    rbd_client_interest(s, c);
+}
+
+/* B2: closes the clients holding the most until `extra` more bytes fit in
+ * max-client-memory.  A client whose buffers are no larger than a read
+ * chunk is never worth closing for it (and has nothing to give back). */
+static void make_room(server_t *s, uint64_t extra)
+{
+    while (s->client_mem + extra > s->cfg.max_client_memory) {
+        client_t *big = NULL;
+        for (size_t fd = 0; fd < s->clients_cap; fd++) {
+            client_t *c = s->clients[fd];
+            if (c != NULL && (big == NULL || c->mem > big->mem))
+                big = c;
+        }
+        if (big == NULL || big->mem <= READ_CHUNK)
+            return;
+        s->evicted_clients++;
+        rbd_log_every(&s->log_evict, RBD_LOG_EVERY_MS, LOG_WARNING, "closing client %llu (uid %u, "
+                      "pid %d): all clients' buffers would exceed max-client-memory (%llu "
+                      "bytes) and its %llu bytes are the most", (unsigned long long)big->id,
+                      (unsigned)big->uid, (int)big->pid,
+                      (unsigned long long)s->cfg.max_client_memory,
+                      (unsigned long long)big->mem);
+        client_drop(s, big, "closed: all clients' buffers exceed max-client-memory");
+    }
+}
+
+/* Runs the request the parser completed in base (c's input): its reply
+ * goes to c->out.  0, or -1 if its arguments could not be gathered (out of
+ * memory: c closes). */
+static int execute(server_t *s, client_t *c, const char *base)
+{
+    size_t logged = s->aof.pending.len;
+
+    if (c->parser.nargs > s->argv_cap) {
+        size_t cap = c->parser.nargs * 2;
+        const char **a = realloc(s->argv, cap * sizeof(*a));
+        if (a == NULL)
+            return -1;
+        s->argv = a;
+        s->argv_cap = cap;
+    }
+    for (size_t i = 0; i < c->parser.nargs; i++)
+        s->argv[i] = resp_arg(&c->parser, base, i);
+    rbd_cmd_execute(s, c, c->parser.nargs, s->argv, c->parser.len);
+    c->last_active_ms = rbd_mono_ms();
+    /* A command that appended a record acknowledges it: this client's
+     * replies now wait for the log. */
+    if (s->aof.pending.len > logged || s->aof.pending.oom)
+        c->awaits_log = 1;
+    return 0;
+}
+
+/* Executes the complete requests in c's input, in order, and consumes
+ * them, until only a partial request is left, c closes, or its replies
+ * reach client-output-soft-limit (B1: c pauses; the rest runs once they
+ * drain, rbd_clients_resume).  A reply that takes c past
+ * client-output-hard-limit closes it. */
+static void run_input(server_t *s, client_t *c)
+{
+    resp_limits_t lim;
+    size_t done = 0;
+
+    resp_limits_init(&lim, s->cfg.max_request_bytes);
+    while (!c->closing && !s->shutdown) {
+        const char *base = c->in.data + done;
+        const char *err;
+        int rc;
+
+        if (c->out.len >= s->cfg.output_soft_limit) {
+            c->paused = 1;
+            break;
+        }
+        rc = resp_parse(&c->parser, base, c->in.len - done, &lim, &err);
+        if (rc == RESP_MORE)
+            break;   /* what is left <= max-request-bytes: the parser refuses more */
+        if (rc == RESP_ERR) {
+            resp_error(&c->out, "ERR %s", err);
+            s->protocol_errors++;
+            c->closing = 1;
+            break;
+        }
+        if (c->parser.nargs > 0 && execute(s, c, base) != 0) {
+            c->closing = 1;
+            break;
+        }
+        done += c->parser.pos;
+        resp_parser_reset(&c->parser);
+        if (c->out.len > s->cfg.output_hard_limit) {
+            s->output_limit_clients++;
+            rbd_log_every(&s->log_evict, RBD_LOG_EVERY_MS, LOG_WARNING, "closing client %llu "
+                          "(uid %u, pid %d): its unsent replies (%zu bytes) passed "
+                          "client-output-hard-limit (%llu)", (unsigned long long)c->id,
+                          (unsigned)c->uid, (int)c->pid, c->out.len,
+                          (unsigned long long)s->cfg.output_hard_limit);
+            client_drop(s, c, "closed: unsent replies passed client-output-hard-limit");
+            return;
+        }
+    }
+    if (done > 0)
+        rbuf_consume(&c->in, done);
+    if (c->in.len == 0 && c->in.cap > KEEP_BUF)
+        rbuf_free(&c->in);
+    client_account(s, c);
+    make_room(s, 0);
+}
+
+void rbd_client_read(server_t *s, client_t *c)
+{
+    size_t turn = 0;
+    int eof = 0;
+
+    /* A bounded share per turn, so one busy client cannot starve the rest
+     * (epoll is level-triggered: the remainder is read next turn). */
+    while (turn < READ_TURN && !c->paused && !c->closing && !s->shutdown) {
+        ssize_t n;
+        if (c->in.cap - c->in.len < READ_CHUNK) {
+            size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK * 2;
+            char *d;
+            make_room(s, cap - c->in.cap);
+            if (c->closing)
+                break;   /* c itself held the most */
+            d = realloc(c->in.data, cap);
+            if (d == NULL) {
+                c->closing = 1;
+                break;
+            }
+            c->in.data = d;
+            c->in.cap = cap;
+            client_account(s, c);
+        }
+        n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            turn += (size_t)n;
+            run_input(s, c);
+            continue;
+        }
+        if (n == 0)
+            eof = 1;
+        else if (errno == EINTR)
+            continue;
+        else if (errno != EAGAIN)
+            eof = 1;
+        break;
+    }
+    if (eof)
+        c->closing = 1;
+    if (c->closing || c->paused)
+        rbd_client_interest(s, c);
+}
+
+/* B1: runs the waiting requests of paused clients whose replies drained
+ * (rbd_client_write clears `paused` and sets resume_pending). */
+void rbd_clients_resume(server_t *s)
+{
+    s->resume_pending = 0;
+    for (size_t fd = 0; fd < s->clients_cap; fd++) {
+        client_t *c = s->clients[fd];
+        if (c == NULL || c->paused || c->closing || c->in.len == 0)
+            continue;
+        run_input(s, c);
+        if (c->paused || c->closing)
+            rbd_client_interest(s, c);
+    }
+}
+
+/* Sends queued replies; returns 0 if the client is still alive. */
+int rbd_client_write(server_t *s, client_t *c)
+{
+    size_t off = 0;
+
+    while (off < c->out.len) {
+        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            break;
+        rbd_client_free(s, c);
+        return -1;
+    }
+    if (off > 0) {
+        rbuf_consume(&c->out, off);
+        c->last_active_ms = rbd_mono_ms();
+    }
+    if (c->out.len == 0 && c->out.cap > KEEP_BUF)
+        rbuf_free(&c->out);
+    client_account(s, c);
+    if (c->out.len == 0 && c->closing) {
+        rbd_client_free(s, c);
+        return -1;
+    }
+    if (c->out.oom) {
+        rbd_log(LOG_WARNING, "client %llu: reply buffer out of memory, closing",
+                (unsigned long long)c->id);
+        rbd_client_free(s, c);
+        return -1;
+    }
+    {
+        int was = c->writing, was_paused = c->paused;
+        c->writing = c->out.len > 0;
+        if (c->paused && c->out.len < s->cfg.output_soft_limit) {
+            /* Drained below the soft limit: its waiting requests run at
+             * the start of the next turn (so their records go through
+             * the group commit like any other), then input is read. */
+            c->paused = 0;
+            if (c->in.len > 0)
+                s->resume_pending = 1;
+        }
+        if (was != c->writing || was_paused != c->paused)
+            rbd_client_interest(s, c);
+    }
+    return 0;
+}
+

@@ -1,0 +1,52 @@
+/*
+ * client.h - one client of ringbloomd (client.c): its connection, buffers
+ * and state in the event loop.
+ */
+#ifndef RBD_CLIENT_H
+#define RBD_CLIENT_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "resp.h"
+
+struct server;
+struct ucred;
+
+typedef struct client {
+    int fd;
+    uint64_t id;
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+    resp_buf_t in;        /* received, not yet executed */
+    resp_parser_t parser;
+    resp_buf_t out;       /* replies not yet sent */
+    uint64_t mem;         /* bytes of its buffers, counted in client_mem */
+    uint64_t last_active_ms; /* last complete request or reply byte sent */
+    int closing;          /* close once out is flushed */
+    int writing;          /* registered for EPOLLOUT */
+    int can_write;        /* may run mutations (decided at accept and on SIGHUP) */
+    int awaits_log;       /* a reply in out acknowledges a record not yet
+                             durable: out waits for the log (P1) */
+    int paused;           /* complete requests wait in `in` until out
+                             drains below client-output-soft-limit */
+} client_t;
+
+/* A client for connection fd of the peer cred (may it write: can_write),
+ * watched for input; fd is closed if there is no memory for it. */
+void rbd_client_new(struct server *s, int fd, const struct ucred *cred, int can_write);
+/* Closes c and frees it, its buffers given back at once. */
+void rbd_client_free(struct server *s, client_t *c);
+/* Sets what epoll watches for c from its state. */
+void rbd_client_interest(struct server *s, client_t *c);
+/* Reads what c sent (a bounded share per loop turn) and runs every
+ * complete request in it. */
+void rbd_client_read(struct server *s, client_t *c);
+/* Sends c's queued replies: 0 if c is still there, -1 if it was freed. */
+int rbd_client_write(struct server *s, client_t *c);
+/* B1: runs the waiting requests of paused clients whose replies drained. */
+void rbd_clients_resume(struct server *s);
+
+#endif /* RBD_CLIENT_H */

@@ -1,0 +1,98 @@
+/*
+ * cmd.h - ringbloomd's commands: what a handler gets (rbd_ctx_t), what a
+ * command table row says (rbd_command_t, its flags), the helpers every
+ * handler uses (cmd_util.c), the per-family tables (cmd_bf.c, cmd_ring.c,
+ * cmd_server.c) and the dispatcher (cmd.c).
+ *
+ * A command is one row in its family's table and one handler.  The
+ * dispatcher has checked its arity (a range: the handler checks the rest)
+ * and its flags before the handler runs.  A handler either fully succeeds
+ * or changes nothing (a BF.ADD / BF.MADD / BF.INSERT that fills a filter
+ * part-way keeps, and logs, the keys before); it changes the state only
+ * through an op (ops.c), which logs the change.
+ */
+#ifndef RBD_CMD_H
+#define RBD_CMD_H
+
+#include <stddef.h>
+
+#include "resp.h"
+#include "server.h"
+
+/* Command flags, after Redis's (server.h).  A command with none only reads
+ * the state or its own connection: anyone may run it, always. */
+#define CMD_WRITE 0x1u   /* a mutation: needs write permission, and is refused
+                            (MISCONF) while the log cannot be written */
+#define CMD_ADMIN 0x2u   /* needs write permission; logs nothing, so it runs
+                            while the log is broken (SAVE: a snapshot is what
+                            repairs it; SHUTDOWN) */
+
+typedef struct rbd_command rbd_command_t;
+
+typedef struct rbd_ctx {
+    server_t *s;
+    client_t *c;
+    size_t argc;
+    const char **argv;
+    const size_t *argl;
+    resp_buf_t *out;              /* the client's replies */
+    const rbd_command_t *cmd;     /* the command being run */
+} rbd_ctx_t;
+
+struct rbd_command {
+    const char *name;
+    size_t len;                   /* of name */
+    int arity;                    /* > 0: exactly; < 0: at least -arity (name included) */
+    unsigned flags;               /* CMD_* */
+    void (*fn)(rbd_ctx_t *x);
+};
+
+/* A table row: the name's length is computed from the literal. */
+#define RBD_COMMAND(name, arity, flags, fn) { name, sizeof(name) - 1, arity, flags, fn }
+
+/* The families' tables, each ended by a row with a NULL name. */
+extern const rbd_command_t rbd_cmd_bf_table[];
+extern const rbd_command_t rbd_cmd_ring_table[];
+extern const rbd_command_t rbd_cmd_server_table[];
+
+/* Runs one request of client c (argv[0] the command name): its reply, or
+ * the reason it was refused, goes to c->out. */
+void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
+                     const size_t *argl);
+
+/* ---- handlers' helpers (cmd_util.c) ---------------------------------------------- */
+
+/* 1 if argument i is word, ignoring case. */
+int rbd_cmd_arg_is(const rbd_ctx_t *x, size_t i, const char *word);
+/* Strict integer (Redis's string2ll rules: no sign for zero, no spaces):
+ * 0, or -1. */
+int rbd_cmd_arg_ll(const rbd_ctx_t *x, size_t i, long long *out);
+/* A finite double, nothing after it: 0, or -1. */
+int rbd_cmd_arg_double(const rbd_ctx_t *x, size_t i, double *out);
+/* Key argument i against max-key-bytes (and not empty): 0, or replies and
+ * returns -1.  _keys: every argument from first on. */
+int rbd_cmd_arg_key(rbd_ctx_t *x, size_t i);
+int rbd_cmd_arg_keys(rbd_ctx_t *x, size_t first);
+/* A name argument (what: "filter", "node") of 1..max bytes: 0, or replies
+ * and returns -1. */
+int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max);
+
+/* The command's name in lower case, as Redis names its own commands. */
+const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap);
+/* Replies "wrong number of arguments" for the command being run. */
+void rbd_cmd_wrong_arity(rbd_ctx_t *x);
+
+/* Where a library error came from: it decides the words of the reply. */
+typedef enum rbd_err_at {
+    RBD_AT_FILTER,     /* using an existing filter */
+    RBD_AT_CREATE,     /* creating a filter */
+    RBD_AT_ADD,        /* adding keys */
+    RBD_AT_NODE,       /* changing the ring model */
+    RBD_AT_PUBLISH,    /* publishing the ring */
+    RBD_AT_RING,       /* reading the published ring */
+} rbd_err_at_t;
+
+/* Replies library error rc as the error-code-to-reply table says for at. */
+void rbd_cmd_error(rbd_ctx_t *x, rbd_err_at_t at, int rc);
+
+#endif /* RBD_CMD_H */

@@ -1,0 +1,386 @@
+/*
+ * cmd_server.c - the server commands: PING, ECHO, QUIT, SELECT, COMMAND,
+ * CLIENT (what Redis clients send on connecting), CONFIG GET, SAVE,
+ * SHUTDOWN and INFO; their table and handlers.
+ */
+#include "config.h"
+
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "snapshot.h"
+
+static void cmd_ping(rbd_ctx_t *x)
+{
+    if (x->argc > 2)
+        rbd_cmd_wrong_arity(x);
+    else if (x->argc == 2)
+        resp_bulk(x->out, x->argv[1], x->argl[1]);
+    else
+        resp_simple(x->out, "PONG");
+}
+
+static void cmd_echo(rbd_ctx_t *x)
+{
+    resp_bulk(x->out, x->argv[1], x->argl[1]);
+}
+
+static void cmd_quit(rbd_ctx_t *x)
+{
+    resp_simple(x->out, "OK");
+    x->c->closing = 1;
+}
+
+static void cmd_select(rbd_ctx_t *x)
+{
+    if (rbd_cmd_arg_is(x, 1, "0"))
+        resp_simple(x->out, "OK");
+    else
+        resp_error(x->out, "ERR DB index is out of range");
+}
+
+static void cmd_command(rbd_ctx_t *x)
+{
+    /* redis-cli asks for COMMAND DOCS at start; an empty answer is fine. */
+    if (x->argc >= 2 && rbd_cmd_arg_is(x, 1, "COUNT"))
+        resp_int(x->out, 0);
+    else
+        resp_array(x->out, 0);
+}
+
+static void cmd_client(rbd_ctx_t *x)
+{
+    if (rbd_cmd_arg_is(x, 1, "SETNAME") || rbd_cmd_arg_is(x, 1, "SETINFO"))
+        resp_simple(x->out, "OK");
+    else if (rbd_cmd_arg_is(x, 1, "ID"))
+        resp_int(x->out, (long long)x->c->id);
+    else
+        resp_error(x->out, "ERR unknown subcommand '%.*s'.", (int)x->argl[1], x->argv[1]);
+}
+
+/* ---- CONFIG GET ------------------------------------------------------------------ */
+
+typedef struct cfg_get {
+    rbd_ctx_t *x;
+    size_t matches;
+    int count_only;
+} cfg_get_t;
+
+static int cfg_match(rbd_ctx_t *x, const char *name)
+{
+    for (size_t i = 2; i < x->argc; i++) {
+        char pat[256];
+        if (x->argl[i] >= sizeof(pat))
+            continue;
+        memcpy(pat, x->argv[i], x->argl[i]);
+        pat[x->argl[i]] = '\0';
+        if (fnmatch(pat, name, FNM_CASEFOLD) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void cfg_emit(const char *name, const char *value, void *arg)
+{
+    cfg_get_t *g = arg;
+
+    if (!cfg_match(g->x, name))
+        return;
+    g->matches++;
+    if (!g->count_only) {
+        resp_bulk_str(g->x->out, name);
+        resp_bulk_str(g->x->out, value);
+    }
+}
+
+static void cmd_config(rbd_ctx_t *x)
+{
+    cfg_get_t g = { x, 0, 1 };
+    char save[32];
+
+    if (!rbd_cmd_arg_is(x, 1, "GET")) {
+        resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET.", (int)x->argl[1],
+                   x->argv[1]);
+        return;
+    }
+    if (x->argc < 3) {
+        resp_error(x->out, "ERR wrong number of arguments for 'config|get' command");
+        return;
+    }
+    /* Two Redis names that redis-benchmark asks for, mapped to ours. */
+    snprintf(save, sizeof(save), "%u 1", x->s->cfg.save_seconds);
+    rbd_config_each(&x->s->cfg, cfg_emit, &g);
+    g.matches += cfg_match(x, "save") + cfg_match(x, "appendonly");
+    resp_array(x->out, 2 * g.matches);
+    g.count_only = 0;
+    rbd_config_each(&x->s->cfg, cfg_emit, &g);
+    if (cfg_match(x, "save")) {
+        resp_bulk_str(x->out, "save");
+        resp_bulk_str(x->out, save);
+    }
+    if (cfg_match(x, "appendonly")) {
+        resp_bulk_str(x->out, "appendonly");
+        resp_bulk_str(x->out, "yes");
+    }
+}
+
+/* ---- SAVE, SHUTDOWN ------------------------------------------------------------- */
+
+static void cmd_save(rbd_ctx_t *x)
+{
+    char err[512];
+
+    if (rbd_snapshot_save(&x->s->snaps, &x->s->aof, x->s->state.seg, err, sizeof(err)) == 0) {
+        resp_simple(x->out, "OK");
+    } else {
+        /* The operator reading the daemon's log must see it too. */
+        rbd_log(LOG_WARNING, "SAVE failed: %s", err);
+        resp_error(x->out, "ERR snapshot failed: %s", err);
+    }
+}
+
+static void cmd_shutdown(rbd_ctx_t *x)
+{
+    int save = 1;
+
+    if (x->argc > 2) {
+        rbd_cmd_wrong_arity(x);
+        return;
+    }
+    if (x->argc == 2) {
+        if (rbd_cmd_arg_is(x, 1, "NOSAVE"))
+            save = 0;
+        else if (!rbd_cmd_arg_is(x, 1, "SAVE")) {
+            resp_error(x->out, "ERR syntax error");
+            return;
+        }
+    }
+    rbd_log(LOG_NOTICE, "SHUTDOWN requested by client pid %d uid %u", (int)x->c->pid,
+            (unsigned)x->c->uid);
+    x->s->shutdown = 1;
+    x->s->shutdown_save = save;
+    /* As Redis: no reply; the connection closes when the daemon exits. */
+}
+
+/* ---- INFO ----------------------------------------------------------------------- */
+
+/* INFO's text: Redis-style "# Section" blocks of key:value lines. */
+typedef struct info_buf {
+    resp_buf_t b;
+    int sections;
+    server_t *s;              /* for the filters' lines (rb_bloom_list's callback) */
+    size_t filters;           /* filter lines so far */
+} info_buf_t;
+
+static void info_line(info_buf_t *ib, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void info_line(info_buf_t *ib, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof(line) - 3)
+        n = (int)sizeof(line) - 3;
+    memcpy(line + n, "\r\n", 2);
+    rbuf_append(&ib->b, line, (size_t)n + 2);
+}
+
+static void info_section(info_buf_t *ib, const char *title)
+{
+    if (ib->sections++ > 0)
+        rbuf_append(&ib->b, "\r\n", 2);
+    info_line(ib, "# %s", title);
+}
+
+static void info_server(server_t *s, info_buf_t *ib)
+{
+    info_section(ib, "Server");
+    info_line(ib, "ringbloom_version:%s", PACKAGE_VERSION);
+    info_line(ib, "process_id:%d", (int)getpid());
+    info_line(ib, "instance:%s", s->cfg.instance);
+    info_line(ib, "segment:/dev/shm/ringbloom.%s", s->cfg.instance);
+    info_line(ib, "socket:%s", s->cfg.socket);
+    info_line(ib, "config_file:%s", s->src != NULL ? s->src->file : "");
+    info_line(ib, "uptime_in_seconds:%llu",
+              (unsigned long long)((rbd_mono_ms() - s->start_ms) / 1000));
+}
+
+static void info_clients(server_t *s, info_buf_t *ib)
+{
+    info_section(ib, "Clients");
+    info_line(ib, "connected_clients:%u", s->nclients);
+    info_line(ib, "max_clients:%u", s->cfg.max_clients);
+    info_line(ib, "reserved_writer_clients:%u", s->cfg.reserved_writer_clients);
+    info_line(ib, "max_open_files:%llu", (unsigned long long)s->fd_limit);
+    info_line(ib, "rejected_connections:%llu", (unsigned long long)s->rejected_clients);
+    info_line(ib, "client_buffers_bytes:%llu", (unsigned long long)s->client_mem);
+    info_line(ib, "max_client_memory:%llu", (unsigned long long)s->cfg.max_client_memory);
+    info_line(ib, "evicted_clients:%llu", (unsigned long long)s->evicted_clients);
+    info_line(ib, "output_limit_clients:%llu", (unsigned long long)s->output_limit_clients);
+}
+
+static void info_memory(server_t *s, info_buf_t *ib)
+{
+    rb_segment_info_t si;
+
+    if (rb_segment_info(s->state.seg, &si) != RB_OK)
+        return;
+    info_section(ib, "Memory");
+    info_line(ib, "segment_used_bytes:%llu", (unsigned long long)si.used);
+    info_line(ib, "segment_committed_bytes:%llu", (unsigned long long)si.size);
+    info_line(ib, "segment_max_bytes:%llu", (unsigned long long)si.max_size);
+    info_line(ib, "segment_generation:%llu", (unsigned long long)si.generation);
+    info_line(ib, "segment_linked:%d", s->watch.linked);
+    info_line(ib, "segment_republished:%llu", (unsigned long long)s->watch.republished);
+}
+
+static void info_persistence(server_t *s, info_buf_t *ib)
+{
+    const rbd_aof_t *a = &s->aof;
+
+    info_section(ib, "Persistence");
+    info_line(ib, "dir:%s", a->dir);
+    info_line(ib, "appendfsync:%s", s->cfg.appendfsync == FSYNC_ALWAYS ? "always"
+              : s->cfg.appendfsync == FSYNC_NO ? "no" : "everysec");
+    info_line(ib, "log_bytes:%llu", (unsigned long long)a->log_bytes);
+    info_line(ib, "changes_since_last_save:%llu", (unsigned long long)a->changes);
+    info_line(ib, "last_save_time:%llu", (unsigned long long)(s->snaps.last_ms / 1000));
+    info_line(ib, "last_save_status:%s", s->snaps.last_failed ? "err" : "ok");
+    info_line(ib, "snapshots:%llu", (unsigned long long)s->snaps.count);
+    info_line(ib, "log_fsyncs:%llu", (unsigned long long)a->fsyncs);
+    info_line(ib, "log_write_errors:%llu", (unsigned long long)a->log_errors);
+    info_line(ib, "log_write_ok:%d", !rbd_aof_refuses(a));
+}
+
+static void info_stats(server_t *s, info_buf_t *ib)
+{
+    info_section(ib, "Stats");
+    info_line(ib, "total_connections_received:%llu", (unsigned long long)s->connections);
+    info_line(ib, "total_commands_processed:%llu", (unsigned long long)s->commands);
+    info_line(ib, "denied_commands:%llu", (unsigned long long)s->denied);
+    info_line(ib, "protocol_errors:%llu", (unsigned long long)s->protocol_errors);
+    info_line(ib, "client_timeouts:%llu", (unsigned long long)s->timeouts);
+    info_line(ib, "bf_new_items:%llu", (unsigned long long)s->state.bf_adds);
+    info_line(ib, "ring_changes:%llu", (unsigned long long)s->state.ring_changes);
+}
+
+static void info_ring(server_t *s, info_buf_t *ib)
+{
+    rb_ring_stat_t rs;
+
+    if (rb_ring_stat(s->state.seg, &rs) != RB_OK)
+        return;
+    info_section(ib, "Ring");
+    info_line(ib, "ring_mode:%s", rb_ring_mode_name(rb_ring_mode(s->state.ring)));
+    info_line(ib, "ring_replicas:%u", rb_ring_replicas(s->state.ring));
+    info_line(ib, "ring_nodes:%u", rs.nodes);
+    info_line(ib, "ring_points:%u", rs.points);
+    info_line(ib, "ring_version:%llu", (unsigned long long)rs.version);
+    info_line(ib, "ring_bytes_per_copy:%llu", (unsigned long long)rs.bytes);
+}
+
+/* A filter name made printable for an INFO line. */
+static void printable(char *out, size_t cap, const char *s, size_t len)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < len && w + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c > 32 && c < 127 && c != ',' && c != '=' && c != '\\')
+            out[w++] = (char)c;
+        else
+            w += (size_t)snprintf(out + w, cap - w, "\\x%02x", c);
+    }
+    out[w] = '\0';
+}
+
+static int info_filter(const char *fname, size_t len, void *arg)
+{
+    info_buf_t *ib = arg;
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    char name[1100];
+    int rc;
+
+    bf = rbd_filters_get(&ib->s->state.filters, ib->s->state.seg, fname, len, &rc);
+    if (bf == NULL || rb_bloom_info(bf, &st) != RB_OK)
+        return 0;
+    printable(name, sizeof(name), fname, len);
+    info_line(ib, "filter_%zu:name=%s,layout=%s,kind=%s,capacity=%llu,error_rate=%g,"
+              "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu",
+              ib->filters++, name, st.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard",
+              (st.flags & RB_BLOOM_AGING) ? "aging" : (st.flags & RB_BLOOM_NONSCALING)
+              ? "nonscaling" : "scaling", (unsigned long long)st.capacity, st.error_rate,
+              st.layers, (unsigned long long)st.items, (unsigned long long)st.bytes, st.fill,
+              st.est_fpr, (unsigned long long)st.rotations);
+    return 0;
+}
+
+static void info_bloom(server_t *s, info_buf_t *ib)
+{
+    rb_segment_info_t si;
+
+    if (rb_segment_info(s->state.seg, &si) != RB_OK)
+        return;
+    info_section(ib, "Bloom");
+    info_line(ib, "filters:%u", si.filters);
+    info_line(ib, "max_filters:%u", si.max_filters);
+    rb_bloom_list(s->state.seg, info_filter, ib);
+}
+
+static int info_want(rbd_ctx_t *x, const char *section)
+{
+    if (x->argc < 2)
+        return 1;
+    for (size_t i = 1; i < x->argc; i++)
+        if (rbd_cmd_arg_is(x, i, section) || rbd_cmd_arg_is(x, i, "all") ||
+            rbd_cmd_arg_is(x, i, "everything"))
+            return 1;
+    return 0;
+}
+
+static void cmd_info(rbd_ctx_t *x)
+{
+    static const struct {
+        const char *name;
+        void (*fn)(server_t *s, info_buf_t *ib);   /* writes nothing if it cannot tell */
+    } sections[] = {
+        { "server", info_server }, { "clients", info_clients }, { "memory", info_memory },
+        { "persistence", info_persistence }, { "stats", info_stats }, { "ring", info_ring },
+        { "bloom", info_bloom },
+    };
+    info_buf_t ib;
+
+    memset(&ib, 0, sizeof(ib));
+    ib.s = x->s;
+    for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+        if (info_want(x, sections[i].name))
+            sections[i].fn(x->s, &ib);
+    if (ib.b.oom)
+        resp_error(x->out, "ERR out of memory");
+    else
+        resp_bulk(x->out, ib.b.data ? ib.b.data : "", ib.b.len);
+    rbuf_free(&ib.b);
+}
+
+const rbd_command_t rbd_cmd_server_table[] = {
+    RBD_COMMAND("PING", -1, 0, cmd_ping),
+    RBD_COMMAND("ECHO", 2, 0, cmd_echo),
+    RBD_COMMAND("QUIT", -1, 0, cmd_quit),
+    RBD_COMMAND("SELECT", 2, 0, cmd_select),
+    RBD_COMMAND("COMMAND", -1, 0, cmd_command),
+    RBD_COMMAND("CLIENT", -2, 0, cmd_client),
+    RBD_COMMAND("CONFIG", -2, 0, cmd_config),
+    RBD_COMMAND("INFO", -1, 0, cmd_info),
+    RBD_COMMAND("SAVE", 1, CMD_ADMIN, cmd_save),
+    RBD_COMMAND("SHUTDOWN", -1, CMD_ADMIN, cmd_shutdown),
+    { NULL, 0, 0, 0, NULL },
+};

@@ -1,0 +1,175 @@
+/*
+ * cmd_util.c - what every command handler uses: argument parsing in
+ * Redis's rules, the checks of keys and names, the arity error, and the
+ * one table that turns a library error into the reply for where it came
+ * from.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cmd.h"
+
+int rbd_cmd_arg_is(const rbd_ctx_t *x, size_t i, const char *word)
+{
+    return x->argl[i] == strlen(word) && strncasecmp(x->argv[i], word, x->argl[i]) == 0;
+}
+
+int rbd_cmd_arg_ll(const rbd_ctx_t *x, size_t i, long long *out)
+{
+    char buf[32];
+    char *end;
+    size_t n = x->argl[i];
+
+    if (n == 0 || n >= sizeof(buf))
+        return -1;
+    memcpy(buf, x->argv[i], n);
+    buf[n] = '\0';
+    if (!(isdigit((unsigned char)buf[0]) || (buf[0] == '-' && n > 1 && buf[1] != '0')) ||
+        (buf[0] == '0' && n > 1))
+        return -1;
+    errno = 0;
+    *out = strtoll(buf, &end, 10);
+    /* end must be the argument's end: "1\0junk" is not 1. */
+    return (errno != 0 || end != buf + n) ? -1 : 0;
+}
+
+int rbd_cmd_arg_double(const rbd_ctx_t *x, size_t i, double *out)
+{
+    char buf[64];
+    char *end;
+    size_t n = x->argl[i];
+
+    if (n == 0 || n >= sizeof(buf) || isspace((unsigned char)x->argv[i][0]))
+        return -1;
+    memcpy(buf, x->argv[i], n);
+    buf[n] = '\0';
+    errno = 0;
+    *out = strtod(buf, &end);
+    return (errno == ERANGE || end != buf + n || isnan(*out)) ? -1 : 0;
+}
+
+int rbd_cmd_arg_key(rbd_ctx_t *x, size_t i)
+{
+    if (x->argl[i] == 0) {
+        resp_error(x->out, "ERR empty key");
+        return -1;
+    }
+    if (x->argl[i] > x->s->cfg.max_key_bytes) {
+        resp_error(x->out, "ERR key too long (%zu bytes, max-key-bytes is %llu)", x->argl[i],
+                   (unsigned long long)x->s->cfg.max_key_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+int rbd_cmd_arg_keys(rbd_ctx_t *x, size_t first)
+{
+    for (size_t i = first; i < x->argc; i++)
+        if (rbd_cmd_arg_key(x, i) != 0)
+            return -1;
+    return 0;
+}
+
+int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max)
+{
+    if (x->argl[i] == 0) {
+        resp_error(x->out, "ERR empty %s name", what);
+        return -1;
+    }
+    if (x->argl[i] > max) {
+        resp_error(x->out, "ERR %s name too long (%zu bytes, max %zu)", what, x->argl[i], max);
+        return -1;
+    }
+    return 0;
+}
+
+const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap)
+{
+    size_t i;
+
+    for (i = 0; cmd->name[i] && i + 1 < cap; i++)
+        buf[i] = (char)tolower((unsigned char)cmd->name[i]);
+    buf[i] = '\0';
+    return buf;
+}
+
+void rbd_cmd_wrong_arity(rbd_ctx_t *x)
+{
+    char lower[32];
+
+    /* As Redis names a command whose arity it checks: its full name in
+     * lower case, however the client typed it (RedisBloom 8.4+ declares
+     * its arities, so Redis names BF.* this way too; RedisBloom 2.6 echoed
+     * them as typed: README's differences). */
+    resp_error(x->out, "ERR wrong number of arguments for '%s' command",
+               rbd_cmd_lower(x->cmd, lower, sizeof(lower)));
+}
+
+/* The error-code-to-reply table.  A row with rc RB_OK is where's last
+ * resort: its text followed by rb_strerror's.  A row with a tail has a
+ * number between text and tail (a library limit). */
+typedef struct err_row {
+    int rc;
+    rbd_err_at_t at;
+    const char *text;
+    unsigned long long num;
+    const char *tail;
+} err_row_t;
+
+static const err_row_t errors[] = {
+    { RB_ENOENT, RBD_AT_FILTER, "ERR not found", 0, NULL },
+    { RB_OK, RBD_AT_FILTER, "ERR ", 0, NULL },
+
+    { RB_EEXIST, RBD_AT_CREATE, "ERR item exists", 0, NULL },
+    { RB_EPRECISION, RBD_AT_CREATE, "ERR error rate too small for LAYOUT blocked: its layers "
+      "would need more than ", RB_BLOOM_BLOCKED_MAX_BPK, " bits per key; use LAYOUT standard" },
+    { RB_ERANGE, RBD_AT_CREATE, "ERR capacity too large: a filter layer may have at most 2^40 "
+      "bits", 0, NULL },
+    { RB_OK, RBD_AT_CREATE, "ERR could not create filter: ", 0, NULL },
+
+    /* An add's limits: a scaling filter grows until max-memory (or
+     * /dev/shm: the caller's) runs out, unless one of these comes first. */
+    { RB_EFULL, RBD_AT_ADD, "ERR non scaling filter is full", 0, NULL },
+    { RB_ELAYERS, RBD_AT_ADD, "ERR filter cannot grow: it has ", RB_BLOOM_MAX_LAYERS,
+      " layers, the most a filter may have; reserve it with a larger capacity or EXPANSION" },
+    { RB_ERANGE, RBD_AT_ADD, "ERR filter cannot grow: its next layer would have more than "
+      "2^40 bits, the most a layer may have", 0, NULL },
+    { RB_EPRECISION, RBD_AT_ADD, "ERR filter cannot grow: its next layer's error rate would "
+      "need more than ", RB_BLOOM_BLOCKED_MAX_BPK, " bits per key in LAYOUT blocked; reserve "
+      "it with LAYOUT standard" },
+    { RB_OK, RBD_AT_ADD, "ERR problem inserting into filter: ", 0, NULL },
+
+    { RB_EEXIST, RBD_AT_NODE, "ERR node exists", 0, NULL },
+    { RB_ENOENT, RBD_AT_NODE, "ERR no such node", 0, NULL },
+    { RB_ERANGE, RBD_AT_NODE, "ERR too many ring points (max ", RB_RING_MAX_POINTS,
+      "): lower weights or ring-replicas" },
+    { RB_OK, RBD_AT_NODE, "ERR ", 0, NULL },
+
+    { RB_OK, RBD_AT_PUBLISH, "ERR cannot publish the ring: ", 0, NULL },
+
+    { RB_EEMPTY, RBD_AT_RING, "ERR ring is empty", 0, NULL },
+    { RB_OK, RBD_AT_RING, "ERR ", 0, NULL },
+};
+
+void rbd_cmd_error(rbd_ctx_t *x, rbd_err_at_t at, int rc)
+{
+    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+        const err_row_t *e = &errors[i];
+        if (e->at != at || (e->rc != rc && e->rc != RB_OK))
+            continue;
+        if (e->rc == RB_OK)
+            resp_error(x->out, "%s%s", e->text, rb_strerror(rc));
+        else if (e->tail != NULL)
+            resp_error(x->out, "%s%llu%s", e->text, e->num, e->tail);
+        else
+            resp_error(x->out, "%s", e->text);
+        return;
+    }
+}

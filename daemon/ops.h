@@ -1,0 +1,89 @@
+/*
+ * ops.h - every mutation of the served state, applied and logged in one
+ * place and replayed through the same code (ops.c).
+ */
+#ifndef RBD_OPS_H
+#define RBD_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aof.h"
+#include "ringbloom.h"
+#include "state.h"
+
+/* An op's type is its log record's type byte: part of the log format
+ * (docs/design.md, "Files in the state directory"), never renumbered or
+ * reused. */
+typedef enum rbd_op_type {
+    RBD_OP_RING_ADD = 1,
+    RBD_OP_RING_REMOVE = 2,
+    RBD_OP_RING_WEIGHT = 3,
+    RBD_OP_RING_MODE = 4,
+    RBD_OP_BF_RESERVE = 5,
+    RBD_OP_BF_ADD = 6,
+    RBD_OP_BF_ROTATE = 7,      /* an aging rotation because its window passed */
+    RBD_OP_BF_RESET = 8,
+} rbd_op_type_t;
+
+/* What an op's name names (the replay resolves filters by it, and its
+ * refusals say it). */
+typedef enum rbd_names {
+    RBD_NAMES_NOTHING,
+    RBD_NAMES_NODE,
+    RBD_NAMES_FILTER,          /* an existing filter: op.bf must be its handle */
+    RBD_NAMES_NEW_FILTER,
+} rbd_names_t;
+
+/* One mutation.  The fields an op type logs are its schema in ops.c; the
+ * rest are set by whoever runs it, or by the op. */
+typedef struct rbd_op {
+    rbd_op_type_t type;
+    /* logged */
+    const char *name;          /* node or filter; points into the request or record */
+    size_t len;
+    uint32_t weight;           /* RING_ADD, RING_WEIGHT */
+    uint32_t mode, replicas;   /* RING_MODE (replicas 0: keep; the count in force is logged) */
+    rb_bloom_params_t params;  /* BF_RESERVE, secret included */
+    const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it */
+    size_t nkeys;
+    /* not logged */
+    rb_bloom_t *bf;            /* RBD_NAMES_FILTER: the filter's handle */
+    uint64_t now;              /* BF_ROTATE run live: rotate if the window passed at now */
+    uint8_t *fresh;            /* BF_ADD run live: per key 1 new, 0 not, RB_BLOOM_NOT_ADDED */
+    int publish_failed;        /* out, ring ops: the change applied, but its publish
+                                  failed (and it was undone) */
+    int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due) */
+} rbd_op_t;
+
+/* Runs op live: applies it to st (a ring change is published, and undone
+ * if the publish fails) and, if it changed anything, appends its record to
+ * aof, asking for the fsync its type demands (P2).  A BF_ADD that fails
+ * part-way logs the keys added before the failure (op->nkeys says how
+ * many).  RB_OK or the error of the apply (then nothing else changed). */
+int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op);
+
+/* Replays op, decoded from a record: the same apply as rbd_op_run, without
+ * publishing (start-up publishes once, at the end) or logging. */
+int rbd_op_replay(rbd_state_t *st, rbd_op_t *op);
+
+/* Scratch for the keys a decoded BF_ADD names (reused across records). */
+typedef struct rbd_keys {
+    rb_key_t *v;
+    size_t cap;
+} rbd_keys_t;
+
+/* Decodes the payload p[0..n) of a record of type (a known one:
+ * rbd_op_name is not NULL) into op (names and keys point into p; keys'
+ * array into *scratch).  RB_OK, RB_ETRUNC (shorter than its fields; bytes
+ * after them are ignored, as they always were), or RB_ENOMEM. */
+int rbd_op_decode(unsigned type, const unsigned char *p, size_t n, rbd_op_t *op,
+                  rbd_keys_t *scratch);
+
+/* The name of record type (for messages: "RING.ADD"), or NULL if no op
+ * has that type. */
+const char *rbd_op_name(unsigned type);
+/* What a record of a known type names. */
+rbd_names_t rbd_op_names(unsigned type);
+
+#endif /* RBD_OPS_H */

@@ -1,0 +1,275 @@
+/*
+ * replay.c - replaying the append-only log at start-up: each whole,
+ * checksummed record is decoded and applied through its op (ops.c), the
+ * same code that applied it live; a torn tail (what a crash while
+ * appending leaves, and only that) may be ignored; anything else that does
+ * not parse or apply is corruption (docs/design.md, "Start-up": Records,
+ * Torn tails).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <xxhash.h>
+
+#include "aof.h"
+#include "bytes.h"
+#include "ops.h"
+#include "rbd_log.h"
+#include "replay.h"
+
+#define RESYNC_WINDOW (1u << 20)   /* how far past a bad record to look for good ones */
+#define ZERO_BLOCK    512u         /* the smallest file system block, and its alignment */
+
+enum { TORN_CUT = 1, TORN_ZEROS = 2 };
+
+typedef struct log_bytes {
+    const unsigned char *data;
+    size_t len;
+} log_bytes_t;
+
+/* 1 if a whole, checksummed record of a known type starts at offset j. */
+static int record_at(const log_bytes_t *m, size_t j)
+{
+    uint32_t len;
+
+    if (m->len - j < RBD_REC_HDR)
+        return 0;
+    len = rbd_get_u32(m->data + j);
+    return len != 0 && len <= m->len - j - 8 && rbd_op_name(m->data[j + 8]) != NULL &&
+           (uint32_t)XXH3_64bits(m->data + j + 8, len) == rbd_get_u32(m->data + j + 4);
+}
+
+/* Whether the bytes from offset i on - where no whole record starts - are
+ * what a crash while appending leaves:
+ *   TORN_CUT   a record cut short by the end of the file (fewer than 9
+ *              bytes of it, or a length running past the end): an
+ *              interrupted write(2) leaves a prefix of what it wrote;
+ *   TORN_ZEROS zeros from a ZERO_BLOCK boundary to the end of the file,
+ *              reaching into the record at i: blocks a crash left
+ *              allocated but unwritten read as zeros (delayed allocation,
+ *              unwritten extents), and blocks start at multiples of 512;
+ * and the record's bytes before the cut or the zeros start a record we
+ * could have written (a length in 1..max-request-bytes + 64, a known
+ * type), with no whole record after i within RESYNC_WINDOW (a torn write
+ * is the last thing in the file).  0 otherwise: damage - a complete
+ * record with a bad checksum included, last or not. */
+static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
+{
+    uint64_t max = cfg->max_request_bytes + 64;
+    size_t left = m->len - i, real, z = m->len, b;
+    int how;
+
+    if (left < RBD_REC_HDR || rbd_get_u32(m->data + i) > left - 8) {
+        how = TORN_CUT;
+        real = m->len;
+    } else {
+        while (z > RBD_LOG_HDR && m->data[z - 1] == 0)
+            z--;
+        b = (z + ZERO_BLOCK - 1) / ZERO_BLOCK * ZERO_BLOCK;
+        if (b >= m->len || b >= i + 8 + (size_t)rbd_get_u32(m->data + i))
+            return 0;   /* no zeroed block, or none inside this (complete) record */
+        how = TORN_ZEROS;
+        real = b > i ? b : i;
+    }
+    if (real - i >= 4 && (rbd_get_u32(m->data + i) == 0 || rbd_get_u32(m->data + i) > max))
+        return 0;
+    if (real - i >= RBD_REC_HDR && rbd_op_name(m->data[i + 8]) == NULL)
+        return 0;
+    /* Damage in the middle is followed by whole records; a torn tail is
+     * not.  Look a bounded distance ahead (records are small; a longer
+     * search would cost O(n^2) on garbage). */
+    for (size_t j = i + 1; j + RBD_REC_HDR <= m->len && j - i <= RESYNC_WINDOW; j++)
+        if (rbd_get_u32(m->data + j) <= RESYNC_WINDOW && record_at(m, j))
+            return 0;
+    return how;
+}
+
+/* Why no whole record starts at offset i (and it is no torn tail). */
+static const char *damage(const log_bytes_t *m, size_t i, char *buf, size_t cap)
+{
+    size_t left = m->len - i;
+    uint32_t len = left >= 4 ? rbd_get_u32(m->data + i) : 0;
+
+    if (left < RBD_REC_HDR || len == 0 || len > left - 8)
+        snprintf(buf, cap, "bad record length %u (%zu bytes left)", len, left);
+    else if (rbd_op_name(m->data[i + 8]) == NULL)
+        snprintf(buf, cap, "unknown record type %u", m->data[i + 8]);
+    else
+        snprintf(buf, cap, "checksum mismatch in a complete %u-byte record %s (damage, not "
+                 "a torn write)", len + 8, rbd_op_name(m->data[i + 8]));
+    return buf;
+}
+
+/* A name from a record as text for a message: at most 64 bytes of it,
+ * bytes that are not printable ASCII as \xHH. */
+static const char *printable(const char *name, size_t len, char *buf, size_t cap)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < len && i < 64 && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
+    }
+    snprintf(buf + o, cap - o, "%s", len > 64 ? "..." : "");
+    return buf;
+}
+
+/* Applies one whole, checksummed record of a known type (record_at)
+ * through its op.  0, or -1 with err saying what is wrong with it. */
+static int replay_record(rbd_state_t *st, uint8_t type, const unsigned char *q, size_t n,
+                         rbd_keys_t *keys, char *err, size_t errlen)
+{
+    rbd_names_t names = rbd_op_names(type);
+    char shown[300];
+    rbd_op_t op;
+    int rc = rbd_op_decode(type, q, n, &op, keys);
+
+    if (rc == RB_ETRUNC) {
+        snprintf(err, errlen, "record %s is shorter than its fields", rbd_op_name(type));
+        return -1;
+    }
+    if (rc == RB_OK && names == RBD_NAMES_FILTER)
+        op.bf = rbd_filters_get(&st->filters, st->seg, op.name, op.len, &rc);
+    if (rc == RB_OK)
+        rc = rbd_op_replay(st, &op);
+    if (rc >= 0)
+        return 0;
+    /* P4: replayed onto the state it was logged from, a record finds what
+     * its command found.  A missing filter or node, or one that is already
+     * there, means the log was not written from this state: it does not
+     * belong to the snapshot, or the record is damaged beyond what its
+     * checksum sees. */
+    if ((rc == RB_ENOENT || rc == RB_EEXIST) && names != RBD_NAMES_NOTHING) {
+        int ring = names == RBD_NAMES_NODE;
+        snprintf(err, errlen, "record %s names %s '%s', which %s", rbd_op_name(type),
+                 ring ? "node" : "filter", printable(op.name, op.len, shown, sizeof(shown)),
+                 rc == RB_EEXIST ? (ring ? "is already in the ring" : "already exists")
+                                 : (ring ? "is not in the ring" : "does not exist"));
+        return -1;
+    }
+    snprintf(err, errlen, "record %s cannot be applied: %s", rbd_op_name(type), rb_strerror(rc));
+    return -1;
+}
+
+/* What no whole record at offset i means: a torn tail ignored (0, r->torn
+ * set), or -1 with err. */
+static int replay_end(const rbd_config_t *cfg, const char *path, const log_bytes_t *m, size_t i,
+                      rbd_replay_t *r, char *err, size_t errlen)
+{
+    char why[512];
+    int how = torn_tail(cfg, m, i);
+
+    if (how == 0) {
+        snprintf(err, errlen, "log %s is corrupt at offset %zu: %s", path, i,
+                 damage(m, i, why, sizeof(why)));
+        return -1;
+    }
+    if (!cfg->load_truncated) {
+        snprintf(err, errlen, "log %s is truncated at offset %zu (a torn last record; "
+                 "set load-truncated yes to accept it)", path, i);
+        return -1;
+    }
+    rbd_log(LOG_WARNING, "log %s ends in a torn record at offset %zu (%zu bytes, %s): "
+            "ignoring it (load-truncated yes); the file is kept as %s.torn", path, i,
+            m->len - i, how == TORN_CUT ? "cut short by the end of the file" : "zero-filled",
+            path);
+    r->torn = 1;
+    return 0;
+}
+
+/* Replays the records of a log whose header was checked.  0, or -1 with
+ * err. */
+static int replay_records(const rbd_config_t *cfg, rbd_state_t *st, const char *path,
+                          const log_bytes_t *m, rbd_replay_t *r, char *err, size_t errlen)
+{
+    rbd_keys_t keys = { NULL, 0 };
+    size_t i = RBD_LOG_HDR;
+    char why[512];
+    int rc = 0;
+
+    r->applied = i;
+    while (i < m->len && rc == 0) {
+        uint32_t len;
+        if (!record_at(m, i)) {
+            rc = replay_end(cfg, path, m, i, r, err, errlen);
+            break;
+        }
+        len = rbd_get_u32(m->data + i);
+        if (replay_record(st, m->data[i + 8], m->data + i + RBD_REC_HDR, len - 1, &keys, why,
+                          sizeof(why)) != 0) {
+            snprintf(err, errlen, "log %s is corrupt at offset %zu: %s", path, i, why);
+            rc = -1;
+            break;
+        }
+        r->records++;
+        i += 8 + len;
+        r->applied = i;
+    }
+    free(keys.v);
+    return rc;
+}
+
+/* The log is not the one snap names: skipped (0, r->skipped), or -1 with
+ * err. */
+static int other_log(const char *path, const rbd_snap_t *snap, int v1, rbd_replay_t *r,
+                     char *err, size_t errlen)
+{
+    char prev[64];
+
+    if (snap->prev_log != 0 && r->log_id == snap->prev_log) {
+        /* P5: the snapshot was installed and the daemon died before the
+         * log it names was; every change of this one is in the snapshot
+         * (P3, P4). */
+        rbd_log(LOG_INFO, "log %s (id %016llx) predates the snapshot: snapshot %s superseded "
+                "it (the daemon stopped between installing the two), already contained, "
+                "skipped", path, (unsigned long long)r->log_id, snap->path);
+        r->skipped = RBD_LOG_SUPERSEDED;
+        return 0;
+    }
+    if (snap->version == 1 && v1) {
+        /* Format 1 said nothing of the log a snapshot superseded, so the
+         * crash window above looks like any other id mismatch: skipped as
+         * the old daemon did, and the caller keeps a copy. */
+        r->skipped = RBD_LOG_UNVERIFIED;
+        return 0;
+    }
+    if (snap->prev_log != 0)
+        snprintf(prev, sizeof(prev), "superseded log %016llx",
+                 (unsigned long long)snap->prev_log);
+    else
+        snprintf(prev, sizeof(prev), "superseded %s", snap->version == 1
+                 ? "a log its format (1) does not name" : "no log");
+    snprintf(err, errlen, "log %s does not fit snapshot %s: the log's id is %016llx; the "
+             "snapshot is continued by log %016llx and %s", path, snap->path,
+             (unsigned long long)r->log_id, (unsigned long long)snap->next_log, prev);
+    return -1;
+}
+
+int rbd_replay_log(const rbd_config_t *cfg, rbd_state_t *st, const char *path, const void *data,
+                   size_t len, const rbd_snap_t *snap, rbd_replay_t *r, char *err,
+                   size_t errlen)
+{
+    const log_bytes_t m = { data, len };
+    int v1;
+
+    memset(r, 0, sizeof(*r));
+    if (rbd_aof_header(m.data, m.len, path, &r->log_id, &v1, err, errlen) != 0)
+        return -1;
+    if (!snap->present) {
+        snprintf(err, errlen, "log %s (id %016llx) continues a snapshot, but there is no "
+                 "snapshot %s", path, (unsigned long long)r->log_id, snap->path);
+        return -1;
+    }
+    if (v1)
+        rbd_log(LOG_WARNING, "log %s is in the old format (%s: no header checksum); the "
+                "start-up snapshot replaces it with %s", path, RBD_LOG_MAGIC_V1, RBD_LOG_MAGIC);
+    if (r->log_id == snap->next_log)
+        return replay_records(cfg, st, path, &m, r, err, errlen);
+    return other_log(path, snap, v1, r, err, errlen);
+}

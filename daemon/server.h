@@ -1,0 +1,65 @@
+/*
+ * server.h - the daemon as one object: its configuration, the served
+ * state, persistence, the event loop's clients and the counts INFO shows
+ * (server.c runs it; command handlers read it).
+ */
+#ifndef RBD_SERVER_H
+#define RBD_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "aof.h"
+#include "client.h"
+#include "rbd_config.h"
+#include "rbd_log.h"
+#include "resp.h"
+#include "segwatch.h"
+#include "snapshot.h"
+#include "state.h"
+
+
+typedef struct server {
+    rbd_config_t cfg;
+    const rbd_config_src_t *src;  /* where cfg came from (SIGHUP reads it again) */
+    rbd_state_t state;
+    rbd_aof_t aof;
+    rbd_snapshots_t snaps;
+    rbd_segwatch_t watch;
+    int epfd, lfd, sigfd;
+    int spare_fd;              /* held to tell a client "no" when out of fds */
+    int accept_paused;         /* lfd left the epoll set until accept_resume_ms */
+    uint64_t accept_resume_ms;
+    uint64_t fd_limit;         /* RLIMIT_NOFILE soft limit in force */
+    client_t **clients;        /* indexed by fd */
+    size_t clients_cap;
+    uint32_t nclients;
+    uint64_t client_mem;       /* every client's buffers together */
+    int resume_pending;        /* some client is paused with output drained */
+    const char **argv;         /* the request being executed (its lengths: the parser's) */
+    size_t argv_cap;
+    rbd_ratelog_t log_accept, log_evict;
+    uint64_t next_client_id;
+    uint64_t start_ms;
+    uint64_t last_heartbeat_ms;
+    int shutdown;              /* 1: leave the loop */
+    int shutdown_save;         /* snapshot before leaving */
+    /* stats */
+    uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,
+        evicted_clients, output_limit_clients;
+} server_t;
+
+/* The interval of the log lines a client can provoke (one per interval). */
+#define RBD_LOG_EVERY_MS 10000u
+
+/* Listens on cfg.socket (its directory created), sets up epoll and the
+ * signalfd, fits the descriptor limit.  0, or -1 with err. */
+int rbd_server_listen(server_t *s, char *err, size_t errlen);
+/* The event loop, until SHUTDOWN or a signal: 0, or -1 if epoll fails. */
+int rbd_server_run(server_t *s);
+/* Closes every client, the listener (its socket file removed) and the
+ * loop's descriptors. */
+void rbd_server_close(server_t *s);
+
+#endif /* RBD_SERVER_H */

@@ -1,0 +1,22 @@
+/*
+ * state.h - what ringbloomd serves, and its mutations (ops.c) change: the
+ * segment, the writer's ring model, the filter handles open on the
+ * segment, and the counts INFO shows of the changes.
+ */
+#ifndef RBD_STATE_H
+#define RBD_STATE_H
+
+#include <stdint.h>
+
+#include "filters.h"
+#include "ringbloom.h"
+
+typedef struct rbd_state {
+    rb_segment_t *seg;         /* the live segment (segwatch.c may replace it) */
+    rb_ring_t *ring;           /* the ring model; readers see what is published in seg */
+    rbd_filters_t filters;     /* handles into seg */
+    uint64_t bf_adds;          /* keys new to their filter (live adds, not replay) */
+    uint64_t ring_changes;     /* ring changes published (live, not replay) */
+} rbd_state_t;
+
+#endif /* RBD_STATE_H */

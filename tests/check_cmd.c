@@ -1,0 +1,267 @@
+/*
+ * check_cmd.c - ringbloomd's commands without a socket: a server built in
+ * this process (a private segment, the log in a temp dir) runs requests
+ * through the command table (rbd_cmd_execute) and the tests read the reply
+ * bytes; its log is replayed through the ops into a second such server.
+ * What the flags of the table allow, and that a change replays from its
+ * record to the same state, are checked here rather than through a daemon.
+ */
+#include <stdarg.h>
+#include <syslog.h>
+
+#include "cmd.h"
+#include "ops.h"
+#include "rb_test.h"
+#include "replay.h"
+
+/* A server in this process and the client its requests come from. */
+typedef struct tsrv {
+    server_t s;
+    client_t c;
+    char dir[64];
+    char reply[4096];
+    int flushed;        /* the last request's group commit: 0, or -1 (replies held) */
+} tsrv_t;
+
+static void tsrv_open(tsrv_t *t)
+{
+    rb_segment_opts_t o;
+    char err[512];
+
+    memset(t, 0, sizeof(*t));
+    snprintf(t->dir, sizeof(t->dir), "/tmp/rbtest.%d.XXXXXX", (int)rb_test_main_pid);
+    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    ck_assert_int_eq(rbd_config_defaults(&t->s.cfg, "checkcmd"), RB_OK);
+    memset(&o, 0, sizeof(o));
+    o.mode = 0600;
+    o.max_size = 8u << 20;
+    o.max_filters = 16;
+    ck_assert_int_eq(rb_segment_create(NULL, &o, &t->s.state.seg), RB_OK);
+    ck_assert_int_eq(rb_ring_new(t->s.cfg.ring_mode, t->s.cfg.ring_replicas, &t->s.state.ring),
+                     RB_OK);
+    ck_assert_int_eq(rbd_aof_open(&t->s.aof, t->dir, FSYNC_NO, err, sizeof(err)), 0);
+    /* The first snapshot makes the log, as at start-up. */
+    ck_assert_int_eq(rbd_snapshot_save(&t->s.snaps, &t->s.aof, t->s.state.seg, err,
+                                       sizeof(err)), 0);
+    t->c.uid = getuid();
+    t->c.can_write = 1;
+}
+
+static void tsrv_close(tsrv_t *t)
+{
+    char path[128];
+
+    rbd_filters_close(&t->s.state.filters);
+    rbd_aof_close(&t->s.aof);
+    rb_segment_close(t->s.state.seg);
+    rb_ring_free(t->s.state.ring);
+    rbuf_free(&t->c.out);
+    snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_SNAP_FILE);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_LOG_FILE);
+    unlink(path);
+    ck_assert_int_eq(rmdir(t->dir), 0);
+}
+
+/* Runs the request of the NULL-terminated words as t's client, then the
+ * group commit (t->flushed); its reply (valid until the next call). */
+static const char *run(tsrv_t *t, const char *word, ...)
+{
+    const char *argv[16];
+    size_t argl[16], n = 0;
+    va_list ap;
+
+    va_start(ap, word);
+    for (const char *w = word; w != NULL && n < 16; w = va_arg(ap, const char *)) {
+        argv[n] = w;
+        argl[n++] = strlen(w);
+    }
+    va_end(ap);
+    t->c.out.len = 0;
+    rbd_cmd_execute(&t->s, &t->c, n, argv, argl);
+    t->flushed = rbd_aof_flush(&t->s.aof);
+    ck_assert_uint_lt(t->c.out.len, sizeof(t->reply));
+    memcpy(t->reply, t->c.out.data, t->c.out.len);
+    t->reply[t->c.out.len] = '\0';
+    return t->reply;
+}
+
+/* The log t has written so far, read back; *len its bytes. */
+static unsigned char *read_log(const tsrv_t *t, size_t *len)
+{
+    char path[128];
+    unsigned char *data = malloc(1u << 20);
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_LOG_FILE);
+    f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(data);
+    *len = fread(data, 1, 1u << 20, f);
+    fclose(f);
+    return data;
+}
+
+/* Replays t's log into u, as a start-up does onto the snapshot it
+ * continues, and publishes u's ring.  0, or -1 with err. */
+static int replay_into(const tsrv_t *t, tsrv_t *u, char *err, size_t errlen)
+{
+    rbd_snap_t snap = { "snapshot", 1, 2, t->s.aof.log_id, 0 };
+    rbd_replay_t r;
+    size_t len;
+    unsigned char *log = read_log(t, &len);
+    int rc = rbd_replay_log(&u->s.cfg, &u->s.state, "log", log, len, &snap, &r, err, errlen);
+
+    free(log);
+    if (rc == 0)
+        ck_assert_int_eq(rb_ring_publish(u->s.state.ring, u->s.state.seg), RB_OK);
+    return rc;
+}
+
+START_TEST(test_cmd_bf_add_and_exists_reply_as_redisbloom)
+{
+    tsrv_t t;
+
+    tsrv_open(&t);
+    ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "a", NULL), ":0\r\n");
+    ck_assert_str_eq(run(&t, "BF.ADD", "f", "a", NULL), ":1\r\n");
+    ck_assert_str_eq(run(&t, "bf.add", "f", "a", NULL), ":0\r\n");
+    ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "a", NULL), ":1\r\n");
+    ck_assert_str_eq(run(&t, "BF.MADD", "f", "a", "b", "c", NULL), "*3\r\n:0\r\n:1\r\n:1\r\n");
+    ck_assert_str_eq(run(&t, "BF.MEXISTS", "f", "b", "z", NULL), "*2\r\n:1\r\n:0\r\n");
+    ck_assert_str_eq(run(&t, "BF.CARD", "f", NULL), ":3\r\n");
+    ck_assert_str_eq(run(&t, "BF.ADD", "f", NULL),
+                     "-ERR wrong number of arguments for 'bf.add' command\r\n");
+    ck_assert_str_eq(run(&t, "BF.RESERVE", "f", "0.01", "100", NULL), "-ERR item exists\r\n");
+    ck_assert_str_eq(run(&t, "BF.INFO", "nosuch", NULL), "-ERR not found\r\n");
+    ck_assert_uint_eq(t.s.state.bf_adds, 3);
+    tsrv_close(&t);
+}
+END_TEST
+
+/* CMD_WRITE and CMD_ADMIN need write permission; reads do not.  A refused
+ * write changes and logs nothing. */
+START_TEST(test_cmd_flags_refuse_writes_without_permission)
+{
+    char want[160];
+    uint64_t changes;
+    tsrv_t t;
+
+    tsrv_open(&t);
+    ck_assert_str_eq(run(&t, "BF.ADD", "f", "a", NULL), ":1\r\n");
+    changes = t.s.aof.changes;
+    t.c.can_write = 0;
+    snprintf(want, sizeof(want), "-NOPERM this user (uid %u) has no permissions to run the "
+             "'bf.add' command\r\n", (unsigned)getuid());
+    ck_assert_str_eq(run(&t, "BF.ADD", "f", "b", NULL), want);
+    snprintf(want, sizeof(want), "-NOPERM this user (uid %u) has no permissions to run the "
+             "'save' command\r\n", (unsigned)getuid());
+    ck_assert_str_eq(run(&t, "SAVE", NULL), want);
+    ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "a", NULL), ":1\r\n");
+    ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "b", NULL), ":0\r\n");
+    ck_assert_str_eq(run(&t, "PING", NULL), "+PONG\r\n");
+    ck_assert_uint_eq(t.s.denied, 2);
+    ck_assert_uint_eq(t.s.aof.changes, changes);
+    tsrv_close(&t);
+}
+END_TEST
+
+/* While the log cannot be written, CMD_WRITE is refused (MISCONF) and
+ * CMD_ADMIN is not: SAVE repairs the log, and writes work again. */
+START_TEST(test_cmd_flags_refuse_writes_while_the_log_is_broken)
+{
+    tsrv_t t;
+
+    tsrv_open(&t);
+    t.s.aof.broken = 1;
+    ck_assert_ptr_nonnull(strstr(run(&t, "RING.ADD", "n", NULL), "-MISCONF the log in "));
+    ck_assert_int_eq(t.flushed, -1);
+    ck_assert_str_eq(run(&t, "RING.NODES", NULL), "*0\r\n");
+    ck_assert_str_eq(run(&t, "SAVE", NULL), "+OK\r\n");
+    ck_assert_int_eq(t.s.aof.broken, 0);
+    ck_assert_str_eq(run(&t, "RING.ADD", "n", NULL), "+OK\r\n");
+    ck_assert_int_eq(t.flushed, 0);
+    tsrv_close(&t);
+}
+END_TEST
+
+/* The records of live changes, decoded and replayed through the same ops
+ * into a second server, give the same ring and filters. */
+START_TEST(test_cmd_ring_add_record_replays_to_the_same_ring)
+{
+    static const char *const keys[] = { "k1", "user:42", "https://example.org/x", "z" };
+    char err[512], ring[4096];
+    unsigned char *log;
+    size_t len;
+    rbd_keys_t scratch = { NULL, 0 };
+    rbd_op_t op;
+    tsrv_t t, u;
+
+    tsrv_open(&t);
+    ck_assert_str_eq(run(&t, "RING.ADD", "cache-a", "3", NULL), "+OK\r\n");
+    /* The first record is that RING.ADD, and decodes to it. */
+    log = read_log(&t, &len);
+    ck_assert_uint_gt(len, RBD_LOG_HDR + RBD_REC_HDR);
+    ck_assert_str_eq(rbd_op_name(log[RBD_LOG_HDR + 8]), "RING.ADD");
+    ck_assert_int_eq(rbd_op_decode(log[RBD_LOG_HDR + 8], log + RBD_LOG_HDR + RBD_REC_HDR,
+                                   len - RBD_LOG_HDR - RBD_REC_HDR, &op, &scratch), RB_OK);
+    ck_assert_int_eq(op.type, RBD_OP_RING_ADD);
+    ck_assert_uint_eq(op.weight, 3);
+    ck_assert_uint_eq(op.len, 7);
+    ck_assert_int_eq(memcmp(op.name, "cache-a", 7), 0);
+    free(log);
+    free(scratch.v);
+    ck_assert_str_eq(run(&t, "RING.ADD", "cache-b", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "RING.ADD", "cache-c", "2", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "RING.WEIGHT", "cache-b", "5", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "RING.REMOVE", "cache-c", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "RING.MODE", "ketama", "100", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "BF.RESERVE", "f", "0.001", "1000", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "BF.MADD", "f", "a", "b", NULL), "*2\r\n:1\r\n:1\r\n");
+    ck_assert_uint_eq(t.s.state.ring_changes, 6);
+
+    tsrv_open(&u);
+    ck_assert_msg(replay_into(&t, &u, err, sizeof(err)) == 0, "%s", err);
+    snprintf(ring, sizeof(ring), "%s", run(&t, "RING.NODES", NULL));
+    ck_assert_str_eq(run(&u, "RING.NODES", NULL), ring);
+    ck_assert_str_eq(ring, "*2\r\n*2\r\n$7\r\ncache-a\r\n:3\r\n*2\r\n$7\r\ncache-b\r\n:5\r\n");
+    ck_assert_int_eq(rb_ring_mode(u.s.state.ring), RB_RING_KETAMA);
+    ck_assert_uint_eq(rb_ring_replicas(u.s.state.ring), 100);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        snprintf(ring, sizeof(ring), "%s", run(&t, "RING.GETN", keys[i], "2", NULL));
+        ck_assert_str_eq(run(&u, "RING.GETN", keys[i], "2", NULL), ring);
+    }
+    ck_assert_str_eq(run(&u, "BF.MEXISTS", "f", "a", "b", NULL), "*2\r\n:1\r\n:1\r\n");
+    /* Replay counts no live changes. */
+    ck_assert_uint_eq(u.s.state.ring_changes, 0);
+    ck_assert_uint_eq(u.s.state.bf_adds, 0);
+
+    /* Replayed again onto what it built, the first record finds its node
+     * already there: the log does not belong to that state. */
+    ck_assert_int_eq(replay_into(&t, &u, err, sizeof(err)), -1);
+    ck_assert_ptr_nonnull(strstr(err, "record RING.ADD names node 'cache-a', which is already "
+                                      "in the ring"));
+    tsrv_close(&u);
+    tsrv_close(&t);
+}
+END_TEST
+
+static Suite *cmd_suite(void)
+{
+    Suite *s = suite_create("cmd");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_cmd_bf_add_and_exists_reply_as_redisbloom);
+    tcase_add_test(tc, test_cmd_flags_refuse_writes_without_permission);
+    tcase_add_test(tc, test_cmd_flags_refuse_writes_while_the_log_is_broken);
+    tcase_add_test(tc, test_cmd_ring_add_record_replays_to_the_same_ring);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    rb_test_init();
+    rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
+    return rb_test_run(cmd_suite());
+}
