@@ -12,7 +12,8 @@ with the symbols that make each of its edges.
 
 Objects read (in the build directory): lib/.libs/*.o (or lib/*.o),
 daemon/*.o, client/*.o, examples/*.o; test programs' copies of daemon
-sources (daemon/tests_*) are skipped.  An object maps to its source by
+sources (daemon/tests_*) are skipped, and so is an object whose source is
+gone (left over from an earlier build).  An object maps to its source by
 dropping automake's "<target>-" prefix when the source is named without it.
 
     file_cycles.py [--builddir DIR] [--srcdir DIR]   check the build
@@ -83,7 +84,8 @@ def nm(obj, flags):
 
 
 def source_of(obj, builddir, srcdir):
-    """lib/.libs/librbcore_la-ring.o -> lib/ring.c (relative to srcdir)."""
+    """lib/.libs/librbcore_la-ring.o -> lib/ring.c (relative to srcdir), or
+    None if no such source exists (a stale object of a removed file)."""
     rel = os.path.relpath(obj, builddir)
     d = os.path.dirname(rel)
     if os.path.basename(d) == ".libs":
@@ -93,7 +95,7 @@ def source_of(obj, builddir, srcdir):
     for cand in candidates:
         if os.path.exists(os.path.join(srcdir, d, cand + ".c")):
             return os.path.join(d, cand + ".c")
-    return os.path.join(d, base + ".c")
+    return None
 
 
 def objects(builddir):
@@ -110,6 +112,8 @@ def graph(builddir, srcdir):
     defined, undefined = {}, {}
     for obj in objects(builddir):
         src = source_of(obj, builddir, srcdir)
+        if src is None:
+            continue
         for sym in nm(obj, ["--defined-only", "-g"]):
             defined.setdefault(sym, set()).add(src)
         undefined.setdefault(src, set()).update(nm(obj, ["-u"]))
