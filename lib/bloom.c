@@ -51,11 +51,11 @@
  * (never modified) when the segment handle moves to a new object or the
  * name now denotes another filter; old bindings live until close. */
 typedef struct bloom_bind {
-    const rb_map_t *map;
+    const rbi_map_t *map;
     rb_filter_shm_t *slot;
     uint64_t incarnation;
     uint32_t layout;
-    unsigned char secret[RB_SECRET_BYTES];
+    unsigned char secret[RBI_SECRET_BYTES];
     struct bloom_bind *older;
 } bloom_bind_t;
 
@@ -206,18 +206,18 @@ static int name_ok(const char *name, size_t len)
 }
 
 /* Slot holding live filter `name` in m, or -1. */
-static int64_t dir_find(const rb_map_t *m, const char *name, size_t len)
+static int64_t dir_find(const rbi_map_t *m, const char *name, size_t len)
 {
     char buf[RB_FILTER_NAME_MAX + 1];
 
     for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(m, i);
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
         /* Acquire pairs with the release store of LIVE in reserve: the
          * slot's fields are complete. */
-        if (atomic_load_explicit(&f->state, memory_order_acquire) != RB_FILTER_LIVE ||
-            rb_ld(&f->name_len) != len)
+        if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE ||
+            rbi_ld(&f->name_len) != len)
             continue;
-        rb_copy_out(buf, f->name, (len + 7) / 8);
+        rbi_copy_out(buf, f->name, (len + 7) / 8);
         if (memcmp(buf, name, len) == 0)
             return (int64_t)i;
     }
@@ -237,22 +237,22 @@ static uint64_t layer_count(const rb_filter_shm_t *f)
  * the segment's size bytes. */
 static int layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
 {
-    uint64_t off = rb_ld(&f->layer[l].array_off), bits = rb_ld(&f->layer[l].bits);
-    uint64_t k = rb_ld(&f->layer[l].k);
+    uint64_t off = rbi_ld(&f->layer[l].array_off), bits = rbi_ld(&f->layer[l].bits);
+    uint64_t k = rbi_ld(&f->layer[l].k);
 
     return bits != 0 && bits % BLOCK_BITS == 0 && bits <= RB_BLOOM_MAX_BITS && k != 0 &&
-           k <= MAX_K && rb_span_ok(size, off, bits / 8);
+           k <= MAX_K && rbi_span_ok(size, off, bits / 8);
 }
 
-int rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
+int rbi_bloom_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
 {
-    uint64_t size = rb_seg_size(m);
+    uint64_t size = rbi_seg_size(m);
 
     *n = 0;
     for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(m, i);
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
         uint64_t nl = layer_count(f);
-        if (rb_ld(&f->state) != RB_FILTER_LIVE)
+        if (rbi_ld(&f->state) != RBI_FILTER_LIVE)
             continue;
         /* A live filter always has a first layer (it goes live after
          * it), in every state a writer can stop in. */
@@ -261,8 +261,8 @@ int rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
         for (uint64_t l = 0; l < nl; l++) {
             if (!layer_sound(f, l, size))
                 return RB_ECORRUPT;
-            out[*n].off = rb_ld(&f->layer[l].array_off);
-            out[*n].len = rb_ld(&f->layer[l].bits) / 8;
+            out[*n].off = rbi_ld(&f->layer[l].array_off);
+            out[*n].len = rbi_ld(&f->layer[l].bits) / 8;
             (*n)++;
         }
     }
@@ -273,12 +273,12 @@ static void store_double(_Atomic uint64_t *w, double d)
 {
     uint64_t bits;
     memcpy(&bits, &d, sizeof(bits));
-    rb_st(w, bits);
+    rbi_st(w, bits);
 }
 
 static double load_double(const _Atomic uint64_t *w)
 {
-    uint64_t bits = rb_ld(w);
+    uint64_t bits = rbi_ld(w);
     double d;
     memcpy(&d, &bits, sizeof(d));
     return d;
@@ -289,7 +289,7 @@ static double load_double(const _Atomic uint64_t *w)
 static int layer_create(rb_segment_t *seg, rb_filter_shm_t *f, uint64_t l,
                         uint64_t capacity, double error, rb_bloom_layout_t layout)
 {
-    rb_map_t *m = rb_seg_map(seg);
+    rbi_map_t *m = rbi_seg_map(seg);
     rb_bloom_sizing_t sz;
     _Atomic uint64_t *arr;
     uint64_t off;
@@ -298,18 +298,18 @@ static int layer_create(rb_segment_t *seg, rb_filter_shm_t *f, uint64_t l,
     rc = rb_bloom_size(capacity, error, layout, &sz);
     if (rc != RB_OK)
         return rc;
-    rc = rb_heap_alloc(seg, sz.bytes, &off);
+    rc = rbi_heap_alloc(seg, sz.bytes, &off);
     if (rc != RB_OK)
         return rc;
     /* The extent may be reused space: clear it before anyone can see it. */
-    arr = rb_word_at(m, off);
+    arr = rbi_word_at(m, off);
     for (uint64_t i = 0; i < sz.bits / 64; i++)
-        rb_st(&arr[i], 0);
-    rb_st(&f->layer[l].array_off, off);
-    rb_st(&f->layer[l].bits, sz.bits);
-    rb_st(&f->layer[l].k, sz.k);
-    rb_st(&f->layer[l].capacity, capacity);
-    rb_st(&f->layer[l].items, 0);
+        rbi_st(&arr[i], 0);
+    rbi_st(&f->layer[l].array_off, off);
+    rbi_st(&f->layer[l].bits, sz.bits);
+    rbi_st(&f->layer[l].k, sz.k);
+    rbi_st(&f->layer[l].capacity, capacity);
+    rbi_st(&f->layer[l].items, 0);
     store_double(&f->layer[l].error_bits, error);
     atomic_store_explicit(&f->nlayers, l + 1, memory_order_release);
     return RB_OK;
@@ -318,11 +318,11 @@ static int layer_create(rb_segment_t *seg, rb_filter_shm_t *f, uint64_t l,
 int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
                      const rb_bloom_params_t *params)
 {
-    unsigned char secret[RB_SECRET_BYTES];
+    unsigned char secret[RBI_SECRET_BYTES];
     rb_bloom_sizing_t sz;
     rb_filter_shm_t *f = NULL;
     rb_header_shm_t *h;
-    rb_map_t *m;
+    rbi_map_t *m;
     uint64_t inc;
     int rc;
 
@@ -342,12 +342,12 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
                        params->layout, &sz);
     if (rc != RB_OK)
         return rc;
-    m = rb_seg_map(seg);
+    m = rbi_seg_map(seg);
     if (dir_find(m, name, len) >= 0)
         return RB_EEXIST;
     for (uint64_t i = 0; i < m->dir_slots && f == NULL; i++)
-        if (rb_ld(&rb_dir_slot(m, i)->state) == RB_FILTER_FREE)
-            f = rb_dir_slot(m, i);
+        if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE)
+            f = rbi_dir_slot(m, i);
     if (f == NULL)
         return RB_ERANGE;
     /* A scaling filter's layers have error rates p/2, p/4, ... so that
@@ -359,58 +359,58 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
         rc = layer_create(seg, f, l, params->capacity, e, params->layout);
         if (rc != RB_OK) {
             for (uint32_t d = 0; d < l; d++)
-                rb_heap_free(seg, rb_ld(&f->layer[d].array_off), rb_ld(&f->layer[d].bits) / 8);
-            rb_st(&f->nlayers, 0);
+                rbi_heap_free(seg, rbi_ld(&f->layer[d].array_off), rbi_ld(&f->layer[d].bits) / 8);
+            rbi_st(&f->nlayers, 0);
             return rc;
         }
     }
-    h = rb_hdr(m);
-    inc = rb_ld(&h->next_incarnation);
-    rb_st(&h->next_incarnation, inc + 1);
+    h = rbi_hdr(m);
+    inc = rbi_ld(&h->next_incarnation);
+    rbi_st(&h->next_incarnation, inc + 1);
     if (params->secret != NULL)
         memcpy(secret, params->secret, sizeof(secret));
     else
         arc4random_buf(secret, sizeof(secret));
 
-    rb_st(&f->incarnation, inc);
-    rb_st(&f->gen, 0);
-    rb_st(&f->layout, (uint64_t)params->layout);
-    rb_st(&f->flags, params->flags);
-    rb_st(&f->expansion, params->expansion ? params->expansion : RB_BLOOM_DEFAULT_EXPANSION);
-    rb_st(&f->items, 0);
-    rb_st(&f->name_len, len);
-    rb_st(&f->created, (uint64_t)time(NULL));
-    rb_st(&f->capacity, params->capacity);
+    rbi_st(&f->incarnation, inc);
+    rbi_st(&f->gen, 0);
+    rbi_st(&f->layout, (uint64_t)params->layout);
+    rbi_st(&f->flags, params->flags);
+    rbi_st(&f->expansion, params->expansion ? params->expansion : RB_BLOOM_DEFAULT_EXPANSION);
+    rbi_st(&f->items, 0);
+    rbi_st(&f->name_len, len);
+    rbi_st(&f->created, (uint64_t)time(NULL));
+    rbi_st(&f->capacity, params->capacity);
     store_double(&f->error_bits, params->error_rate);
-    rb_st(&f->current, 0);
-    rb_st(&f->window, aging ? params->window : 0);
-    rb_st(&f->rotations, 0);
-    rb_st(&f->rotated_at, (uint64_t)time(NULL));
-    rb_copy_in(f->name, name, len);
-    rb_copy_in(f->secret, secret, sizeof(secret));
+    rbi_st(&f->current, 0);
+    rbi_st(&f->window, aging ? params->window : 0);
+    rbi_st(&f->rotations, 0);
+    rbi_st(&f->rotated_at, (uint64_t)time(NULL));
+    rbi_copy_in(f->name, name, len);
+    rbi_copy_in(f->secret, secret, sizeof(secret));
     /* Release: readers that acquire LIVE see every field above. */
-    atomic_store_explicit(&f->state, RB_FILTER_LIVE, memory_order_release);
+    atomic_store_explicit(&f->state, RBI_FILTER_LIVE, memory_order_release);
     return RB_OK;
 }
 
 int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void *), void *arg)
 {
-    const rb_map_t *m;
+    const rbi_map_t *m;
     char name[RB_FILTER_NAME_MAX + 1];
 
     if (seg == NULL || fn == NULL)
         return RB_EINVAL;
-    m = rb_reader_map(seg);
+    m = rbi_reader_map(seg);
     for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(m, i);
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
         uint64_t len;
         int rc;
-        if (atomic_load_explicit(&f->state, memory_order_acquire) != RB_FILTER_LIVE)
+        if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE)
             continue;
-        len = rb_ld(&f->name_len);
+        len = rbi_ld(&f->name_len);
         if (len == 0 || len > RB_FILTER_NAME_MAX)
             continue;
-        rb_copy_out(name, f->name, (len + 7) / 8);
+        rbi_copy_out(name, f->name, (len + 7) / 8);
         if ((rc = fn(name, len, arg)) != 0)
             return rc;
     }
@@ -418,7 +418,7 @@ int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void 
 }
 
 /* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM. */
-static int bind_resolve(const rb_map_t *m, const char *name, size_t len, bloom_bind_t **out)
+static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, bloom_bind_t **out)
 {
     int64_t i = dir_find(m, name, len);
     rb_filter_shm_t *f;
@@ -426,15 +426,15 @@ static int bind_resolve(const rb_map_t *m, const char *name, size_t len, bloom_b
 
     if (i < 0)
         return RB_ENOENT;
-    f = rb_dir_slot(m, (uint64_t)i);
+    f = rbi_dir_slot(m, (uint64_t)i);
     b = calloc(1, sizeof(*b));
     if (b == NULL)
         return RB_ENOMEM;
     b->map = m;
     b->slot = f;
-    b->incarnation = rb_ld(&f->incarnation);
-    b->layout = (uint32_t)rb_ld(&f->layout);
-    rb_copy_out(b->secret, f->secret, RB_SECRET_WORDS);
+    b->incarnation = rbi_ld(&f->incarnation);
+    b->layout = (uint32_t)rbi_ld(&f->layout);
+    rbi_copy_out(b->secret, f->secret, RBI_SECRET_WORDS);
     if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED) {
         free(b);
         return RB_ECORRUPT;
@@ -451,7 +451,7 @@ int rb_bloom_open(const rb_segment_t *seg, const char *name, size_t len, rb_bloo
 
     if (seg == NULL || out == NULL || !name_ok(name, len))
         return RB_EINVAL;
-    rc = bind_resolve(rb_reader_map(seg), name, len, &b);
+    rc = bind_resolve(rbi_reader_map(seg), name, len, &b);
     if (rc != RB_OK)
         return rc;
     bf = calloc(1, sizeof(*bf));
@@ -491,7 +491,7 @@ void rb_bloom_close(rb_bloom_t *bf)
 static int bind_get(const rb_bloom_t *cbf, const bloom_bind_t *stale, bloom_bind_t **out)
 {
     rb_bloom_t *bf = (rb_bloom_t *)cbf;
-    const rb_map_t *m = rb_reader_map(bf->seg);
+    const rbi_map_t *m = rbi_reader_map(bf->seg);
     bloom_bind_t *b = atomic_load_explicit(&bf->bind, memory_order_acquire), *nb;
     int rc = RB_OK;
 
@@ -532,16 +532,16 @@ static inline uint64_t fmix64(uint64_t x)
     return x;
 }
 
-static inline rb_h128_t key_hash(const bloom_bind_t *b, const void *key, size_t len)
+static inline rbi_h128_t key_hash(const bloom_bind_t *b, const void *key, size_t len)
 {
-    rb_h128_t h = rb_hash_keyed128(b->secret, sizeof(b->secret), key, len);
+    rbi_h128_t h = rbi_hash_keyed128(b->secret, sizeof(b->secret), key, len);
     h.h2 |= 1;
     return h;
 }
 
 /* Layer l > 0 probes with a remix of the key's hash, so layers do not
  * share probe positions. */
-static inline rb_h128_t layer_hash(rb_h128_t h, uint64_t l)
+static inline rbi_h128_t layer_hash(rbi_h128_t h, uint64_t l)
 {
     if (l != 0) {
         h.h1 = fmix64(h.h1 + l * PROBE_MULT);
@@ -570,7 +570,7 @@ static inline uint64_t block_bit(uint64_t *base, uint64_t *x, uint32_t i)
 
 /* Word index (relative to the array) and mask of probe i; base / x carry
  * the blocked layout's slicing state between probes (block_bit). */
-static inline void probe(uint32_t layout, uint64_t bits, rb_h128_t h, uint32_t i,
+static inline void probe(uint32_t layout, uint64_t bits, rbi_h128_t h, uint32_t i,
                          uint64_t *base, uint64_t *x, uint64_t *word, uint64_t *mask)
 {
     uint64_t bit;
@@ -595,13 +595,13 @@ static inline __attribute__((always_inline)) int test_block(const _Atomic uint64
 
     for (uint32_t i = 0; i < k; i++) {
         uint64_t bit = block_bit(&base, &x, i);
-        all &= rb_ld(&blk[bit >> 6]) >> (bit & 63);
+        all &= rbi_ld(&blk[bit >> 6]) >> (bit & 63);
     }
     return (int)(all & 1);
 }
 
 static inline __attribute__((always_inline)) int test_layer(uint32_t layout,
-                                                          const layer_view_t *lv, rb_h128_t h)
+                                                          const layer_view_t *lv, rbi_h128_t h)
 {
     uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
 
@@ -610,7 +610,7 @@ static inline __attribute__((always_inline)) int test_layer(uint32_t layout,
                           h.h2, lv->k);
     for (uint32_t i = 0; i < lv->k; i++) {
         probe(layout, lv->bits, h, i, &base, &x, &word, &mask);
-        if (!(rb_ld(&lv->arr[word]) & mask))
+        if (!(rbi_ld(&lv->arr[word]) & mask))
             return 0;
     }
     return 1;
@@ -627,7 +627,7 @@ static inline void prefetch_line(const void *p)
 
 /* Prefetches the line(s) a test of h will touch: the block (blocked), or
  * the first two probes (standard; the rest follow while those load). */
-static inline void prefetch_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
+static inline void prefetch_layer(uint32_t layout, const layer_view_t *lv, rbi_h128_t h)
 {
     const char *base = (const char *)(const void *)lv->arr;
 
@@ -659,18 +659,18 @@ static int section_begin(const bloom_bind_t *b, bloom_section_t *s)
     /* Acquire pairs with the writer's release when it replaces an array
      * (gen bump after the new array and its offset are in place). */
     s->gen0 = atomic_load_explicit(&f->gen, memory_order_acquire);
-    if (rb_ld(&f->state) != RB_FILTER_LIVE || rb_ld(&f->incarnation) != b->incarnation)
+    if (rbi_ld(&f->state) != RBI_FILTER_LIVE || rbi_ld(&f->incarnation) != b->incarnation)
         return RB_ENOENT;
     n = layer_count(f);
     if (n == 0)
         return RB_ECORRUPT;
-    size = rb_seg_size(b->map);
+    size = rbi_seg_size(b->map);
     for (uint64_t l = 0; l < n; l++) {
         if (!layer_sound(f, l, size))
             return RB_ECORRUPT;
-        s->layer[l].arr = rb_word_at(b->map, rb_ld(&f->layer[l].array_off));
-        s->layer[l].bits = rb_ld(&f->layer[l].bits);
-        s->layer[l].k = (uint32_t)rb_ld(&f->layer[l].k);
+        s->layer[l].arr = rbi_word_at(b->map, rbi_ld(&f->layer[l].array_off));
+        s->layer[l].bits = rbi_ld(&f->layer[l].bits);
+        s->layer[l].k = (uint32_t)rbi_ld(&f->layer[l].k);
     }
     s->nlayers = (uint32_t)n;
     return RB_OK;
@@ -682,11 +682,11 @@ static inline int section_retry(const bloom_section_t *s)
      * gen; pairs with the release fence after the writer bumps gen and
      * before it may reuse a replaced array (see docs/design.md). */
     atomic_thread_fence(memory_order_acquire);
-    return rb_ld(&s->b->slot->gen) != s->gen0;
+    return rbi_ld(&s->b->slot->gen) != s->gen0;
 }
 
 /* 1 if h may be in any layer of the section. */
-static inline int section_test(const bloom_section_t *s, rb_h128_t h)
+static inline int section_test(const bloom_section_t *s, rbi_h128_t h)
 {
     for (uint32_t l = 0; l < s->nlayers; l++)
         if (test_layer(s->b->layout, &s->layer[l], layer_hash(h, l)))
@@ -706,7 +706,7 @@ static int bloom_read(const rb_bloom_t *bf, section_fn fn, void *arg)
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((rc = bind_get(bf, stale, &b)) != RB_OK)
             return rc;
-        for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
+        for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
             bloom_section_t s;
             rc = section_begin(b, &s);
             if (rc == RB_OK)
@@ -750,7 +750,7 @@ static int contains_blocked1(const bloom_section_t *s, contains_arg_t *a)
             hits += hit;
         }
         if (i < n) {
-            rb_h128_t x = key_hash(b, keys[i].ptr, keys[i].len);
+            rbi_h128_t x = key_hash(b, keys[i].ptr, keys[i].len);
             blk[i % PIPE] = &arr[fastrange64(x.h1, nblocks) * BLOCK_WORDS];
             h2[i % PIPE] = x.h2;
             prefetch_line((const void *)blk[i % PIPE]);
@@ -766,7 +766,7 @@ static int contains_blocked1(const bloom_section_t *s, contains_arg_t *a)
 static int contains_fn(const bloom_section_t *s, void *arg)
 {
     contains_arg_t *a = arg;
-    rb_h128_t h[PIPE];
+    rbi_h128_t h[PIPE];
     size_t n = a->n;
 
     a->hits = 0;
@@ -785,7 +785,7 @@ static int contains_fn(const bloom_section_t *s, void *arg)
             a->hits += a->out[j];
         }
         if (i < n) {
-            rb_h128_t x = key_hash(s->b, a->keys[i].ptr, a->keys[i].len);
+            rbi_h128_t x = key_hash(s->b, a->keys[i].ptr, a->keys[i].len);
             h[i % PIPE] = x;
             for (uint32_t l = 0; l < s->nlayers; l++)
                 prefetch_layer(s->b->layout, &s->layer[l], layer_hash(x, l));
@@ -836,44 +836,44 @@ int64_t rb_bloom_contains_many(const rb_bloom_t *bf, const rb_key_t *keys, size_
 static int swap_fresh(rb_segment_t *seg, rb_filter_shm_t *f, const uint64_t *which, size_t count,
                       void (*after)(rb_filter_shm_t *, void *), void *arg)
 {
-    rb_map_t *m = rb_seg_map(seg);
+    rbi_map_t *m = rbi_seg_map(seg);
     uint64_t fresh[RB_BLOOM_MAX_LAYERS], old[RB_BLOOM_MAX_LAYERS], bytes[RB_BLOOM_MAX_LAYERS];
     int rc;
 
     for (size_t i = 0; i < count; i++) {
         _Atomic uint64_t *arr;
-        bytes[i] = rb_ld(&f->layer[which[i]].bits) / 8;
-        if ((rc = rb_heap_alloc(seg, bytes[i], &fresh[i])) != RB_OK) {
+        bytes[i] = rbi_ld(&f->layer[which[i]].bits) / 8;
+        if ((rc = rbi_heap_alloc(seg, bytes[i], &fresh[i])) != RB_OK) {
             while (i-- > 0)
-                rb_heap_free(seg, fresh[i], bytes[i]);
+                rbi_heap_free(seg, fresh[i], bytes[i]);
             return rc;
         }
-        arr = rb_word_at(m, fresh[i]);
+        arr = rbi_word_at(m, fresh[i]);
         for (uint64_t w = 0; w < bytes[i] / 8; w++)
-            rb_st(&arr[w], 0);
+            rbi_st(&arr[w], 0);
     }
     for (size_t i = 0; i < count; i++) {
-        old[i] = rb_ld(&f->layer[which[i]].array_off);
-        rb_st(&f->layer[which[i]].array_off, fresh[i]);
-        rb_st(&f->layer[which[i]].items, 0);
+        old[i] = rbi_ld(&f->layer[which[i]].array_off);
+        rbi_st(&f->layer[which[i]].array_off, fresh[i]);
+        rbi_st(&f->layer[which[i]].items, 0);
     }
     if (after != NULL)
         after(f, arg);
     /* Release: the new arrays and fields are visible with the new gen. */
-    atomic_store_explicit(&f->gen, rb_ld(&f->gen) + 1, memory_order_release);
+    atomic_store_explicit(&f->gen, rbi_ld(&f->gen) + 1, memory_order_release);
     /* Release fence: stores into the freed arrays' space (a later
      * allocation) cannot be observed without the new gen (section_retry). */
     atomic_thread_fence(memory_order_release);
     for (size_t i = 0; i < count; i++)
-        rb_heap_free(seg, old[i], bytes[i]);
+        rbi_heap_free(seg, old[i], bytes[i]);
     return RB_OK;
 }
 
 static void rotated(rb_filter_shm_t *f, void *arg)
 {
-    rb_st(&f->current, *(const uint64_t *)arg);
-    rb_st(&f->rotations, rb_ld(&f->rotations) + 1);
-    rb_st(&f->rotated_at, (uint64_t)time(NULL));
+    rbi_st(&f->current, *(const uint64_t *)arg);
+    rbi_st(&f->rotations, rbi_ld(&f->rotations) + 1);
+    rbi_st(&f->rotated_at, (uint64_t)time(NULL));
 }
 
 /* Aging: clear the oldest generation (the one after current) and make it
@@ -885,7 +885,7 @@ static int rotate(rb_segment_t *seg, const bloom_bind_t *b, rb_filter_shm_t *f)
     (void)b;
     if (n < 2)
         return RB_ECORRUPT;
-    next = (rb_ld(&f->current) + 1) % n;
+    next = (rbi_ld(&f->current) + 1) % n;
     return swap_fresh(seg, f, &next, 1, rotated, &next);
 }
 
@@ -893,9 +893,9 @@ static void was_reset(rb_filter_shm_t *f, void *arg)
 {
     uint64_t keep = *(const uint64_t *)arg;
 
-    rb_st(&f->items, 0);
-    rb_st(&f->current, 0);
-    rb_st(&f->rotated_at, (uint64_t)time(NULL));
+    rbi_st(&f->items, 0);
+    rbi_st(&f->current, 0);
+    rbi_st(&f->rotated_at, (uint64_t)time(NULL));
     /* Release: layers beyond keep were dropped (scaling); readers that
      * acquire the smaller count never look at them. */
     atomic_store_explicit(&f->nlayers, keep, memory_order_release);
@@ -929,7 +929,7 @@ int rb_bloom_rotate(rb_bloom_t *bf)
 
     if (rc != RB_OK)
         return rc;
-    if (!(rb_ld(&b->slot->flags) & RB_BLOOM_AGING))
+    if (!(rbi_ld(&b->slot->flags) & RB_BLOOM_AGING))
         return RB_EINVAL;
     return rotate((rb_segment_t *)bf->seg, b, b->slot);
 }
@@ -942,9 +942,9 @@ int rb_bloom_rotate_due(rb_bloom_t *bf, uint64_t now)
 
     if (rc != RB_OK)
         return rc;
-    window = rb_ld(&b->slot->window);
-    if (!(rb_ld(&b->slot->flags) & RB_BLOOM_AGING) || window == 0 ||
-        now < rb_ld(&b->slot->rotated_at) + window)
+    window = rbi_ld(&b->slot->window);
+    if (!(rbi_ld(&b->slot->flags) & RB_BLOOM_AGING) || window == 0 ||
+        now < rbi_ld(&b->slot->rotated_at) + window)
         return 0;
     rc = rotate((rb_segment_t *)bf->seg, b, b->slot);
     return rc == RB_OK ? 1 : rc;
@@ -962,15 +962,15 @@ int rb_bloom_reset(rb_bloom_t *bf)
     f = b->slot;
     n = layer_count(f);
     /* Aging keeps its generations; scaling goes back to its first layer. */
-    keep = (rb_ld(&f->flags) & RB_BLOOM_AGING) ? n : 1;
+    keep = (rbi_ld(&f->flags) & RB_BLOOM_AGING) ? n : 1;
     for (uint64_t l = 0; l < keep; l++)
         which[l] = l;
     rc = swap_fresh((rb_segment_t *)bf->seg, f, which, (size_t)keep, was_reset, &keep);
     if (rc != RB_OK)
         return rc;
     for (uint64_t l = keep; l < n; l++)   /* dropped layers (after the gen bump) */
-        rb_heap_free((rb_segment_t *)bf->seg, rb_ld(&f->layer[l].array_off),
-                     rb_ld(&f->layer[l].bits) / 8);
+        rbi_heap_free((rb_segment_t *)bf->seg, rbi_ld(&f->layer[l].array_off),
+                     rbi_ld(&f->layer[l].bits) / 8);
     return RB_OK;
 }
 
@@ -985,7 +985,7 @@ typedef struct add_arg {
     size_t done;
 } add_arg_t;
 
-static void set_layer(uint32_t layout, const layer_view_t *lv, rb_h128_t h)
+static void set_layer(uint32_t layout, const layer_view_t *lv, rbi_h128_t h)
 {
     uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
 
@@ -1008,40 +1008,40 @@ static int add_fn(const bloom_section_t *cs, void *arg)
 
     for (; a->done < a->n; a->done++) {
         const rb_key_t *k = &a->keys[a->done];
-        rb_h128_t h = key_hash(s->b, k->ptr, k->len);
+        rbi_h128_t h = key_hash(s->b, k->ptr, k->len);
         uint64_t last = s->nlayers - 1;
         int fresh = !section_test(s, h);
 
-        if (rb_ld(&f->flags) & RB_BLOOM_AGING) {
+        if (rbi_ld(&f->flags) & RB_BLOOM_AGING) {
             /* A key seen only in an older generation (added there, or a
              * false positive of it) is written into the current one too,
              * else it would vanish when that generation is cleared while
              * the caller was told "seen": the window runs from the last
              * add.  It is still not new. */
-            uint64_t cur = rb_ld(&f->current) % s->nlayers;
+            uint64_t cur = rbi_ld(&f->current) % s->nlayers;
             if (!test_layer(s->b->layout, &s->layer[cur], layer_hash(h, cur))) {
-                if (rb_ld(&f->layer[cur].items) >= rb_ld(&f->layer[cur].capacity)) {
+                if (rbi_ld(&f->layer[cur].items) >= rbi_ld(&f->layer[cur].capacity)) {
                     int rc = rotate(a->seg, s->b, f);
                     if (rc == RB_OK)
                         rc = section_begin(s->b, s);   /* the swapped array */
                     if (rc != RB_OK)
                         return rc;
-                    cur = rb_ld(&f->current) % s->nlayers;
+                    cur = rbi_ld(&f->current) % s->nlayers;
                 }
                 set_layer(s->b->layout, &s->layer[cur], layer_hash(h, cur));
-                rb_st(&f->layer[cur].items, rb_ld(&f->layer[cur].items) + 1);
+                rbi_st(&f->layer[cur].items, rbi_ld(&f->layer[cur].items) + 1);
             }
             if (fresh) {
-                rb_st(&f->items, rb_ld(&f->items) + 1);
+                rbi_st(&f->items, rbi_ld(&f->items) + 1);
                 a->added++;
             }
         } else if (fresh) {
-            if (rb_ld(&f->layer[last].items) >= rb_ld(&f->layer[last].capacity) &&
-                !(rb_ld(&f->flags) & RB_BLOOM_OVERFILL)) {
-                uint64_t cap = rb_ld(&f->layer[last].capacity);
-                uint64_t exp = rb_ld(&f->expansion);
+            if (rbi_ld(&f->layer[last].items) >= rbi_ld(&f->layer[last].capacity) &&
+                !(rbi_ld(&f->flags) & RB_BLOOM_OVERFILL)) {
+                uint64_t cap = rbi_ld(&f->layer[last].capacity);
+                uint64_t exp = rbi_ld(&f->expansion);
                 int rc;
-                if (rb_ld(&f->flags) & RB_BLOOM_NONSCALING)
+                if (rbi_ld(&f->flags) & RB_BLOOM_NONSCALING)
                     return RB_EFULL;
                 if (last + 1 >= RB_BLOOM_MAX_LAYERS)
                     return RB_ELAYERS;
@@ -1057,8 +1057,8 @@ static int add_fn(const bloom_section_t *cs, void *arg)
                 last++;
             }
             set_layer(s->b->layout, &s->layer[last], layer_hash(h, last));
-            rb_st(&f->layer[last].items, rb_ld(&f->layer[last].items) + 1);
-            rb_st(&f->items, rb_ld(&f->items) + 1);
+            rbi_st(&f->layer[last].items, rbi_ld(&f->layer[last].items) + 1);
+            rbi_st(&f->items, rbi_ld(&f->items) + 1);
             a->added++;
         }
         if (a->out != NULL)
@@ -1128,7 +1128,7 @@ static int stat_fn(const bloom_section_t *s, void *arg)
         double est = 0.0;
         if (!a->scan) {
             /* Expected fill of a layer holding n keys: 1 - e^(-kn/m). */
-            double n = (double)rb_ld(&f->layer[l].items);
+            double n = (double)rbi_ld(&f->layer[l].items);
             double fill = 1.0 - exp(-(double)lv->k * n / (double)lv->bits);
             a->predicted_fill_bits += fill * (double)lv->bits;
             est = pow(fill, lv->k);
@@ -1136,7 +1136,7 @@ static int stat_fn(const bloom_section_t *s, void *arg)
             for (uint64_t blk = 0; blk < nblocks; blk++) {
                 uint64_t pc = 0;
                 for (uint32_t w = 0; w < BLOCK_WORDS; w++)
-                    pc += (uint64_t)__builtin_popcountll(rb_ld(&lv->arr[blk * BLOCK_WORDS + w]));
+                    pc += (uint64_t)__builtin_popcountll(rbi_ld(&lv->arr[blk * BLOCK_WORDS + w]));
                 lones += pc;
                 if (s->b->layout == RB_BLOOM_BLOCKED)
                     est += pow((double)pc / BLOCK_BITS, lv->k);
@@ -1169,19 +1169,19 @@ static int stat_common(const rb_bloom_t *bf, rb_bloom_stat_t *out, int scan)
     memset(out, 0, sizeof(*out));
     memcpy(out->name, bf->name, bf->name_len);
     out->layout = b->layout;
-    out->flags = (uint32_t)rb_ld(&f->flags);
-    out->expansion = (uint32_t)rb_ld(&f->expansion);
+    out->flags = (uint32_t)rbi_ld(&f->flags);
+    out->expansion = (uint32_t)rbi_ld(&f->expansion);
     out->layers = (uint32_t)layer_count(f);
-    out->current = (uint32_t)rb_ld(&f->current);
-    out->window = (uint32_t)rb_ld(&f->window);
-    out->rotations = rb_ld(&f->rotations);
-    out->k = (uint32_t)rb_ld(&f->layer[0].k);
+    out->current = (uint32_t)rbi_ld(&f->current);
+    out->window = (uint32_t)rbi_ld(&f->window);
+    out->rotations = rbi_ld(&f->rotations);
+    out->k = (uint32_t)rbi_ld(&f->layer[0].k);
     for (uint32_t l = 0; l < out->layers; l++)
-        out->capacity += rb_ld(&f->layer[l].capacity);
+        out->capacity += rbi_ld(&f->layer[l].capacity);
     out->bits = a.bits;
     out->bytes = a.bits / 8;
     out->error_rate = load_double(&f->error_bits);
-    out->items = rb_ld(&f->items);
+    out->items = rbi_ld(&f->items);
     out->bits_set = a.ones;
     out->fill = a.bits == 0 ? 0.0
                 : scan ? (double)a.ones / (double)a.bits : a.predicted_fill_bits / (double)a.bits;

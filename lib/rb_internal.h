@@ -20,18 +20,18 @@
 #include "ringbloom.h"
 #include "rb_latch.h"
 
-#define RB_MAGIC          0x314D4C42474E4952ULL /* bytes "RINGBLM1" little-endian */
-#define RB_LAYOUT_VERSION 1u
-#define RB_HEADER_SIZE    4096u
-#define RB_ALIGN          64u                   /* heap allocation unit */
-#define RB_GROW_STEP      (64u * 1024u)         /* committed size granule */
+#define RBI_MAGIC          0x314D4C42474E4952ULL /* bytes "RINGBLM1" little-endian */
+#define RBI_LAYOUT_VERSION 1u
+#define RBI_HEADER_SIZE    4096u
+#define RBI_ALIGN          64u                   /* heap allocation unit */
+#define RBI_GROW_STEP      (64u * 1024u)         /* committed size granule */
 
-enum { RB_STATE_INIT = 1, RB_STATE_LIVE = 2, RB_STATE_RETIRED = 3 };
+enum { RBI_STATE_INIT = 1, RBI_STATE_LIVE = 2, RBI_STATE_RETIRED = 3 };
 
 /* A read section gives up after this many overtaking writes (RB_EBUSY).  A
  * retry costs one read section (~100 ns); a write takes microseconds or
  * more, so a reader meets this bound only under a pathological writer. */
-#define RB_READ_RETRIES 100000u
+#define RBI_READ_RETRIES 100000u
 
 /* ---- ring latch header, inside the segment header ---------------------- */
 typedef struct rb_ring_hdr_shm {
@@ -40,11 +40,11 @@ typedef struct rb_ring_hdr_shm {
     _Atomic uint64_t copy_cap[2];  /* bytes allocated to copy i */
 } rb_ring_hdr_shm_t;
 
-/* ---- segment header, offset 0, RB_HEADER_SIZE bytes -------------------- */
+/* ---- segment header, offset 0, RBI_HEADER_SIZE bytes -------------------- */
 typedef struct rb_header_shm {
-    _Atomic uint64_t magic;           /*   0 RB_MAGIC */
-    _Atomic uint64_t version;         /*   8 RB_LAYOUT_VERSION */
-    _Atomic uint64_t header_size;     /*  16 RB_HEADER_SIZE */
+    _Atomic uint64_t magic;           /*   0 RBI_MAGIC */
+    _Atomic uint64_t version;         /*   8 RBI_LAYOUT_VERSION */
+    _Atomic uint64_t header_size;     /*  16 RBI_HEADER_SIZE */
     _Atomic uint64_t state;           /*  24 RB_STATE_* */
     _Atomic uint64_t generation;      /*  32 this segment's generation */
     _Atomic uint64_t next_generation; /*  40 successor when retired */
@@ -63,13 +63,13 @@ typedef struct rb_header_shm {
 } rb_header_shm_t;
 
 _Static_assert(offsetof(rb_header_shm_t, ring) == 256, "header layout");
-_Static_assert(sizeof(rb_header_shm_t) <= RB_HEADER_SIZE, "header fits its page");
+_Static_assert(sizeof(rb_header_shm_t) <= RBI_HEADER_SIZE, "header fits its page");
 
 /* ---- ring copy (one of two), in the heap -------------------------------- */
-#define RB_RING_COPY_MAGIC 0x59504F43474E4952ULL /* "RINGCOPY" */
+#define RBI_RING_COPY_MAGIC 0x59504F43474E4952ULL /* "RINGCOPY" */
 
 typedef struct rb_ring_copy_shm {
-    _Atomic uint64_t magic;       /*  0 RB_RING_COPY_MAGIC */
+    _Atomic uint64_t magic;       /*  0 RBI_RING_COPY_MAGIC */
     _Atomic uint64_t version;     /*  8 publish counter */
     _Atomic uint64_t mode;        /* 16 rb_ring_mode_t */
     _Atomic uint64_t replicas;    /* 24 */
@@ -89,18 +89,18 @@ typedef struct rb_ring_copy_shm {
     _Atomic uint64_t data[];      /* 128 */
 } rb_ring_copy_shm_t;
 
-#define RB_RING_COPY_HDR_WORDS (offsetof(rb_ring_copy_shm_t, data) / 8)
+#define RBI_RING_COPY_HDR_WORDS (offsetof(rb_ring_copy_shm_t, data) / 8)
 
 /* Node record: two words.  w0 = name byte offset (in names) | name_len << 40,
  * w1 = weight. */
-#define RB_NODE_WORDS 2
+#define RBI_NODE_WORDS 2
 
 /* ---- filter directory slot --------------------------------------------- */
-#define RB_SECRET_BYTES RB_BLOOM_SECRET_BYTES
-#define RB_FILTER_NAME_WORDS ((RB_FILTER_NAME_MAX + 1) / 8)
-#define RB_SECRET_WORDS (RB_SECRET_BYTES / 8)
+#define RBI_SECRET_BYTES RB_BLOOM_SECRET_BYTES
+#define RBI_FILTER_NAME_WORDS ((RB_FILTER_NAME_MAX + 1) / 8)
+#define RBI_SECRET_WORDS (RBI_SECRET_BYTES / 8)
 
-enum { RB_FILTER_FREE = 0, RB_FILTER_LIVE = 1 };
+enum { RBI_FILTER_FREE = 0, RBI_FILTER_LIVE = 1 };
 
 /* One layer of a filter: its own bit array, sized for its own capacity and
  * error rate.  A scaling filter appends layers; an aging filter rotates
@@ -131,8 +131,8 @@ typedef struct rb_filter_shm {
     _Atomic uint64_t window;       /* 104 aging: seconds before a rotation */
     _Atomic uint64_t rotations;    /* 112 aging: rotations so far */
     _Atomic uint64_t rotated_at;   /* 120 aging: unix seconds of the last */
-    _Atomic uint64_t name[RB_FILTER_NAME_WORDS];  /* 128 */
-    _Atomic uint64_t secret[RB_SECRET_WORDS];     /* 384 */
+    _Atomic uint64_t name[RBI_FILTER_NAME_WORDS];  /* 128 */
+    _Atomic uint64_t secret[RBI_SECRET_WORDS];     /* 384 */
     rb_layer_shm_t layer[RB_BLOOM_MAX_LAYERS];    /* 576 */
 } rb_filter_shm_t;
 
@@ -143,22 +143,22 @@ _Static_assert(sizeof(rb_filter_shm_t) == 576 + 48 * RB_BLOOM_MAX_LAYERS, "slot 
 
 /* ---- process-local handles ---------------------------------------------- */
 
-typedef struct rb_extent {
+typedef struct rbi_extent {
     uint64_t off, len;
-} rb_extent_t;
+} rbi_extent_t;
 
 /* Free space of the heap, known only to the writer (rebuilt on takeover
  * from the live objects, so it never needs to be in shared memory). */
-typedef struct rb_heap {
-    rb_extent_t *free;   /* sorted by offset, coalesced */
+typedef struct rbi_heap {
+    rbi_extent_t *free;   /* sorted by offset, coalesced */
     size_t n, cap;
     uint64_t used;       /* bytes in live allocations */
-} rb_heap_t;
+} rbi_heap_t;
 
 /* One mapping of one shm object.  Immutable once published in a handle;
  * a reader handle that moves to a newer object keeps the old mapping until
  * rb_segment_close, so threads still reading it stay safe. */
-typedef struct rb_map {
+typedef struct rbi_map {
     uint64_t id;             /* unique in the process, never reused */
     unsigned char *base;     /* mapping of map_len (= header.max_size) bytes */
     size_t map_len;
@@ -168,120 +168,120 @@ typedef struct rb_map {
     dev_t dev;               /* identity of the object, to notice a new one */
     ino_t ino;
     uid_t owner;             /* the object's owner when it was opened */
-    struct rb_map *older;    /* replaced mappings, freed at close */
-} rb_map_t;
+    struct rbi_map *older;    /* replaced mappings, freed at close */
+} rbi_map_t;
 
 struct rb_segment {
-    _Atomic(rb_map_t *) map; /* current mapping (a writer's never changes) */
+    _Atomic(rbi_map_t *) map; /* current mapping (a writer's never changes) */
     int writable;
     char instance[RB_INSTANCE_MAX + 1]; /* "" for a private segment */
-    rb_heap_t heap;          /* writer only */
+    rbi_heap_t heap;          /* writer only */
     pthread_mutex_t lock;    /* reader: serialises moving to a new object */
     _Atomic uint64_t next_poll_ms; /* reader: earliest next look for one */
     uid_t owner;             /* reader: the owner of every object it maps:
                                 given at attach, or else the first one's */
 };
 
-/* The handle's current mapping.  Readers call rb_reader_map(), which also
- * notices (cheaply, every RB_POLL_CALLS calls per thread) a retired
+/* The handle's current mapping.  Readers call rbi_reader_map(), which also
+ * notices (cheaply, every RBI_POLL_CALLS calls per thread) a retired
  * segment or a restarted daemon and moves the handle to the live object. */
-static inline rb_map_t *rb_seg_map(const rb_segment_t *seg)
+static inline rbi_map_t *rbi_seg_map(const rb_segment_t *seg)
 {
     return atomic_load_explicit(&((rb_segment_t *)seg)->map, memory_order_acquire);
 }
 
-#define RB_POLL_CALLS 1024u    /* calls per thread between liveness looks */
-#define RB_POLL_MS    250u     /* at most one reopen attempt per handle per */
-#define RB_STALE_MS   3000u    /* a heartbeat older than this: writer gone */
+#define RBI_POLL_CALLS 1024u    /* calls per thread between liveness looks */
+#define RBI_POLL_MS    250u     /* at most one reopen attempt per handle per */
+#define RBI_STALE_MS   3000u    /* a heartbeat older than this: writer gone */
 
-void rb_segment_poll(rb_segment_t *seg);
+void rbi_segment_poll(rb_segment_t *seg);
 
-/* A new zeroed rb_map_t with a fresh id (segment.c). */
-rb_map_t *rb_map_new(void);
+/* A new zeroed rbi_map_t with a fresh id (segment.c). */
+rbi_map_t *rbi_map_new(void);
 
-static inline rb_map_t *rb_reader_map(const rb_segment_t *seg)
+static inline rbi_map_t *rbi_reader_map(const rb_segment_t *seg)
 {
     static _Thread_local uint32_t tick;
 
-    if ((++tick % RB_POLL_CALLS) == 0 && !seg->writable && seg->instance[0] != '\0')
-        rb_segment_poll((rb_segment_t *)seg);
-    return rb_seg_map(seg);
+    if ((++tick % RBI_POLL_CALLS) == 0 && !seg->writable && seg->instance[0] != '\0')
+        rbi_segment_poll((rb_segment_t *)seg);
+    return rbi_seg_map(seg);
 }
 
-static inline rb_header_shm_t *rb_hdr(const rb_map_t *m)
+static inline rb_header_shm_t *rbi_hdr(const rbi_map_t *m)
 {
     return (rb_header_shm_t *)(void *)m->base;
 }
 
 /* Word pointer at a byte offset that the caller has bounds-checked. */
-static inline _Atomic uint64_t *rb_word_at(const rb_map_t *m, uint64_t off)
+static inline _Atomic uint64_t *rbi_word_at(const rbi_map_t *m, uint64_t off)
 {
     return (_Atomic uint64_t *)(void *)(m->base + off);
 }
 
 /* The committed size: every byte below it is backed by the object. */
-static inline uint64_t rb_seg_size(const rb_map_t *m)
+static inline uint64_t rbi_seg_size(const rbi_map_t *m)
 {
     /* Acquire pairs with the writer's release store after growing the
      * object: the grown bytes exist before anyone may read them. */
-    return atomic_load_explicit(&rb_hdr(m)->size, memory_order_acquire);
+    return atomic_load_explicit(&rbi_hdr(m)->size, memory_order_acquire);
 }
 
-static inline rb_filter_shm_t *rb_dir_slot(const rb_map_t *m, uint64_t i)
+static inline rb_filter_shm_t *rbi_dir_slot(const rbi_map_t *m, uint64_t i)
 {
     return (rb_filter_shm_t *)(void *)(m->base + m->dir_off + i * sizeof(rb_filter_shm_t));
 }
 
 /* True if [off, off + len) lies inside a committed size `size`, with off
  * 8-byte aligned; safe against overflow for any off/len read from shm. */
-static inline int rb_span_ok(uint64_t size, uint64_t off, uint64_t len)
+static inline int rbi_span_ok(uint64_t size, uint64_t off, uint64_t len)
 {
     return (off & 7) == 0 && off <= size && len <= size - off;
 }
 
 /* Copy n words out of shared memory with relaxed loads. */
-static inline void rb_copy_out(void *dst, const _Atomic uint64_t *src, size_t nwords)
+static inline void rbi_copy_out(void *dst, const _Atomic uint64_t *src, size_t nwords)
 {
     unsigned char *d = dst;
     for (size_t i = 0; i < nwords; i++) {
-        uint64_t w = rb_ld(&src[i]);
+        uint64_t w = rbi_ld(&src[i]);
         memcpy(d + 8 * i, &w, 8);
     }
 }
 
 /* Copy `bytes` bytes into shared memory words with relaxed stores (the
  * last word zero-padded). */
-void rb_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes);
+void rbi_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes);
 
 /* Writer-only helpers, segment.c / heap.c. */
-int rb_segment_grow(rb_segment_t *seg, uint64_t new_size);
-int rb_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off);
-void rb_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes);
-int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive);
-void rb_heap_destroy(rb_heap_t *heap);
-uint64_t rb_now_ms(void);
+int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size);
+int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off);
+void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes);
+int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive);
+void rbi_heap_destroy(rbi_heap_t *heap);
+uint64_t rbi_now_ms(void);
 
 /* The RB_E* code for errno value e (segment.c). */
-int rb_errno_code(int e);
+int rbi_errno_code(int e);
 
 /* 1 if s is a valid instance name (paths.c). */
-int rb_instance_ok(const char *s);
+int rbi_instance_ok(const char *s);
 
-/* Live heap objects, for rb_heap_rebuild: the two ring copies (ring.c,
+/* Live heap objects, for rbi_heap_rebuild: the two ring copies (ring.c,
  * at most 2) and the bit arrays of live filters (bloom.c, at most
  * dir_slots * RB_BLOOM_MAX_LAYERS; RB_ECORRUPT if a live filter has no
  * layer or a layer a reader would refuse). */
-void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
-int rb_bloom_extents(const rb_map_t *m, rb_extent_t *out, size_t *n);
+void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
+int rbi_bloom_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
 
 /* Ring takeover / restore, ring.c: RB_OK if the active copy is sound. */
-int rb_ring_validate(const rb_segment_t *seg);
+int rbi_ring_validate(const rb_segment_t *seg);
 
 /* Retries the calling thread's last ring read section needed (tests and
  * benchmarks report the maximum). */
-extern _Thread_local uint32_t rb_ring_last_retries;
+extern _Thread_local uint32_t rbi_ring_last_retries;
 
-static inline uint64_t rb_round_up(uint64_t v, uint64_t a)
+static inline uint64_t rbi_round_up(uint64_t v, uint64_t a)
 {
     return (v + a - 1) / a * a;
 }

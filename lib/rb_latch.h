@@ -11,13 +11,13 @@
  * Workload: many readers at ~10^7-10^8 reads/s, one writer at <=10^3/s.
  *
  * Writer (one thread of the writer process):
- *     s = rb_latch_write_prepare(&seq);  // inactive copy: (s & 1) ^ 1
+ *     s = rbi_latch_write_prepare(&seq);  // inactive copy: (s & 1) ^ 1
  *     ... rewrite copy[(s & 1) ^ 1] ...
- *     rb_latch_publish(&seq, s);         // seq = s + 1: readers -> it
+ *     rbi_latch_publish(&seq, s);         // seq = s + 1: readers -> it
  * Reader:
- *     do { s = rb_latch_read_begin(&seq); ... read copy[s & 1] with
+ *     do { s = rbi_latch_read_begin(&seq); ... read copy[s & 1] with
  *          relaxed loads, bounds-checking everything ...
- *     } while (rb_latch_read_retry(&seq, s));
+ *     } while (rbi_latch_read_retry(&seq, s));
  *
  * Invariant L1: copy[s & 1] is complete and unchanging for as long as
  *   seq == s (the writer writes only the inactive copy, and the copy that
@@ -42,19 +42,19 @@
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
                "64-bit atomics must be lock-free (a lock would write to a PROT_READ map)");
 
-static inline uint64_t rb_latch_read_begin(const _Atomic uint64_t *seq)
+static inline uint64_t rbi_latch_read_begin(const _Atomic uint64_t *seq)
 {
-    /* Acquire pairs with the writer's release store in rb_latch_publish:
+    /* Acquire pairs with the writer's release store in rbi_latch_publish:
      * every store to copy[s & 1] made before seq became s is visible to
      * the relaxed loads that follow (L1). */
     return atomic_load_explicit(seq, memory_order_acquire);
 }
 
-static inline bool rb_latch_read_retry(const _Atomic uint64_t *seq, uint64_t s)
+static inline bool rbi_latch_read_retry(const _Atomic uint64_t *seq, uint64_t s)
 {
     /* Acquire fence: the relaxed data loads above cannot be reordered after
      * the re-load of seq below.  It pairs with the writer's release fence
-     * in rb_latch_write_prepare: if any of our loads saw a store made to
+     * in rbi_latch_write_prepare: if any of our loads saw a store made to
      * the copy after it became inactive, the re-load sees the flip that
      * made it inactive (L2). */
     atomic_thread_fence(memory_order_acquire);
@@ -62,7 +62,7 @@ static inline bool rb_latch_read_retry(const _Atomic uint64_t *seq, uint64_t s)
 }
 
 /* Writer: the sequence now; the copy to write is (s & 1) ^ 1. */
-static inline uint64_t rb_latch_write_prepare(const _Atomic uint64_t *seq)
+static inline uint64_t rbi_latch_write_prepare(const _Atomic uint64_t *seq)
 {
     /* Acquire: a writer taking over from a dead one orders its stores
      * after that writer's last flip, which it reads here. */
@@ -75,7 +75,7 @@ static inline uint64_t rb_latch_write_prepare(const _Atomic uint64_t *seq)
 }
 
 /* Writer: the inactive copy is complete; make it the active one. */
-static inline void rb_latch_publish(_Atomic uint64_t *seq, uint64_t s)
+static inline void rbi_latch_publish(_Atomic uint64_t *seq, uint64_t s)
 {
     /* Release: the copy's stores above are visible to readers that
      * acquire s + 1 (L1). */
@@ -83,12 +83,12 @@ static inline void rb_latch_publish(_Atomic uint64_t *seq, uint64_t s)
 }
 
 /* The relaxed accessors every read section uses: loads only, never RMW. */
-static inline uint64_t rb_ld(const _Atomic uint64_t *w)
+static inline uint64_t rbi_ld(const _Atomic uint64_t *w)
 {
     return atomic_load_explicit(w, memory_order_relaxed);
 }
 
-static inline void rb_st(_Atomic uint64_t *w, uint64_t v)
+static inline void rbi_st(_Atomic uint64_t *w, uint64_t v)
 {
     atomic_store_explicit(w, v, memory_order_relaxed);
 }

@@ -33,7 +33,7 @@
 #define NODE_OFF_MASK ((1ULL << 40) - 1)
 #define MAX_INDEX_BITS 24
 
-_Thread_local uint32_t rb_ring_last_retries;
+_Thread_local uint32_t rbi_ring_last_retries;
 
 typedef struct ring_node {
     char    *name;
@@ -106,13 +106,13 @@ static uint64_t key_pos(uint64_t mode, const void *key, size_t len)
 {
     switch (mode) {
     case RB_RING_SEED:
-        return rb_hash_seed(key, len, 0);
+        return rbi_hash_seed(key, len, 0);
     case RB_RING_KETAMA:
-        return (uint64_t)rb_hash_md5_le32(key, len, 0) << 32;
+        return (uint64_t)rbi_hash_md5_le32(key, len, 0) << 32;
     case RB_RING_NGINX:
-        return (uint64_t)rb_hash_crc32(0, key, len) << 32;
+        return (uint64_t)rbi_hash_crc32(0, key, len) << 32;
     default:
-        return rb_hash_xxh3(key, len);
+        return rbi_hash_xxh3(key, len);
     }
 }
 
@@ -190,7 +190,7 @@ static int gen_points(const rb_ring_t *r, size_t idx, uint64_t total_weight, siz
                 ? snprintf(buf, sizeof(buf), "%.*s-%zu", (int)hostlen, nd->name, d)
                 : snprintf(buf, sizeof(buf), "%.*s:%u-%zu", (int)hostlen, nd->name, port, d);
             for (uint32_t x = 0; x < 4; x++) {
-                p[4 * d + x].pos = (uint64_t)rb_hash_md5_le32(buf, (size_t)len, x) << 32;
+                p[4 * d + x].pos = (uint64_t)rbi_hash_md5_le32(buf, (size_t)len, x) << 32;
                 p[4 * d + x].node = (uint32_t)idx;
                 p[4 * d + x].tie = tie;
             }
@@ -201,15 +201,15 @@ static int gen_points(const rb_ring_t *r, size_t idx, uint64_t total_weight, siz
         uint32_t base, prev = 0;
         unsigned char le[4];
         split_nginx(nd->name, nd->len, &hostlen, &port, &portlen);
-        base = rb_hash_crc32(0, nd->name, hostlen);
-        base = rb_hash_crc32(base, "", 1);
-        base = rb_hash_crc32(base, port, portlen);
+        base = rbi_hash_crc32(0, nd->name, hostlen);
+        base = rbi_hash_crc32(base, "", 1);
+        base = rbi_hash_crc32(base, port, portlen);
         for (size_t j = 0; j < c; j++) {
             le[0] = (unsigned char)prev;
             le[1] = (unsigned char)(prev >> 8);
             le[2] = (unsigned char)(prev >> 16);
             le[3] = (unsigned char)(prev >> 24);
-            prev = rb_hash_crc32(base, le, 4);
+            prev = rbi_hash_crc32(base, le, 4);
             p[j].pos = (uint64_t)prev << 32;
             p[j].node = (uint32_t)idx;
             p[j].tie = tie;
@@ -219,8 +219,8 @@ static int gen_points(const rb_ring_t *r, size_t idx, uint64_t total_weight, siz
         memcpy(buf, nd->name, nd->len);
         for (size_t i = 0; i < c; i++) {
             int k = snprintf(buf + nd->len, sizeof(buf) - nd->len, "#%zu", i);
-            p[i].pos = r->mode == RB_RING_SEED ? rb_hash_seed(buf, nd->len + (size_t)k, i)
-                                               : rb_hash_xxh3(buf, nd->len + (size_t)k);
+            p[i].pos = r->mode == RB_RING_SEED ? rbi_hash_seed(buf, nd->len + (size_t)k, i)
+                                               : rbi_hash_xxh3(buf, nd->len + (size_t)k);
             p[i].node = (uint32_t)idx;
             p[i].tie = tie;
         }
@@ -607,7 +607,7 @@ static void layout_for(const rb_ring_t *r, copy_layout_t *L)
     unsigned char *owns = calloc(r->nnodes ? r->nnodes : 1, 1);
 
     for (size_t i = 0; i < r->nnodes; i++)
-        names += rb_round_up(r->nodes[i].len, 8);
+        names += rbi_round_up(r->nodes[i].len, 8);
     L->owners = 0;
     for (size_t i = 0; i < r->npts; i++) {
         if (owns == NULL) {
@@ -620,8 +620,8 @@ static void layout_for(const rb_ring_t *r, copy_layout_t *L)
     free(owns);
     L->bits = index_bits_for(r->npts);
     L->names_bytes = names;
-    L->nodes_w = RB_RING_COPY_HDR_WORDS;
-    L->names_w = L->nodes_w + RB_NODE_WORDS * r->nnodes;
+    L->nodes_w = RBI_RING_COPY_HDR_WORDS;
+    L->names_w = L->nodes_w + RBI_NODE_WORDS * r->nnodes;
     L->points_w = L->names_w + names / 8;
     L->owners_w = L->points_w + r->npts;
     L->index_w = L->owners_w + (r->npts + 3) / 4;
@@ -633,37 +633,37 @@ static void layout_for(const rb_ring_t *r, copy_layout_t *L)
 static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
                        rb_ring_copy_shm_t *c, uint64_t version)
 {
-    _Atomic uint64_t *d = c->data - RB_RING_COPY_HDR_WORDS;
+    _Atomic uint64_t *d = c->data - RBI_RING_COPY_HDR_WORDS;
     uint64_t noff = 0, acc = 0;
     size_t p = 0;
 
-    rb_st(&c->magic, RB_RING_COPY_MAGIC);
-    rb_st(&c->version, version);
-    rb_st(&c->mode, (uint64_t)r->mode);
-    rb_st(&c->replicas, r->replicas);
-    rb_st(&c->nnodes, r->nnodes);
-    rb_st(&c->npoints, r->npts);
-    rb_st(&c->index_bits, L->bits);
-    rb_st(&c->words, L->words);
-    rb_st(&c->nodes_w, L->nodes_w);
-    rb_st(&c->names_w, L->names_w);
-    rb_st(&c->points_w, L->points_w);
-    rb_st(&c->owners_w, L->owners_w);
-    rb_st(&c->index_w, L->index_w);
-    rb_st(&c->names_bytes, L->names_bytes);
-    rb_st(&c->owners, L->owners);
+    rbi_st(&c->magic, RBI_RING_COPY_MAGIC);
+    rbi_st(&c->version, version);
+    rbi_st(&c->mode, (uint64_t)r->mode);
+    rbi_st(&c->replicas, r->replicas);
+    rbi_st(&c->nnodes, r->nnodes);
+    rbi_st(&c->npoints, r->npts);
+    rbi_st(&c->index_bits, L->bits);
+    rbi_st(&c->words, L->words);
+    rbi_st(&c->nodes_w, L->nodes_w);
+    rbi_st(&c->names_w, L->names_w);
+    rbi_st(&c->points_w, L->points_w);
+    rbi_st(&c->owners_w, L->owners_w);
+    rbi_st(&c->index_w, L->index_w);
+    rbi_st(&c->names_bytes, L->names_bytes);
+    rbi_st(&c->owners, L->owners);
     for (size_t i = 0; i < r->nnodes; i++) {
-        rb_st(&d[L->nodes_w + 2 * i], noff | ((uint64_t)r->nodes[i].len << 40));
-        rb_st(&d[L->nodes_w + 2 * i + 1],
+        rbi_st(&d[L->nodes_w + 2 * i], noff | ((uint64_t)r->nodes[i].len << 40));
+        rbi_st(&d[L->nodes_w + 2 * i + 1],
               r->nodes[i].weight | ((uint64_t)r->nodes[i].seq << 32));
-        rb_copy_in(&d[L->names_w + noff / 8], r->nodes[i].name, r->nodes[i].len);
-        noff += rb_round_up(r->nodes[i].len, 8);
+        rbi_copy_in(&d[L->names_w + noff / 8], r->nodes[i].name, r->nodes[i].len);
+        noff += rbi_round_up(r->nodes[i].len, 8);
     }
     for (size_t i = 0; i < r->npts; i++) {
-        rb_st(&d[L->points_w + i], r->pts[i].pos);
+        rbi_st(&d[L->points_w + i], r->pts[i].pos);
         acc |= (uint64_t)r->pts[i].node << (16 * (i & 3));
         if ((i & 3) == 3 || i + 1 == r->npts) {
-            rb_st(&d[L->owners_w + i / 4], acc);
+            rbi_st(&d[L->owners_w + i / 4], acc);
             acc = 0;
         }
     }
@@ -674,15 +674,15 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
             p++;
         acc |= (uint64_t)p << (32 * (j & 1));
         if ((j & 1) == 1 || j == ((uint64_t)1 << L->bits)) {
-            rb_st(&d[L->index_w + j / 2], acc);
+            rbi_st(&d[L->index_w + j / 2], acc);
             acc = 0;
         }
     }
 }
 
-static rb_ring_copy_shm_t *copy_at(const rb_map_t *m, uint64_t off)
+static rb_ring_copy_shm_t *copy_at(const rbi_map_t *m, uint64_t off)
 {
-    return (rb_ring_copy_shm_t *)(void *)rb_word_at(m, off);
+    return (rb_ring_copy_shm_t *)(void *)rbi_word_at(m, off);
 }
 
 /* ---- reader side --------------------------------------------------------- */
@@ -696,50 +696,50 @@ typedef struct ring_view {
 
 static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
 {
-    return start >= RB_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
+    return start >= RBI_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
 }
 
 /* Reads and bounds-checks the header of copy `which`; a never-published
  * ring reads as an empty view.  Inside a read section a failure may be a
  * torn read; the caller's retry decides. */
-static int view_open(const rb_map_t *m, unsigned which, ring_view_t *v)
+static int view_open(const rbi_map_t *m, unsigned which, ring_view_t *v)
 {
-    const rb_header_shm_t *h = rb_hdr(m);
-    uint64_t size = rb_seg_size(m);
-    uint64_t off = rb_ld(&h->ring.copy_off[which]);
-    uint64_t cap = rb_ld(&h->ring.copy_cap[which]);
+    const rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t size = rbi_seg_size(m);
+    uint64_t off = rbi_ld(&h->ring.copy_off[which]);
+    uint64_t cap = rbi_ld(&h->ring.copy_cap[which]);
     const rb_ring_copy_shm_t *c;
 
     memset(v, 0, sizeof(*v));
     if (off == 0)
         return RB_OK;                /* never published */
-    if (cap < RB_RING_COPY_HDR_WORDS * 8 || !rb_span_ok(size, off, cap))
+    if (cap < RBI_RING_COPY_HDR_WORDS * 8 || !rbi_span_ok(size, off, cap))
         return RB_ECORRUPT;
     c = copy_at(m, off);
     v->c = c;
-    v->d = c->data - RB_RING_COPY_HDR_WORDS;
-    if (rb_ld(&c->magic) != RB_RING_COPY_MAGIC)
+    v->d = c->data - RBI_RING_COPY_HDR_WORDS;
+    if (rbi_ld(&c->magic) != RBI_RING_COPY_MAGIC)
         return RB_ECORRUPT;
-    v->version = rb_ld(&c->version);
-    v->mode = rb_ld(&c->mode);
-    v->replicas = rb_ld(&c->replicas);
-    v->nnodes = rb_ld(&c->nnodes);
-    v->npoints = rb_ld(&c->npoints);
-    v->bits = rb_ld(&c->index_bits);
-    v->words = rb_ld(&c->words);
-    v->nodes_w = rb_ld(&c->nodes_w);
-    v->names_w = rb_ld(&c->names_w);
-    v->points_w = rb_ld(&c->points_w);
-    v->owners_w = rb_ld(&c->owners_w);
-    v->index_w = rb_ld(&c->index_w);
-    v->names_bytes = rb_ld(&c->names_bytes);
-    v->owners = rb_ld(&c->owners);
-    if (v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) || v->words > cap / 8 || v->words < RB_RING_COPY_HDR_WORDS || !mode_ok(v->mode) ||
+    v->version = rbi_ld(&c->version);
+    v->mode = rbi_ld(&c->mode);
+    v->replicas = rbi_ld(&c->replicas);
+    v->nnodes = rbi_ld(&c->nnodes);
+    v->npoints = rbi_ld(&c->npoints);
+    v->bits = rbi_ld(&c->index_bits);
+    v->words = rbi_ld(&c->words);
+    v->nodes_w = rbi_ld(&c->nodes_w);
+    v->names_w = rbi_ld(&c->names_w);
+    v->points_w = rbi_ld(&c->points_w);
+    v->owners_w = rbi_ld(&c->owners_w);
+    v->index_w = rbi_ld(&c->index_w);
+    v->names_bytes = rbi_ld(&c->names_bytes);
+    v->owners = rbi_ld(&c->owners);
+    if (v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) || v->words > cap / 8 || v->words < RBI_RING_COPY_HDR_WORDS || !mode_ok(v->mode) ||
         v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
         v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
         (v->npoints == 0) != (v->nnodes == 0) ||
         v->bits < 1 || v->bits > MAX_INDEX_BITS || (v->names_bytes & 7) != 0 ||
-        !sect_ok(v->nodes_w, RB_NODE_WORDS * v->nnodes, v->words) ||
+        !sect_ok(v->nodes_w, RBI_NODE_WORDS * v->nnodes, v->words) ||
         !sect_ok(v->names_w, v->names_bytes / 8, v->words) ||
         !sect_ok(v->points_w, v->npoints, v->words) ||
         !sect_ok(v->owners_w, (v->npoints + 3) / 4, v->words) ||
@@ -750,12 +750,12 @@ static int view_open(const rb_map_t *m, unsigned which, ring_view_t *v)
 
 static inline __attribute__((always_inline)) uint64_t view_index(const ring_view_t *v, uint64_t e)
 {
-    return (rb_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;
+    return (rbi_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;
 }
 
 static inline __attribute__((always_inline)) uint64_t view_owner(const ring_view_t *v, uint64_t i)
 {
-    return (rb_ld(&v->d[v->owners_w + i / 4]) >> (16 * (i & 3))) & 0xFFFFu;
+    return (rbi_ld(&v->d[v->owners_w + i / 4]) >> (16 * (i & 3))) & 0xFFFFu;
 }
 
 /* The point index owning position h: lower bound, wrapping to 0. */
@@ -776,12 +776,12 @@ static inline __attribute__((always_inline)) int view_find(const ring_view_t *v,
     /* Invariant: points below lo are < h, points from hi on are >= h. */
     while (hi - lo > 8) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (rb_ld(&pos[mid]) < h)
+        if (rbi_ld(&pos[mid]) < h)
             lo = mid + 1;
         else
             hi = mid;
     }
-    while (lo < hi && rb_ld(&pos[lo]) < h)
+    while (lo < hi && rbi_ld(&pos[lo]) < h)
         lo++;
     *pt = lo == v->npoints ? 0 : lo;
     return RB_OK;
@@ -793,15 +793,15 @@ static int view_node(const ring_view_t *v, uint64_t idx, rb_node_t *out)
 
     if (idx >= v->nnodes)
         return RB_ECORRUPT;
-    w0 = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx]);
-    weight = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx + 1]) & 0xFFFFFFFFu;
+    w0 = rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * idx]);
+    weight = rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * idx + 1]) & 0xFFFFFFFFu;
     noff = w0 & NODE_OFF_MASK;
     nlen = w0 >> 40;
     if (nlen == 0 || nlen > RB_NODE_NAME_MAX || (noff & 7) != 0 ||
-        noff > v->names_bytes || rb_round_up(nlen, 8) > v->names_bytes - noff ||
+        noff > v->names_bytes || rbi_round_up(nlen, 8) > v->names_bytes - noff ||
         weight == 0 || weight > RB_RING_MAX_WEIGHT)
         return RB_ECORRUPT;
-    rb_copy_out(out->name, &v->d[v->names_w + noff / 8], (size_t)(nlen + 7) / 8);
+    rbi_copy_out(out->name, &v->d[v->names_w + noff / 8], (size_t)(nlen + 7) / 8);
     out->name[nlen] = '\0';
     out->name_len = (uint32_t)nlen;
     out->index = (uint32_t)idx;
@@ -824,14 +824,14 @@ static _Thread_local view_cache_t tl_view;
 typedef int (*ring_fn)(const ring_view_t *v, void *arg);
 
 static inline __attribute__((always_inline)) int
-ring_read(const rb_map_t *m, ring_fn fn, void *arg)
+ring_read(const rbi_map_t *m, ring_fn fn, void *arg)
 {
-    const _Atomic uint64_t *seq = &rb_hdr(m)->ring.seq;
+    const _Atomic uint64_t *seq = &rbi_hdr(m)->ring.seq;
 
-    for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
         ring_view_t fresh;
         const ring_view_t *v = &tl_view.v;
-        uint64_t s = rb_latch_read_begin(seq);
+        uint64_t s = rbi_latch_read_begin(seq);
         int cached = tl_view.map_id == m->id && tl_view.seq == s, rc = RB_OK;
         if (!cached) {
             rc = view_open(m, (unsigned)(s & 1), &fresh);
@@ -839,17 +839,17 @@ ring_read(const rb_map_t *m, ring_fn fn, void *arg)
         }
         if (rc == RB_OK)
             rc = fn(v, arg);
-        if (!rb_latch_read_retry(seq, s)) {
+        if (!rbi_latch_read_retry(seq, s)) {
             if (!cached && rc != RB_ECORRUPT) {
                 tl_view.v = fresh;
                 tl_view.seq = s;
                 tl_view.map_id = m->id;
             }
-            rb_ring_last_retries = t;
+            rbi_ring_last_retries = t;
             return rc;
         }
     }
-    rb_ring_last_retries = RB_READ_RETRIES;
+    rbi_ring_last_retries = RBI_READ_RETRIES;
     return RB_EBUSY;
 }
 
@@ -889,7 +889,7 @@ int rb_ring_lookup(const rb_segment_t *seg, const void *key, size_t len, rb_node
 
     if (seg == NULL || (key == NULL && len != 0) || out == NULL)
         return RB_EINVAL;
-    return ring_read(rb_reader_map(seg), lookup_fn, &a);
+    return ring_read(rbi_reader_map(seg), lookup_fn, &a);
 }
 
 static int lookup_n_fn(const ring_view_t *v, void *arg)
@@ -931,7 +931,7 @@ int rb_ring_lookup_n(const rb_segment_t *seg, const void *key, size_t len,
 
     if (seg == NULL || (key == NULL && len != 0) || out == NULL || n == 0)
         return RB_EINVAL;
-    rc = ring_read(rb_reader_map(seg), lookup_n_fn, &a);
+    rc = ring_read(rbi_reader_map(seg), lookup_n_fn, &a);
     return rc == RB_OK ? (int)a.got : rc;
 }
 
@@ -953,7 +953,7 @@ int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
 {
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    return ring_read(rb_reader_map(seg), stat_fn, out);
+    return ring_read(rbi_reader_map(seg), stat_fn, out);
 }
 
 typedef struct nodes_arg {
@@ -981,7 +981,7 @@ int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *c
 
     if (seg == NULL || count == NULL || (out == NULL && cap != 0))
         return RB_EINVAL;
-    rc = ring_read(rb_reader_map(seg), nodes_fn, &a);
+    rc = ring_read(rbi_reader_map(seg), nodes_fn, &a);
     if (rc == RB_OK)
         *count = a.count;
     return rc;
@@ -992,7 +992,7 @@ int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *c
 int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
 {
     rb_header_shm_t *h;
-    rb_map_t *m;
+    rbi_map_t *m;
     copy_layout_t L;
     uint64_t bytes, version = 1, off, cap, newoff = 0, newcap = 0, s;
     unsigned active, w;
@@ -1004,30 +1004,30 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         return RB_EROFS;
     if ((rc = fresh_points(r)) != RB_OK)
         return rc;
-    m = rb_seg_map(seg);
-    h = rb_hdr(m);
+    m = rbi_seg_map(seg);
+    h = rbi_hdr(m);
     layout_for(r, &L);
     bytes = L.words * 8;
-    s = rb_latch_write_prepare(&h->ring.seq);
+    s = rbi_latch_write_prepare(&h->ring.seq);
     active = (unsigned)(s & 1);
     w = active ^ 1;                               /* the inactive copy */
-    if (rb_ld(&h->ring.copy_off[active]) != 0)
-        version = rb_ld(&copy_at(m, rb_ld(&h->ring.copy_off[active]))->version) + 1;
-    off = rb_ld(&h->ring.copy_off[w]);
-    cap = rb_ld(&h->ring.copy_cap[w]);
+    if (rbi_ld(&h->ring.copy_off[active]) != 0)
+        version = rbi_ld(&copy_at(m, rbi_ld(&h->ring.copy_off[active]))->version) + 1;
+    off = rbi_ld(&h->ring.copy_off[w]);
+    cap = rbi_ld(&h->ring.copy_cap[w]);
     if (off == 0 || cap < bytes) {
         /* Allocate first: on ENOSPC nothing has changed for readers. */
-        newcap = rb_round_up(bytes + bytes / 2, RB_ALIGN);
-        if ((rc = rb_heap_alloc(seg, newcap, &newoff)) != RB_OK)
+        newcap = rbi_round_up(bytes + bytes / 2, RBI_ALIGN);
+        if ((rc = rbi_heap_alloc(seg, newcap, &newoff)) != RB_OK)
             return rc;
         /* Nobody reads the inactive copy (L1), so it may move. */
-        rb_st(&h->ring.copy_off[w], newoff);
-        rb_st(&h->ring.copy_cap[w], newcap);
+        rbi_st(&h->ring.copy_off[w], newoff);
+        rbi_st(&h->ring.copy_cap[w], newcap);
     }
-    write_copy(r, &L, copy_at(m, rb_ld(&h->ring.copy_off[w])), version);
-    rb_latch_publish(&h->ring.seq, s);            /* readers -> copy w */
+    write_copy(r, &L, copy_at(m, rbi_ld(&h->ring.copy_off[w])), version);
+    rbi_latch_publish(&h->ring.seq, s);            /* readers -> copy w */
     if (newoff != 0 && off != 0)
-        rb_heap_free(seg, off, cap);
+        rbi_heap_free(seg, off, cap);
     return RB_OK;
 }
 
@@ -1066,7 +1066,7 @@ static int load_fn(const ring_view_t *v, void *arg)
     }
     for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++) {
         rc = view_node(v, i, &nodes[i].node);
-        nodes[i].seq = (uint32_t)(rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * i + 1]) >> 32);
+        nodes[i].seq = (uint32_t)(rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * i + 1]) >> 32);
     }
     /* Re-adding in the original order keeps the compatible modes' tie order. */
     if (rc == RB_OK)
@@ -1086,7 +1086,7 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
 
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    rc = ring_read(rb_seg_map(seg), load_fn, &a);
+    rc = ring_read(rbi_seg_map(seg), load_fn, &a);
     if (rc == RB_OK && rb_ring_point_count(a.ring) != a.npoints)
         rc = RB_ECORRUPT;   /* the table does not match its membership */
     if (rc != RB_OK) {
@@ -1097,27 +1097,27 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
     return RB_OK;
 }
 
-int rb_ring_validate(const rb_segment_t *seg)
+int rbi_ring_validate(const rb_segment_t *seg)
 {
-    const rb_map_t *m = rb_seg_map(seg);
+    const rbi_map_t *m = rbi_seg_map(seg);
     ring_view_t v;
 
     /* Only the active copy matters: the inactive one is an older version,
      * or one a dead writer left half-written, and is rewritten before it
      * is ever made active. */
-    return view_open(m, (unsigned)(rb_ld(&rb_hdr(m)->ring.seq) & 1), &v);
+    return view_open(m, (unsigned)(rbi_ld(&rbi_hdr(m)->ring.seq) & 1), &v);
 }
 
-void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
+void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
 {
-    const rb_header_shm_t *h = rb_hdr(m);
+    const rb_header_shm_t *h = rbi_hdr(m);
 
     *n = 0;
     for (int c = 0; c < 2; c++) {
-        uint64_t off = rb_ld(&h->ring.copy_off[c]);
+        uint64_t off = rbi_ld(&h->ring.copy_off[c]);
         if (off != 0) {
             out[*n].off = off;
-            out[*n].len = rb_ld(&h->ring.copy_cap[c]);
+            out[*n].len = rbi_ld(&h->ring.copy_cap[c]);
             (*n)++;
         }
     }

@@ -713,9 +713,9 @@ START_TEST(test_daemon_unloadable_ring_leaves_no_segment)
             patched++;
         }
     ck_assert_int_gt(patched, 0);
-    sum = htole64(rb_hash_xxh3(data + 64, (size_t)len - 64));
+    sum = htole64(rbi_hash_xxh3(data + 64, (size_t)len - 64));
     memcpy(data + 32, &sum, 8);
-    sum = htole64(rb_hash_xxh3(data, 56));   /* and the header's own checksum */
+    sum = htole64(rbi_hash_xxh3(data, 56));   /* and the header's own checksum */
     memcpy(data + 56, &sum, 8);
     rewind(f);
     ck_assert_int_eq(fwrite(data, 1, (size_t)len, f), len);

@@ -39,7 +39,7 @@ static int64_t now_ns(void)
 static void fill(_Atomic uint64_t *c, uint64_t v)
 {
     for (int i = 0; i < WORDS; i++)
-        rb_st(&c[i], v);
+        rbi_st(&c[i], v);
 }
 
 static void *writer(void *arg)
@@ -49,13 +49,13 @@ static void *writer(void *arg)
     for (uint64_t v = 1; !atomic_load(&b->stop); v++) {
         if (b->broken) {
             /* Wrong on purpose: rewrites the copy readers are using. */
-            uint64_t s = rb_ld(&b->seq);
+            uint64_t s = rbi_ld(&b->seq);
             fill(b->copy[s & 1], v);
             atomic_store(&b->seq, s);
         } else {
-            uint64_t s = rb_latch_write_prepare(&b->seq);
+            uint64_t s = rbi_latch_write_prepare(&b->seq);
             fill(b->copy[(s & 1) ^ 1], s + 1);
-            rb_latch_publish(&b->seq, s);
+            rbi_latch_publish(&b->seq, s);
         }
     }
     return NULL;
@@ -68,12 +68,12 @@ static void *reader(void *arg)
 
     while (!atomic_load(&b->stop)) {
         uint64_t s, want, bad = 0, first;
-        s = rb_latch_read_begin(&b->seq);
+        s = rbi_latch_read_begin(&b->seq);
         want = s;
-        first = rb_ld(&b->copy[s & 1][0]);
+        first = rbi_ld(&b->copy[s & 1][0]);
         for (int i = 0; i < WORDS; i++)
-            bad |= rb_ld(&b->copy[s & 1][i]) ^ (b->broken ? first : want);
-        if (rb_latch_read_retry(&b->seq, s)) {
+            bad |= rbi_ld(&b->copy[s & 1][i]) ^ (b->broken ? first : want);
+        if (rbi_latch_read_retry(&b->seq, s)) {
             o->retries++;
             continue;
         }
@@ -109,15 +109,15 @@ static void run_box(latch_box_t *b, reader_out_t out[READERS])
 START_TEST(test_latch_sequence_parity)
 {
     _Atomic uint64_t seq = 0;
-    uint64_t s = rb_latch_write_prepare(&seq);
+    uint64_t s = rbi_latch_write_prepare(&seq);
 
     ck_assert_uint_eq(s, 0);                 /* readers on copy 0: write copy 1 */
-    ck_assert_uint_eq(rb_latch_read_begin(&seq), 0);
-    rb_latch_publish(&seq, s);
-    ck_assert_uint_eq(rb_latch_read_begin(&seq), 1);   /* readers -> copy 1 */
-    ck_assert(!rb_latch_read_retry(&seq, 1));
-    ck_assert(rb_latch_read_retry(&seq, 0));
-    s = rb_latch_write_prepare(&seq);
+    ck_assert_uint_eq(rbi_latch_read_begin(&seq), 0);
+    rbi_latch_publish(&seq, s);
+    ck_assert_uint_eq(rbi_latch_read_begin(&seq), 1);   /* readers -> copy 1 */
+    ck_assert(!rbi_latch_read_retry(&seq, 1));
+    ck_assert(rbi_latch_read_retry(&seq, 0));
+    s = rbi_latch_write_prepare(&seq);
     ck_assert_uint_eq((s & 1) ^ 1, 0);       /* next write goes to copy 0 */
 }
 END_TEST
@@ -138,7 +138,7 @@ START_TEST(test_latch_threads_never_accept_torn_reads)
     printf("latch: %lu reads accepted, %lu+%lu retries, 0 torn\n", (unsigned long)accepted,
            (unsigned long)out[0].retries, (unsigned long)out[1].retries);
     ck_assert_uint_gt(accepted, 1000);       /* readers made progress */
-    ck_assert_uint_gt(rb_ld(&box.seq), 100);  /* and so did the writer */
+    ck_assert_uint_gt(rbi_ld(&box.seq), 100);  /* and so did the writer */
 }
 END_TEST
 
