@@ -32,8 +32,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "rb_hash.h"
-#include "rb_internal.h"
+#include "hash.h"
+#include "heap.h"
+#include "kind.h"
+#include "segment.h"
+#include "util.h"
 
 #define BLOCK_BITS   512u
 #define BLOCK_WORDS  8u
@@ -244,30 +247,37 @@ static int layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
            k <= MAX_K && rbi_span_ok(size, off, bits / 8);
 }
 
-int rbi_bloom_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
+/* The bloom kind's extents (kind.h): one array per layer, each sound. */
+static int kind_extents(const rb_filter_shm_t *f, uint64_t size, rbi_extent_t *out, size_t *n)
 {
-    uint64_t size = rbi_seg_size(m);
+    uint64_t nl = layer_count(f);
 
-    *n = 0;
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rbi_dir_slot(m, i);
-        uint64_t nl = layer_count(f);
-        if (rbi_ld(&f->state) != RBI_FILTER_LIVE)
-            continue;
-        /* A live filter always has a first layer (it goes live after
-         * it), in every state a writer can stop in. */
-        if (nl == 0)
+    /* A live filter always has a first layer (it goes live after it), in
+     * every state a writer can stop in. */
+    if (nl == 0)
+        return RB_ECORRUPT;
+    for (uint64_t l = 0; l < nl; l++) {
+        if (!layer_sound(f, l, size))
             return RB_ECORRUPT;
-        for (uint64_t l = 0; l < nl; l++) {
-            if (!layer_sound(f, l, size))
-                return RB_ECORRUPT;
-            out[*n].off = rbi_ld(&f->layer[l].array_off);
-            out[*n].len = rbi_ld(&f->layer[l].bits) / 8;
-            (*n)++;
-        }
+        out[l].off = rbi_ld(&f->layer[l].array_off);
+        out[l].len = rbi_ld(&f->layer[l].bits) / 8;
     }
+    *n = (size_t)nl;
     return RB_OK;
 }
+
+static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
+{
+    uint64_t bytes = 0;
+
+    for (uint64_t l = 0; l < rbi_ld(&f->nlayers) && l < RB_BLOOM_MAX_LAYERS; l++)
+        bytes += rbi_round_up(rbi_ld(&f->layer[l].bits) / 8, RBI_ALIGN);
+    return bytes;
+}
+
+const rbi_kind_t rbi_kind_bloom = {
+    "bloom", RB_BLOOM_STANDARD, RB_BLOOM_BLOCKED, kind_extents, kind_heap_bytes,
+};
 
 static void store_double(_Atomic uint64_t *w, double d)
 {
@@ -373,7 +383,7 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
         arc4random_buf(secret, sizeof(secret));
 
     rbi_st(&f->incarnation, inc);
-    rbi_st(&f->gen, 0);
+    rbi_gen_init(&f->gen);
     rbi_st(&f->layout, (uint64_t)params->layout);
     rbi_st(&f->flags, params->flags);
     rbi_st(&f->expansion, params->expansion ? params->expansion : RB_BLOOM_DEFAULT_EXPANSION);
@@ -656,9 +666,9 @@ static int section_begin(const bloom_bind_t *b, bloom_section_t *s)
     uint64_t size, n;
 
     s->b = b;
-    /* Acquire pairs with the writer's release when it replaces an array
-     * (gen bump after the new array and its offset are in place). */
-    s->gen0 = atomic_load_explicit(&f->gen, memory_order_acquire);
+    /* G1 (latch.h): an array replaced before gen0 was published is seen
+     * in place, with its offset. */
+    s->gen0 = rbi_gen_read_begin(&f->gen);
     if (rbi_ld(&f->state) != RBI_FILTER_LIVE || rbi_ld(&f->incarnation) != b->incarnation)
         return RB_ENOENT;
     n = layer_count(f);
@@ -678,11 +688,9 @@ static int section_begin(const bloom_bind_t *b, bloom_section_t *s)
 
 static inline int section_retry(const bloom_section_t *s)
 {
-    /* Acquire fence: the probe loads above happen before the re-load of
-     * gen; pairs with the release fence after the writer bumps gen and
-     * before it may reuse a replaced array (see docs/design.md). */
-    atomic_thread_fence(memory_order_acquire);
-    return rbi_ld(&s->b->slot->gen) != s->gen0;
+    /* G2 (latch.h): probes that read an array replaced after gen0 and
+     * reused since are discarded. */
+    return rbi_gen_read_retry(&s->b->slot->gen, s->gen0);
 }
 
 /* 1 if h may be in any layer of the section. */
@@ -859,11 +867,10 @@ static int swap_fresh(rb_segment_t *seg, rb_filter_shm_t *f, const uint64_t *whi
     }
     if (after != NULL)
         after(f, arg);
-    /* Release: the new arrays and fields are visible with the new gen. */
-    atomic_store_explicit(&f->gen, rbi_ld(&f->gen) + 1, memory_order_release);
-    /* Release fence: stores into the freed arrays' space (a later
-     * allocation) cannot be observed without the new gen (section_retry). */
-    atomic_thread_fence(memory_order_release);
+    /* G1: the new arrays and fields are seen with the new gen; G2: what
+     * a later allocation stores in the freed arrays' space is seen only
+     * with it (both latch.h; section_begin / section_retry pair). */
+    rbi_gen_publish(&f->gen);
     for (size_t i = 0; i < count; i++)
         rbi_heap_free(seg, old[i], bytes[i]);
     return RB_OK;

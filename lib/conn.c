@@ -25,7 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "ringbloom.h"
 
 #define BATCH_KEYS   1000u     /* keys per BF.MADD */
 #define WINDOW       8u        /* BF.MADD batches in flight */

@@ -1,10 +1,10 @@
 /*
- * hash.c - ring-position and Bloom-probe hashes (see rb_hash.h for why each
+ * hash.c - ring-position and Bloom-probe hashes (see hash.h for why each
  * exists).  All functions are pure, reentrant and allocation-free.
  */
 #include "config.h"
 
-#include "rb_hash.h"
+#include "hash.h"
 
 #include <md5.h>
 #include <zlib.h>

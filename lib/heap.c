@@ -4,10 +4,10 @@
  * What: first-fit over a sorted, coalesced list of free extents in
  * [header.heap_offset, header.size), growing the object (rbi_segment_grow)
  * when nothing fits.  Why process-local: the live objects (two ring copies,
- * one bit array per filter) are all named by the header and the directory,
- * so a writer that takes over rebuilds the free list from them
- * (rbi_heap_rebuild) and nothing about free space has to be kept consistent
- * in shared memory.  Workload: a handful of allocations per ring growth or
+ * one bit array per filter layer) are all named by the header and the
+ * directory, so a writer that takes over rebuilds the free list from them
+ * (rbi_heap_rebuild, called by adopt.c) and nothing about free space has
+ * to be kept consistent in shared memory.  Workload: a handful of allocations per ring growth or
  * filter reservation; lists stay short.
  *
  * Freed space may still be read by a reader that started before it was
@@ -18,13 +18,9 @@
 
 #include <stdlib.h>
 
-#include "rb_internal.h"
-
-void rbi_heap_destroy(rbi_heap_t *heap)
-{
-    free(heap->free);
-    memset(heap, 0, sizeof(*heap));
-}
+#include "heap.h"
+#include "segment.h"
+#include "util.h"
 
 /* Inserts [off, off+len) into the free list, merging with neighbours. */
 static int heap_insert(rbi_heap_t *hp, uint64_t off, uint64_t len)
@@ -72,6 +68,9 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 
     if (!seg->writable)
         return RB_EROFS;
+    /* A created segment's list: everything from heap_offset on is free. */
+    if (!hp->built && (rc = rbi_heap_rebuild(seg, NULL, 0)) != RB_OK)
+        return rc;
     if (bytes == 0 || bytes > rbi_seg_map(seg)->map_len)
         return RB_ENOSPC;
     bytes = rbi_round_up(bytes, RBI_ALIGN);
@@ -84,7 +83,6 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
                 memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rbi_extent_t));
                 hp->n--;
             }
-            hp->used += bytes;
             return RB_OK;
         }
     }
@@ -106,11 +104,10 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 
 void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes)
 {
-    bytes = rbi_round_up(bytes, RBI_ALIGN);
-    seg->heap.used -= bytes;
-    /* A failed insert (no memory for the list) only leaks the extent
+    /* The list was built by the allocation that gave the extent.  A failed
+     * insert (no memory for the list) only leaks the extent
      * until the next takeover rebuilds the list. */
-    (void)heap_insert(&seg->heap, off, bytes);
+    (void)heap_insert(&seg->heap, off, rbi_round_up(bytes, RBI_ALIGN));
 }
 
 static int extent_cmp(const void *a, const void *b)
@@ -123,7 +120,7 @@ int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
 {
     const rb_header_shm_t *h = rbi_hdr(rbi_seg_map(seg));
     uint64_t size = rbi_ld(&h->size), pos = rbi_ld(&h->heap_offset);
-    rbi_heap_t fresh = { NULL, 0, 0, 0 };
+    rbi_heap_t fresh = { NULL, 0, 0, 1 };
     int rc;
 
     if (nlive > 0)
@@ -139,7 +136,6 @@ int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
             rbi_heap_destroy(&fresh);
             return rc;
         }
-        fresh.used += len;
         pos = live[i].off + len;
     }
     if ((rc = heap_insert(&fresh, pos, size - pos)) != RB_OK) {

@@ -41,16 +41,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "ringbloom.h"
+#include "util.h"
 
-int rbi_instance_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > RB_INSTANCE_MAX || s[0] == '.')
-        return 0;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
-}
 
 static int fits(int n, size_t cap)
 {

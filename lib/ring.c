@@ -27,8 +27,11 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "rb_hash.h"
-#include "rb_internal.h"
+#include "hash.h"
+#include "ring.h"
+#include "heap.h"
+#include "segment.h"
+#include "util.h"
 
 #define NODE_OFF_MASK ((1ULL << 40) - 1)
 #define MAX_INDEX_BITS 24

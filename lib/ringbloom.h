@@ -129,6 +129,12 @@ typedef struct rb_segment_opts {
 #define RB_DEFAULT_MAX_FILTERS 256
 #define RB_MAX_FILTERS         65536
 
+/* Any process, pure.  The reservation rb_segment_create makes for a
+ * requested max_size (0: RB_DEFAULT_MAX_SIZE): rounded up to whole growth
+ * granules of 64 KiB, as the segment's rb_segment_info max_size will say.
+ * 0 if max_size exceeds RB_MAX_MAX_SIZE (create refuses it: RB_EINVAL). */
+RB_EXPORT uint64_t rb_segment_reservation(uint64_t max_size);
+
 /* Writer.  Creates the shm object of `instance` with O_CREAT|O_EXCL, sets
  * its mode exactly (fchmod, so the umask does not interfere), sizes and
  * initialises it and marks it live.  `opts` may be NULL for defaults.

@@ -26,93 +26,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "segment.h"
+#include "util.h"
 
-#define RB_SHM_PREFIX "/ringbloom."
-
-const char *rb_strerror(int code)
-{
-    switch (code) {
-    case RB_OK:       return "success";
-    case RB_ENOMEM:   return "out of memory";
-    case RB_EINVAL:   return "invalid argument";
-    case RB_ENOENT:   return "no such instance, filter or node";
-    case RB_EEXIST:   return "already exists";
-    case RB_ENOTOURS: return "not a ringbloom segment (bad magic)";
-    case RB_EENDIAN:  return "ringbloom segment of the other byte order";
-    case RB_EVERSION: return "ringbloom segment layout version mismatch";
-    case RB_ETRUNC:   return "segment truncated: smaller than its header claims";
-    case RB_ERETIRED: return "segment retired: the daemon moved to a newer generation";
-    case RB_EGONE:    return "the daemon that owns the segment is gone";
-    case RB_EBUSY:    return "segment busy: being initialised, or a read kept racing the writer";
-    case RB_ENOSPC:   return "no space: segment reservation or /dev/shm is full";
-    case RB_EEMPTY:   return "the ring has no nodes";
-    case RB_ECORRUPT: return "segment content is corrupt";
-    case RB_ESYS:     return "system call failed";
-    case RB_EACCES:   return "permission denied";
-    case RB_ERANGE:   return "limit exceeded";
-    case RB_EROFS:    return "read-only handle: only the writer may change the segment";
-    case RB_EFULL:    return "non-scaling filter is full";
-    case RB_EDAEMON:  return "cannot reach the daemon (is ringbloomd running?)";
-    case RB_EPROTO:   return "unexpected reply from the daemon";
-    case RB_EREPLY:   return "the daemon replied with an error";
-    case RB_EPERM:    return "the daemon refused: no permission for this change";
-    case RB_EOWNER:   return "not to be trusted: another user owns it, can write it, "
-                             "or could have put it there";
-    case RB_ETIMEDOUT: return "the daemon did not answer in time (a change sent may "
-                              "have been applied)";
-    case RB_ELAYERS:  return "scaling filter has its maximum number of layers";
-    case RB_EPRECISION: return "error rate below what the filter's layout can reach";
-    default:          return "unknown error";
-    }
-}
-
-uint64_t rbi_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void rbi_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes)
-{
-    const unsigned char *s = src;
-    size_t i;
-
-    for (i = 0; i + 8 <= bytes; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        rbi_st(&dst[i / 8], w);
-    }
-    if (i < bytes) {
-        uint64_t w = 0;
-        memcpy(&w, s + i, bytes - i);
-        rbi_st(&dst[i / 8], w);
-    }
-}
+#define SHM_PREFIX "/ringbloom."
 
 static int shm_name(const char *instance, char *buf, size_t cap)
 {
     if (!rbi_instance_ok(instance))
         return RB_EINVAL;
-    snprintf(buf, cap, "%s%s", RB_SHM_PREFIX, instance);
+    snprintf(buf, cap, "%s%s", SHM_PREFIX, instance);
     return RB_OK;
 }
 
-int rbi_errno_code(int e)
-{
-    switch (e) {
-    case ENOENT: return RB_ENOENT;
-    case EEXIST: return RB_EEXIST;
-    case EACCES:
-    case EPERM:  return RB_EACCES;
-    case ENOSPC: return RB_ENOSPC;
-    case ENOMEM: return RB_ENOMEM;
-    case EINVAL:
-    case ENAMETOOLONG: return RB_EINVAL;
-    default:     return RB_ESYS;
-    }
-}
 
 static uint64_t page_size(void)
 {
@@ -161,7 +87,7 @@ static uint64_t heap_offset_for(uint64_t slots)
 /* Checks of a header that every attach, takeover and restore share.  The
  * bytes behind it: the object's size, by fstat(fd), if fd >= 0 (len is then
  * unused); else len, a dump's length. */
-static int validate_header(const rb_header_shm_t *h, int fd, uint64_t len)
+int rbi_segment_check_header(const rb_header_shm_t *h, int fd, uint64_t len)
 {
     uint64_t magic = rbi_ld(&h->magic);
     uint64_t size, max_size, dir_off, slots, heap_off, state;
@@ -223,7 +149,7 @@ static int writer_gone(const rb_header_shm_t *h)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-rbi_map_t *rbi_map_new(void)
+static rbi_map_t *map_new(void)
 {
     static _Atomic uint64_t next_id = 1;
     rbi_map_t *m = calloc(1, sizeof(*m));
@@ -289,42 +215,111 @@ void rb_segment_go_live(rb_segment_t *seg)
     atomic_store_explicit(&rbi_hdr(rbi_seg_map(seg))->state, RBI_STATE_LIVE, memory_order_release);
 }
 
-/* Creates the object; it goes live only if `live` (else rb_segment_restore
- * fills it first and calls go_live). */
-static int seg_create(const char *instance, const rb_segment_opts_t *opts, int live,
-                      rb_segment_t **out)
+/* opts with the defaults filled in, checked; *heap_off: where the heap
+ * starts for its directory. */
+static int create_opts(const rb_segment_opts_t *opts, rb_segment_opts_t *o, uint64_t *heap_off)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    if (opts != NULL)
+        *o = *opts;
+    if (o->mode == 0)
+        o->mode = 0640;
+    if (o->max_filters == 0)
+        o->max_filters = RB_DEFAULT_MAX_FILTERS;
+    if ((o->mode & ~(mode_t)0755) != 0 || o->max_filters > RB_MAX_FILTERS ||
+        o->max_size > RB_MAX_MAX_SIZE || (o->flags & ~RB_SEGMENT_HIDDEN) != 0)
+        return RB_EINVAL;
+    *heap_off = heap_offset_for(o->max_filters);
+    o->max_size = rb_segment_reservation(o->max_size);
+    if (o->max_size < rbi_round_up(*heap_off, RBI_GROW_STEP) + RBI_GROW_STEP)
+        return RB_EINVAL;
+    return RB_OK;
+}
+
+uint64_t rb_segment_reservation(uint64_t max_size)
+{
+    if (max_size == 0)
+        max_size = RB_DEFAULT_MAX_SIZE;
+    return max_size > RB_MAX_MAX_SIZE ? 0 : rbi_round_up(max_size, RBI_GROW_STEP);
+}
+
+/* Creates the object (name, or a private memfd if NULL) with o's mode,
+ * locks it, maps o->max_size bytes and commits the header page.  On
+ * failure m->fd >= 0 says the object was created (the caller unlinks it). */
+static int create_object(rbi_map_t *m, const char *name, const rb_segment_opts_t *o)
+{
+    void *base;
+    int rc;
+
+    if (name != NULL)
+        m->fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    else
+        m->fd = memfd_create("ringbloom", MFD_CLOEXEC);
+    if (m->fd < 0)
+        return rbi_errno_code(errno);
+    /* The writer's lock: held for the life of this descriptor (and of the
+     * process), so no second writer can take the object over. */
+    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0)
+        return RB_EBUSY;
+    if (fchmod(m->fd, o->mode) != 0)
+        return rbi_errno_code(errno);
+    if ((rc = map_identify(m)) != RB_OK)
+        return rc;
+    base = mmap(NULL, o->max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+    if (base == MAP_FAILED)
+        return rbi_errno_code(errno);
+    m->base = base;
+    m->map_len = o->max_size;
+    m->dir_off = RBI_HEADER_SIZE;
+    m->dir_slots = o->max_filters;
+    if (ftruncate(m->fd, RBI_HEADER_SIZE) != 0)
+        return rbi_errno_code(errno);
+    /* The header page is stored to next: reserve it like every later
+     * granule (rbi_segment_grow), or a full /dev/shm kills the creator with
+     * SIGBUS instead of returning RB_ENOSPC. */
+    if ((rc = posix_fallocate(m->fd, 0, RBI_HEADER_SIZE)) != 0)
+        return rbi_errno_code(rc);
+    rbi_st(&rbi_hdr(m)->size, RBI_HEADER_SIZE);
+    return RB_OK;
+}
+
+/* The header of a new segment, all but its state (INIT until go_live). */
+static void header_init(rb_header_shm_t *h, const rb_segment_opts_t *o, uint64_t heap_off,
+                        int named)
+{
+    rbi_st(&h->version, RBI_LAYOUT_VERSION);
+    rbi_st(&h->header_size, RBI_HEADER_SIZE);
+    rbi_st(&h->state, RBI_STATE_INIT);
+    rbi_st(&h->generation, 1);
+    rbi_st(&h->max_size, o->max_size);
+    rbi_st(&h->writer_pid, named ? (uint64_t)getpid() : 0);
+    rbi_st(&h->writer_start, (uint64_t)time(NULL));
+    rbi_st(&h->heartbeat_ms, rbi_now_ms());
+    rbi_st(&h->dir_offset, RBI_HEADER_SIZE);
+    rbi_st(&h->dir_slots, o->max_filters);
+    rbi_st(&h->heap_offset, heap_off);
+    rbi_st(&h->created, (uint64_t)time(NULL));
+    rbi_st(&h->next_incarnation, 1);
+    rbi_st(&h->magic, RBI_MAGIC);
+}
+
+int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int live,
+                     rb_segment_t **out)
+{
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
     rb_segment_opts_t o = { 0, 0, 0, 0 };
     uint64_t heap_off;
-    rb_header_shm_t *h;
     rb_segment_t *seg;
     rbi_map_t *m;
-    void *base;
     int rc;
 
     if (out == NULL)
         return RB_EINVAL;
-    if (opts != NULL)
-        o = *opts;
-    if (o.mode == 0)
-        o.mode = 0640;
-    if (o.max_size == 0)
-        o.max_size = RB_DEFAULT_MAX_SIZE;
-    if (o.max_filters == 0)
-        o.max_filters = RB_DEFAULT_MAX_FILTERS;
-    if ((o.mode & ~(mode_t)0755) != 0 || o.max_filters > RB_MAX_FILTERS ||
-        o.max_size > RB_MAX_MAX_SIZE || (o.flags & ~RB_SEGMENT_HIDDEN) != 0)
-        return RB_EINVAL;
-    heap_off = heap_offset_for(o.max_filters);
-    o.max_size = rbi_round_up(o.max_size, RBI_GROW_STEP);
-    if (o.max_size < rbi_round_up(heap_off, RBI_GROW_STEP) + RBI_GROW_STEP)
-        return RB_EINVAL;
+    if ((rc = create_opts(opts, &o, &heap_off)) != RB_OK)
+        return rc;
     if (instance != NULL && (rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
-
     seg = seg_alloc(instance);
-    m = rbi_map_new();
+    m = map_new();
     if (seg == NULL || m == NULL) {
         free(m);
         if (seg != NULL)
@@ -333,86 +328,27 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     }
     atomic_store(&seg->map, m);
     seg->writable = 1;
-    if (instance != NULL)
-        m->fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    else
-        m->fd = memfd_create("ringbloom", MFD_CLOEXEC);
-    if (m->fd < 0) {
-        rc = rbi_errno_code(errno);
+    rc = create_object(m, instance != NULL ? name : NULL, &o);
+    if (rc == RB_OK)
+        rc = rbi_segment_grow(seg, heap_off + RBI_GROW_STEP);
+    if (rc != RB_OK) {
+        if (instance != NULL && m->fd >= 0)
+            shm_unlink(name);
         seg_free(seg);
         return rc;
     }
-    /* The writer's lock: held for the life of this descriptor (and of the
-     * process), so no second writer can take the object over. */
-    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
-        rc = RB_EBUSY;
-        goto fail;
-    }
-    if (fchmod(m->fd, o.mode) != 0) {
-        rc = rbi_errno_code(errno);
-        goto fail;
-    }
-    if ((rc = map_identify(m)) != RB_OK)
-        goto fail;
-    base = mmap(NULL, o.max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
-    if (base == MAP_FAILED) {
-        rc = rbi_errno_code(errno);
-        goto fail;
-    }
-    m->base = base;
-    m->map_len = o.max_size;
-    m->dir_off = RBI_HEADER_SIZE;
-    m->dir_slots = o.max_filters;
-    if (ftruncate(m->fd, RBI_HEADER_SIZE) != 0) {
-        rc = rbi_errno_code(errno);
-        goto fail;
-    }
-    /* The header page is stored to next: reserve it like every later
-     * granule (rbi_segment_grow), or a full /dev/shm kills the creator with
-     * SIGBUS instead of returning RB_ENOSPC. */
-    if ((rc = posix_fallocate(m->fd, 0, RBI_HEADER_SIZE)) != 0) {
-        rc = rbi_errno_code(rc);
-        goto fail;
-    }
-    h = rbi_hdr(m);
-    rbi_st(&h->size, RBI_HEADER_SIZE);
-    rc = rbi_segment_grow(seg, heap_off + RBI_GROW_STEP);
-    if (rc != RB_OK)
-        goto fail;
-
-    rbi_st(&h->version, RBI_LAYOUT_VERSION);
-    rbi_st(&h->header_size, RBI_HEADER_SIZE);
-    rbi_st(&h->state, RBI_STATE_INIT);
-    rbi_st(&h->generation, 1);
-    rbi_st(&h->max_size, o.max_size);
-    rbi_st(&h->writer_pid, instance != NULL ? (uint64_t)getpid() : 0);
-    rbi_st(&h->writer_start, (uint64_t)time(NULL));
-    rbi_st(&h->heartbeat_ms, rbi_now_ms());
-    rbi_st(&h->dir_offset, RBI_HEADER_SIZE);
-    rbi_st(&h->dir_slots, o.max_filters);
-    rbi_st(&h->heap_offset, heap_off);
-    rbi_st(&h->created, (uint64_t)time(NULL));
-    rbi_st(&h->next_incarnation, 1);
-    rbi_st(&h->magic, RBI_MAGIC);
-    rc = rbi_heap_rebuild(seg, NULL, 0);
-    if (rc != RB_OK)
-        goto fail;
+    header_init(rbi_hdr(m), &o, heap_off, instance != NULL);
     if (live)
         rb_segment_go_live(seg);
     *out = seg;
     return RB_OK;
-
-fail:
-    if (instance != NULL)
-        shm_unlink(name);
-    seg_free(seg);
-    return rc;
 }
 
 int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
                       rb_segment_t **out)
 {
-    return seg_create(instance, opts, opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN), out);
+    return rbi_segment_make(instance, opts, opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN),
+                            out);
 }
 
 int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, void *), void *arg)
@@ -424,86 +360,13 @@ int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, voi
     if (!seg->writable)
         return RB_EROFS;
     m = rbi_seg_map(seg);
-    /* Only the writer changes the segment, and it is busy here: the bytes
-     * are a consistent state (the ring latch at rest, L3). */
+    /* Only the writer changes the segment, and it is here, between two
+     * changes: no publish is half-done (the active ring copy is complete,
+     * L1) and every live slot is complete, so the bytes are a state. */
     return fn(m->base, rbi_seg_size(m), arg) == 0 ? RB_OK : RB_ESYS;
 }
 
-/* A writer's first look at contents it did not make (a takeover, a
- * restore): everything the header and the directory name must lie in the
- * heap without overlap (rbi_bloom_extents also checks every live filter's
- * layers) and the ring must parse.  Rebuilds the writer's free list from
- * those extents.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
-static int adopt_contents(rb_segment_t *seg)
-{
-    const rbi_map_t *m = rbi_seg_map(seg);
-    rbi_extent_t *live = malloc((2 + m->dir_slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
-    size_t nlive = 0, nfilters = 0;
-    int rc;
 
-    if (live == NULL)
-        return RB_ENOMEM;
-    rbi_ring_extents(m, live, &nlive);
-    rc = rbi_bloom_extents(m, live + nlive, &nfilters);
-    if (rc == RB_OK)
-        rc = rbi_heap_rebuild(seg, live, nlive + nfilters);
-    free(live);
-    return rc == RB_OK ? rbi_ring_validate(seg) : rc;
-}
-
-int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
-                       const void *dump, size_t len, rb_segment_t **out)
-{
-    const rb_header_shm_t *dh = dump;
-    rb_segment_opts_t o = { 0, 0, 0, 0 };
-    uint64_t size, dir_off, slots;
-    rb_header_shm_t *h;
-    rb_segment_t *seg;
-    rbi_map_t *m;
-    int rc;
-
-    if (dump == NULL || out == NULL)
-        return RB_EINVAL;
-    if (len < RBI_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
-        return RB_ETRUNC;
-    if ((rc = validate_header(dh, -1, len)) != RB_OK)
-        return rc;
-    size = rbi_ld(&dh->size);
-    dir_off = rbi_ld(&dh->dir_offset);
-    slots = rbi_ld(&dh->dir_slots);
-    if (opts != NULL)
-        o = *opts;
-    o.max_filters = (uint32_t)slots;
-    if (o.max_size < rbi_ld(&dh->max_size))
-        o.max_size = rbi_ld(&dh->max_size);
-    if ((rc = seg_create(instance, &o, 0, &seg)) != RB_OK)
-        return rc;
-    m = rbi_seg_map(seg);
-    h = rbi_hdr(m);
-    if ((rc = rbi_segment_grow(seg, size)) != RB_OK)
-        goto fail;
-    rbi_copy_in(rbi_word_at(m, dir_off), (const unsigned char *)dump + dir_off, size - dir_off);
-    rbi_st(&h->ring.seq, rbi_ld(&dh->ring.seq));
-    for (int c = 0; c < 2; c++) {
-        rbi_st(&h->ring.copy_off[c], rbi_ld(&dh->ring.copy_off[c]));
-        rbi_st(&h->ring.copy_cap[c], rbi_ld(&dh->ring.copy_cap[c]));
-    }
-    rbi_st(&h->next_incarnation, rbi_ld(&dh->next_incarnation));
-    rbi_st(&h->generation, rbi_ld(&dh->generation) + 1);
-    /* Everything the dump names is checked before anyone may see it. */
-    if ((rc = adopt_contents(seg)) != RB_OK)
-        goto fail;
-    if (!(o.flags & RB_SEGMENT_HIDDEN))
-        rb_segment_go_live(seg);
-    *out = seg;
-    return RB_OK;
-
-fail:
-    rb_segment_close(seg);
-    if (instance != NULL)
-        rb_segment_unlink(instance);
-    return rc == RB_ENOSPC || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
-}
 
 /* Whether the object behind fd may be trusted (name squatting: /dev/shm
  * is writable by every user).  A writer takes over only an object its euid
@@ -524,7 +387,7 @@ static int owner_ok(const struct stat *st, int writable, uid_t owner)
 static int map_open(const char *instance, int writable, const rbi_map_t *skip, uid_t owner,
                     rbi_map_t **out)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
     int prot = PROT_READ | (writable ? PROT_WRITE : 0);
     const rb_header_shm_t *h;
     struct stat st;
@@ -535,7 +398,7 @@ static int map_open(const char *instance, int writable, const rbi_map_t *skip, u
 
     if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
-    m = rbi_map_new();
+    m = map_new();
     if (m == NULL)
         return RB_ENOMEM;
     m->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
@@ -576,7 +439,7 @@ static int map_open(const char *instance, int writable, const rbi_map_t *skip, u
         goto fail;
     }
     h = base;
-    rc = validate_header(h, m->fd, 0);
+    rc = rbi_segment_check_header(h, m->fd, 0);
     max_size = rbi_ld(&h->max_size);
     munmap(base, RBI_HEADER_SIZE);
     if (rc != RB_OK)
@@ -633,16 +496,13 @@ int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
     return RB_OK;
 }
 
-int rb_segment_open_writer(const char *instance, rb_segment_t **out)
+
+int rbi_segment_open_rw(const char *instance, rb_segment_t **out)
 {
     rb_segment_t *seg;
-    rb_header_shm_t *h;
     rbi_map_t *m;
-    int rc;
+    int rc = map_open(instance, 1, NULL, (uid_t)-1, &m);
 
-    if (instance == NULL || out == NULL)
-        return RB_EINVAL;
-    rc = map_open(instance, 1, NULL, (uid_t)-1, &m);
     if (rc != RB_OK)
         return rc;
     if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
@@ -657,16 +517,17 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
     }
     atomic_store(&seg->map, m);
     seg->writable = 1;
-    h = rbi_hdr(m);
-    if ((rc = adopt_contents(seg)) != RB_OK) {
-        seg_free(seg);
-        return rc;
-    }
+    *out = seg;
+    return RB_OK;
+}
+
+void rbi_segment_claim(rb_segment_t *seg)
+{
+    rb_header_shm_t *h = rbi_hdr(rbi_seg_map(seg));
+
     rbi_st(&h->writer_pid, (uint64_t)getpid());
     rbi_st(&h->writer_start, (uint64_t)time(NULL));
     rbi_st(&h->heartbeat_ms, rbi_now_ms());
-    *out = seg;
-    return RB_OK;
 }
 
 void rb_segment_close(rb_segment_t *seg)
@@ -677,7 +538,7 @@ void rb_segment_close(rb_segment_t *seg)
 
 int rb_segment_unlink(const char *instance)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
     int rc;
 
     if (instance == NULL)
@@ -721,7 +582,7 @@ void rb_segment_heartbeat(rb_segment_t *seg)
 
 int rb_segment_linked(const rb_segment_t *seg)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
     const rbi_map_t *m;
     struct stat st;
     int fd, rc;
@@ -806,44 +667,4 @@ int rb_segment_refresh(rb_segment_t *seg)
     if (seg == NULL)
         return RB_EINVAL;
     return seg_poll(seg, 1);
-}
-
-int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
-{
-    const rb_header_shm_t *h;
-    const rbi_map_t *m;
-    struct stat st;
-    uint64_t used;
-    uint32_t live = 0;
-
-    if (seg == NULL || out == NULL)
-        return RB_EINVAL;
-    m = rbi_seg_map(seg);
-    h = rbi_hdr(m);
-    used = rbi_ld(&h->heap_offset);
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rbi_dir_slot(m, i);
-        if (rbi_ld(&f->state) != RBI_FILTER_LIVE)
-            continue;
-        live++;
-        for (uint64_t l = 0; l < rbi_ld(&f->nlayers) && l < RB_BLOOM_MAX_LAYERS; l++)
-            used += rbi_round_up(rbi_ld(&f->layer[l].bits) / 8, RBI_ALIGN);
-    }
-    for (int c = 0; c < 2; c++)
-        used += rbi_ld(&h->ring.copy_cap[c]);
-    memset(out, 0, sizeof(*out));
-    out->version = rbi_ld(&h->version);
-    out->generation = rbi_ld(&h->generation);
-    out->size = rbi_seg_size(m);
-    out->max_size = rbi_ld(&h->max_size);
-    out->used = used;
-    out->writer_pid = rbi_ld(&h->writer_pid);
-    out->created = rbi_ld(&h->created);
-    out->heartbeat_ms = rbi_ld(&h->heartbeat_ms);
-    out->filters = live;
-    out->max_filters = (uint32_t)m->dir_slots;
-    out->writable = seg->writable;
-    if (fstat(m->fd, &st) == 0)
-        out->mode = st.st_mode & 0777;
-    return RB_OK;
 }

@@ -6,7 +6,7 @@
  */
 #include <libmemcached/memcached.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rb_test.h"
 
 #define NKEYS 100000

@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <sys/mman.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rbd_test.h"
 
 static rbd_proc_t d;

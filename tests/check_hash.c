@@ -1,6 +1,6 @@
 /* check_hash.c - hash module: XXH3 vector, the seed's hash_str bit for bit,
  * keyed 128-bit probes. */
-#include "rb_hash.h"
+#include "hash.h"
 #include "rb_test.h"
 
 START_TEST(test_hash_xxh3_known_vector)

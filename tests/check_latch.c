@@ -1,5 +1,5 @@
 /*
- * check_latch.c - the two-copy latch (rb_latch.h) under threads.
+ * check_latch.c - the two-copy latch (latch.h) under threads.
  *
  * A writer thread publishes version v by writing v into every word of the
  * inactive copy and flipping the latch; reader threads accept a read only

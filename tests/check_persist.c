@@ -14,7 +14,7 @@
  */
 #include <dirent.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rbd_test.h"
 
 static rbd_proc_t d;

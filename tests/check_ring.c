@@ -5,7 +5,7 @@
  */
 #include <math.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rb_test.h"
 
 #define NKEYS 100000

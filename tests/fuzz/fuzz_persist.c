@@ -37,7 +37,7 @@
 #include <syslog.h>
 #include <xxhash.h>
 
-#include "rb_internal.h"
+#include "ring.h"
 #include "rbd.h"
 #define FUZZ_TARGET "fuzz_persist"
 #include "fuzz.h"

@@ -1,7 +1,7 @@
 /*
- * rb_hash.h - the hash functions of libringbloom (internal).
+ * hash.h - the hash functions of libringbloom (internal).
  *
- * Three families, each chosen for one job:
+ * The families, each chosen for one job:
  *   - rbi_hash_xxh3:  XXH3-64 (libxxhash), unseeded.  Ring positions of keys
  *     and of "name#i" vnodes in the default mode.  Fast and well mixed;
  *     unseeded so that any language's XXH3 reproduces the ring.
@@ -15,8 +15,8 @@
  *     split into (h1, h2) for double hashing.  The secret stops remote users
  *     from crafting keys that collide in a filter.
  */
-#ifndef RB_HASH_H
-#define RB_HASH_H
+#ifndef RBI_HASH_H
+#define RBI_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,4 +53,4 @@ uint64_t rbi_hash_seed(const void *key, size_t len, uint64_t salt);
 uint32_t rbi_hash_md5_le32(const void *data, size_t len, unsigned word);
 uint32_t rbi_hash_crc32(uint32_t crc, const void *data, size_t len);
 
-#endif /* RB_HASH_H */
+#endif /* RBI_HASH_H */
