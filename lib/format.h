@@ -96,6 +96,10 @@ _Static_assert(offsetof(rb_ring_copy_shm_t, data) == 128, "ring copy layout");
  *        of ketama and nginx; rb_ring_load re-adds nodes in it). */
 #define RBI_NODE_WORDS     2
 #define RBI_NODE_LEN_SHIFT 40
+#define RBI_NODE_OFF_MASK  ((1ULL << RBI_NODE_LEN_SHIFT) - 1)
+
+/* The index has 2^b + 1 entries, b = floor(log2(npoints)) in [1, 24]. */
+#define RBI_RING_MAX_INDEX_BITS 24
 
 /* ---- filter directory slot --------------------------------------------- */
 #define RBI_SECRET_BYTES RB_BLOOM_SECRET_BYTES

@@ -70,48 +70,49 @@ int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
         }
         return rbi_errno_code(rc);
     }
-    /* Release: pairs with rbi_seg_size()'s acquire and validate_header's;
-     * the bytes exist before any offset below new_size is published, and
-     * whoever sees new_size finds the object at least that large. */
+    /* Release: pairs with rbi_seg_size()'s acquire and
+     * rbi_segment_check_header's: the bytes exist before any offset below
+     * new_size is published, and whoever sees new_size finds the object at
+     * least that large. */
     atomic_store_explicit(&h->size, new_size, memory_order_release);
     return RB_OK;
 }
 
 /* Where a writer of this host places the directory and the heap for
- * `slots` filters (seg_create). */
+ * `slots` filters (rbi_segment_make). */
 static uint64_t heap_offset_for(uint64_t slots)
 {
     return rbi_round_up(RBI_HEADER_SIZE + slots * sizeof(rb_filter_shm_t), page_size());
 }
 
-/* Checks of a header that every attach, takeover and restore share.  The
- * bytes behind it: the object's size, by fstat(fd), if fd >= 0 (len is then
- * unused); else len, a dump's length. */
-int rbi_segment_check_header(const rb_header_shm_t *h, int fd, uint64_t len)
+/* What the header's identity words say, checked in this order: RB_OK for
+ * a live segment of this layout, else the code attach reports. */
+static int header_identity(const rb_header_shm_t *h)
 {
-    uint64_t magic = rbi_ld(&h->magic);
-    uint64_t size, max_size, dir_off, slots, heap_off, state;
-    struct stat st;
+    uint64_t magic = rbi_ld(&h->magic), state;
 
-    if (magic == 0)
-        return RB_EBUSY;             /* creator has not written it yet */
-    if (magic == __builtin_bswap64(RBI_MAGIC))
-        return RB_EENDIAN;
-    if (magic != RBI_MAGIC)
-        return RB_ENOTOURS;
+    if (magic != RBI_MAGIC)   /* 0: its creator has not written it yet */
+        return magic == 0 ? RB_EBUSY
+               : magic == __builtin_bswap64(RBI_MAGIC) ? RB_EENDIAN : RB_ENOTOURS;
     if (rbi_ld(&h->version) != RBI_LAYOUT_VERSION)
         return RB_EVERSION;
-    /* Acquire: pairs with the creator's release store of LIVE; all header
-     * fields below were written before it. */
+    /* Acquire: pairs with the creator's release store of LIVE
+     * (rb_segment_go_live); all header fields below were written before. */
     state = atomic_load_explicit(&h->state, memory_order_acquire);
-    if (state == RBI_STATE_INIT)
-        return RB_EBUSY;
-    if (state == RBI_STATE_RETIRED)
-        return RB_ERETIRED;
     if (state != RBI_STATE_LIVE)
-        return RB_ECORRUPT;
-    if (rbi_ld(&h->header_size) != RBI_HEADER_SIZE)
-        return RB_ECORRUPT;
+        return state == RBI_STATE_INIT ? RB_EBUSY
+               : state == RBI_STATE_RETIRED ? RB_ERETIRED : RB_ECORRUPT;
+    return rbi_ld(&h->header_size) == RBI_HEADER_SIZE ? RB_OK : RB_ECORRUPT;
+}
+
+int rbi_segment_check_header(const rb_header_shm_t *h, int fd, uint64_t len)
+{
+    uint64_t size, max_size, dir_off, slots, heap_off;
+    struct stat st;
+    int rc = header_identity(h);
+
+    if (rc != RB_OK)
+        return rc;
     /* Acquire: pairs with rbi_segment_grow's release store of size, which
      * follows its ftruncate, so the object is at least this large when the
      * fstat below looks.  The object's size must be taken after this load:
@@ -131,9 +132,10 @@ int rbi_segment_check_header(const rb_header_shm_t *h, int fd, uint64_t len)
     dir_off = rbi_ld(&h->dir_offset);
     slots = rbi_ld(&h->dir_slots);
     heap_off = rbi_ld(&h->heap_offset);
-    /* Only the layout seg_create makes: a writer that took over another
-     * one would write snapshots that rb_segment_restore (which must
-     * create that layout) refuses, so its state could not be restored. */
+    /* Only the layout rbi_segment_make makes: a writer that took over
+     * another one would write snapshots that rb_segment_restore (which
+     * must create that layout) refuses, so its state could not be
+     * restored. */
     if (dir_off != RBI_HEADER_SIZE || slots == 0 || slots > RB_MAX_FILTERS ||
         heap_off != heap_offset_for(slots) || heap_off > size)
         return RB_ECORRUPT;
@@ -211,7 +213,7 @@ void rb_segment_go_live(rb_segment_t *seg)
     if (seg == NULL || !seg->writable)
         return;
     /* Release: every field written before is visible to a reader that
-     * acquires LIVE (validate_header). */
+     * acquires LIVE (header_identity). */
     atomic_store_explicit(&rbi_hdr(rbi_seg_map(seg))->state, RBI_STATE_LIVE, memory_order_release);
 }
 
@@ -431,7 +433,7 @@ static int map_open(const char *instance, int writable, const rbi_map_t *skip, u
     }
     /* Map the header page alone first: max_size is only known from it.  It
      * stays backed: the object's owner, accepted above, never shrinks it.
-     * This size is not compared with header.size: validate_header takes
+     * This size is not compared with header.size: rbi_segment_check_header takes
      * the object's size again, after loading header.size. */
     base = mmap(NULL, RBI_HEADER_SIZE, PROT_READ, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
@@ -466,59 +468,49 @@ int rb_segment_attach(const char *instance, unsigned flags, rb_segment_t **out)
     return rb_segment_attach_owned(instance, flags, (uid_t)-1, out);
 }
 
-int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
-                            rb_segment_t **out)
+/* A handle on instance's existing object: a reader's, refused if its
+ * writer is gone unless stale_ok, or a writer's, which takes the lock. */
+static int seg_open(const char *instance, int writable, uid_t owner, int stale_ok,
+                    rb_segment_t **out)
 {
-    rb_segment_t *seg;
+    rb_segment_t *seg = NULL;
     rbi_map_t *m;
-    int rc;
+    int rc = map_open(instance, writable, NULL, owner, &m);
 
-    if (instance == NULL || out == NULL || (flags & ~RB_ATTACH_STALE_OK) != 0)
-        return RB_EINVAL;
-    rc = map_open(instance, 0, NULL, owner, &m);
     if (rc != RB_OK)
         return rc;
-    if (!(flags & RB_ATTACH_STALE_OK) && writer_gone(rbi_hdr(m))) {
+    if (writable && flock(m->fd, LOCK_EX | LOCK_NB) != 0)
+        rc = RB_EBUSY;   /* a live writer: its process holds the lock until it exits */
+    else if (!writable && !stale_ok && writer_gone(rbi_hdr(m)))
+        rc = RB_EGONE;
+    else if ((seg = seg_alloc(instance)) == NULL)
+        rc = RB_ENOMEM;
+    if (rc != RB_OK) {
         map_free(m);
-        return RB_EGONE;
+        return rc;
     }
-    seg = seg_alloc(instance);
-    if (seg == NULL) {
-        map_free(m);
-        return RB_ENOMEM;
-    }
-    /* Pinned from now on: the handle follows a restarted daemon only to
-     * an object of this owner (seg_poll), never to one another user put
-     * under the name while the daemon was down. */
-    seg->owner = m->owner;
+    /* A reader is pinned from now on: the handle follows a restarted
+     * daemon only to an object of this owner (seg_poll), never to one
+     * another user put under the name while the daemon was down. */
+    if (!writable)
+        seg->owner = m->owner;
+    seg->writable = writable;
     atomic_store(&seg->map, m);
     *out = seg;
     return RB_OK;
 }
 
+int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
+                            rb_segment_t **out)
+{
+    if (instance == NULL || out == NULL || (flags & ~RB_ATTACH_STALE_OK) != 0)
+        return RB_EINVAL;
+    return seg_open(instance, 0, owner, (flags & RB_ATTACH_STALE_OK) != 0, out);
+}
 
 int rbi_segment_open_rw(const char *instance, rb_segment_t **out)
 {
-    rb_segment_t *seg;
-    rbi_map_t *m;
-    int rc = map_open(instance, 1, NULL, (uid_t)-1, &m);
-
-    if (rc != RB_OK)
-        return rc;
-    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
-        /* A live writer (its process holds the lock until it exits). */
-        map_free(m);
-        return RB_EBUSY;
-    }
-    seg = seg_alloc(instance);
-    if (seg == NULL) {
-        map_free(m);
-        return RB_ENOMEM;
-    }
-    atomic_store(&seg->map, m);
-    seg->writable = 1;
-    *out = seg;
-    return RB_OK;
+    return seg_open(instance, 1, (uid_t)-1, 0, out);
 }
 
 void rbi_segment_claim(rb_segment_t *seg)
