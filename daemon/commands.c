@@ -243,11 +243,10 @@ static void create_error(ctx_t *x, int rc)
     if (rc == RB_EPRECISION)
         resp_error(x->out, "ERR error rate too small for LAYOUT blocked: its layers would need "
                    "more than %d bits per key; use LAYOUT standard", RB_BLOOM_BLOCKED_MAX_BPK);
-    else if (rc == RB_ERANGE && rb_segment_info(x->s->seg, &si) == RB_OK &&
-             si.filters >= si.max_filters)
+    else if (rc == RB_ESLOTS && rb_segment_info(x->s->seg, &si) == RB_OK)
         resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
                    si.max_filters);
-    else if (rc == RB_ERANGE)   /* the other RB_ERANGE of a create: rb_bloom_size's */
+    else if (rc == RB_ERANGE)
         resp_error(x->out, "ERR capacity too large: a filter layer may have at most 2^40 bits");
     else
         resp_error(x->out, "ERR could not create filter: %s", rb_strerror(rc));

@@ -437,6 +437,7 @@ static int stat_common(const rb_bloom_t *bf, rb_bloom_stat_t *out, int scan)
     out->fill = a.bits == 0 ? 0.0
                 : scan ? (double)a.ones / (double)a.bits : a.predicted_fill_bits / (double)a.bits;
     out->est_fpr = 1.0 - a.miss;
+    out->memory = a.bits / 8 + sizeof(rb_filter_shm_t);
     return RB_OK;
 }
 

@@ -150,7 +150,7 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
         if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE)
             f = rbi_dir_slot(m, i);
     if (f == NULL)
-        return RB_ERANGE;
+        return RB_ESLOTS;
     if ((rc = first_layers(seg, f, params, gens)) != RB_OK)
         return rc;
     slot_publish(rbi_hdr(m), f, params, name, len);

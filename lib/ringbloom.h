@@ -38,6 +38,24 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The version of this header.  These three lines are the one place it is
+ * written: configure.ac reads them for the package version. */
+#define RB_VERSION_MAJOR 0
+#define RB_VERSION_MINOR 1
+#define RB_VERSION_PATCH 0
+/* "major.minor.patch", e.g. "0.1.0". */
+#define RB_VERSION RB_VERSION_STR_(RB_VERSION_MAJOR) "." RB_VERSION_STR_(RB_VERSION_MINOR) \
+    "." RB_VERSION_STR_(RB_VERSION_PATCH)
+#define RB_VERSION_STR_(n) RB_VERSION_STR__(n)
+#define RB_VERSION_STR__(n) #n
+/* For comparisons in the preprocessor: 0.1.0 is 100, 1.2.3 is 1002003. */
+#define RB_VERSION_NUMBER \
+    ((RB_VERSION_MAJOR * 1000 + RB_VERSION_MINOR) * 1000 + RB_VERSION_PATCH)
+
 #if defined(__GNUC__)
 #define RB_EXPORT __attribute__((visibility("default")))
 #define RB_WUR    __attribute__((warn_unused_result))
@@ -93,9 +111,16 @@ extern "C" {
                               layout reaches (blocked: more than
                               RB_BLOOM_BLOCKED_MAX_BPK bits per key would be
                               needed); RB_BLOOM_STANDARD reaches any p */
+#define RB_ESLOTS    -28   /* no free filter directory slot: the segment
+                              holds max_filters filters already */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);
+
+/* Any process.  The version of the library linked (RB_VERSION of the
+ * header it was built with), e.g. to check it against the header a program
+ * was compiled with. */
+RB_EXPORT const char *rb_version(void);
 
 /* ------------------------------------------------------------------------ */
 /* Segment                                                                  */
@@ -545,10 +570,12 @@ typedef struct rb_bloom rb_bloom_t;
 
 /* Writer.  Creates filter `name` (1..255 bytes) with one layer sized by
  * rb_bloom_size() (for p, or p/2 if scaling), a fresh random 192-byte hash
- * secret (arc4random_buf) unless params->secret gives one, and zeroed bits.  Readers see it once this returns.  Errors: RB_EROFS,
- * RB_EINVAL, RB_EEXIST, RB_ERANGE (no free directory slot, too many bits:
- * rb_segment_info's filters / max_filters tell which), RB_EPRECISION (a
- * layer's error rate is below what the layout reaches), RB_ENOSPC. */
+ * secret (arc4random_buf) unless params->secret gives one, and zeroed bits;
+ * an aging filter gets its `generations` layers at p/generations each.
+ * Readers see it once this returns.  Errors: RB_EROFS, RB_EINVAL,
+ * RB_EEXIST, RB_ESLOTS (no free directory slot), RB_ERANGE (a layer would
+ * exceed RB_BLOOM_MAX_BITS), RB_EPRECISION (a layer's error rate is below
+ * what the layout reaches), RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
                                       size_t len, const rb_bloom_params_t *params);
 
@@ -649,6 +676,8 @@ typedef struct rb_bloom_stat {
     uint64_t bits_set;      /* population count, all layers */
     double   fill;          /* bits_set / bits */
     double   est_fpr;       /* false-positive rate estimated from set bits */
+    uint64_t memory;        /* bytes the filter holds in the segment: its
+                               bit arrays and its directory slot */
 } rb_bloom_stat_t;
 
 /* Reader.  Figures of the filter.  bits_set and est_fpr come from a scan of

@@ -1,6 +1,6 @@
 /*
  * util.c - what every file of the library may call: the error texts
- * (rb_strerror), the clock, the errno mapping, the instance-name rule and
+ * (rb_strerror), the library's version (rb_version), the clock, the errno mapping, the instance-name rule and
  * copying bytes into shared words.  It calls nothing else of the library.
  */
 #include "config.h"
@@ -44,8 +44,14 @@ const char *rb_strerror(int code)
                               "have been applied)";
     case RB_ELAYERS:  return "scaling filter has its maximum number of layers";
     case RB_EPRECISION: return "error rate below what the filter's layout can reach";
+    case RB_ESLOTS:   return "no free filter slot: the segment holds its maximum number of filters";
     default:          return "unknown error";
     }
+}
+
+const char *rb_version(void)
+{
+    return RB_VERSION;
 }
 
 int rbi_errno_code(int e)

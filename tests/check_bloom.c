@@ -313,7 +313,7 @@ START_TEST(test_bloom_reserve_errors_change_nothing)
         snprintf(name, sizeof(name), "f%d", i);
         ck_assert_int_eq(rb_bloom_reserve(seg, name, strlen(name), &ok), RB_OK);
     }
-    ck_assert_int_eq(rb_bloom_reserve(seg, "ninth", 5, &ok), RB_ERANGE);  /* 8 slots */
+    ck_assert_int_eq(rb_bloom_reserve(seg, "ninth", 5, &ok), RB_ESLOTS);  /* 8 slots */
     ck_assert_int_eq(rb_segment_info(seg, &info), RB_OK);
     ck_assert_uint_eq(info.filters, 8);
 }
@@ -695,6 +695,31 @@ START_TEST(test_bloom_reset_clears_and_frees)
 }
 END_TEST
 
+/* memory: what the filter holds in the segment, its arrays (all layers)
+ * and its directory slot; the arrays are what rb_segment_info counts. */
+START_TEST(test_bloom_stat_memory_is_arrays_and_slot)
+{
+    rb_bloom_params_t bp = { .capacity = 500, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
+    rb_segment_info_t before, after;
+    rb_bloom_stat_t st, info;
+    rb_bloom_t *bf;
+    char key[160];
+
+    ck_assert_int_eq(rb_segment_info(seg, &before), RB_OK);
+    bf = reserve_open(seg, "m", &bp);
+    for (unsigned long i = 0; i < 2000; i++)   /* scales to several layers */
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "m", i)), 0);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_int_eq(rb_bloom_info(bf, &info), RB_OK);
+    ck_assert_int_eq(rb_segment_info(seg, &after), RB_OK);
+    ck_assert_uint_gt(st.layers, 1);
+    ck_assert_uint_eq(st.memory, st.bytes + 576 + 48 * RB_BLOOM_MAX_LAYERS);
+    ck_assert_uint_eq(info.memory, st.memory);
+    ck_assert_uint_eq(after.used - before.used, st.bytes);
+    rb_bloom_close(bf);
+}
+END_TEST
+
 /* Found by fuzz_attach (corpus/fuzz_attach/regress-reset-dead-layer): a
  * taken-over slot whose nlayers is 0 still had a layer 0 for reset, which
  * swapped it and freed its array - space another filter was using, which
@@ -757,6 +782,7 @@ static Suite *bloom_suite(void)
     tcase_add_test(tc, test_bloom_nonscaling_full_is_efull);
     tcase_add_test(tc, test_bloom_aging_rotates_when_full);
     tcase_add_test(tc, test_bloom_aging_window_and_explicit_rotate);
+    tcase_add_test(tc, test_bloom_stat_memory_is_arrays_and_slot);
     tcase_add_test(tc, test_bloom_reset_clears_and_frees);
     tcase_add_test(tc, test_bloom_reset_of_corrupt_slot_changes_nothing);
     suite_add_tcase(s, tc);

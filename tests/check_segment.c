@@ -89,6 +89,43 @@ START_TEST(test_segment_create_attach_roundtrip)
 }
 END_TEST
 
+/* The reservation create makes of a request is what rb_segment_reservation
+ * says (whole 64 KiB granules), so a daemon can compare a live segment's
+ * max_size with its configuration without knowing the granule. */
+START_TEST(test_segment_reservation_is_what_create_makes)
+{
+    rb_segment_opts_t o = { .mode = 0600, .max_size = (8u << 20) + 1, .max_filters = 4 };
+    rb_segment_info_t si;
+
+    ck_assert_uint_eq(rb_segment_reservation(0), RB_DEFAULT_MAX_SIZE);
+    ck_assert_uint_eq(rb_segment_reservation(1), 65536);
+    ck_assert_uint_eq(rb_segment_reservation(65536), 65536);
+    ck_assert_uint_eq(rb_segment_reservation(65537), 131072);
+    ck_assert_uint_eq(rb_segment_reservation(RB_MAX_MAX_SIZE), RB_MAX_MAX_SIZE);
+    ck_assert_uint_eq(rb_segment_reservation(RB_MAX_MAX_SIZE + 1), 0);
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_segment_info(wseg, &si), RB_OK);
+    ck_assert_uint_eq(si.max_size, rb_segment_reservation(o.max_size));
+    ck_assert_uint_eq(si.max_size, (8u << 20) + 65536);
+}
+END_TEST
+
+/* The library says which version it is, and it is the header's. */
+START_TEST(test_segment_version_is_the_headers)
+{
+    char want[32];
+
+    snprintf(want, sizeof(want), "%d.%d.%d", RB_VERSION_MAJOR, RB_VERSION_MINOR,
+             RB_VERSION_PATCH);
+    ck_assert_str_eq(RB_VERSION, want);
+    ck_assert_str_eq(rb_version(), RB_VERSION);
+    ck_assert_int_eq(RB_VERSION_NUMBER,
+                     (RB_VERSION_MAJOR * 1000 + RB_VERSION_MINOR) * 1000 + RB_VERSION_PATCH);
+    ck_assert_str_eq(rb_strerror(RB_ESLOTS),
+                     "no free filter slot: the segment holds its maximum number of filters");
+}
+END_TEST
+
 START_TEST(test_segment_create_existing_is_eexist)
 {
     rb_segment_t *again = NULL;
@@ -815,6 +852,8 @@ static Suite *segment_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_segment_create_attach_roundtrip);
     tcase_add_test(tc, test_segment_create_existing_is_eexist);
+    tcase_add_test(tc, test_segment_reservation_is_what_create_makes);
+    tcase_add_test(tc, test_segment_version_is_the_headers);
     tcase_add_test(tc, test_segment_bad_names_and_options);
     tcase_add_test(tc, test_segment_untrusted_modes_and_owner_pin);
     tcase_add_test(tc, test_segment_writer_refuses_foreign_object);
