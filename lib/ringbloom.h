@@ -730,7 +730,11 @@ RB_EXPORT RB_WUR int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t 
 RB_EXPORT RB_WUR int rb_conn_ring_weight(rb_conn_t *c, const char *name, size_t len,
                                          uint32_t weight);
 
-/* BF.RESERVE with p's capacity, error rate, layout, flags, expansion. */
+/* BF.RESERVE with p's capacity, error rate, layout and flags: NONSCALING,
+ * or EXPANSION (scaling), or AGING with its window and GENERATIONS.
+ * RB_EINVAL, with nothing sent, for RB_BLOOM_OVERFILL: no command creates
+ * such a filter.  The secret is the daemon's choice (p->secret is not
+ * sent).  Errors otherwise as rb_conn_ring_add. */
 RB_EXPORT RB_WUR int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len,
                                         const rb_bloom_params_t *p);
 
