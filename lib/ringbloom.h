@@ -214,9 +214,11 @@ RB_EXPORT RB_WUR int rb_segment_attach_owned(const char *instance, unsigned flag
                                              uid_t owner, rb_segment_t **out);
 
 /* Writer.  Re-opens an existing live segment read-write to take over as its
- * writer (a restarted daemon): validates header, directory and both ring
- * copies (RB_ECORRUPT if anything is out of bounds), records this process as
- * the writer, and rebuilds the free-space map from the live objects.
+ * writer (a restarted daemon): validates the header, every live filter and
+ * the active ring copy (RB_ECORRUPT if anything is out of bounds, overlaps,
+ * or is a filter kind this library does not know), records this process as
+ * the writer, and rebuilds the free-space map from the live objects.  The
+ * inactive ring copy is not read: the next publish rewrites it.
  * A writer holds an exclusive flock on the object for as long as its
  * process lives (create takes it too), so a second writer gets RB_EBUSY.
  * Only an object this process's euid owns is taken over (RB_EOWNER: another
@@ -236,7 +238,8 @@ RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
 /* Writer.  Creates instance's object from a dump (like rb_segment_create,
  * O_EXCL, exact mode) and fills it while readers are still refused
  * (RB_EBUSY), then validates every offset the dump names (heap extents
- * without overlap, ring copies) and only then makes it live.  The dump's
+ * without overlap, every live filter, the active ring copy) and only then
+ * makes it live.  The dump's
  * directory size is kept; opts->max_size may raise its reservation.
  * dump must be 8-byte aligned (a mmap of the file is).  instance == NULL
  * restores into a private segment, as rb_segment_create.  Errors: as attach
@@ -298,7 +301,8 @@ typedef struct rb_segment_info {
     uint64_t generation;    /* segment generation */
     uint64_t size;          /* committed bytes */
     uint64_t max_size;      /* reserved bytes */
-    uint64_t used;          /* bytes in live objects (header, ring, filters) */
+    uint64_t used;          /* bytes in use: header and directory, ring
+                               copies, filter arrays */
     uint64_t writer_pid;
     uint64_t created;       /* unix seconds */
     uint64_t heartbeat_ms;  /* unix milliseconds of the last heartbeat */
@@ -421,8 +425,10 @@ RB_EXPORT RB_WUR int rb_ring_new(rb_ring_mode_t mode, uint32_t replicas,
 RB_EXPORT void rb_ring_free(rb_ring_t *ring);
 
 /* Any process, one thread per ring.  Adds a node (name: 1..255 bytes, no
- * NUL; weight 1..RB_RING_MAX_WEIGHT) with replicas*weight points, merged
- * into the sorted table in O(points).  Errors: RB_EINVAL, RB_EEXIST,
+ * NUL; weight 1..RB_RING_MAX_WEIGHT) with the mode's points (replicas *
+ * weight in xxh3 and seed mode), merged into the sorted table in O(points);
+ * in ketama mode every node's share changes, so the table is rebuilt
+ * (O(points log points)) when next needed.  Errors: RB_EINVAL, RB_EEXIST,
  * RB_ERANGE (node or point limit), RB_ENOMEM.  Not visible to readers until
  * rb_ring_publish(). */
 RB_EXPORT RB_WUR int rb_ring_add(rb_ring_t *ring, const char *name,
@@ -447,9 +453,10 @@ RB_EXPORT size_t rb_ring_node_count(const rb_ring_t *ring);
 RB_EXPORT size_t rb_ring_point_count(const rb_ring_t *ring);
 
 /* Writer.  Publishes the model into the segment through the two-copy latch:
- * readers switch to the other copy while each copy is rewritten, so they
- * never wait and never see a mixed table.  Copies grow (reallocated in the
- * segment) when the table outgrows them.  Cost: O(points) stores, twice.
+ * the inactive copy is rewritten while readers keep using the active one,
+ * then one flip makes it active, so readers never wait and never see a
+ * mixed table.  A copy grows (reallocated in the segment) when the table
+ * outgrows it.  Cost: O(points) stores, once.
  * Errors: RB_EROFS, RB_ENOSPC (segment full: nothing changed for readers). */
 RB_EXPORT RB_WUR int rb_ring_publish(rb_ring_t *ring, rb_segment_t *seg);
 
