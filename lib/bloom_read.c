@@ -480,5 +480,6 @@ static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
 }
 
 const rbi_kind_t rbi_kind_bloom = {
-    "bloom", RB_BLOOM_STANDARD, RB_BLOOM_BLOCKED, kind_extents, kind_heap_bytes,
+    .layout_first = RB_BLOOM_STANDARD, .layout_last = RB_BLOOM_BLOCKED,
+    .extents = kind_extents, .heap_bytes = kind_heap_bytes,
 };

@@ -7,8 +7,8 @@
  * one bit array per filter layer) are all named by the header and the
  * directory, so a writer that takes over rebuilds the free list from them
  * (rbi_heap_rebuild, called by adopt.c) and nothing about free space has
- * to be kept consistent in shared memory.  Workload: a handful of allocations per ring growth or
- * filter reservation; lists stay short.
+ * to be kept consistent in shared memory.  Workload: a handful of
+ * allocations per ring growth or filter layer; lists stay short.
  *
  * Freed space may still be read by a reader that started before it was
  * unpublished; readers bounds-check and re-validate (latch or filter gen),

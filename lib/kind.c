@@ -21,7 +21,8 @@
 
 static const rbi_kind_t *const kinds[] = { &rbi_kind_bloom };
 
-const rbi_kind_t *rbi_kind_of(const rb_filter_shm_t *f)
+/* The kind of slot f by its layout word, or NULL if no kind owns it. */
+static const rbi_kind_t *kind_of(const rb_filter_shm_t *f)
 {
     uint64_t layout = rbi_ld(&f->layout);
 
@@ -43,7 +44,7 @@ int rbi_kind_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
         int rc;
         if (rbi_ld(&f->state) != RBI_FILTER_LIVE)
             continue;
-        if ((k = rbi_kind_of(f)) == NULL)
+        if ((k = kind_of(f)) == NULL)
             return RB_ECORRUPT;
         if ((rc = k->extents(f, size, out + *n, &got)) != RB_OK)
             return rc;
@@ -71,7 +72,7 @@ int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
         if (rbi_ld(&f->state) != RBI_FILTER_LIVE)
             continue;
         live++;
-        if ((k = rbi_kind_of(f)) != NULL)
+        if ((k = kind_of(f)) != NULL)
             used += k->heap_bytes(f);
     }
     for (int c = 0; c < 2; c++)

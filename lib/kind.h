@@ -18,7 +18,6 @@
 #define RBI_KIND_MAX_EXTENTS RB_BLOOM_MAX_LAYERS
 
 typedef struct rbi_kind {
-    const char *name;
     /* The values of the slot's `layout` word that are this kind's. */
     uint64_t layout_first, layout_last;
     /* Stores the heap extents of live slot f in out[0 .. *n) (at most
@@ -32,9 +31,6 @@ typedef struct rbi_kind {
 } rbi_kind_t;
 
 extern const rbi_kind_t rbi_kind_bloom;   /* bloom_read.c */
-
-/* The kind of slot f by its layout word, or NULL if no kind owns it. */
-const rbi_kind_t *rbi_kind_of(const rb_filter_shm_t *f);
 
 /* For a writer adopting m: the heap extents of every live slot in out
  * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.

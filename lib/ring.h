@@ -11,15 +11,13 @@
 
 #include "format.h"
 #include "heap.h"
-#include "ring_mode.h"
 #include "segment.h"
 
 /* The header of one published copy as a read section read and checked it
- * (ring_read.c, rbi_ring_view_open): every section lies inside `words`. */
+ * (ring_read.c): every section lies inside `words`. */
 typedef struct rbi_ring_view {
-    const rb_ring_copy_shm_t *c;
     const _Atomic uint64_t *d;     /* word 0 of the copy */
-    const rbi_ring_mode_ops_t *ops;/* the copy's mode */
+    uint64_t (*key_pos)(const void *key, size_t len);  /* the copy's mode's */
     uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
     uint64_t nodes_w, names_w, points_w, owners_w, index_w;
 } rbi_ring_view_t;
@@ -28,11 +26,6 @@ static inline rb_ring_copy_shm_t *rbi_ring_copy_at(const rbi_map_t *m, uint64_t 
 {
     return (rb_ring_copy_shm_t *)(void *)rbi_word_at(m, off);
 }
-
-/* Reads and bounds-checks the header of copy `which` of m; a ring never
- * published reads as an empty view.  Inside a read section a failure may
- * be a torn read; the section's retry decides.  RB_OK, RB_ECORRUPT. */
-int rbi_ring_view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v);
 
 /* Node idx of the view, its name copied out; RB_ECORRUPT if its record
  * fails the checks. */

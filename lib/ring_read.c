@@ -3,7 +3,7 @@
  * distinct nodes), figures and node lists of the published table.
  *
  * What: a read section (the two-copy latch, latch.h) around a view of the
- * active copy: its header read and bounds-checked once (rbi_ring_view_open,
+ * active copy: its header read and bounds-checked once (view_open,
  * cached per thread while the sequence stands still), then the owner of a
  * position found through the index: bucket j = the position's top b bits
  * holds the first point whose top bits are >= j, so the lower bound lies
@@ -20,6 +20,7 @@
 
 #include "latch.h"
 #include "ring.h"
+#include "ring_mode.h"
 #include "segment.h"
 #include "util.h"
 
@@ -30,12 +31,16 @@ static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
     return start >= RBI_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
 }
 
-int rbi_ring_view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
+/* Reads and bounds-checks the header of copy `which` of m; a ring never
+ * published reads as an empty view.  Inside a read section a failure may
+ * be a torn read; the section's retry decides.  RB_OK, RB_ECORRUPT. */
+static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
 {
     const rb_header_shm_t *h = rbi_hdr(m);
     uint64_t size = rbi_seg_size(m);
     uint64_t off = rbi_ld(&h->ring.copy_off[which]);
     uint64_t cap = rbi_ld(&h->ring.copy_cap[which]);
+    const rbi_ring_mode_ops_t *ops;
     const rb_ring_copy_shm_t *c;
 
     memset(v, 0, sizeof(*v));
@@ -44,7 +49,6 @@ int rbi_ring_view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
     if (cap < RBI_RING_COPY_HDR_WORDS * 8 || !rbi_span_ok(size, off, cap))
         return RB_ECORRUPT;
     c = rbi_ring_copy_at(m, off);
-    v->c = c;
     v->d = c->data - RBI_RING_COPY_HDR_WORDS;
     if (rbi_ld(&c->magic) != RBI_RING_COPY_MAGIC)
         return RB_ECORRUPT;
@@ -62,8 +66,7 @@ int rbi_ring_view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
     v->index_w = rbi_ld(&c->index_w);
     v->names_bytes = rbi_ld(&c->names_bytes);
     v->owners = rbi_ld(&c->owners);
-    v->ops = rbi_ring_mode_ops(v->mode);
-    if (v->ops == NULL || v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) ||
+    if ((ops = rbi_ring_mode_ops(v->mode)) == NULL || v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) ||
         v->words > cap / 8 || v->words < RBI_RING_COPY_HDR_WORDS ||
         v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
         v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
@@ -75,6 +78,7 @@ int rbi_ring_view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
         !sect_ok(v->owners_w, (v->npoints + 3) / 4, v->words) ||
         !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
         return RB_ECORRUPT;
+    v->key_pos = ops->key_pos;
     return RB_OK;
 }
 
@@ -161,7 +165,7 @@ ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)
         uint64_t s = rbi_latch_read_begin(seq);
         int cached = tl_view.map_id == m->id && tl_view.seq == s, rc = RB_OK;
         if (!cached) {
-            rc = rbi_ring_view_open(m, (unsigned)(s & 1), &fresh);
+            rc = view_open(m, (unsigned)(s & 1), &fresh);
             v = &fresh;
         }
         if (rc == RB_OK)
@@ -196,7 +200,7 @@ static inline __attribute__((always_inline)) uint64_t arg_hash(lookup_arg_t *a,
                                                                const rbi_ring_view_t *v)
 {
     if (a->hmode != v->mode) {
-        a->h = v->ops->key_pos(a->key, a->len);
+        a->h = v->key_pos(a->key, a->len);
         a->hmode = v->mode;
     }
     return a->h;
@@ -334,7 +338,7 @@ int rbi_ring_validate(const rb_segment_t *seg)
     /* Only the active copy matters: the inactive one is an older version,
      * or one a dead writer left half-written, and is rewritten before it
      * is ever made active. */
-    return rbi_ring_view_open(m, (unsigned)(rbi_ld(&rbi_hdr(m)->ring.seq) & 1), &v);
+    return view_open(m, (unsigned)(rbi_ld(&rbi_hdr(m)->ring.seq) & 1), &v);
 }
 
 int rbi_ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)

@@ -1,5 +1,7 @@
 /*
- * segment.c - the shared-memory segment: create, attach, take over, retire.
+ * segment.c - the shared-memory segment: name, create, attach, grow, follow
+ * a restarted daemon, retire, dump.  Taking over and restoring, which must
+ * also check the contents, are adopt.c's.
  *
  * What: one POSIX shm object per instance ("/ringbloom.<instance>") holding
  * a header page, a fixed filter directory and a heap (ring copies, Bloom
