@@ -9,8 +9,9 @@
  * the generation and only then reuses the array it replaced (scribbling
  * over it, as a later allocation would); readers accept an array only when
  * gen_read_retry says so, and then require it whole.  For each, a negative
- * control runs the same checker against a writer that breaks the protocol,
- * to show the checker does catch torn reads.
+ * control runs the same checker against a writer that breaks the protocol
+ * (rewrites what readers use, without the latch's flip or the generation's
+ * publish), to show the checker does catch torn reads.
  */
 #include <pthread.h>
 #include <time.h>
@@ -171,7 +172,7 @@ typedef struct gen_box {
     _Alignas(64) _Atomic uint64_t cur;   /* the array readers use */
     _Alignas(64) _Atomic uint64_t arr[ARRAYS][WORDS];
     _Atomic int stop;
-    int broken;            /* negative control: reuse before publishing */
+    int broken;            /* negative control: never publishes */
 } gen_box_t;
 
 typedef struct gen_out {
@@ -188,16 +189,10 @@ static void *gen_writer(void *arg)
         for (int i = 0; i < WORDS; i++)
             rbi_st(&b->arr[fresh][i], v);
         rbi_st(&b->cur, fresh);
-        if (b->broken) {
-            /* Wrong on purpose: the replaced array is reused first. */
-            for (int i = 0; i < WORDS; i++)
-                rbi_st(&b->arr[old][i], SCRIBBLE | v);
+        if (!b->broken)   /* wrong on purpose: reuse without publishing */
             rbi_gen_publish(&b->gen);
-        } else {
-            rbi_gen_publish(&b->gen);
-            for (int i = 0; i < WORDS; i++)
-                rbi_st(&b->arr[old][i], SCRIBBLE | v);
-        }
+        for (int i = 0; i < WORDS; i++)
+            rbi_st(&b->arr[old][i], SCRIBBLE | v);
     }
     return NULL;
 }
