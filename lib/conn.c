@@ -2,9 +2,10 @@
  * conn.c - the write path: a small blocking RESP2 client for ringbloomd.
  *
  * What: connect to the daemon's Unix socket, send commands as multibulk,
- * read replies.  Why here: every writer (CLI, applications, the nginx
- * module's slow path) needs the same few mutations and the same error
- * mapping; reads never come here (they use the segment).  Workload: bulk
+ * read replies.  Why here: every blocking writer (the CLI, applications,
+ * the examples) needs the same few mutations and the same error mapping;
+ * reads never come here (they use the segment).  The nginx module does not
+ * use it: its admits are non-blocking, on nginx's event loop.  Workload: bulk
  * loads of millions of keys, so BF.MADD batches are pipelined with several
  * in flight to hide the round trip.
  *
