@@ -71,11 +71,12 @@ static void create_error(rbd_ctx_t *x, int rc)
 {
     rb_segment_info_t si;
 
-    if (rc == RB_ERANGE && rb_segment_info(x->s->state.seg, &si) == RB_OK &&
-        si.filters >= si.max_filters)
+    /* The directory's size is the segment's (max-filters when it was
+     * made), not a library constant: the one reply the table cannot hold. */
+    if (rc == RB_ESLOTS && rb_segment_info(x->s->state.seg, &si) == RB_OK)
         resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
                    si.max_filters);
-    else   /* RB_EPRECISION, the other RB_ERANGE of a create (rb_bloom_size's), the rest */
+    else
         rbd_cmd_error(x, RBD_AT_CREATE, rc);
 }
 

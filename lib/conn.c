@@ -2,9 +2,10 @@
  * conn.c - the write path: a small blocking RESP2 client for ringbloomd.
  *
  * What: connect to the daemon's Unix socket, send commands as multibulk,
- * read replies.  Why here: every writer (CLI, applications, the nginx
- * module's slow path) needs the same few mutations and the same error
- * mapping; reads never come here (they use the segment).  Workload: bulk
+ * read replies.  Why here: every blocking writer (the CLI, applications,
+ * the examples) needs the same few mutations and the same error mapping;
+ * reads never come here (they use the segment).  The nginx module does not
+ * use it: its admits are non-blocking, on nginx's event loop.  Workload: bulk
  * loads of millions of keys, so BF.MADD batches are pipelined with several
  * in flight to hide the round trip.
  *
@@ -23,9 +24,10 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "ringbloom.h"
 
 #define BATCH_KEYS   1000u     /* keys per BF.MADD */
 #define WINDOW       8u        /* BF.MADD batches in flight */
@@ -381,32 +383,51 @@ int rb_conn_ring_weight(rb_conn_t *c, const char *name, size_t len, uint32_t wei
     return ring_cmd(c, "RING.WEIGHT", name, len, 1, weight);
 }
 
+/* Appends argument s (len bytes) to a command being built. */
+static void arg_add(const char **argv, size_t *argl, size_t *argc, const char *s, size_t len)
+{
+    argv[*argc] = s;
+    argl[(*argc)++] = len;
+}
+
+/* Appends option `name` and its value v, printed into buf (16 bytes). */
+static void arg_add_u32(const char **argv, size_t *argl, size_t *argc, const char *name,
+                        uint32_t v, char *buf)
+{
+    arg_add(argv, argl, argc, name, strlen(name));
+    arg_add(argv, argl, argc, buf, (size_t)snprintf(buf, 16, "%u", v));
+}
+
 int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len, const rb_bloom_params_t *p)
 {
-    char err[32], cap[32], exp[16];
-    const char *argv[9] = { "BF.RESERVE", name, err, cap };
-    size_t argl[9] = { 10, len, 0, 0 };
+    char err[32], cap[32], num[3][16];
+    const char *argv[12] = { "BF.RESERVE", name, err, cap };
+    size_t argl[12] = { 10, len, 0, 0 };
     size_t argc = 4;
+    const char *layout;
     int rc;
 
     if (c == NULL || name == NULL || p == NULL)
         return RB_EINVAL;
+    /* OVERFILL (and any unknown flag) has no BF.RESERVE option: refused
+     * here rather than dropped. */
+    if ((p->flags & ~(RB_BLOOM_NONSCALING | RB_BLOOM_AGING)) != 0)
+        return RB_EINVAL;
     argl[2] = (size_t)snprintf(err, sizeof(err), "%.17g", p->error_rate);
     argl[3] = (size_t)snprintf(cap, sizeof(cap), "%llu", (unsigned long long)p->capacity);
-    if (p->flags & RB_BLOOM_NONSCALING) {
-        argv[argc] = "NONSCALING";
-        argl[argc++] = 10;
-    } else if (p->expansion != 0) {
-        argv[argc] = "EXPANSION";
-        argl[argc++] = 9;
-        argl[argc] = (size_t)snprintf(exp, sizeof(exp), "%u", p->expansion);
-        argv[argc++] = exp;
-    }
-    argv[argc] = "LAYOUT";
-    argl[argc++] = 6;
-    argv[argc] = p->layout == RB_BLOOM_STANDARD ? "standard" : "blocked";
-    argl[argc] = strlen(argv[argc]);
-    argc++;
+    /* As rb_bloom_reserve: an aging filter does not scale, so its
+     * expansion is not used (and BF.RESERVE refuses one). */
+    if (p->flags & RB_BLOOM_NONSCALING)
+        arg_add(argv, argl, &argc, "NONSCALING", 10);
+    else if (!(p->flags & RB_BLOOM_AGING) && p->expansion != 0)
+        arg_add_u32(argv, argl, &argc, "EXPANSION", p->expansion, num[0]);
+    if (p->flags & RB_BLOOM_AGING)
+        arg_add_u32(argv, argl, &argc, "AGING", p->window, num[1]);
+    if ((p->flags & RB_BLOOM_AGING) && p->generations != 0)
+        arg_add_u32(argv, argl, &argc, "GENERATIONS", p->generations, num[2]);
+    layout = p->layout == RB_BLOOM_STANDARD ? "standard" : "blocked";
+    arg_add(argv, argl, &argc, "LAYOUT", 6);
+    arg_add(argv, argl, &argc, layout, strlen(layout));
     rc = send_cmd(c, argc, argv, argl);
     return rc == RB_OK ? expect_ok(c) : rc;
 }

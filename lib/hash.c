@@ -1,10 +1,10 @@
 /*
- * hash.c - ring-position and Bloom-probe hashes (see rb_hash.h for why each
+ * hash.c - ring-position and Bloom-probe hashes (see hash.h for why each
  * exists).  All functions are pure, reentrant and allocation-free.
  */
 #include "config.h"
 
-#include "rb_hash.h"
+#include "hash.h"
 
 #include <md5.h>
 #include <zlib.h>
@@ -52,10 +52,10 @@ static uint32_t seed_next_cp(const unsigned char *s, size_t len, size_t *i)
     return cp;
 }
 
-uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt)
+uint64_t rbi_hash_seed(const void *key, size_t len, uint64_t salt)
 {
     const unsigned char *s = key;
-    uint64_t h = salt * RB_SEED_MULT + 1;   /* wraps mod 2^64, as & _MASK64 */
+    uint64_t h = salt * RBI_SEED_MULT + 1;   /* wraps mod 2^64, as & _MASK64 */
     size_t i = 0;
 
     while (i < len)
@@ -63,7 +63,7 @@ uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt)
     return h;
 }
 
-uint32_t rb_hash_md5_le32(const void *data, size_t len, unsigned word)
+uint32_t rbi_hash_md5_le32(const void *data, size_t len, unsigned word)
 {
     unsigned char d[MD5_DIGEST_LENGTH];
     MD5_CTX ctx;
@@ -76,7 +76,7 @@ uint32_t rb_hash_md5_le32(const void *data, size_t len, unsigned word)
            (uint32_t)d[4 * word + 2] << 16 | (uint32_t)d[4 * word + 3] << 24;
 }
 
-uint32_t rb_hash_crc32(uint32_t crc, const void *data, size_t len)
+uint32_t rbi_hash_crc32(uint32_t crc, const void *data, size_t len)
 {
     /* zlib takes lengths as uInt: feed huge inputs in pieces. */
     const unsigned char *p = data;

@@ -2,13 +2,13 @@
  * heap.c - the writer's allocator for the segment heap.
  *
  * What: first-fit over a sorted, coalesced list of free extents in
- * [header.heap_offset, header.size), growing the object (rb_segment_grow)
+ * [header.heap_offset, header.size), growing the object (rbi_segment_grow)
  * when nothing fits.  Why process-local: the live objects (two ring copies,
- * one bit array per filter) are all named by the header and the directory,
- * so a writer that takes over rebuilds the free list from them
- * (rb_heap_rebuild) and nothing about free space has to be kept consistent
- * in shared memory.  Workload: a handful of allocations per ring growth or
- * filter reservation; lists stay short.
+ * one bit array per filter layer) are all named by the header and the
+ * directory, so a writer that takes over rebuilds the free list from them
+ * (rbi_heap_rebuild, called by adopt.c) and nothing about free space has
+ * to be kept consistent in shared memory.  Workload: a handful of
+ * allocations per ring growth or filter layer; lists stay short.
  *
  * Freed space may still be read by a reader that started before it was
  * unpublished; readers bounds-check and re-validate (latch or filter gen),
@@ -18,16 +18,12 @@
 
 #include <stdlib.h>
 
-#include "rb_internal.h"
-
-void rb_heap_destroy(rb_heap_t *heap)
-{
-    free(heap->free);
-    memset(heap, 0, sizeof(*heap));
-}
+#include "heap.h"
+#include "segment.h"
+#include "util.h"
 
 /* Inserts [off, off+len) into the free list, merging with neighbours. */
-static int heap_insert(rb_heap_t *hp, uint64_t off, uint64_t len)
+static int heap_insert(rbi_heap_t *hp, uint64_t off, uint64_t len)
 {
     size_t i = 0;
 
@@ -39,7 +35,7 @@ static int heap_insert(rb_heap_t *hp, uint64_t off, uint64_t len)
         hp->free[i - 1].len += len;
         if (i < hp->n && off + len == hp->free[i].off) {
             hp->free[i - 1].len += hp->free[i].len;
-            memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rb_extent_t));
+            memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rbi_extent_t));
             hp->n--;
         }
         return RB_OK;
@@ -51,102 +47,102 @@ static int heap_insert(rb_heap_t *hp, uint64_t off, uint64_t len)
     }
     if (hp->n == hp->cap) {
         size_t cap = hp->cap ? hp->cap * 2 : 16;
-        rb_extent_t *f = realloc(hp->free, cap * sizeof(*f));
+        rbi_extent_t *f = realloc(hp->free, cap * sizeof(*f));
         if (f == NULL)
             return RB_ENOMEM;
         hp->free = f;
         hp->cap = cap;
     }
-    memmove(&hp->free[i + 1], &hp->free[i], (hp->n - i) * sizeof(rb_extent_t));
+    memmove(&hp->free[i + 1], &hp->free[i], (hp->n - i) * sizeof(rbi_extent_t));
     hp->free[i].off = off;
     hp->free[i].len = len;
     hp->n++;
     return RB_OK;
 }
 
-int rb_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
+int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 {
-    rb_heap_t *hp = &seg->heap;
+    rbi_heap_t *hp = &seg->heap;
     uint64_t size, tail_free = 0, grow_to;
     int rc;
 
     if (!seg->writable)
         return RB_EROFS;
-    if (bytes == 0 || bytes > rb_seg_map(seg)->map_len)
+    /* A created segment's list: everything from heap_offset on is free. */
+    if (!hp->built && (rc = rbi_heap_rebuild(seg, NULL, 0)) != RB_OK)
+        return rc;
+    if (bytes == 0 || bytes > rbi_seg_map(seg)->map_len)
         return RB_ENOSPC;
-    bytes = rb_round_up(bytes, RB_ALIGN);
+    bytes = rbi_round_up(bytes, RBI_ALIGN);
     for (size_t i = 0; i < hp->n; i++) {
         if (hp->free[i].len >= bytes) {
             *off = hp->free[i].off;
             hp->free[i].off += bytes;
             hp->free[i].len -= bytes;
             if (hp->free[i].len == 0) {
-                memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rb_extent_t));
+                memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rbi_extent_t));
                 hp->n--;
             }
-            hp->used += bytes;
             return RB_OK;
         }
     }
     /* Nothing fits: grow the object, reusing a free extent at its end. */
-    size = rb_ld(&rb_hdr(rb_seg_map(seg))->size);
+    size = rbi_ld(&rbi_hdr(rbi_seg_map(seg))->size);
     if (hp->n > 0 && hp->free[hp->n - 1].off + hp->free[hp->n - 1].len == size)
         tail_free = hp->free[hp->n - 1].len;
     grow_to = size + (bytes - tail_free);
     if (grow_to < size)
         return RB_ENOSPC;
-    rc = rb_segment_grow(seg, grow_to);
+    rc = rbi_segment_grow(seg, grow_to);
     if (rc != RB_OK)
         return rc;
-    rc = heap_insert(hp, size, rb_ld(&rb_hdr(rb_seg_map(seg))->size) - size);
+    rc = heap_insert(hp, size, rbi_ld(&rbi_hdr(rbi_seg_map(seg))->size) - size);
     if (rc != RB_OK)
         return rc;
-    return rb_heap_alloc(seg, bytes, off);
+    return rbi_heap_alloc(seg, bytes, off);
 }
 
-void rb_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes)
+void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes)
 {
-    bytes = rb_round_up(bytes, RB_ALIGN);
-    seg->heap.used -= bytes;
-    /* A failed insert (no memory for the list) only leaks the extent
+    /* The list was built by the allocation that gave the extent.  A failed
+     * insert (no memory for the list) only leaks the extent
      * until the next takeover rebuilds the list. */
-    (void)heap_insert(&seg->heap, off, bytes);
+    (void)heap_insert(&seg->heap, off, rbi_round_up(bytes, RBI_ALIGN));
 }
 
 static int extent_cmp(const void *a, const void *b)
 {
-    const rb_extent_t *x = a, *y = b;
+    const rbi_extent_t *x = a, *y = b;
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-int rb_heap_rebuild(rb_segment_t *seg, rb_extent_t *live, size_t nlive)
+int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
 {
-    const rb_header_shm_t *h = rb_hdr(rb_seg_map(seg));
-    uint64_t size = rb_ld(&h->size), pos = rb_ld(&h->heap_offset);
-    rb_heap_t fresh = { NULL, 0, 0, 0 };
+    const rb_header_shm_t *h = rbi_hdr(rbi_seg_map(seg));
+    uint64_t size = rbi_ld(&h->size), pos = rbi_ld(&h->heap_offset);
+    rbi_heap_t fresh = { NULL, 0, 0, 1 };
     int rc;
 
     if (nlive > 0)
         qsort(live, nlive, sizeof(*live), extent_cmp);
     for (size_t i = 0; i < nlive; i++) {
-        uint64_t len = rb_round_up(live[i].len, RB_ALIGN);
-        if (live[i].off < pos || live[i].off % RB_ALIGN != 0 ||
-            !rb_span_ok(size, live[i].off, len)) {
-            rb_heap_destroy(&fresh);
+        uint64_t len = rbi_round_up(live[i].len, RBI_ALIGN);
+        if (live[i].off < pos || live[i].off % RBI_ALIGN != 0 ||
+            !rbi_span_ok(size, live[i].off, len)) {
+            rbi_heap_destroy(&fresh);
             return RB_ECORRUPT;   /* overlapping or out of range */
         }
         if ((rc = heap_insert(&fresh, pos, live[i].off - pos)) != RB_OK) {
-            rb_heap_destroy(&fresh);
+            rbi_heap_destroy(&fresh);
             return rc;
         }
-        fresh.used += len;
         pos = live[i].off + len;
     }
     if ((rc = heap_insert(&fresh, pos, size - pos)) != RB_OK) {
-        rb_heap_destroy(&fresh);
+        rbi_heap_destroy(&fresh);
         return rc;
     }
-    rb_heap_destroy(&seg->heap);
+    rbi_heap_destroy(&seg->heap);
     seg->heap = fresh;
     return RB_OK;
 }

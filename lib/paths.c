@@ -41,16 +41,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "ringbloom.h"
+#include "util.h"
 
-int rb_instance_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > RB_INSTANCE_MAX || s[0] == '.')
-        return 0;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
-}
 
 static int fits(int n, size_t cap)
 {
@@ -65,7 +58,7 @@ int rb_default_paths(const char *instance, rb_paths_t *out)
     uid_t uid = geteuid();
     int n;
 
-    if (instance == NULL || out == NULL || !rb_instance_ok(instance))
+    if (instance == NULL || out == NULL || !rbi_instance_ok(instance))
         return RB_EINVAL;
     if (uid == 0)
         n = snprintf(run, sizeof(run), "/run/ringbloom");
@@ -203,7 +196,7 @@ static int trust_start(trust_walk_t *w, int absolute)
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return trust_fail(w, rb_errno_code(e), "%s: %s", top, strerror(e));
+        return trust_fail(w, rbi_errno_code(e), "%s: %s", top, strerror(e));
     }
     snprintf(w->shown, sizeof(w->shown), "%s", top);
     return trust_push(w, fd, &st, NULL);
@@ -226,7 +219,7 @@ static int trust_step(trust_walk_t *w, const char *name, mode_t mode, char *rest
     fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && mode != 0) {
         if (mkdirat(parent->fd, name, mode) != 0 && errno != EEXIST)
-            return trust_fail(w, rb_errno_code(errno), "cannot create directory %s: %s", path,
+            return trust_fail(w, rbi_errno_code(errno), "cannot create directory %s: %s", path,
                               strerror(errno));
         fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     }
@@ -234,7 +227,7 @@ static int trust_step(trust_walk_t *w, const char *name, mode_t mode, char *rest
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return trust_fail(w, rb_errno_code(e), "%s: %s", path,
+        return trust_fail(w, rbi_errno_code(e), "%s: %s", path,
                           e == ENOENT ? "no such directory" : strerror(e));
     }
     if (S_ISLNK(st.st_mode) && shared) {

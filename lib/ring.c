@@ -1,39 +1,37 @@
 /*
- * ring.c - the consistent-hash ring: writer model, latch publish, lock-free
- * reader lookup.
+ * ring.c - the consistent-hash ring's writer side: the membership model,
+ * its serialisation into a copy, publishing through the two-copy latch,
+ * and loading a model back from a published copy.
  *
- * What: nodes with names and integer weights; node i contributes
- * replicas * weight points ("name#r" hashed by the ring's mode).  A key is
- * owned by the first point clockwise from its position: the lower bound in
- * the sorted point table, wrapping to point 0.  Ties (two points at one
- * position) are ordered by node name, so the order never depends on the
- * order nodes were added.
+ * What: nodes with names and integer weights; the ring's mode (ring_mode.h,
+ * one table of operations per mode) says how many points each node gets
+ * and where.  A key is owned by the first point clockwise from its
+ * position: the lower bound in the sorted point table, wrapping to point
+ * 0.  Ties (two points at one position) are ordered by node name, or, in
+ * the modes that say so (ketama, nginx), by the order nodes were added, so
+ * that compatible clients agree.
  *
- * Why this layout: readers answer with ~2-3 cache-line loads.  Each
- * published copy holds the sorted positions, a parallel array of 16-bit
- * owners and an index of 2^b buckets on the top b bits of the position
- * (b = floor(log2(points))): bucket j holds the first point whose top bits
- * are >= j, so the lower bound of a position with top bits j lies in
- * [index[j], index[j+1]], usually one or two points.  One copy costs
- * 8 + 2 + <=4 bytes per point plus the node table.
+ * Why this layout: readers (ring_read.c) answer with ~2-3 cache-line loads.
+ * Each published copy holds the sorted positions, a parallel array of
+ * 16-bit owners and an index of 2^b buckets on the top b bits of the
+ * position (b = floor(log2(points))).  One copy costs 8 + 2 + <=4 bytes
+ * per point plus the node table (docs/design.md, "Ring copy").
  *
- * Workload: lookups at memory speed from many processes; membership changes
- * at human or orchestrator speed (up to ~10^3/s), each O(points).
+ * Workload: membership changes at human or orchestrator speed (up to
+ * ~10^3/s), each O(points); a mode that re-sizes every node on a change
+ * rebuilds the table once, when it is next needed.
  */
 #include "config.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <strings.h>
+#include <string.h>
 
-#include "rb_hash.h"
-#include "rb_internal.h"
-
-#define NODE_OFF_MASK ((1ULL << 40) - 1)
-#define MAX_INDEX_BITS 24
-
-_Thread_local uint32_t rb_ring_last_retries;
+#include "heap.h"
+#include "latch.h"
+#include "ring.h"
+#include "ring_mode.h"
+#include "segment.h"
+#include "util.h"
 
 typedef struct ring_node {
     char    *name;
@@ -42,214 +40,35 @@ typedef struct ring_node {
     uint32_t seq;    /* order of addition: the "server list" order */
 } ring_node_t;
 
-typedef struct ring_point {
-    uint64_t pos;
-    uint32_t node;   /* index into nodes[] (sorted by name) */
-    uint32_t tie;    /* order among equal positions: node (xxh3, seed) or
-                        seq (ketama, nginx: the compatible order) */
-} ring_point_t;
+typedef rbi_ring_point_t ring_point_t;
 
 struct rb_ring {
     rb_ring_mode_t mode;
+    const rbi_ring_mode_ops_t *ops;   /* mode's operations */
     uint32_t replicas;
     uint32_t next_seq;
-    int stale;             /* ketama: pts[] predate a membership change */
+    int stale;             /* pts[] predate a membership change (a mode
+                              that re-sizes every node: ops->resize_all) */
     ring_node_t *nodes;    /* sorted by name (bytewise, shorter first) */
     size_t nnodes, ncap;
     ring_point_t *pts;     /* sorted by (pos, tie) */
     size_t npts, pcap;
 };
 
-/* ---- hashing by mode ------------------------------------------------- */
-
-static const struct {
-    const char *name;
-    rb_ring_mode_t mode;
-} mode_names[] = { { "xxh3", RB_RING_XXH3 }, { "ketama", RB_RING_KETAMA },
-                   { "nginx", RB_RING_NGINX }, { "seed", RB_RING_SEED } };
-
-static int mode_ok(uint64_t mode)
-{
-    return mode == RB_RING_XXH3 || mode == RB_RING_KETAMA || mode == RB_RING_NGINX ||
-           mode == RB_RING_SEED;
-}
-
-const char *rb_ring_mode_name(rb_ring_mode_t mode)
-{
-    for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
-        if (mode_names[i].mode == mode)
-            return mode_names[i].name;
-    return "unknown";
-}
-
-int rb_ring_mode_parse(const char *s, size_t len, rb_ring_mode_t *out)
-{
-    for (size_t i = 0; s != NULL && i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
-        if (strlen(mode_names[i].name) == len && strncasecmp(mode_names[i].name, s, len) == 0) {
-            *out = mode_names[i].mode;
-            return RB_OK;
-        }
-    }
-    return RB_EINVAL;
-}
-
-/* Compatible modes order equal positions by addition (their server list
- * order); ours by name, so the table never depends on that order. */
-static int tie_by_seq(rb_ring_mode_t mode)
-{
-    return mode == RB_RING_KETAMA || mode == RB_RING_NGINX;
-}
-
-/* Ketama and nginx work on 32-bit positions: kept in the top half of the
- * 64-bit ring, where the lower bound is the same. */
-static uint64_t key_pos(uint64_t mode, const void *key, size_t len)
-{
-    switch (mode) {
-    case RB_RING_SEED:
-        return rb_hash_seed(key, len, 0);
-    case RB_RING_KETAMA:
-        return (uint64_t)rb_hash_md5_le32(key, len, 0) << 32;
-    case RB_RING_NGINX:
-        return (uint64_t)rb_hash_crc32(0, key, len) << 32;
-    default:
-        return rb_hash_xxh3(key, len);
-    }
-}
-
-/* "host:port" -> host and port as nginx splits it: the port is the run of
- * digits after the last ':' (nothing inserted when there is none); a
- * "unix:" prefix means no port. */
-static void split_nginx(const char *name, size_t len, size_t *hostlen, const char **port,
-                        size_t *portlen)
-{
-    *hostlen = len;
-    *port = name + len;
-    *portlen = 0;
-    if (len >= 5 && strncasecmp(name, "unix:", 5) == 0)
-        return;
-    for (size_t j = 0; j < len; j++) {
-        char c = name[len - 1 - j];
-        if (c == ':') {
-            *hostlen = len - j - 1;
-            *port = name + len - j;
-            *portlen = j;
-            return;
-        }
-        if (c < '0' || c > '9')
-            return;
-    }
-}
-
-/* "host:port" -> host and numeric port as libmemcached holds them
- * (no port: 11211, its default). */
-static void split_ketama(const char *name, size_t len, size_t *hostlen, unsigned *port)
-{
-    const char *p;
-    size_t portlen;
-
-    split_nginx(name, len, hostlen, &p, &portlen);
-    *port = 11211;
-    if (portlen > 0 && portlen <= 5) {
-        unsigned v = 0;
-        for (size_t i = 0; i < portlen; i++)
-            v = v * 10 + (unsigned)(p[i] - '0');
-        if (v != 0)
-            *port = v;
-    }
-}
-
-/* Points of one node.  total_weight / nnodes: the whole membership (ketama
- * sizes each server by its share). */
-static int gen_points(const rb_ring_t *r, size_t idx, uint64_t total_weight, size_t nnodes,
-                      ring_point_t **out, size_t *n)
-{
-    const ring_node_t *nd = &r->nodes[idx];
-    uint32_t tie = tie_by_seq(r->mode) ? nd->seq : (uint32_t)idx;
-    ring_point_t *p;
-    size_t c;
-
-    if (r->mode == RB_RING_KETAMA) {
-        /* libmemcached hosts.cc: computed in float, as it does. */
-        float pct = (float)nd->weight / (float)total_weight;
-        c = (size_t)(floorf(pct * 160.0f / 4.0f * (float)nnodes + 0.0000000001f) * 4.0f);
-    } else if (r->mode == RB_RING_NGINX) {
-        c = (size_t)160 * nd->weight;
-    } else {
-        c = (size_t)r->replicas * nd->weight;
-    }
-    p = malloc((c ? c : 1) * sizeof(*p));
-    if (p == NULL)
-        return RB_ENOMEM;
-    if (r->mode == RB_RING_KETAMA) {
-        char buf[RB_NODE_NAME_MAX + 32];
-        size_t hostlen;
-        unsigned port;
-        split_ketama(nd->name, nd->len, &hostlen, &port);
-        for (size_t d = 0; d < c / 4; d++) {
-            int len = port == 11211
-                ? snprintf(buf, sizeof(buf), "%.*s-%zu", (int)hostlen, nd->name, d)
-                : snprintf(buf, sizeof(buf), "%.*s:%u-%zu", (int)hostlen, nd->name, port, d);
-            for (uint32_t x = 0; x < 4; x++) {
-                p[4 * d + x].pos = (uint64_t)rb_hash_md5_le32(buf, (size_t)len, x) << 32;
-                p[4 * d + x].node = (uint32_t)idx;
-                p[4 * d + x].tie = tie;
-            }
-        }
-    } else if (r->mode == RB_RING_NGINX) {
-        size_t hostlen, portlen;
-        const char *port;
-        uint32_t base, prev = 0;
-        unsigned char le[4];
-        split_nginx(nd->name, nd->len, &hostlen, &port, &portlen);
-        base = rb_hash_crc32(0, nd->name, hostlen);
-        base = rb_hash_crc32(base, "", 1);
-        base = rb_hash_crc32(base, port, portlen);
-        for (size_t j = 0; j < c; j++) {
-            le[0] = (unsigned char)prev;
-            le[1] = (unsigned char)(prev >> 8);
-            le[2] = (unsigned char)(prev >> 16);
-            le[3] = (unsigned char)(prev >> 24);
-            prev = rb_hash_crc32(base, le, 4);
-            p[j].pos = (uint64_t)prev << 32;
-            p[j].node = (uint32_t)idx;
-            p[j].tie = tie;
-        }
-    } else {
-        char buf[RB_NODE_NAME_MAX + 16];
-        memcpy(buf, nd->name, nd->len);
-        for (size_t i = 0; i < c; i++) {
-            int k = snprintf(buf + nd->len, sizeof(buf) - nd->len, "#%zu", i);
-            p[i].pos = r->mode == RB_RING_SEED ? rb_hash_seed(buf, nd->len + (size_t)k, i)
-                                               : rb_hash_xxh3(buf, nd->len + (size_t)k);
-            p[i].node = (uint32_t)idx;
-            p[i].tie = tie;
-        }
-    }
-    *out = p;
-    *n = c;
-    return RB_OK;
-}
-
-/* Points a node of this weight gets (ketama: on average). */
-static uint64_t points_for(const rb_ring_t *r, uint64_t weight)
-{
-    if (r->mode == RB_RING_KETAMA || r->mode == RB_RING_NGINX)
-        return 160 * weight;
-    return (uint64_t)r->replicas * weight;
-}
-
 /* ---- writer model ------------------------------------------------------ */
 
 int rb_ring_new(rb_ring_mode_t mode, uint32_t replicas, rb_ring_t **out)
 {
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops((uint64_t)mode);
     rb_ring_t *r;
 
-    if (out == NULL || !mode_ok(mode) || replicas > RB_RING_MAX_REPLICAS)
+    if (out == NULL || ops == NULL || replicas > RB_RING_MAX_REPLICAS)
         return RB_EINVAL;
     r = calloc(1, sizeof(*r));
     if (r == NULL)
         return RB_ENOMEM;
     r->mode = mode;
+    r->ops = ops;
     r->replicas = replicas ? replicas : RB_RING_DEFAULT_REPLICAS;
     *out = r;
     return RB_OK;
@@ -371,7 +190,7 @@ static void merge_points(rb_ring_t *r, const ring_point_t *add, size_t n)
  * ties that are indices. */
 static void shift_nodes(rb_ring_t *r, size_t at, int delta)
 {
-    int by_name = !tie_by_seq(r->mode);
+    int by_name = !r->ops->tie_by_seq;
 
     for (size_t i = 0; i < r->npts; i++) {
         if (r->pts[i].node >= at) {
@@ -393,34 +212,55 @@ static void drop_points(rb_ring_t *r, size_t node)
     r->npts = w;
 }
 
+static uint64_t total_weight(const rb_ring_t *r)
+{
+    uint64_t w = 0;
+
+    for (size_t i = 0; i < r->nnodes; i++)
+        w += r->nodes[i].weight;
+    return w;
+}
+
+/* The points of node idx under ops and replicas, in a new array (*n of
+ * them); weights: the membership's total weight. */
+static int gen_points(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops, uint32_t replicas,
+                      size_t idx, uint64_t weights, ring_point_t **out, size_t *n)
+{
+    const ring_node_t *nd = &r->nodes[idx];
+    uint32_t tie = ops->tie_by_seq ? nd->seq : (uint32_t)idx;
+    size_t c = (size_t)ops->points(nd->weight, replicas, weights, r->nnodes);
+    ring_point_t *p = malloc((c ? c : 1) * sizeof(*p));
+
+    if (p == NULL)
+        return RB_ENOMEM;
+    ops->place(ops, nd->name, nd->len, c, p);
+    for (size_t i = 0; i < c; i++) {
+        p[i].node = (uint32_t)idx;
+        p[i].tie = tie;
+    }
+    *out = p;
+    *n = c;
+    return RB_OK;
+}
+
 /* Regenerates every point for mode/replicas; nothing changes on error. */
 static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
 {
-    rb_ring_t probe = *r;
-    uint64_t total = 0, weights = 0;
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops((uint64_t)mode);
+    uint64_t weights = total_weight(r), bound = ops->points_bound(weights, r->nnodes, replicas);
     ring_point_t *pts;
     size_t n = 0, cap;
 
-    probe.mode = mode;
-    probe.replicas = replicas;
-    for (size_t i = 0; i < r->nnodes; i++) {
-        total += points_for(&probe, r->nodes[i].weight);
-        weights += r->nodes[i].weight;
-    }
-    if (mode == RB_RING_KETAMA)
-        total = 160 * (uint64_t)r->nnodes;
-    if (total > RB_RING_MAX_POINTS)
+    if (bound > RB_RING_MAX_POINTS)
         return RB_ERANGE;
-    /* ketama rounds each server's share down to whole digests, and the
-     * float share can round up by one digest. */
-    cap = (size_t)total + 4 * r->nnodes + 1;
+    cap = (size_t)bound + 1;
     pts = malloc(cap * sizeof(*pts));
     if (pts == NULL)
         return RB_ENOMEM;
     for (size_t i = 0; i < r->nnodes; i++) {
         ring_point_t *one;
         size_t c;
-        if (gen_points(&probe, i, weights, r->nnodes, &one, &c) != RB_OK || n + c > cap) {
+        if (gen_points(r, ops, replicas, i, weights, &one, &c) != RB_OK || n + c > cap) {
             free(pts);
             return RB_ENOMEM;
         }
@@ -434,12 +274,14 @@ static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
     r->npts = n;
     r->pcap = cap;
     r->mode = mode;
+    r->ops = ops;
     r->replicas = replicas;
     r->stale = 0;
     return RB_OK;
 }
 
-/* The points, brought up to date (ketama rebuilds lazily). */
+/* The points, brought up to date (a mode that re-sizes every node
+ * rebuilds lazily). */
 static int fresh_points(rb_ring_t *r)
 {
     return r->stale ? rebuild(r, r->mode, r->replicas) : RB_OK;
@@ -447,22 +289,34 @@ static int fresh_points(rb_ring_t *r)
 
 int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
 {
-    if (r == NULL || !mode_ok(mode) || replicas > RB_RING_MAX_REPLICAS)
+    if (r == NULL || rbi_ring_mode_ops((uint64_t)mode) == NULL ||
+        replicas > RB_RING_MAX_REPLICAS)
         return RB_EINVAL;
     return rebuild(r, mode, replicas ? replicas : r->replicas);
 }
 
-/* Points of the membership after a change: weight changed by delta_w,
- * node count by delta_n. */
-static uint64_t points_total_after(const rb_ring_t *r, int64_t delta_w, int delta_n)
+/* Node at's points, sorted, with room reserved to merge them: the first
+ * half of a membership change in a mode that changes one node's points
+ * (nothing changed yet; the caller frees *add). */
+static int merge_ready(rb_ring_t *r, size_t at, ring_point_t **add, size_t *n)
 {
-    uint64_t w = 0;
+    int rc = gen_points(r, r->ops, r->replicas, at, total_weight(r), add, n);
 
-    if (r->mode == RB_RING_KETAMA)   /* shares of 160 per server (+ rounding) */
-        return 164 * (uint64_t)((int64_t)r->nnodes + delta_n);
-    for (size_t i = 0; i < r->nnodes; i++)
-        w += r->nodes[i].weight;
-    return points_for(r, (uint64_t)((int64_t)w + delta_w));
+    if (rc == RB_OK) {
+        qsort(*add, *n, sizeof(**add), point_cmp);
+        rc = reserve_points(r, r->npts + *n);
+    }
+    return rc;
+}
+
+/* Whether the membership after a change (weight changed by delta_w, node
+ * count by delta_n) stays within the point limit. */
+static int points_fit_after(const rb_ring_t *r, int64_t delta_w, int delta_n)
+{
+    uint64_t w = (uint64_t)((int64_t)total_weight(r) + delta_w);
+
+    return r->ops->points_bound(w, (size_t)((int64_t)r->nnodes + delta_n), r->replicas) <=
+           RB_RING_MAX_POINTS;
 }
 
 int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
@@ -477,7 +331,7 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
         return RB_EINVAL;
     if (node_find(r, name, len, &at))
         return RB_EEXIST;
-    if (r->nnodes >= RB_RING_MAX_NODES || points_total_after(r, weight, 1) > RB_RING_MAX_POINTS)
+    if (r->nnodes >= RB_RING_MAX_NODES || !points_fit_after(r, weight, 1))
         return RB_ERANGE;
     if (r->nnodes == r->ncap) {
         size_t cap = r->ncap ? r->ncap * 2 : 16;
@@ -499,17 +353,13 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
     r->nodes[at].weight = weight;
     r->nodes[at].seq = r->next_seq++;
     r->nnodes++;
-    if (r->mode == RB_RING_KETAMA) {
-        /* Every server's share changed: ketama rebuilds, once, when the
-         * points are next needed (bulk adds stay linear). */
+    if (r->ops->resize_all) {
+        /* Every node's share changed: rebuilt, once, when the points are
+         * next needed (bulk adds stay linear). */
         r->stale = 1;
         rc = RB_OK;
     } else {
-        rc = gen_points(r, at, 0, 0, &add, &n);
-        if (rc == RB_OK) {
-            qsort(add, n, sizeof(*add), point_cmp);
-            rc = reserve_points(r, r->npts + n);
-        }
+        rc = merge_ready(r, at, &add, &n);
     }
     if (rc != RB_OK) {
         free(add);
@@ -535,7 +385,7 @@ int rb_ring_remove(rb_ring_t *r, const char *name, size_t len)
     if (!node_find(r, name, len, &at))
         return RB_ENOENT;
     gone = r->nodes[at];
-    if (r->mode == RB_RING_KETAMA) {
+    if (r->ops->resize_all) {
         memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
         r->nnodes--;
         r->stale = 1;
@@ -561,18 +411,14 @@ int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weig
     if (!node_find(r, name, len, &at))
         return RB_ENOENT;
     old = r->nodes[at].weight;
-    if (points_total_after(r, (int64_t)weight - (int64_t)old, 0) > RB_RING_MAX_POINTS)
+    if (!points_fit_after(r, (int64_t)weight - (int64_t)old, 0))
         return RB_ERANGE;
     r->nodes[at].weight = weight;
-    if (r->mode == RB_RING_KETAMA) {
+    if (r->ops->resize_all) {
         r->stale = 1;
         return RB_OK;
     }
-    rc = gen_points(r, at, 0, 0, &add, &n);
-    if (rc == RB_OK) {
-        qsort(add, n, sizeof(*add), point_cmp);
-        rc = reserve_points(r, r->npts + n);
-    }
+    rc = merge_ready(r, at, &add, &n);
     if (rc != RB_OK) {
         free(add);
         r->nodes[at].weight = old;
@@ -590,7 +436,7 @@ static uint32_t index_bits_for(size_t npts)
 {
     uint32_t b = 1;
 
-    while (b < MAX_INDEX_BITS && ((size_t)1 << (b + 1)) <= npts)
+    while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << (b + 1)) <= npts)
         b++;
     return b;
 }
@@ -607,7 +453,7 @@ static void layout_for(const rb_ring_t *r, copy_layout_t *L)
     unsigned char *owns = calloc(r->nnodes ? r->nnodes : 1, 1);
 
     for (size_t i = 0; i < r->nnodes; i++)
-        names += rb_round_up(r->nodes[i].len, 8);
+        names += rbi_round_up(r->nodes[i].len, 8);
     L->owners = 0;
     for (size_t i = 0; i < r->npts; i++) {
         if (owns == NULL) {
@@ -620,8 +466,8 @@ static void layout_for(const rb_ring_t *r, copy_layout_t *L)
     free(owns);
     L->bits = index_bits_for(r->npts);
     L->names_bytes = names;
-    L->nodes_w = RB_RING_COPY_HDR_WORDS;
-    L->names_w = L->nodes_w + RB_NODE_WORDS * r->nnodes;
+    L->nodes_w = RBI_RING_COPY_HDR_WORDS;
+    L->names_w = L->nodes_w + RBI_NODE_WORDS * r->nnodes;
     L->points_w = L->names_w + names / 8;
     L->owners_w = L->points_w + r->npts;
     L->index_w = L->owners_w + (r->npts + 3) / 4;
@@ -633,37 +479,32 @@ static void layout_for(const rb_ring_t *r, copy_layout_t *L)
 static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
                        rb_ring_copy_shm_t *c, uint64_t version)
 {
-    _Atomic uint64_t *d = c->data - RB_RING_COPY_HDR_WORDS;
+    _Atomic uint64_t *d = c->data - RBI_RING_COPY_HDR_WORDS;
+    /* The header words, in rb_ring_copy_shm_t's order (format.h). */
+    const uint64_t hdr[] = {
+        RBI_RING_COPY_MAGIC, version, (uint64_t)r->mode, r->replicas, r->nnodes, r->npts,
+        L->bits, L->words, L->nodes_w, L->names_w, L->points_w, L->owners_w, L->index_w,
+        L->names_bytes, L->owners,
+    };
     uint64_t noff = 0, acc = 0;
     size_t p = 0;
 
-    rb_st(&c->magic, RB_RING_COPY_MAGIC);
-    rb_st(&c->version, version);
-    rb_st(&c->mode, (uint64_t)r->mode);
-    rb_st(&c->replicas, r->replicas);
-    rb_st(&c->nnodes, r->nnodes);
-    rb_st(&c->npoints, r->npts);
-    rb_st(&c->index_bits, L->bits);
-    rb_st(&c->words, L->words);
-    rb_st(&c->nodes_w, L->nodes_w);
-    rb_st(&c->names_w, L->names_w);
-    rb_st(&c->points_w, L->points_w);
-    rb_st(&c->owners_w, L->owners_w);
-    rb_st(&c->index_w, L->index_w);
-    rb_st(&c->names_bytes, L->names_bytes);
-    rb_st(&c->owners, L->owners);
+    _Static_assert(sizeof(hdr) == offsetof(rb_ring_copy_shm_t, reserved), "one per word");
+    for (size_t i = 0; i < sizeof(hdr) / 8; i++)
+        rbi_st(&d[i], hdr[i]);
     for (size_t i = 0; i < r->nnodes; i++) {
-        rb_st(&d[L->nodes_w + 2 * i], noff | ((uint64_t)r->nodes[i].len << 40));
-        rb_st(&d[L->nodes_w + 2 * i + 1],
-              r->nodes[i].weight | ((uint64_t)r->nodes[i].seq << 32));
-        rb_copy_in(&d[L->names_w + noff / 8], r->nodes[i].name, r->nodes[i].len);
-        noff += rb_round_up(r->nodes[i].len, 8);
+        rbi_st(&d[L->nodes_w + RBI_NODE_WORDS * i],
+               noff | ((uint64_t)r->nodes[i].len << RBI_NODE_LEN_SHIFT));
+        rbi_st(&d[L->nodes_w + RBI_NODE_WORDS * i + 1],
+               r->nodes[i].weight | ((uint64_t)r->nodes[i].seq << 32));
+        rbi_copy_in(&d[L->names_w + noff / 8], r->nodes[i].name, r->nodes[i].len);
+        noff += rbi_round_up(r->nodes[i].len, 8);
     }
     for (size_t i = 0; i < r->npts; i++) {
-        rb_st(&d[L->points_w + i], r->pts[i].pos);
+        rbi_st(&d[L->points_w + i], r->pts[i].pos);
         acc |= (uint64_t)r->pts[i].node << (16 * (i & 3));
         if ((i & 3) == 3 || i + 1 == r->npts) {
-            rb_st(&d[L->owners_w + i / 4], acc);
+            rbi_st(&d[L->owners_w + i / 4], acc);
             acc = 0;
         }
     }
@@ -674,325 +515,18 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
             p++;
         acc |= (uint64_t)p << (32 * (j & 1));
         if ((j & 1) == 1 || j == ((uint64_t)1 << L->bits)) {
-            rb_st(&d[L->index_w + j / 2], acc);
+            rbi_st(&d[L->index_w + j / 2], acc);
             acc = 0;
         }
     }
 }
 
-static rb_ring_copy_shm_t *copy_at(const rb_map_t *m, uint64_t off)
-{
-    return (rb_ring_copy_shm_t *)(void *)rb_word_at(m, off);
-}
-
-/* ---- reader side --------------------------------------------------------- */
-
-typedef struct ring_view {
-    const rb_ring_copy_shm_t *c;
-    const _Atomic uint64_t *d;     /* word 0 of the copy */
-    uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
-    uint64_t nodes_w, names_w, points_w, owners_w, index_w;
-} ring_view_t;
-
-static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
-{
-    return start >= RB_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
-}
-
-/* Reads and bounds-checks the header of copy `which`; a never-published
- * ring reads as an empty view.  Inside a read section a failure may be a
- * torn read; the caller's retry decides. */
-static int view_open(const rb_map_t *m, unsigned which, ring_view_t *v)
-{
-    const rb_header_shm_t *h = rb_hdr(m);
-    uint64_t size = rb_seg_size(m);
-    uint64_t off = rb_ld(&h->ring.copy_off[which]);
-    uint64_t cap = rb_ld(&h->ring.copy_cap[which]);
-    const rb_ring_copy_shm_t *c;
-
-    memset(v, 0, sizeof(*v));
-    if (off == 0)
-        return RB_OK;                /* never published */
-    if (cap < RB_RING_COPY_HDR_WORDS * 8 || !rb_span_ok(size, off, cap))
-        return RB_ECORRUPT;
-    c = copy_at(m, off);
-    v->c = c;
-    v->d = c->data - RB_RING_COPY_HDR_WORDS;
-    if (rb_ld(&c->magic) != RB_RING_COPY_MAGIC)
-        return RB_ECORRUPT;
-    v->version = rb_ld(&c->version);
-    v->mode = rb_ld(&c->mode);
-    v->replicas = rb_ld(&c->replicas);
-    v->nnodes = rb_ld(&c->nnodes);
-    v->npoints = rb_ld(&c->npoints);
-    v->bits = rb_ld(&c->index_bits);
-    v->words = rb_ld(&c->words);
-    v->nodes_w = rb_ld(&c->nodes_w);
-    v->names_w = rb_ld(&c->names_w);
-    v->points_w = rb_ld(&c->points_w);
-    v->owners_w = rb_ld(&c->owners_w);
-    v->index_w = rb_ld(&c->index_w);
-    v->names_bytes = rb_ld(&c->names_bytes);
-    v->owners = rb_ld(&c->owners);
-    if (v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) || v->words > cap / 8 || v->words < RB_RING_COPY_HDR_WORDS || !mode_ok(v->mode) ||
-        v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
-        v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
-        (v->npoints == 0) != (v->nnodes == 0) ||
-        v->bits < 1 || v->bits > MAX_INDEX_BITS || (v->names_bytes & 7) != 0 ||
-        !sect_ok(v->nodes_w, RB_NODE_WORDS * v->nnodes, v->words) ||
-        !sect_ok(v->names_w, v->names_bytes / 8, v->words) ||
-        !sect_ok(v->points_w, v->npoints, v->words) ||
-        !sect_ok(v->owners_w, (v->npoints + 3) / 4, v->words) ||
-        !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
-        return RB_ECORRUPT;
-    return RB_OK;
-}
-
-static inline __attribute__((always_inline)) uint64_t view_index(const ring_view_t *v, uint64_t e)
-{
-    return (rb_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;
-}
-
-static inline __attribute__((always_inline)) uint64_t view_owner(const ring_view_t *v, uint64_t i)
-{
-    return (rb_ld(&v->d[v->owners_w + i / 4]) >> (16 * (i & 3))) & 0xFFFFu;
-}
-
-/* The point index owning position h: lower bound, wrapping to 0. */
-static inline __attribute__((always_inline)) int view_find(const ring_view_t *v, uint64_t h,
-                                                         uint64_t *pt)
-{
-    uint64_t j, lo, hi;
-    const _Atomic uint64_t *pos;
-
-    if (v->npoints == 0)
-        return RB_EEMPTY;
-    j = h >> (64 - v->bits);
-    lo = view_index(v, j);
-    hi = view_index(v, j + 1);
-    pos = &v->d[v->points_w];
-    if (lo > hi || hi > v->npoints)
-        return RB_ECORRUPT;
-    /* Invariant: points below lo are < h, points from hi on are >= h. */
-    while (hi - lo > 8) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (rb_ld(&pos[mid]) < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    while (lo < hi && rb_ld(&pos[lo]) < h)
-        lo++;
-    *pt = lo == v->npoints ? 0 : lo;
-    return RB_OK;
-}
-
-static int view_node(const ring_view_t *v, uint64_t idx, rb_node_t *out)
-{
-    uint64_t w0, noff, nlen, weight;
-
-    if (idx >= v->nnodes)
-        return RB_ECORRUPT;
-    w0 = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx]);
-    weight = rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * idx + 1]) & 0xFFFFFFFFu;
-    noff = w0 & NODE_OFF_MASK;
-    nlen = w0 >> 40;
-    if (nlen == 0 || nlen > RB_NODE_NAME_MAX || (noff & 7) != 0 ||
-        noff > v->names_bytes || rb_round_up(nlen, 8) > v->names_bytes - noff ||
-        weight == 0 || weight > RB_RING_MAX_WEIGHT)
-        return RB_ECORRUPT;
-    rb_copy_out(out->name, &v->d[v->names_w + noff / 8], (size_t)(nlen + 7) / 8);
-    out->name[nlen] = '\0';
-    out->name_len = (uint32_t)nlen;
-    out->index = (uint32_t)idx;
-    out->weight = (uint32_t)weight;
-    out->version = v->version;
-    return RB_OK;
-}
-
-/* The last view a thread validated, by (mapping, sequence): while seq
- * still equals `seq` the copy cannot have changed (latch invariant L1), so
- * a lookup in a quiet ring skips re-validating the copy header. */
-typedef struct view_cache {
-    uint64_t map_id, seq;
-    ring_view_t v;
-} view_cache_t;
-
-static _Thread_local view_cache_t tl_view;
-
-/* One read section around fn, retried while the writer overtakes it. */
-typedef int (*ring_fn)(const ring_view_t *v, void *arg);
-
-static inline __attribute__((always_inline)) int
-ring_read(const rb_map_t *m, ring_fn fn, void *arg)
-{
-    const _Atomic uint64_t *seq = &rb_hdr(m)->ring.seq;
-
-    for (uint32_t t = 0; t < RB_READ_RETRIES; t++) {
-        ring_view_t fresh;
-        const ring_view_t *v = &tl_view.v;
-        uint64_t s = rb_latch_read_begin(seq);
-        int cached = tl_view.map_id == m->id && tl_view.seq == s, rc = RB_OK;
-        if (!cached) {
-            rc = view_open(m, (unsigned)(s & 1), &fresh);
-            v = &fresh;
-        }
-        if (rc == RB_OK)
-            rc = fn(v, arg);
-        if (!rb_latch_read_retry(seq, s)) {
-            if (!cached && rc != RB_ECORRUPT) {
-                tl_view.v = fresh;
-                tl_view.seq = s;
-                tl_view.map_id = m->id;
-            }
-            rb_ring_last_retries = t;
-            return rc;
-        }
-    }
-    rb_ring_last_retries = RB_READ_RETRIES;
-    return RB_EBUSY;
-}
-
-typedef struct lookup_arg {
-    const void *key;
-    size_t len;
-    uint64_t hmode;   /* mode the cached hash was computed for, or ~0 */
-    uint64_t h;
-    rb_node_t *out;
-    size_t n;         /* wanted (lookup_n) */
-    size_t got;
-} lookup_arg_t;
-
-static inline uint64_t arg_hash(lookup_arg_t *a, uint64_t mode)
-{
-    if (a->hmode != mode) {
-        a->h = key_pos(mode, a->key, a->len);
-        a->hmode = mode;
-    }
-    return a->h;
-}
-
-static int lookup_fn(const ring_view_t *v, void *arg)
-{
-    lookup_arg_t *a = arg;
-    uint64_t pt;
-    int rc = view_find(v, arg_hash(a, v->mode), &pt);
-
-    if (rc != RB_OK)
-        return rc;
-    return view_node(v, view_owner(v, pt), a->out);
-}
-
-int rb_ring_lookup(const rb_segment_t *seg, const void *key, size_t len, rb_node_t *out)
-{
-    lookup_arg_t a = { key, len, ~0ULL, 0, out, 1, 0 };
-
-    if (seg == NULL || (key == NULL && len != 0) || out == NULL)
-        return RB_EINVAL;
-    return ring_read(rb_reader_map(seg), lookup_fn, &a);
-}
-
-static int lookup_n_fn(const ring_view_t *v, void *arg)
-{
-    lookup_arg_t *a = arg;
-    uint64_t seen[(RB_RING_MAX_NODES + 64) / 64];
-    size_t want = a->n < v->owners ? a->n : (size_t)v->owners;
-    uint64_t pt;
-    int rc = view_find(v, arg_hash(a, v->mode), &pt);
-
-    if (rc != RB_OK)
-        return rc;
-    memset(seen, 0, ((v->nnodes + 63) / 64) * sizeof(uint64_t));
-    a->got = 0;
-    for (uint64_t step = 0; step < v->npoints && a->got < want; step++) {
-        uint64_t o = view_owner(v, pt);
-        if (o >= v->nnodes)
-            return RB_ECORRUPT;
-        if (!(seen[o / 64] & (1ULL << (o % 64)))) {
-            seen[o / 64] |= 1ULL << (o % 64);
-            rc = view_node(v, o, &a->out[a->got]);
-            if (rc != RB_OK)
-                return rc;
-            a->got++;
-        }
-        if (++pt == v->npoints)
-            pt = 0;
-    }
-    /* `owners` nodes own points, so a walk that finds fewer than `want`
-     * distinct owners read a torn table. */
-    return a->got == want ? RB_OK : RB_ECORRUPT;
-}
-
-int rb_ring_lookup_n(const rb_segment_t *seg, const void *key, size_t len,
-                     rb_node_t *out, size_t n)
-{
-    lookup_arg_t a = { key, len, ~0ULL, 0, out, n, 0 };
-    int rc;
-
-    if (seg == NULL || (key == NULL && len != 0) || out == NULL || n == 0)
-        return RB_EINVAL;
-    rc = ring_read(rb_reader_map(seg), lookup_n_fn, &a);
-    return rc == RB_OK ? (int)a.got : rc;
-}
-
-static int stat_fn(const ring_view_t *v, void *arg)
-{
-    rb_ring_stat_t *st = arg;
-
-    st->version = v->version;
-    st->mode = (uint32_t)v->mode;
-    st->replicas = (uint32_t)v->replicas;
-    st->nodes = (uint32_t)v->nnodes;
-    st->points = (uint32_t)v->npoints;
-    st->index_bits = (uint32_t)v->bits;
-    st->bytes = v->words * 8;
-    return RB_OK;
-}
-
-int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
-{
-    if (seg == NULL || out == NULL)
-        return RB_EINVAL;
-    return ring_read(rb_reader_map(seg), stat_fn, out);
-}
-
-typedef struct nodes_arg {
-    rb_node_t *out;
-    size_t cap, count;
-} nodes_arg_t;
-
-static int nodes_fn(const ring_view_t *v, void *arg)
-{
-    nodes_arg_t *a = arg;
-
-    a->count = (size_t)v->nnodes;
-    for (uint64_t i = 0; i < v->nnodes && i < a->cap; i++) {
-        int rc = view_node(v, i, &a->out[i]);
-        if (rc != RB_OK)
-            return rc;
-    }
-    return RB_OK;
-}
-
-int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *count)
-{
-    nodes_arg_t a = { out, cap, 0 };
-    int rc;
-
-    if (seg == NULL || count == NULL || (out == NULL && cap != 0))
-        return RB_EINVAL;
-    rc = ring_read(rb_reader_map(seg), nodes_fn, &a);
-    if (rc == RB_OK)
-        *count = a.count;
-    return rc;
-}
-
-/* ---- publish / load / repair --------------------------------------------- */
+/* ---- publish / load ------------------------------------------------------- */
 
 int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
 {
     rb_header_shm_t *h;
-    rb_map_t *m;
+    rbi_map_t *m;
     copy_layout_t L;
     uint64_t bytes, version = 1, off, cap, newoff = 0, newcap = 0, s;
     unsigned active, w;
@@ -1004,30 +538,30 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         return RB_EROFS;
     if ((rc = fresh_points(r)) != RB_OK)
         return rc;
-    m = rb_seg_map(seg);
-    h = rb_hdr(m);
+    m = rbi_seg_map(seg);
+    h = rbi_hdr(m);
     layout_for(r, &L);
     bytes = L.words * 8;
-    s = rb_latch_write_prepare(&h->ring.seq);
+    s = rbi_latch_write_prepare(&h->ring.seq);
     active = (unsigned)(s & 1);
     w = active ^ 1;                               /* the inactive copy */
-    if (rb_ld(&h->ring.copy_off[active]) != 0)
-        version = rb_ld(&copy_at(m, rb_ld(&h->ring.copy_off[active]))->version) + 1;
-    off = rb_ld(&h->ring.copy_off[w]);
-    cap = rb_ld(&h->ring.copy_cap[w]);
+    if (rbi_ld(&h->ring.copy_off[active]) != 0)
+        version = rbi_ld(&rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[active]))->version) + 1;
+    off = rbi_ld(&h->ring.copy_off[w]);
+    cap = rbi_ld(&h->ring.copy_cap[w]);
     if (off == 0 || cap < bytes) {
         /* Allocate first: on ENOSPC nothing has changed for readers. */
-        newcap = rb_round_up(bytes + bytes / 2, RB_ALIGN);
-        if ((rc = rb_heap_alloc(seg, newcap, &newoff)) != RB_OK)
+        newcap = rbi_round_up(bytes + bytes / 2, RBI_ALIGN);
+        if ((rc = rbi_heap_alloc(seg, newcap, &newoff)) != RB_OK)
             return rc;
         /* Nobody reads the inactive copy (L1), so it may move. */
-        rb_st(&h->ring.copy_off[w], newoff);
-        rb_st(&h->ring.copy_cap[w], newcap);
+        rbi_st(&h->ring.copy_off[w], newoff);
+        rbi_st(&h->ring.copy_cap[w], newcap);
     }
-    write_copy(r, &L, copy_at(m, rb_ld(&h->ring.copy_off[w])), version);
-    rb_latch_publish(&h->ring.seq, s);            /* readers -> copy w */
+    write_copy(r, &L, rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[w])), version);
+    rbi_latch_publish(&h->ring.seq, s);            /* readers -> copy w */
     if (newoff != 0 && off != 0)
-        rb_heap_free(seg, off, cap);
+        rbi_heap_free(seg, off, cap);
     return RB_OK;
 }
 
@@ -1047,7 +581,7 @@ static int seq_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int load_fn(const ring_view_t *v, void *arg)
+static int load_fn(const rbi_ring_view_t *v, void *arg)
 {
     load_arg_t *a = arg;
     load_node_t *nodes;
@@ -1065,8 +599,8 @@ static int load_fn(const ring_view_t *v, void *arg)
         return RB_ENOMEM;
     }
     for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++) {
-        rc = view_node(v, i, &nodes[i].node);
-        nodes[i].seq = (uint32_t)(rb_ld(&v->d[v->nodes_w + RB_NODE_WORDS * i + 1]) >> 32);
+        rc = rbi_ring_view_node(v, i, &nodes[i].node);
+        nodes[i].seq = rbi_ring_view_seq(v, i);
     }
     /* Re-adding in the original order keeps the compatible modes' tie order. */
     if (rc == RB_OK)
@@ -1086,7 +620,7 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
 
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
-    rc = ring_read(rb_seg_map(seg), load_fn, &a);
+    rc = rbi_ring_read(rbi_seg_map(seg), load_fn, &a);
     if (rc == RB_OK && rb_ring_point_count(a.ring) != a.npoints)
         rc = RB_ECORRUPT;   /* the table does not match its membership */
     if (rc != RB_OK) {
@@ -1097,27 +631,16 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
     return RB_OK;
 }
 
-int rb_ring_validate(const rb_segment_t *seg)
+void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
 {
-    const rb_map_t *m = rb_seg_map(seg);
-    ring_view_t v;
-
-    /* Only the active copy matters: the inactive one is an older version,
-     * or one a dead writer left half-written, and is rewritten before it
-     * is ever made active. */
-    return view_open(m, (unsigned)(rb_ld(&rb_hdr(m)->ring.seq) & 1), &v);
-}
-
-void rb_ring_extents(const rb_map_t *m, rb_extent_t *out, size_t *n)
-{
-    const rb_header_shm_t *h = rb_hdr(m);
+    const rb_header_shm_t *h = rbi_hdr(m);
 
     *n = 0;
     for (int c = 0; c < 2; c++) {
-        uint64_t off = rb_ld(&h->ring.copy_off[c]);
+        uint64_t off = rbi_ld(&h->ring.copy_off[c]);
         if (off != 0) {
             out[*n].off = off;
-            out[*n].len = rb_ld(&h->ring.copy_cap[c]);
+            out[*n].len = rbi_ld(&h->ring.copy_cap[c]);
             (*n)++;
         }
     }

@@ -38,6 +38,24 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The version of this header.  These three lines are the one place it is
+ * written: configure.ac reads them for the package version. */
+#define RB_VERSION_MAJOR 0
+#define RB_VERSION_MINOR 1
+#define RB_VERSION_PATCH 0
+/* "major.minor.patch", e.g. "0.1.0". */
+#define RB_VERSION RB_VERSION_STR_(RB_VERSION_MAJOR) "." RB_VERSION_STR_(RB_VERSION_MINOR) \
+    "." RB_VERSION_STR_(RB_VERSION_PATCH)
+#define RB_VERSION_STR_(n) RB_VERSION_STR__(n)
+#define RB_VERSION_STR__(n) #n
+/* For comparisons in the preprocessor: 0.1.0 is 100, 1.2.3 is 1002003. */
+#define RB_VERSION_NUMBER \
+    ((RB_VERSION_MAJOR * 1000 + RB_VERSION_MINOR) * 1000 + RB_VERSION_PATCH)
+
 #if defined(__GNUC__)
 #define RB_EXPORT __attribute__((visibility("default")))
 #define RB_WUR    __attribute__((warn_unused_result))
@@ -93,9 +111,16 @@ extern "C" {
                               layout reaches (blocked: more than
                               RB_BLOOM_BLOCKED_MAX_BPK bits per key would be
                               needed); RB_BLOOM_STANDARD reaches any p */
+#define RB_ESLOTS    -28   /* no free filter directory slot: the segment
+                              holds max_filters filters already */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);
+
+/* Any process.  The version of the library linked (RB_VERSION of the
+ * header it was built with), e.g. to check it against the header a program
+ * was compiled with. */
+RB_EXPORT const char *rb_version(void);
 
 /* ------------------------------------------------------------------------ */
 /* Segment                                                                  */
@@ -128,6 +153,12 @@ typedef struct rb_segment_opts {
 #define RB_MAX_MAX_SIZE        (1ULL << 40)
 #define RB_DEFAULT_MAX_FILTERS 256
 #define RB_MAX_FILTERS         65536
+
+/* Any process, pure.  The reservation rb_segment_create makes for a
+ * requested max_size (0: RB_DEFAULT_MAX_SIZE): rounded up to whole growth
+ * granules of 64 KiB, as the segment's rb_segment_info max_size will say.
+ * 0 if max_size exceeds RB_MAX_MAX_SIZE (create refuses it: RB_EINVAL). */
+RB_EXPORT uint64_t rb_segment_reservation(uint64_t max_size);
 
 /* Writer.  Creates the shm object of `instance` with O_CREAT|O_EXCL, sets
  * its mode exactly (fchmod, so the umask does not interfere), sizes and
@@ -183,9 +214,11 @@ RB_EXPORT RB_WUR int rb_segment_attach_owned(const char *instance, unsigned flag
                                              uid_t owner, rb_segment_t **out);
 
 /* Writer.  Re-opens an existing live segment read-write to take over as its
- * writer (a restarted daemon): validates header, directory and both ring
- * copies (RB_ECORRUPT if anything is out of bounds), records this process as
- * the writer, and rebuilds the free-space map from the live objects.
+ * writer (a restarted daemon): validates the header, every live filter and
+ * the active ring copy (RB_ECORRUPT if anything is out of bounds, overlaps,
+ * or is a filter kind this library does not know), records this process as
+ * the writer, and rebuilds the free-space map from the live objects.  The
+ * inactive ring copy is not read: the next publish rewrites it.
  * A writer holds an exclusive flock on the object for as long as its
  * process lives (create takes it too), so a second writer gets RB_EBUSY.
  * Only an object this process's euid owns is taken over (RB_EOWNER: another
@@ -205,7 +238,8 @@ RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
 /* Writer.  Creates instance's object from a dump (like rb_segment_create,
  * O_EXCL, exact mode) and fills it while readers are still refused
  * (RB_EBUSY), then validates every offset the dump names (heap extents
- * without overlap, ring copies) and only then makes it live.  The dump's
+ * without overlap, every live filter, the active ring copy) and only then
+ * makes it live.  The dump's
  * directory size is kept; opts->max_size may raise its reservation.
  * dump must be 8-byte aligned (a mmap of the file is).  instance == NULL
  * restores into a private segment, as rb_segment_create.  Errors: as attach
@@ -267,7 +301,8 @@ typedef struct rb_segment_info {
     uint64_t generation;    /* segment generation */
     uint64_t size;          /* committed bytes */
     uint64_t max_size;      /* reserved bytes */
-    uint64_t used;          /* bytes in live objects (header, ring, filters) */
+    uint64_t used;          /* bytes in use: header and directory, ring
+                               copies, filter arrays */
     uint64_t writer_pid;
     uint64_t created;       /* unix seconds */
     uint64_t heartbeat_ms;  /* unix milliseconds of the last heartbeat */
@@ -390,8 +425,10 @@ RB_EXPORT RB_WUR int rb_ring_new(rb_ring_mode_t mode, uint32_t replicas,
 RB_EXPORT void rb_ring_free(rb_ring_t *ring);
 
 /* Any process, one thread per ring.  Adds a node (name: 1..255 bytes, no
- * NUL; weight 1..RB_RING_MAX_WEIGHT) with replicas*weight points, merged
- * into the sorted table in O(points).  Errors: RB_EINVAL, RB_EEXIST,
+ * NUL; weight 1..RB_RING_MAX_WEIGHT) with the mode's points (replicas *
+ * weight in xxh3 and seed mode), merged into the sorted table in O(points);
+ * in ketama mode every node's share changes, so the table is rebuilt
+ * (O(points log points)) when next needed.  Errors: RB_EINVAL, RB_EEXIST,
  * RB_ERANGE (node or point limit), RB_ENOMEM.  Not visible to readers until
  * rb_ring_publish(). */
 RB_EXPORT RB_WUR int rb_ring_add(rb_ring_t *ring, const char *name,
@@ -416,9 +453,10 @@ RB_EXPORT size_t rb_ring_node_count(const rb_ring_t *ring);
 RB_EXPORT size_t rb_ring_point_count(const rb_ring_t *ring);
 
 /* Writer.  Publishes the model into the segment through the two-copy latch:
- * readers switch to the other copy while each copy is rewritten, so they
- * never wait and never see a mixed table.  Copies grow (reallocated in the
- * segment) when the table outgrows them.  Cost: O(points) stores, twice.
+ * the inactive copy is rewritten while readers keep using the active one,
+ * then one flip makes it active, so readers never wait and never see a
+ * mixed table.  A copy grows (reallocated in the segment) when the table
+ * outgrows it.  Cost: O(points) stores, once.
  * Errors: RB_EROFS, RB_ENOSPC (segment full: nothing changed for readers). */
 RB_EXPORT RB_WUR int rb_ring_publish(rb_ring_t *ring, rb_segment_t *seg);
 
@@ -539,10 +577,12 @@ typedef struct rb_bloom rb_bloom_t;
 
 /* Writer.  Creates filter `name` (1..255 bytes) with one layer sized by
  * rb_bloom_size() (for p, or p/2 if scaling), a fresh random 192-byte hash
- * secret (arc4random_buf) unless params->secret gives one, and zeroed bits.  Readers see it once this returns.  Errors: RB_EROFS,
- * RB_EINVAL, RB_EEXIST, RB_ERANGE (no free directory slot, too many bits:
- * rb_segment_info's filters / max_filters tell which), RB_EPRECISION (a
- * layer's error rate is below what the layout reaches), RB_ENOSPC. */
+ * secret (arc4random_buf) unless params->secret gives one, and zeroed bits;
+ * an aging filter gets its `generations` layers at p/generations each.
+ * Readers see it once this returns.  Errors: RB_EROFS, RB_EINVAL,
+ * RB_EEXIST, RB_ESLOTS (no free directory slot), RB_ERANGE (a layer would
+ * exceed RB_BLOOM_MAX_BITS), RB_EPRECISION (a layer's error rate is below
+ * what the layout reaches), RB_ENOSPC. */
 RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
                                       size_t len, const rb_bloom_params_t *params);
 
@@ -643,6 +683,8 @@ typedef struct rb_bloom_stat {
     uint64_t bits_set;      /* population count, all layers */
     double   fill;          /* bits_set / bits */
     double   est_fpr;       /* false-positive rate estimated from set bits */
+    uint64_t memory;        /* bytes the filter holds in the segment: its
+                               bit arrays and its directory slot */
 } rb_bloom_stat_t;
 
 /* Reader.  Figures of the filter.  bits_set and est_fpr come from a scan of
@@ -695,7 +737,11 @@ RB_EXPORT RB_WUR int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t 
 RB_EXPORT RB_WUR int rb_conn_ring_weight(rb_conn_t *c, const char *name, size_t len,
                                          uint32_t weight);
 
-/* BF.RESERVE with p's capacity, error rate, layout, flags, expansion. */
+/* BF.RESERVE with p's capacity, error rate, layout and flags: NONSCALING,
+ * or EXPANSION (scaling), or AGING with its window and GENERATIONS.
+ * RB_EINVAL, with nothing sent, for RB_BLOOM_OVERFILL: no command creates
+ * such a filter.  The secret is the daemon's choice (p->secret is not
+ * sent).  Errors otherwise as rb_conn_ring_add. */
 RB_EXPORT RB_WUR int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len,
                                         const rb_bloom_params_t *p);
 

@@ -1,5 +1,7 @@
 /*
- * segment.c - the shared-memory segment: create, attach, take over, retire.
+ * segment.c - the shared-memory segment: name, create, attach, grow, follow
+ * a restarted daemon, retire, dump.  Taking over and restoring, which must
+ * also check the contents, are adopt.c's.
  *
  * What: one POSIX shm object per instance ("/ringbloom.<instance>") holding
  * a header page, a fixed filter directory and a heap (ring copies, Bloom
@@ -26,93 +28,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "segment.h"
+#include "util.h"
 
-#define RB_SHM_PREFIX "/ringbloom."
-
-const char *rb_strerror(int code)
-{
-    switch (code) {
-    case RB_OK:       return "success";
-    case RB_ENOMEM:   return "out of memory";
-    case RB_EINVAL:   return "invalid argument";
-    case RB_ENOENT:   return "no such instance, filter or node";
-    case RB_EEXIST:   return "already exists";
-    case RB_ENOTOURS: return "not a ringbloom segment (bad magic)";
-    case RB_EENDIAN:  return "ringbloom segment of the other byte order";
-    case RB_EVERSION: return "ringbloom segment layout version mismatch";
-    case RB_ETRUNC:   return "segment truncated: smaller than its header claims";
-    case RB_ERETIRED: return "segment retired: the daemon moved to a newer generation";
-    case RB_EGONE:    return "the daemon that owns the segment is gone";
-    case RB_EBUSY:    return "segment busy: being initialised, or a read kept racing the writer";
-    case RB_ENOSPC:   return "no space: segment reservation or /dev/shm is full";
-    case RB_EEMPTY:   return "the ring has no nodes";
-    case RB_ECORRUPT: return "segment content is corrupt";
-    case RB_ESYS:     return "system call failed";
-    case RB_EACCES:   return "permission denied";
-    case RB_ERANGE:   return "limit exceeded";
-    case RB_EROFS:    return "read-only handle: only the writer may change the segment";
-    case RB_EFULL:    return "non-scaling filter is full";
-    case RB_EDAEMON:  return "cannot reach the daemon (is ringbloomd running?)";
-    case RB_EPROTO:   return "unexpected reply from the daemon";
-    case RB_EREPLY:   return "the daemon replied with an error";
-    case RB_EPERM:    return "the daemon refused: no permission for this change";
-    case RB_EOWNER:   return "not to be trusted: another user owns it, can write it, "
-                             "or could have put it there";
-    case RB_ETIMEDOUT: return "the daemon did not answer in time (a change sent may "
-                              "have been applied)";
-    case RB_ELAYERS:  return "scaling filter has its maximum number of layers";
-    case RB_EPRECISION: return "error rate below what the filter's layout can reach";
-    default:          return "unknown error";
-    }
-}
-
-uint64_t rb_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void rb_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes)
-{
-    const unsigned char *s = src;
-    size_t i;
-
-    for (i = 0; i + 8 <= bytes; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        rb_st(&dst[i / 8], w);
-    }
-    if (i < bytes) {
-        uint64_t w = 0;
-        memcpy(&w, s + i, bytes - i);
-        rb_st(&dst[i / 8], w);
-    }
-}
+#define SHM_PREFIX "/ringbloom."
 
 static int shm_name(const char *instance, char *buf, size_t cap)
 {
-    if (!rb_instance_ok(instance))
+    if (!rbi_instance_ok(instance))
         return RB_EINVAL;
-    snprintf(buf, cap, "%s%s", RB_SHM_PREFIX, instance);
+    snprintf(buf, cap, "%s%s", SHM_PREFIX, instance);
     return RB_OK;
 }
 
-int rb_errno_code(int e)
-{
-    switch (e) {
-    case ENOENT: return RB_ENOENT;
-    case EEXIST: return RB_EEXIST;
-    case EACCES:
-    case EPERM:  return RB_EACCES;
-    case ENOSPC: return RB_ENOSPC;
-    case ENOMEM: return RB_ENOMEM;
-    case EINVAL:
-    case ENAMETOOLONG: return RB_EINVAL;
-    default:     return RB_ESYS;
-    }
-}
 
 static uint64_t page_size(void)
 {
@@ -120,20 +48,20 @@ static uint64_t page_size(void)
     return p > 0 ? (uint64_t)p : 4096u;
 }
 
-int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
+int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
 {
-    rb_map_t *m = rb_seg_map(seg);
-    rb_header_shm_t *h = rb_hdr(m);
-    uint64_t old = rb_ld(&h->size);
+    rbi_map_t *m = rbi_seg_map(seg);
+    rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t old = rbi_ld(&h->size);
     int rc;
 
-    new_size = rb_round_up(new_size, RB_GROW_STEP);
+    new_size = rbi_round_up(new_size, RBI_GROW_STEP);
     if (new_size <= old)
         return RB_OK;
     if (new_size > m->map_len)
         return RB_ENOSPC;
     if (ftruncate(m->fd, (off_t)new_size) != 0)
-        return rb_errno_code(errno);
+        return rbi_errno_code(errno);
     /* Reserve the pages now: on a full /dev/shm a later store would
      * otherwise die of SIGBUS instead of returning an error here. */
     rc = posix_fallocate(m->fd, (off_t)old, (off_t)(new_size - old));
@@ -142,51 +70,52 @@ int rb_segment_grow(rb_segment_t *seg, uint64_t new_size)
             /* the object stays larger than size says: harmless, only
              * header.size bounds what readers touch */
         }
-        return rb_errno_code(rc);
+        return rbi_errno_code(rc);
     }
-    /* Release: pairs with rb_seg_size()'s acquire and validate_header's;
-     * the bytes exist before any offset below new_size is published, and
-     * whoever sees new_size finds the object at least that large. */
+    /* Release: pairs with rbi_seg_size()'s acquire and
+     * rbi_segment_check_header's: the bytes exist before any offset below
+     * new_size is published, and whoever sees new_size finds the object at
+     * least that large. */
     atomic_store_explicit(&h->size, new_size, memory_order_release);
     return RB_OK;
 }
 
 /* Where a writer of this host places the directory and the heap for
- * `slots` filters (seg_create). */
+ * `slots` filters (rbi_segment_make). */
 static uint64_t heap_offset_for(uint64_t slots)
 {
-    return rb_round_up(RB_HEADER_SIZE + slots * sizeof(rb_filter_shm_t), page_size());
+    return rbi_round_up(RBI_HEADER_SIZE + slots * sizeof(rb_filter_shm_t), page_size());
 }
 
-/* Checks of a header that every attach, takeover and restore share.  The
- * bytes behind it: the object's size, by fstat(fd), if fd >= 0 (len is then
- * unused); else len, a dump's length. */
-static int validate_header(const rb_header_shm_t *h, int fd, uint64_t len)
+/* What the header's identity words say, checked in this order: RB_OK for
+ * a live segment of this layout, else the code attach reports. */
+static int header_identity(const rb_header_shm_t *h)
 {
-    uint64_t magic = rb_ld(&h->magic);
-    uint64_t size, max_size, dir_off, slots, heap_off, state;
-    struct stat st;
+    uint64_t magic = rbi_ld(&h->magic), state;
 
-    if (magic == 0)
-        return RB_EBUSY;             /* creator has not written it yet */
-    if (magic == __builtin_bswap64(RB_MAGIC))
-        return RB_EENDIAN;
-    if (magic != RB_MAGIC)
-        return RB_ENOTOURS;
-    if (rb_ld(&h->version) != RB_LAYOUT_VERSION)
+    if (magic != RBI_MAGIC)   /* 0: its creator has not written it yet */
+        return magic == 0 ? RB_EBUSY
+               : magic == __builtin_bswap64(RBI_MAGIC) ? RB_EENDIAN : RB_ENOTOURS;
+    if (rbi_ld(&h->version) != RBI_LAYOUT_VERSION)
         return RB_EVERSION;
-    /* Acquire: pairs with the creator's release store of LIVE; all header
-     * fields below were written before it. */
+    /* Acquire: pairs with the creator's release store of LIVE
+     * (rb_segment_go_live); all header fields below were written before. */
     state = atomic_load_explicit(&h->state, memory_order_acquire);
-    if (state == RB_STATE_INIT)
-        return RB_EBUSY;
-    if (state == RB_STATE_RETIRED)
-        return RB_ERETIRED;
-    if (state != RB_STATE_LIVE)
-        return RB_ECORRUPT;
-    if (rb_ld(&h->header_size) != RB_HEADER_SIZE)
-        return RB_ECORRUPT;
-    /* Acquire: pairs with rb_segment_grow's release store of size, which
+    if (state != RBI_STATE_LIVE)
+        return state == RBI_STATE_INIT ? RB_EBUSY
+               : state == RBI_STATE_RETIRED ? RB_ERETIRED : RB_ECORRUPT;
+    return rbi_ld(&h->header_size) == RBI_HEADER_SIZE ? RB_OK : RB_ECORRUPT;
+}
+
+int rbi_segment_check_header(const rb_header_shm_t *h, int fd, uint64_t len)
+{
+    uint64_t size, max_size, dir_off, slots, heap_off;
+    struct stat st;
+    int rc = header_identity(h);
+
+    if (rc != RB_OK)
+        return rc;
+    /* Acquire: pairs with rbi_segment_grow's release store of size, which
      * follows its ftruncate, so the object is at least this large when the
      * fstat below looks.  The object's size must be taken after this load:
      * taken before (as attach once did), a growth in between made a
@@ -194,21 +123,22 @@ static int validate_header(const rb_header_shm_t *h, int fd, uint64_t len)
     size = atomic_load_explicit(&h->size, memory_order_acquire);
     if (fd >= 0) {
         if (fstat(fd, &st) != 0)
-            return rb_errno_code(errno);
+            return rbi_errno_code(errno);
         len = (uint64_t)st.st_size;
     }
-    max_size = rb_ld(&h->max_size);
+    max_size = rbi_ld(&h->max_size);
     if (size > len)
         return RB_ETRUNC;
-    if (size < RB_HEADER_SIZE || max_size < size || max_size > RB_MAX_MAX_SIZE)
+    if (size < RBI_HEADER_SIZE || max_size < size || max_size > RB_MAX_MAX_SIZE)
         return RB_ECORRUPT;
-    dir_off = rb_ld(&h->dir_offset);
-    slots = rb_ld(&h->dir_slots);
-    heap_off = rb_ld(&h->heap_offset);
-    /* Only the layout seg_create makes: a writer that took over another
-     * one would write snapshots that rb_segment_restore (which must
-     * create that layout) refuses, so its state could not be restored. */
-    if (dir_off != RB_HEADER_SIZE || slots == 0 || slots > RB_MAX_FILTERS ||
+    dir_off = rbi_ld(&h->dir_offset);
+    slots = rbi_ld(&h->dir_slots);
+    heap_off = rbi_ld(&h->heap_offset);
+    /* Only the layout rbi_segment_make makes: a writer that took over
+     * another one would write snapshots that rb_segment_restore (which
+     * must create that layout) refuses, so its state could not be
+     * restored. */
+    if (dir_off != RBI_HEADER_SIZE || slots == 0 || slots > RB_MAX_FILTERS ||
         heap_off != heap_offset_for(slots) || heap_off > size)
         return RB_ECORRUPT;
     return RB_OK;
@@ -216,17 +146,17 @@ static int validate_header(const rb_header_shm_t *h, int fd, uint64_t len)
 
 static int writer_gone(const rb_header_shm_t *h)
 {
-    uint64_t pid = rb_ld(&h->writer_pid);
+    uint64_t pid = rbi_ld(&h->writer_pid);
 
     if (pid == 0 || pid > (uint64_t)INT32_MAX)
         return 1;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-rb_map_t *rb_map_new(void)
+static rbi_map_t *map_new(void)
 {
     static _Atomic uint64_t next_id = 1;
-    rb_map_t *m = calloc(1, sizeof(*m));
+    rbi_map_t *m = calloc(1, sizeof(*m));
 
     if (m != NULL) {
         m->id = atomic_fetch_add(&next_id, 1);
@@ -235,10 +165,10 @@ rb_map_t *rb_map_new(void)
     return m;
 }
 
-static void map_free(rb_map_t *m)
+static void map_free(rbi_map_t *m)
 {
     while (m != NULL) {
-        rb_map_t *older = m->older;
+        rbi_map_t *older = m->older;
         if (m->base != NULL)
             munmap(m->base, m->map_len);
         if (m->fd >= 0)
@@ -263,18 +193,18 @@ static rb_segment_t *seg_alloc(const char *instance)
 
 static void seg_free(rb_segment_t *seg)
 {
-    map_free(rb_seg_map(seg));
-    rb_heap_destroy(&seg->heap);
+    map_free(rbi_seg_map(seg));
+    rbi_heap_destroy(&seg->heap);
     pthread_mutex_destroy(&seg->lock);
     free(seg);
 }
 
-static int map_identify(rb_map_t *m)
+static int map_identify(rbi_map_t *m)
 {
     struct stat st;
 
     if (fstat(m->fd, &st) != 0)
-        return rb_errno_code(errno);
+        return rbi_errno_code(errno);
     m->dev = st.st_dev;
     m->ino = st.st_ino;
     return RB_OK;
@@ -285,46 +215,115 @@ void rb_segment_go_live(rb_segment_t *seg)
     if (seg == NULL || !seg->writable)
         return;
     /* Release: every field written before is visible to a reader that
-     * acquires LIVE (validate_header). */
-    atomic_store_explicit(&rb_hdr(rb_seg_map(seg))->state, RB_STATE_LIVE, memory_order_release);
+     * acquires LIVE (header_identity). */
+    atomic_store_explicit(&rbi_hdr(rbi_seg_map(seg))->state, RBI_STATE_LIVE, memory_order_release);
 }
 
-/* Creates the object; it goes live only if `live` (else rb_segment_restore
- * fills it first and calls go_live). */
-static int seg_create(const char *instance, const rb_segment_opts_t *opts, int live,
-                      rb_segment_t **out)
+/* opts with the defaults filled in, checked; *heap_off: where the heap
+ * starts for its directory. */
+static int create_opts(const rb_segment_opts_t *opts, rb_segment_opts_t *o, uint64_t *heap_off)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    if (opts != NULL)
+        *o = *opts;
+    if (o->mode == 0)
+        o->mode = 0640;
+    if (o->max_filters == 0)
+        o->max_filters = RB_DEFAULT_MAX_FILTERS;
+    if ((o->mode & ~(mode_t)0755) != 0 || o->max_filters > RB_MAX_FILTERS ||
+        o->max_size > RB_MAX_MAX_SIZE || (o->flags & ~RB_SEGMENT_HIDDEN) != 0)
+        return RB_EINVAL;
+    *heap_off = heap_offset_for(o->max_filters);
+    o->max_size = rb_segment_reservation(o->max_size);
+    if (o->max_size < rbi_round_up(*heap_off, RBI_GROW_STEP) + RBI_GROW_STEP)
+        return RB_EINVAL;
+    return RB_OK;
+}
+
+uint64_t rb_segment_reservation(uint64_t max_size)
+{
+    if (max_size == 0)
+        max_size = RB_DEFAULT_MAX_SIZE;
+    return max_size > RB_MAX_MAX_SIZE ? 0 : rbi_round_up(max_size, RBI_GROW_STEP);
+}
+
+/* Creates the object (name, or a private memfd if NULL) with o's mode,
+ * locks it, maps o->max_size bytes and commits the header page.  On
+ * failure m->fd >= 0 says the object was created (the caller unlinks it). */
+static int create_object(rbi_map_t *m, const char *name, const rb_segment_opts_t *o)
+{
+    void *base;
+    int rc;
+
+    if (name != NULL)
+        m->fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    else
+        m->fd = memfd_create("ringbloom", MFD_CLOEXEC);
+    if (m->fd < 0)
+        return rbi_errno_code(errno);
+    /* The writer's lock: held for the life of this descriptor (and of the
+     * process), so no second writer can take the object over. */
+    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0)
+        return RB_EBUSY;
+    if (fchmod(m->fd, o->mode) != 0)
+        return rbi_errno_code(errno);
+    if ((rc = map_identify(m)) != RB_OK)
+        return rc;
+    base = mmap(NULL, o->max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+    if (base == MAP_FAILED)
+        return rbi_errno_code(errno);
+    m->base = base;
+    m->map_len = o->max_size;
+    m->dir_off = RBI_HEADER_SIZE;
+    m->dir_slots = o->max_filters;
+    if (ftruncate(m->fd, RBI_HEADER_SIZE) != 0)
+        return rbi_errno_code(errno);
+    /* The header page is stored to next: reserve it like every later
+     * granule (rbi_segment_grow), or a full /dev/shm kills the creator with
+     * SIGBUS instead of returning RB_ENOSPC. */
+    if ((rc = posix_fallocate(m->fd, 0, RBI_HEADER_SIZE)) != 0)
+        return rbi_errno_code(rc);
+    rbi_st(&rbi_hdr(m)->size, RBI_HEADER_SIZE);
+    return RB_OK;
+}
+
+/* The header of a new segment, all but its state (INIT until go_live). */
+static void header_init(rb_header_shm_t *h, const rb_segment_opts_t *o, uint64_t heap_off,
+                        int named)
+{
+    rbi_st(&h->version, RBI_LAYOUT_VERSION);
+    rbi_st(&h->header_size, RBI_HEADER_SIZE);
+    rbi_st(&h->state, RBI_STATE_INIT);
+    rbi_st(&h->generation, 1);
+    rbi_st(&h->max_size, o->max_size);
+    rbi_st(&h->writer_pid, named ? (uint64_t)getpid() : 0);
+    rbi_st(&h->writer_start, (uint64_t)time(NULL));
+    rbi_st(&h->heartbeat_ms, rbi_now_ms());
+    rbi_st(&h->dir_offset, RBI_HEADER_SIZE);
+    rbi_st(&h->dir_slots, o->max_filters);
+    rbi_st(&h->heap_offset, heap_off);
+    rbi_st(&h->created, (uint64_t)time(NULL));
+    rbi_st(&h->next_incarnation, 1);
+    rbi_st(&h->magic, RBI_MAGIC);
+}
+
+int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int live,
+                     rb_segment_t **out)
+{
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
     rb_segment_opts_t o = { 0, 0, 0, 0 };
     uint64_t heap_off;
-    rb_header_shm_t *h;
     rb_segment_t *seg;
-    rb_map_t *m;
-    void *base;
+    rbi_map_t *m;
     int rc;
 
     if (out == NULL)
         return RB_EINVAL;
-    if (opts != NULL)
-        o = *opts;
-    if (o.mode == 0)
-        o.mode = 0640;
-    if (o.max_size == 0)
-        o.max_size = RB_DEFAULT_MAX_SIZE;
-    if (o.max_filters == 0)
-        o.max_filters = RB_DEFAULT_MAX_FILTERS;
-    if ((o.mode & ~(mode_t)0755) != 0 || o.max_filters > RB_MAX_FILTERS ||
-        o.max_size > RB_MAX_MAX_SIZE || (o.flags & ~RB_SEGMENT_HIDDEN) != 0)
-        return RB_EINVAL;
-    heap_off = heap_offset_for(o.max_filters);
-    o.max_size = rb_round_up(o.max_size, RB_GROW_STEP);
-    if (o.max_size < rb_round_up(heap_off, RB_GROW_STEP) + RB_GROW_STEP)
-        return RB_EINVAL;
+    if ((rc = create_opts(opts, &o, &heap_off)) != RB_OK)
+        return rc;
     if (instance != NULL && (rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
-
     seg = seg_alloc(instance);
-    m = rb_map_new();
+    m = map_new();
     if (seg == NULL || m == NULL) {
         free(m);
         if (seg != NULL)
@@ -333,177 +332,45 @@ static int seg_create(const char *instance, const rb_segment_opts_t *opts, int l
     }
     atomic_store(&seg->map, m);
     seg->writable = 1;
-    if (instance != NULL)
-        m->fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    else
-        m->fd = memfd_create("ringbloom", MFD_CLOEXEC);
-    if (m->fd < 0) {
-        rc = rb_errno_code(errno);
+    rc = create_object(m, instance != NULL ? name : NULL, &o);
+    if (rc == RB_OK)
+        rc = rbi_segment_grow(seg, heap_off + RBI_GROW_STEP);
+    if (rc != RB_OK) {
+        if (instance != NULL && m->fd >= 0)
+            shm_unlink(name);
         seg_free(seg);
         return rc;
     }
-    /* The writer's lock: held for the life of this descriptor (and of the
-     * process), so no second writer can take the object over. */
-    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
-        rc = RB_EBUSY;
-        goto fail;
-    }
-    if (fchmod(m->fd, o.mode) != 0) {
-        rc = rb_errno_code(errno);
-        goto fail;
-    }
-    if ((rc = map_identify(m)) != RB_OK)
-        goto fail;
-    base = mmap(NULL, o.max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
-    if (base == MAP_FAILED) {
-        rc = rb_errno_code(errno);
-        goto fail;
-    }
-    m->base = base;
-    m->map_len = o.max_size;
-    m->dir_off = RB_HEADER_SIZE;
-    m->dir_slots = o.max_filters;
-    if (ftruncate(m->fd, RB_HEADER_SIZE) != 0) {
-        rc = rb_errno_code(errno);
-        goto fail;
-    }
-    /* The header page is stored to next: reserve it like every later
-     * granule (rb_segment_grow), or a full /dev/shm kills the creator with
-     * SIGBUS instead of returning RB_ENOSPC. */
-    if ((rc = posix_fallocate(m->fd, 0, RB_HEADER_SIZE)) != 0) {
-        rc = rb_errno_code(rc);
-        goto fail;
-    }
-    h = rb_hdr(m);
-    rb_st(&h->size, RB_HEADER_SIZE);
-    rc = rb_segment_grow(seg, heap_off + RB_GROW_STEP);
-    if (rc != RB_OK)
-        goto fail;
-
-    rb_st(&h->version, RB_LAYOUT_VERSION);
-    rb_st(&h->header_size, RB_HEADER_SIZE);
-    rb_st(&h->state, RB_STATE_INIT);
-    rb_st(&h->generation, 1);
-    rb_st(&h->max_size, o.max_size);
-    rb_st(&h->writer_pid, instance != NULL ? (uint64_t)getpid() : 0);
-    rb_st(&h->writer_start, (uint64_t)time(NULL));
-    rb_st(&h->heartbeat_ms, rb_now_ms());
-    rb_st(&h->dir_offset, RB_HEADER_SIZE);
-    rb_st(&h->dir_slots, o.max_filters);
-    rb_st(&h->heap_offset, heap_off);
-    rb_st(&h->created, (uint64_t)time(NULL));
-    rb_st(&h->next_incarnation, 1);
-    rb_st(&h->magic, RB_MAGIC);
-    rc = rb_heap_rebuild(seg, NULL, 0);
-    if (rc != RB_OK)
-        goto fail;
+    header_init(rbi_hdr(m), &o, heap_off, instance != NULL);
     if (live)
         rb_segment_go_live(seg);
     *out = seg;
     return RB_OK;
-
-fail:
-    if (instance != NULL)
-        shm_unlink(name);
-    seg_free(seg);
-    return rc;
 }
 
 int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
                       rb_segment_t **out)
 {
-    return seg_create(instance, opts, opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN), out);
+    return rbi_segment_make(instance, opts, opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN),
+                            out);
 }
 
 int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, void *), void *arg)
 {
-    const rb_map_t *m;
+    const rbi_map_t *m;
 
     if (seg == NULL || fn == NULL)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    m = rb_seg_map(seg);
-    /* Only the writer changes the segment, and it is busy here: the bytes
-     * are a consistent state (the ring latch at rest, L3). */
-    return fn(m->base, rb_seg_size(m), arg) == 0 ? RB_OK : RB_ESYS;
+    m = rbi_seg_map(seg);
+    /* Only the writer changes the segment, and it is here, between two
+     * changes: no publish is half-done (the active ring copy is complete,
+     * L1) and every live slot is complete, so the bytes are a state. */
+    return fn(m->base, rbi_seg_size(m), arg) == 0 ? RB_OK : RB_ESYS;
 }
 
-/* A writer's first look at contents it did not make (a takeover, a
- * restore): everything the header and the directory name must lie in the
- * heap without overlap (rb_bloom_extents also checks every live filter's
- * layers) and the ring must parse.  Rebuilds the writer's free list from
- * those extents.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
-static int adopt_contents(rb_segment_t *seg)
-{
-    const rb_map_t *m = rb_seg_map(seg);
-    rb_extent_t *live = malloc((2 + m->dir_slots * RB_BLOOM_MAX_LAYERS) * sizeof(*live));
-    size_t nlive = 0, nfilters = 0;
-    int rc;
 
-    if (live == NULL)
-        return RB_ENOMEM;
-    rb_ring_extents(m, live, &nlive);
-    rc = rb_bloom_extents(m, live + nlive, &nfilters);
-    if (rc == RB_OK)
-        rc = rb_heap_rebuild(seg, live, nlive + nfilters);
-    free(live);
-    return rc == RB_OK ? rb_ring_validate(seg) : rc;
-}
-
-int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
-                       const void *dump, size_t len, rb_segment_t **out)
-{
-    const rb_header_shm_t *dh = dump;
-    rb_segment_opts_t o = { 0, 0, 0, 0 };
-    uint64_t size, dir_off, slots;
-    rb_header_shm_t *h;
-    rb_segment_t *seg;
-    rb_map_t *m;
-    int rc;
-
-    if (dump == NULL || out == NULL)
-        return RB_EINVAL;
-    if (len < RB_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
-        return RB_ETRUNC;
-    if ((rc = validate_header(dh, -1, len)) != RB_OK)
-        return rc;
-    size = rb_ld(&dh->size);
-    dir_off = rb_ld(&dh->dir_offset);
-    slots = rb_ld(&dh->dir_slots);
-    if (opts != NULL)
-        o = *opts;
-    o.max_filters = (uint32_t)slots;
-    if (o.max_size < rb_ld(&dh->max_size))
-        o.max_size = rb_ld(&dh->max_size);
-    if ((rc = seg_create(instance, &o, 0, &seg)) != RB_OK)
-        return rc;
-    m = rb_seg_map(seg);
-    h = rb_hdr(m);
-    if ((rc = rb_segment_grow(seg, size)) != RB_OK)
-        goto fail;
-    rb_copy_in(rb_word_at(m, dir_off), (const unsigned char *)dump + dir_off, size - dir_off);
-    rb_st(&h->ring.seq, rb_ld(&dh->ring.seq));
-    for (int c = 0; c < 2; c++) {
-        rb_st(&h->ring.copy_off[c], rb_ld(&dh->ring.copy_off[c]));
-        rb_st(&h->ring.copy_cap[c], rb_ld(&dh->ring.copy_cap[c]));
-    }
-    rb_st(&h->next_incarnation, rb_ld(&dh->next_incarnation));
-    rb_st(&h->generation, rb_ld(&dh->generation) + 1);
-    /* Everything the dump names is checked before anyone may see it. */
-    if ((rc = adopt_contents(seg)) != RB_OK)
-        goto fail;
-    if (!(o.flags & RB_SEGMENT_HIDDEN))
-        rb_segment_go_live(seg);
-    *out = seg;
-    return RB_OK;
-
-fail:
-    rb_segment_close(seg);
-    if (instance != NULL)
-        rb_segment_unlink(instance);
-    return rc == RB_ENOSPC || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
-}
 
 /* Whether the object behind fd may be trusted (name squatting: /dev/shm
  * is writable by every user).  A writer takes over only an object its euid
@@ -521,30 +388,30 @@ static int owner_ok(const struct stat *st, int writable, uid_t owner)
 /* Opens and maps instance (writable or not) and validates its header.  If
  * skip is given and the object is that same one (dev, ino), stops early with
  * RB_EEXIST. */
-static int map_open(const char *instance, int writable, const rb_map_t *skip, uid_t owner,
-                    rb_map_t **out)
+static int map_open(const char *instance, int writable, const rbi_map_t *skip, uid_t owner,
+                    rbi_map_t **out)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
     int prot = PROT_READ | (writable ? PROT_WRITE : 0);
     const rb_header_shm_t *h;
     struct stat st;
     uint64_t max_size;
-    rb_map_t *m;
+    rbi_map_t *m;
     void *base;
     int rc;
 
     if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
-    m = rb_map_new();
+    m = map_new();
     if (m == NULL)
         return RB_ENOMEM;
     m->fd = shm_open(name, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
     if (m->fd < 0) {
-        rc = rb_errno_code(errno);
+        rc = rbi_errno_code(errno);
         goto fail;
     }
     if (fstat(m->fd, &st) != 0) {
-        rc = rb_errno_code(errno);
+        rc = rbi_errno_code(errno);
         goto fail;
     }
     m->dev = st.st_dev;
@@ -562,34 +429,34 @@ static int map_open(const char *instance, int writable, const rb_map_t *skip, ui
         rc = RB_EBUSY;
         goto fail;
     }
-    if ((uint64_t)st.st_size < RB_HEADER_SIZE) {
+    if ((uint64_t)st.st_size < RBI_HEADER_SIZE) {
         rc = RB_ETRUNC;
         goto fail;
     }
     /* Map the header page alone first: max_size is only known from it.  It
      * stays backed: the object's owner, accepted above, never shrinks it.
-     * This size is not compared with header.size: validate_header takes
+     * This size is not compared with header.size: rbi_segment_check_header takes
      * the object's size again, after loading header.size. */
-    base = mmap(NULL, RB_HEADER_SIZE, PROT_READ, MAP_SHARED, m->fd, 0);
+    base = mmap(NULL, RBI_HEADER_SIZE, PROT_READ, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = rb_errno_code(errno);
+        rc = rbi_errno_code(errno);
         goto fail;
     }
     h = base;
-    rc = validate_header(h, m->fd, 0);
-    max_size = rb_ld(&h->max_size);
-    munmap(base, RB_HEADER_SIZE);
+    rc = rbi_segment_check_header(h, m->fd, 0);
+    max_size = rbi_ld(&h->max_size);
+    munmap(base, RBI_HEADER_SIZE);
     if (rc != RB_OK)
         goto fail;
     base = mmap(NULL, max_size, prot, MAP_SHARED, m->fd, 0);
     if (base == MAP_FAILED) {
-        rc = rb_errno_code(errno);
+        rc = rbi_errno_code(errno);
         goto fail;
     }
     m->base = base;
     m->map_len = max_size;
-    m->dir_off = rb_ld(&rb_hdr(m)->dir_offset);
-    m->dir_slots = rb_ld(&rb_hdr(m)->dir_slots);
+    m->dir_off = rbi_ld(&rbi_hdr(m)->dir_offset);
+    m->dir_slots = rbi_ld(&rbi_hdr(m)->dir_slots);
     *out = m;
     return RB_OK;
 
@@ -603,70 +470,58 @@ int rb_segment_attach(const char *instance, unsigned flags, rb_segment_t **out)
     return rb_segment_attach_owned(instance, flags, (uid_t)-1, out);
 }
 
-int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
-                            rb_segment_t **out)
+/* A handle on instance's existing object: a reader's, refused if its
+ * writer is gone unless stale_ok, or a writer's, which takes the lock. */
+static int seg_open(const char *instance, int writable, uid_t owner, int stale_ok,
+                    rb_segment_t **out)
 {
-    rb_segment_t *seg;
-    rb_map_t *m;
-    int rc;
+    rb_segment_t *seg = NULL;
+    rbi_map_t *m;
+    int rc = map_open(instance, writable, NULL, owner, &m);
 
-    if (instance == NULL || out == NULL || (flags & ~RB_ATTACH_STALE_OK) != 0)
-        return RB_EINVAL;
-    rc = map_open(instance, 0, NULL, owner, &m);
     if (rc != RB_OK)
         return rc;
-    if (!(flags & RB_ATTACH_STALE_OK) && writer_gone(rb_hdr(m))) {
+    if (writable && flock(m->fd, LOCK_EX | LOCK_NB) != 0)
+        rc = RB_EBUSY;   /* a live writer: its process holds the lock until it exits */
+    else if (!writable && !stale_ok && writer_gone(rbi_hdr(m)))
+        rc = RB_EGONE;
+    else if ((seg = seg_alloc(instance)) == NULL)
+        rc = RB_ENOMEM;
+    if (rc != RB_OK) {
         map_free(m);
-        return RB_EGONE;
+        return rc;
     }
-    seg = seg_alloc(instance);
-    if (seg == NULL) {
-        map_free(m);
-        return RB_ENOMEM;
-    }
-    /* Pinned from now on: the handle follows a restarted daemon only to
-     * an object of this owner (seg_poll), never to one another user put
-     * under the name while the daemon was down. */
-    seg->owner = m->owner;
+    /* A reader is pinned from now on: the handle follows a restarted
+     * daemon only to an object of this owner (seg_poll), never to one
+     * another user put under the name while the daemon was down. */
+    if (!writable)
+        seg->owner = m->owner;
+    seg->writable = writable;
     atomic_store(&seg->map, m);
     *out = seg;
     return RB_OK;
 }
 
-int rb_segment_open_writer(const char *instance, rb_segment_t **out)
+int rb_segment_attach_owned(const char *instance, unsigned flags, uid_t owner,
+                            rb_segment_t **out)
 {
-    rb_segment_t *seg;
-    rb_header_shm_t *h;
-    rb_map_t *m;
-    int rc;
-
-    if (instance == NULL || out == NULL)
+    if (instance == NULL || out == NULL || (flags & ~RB_ATTACH_STALE_OK) != 0)
         return RB_EINVAL;
-    rc = map_open(instance, 1, NULL, (uid_t)-1, &m);
-    if (rc != RB_OK)
-        return rc;
-    if (flock(m->fd, LOCK_EX | LOCK_NB) != 0) {
-        /* A live writer (its process holds the lock until it exits). */
-        map_free(m);
-        return RB_EBUSY;
-    }
-    seg = seg_alloc(instance);
-    if (seg == NULL) {
-        map_free(m);
-        return RB_ENOMEM;
-    }
-    atomic_store(&seg->map, m);
-    seg->writable = 1;
-    h = rb_hdr(m);
-    if ((rc = adopt_contents(seg)) != RB_OK) {
-        seg_free(seg);
-        return rc;
-    }
-    rb_st(&h->writer_pid, (uint64_t)getpid());
-    rb_st(&h->writer_start, (uint64_t)time(NULL));
-    rb_st(&h->heartbeat_ms, rb_now_ms());
-    *out = seg;
-    return RB_OK;
+    return seg_open(instance, 0, owner, (flags & RB_ATTACH_STALE_OK) != 0, out);
+}
+
+int rbi_segment_open_rw(const char *instance, rb_segment_t **out)
+{
+    return seg_open(instance, 1, (uid_t)-1, 0, out);
+}
+
+void rbi_segment_claim(rb_segment_t *seg)
+{
+    rb_header_shm_t *h = rbi_hdr(rbi_seg_map(seg));
+
+    rbi_st(&h->writer_pid, (uint64_t)getpid());
+    rbi_st(&h->writer_start, (uint64_t)time(NULL));
+    rbi_st(&h->heartbeat_ms, rbi_now_ms());
 }
 
 void rb_segment_close(rb_segment_t *seg)
@@ -677,7 +532,7 @@ void rb_segment_close(rb_segment_t *seg)
 
 int rb_segment_unlink(const char *instance)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
     int rc;
 
     if (instance == NULL)
@@ -685,7 +540,7 @@ int rb_segment_unlink(const char *instance)
     if ((rc = shm_name(instance, name, sizeof(name))) != RB_OK)
         return rc;
     if (shm_unlink(name) != 0)
-        return rb_errno_code(errno);
+        return rbi_errno_code(errno);
     return RB_OK;
 }
 
@@ -697,10 +552,10 @@ int rb_segment_retire(rb_segment_t *seg, uint64_t next)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    h = rb_hdr(rb_seg_map(seg));
-    rb_st(&h->next_generation, next);
+    h = rbi_hdr(rbi_seg_map(seg));
+    rbi_st(&h->next_generation, next);
     /* Release: a reader that sees RETIRED also sees next_generation. */
-    atomic_store_explicit(&h->state, RB_STATE_RETIRED, memory_order_release);
+    atomic_store_explicit(&h->state, RBI_STATE_RETIRED, memory_order_release);
     return RB_OK;
 }
 
@@ -710,19 +565,19 @@ int rb_segment_set_mode(rb_segment_t *seg, mode_t mode)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    return fchmod(rb_seg_map(seg)->fd, mode) == 0 ? RB_OK : rb_errno_code(errno);
+    return fchmod(rbi_seg_map(seg)->fd, mode) == 0 ? RB_OK : rbi_errno_code(errno);
 }
 
 void rb_segment_heartbeat(rb_segment_t *seg)
 {
     if (seg != NULL && seg->writable)
-        rb_st(&rb_hdr(rb_seg_map(seg))->heartbeat_ms, rb_now_ms());
+        rbi_st(&rbi_hdr(rbi_seg_map(seg))->heartbeat_ms, rbi_now_ms());
 }
 
 int rb_segment_linked(const rb_segment_t *seg)
 {
-    char name[sizeof(RB_SHM_PREFIX) + RB_INSTANCE_MAX];
-    const rb_map_t *m;
+    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
+    const rbi_map_t *m;
     struct stat st;
     int fd, rc;
 
@@ -733,12 +588,12 @@ int rb_segment_linked(const rb_segment_t *seg)
     fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         /* Gone, or another user's object we may not even open. */
-        return errno == ENOENT || errno == EACCES ? 0 : rb_errno_code(errno);
-    rc = fstat(fd, &st) == 0 ? RB_OK : rb_errno_code(errno);
+        return errno == ENOENT || errno == EACCES ? 0 : rbi_errno_code(errno);
+    rc = fstat(fd, &st) == 0 ? RB_OK : rbi_errno_code(errno);
     close(fd);
     if (rc != RB_OK)
         return rc;
-    m = rb_seg_map(seg);
+    m = rbi_seg_map(seg);
     return st.st_dev == m->dev && st.st_ino == m->ino;
 }
 
@@ -749,11 +604,11 @@ int rb_segment_check(const rb_segment_t *seg)
 
     if (seg == NULL)
         return RB_EINVAL;
-    h = rb_hdr(rb_seg_map(seg));
+    h = rbi_hdr(rbi_seg_map(seg));
     state = atomic_load_explicit(&h->state, memory_order_acquire);
-    if (state == RB_STATE_RETIRED)
+    if (state == RBI_STATE_RETIRED)
         return RB_ERETIRED;
-    if (state != RB_STATE_LIVE)
+    if (state != RBI_STATE_LIVE)
         return RB_ECORRUPT;
     if (seg->instance[0] != '\0' && writer_gone(h))
         return RB_EGONE;
@@ -771,22 +626,22 @@ static uint64_t coarse_ms(void)
  * force: ignore the rate limit.  Returns 1 if it moved. */
 static int seg_poll(rb_segment_t *seg, int force)
 {
-    rb_map_t *cur = rb_seg_map(seg), *next;
-    const rb_header_shm_t *h = rb_hdr(cur);
+    rbi_map_t *cur = rbi_seg_map(seg), *next;
+    const rb_header_shm_t *h = rbi_hdr(cur);
     uint64_t now = coarse_ms(), hb;
     int moved = 0;
 
     if (seg->writable || seg->instance[0] == '\0')
         return 0;
-    hb = rb_ld(&h->heartbeat_ms);
-    if (atomic_load_explicit(&h->state, memory_order_acquire) == RB_STATE_LIVE &&
-        (hb > now || now - hb < RB_STALE_MS))
+    hb = rbi_ld(&h->heartbeat_ms);
+    if (atomic_load_explicit(&h->state, memory_order_acquire) == RBI_STATE_LIVE &&
+        (hb > now || now - hb < RBI_STALE_MS))
         return 0;
     if (!force && now < atomic_load_explicit(&seg->next_poll_ms, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&seg->lock);
-    atomic_store_explicit(&seg->next_poll_ms, now + RB_POLL_MS, memory_order_relaxed);
-    if (rb_seg_map(seg) == cur && map_open(seg->instance, 0, cur, seg->owner, &next) == RB_OK) {
+    atomic_store_explicit(&seg->next_poll_ms, now + RBI_POLL_MS, memory_order_relaxed);
+    if (rbi_seg_map(seg) == cur && map_open(seg->instance, 0, cur, seg->owner, &next) == RB_OK) {
         next->older = cur;
         /* Release: threads that load the new map see it fully set up. */
         atomic_store_explicit(&seg->map, next, memory_order_release);
@@ -796,7 +651,7 @@ static int seg_poll(rb_segment_t *seg, int force)
     return moved;
 }
 
-void rb_segment_poll(rb_segment_t *seg)
+void rbi_segment_poll(rb_segment_t *seg)
 {
     seg_poll(seg, 0);
 }
@@ -806,44 +661,4 @@ int rb_segment_refresh(rb_segment_t *seg)
     if (seg == NULL)
         return RB_EINVAL;
     return seg_poll(seg, 1);
-}
-
-int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
-{
-    const rb_header_shm_t *h;
-    const rb_map_t *m;
-    struct stat st;
-    uint64_t used;
-    uint32_t live = 0;
-
-    if (seg == NULL || out == NULL)
-        return RB_EINVAL;
-    m = rb_seg_map(seg);
-    h = rb_hdr(m);
-    used = rb_ld(&h->heap_offset);
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(m, i);
-        if (rb_ld(&f->state) != RB_FILTER_LIVE)
-            continue;
-        live++;
-        for (uint64_t l = 0; l < rb_ld(&f->nlayers) && l < RB_BLOOM_MAX_LAYERS; l++)
-            used += rb_round_up(rb_ld(&f->layer[l].bits) / 8, RB_ALIGN);
-    }
-    for (int c = 0; c < 2; c++)
-        used += rb_ld(&h->ring.copy_cap[c]);
-    memset(out, 0, sizeof(*out));
-    out->version = rb_ld(&h->version);
-    out->generation = rb_ld(&h->generation);
-    out->size = rb_seg_size(m);
-    out->max_size = rb_ld(&h->max_size);
-    out->used = used;
-    out->writer_pid = rb_ld(&h->writer_pid);
-    out->created = rb_ld(&h->created);
-    out->heartbeat_ms = rb_ld(&h->heartbeat_ms);
-    out->filters = live;
-    out->max_filters = (uint32_t)m->dir_slots;
-    out->writable = seg->writable;
-    if (fstat(m->fd, &st) == 0)
-        out->mode = st.st_mode & 0777;
-    return RB_OK;
 }

@@ -249,14 +249,14 @@ END_TEST
 START_TEST(test_bloom_blocked_key_stays_in_one_cache_line)
 {
     rb_bloom_t *bf = make("line", 100000, 0.01, RB_BLOOM_BLOCKED);
-    const rb_map_t *m = rb_seg_map(seg);
-    const rb_layer_shm_t *l = &rb_dir_slot(m, 0)->layer[0];
-    const _Atomic uint64_t *arr = rb_word_at(m, rb_ld(&l->array_off));
-    uint64_t words = rb_ld(&l->bits) / 64, first = UINT64_MAX, last = 0, ones = 0;
+    const rbi_map_t *m = rbi_seg_map(seg);
+    const rb_layer_shm_t *l = &rbi_dir_slot(m, 0)->layer[0];
+    const _Atomic uint64_t *arr = rbi_word_at(m, rbi_ld(&l->array_off));
+    uint64_t words = rbi_ld(&l->bits) / 64, first = UINT64_MAX, last = 0, ones = 0;
 
     ck_assert_int_eq(rb_bloom_add(bf, "one key", 7), 1);
     for (uint64_t w = 0; w < words; w++) {
-        uint64_t v = rb_ld(&arr[w]);
+        uint64_t v = rbi_ld(&arr[w]);
         if (v) {
             if (first == UINT64_MAX)
                 first = w;
@@ -265,7 +265,7 @@ START_TEST(test_bloom_blocked_key_stays_in_one_cache_line)
         }
     }
     ck_assert_uint_eq(first / 8, last / 8);      /* one 64-byte block */
-    ck_assert_uint_ge(ones, rb_ld(&l->k) - 1);   /* k probes (a repeat is rare) */
+    ck_assert_uint_ge(ones, rbi_ld(&l->k) - 1);   /* k probes (a repeat is rare) */
     rb_bloom_close(bf);
 }
 END_TEST
@@ -274,14 +274,14 @@ START_TEST(test_bloom_filters_have_distinct_secrets)
 {
     rb_bloom_t *a = make("s1", 1000, 0.01, RB_BLOOM_STANDARD);
     rb_bloom_t *b = make("s2", 1000, 0.01, RB_BLOOM_STANDARD);
-    const rb_filter_shm_t *fa = rb_dir_slot(rb_seg_map(seg), 0);
-    const rb_filter_shm_t *fb = rb_dir_slot(rb_seg_map(seg), 1);
+    const rb_filter_shm_t *fa = rbi_dir_slot(rbi_seg_map(seg), 0);
+    const rb_filter_shm_t *fb = rbi_dir_slot(rbi_seg_map(seg), 1);
     int same = 1;
 
-    for (int i = 0; i < RB_SECRET_WORDS; i++)
-        same &= rb_ld(&fa->secret[i]) == rb_ld(&fb->secret[i]);
+    for (int i = 0; i < RBI_SECRET_WORDS; i++)
+        same &= rbi_ld(&fa->secret[i]) == rbi_ld(&fb->secret[i]);
     ck_assert(!same);
-    ck_assert_uint_ne(rb_ld(&fa->incarnation), rb_ld(&fb->incarnation));
+    ck_assert_uint_ne(rbi_ld(&fa->incarnation), rbi_ld(&fb->incarnation));
     rb_bloom_close(a);
     rb_bloom_close(b);
 }
@@ -313,7 +313,7 @@ START_TEST(test_bloom_reserve_errors_change_nothing)
         snprintf(name, sizeof(name), "f%d", i);
         ck_assert_int_eq(rb_bloom_reserve(seg, name, strlen(name), &ok), RB_OK);
     }
-    ck_assert_int_eq(rb_bloom_reserve(seg, "ninth", 5, &ok), RB_ERANGE);  /* 8 slots */
+    ck_assert_int_eq(rb_bloom_reserve(seg, "ninth", 5, &ok), RB_ESLOTS);  /* 8 slots */
     ck_assert_int_eq(rb_segment_info(seg, &info), RB_OK);
     ck_assert_uint_eq(info.filters, 8);
 }
@@ -493,8 +493,8 @@ START_TEST(test_bloom_scaling_unmakeable_layer_is_distinct_error)
     int rc;
 
     ck_assert_int_eq(add_range(bf, "b", 0, 10), 0);
-    rb_st(&rb_dir_slot(rb_seg_map(seg), 0)->layer[0].capacity, 1ULL << 40);
-    rb_st(&rb_dir_slot(rb_seg_map(seg), 0)->layer[0].items, 1ULL << 40);
+    rbi_st(&rbi_dir_slot(rbi_seg_map(seg), 0)->layer[0].capacity, 1ULL << 40);
+    rbi_st(&rbi_dir_slot(rbi_seg_map(seg), 0)->layer[0].items, 1ULL << 40);
     ck_assert_int_eq(rb_segment_info(seg, &before), RB_OK);
     while ((rc = rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "x", i++))) == 0)
         ;
@@ -695,6 +695,31 @@ START_TEST(test_bloom_reset_clears_and_frees)
 }
 END_TEST
 
+/* memory: what the filter holds in the segment, its arrays (all layers)
+ * and its directory slot; the arrays are what rb_segment_info counts. */
+START_TEST(test_bloom_stat_memory_is_arrays_and_slot)
+{
+    rb_bloom_params_t bp = { .capacity = 500, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD };
+    rb_segment_info_t before, after;
+    rb_bloom_stat_t st, info;
+    rb_bloom_t *bf;
+    char key[160];
+
+    ck_assert_int_eq(rb_segment_info(seg, &before), RB_OK);
+    bf = reserve_open(seg, "m", &bp);
+    for (unsigned long i = 0; i < 2000; i++)   /* scales to several layers */
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "m", i)), 0);
+    ck_assert_int_eq(rb_bloom_stat(bf, &st), RB_OK);
+    ck_assert_int_eq(rb_bloom_info(bf, &info), RB_OK);
+    ck_assert_int_eq(rb_segment_info(seg, &after), RB_OK);
+    ck_assert_uint_gt(st.layers, 1);
+    ck_assert_uint_eq(st.memory, st.bytes + 576 + 48 * RB_BLOOM_MAX_LAYERS);
+    ck_assert_uint_eq(info.memory, st.memory);
+    ck_assert_uint_eq(after.used - before.used, st.bytes);
+    rb_bloom_close(bf);
+}
+END_TEST
+
 /* Found by fuzz_attach (corpus/fuzz_attach/regress-reset-dead-layer): a
  * taken-over slot whose nlayers is 0 still had a layer 0 for reset, which
  * swapped it and freed its array - space another filter was using, which
@@ -706,20 +731,20 @@ START_TEST(test_bloom_reset_of_corrupt_slot_changes_nothing)
     rb_bloom_t *b = make("b", 1000, 0.01, RB_BLOOM_STANDARD);
     rb_bloom_t *c;
     rb_filter_shm_t *fa = NULL, *fb = NULL;
-    rb_map_t *m = rb_seg_map(seg);
+    rbi_map_t *m = rbi_seg_map(seg);
     char key[160];
 
     for (unsigned long i = 0; i < 1000; i++)
         ck_assert_int_ge(rb_bloom_add(b, key, rb_test_key(key, sizeof(key), "b", i)), 0);
     for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rb_dir_slot(m, i);
-        if (rb_ld(&f->state) == RB_FILTER_LIVE && rb_ld(&f->name_len) == 1)
-            *((rb_ld(&f->name[0]) & 0xFF) == 'a' ? &fa : &fb) = f;
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        if (rbi_ld(&f->state) == RBI_FILTER_LIVE && rbi_ld(&f->name_len) == 1)
+            *((rbi_ld(&f->name[0]) & 0xFF) == 'a' ? &fa : &fb) = f;
     }
     ck_assert(fa != NULL && fb != NULL);
     /* a's dead layer 0 names b's array. */
-    rb_st(&fa->layer[0].array_off, rb_ld(&fb->layer[0].array_off));
-    rb_st(&fa->nlayers, 0);
+    rbi_st(&fa->layer[0].array_off, rbi_ld(&fb->layer[0].array_off));
+    rbi_st(&fa->nlayers, 0);
     ck_assert_int_eq(rb_bloom_reset(a), RB_ECORRUPT);
     ck_assert_int_eq(rb_bloom_rotate(a), RB_ECORRUPT);
     c = make("c", 1000, 0.01, RB_BLOOM_STANDARD);
@@ -757,6 +782,7 @@ static Suite *bloom_suite(void)
     tcase_add_test(tc, test_bloom_nonscaling_full_is_efull);
     tcase_add_test(tc, test_bloom_aging_rotates_when_full);
     tcase_add_test(tc, test_bloom_aging_window_and_explicit_rotate);
+    tcase_add_test(tc, test_bloom_stat_memory_is_arrays_and_slot);
     tcase_add_test(tc, test_bloom_reset_clears_and_frees);
     tcase_add_test(tc, test_bloom_reset_of_corrupt_slot_changes_nothing);
     suite_add_tcase(s, tc);

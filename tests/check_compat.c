@@ -6,7 +6,7 @@
  */
 #include <libmemcached/memcached.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rb_test.h"
 
 #define NKEYS 100000
@@ -119,14 +119,14 @@ END_TEST
 /* Vectors from the implementations themselves (see docs/design.md). */
 START_TEST(test_compat_hash_vectors)
 {
-    ck_assert_uint_eq(rb_hash_md5_le32("127.0.0.1-0", 11, 0), 0xbdffa47fu);
-    ck_assert_uint_eq(rb_hash_md5_le32("127.0.0.1-0", 11, 3), 0xffe0f4b2u);
-    ck_assert_uint_eq(rb_hash_md5_le32("key0", 4, 0), 0xf202f421u);
-    ck_assert_uint_eq(rb_hash_crc32(0, "key0", 4), 0x5b5b54c6u);
-    ck_assert_uint_eq(rb_hash_crc32(0, "foo", 3), 0x8c736521u);
-    ck_assert_uint_eq(rb_hash_crc32(0, "", 0), 0);
+    ck_assert_uint_eq(rbi_hash_md5_le32("127.0.0.1-0", 11, 0), 0xbdffa47fu);
+    ck_assert_uint_eq(rbi_hash_md5_le32("127.0.0.1-0", 11, 3), 0xffe0f4b2u);
+    ck_assert_uint_eq(rbi_hash_md5_le32("key0", 4, 0), 0xf202f421u);
+    ck_assert_uint_eq(rbi_hash_crc32(0, "key0", 4), 0x5b5b54c6u);
+    ck_assert_uint_eq(rbi_hash_crc32(0, "foo", 3), 0x8c736521u);
+    ck_assert_uint_eq(rbi_hash_crc32(0, "", 0), 0);
     /* nginx: crc32("127.0.0.1" "\0" "8081" LE32(0)) is the first point. */
-    ck_assert_uint_eq(rb_hash_crc32(0, "127.0.0.1\0" "8081\0\0\0\0", 18), 0x50aabcf7u);
+    ck_assert_uint_eq(rbi_hash_crc32(0, "127.0.0.1\0" "8081\0\0\0\0", 18), 0x50aabcf7u);
 }
 END_TEST
 

@@ -11,7 +11,7 @@
 #include <sys/un.h>
 #include <sys/mman.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rbd_test.h"
 
 static rbd_proc_t d;
@@ -713,9 +713,9 @@ START_TEST(test_daemon_unloadable_ring_leaves_no_segment)
             patched++;
         }
     ck_assert_int_gt(patched, 0);
-    sum = htole64(rb_hash_xxh3(data + 64, (size_t)len - 64));
+    sum = htole64(rbi_hash_xxh3(data + 64, (size_t)len - 64));
     memcpy(data + 32, &sum, 8);
-    sum = htole64(rb_hash_xxh3(data, 56));   /* and the header's own checksum */
+    sum = htole64(rbi_hash_xxh3(data, 56));   /* and the header's own checksum */
     memcpy(data + 56, &sum, 8);
     rewind(f);
     ck_assert_int_eq(fwrite(data, 1, (size_t)len, f), len);
@@ -1380,6 +1380,48 @@ START_TEST(test_daemon_aging_filter_and_reset)
 }
 END_TEST
 
+/* rb_conn_bf_reserve sends every parameter BF.RESERVE takes: an aging
+ * filter arrives with its window and generations, a scaling one with its
+ * expansion; OVERFILL, which no command expresses, is refused with nothing
+ * sent. */
+START_TEST(test_daemon_conn_reserve_sends_every_parameter)
+{
+    rb_bloom_params_t aging = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED,
+                                .flags = RB_BLOOM_AGING, .generations = 3, .window = 60 };
+    rb_bloom_params_t scaling = { .capacity = 1000, .error_rate = 0.01,
+                                  .layout = RB_BLOOM_STANDARD, .expansion = 4 };
+    rb_bloom_params_t over = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD,
+                               .flags = RB_BLOOM_NONSCALING | RB_BLOOM_OVERFILL };
+    rb_segment_t *seg;
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    rb_conn_t *c;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    ck_assert_int_eq(rb_conn_bf_reserve(c, "aging", 5, &aging), RB_OK);
+    ck_assert_int_eq(rb_conn_bf_reserve(c, "scaling", 7, &scaling), RB_OK);
+    ck_assert_int_eq(rb_conn_bf_reserve(c, "over", 4, &over), RB_EINVAL);
+    rbd_expect(c, "ERR not found", "BF.INFO", "over");
+    ck_assert_int_eq(rb_segment_attach(d.inst, 0, &seg), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(seg, "aging", 5, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.flags, RB_BLOOM_AGING);
+    ck_assert_uint_eq(st.layers, 3);
+    ck_assert_uint_eq(st.window, 60);
+    ck_assert_uint_eq(st.layout, RB_BLOOM_BLOCKED);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_bloom_open(seg, "scaling", 7, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.flags, 0);
+    ck_assert_uint_eq(st.expansion, 4);
+    ck_assert_uint_eq(st.layout, RB_BLOOM_STANDARD);
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+    rb_conn_close(c);
+}
+END_TEST
+
 static Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -1416,6 +1458,7 @@ static Suite *daemon_suite(void)
     tcase_add_test(tc, test_daemon_flooding_client_does_not_starve_others);
     tcase_add_test(tc, test_daemon_restart_applies_segment_mode);
     tcase_add_test(tc, test_daemon_aging_filter_and_reset);
+    tcase_add_test(tc, test_daemon_conn_reserve_sends_every_parameter);
     suite_add_tcase(s, tc);
     return s;
 }

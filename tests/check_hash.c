@@ -1,13 +1,13 @@
 /* check_hash.c - hash module: XXH3 vector, the seed's hash_str bit for bit,
  * keyed 128-bit probes. */
-#include "rb_hash.h"
+#include "hash.h"
 #include "rb_test.h"
 
 START_TEST(test_hash_xxh3_known_vector)
 {
     /* XXH3_64bits of the empty input (xxHash's own sanity vector). */
-    ck_assert_uint_eq(rb_hash_xxh3("", 0), 0x2D06800538D394C2ULL);
-    ck_assert_uint_ne(rb_hash_xxh3("a", 1), rb_hash_xxh3("b", 1));
+    ck_assert_uint_eq(rbi_hash_xxh3("", 0), 0x2D06800538D394C2ULL);
+    ck_assert_uint_ne(rbi_hash_xxh3("a", 1), rbi_hash_xxh3("b", 1));
 }
 END_TEST
 
@@ -28,7 +28,7 @@ START_TEST(test_hash_seed_matches_python_reference)
         { "h\xc3\xa9llo w\xc3\xb6rld \xe2\x98\x83 \xf0\x9d\x84\x9e", 3, 0xaa6712679529dae6ULL },
     };
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-        ck_assert_msg(rb_hash_seed(v[i].s, strlen(v[i].s), v[i].salt) == v[i].want,
+        ck_assert_msg(rbi_hash_seed(v[i].s, strlen(v[i].s), v[i].salt) == v[i].want,
                       "hash_str(%s, %lu)", v[i].s, (unsigned long)v[i].salt);
 }
 END_TEST
@@ -36,10 +36,10 @@ END_TEST
 START_TEST(test_hash_seed_invalid_utf8_hashes_bytes)
 {
     /* A byte that starts no valid sequence counts as its own value. */
-    ck_assert_uint_eq(rb_hash_seed("\xff", 1, 0), 31 + 255);
-    ck_assert_uint_eq(rb_hash_seed("\xc3", 1, 0), 31 + 0xc3);      /* truncated */
-    ck_assert_uint_eq(rb_hash_seed("\xc0\x80", 2, 0), (31 + 0xc0) * 31 + 0x80); /* overlong */
-    ck_assert_uint_eq(rb_hash_seed("a\0b", 3, 0), ((31 + 'a') * 31 + 0) * 31 + 'b');
+    ck_assert_uint_eq(rbi_hash_seed("\xff", 1, 0), 31 + 255);
+    ck_assert_uint_eq(rbi_hash_seed("\xc3", 1, 0), 31 + 0xc3);      /* truncated */
+    ck_assert_uint_eq(rbi_hash_seed("\xc0\x80", 2, 0), (31 + 0xc0) * 31 + 0x80); /* overlong */
+    ck_assert_uint_eq(rbi_hash_seed("a\0b", 3, 0), ((31 + 'a') * 31 + 0) * 31 + 'b');
 }
 END_TEST
 
@@ -51,19 +51,19 @@ START_TEST(test_hash_keyed128_depends_on_secret)
     static const struct {
         size_t keylen, flip;
     } v[] = { { 3, 3 }, { 8, 20 }, { 16, 40 }, { 100, 100 }, { 300, 150 } };
-    unsigned char s1[RB_SECRET_BYTES], s2[RB_SECRET_BYTES], key[300];
-    rb_h128_t a, b, c;
+    unsigned char s1[RBI_SECRET_BYTES], s2[RBI_SECRET_BYTES], key[300];
+    rbi_h128_t a, b, c;
 
-    for (int i = 0; i < RB_SECRET_BYTES; i++)
+    for (int i = 0; i < RBI_SECRET_BYTES; i++)
         s1[i] = (unsigned char)(i * 7 + 1);
     for (size_t i = 0; i < sizeof(key); i++)
         key[i] = (unsigned char)(i * 13);
     for (size_t t = 0; t < sizeof(v) / sizeof(v[0]); t++) {
         memcpy(s2, s1, sizeof(s1));
         s2[v[t].flip] ^= 1;
-        a = rb_hash_keyed128(s1, sizeof(s1), key, v[t].keylen);
-        b = rb_hash_keyed128(s1, sizeof(s1), key, v[t].keylen);
-        c = rb_hash_keyed128(s2, sizeof(s2), key, v[t].keylen);
+        a = rbi_hash_keyed128(s1, sizeof(s1), key, v[t].keylen);
+        b = rbi_hash_keyed128(s1, sizeof(s1), key, v[t].keylen);
+        c = rbi_hash_keyed128(s2, sizeof(s2), key, v[t].keylen);
         ck_assert(a.h1 == b.h1 && a.h2 == b.h2);
         ck_assert_msg(a.h1 != c.h1 || a.h2 != c.h2, "len %zu flip %zu", v[t].keylen, v[t].flip);
         if (v[t].keylen > 16)

@@ -105,8 +105,8 @@ static void reader_main(void)
             rc = rb_ring_lookup(seg, key, strlen(key), &n);
             box->lookups++;
             box->during += running;
-            if (rb_ring_last_retries > box->max_retries)
-                box->max_retries = rb_ring_last_retries;
+            if (rbi_ring_last_retries > box->max_retries)
+                box->max_retries = rbi_ring_last_retries;
             if (rc != RB_OK) {
                 box->errors++;
                 continue;
@@ -243,15 +243,15 @@ END_TEST
  * active copy is the last complete one. */
 static int died_mid_publish(const rb_segment_t *seg)
 {
-    const rb_map_t *m = rb_seg_map(seg);
-    const rb_header_shm_t *h = rb_hdr(m);
-    uint64_t s = rb_ld(&h->ring.seq);
+    const rbi_map_t *m = rbi_seg_map(seg);
+    const rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t s = rbi_ld(&h->ring.seq);
     const rb_ring_copy_shm_t *act =
-        (const rb_ring_copy_shm_t *)(const void *)rb_word_at(m, rb_ld(&h->ring.copy_off[s & 1]));
+        (const rb_ring_copy_shm_t *)(const void *)rbi_word_at(m, rbi_ld(&h->ring.copy_off[s & 1]));
     const rb_ring_copy_shm_t *ina =
-        (const rb_ring_copy_shm_t *)(const void *)rb_word_at(m, rb_ld(&h->ring.copy_off[(s & 1) ^ 1]));
+        (const rb_ring_copy_shm_t *)(const void *)rbi_word_at(m, rbi_ld(&h->ring.copy_off[(s & 1) ^ 1]));
 
-    return rb_ld(&ina->version) > rb_ld(&act->version);
+    return rbi_ld(&ina->version) > rbi_ld(&act->version);
 }
 
 /* Writer child: take over the segment and publish A/B until killed. */

@@ -14,7 +14,7 @@
  */
 #include <dirent.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rbd_test.h"
 
 static rbd_proc_t d;
@@ -583,7 +583,7 @@ START_TEST(test_persist_record_for_missing_filter_or_node_refused)
     rotate[8] = 7;
     rotate[9] = 1;
     rotate[11] = 'g';
-    put_le32(rotate + 4, (uint32_t)rb_hash_xxh3(rotate + 8, 4));
+    put_le32(rotate + 4, (uint32_t)rbi_hash_xxh3(rotate + 8, 4));
     out = malloc(2 * log_len + sizeof(rotate));   /* room for any record twice */
     ck_assert_ptr_nonnull(out);
 
@@ -785,13 +785,13 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
     ck_assert_uint_eq(fread(hdr, 1, 64, f), 64);
     fclose(f);
     ck_assert_uint_eq(hdr[8], 2);
-    ck_assert_uint_eq(get_le64(hdr + 56), rb_hash_xxh3(hdr, 56));
+    ck_assert_uint_eq(get_le64(hdr + 56), rbi_hash_xxh3(hdr, 56));
     f = fopen(log_path, "rb");
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fread(hdr, 1, 32, f), 32);
     fclose(f);
     ck_assert(memcmp(hdr, "RBLOG002", 8) == 0);
-    ck_assert_uint_eq(get_le64(hdr + 24), rb_hash_xxh3(hdr, 24));
+    ck_assert_uint_eq(get_le64(hdr + 24), rbi_hash_xxh3(hdr, 24));
     assert_says(output_line(from, "is in the old format (version 1"), snap_path,
                 (const char *)NULL);
     assert_says(output_line(from, "RBLOG001"), "old format", log_path, (const char *)NULL);

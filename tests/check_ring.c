@@ -5,7 +5,7 @@
  */
 #include <math.h>
 
-#include "rb_hash.h"
+#include "hash.h"
 #include "rb_test.h"
 
 #define NKEYS 100000
@@ -178,7 +178,7 @@ static int ref_cmp(const void *a, const void *b)
 
 static uint64_t ref_hash(rb_ring_mode_t mode, const char *s, size_t len, uint64_t salt)
 {
-    return mode == RB_RING_SEED ? rb_hash_seed(s, len, salt) : rb_hash_xxh3(s, len);
+    return mode == RB_RING_SEED ? rbi_hash_seed(s, len, salt) : rbi_hash_xxh3(s, len);
 }
 
 static void check_against_reference(rb_ring_mode_t mode, uint32_t replicas, int nnodes)

@@ -40,14 +40,14 @@ static rb_header_shm_t *raw_map(int *fd)
     snprintf(path, sizeof(path), "/ringbloom.%s", inst);
     *fd = shm_open(path, O_RDWR, 0);
     ck_assert_int_ge(*fd, 0);
-    p = mmap(NULL, RB_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    p = mmap(NULL, RBI_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
     ck_assert(p != MAP_FAILED);
     return p;
 }
 
 static void raw_unmap(rb_header_shm_t *h, int fd)
 {
-    munmap(h, RB_HEADER_SIZE);
+    munmap(h, RBI_HEADER_SIZE);
     close(fd);
 }
 
@@ -78,7 +78,7 @@ START_TEST(test_segment_create_attach_roundtrip)
     ck_assert_int_eq(rb_segment_info(r, &ri), RB_OK);
     ck_assert_int_eq(wi.writable, 1);
     ck_assert_int_eq(ri.writable, 0);
-    ck_assert_uint_eq(ri.version, RB_LAYOUT_VERSION);
+    ck_assert_uint_eq(ri.version, RBI_LAYOUT_VERSION);
     ck_assert_uint_eq(ri.max_size, 8u << 20);
     ck_assert_uint_eq(ri.max_filters, 16);
     ck_assert_uint_eq(ri.writer_pid, (uint64_t)getpid());
@@ -86,6 +86,43 @@ START_TEST(test_segment_create_attach_roundtrip)
     ck_assert_uint_eq(ri.mode, 0640);
     ck_assert_int_eq(rb_segment_check(r), RB_OK);
     rb_segment_close(r);
+}
+END_TEST
+
+/* The reservation create makes of a request is what rb_segment_reservation
+ * says (whole 64 KiB granules), so a daemon can compare a live segment's
+ * max_size with its configuration without knowing the granule. */
+START_TEST(test_segment_reservation_is_what_create_makes)
+{
+    rb_segment_opts_t o = { .mode = 0600, .max_size = (8u << 20) + 1, .max_filters = 4 };
+    rb_segment_info_t si;
+
+    ck_assert_uint_eq(rb_segment_reservation(0), RB_DEFAULT_MAX_SIZE);
+    ck_assert_uint_eq(rb_segment_reservation(1), 65536);
+    ck_assert_uint_eq(rb_segment_reservation(65536), 65536);
+    ck_assert_uint_eq(rb_segment_reservation(65537), 131072);
+    ck_assert_uint_eq(rb_segment_reservation(RB_MAX_MAX_SIZE), RB_MAX_MAX_SIZE);
+    ck_assert_uint_eq(rb_segment_reservation(RB_MAX_MAX_SIZE + 1), 0);
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_segment_info(wseg, &si), RB_OK);
+    ck_assert_uint_eq(si.max_size, rb_segment_reservation(o.max_size));
+    ck_assert_uint_eq(si.max_size, (8u << 20) + 65536);
+}
+END_TEST
+
+/* The library says which version it is, and it is the header's. */
+START_TEST(test_segment_version_is_the_headers)
+{
+    char want[32];
+
+    snprintf(want, sizeof(want), "%d.%d.%d", RB_VERSION_MAJOR, RB_VERSION_MINOR,
+             RB_VERSION_PATCH);
+    ck_assert_str_eq(RB_VERSION, want);
+    ck_assert_str_eq(rb_version(), RB_VERSION);
+    ck_assert_int_eq(RB_VERSION_NUMBER,
+                     (RB_VERSION_MAJOR * 1000 + RB_VERSION_MINOR) * 1000 + RB_VERSION_PATCH);
+    ck_assert_str_eq(rb_strerror(RB_ESLOTS),
+                     "no free filter slot: the segment holds its maximum number of filters");
 }
 END_TEST
 
@@ -195,7 +232,7 @@ START_TEST(test_segment_attach_bad_magic_is_notours)
 
     create_default();
     h = raw_map(&fd);
-    rb_st(&h->magic, 0x0123456789abcdefULL);
+    rbi_st(&h->magic, 0x0123456789abcdefULL);
     raw_unmap(h, fd);
     ck_assert_int_eq(attach_rc(), RB_ENOTOURS);
 }
@@ -208,7 +245,7 @@ START_TEST(test_segment_attach_swapped_magic_is_eendian)
 
     create_default();
     h = raw_map(&fd);
-    rb_st(&h->magic, __builtin_bswap64(RB_MAGIC));
+    rbi_st(&h->magic, __builtin_bswap64(RBI_MAGIC));
     raw_unmap(h, fd);
     ck_assert_int_eq(attach_rc(), RB_EENDIAN);
 }
@@ -221,7 +258,7 @@ START_TEST(test_segment_attach_wrong_version_is_eversion)
 
     create_default();
     h = raw_map(&fd);
-    rb_st(&h->version, RB_LAYOUT_VERSION + 1);
+    rbi_st(&h->version, RBI_LAYOUT_VERSION + 1);
     raw_unmap(h, fd);
     ck_assert_int_eq(attach_rc(), RB_EVERSION);
 }
@@ -237,7 +274,7 @@ START_TEST(test_segment_attach_truncated_is_etrunc)
     fd = shm_open(path, O_RDWR, 0);
     ck_assert_int_ge(fd, 0);
     /* Smaller than header.size claims, but still holding the header. */
-    ck_assert_int_eq(ftruncate(fd, RB_HEADER_SIZE * 2), 0);
+    ck_assert_int_eq(ftruncate(fd, RBI_HEADER_SIZE * 2), 0);
     ck_assert_int_eq(attach_rc(), RB_ETRUNC);
     /* Smaller than the header itself. */
     ck_assert_int_eq(ftruncate(fd, 100), 0);
@@ -268,7 +305,7 @@ START_TEST(test_segment_attach_corrupt_directory_is_ecorrupt)
 
     create_default();
     h = raw_map(&fd);
-    rb_st(&h->dir_slots, 1ULL << 40);
+    rbi_st(&h->dir_slots, 1ULL << 40);
     raw_unmap(h, fd);
     ck_assert_int_eq(attach_rc(), RB_ECORRUPT);
 }
@@ -291,18 +328,18 @@ START_TEST(test_segment_foreign_layout_is_ecorrupt)
     wseg = NULL;
     h = raw_map(&fd);
     /* 4 slots end at 12544, the heap starts at 16384: room to move. */
-    rb_st(&h->dir_offset, RB_HEADER_SIZE + 256);
+    rbi_st(&h->dir_offset, RBI_HEADER_SIZE + 256);
     raw_unmap(h, fd);
     ck_assert_int_eq(rb_segment_open_writer(inst, &w), RB_ECORRUPT);
     ck_assert_ptr_null(w);
     ck_assert_int_eq(attach_rc(), RB_ECORRUPT);
     h = raw_map(&fd);
-    rb_st(&h->dir_offset, RB_HEADER_SIZE);
-    rb_st(&h->heap_offset, rb_ld(&h->heap_offset) + 4096);
+    rbi_st(&h->dir_offset, RBI_HEADER_SIZE);
+    rbi_st(&h->heap_offset, rbi_ld(&h->heap_offset) + 4096);
     raw_unmap(h, fd);
     ck_assert_int_eq(rb_segment_open_writer(inst, &w), RB_ECORRUPT);
     h = raw_map(&fd);
-    rb_st(&h->heap_offset, rb_ld(&h->heap_offset) - 4096);
+    rbi_st(&h->heap_offset, rbi_ld(&h->heap_offset) - 4096);
     raw_unmap(h, fd);
     ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
 }
@@ -340,21 +377,21 @@ START_TEST(test_segment_takeover_refuses_unsound_layer)
     rb_segment_close(wseg);
     wseg = NULL;
     h = raw_map(&fd);
-    heap_off = rb_ld(&h->heap_offset);
+    heap_off = rbi_ld(&h->heap_offset);
     raw_unmap(h, fd);
     h = raw_map(&fd);
     base = mmap(NULL, heap_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ck_assert(base != MAP_FAILED);
     raw_unmap(h, fd);
-    f = (rb_filter_shm_t *)(base + RB_HEADER_SIZE);   /* the first slot */
-    ck_assert_uint_eq(rb_ld(&f->state), RB_FILTER_LIVE);
+    f = (rb_filter_shm_t *)(base + RBI_HEADER_SIZE);   /* the first slot */
+    ck_assert_uint_eq(rbi_ld(&f->state), RBI_FILTER_LIVE);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         _Atomic uint64_t *word = (_Atomic uint64_t *)((unsigned char *)f + cases[i].field);
-        saved = rb_ld(word);
-        rb_st(word, cases[i].bad);
+        saved = rbi_ld(word);
+        rbi_st(word, cases[i].bad);
         ck_assert_msg(rb_segment_open_writer(inst, &w) == RB_ECORRUPT, "case %zu", i);
         ck_assert_ptr_null(w);
-        rb_st(word, saved);
+        rbi_st(word, saved);
     }
     munmap(base, heap_off);
     ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
@@ -403,7 +440,7 @@ START_TEST(test_segment_reader_store_faults)
     ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
     /* Unlink first: this process dies below, before its teardown runs. */
     ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
-    rb_st(&rb_hdr(rb_seg_map(r))->heartbeat_ms, 1);
+    rbi_st(&rbi_hdr(rbi_seg_map(r))->heartbeat_ms, 1);
     ck_abort_msg("store into a read-only mapping did not fault");
 }
 END_TEST
@@ -415,7 +452,7 @@ START_TEST(test_segment_reader_cannot_mprotect_to_write)
     create_default();
     ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
     /* The descriptor was opened O_RDONLY, so the kernel refuses. */
-    ck_assert_int_eq(mprotect(rb_seg_map(r)->base, RB_HEADER_SIZE, PROT_READ | PROT_WRITE), -1);
+    ck_assert_int_eq(mprotect(rbi_seg_map(r)->base, RBI_HEADER_SIZE, PROT_READ | PROT_WRITE), -1);
     ck_assert_int_eq(errno, EACCES);
     rb_segment_close(r);
 }
@@ -476,7 +513,7 @@ static void grow_child(grow_shared_t *sh)
             rb_segment_unlink(name);
         }
         while (!atomic_load(&sh->stop) &&
-               rb_segment_grow(seg, rb_seg_size(rb_seg_map(seg)) + RB_GROW_STEP) == RB_OK)
+               rbi_segment_grow(seg, rbi_seg_size(rbi_seg_map(seg)) + RBI_GROW_STEP) == RB_OK)
             ;
         prev = seg;
     }
@@ -620,7 +657,7 @@ START_TEST(test_segment_reader_follows_restarted_writer)
 
     /* A "restarted daemon": old object silent and unlinked, a new one
      * with the same names but other contents. */
-    rb_st(&rb_hdr(rb_seg_map(wseg))->heartbeat_ms, rb_now_ms() - 10 * RB_STALE_MS);
+    rbi_st(&rbi_hdr(rbi_seg_map(wseg))->heartbeat_ms, rbi_now_ms() - 10 * RBI_STALE_MS);
     rb_segment_close(wseg);
     ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
     ck_assert_int_eq(rb_segment_create(inst, NULL, &wseg), RB_OK);
@@ -634,8 +671,8 @@ START_TEST(test_segment_reader_follows_restarted_writer)
         ck_assert_int_eq(rb_bloom_add(wb, "k", 1), 1);
         rb_bloom_close(wb);
     }
-    /* Without being told, lookups move within RB_POLL_CALLS calls. */
-    for (unsigned i = 0; i < 2 * RB_POLL_CALLS; i++)
+    /* Without being told, lookups move within RBI_POLL_CALLS calls. */
+    for (unsigned i = 0; i < 2 * RBI_POLL_CALLS; i++)
         ck_assert_int_eq(rb_ring_lookup(reader, "key", 3, &n), RB_OK);
     ck_assert_str_eq(n.name, "new");
     ck_assert_int_eq(rb_bloom_contains(bf, "k", 1), 1);   /* rebound to the new filter */
@@ -688,7 +725,7 @@ START_TEST(test_segment_reader_follows_only_its_first_owner)
     publish_one("daemon");
     ck_assert_int_eq(rb_segment_attach(inst, 0, &reader), RB_OK);
     /* The daemon dies (silent, segment removed); a squatter moves in. */
-    rb_st(&rb_hdr(rb_seg_map(wseg))->heartbeat_ms, rb_now_ms() - 10 * RB_STALE_MS);
+    rbi_st(&rbi_hdr(rbi_seg_map(wseg))->heartbeat_ms, rbi_now_ms() - 10 * RBI_STALE_MS);
     rb_segment_close(wseg);
     wseg = NULL;
     ck_assert_int_eq(rb_segment_unlink(inst), RB_OK);
@@ -715,7 +752,7 @@ typedef struct dump_buf {
 static int dump_fn(const void *data, size_t len, void *arg)
 {
     dump_buf_t *d = arg;
-    d->data = aligned_alloc(64, rb_round_up(len, 64));
+    d->data = aligned_alloc(64, rbi_round_up(len, 64));
     memcpy(d->data, data, len);
     d->len = len;
     return 0;
@@ -767,8 +804,8 @@ START_TEST(test_segment_dump_restore_roundtrip_and_corruption)
 
     /* A dump whose filter array overlaps the ring is refused, and leaves
      * nothing behind. */
-    f = (rb_filter_shm_t *)(void *)(d.data + RB_HEADER_SIZE);
-    rb_st(&f->layer[0].array_off, rb_ld(&((rb_header_shm_t *)(void *)d.data)->ring.copy_off[0]));
+    f = (rb_filter_shm_t *)(void *)(d.data + RBI_HEADER_SIZE);
+    rbi_st(&f->layer[0].array_off, rbi_ld(&((rb_header_shm_t *)(void *)d.data)->ring.copy_off[0]));
     ck_assert_int_eq(rb_segment_restore(inst2, NULL, d.data, d.len, &copy), RB_ECORRUPT);
     ck_assert_int_eq(rb_segment_unlink(inst2), RB_ENOENT);
     /* Truncated and foreign dumps. */
@@ -815,6 +852,8 @@ static Suite *segment_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_segment_create_attach_roundtrip);
     tcase_add_test(tc, test_segment_create_existing_is_eexist);
+    tcase_add_test(tc, test_segment_reservation_is_what_create_makes);
+    tcase_add_test(tc, test_segment_version_is_the_headers);
     tcase_add_test(tc, test_segment_bad_names_and_options);
     tcase_add_test(tc, test_segment_untrusted_modes_and_owner_pin);
     tcase_add_test(tc, test_segment_writer_refuses_foreign_object);

@@ -17,7 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "format.h"
+#include "heap.h"
+#include "latch.h"
+#include "ring.h"
+#include "segment.h"
+#include "util.h"
 
 static pid_t rb_test_main_pid;
 static unsigned rb_test_counter;

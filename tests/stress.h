@@ -310,8 +310,8 @@ static inline void st_check_ring(st_shared_t *sh, st_reader_stats_t *st, const r
     rb_node_t node;
     int rc = rb_ring_lookup(seg, key, len, &node);
 
-    if (rb_ring_last_retries > st->max_retries)
-        st->max_retries = rb_ring_last_retries;
+    if (rbi_ring_last_retries > st->max_retries)
+        st->max_retries = rbi_ring_last_retries;
     st->ring_checked++;
     if (rc != RB_OK) {
         st->ring_errors++;

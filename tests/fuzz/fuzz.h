@@ -3,7 +3,7 @@
  * FUZZ_TARGET (the target's name, a string) before including it.
  *   CHECK(c): an invariant; a violation names the target and the line and
  *   aborts, which libFuzzer reports as a crash and saves the input.
- * With rb_internal.h included first, also the helpers of the two targets
+ * With ringbloom.h included first, also the helpers of the two targets
  * that end in a segment: collecting filter names (rb_bloom_list) and
  * copying a dump (rb_segment_dump) to restore it.
  */

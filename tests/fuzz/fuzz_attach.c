@@ -32,7 +32,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rb_internal.h"
+#include "ringbloom.h"
 #define FUZZ_TARGET "fuzz_attach"
 #include "fuzz.h"
 

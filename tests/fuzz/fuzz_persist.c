@@ -36,9 +36,9 @@
 #include <syslog.h>
 #include <xxhash.h>
 
-#include "rb_internal.h"
 #include "rbd_log.h"
 #include "replay.h"
+#include "ring.h"
 #define FUZZ_TARGET "fuzz_persist"
 #include "fuzz.h"
 
@@ -114,7 +114,7 @@ static void check_restored(rbd_state_t *s)
     dump_buf_t dump = { NULL, 0 };
     int rc;
 
-    CHECK(rb_ring_validate(s->seg) == RB_OK);
+    CHECK(rbi_ring_validate(s->seg) == RB_OK);
     CHECK(rb_ring_stat(s->seg, &st) == RB_OK);
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         rc = rb_ring_lookup(s->seg, keys[i], strlen(keys[i]), &node[0]);

@@ -1,22 +1,22 @@
 /*
- * rb_hash.h - the hash functions of libringbloom (internal).
+ * hash.h - the hash functions of libringbloom (internal).
  *
- * Three families, each chosen for one job:
- *   - rb_hash_xxh3:  XXH3-64 (libxxhash), unseeded.  Ring positions of keys
+ * The families, each chosen for one job:
+ *   - rbi_hash_xxh3:  XXH3-64 (libxxhash), unseeded.  Ring positions of keys
  *     and of "name#i" vnodes in the default mode.  Fast and well mixed;
  *     unseeded so that any language's XXH3 reproduces the ring.
- *   - rb_hash_seed:  the teaching document's hash_str(key, salt): base-31
+ *   - rbi_hash_seed:  the teaching document's hash_str(key, salt): base-31
  *     Horner over code points in a 64-bit ring, seeded with
  *     salt * 0x9E3779B1 + 1.  Deliberately weak; kept bit-exact so the seed
  *     tables reproduce (see docs/design.md, "seed mode").
- *   - rb_hash_md5_le32 / rb_hash_crc32: libmd MD5 and zlib CRC-32 for the
+ *   - rbi_hash_md5_le32 / rbi_hash_crc32: libmd MD5 and zlib CRC-32 for the
  *     ketama (libmemcached) and nginx ring modes.
- *   - rb_hash_keyed128: XXH3-128 with a per-filter random 192-byte secret,
+ *   - rbi_hash_keyed128: XXH3-128 with a per-filter random 192-byte secret,
  *     split into (h1, h2) for double hashing.  The secret stops remote users
  *     from crafting keys that collide in a filter.
  */
-#ifndef RB_HASH_H
-#define RB_HASH_H
+#ifndef RBI_HASH_H
+#define RBI_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,31 +26,31 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define RB_SEED_MULT 0x9E3779B1ULL
+#define RBI_SEED_MULT 0x9E3779B1ULL
 
-typedef struct rb_h128 {
+typedef struct rbi_h128 {
     uint64_t h1, h2;
-} rb_h128_t;
+} rbi_h128_t;
 
-static inline uint64_t rb_hash_xxh3(const void *key, size_t len)
+static inline uint64_t rbi_hash_xxh3(const void *key, size_t len)
 {
     return XXH3_64bits(key, len);
 }
 
-static inline rb_h128_t rb_hash_keyed128(const void *secret, size_t secret_len,
+static inline rbi_h128_t rbi_hash_keyed128(const void *secret, size_t secret_len,
                                          const void *key, size_t len)
 {
     XXH128_hash_t h = XXH3_128bits_withSecret(key, len, secret, secret_len);
-    rb_h128_t r = { h.low64, h.high64 };
+    rbi_h128_t r = { h.low64, h.high64 };
     return r;
 }
 
-uint64_t rb_hash_seed(const void *key, size_t len, uint64_t salt);
+uint64_t rbi_hash_seed(const void *key, size_t len, uint64_t salt);
 
 /* Compatibility modes (byte-exact with the real implementations):
  * word i (0..3) of MD5(data), little-endian (libmemcached ketama), and
  * zlib's crc32 continued from crc (nginx's hash ... consistent). */
-uint32_t rb_hash_md5_le32(const void *data, size_t len, unsigned word);
-uint32_t rb_hash_crc32(uint32_t crc, const void *data, size_t len);
+uint32_t rbi_hash_md5_le32(const void *data, size_t len, unsigned word);
+uint32_t rbi_hash_crc32(uint32_t crc, const void *data, size_t len);
 
-#endif /* RB_HASH_H */
+#endif /* RBI_HASH_H */

@@ -1,0 +1,120 @@
+/*
+ * adopt.c - a writer adopting contents it did not make: taking over a live
+ * segment (rb_segment_open_writer) and restoring a dump
+ * (rb_segment_restore).
+ *
+ * What: before the first change, everything the header and the directory
+ * name must be what a writer of this library would have made: the ring's
+ * active copy parses (rbi_ring_validate), every live filter is of a kind
+ * this library knows and its extents are what a reader would probe
+ * (rbi_kind_extents), and no two extents overlap or leave the heap
+ * (rbi_heap_rebuild, which then rebuilds the free list from them).  Why
+ * here: this is the one place that needs the ring, the filter kinds and the
+ * heap at once, so it sits above them all and nothing below calls up.
+ * Workload: once per daemon start (takeover) or snapshot load (restore).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "heap.h"
+#include "kind.h"
+#include "ring.h"
+#include "segment.h"
+#include "util.h"
+
+/* Checks the contents of seg's mapping and rebuilds its writer's free list
+ * from the live extents.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
+static int adopt_contents(rb_segment_t *seg)
+{
+    const rbi_map_t *m = rbi_seg_map(seg);
+    rbi_extent_t *live = malloc((2 + m->dir_slots * RBI_KIND_MAX_EXTENTS) * sizeof(*live));
+    size_t nlive = 0, nfilters = 0;
+    int rc;
+
+    if (live == NULL)
+        return RB_ENOMEM;
+    rbi_ring_extents(m, live, &nlive);
+    rc = rbi_kind_extents(m, live + nlive, &nfilters);
+    if (rc == RB_OK)
+        rc = rbi_heap_rebuild(seg, live, nlive + nfilters);
+    free(live);
+    return rc == RB_OK ? rbi_ring_validate(seg) : rc;
+}
+
+int rb_segment_open_writer(const char *instance, rb_segment_t **out)
+{
+    rb_segment_t *seg;
+    int rc;
+
+    if (instance == NULL || out == NULL)
+        return RB_EINVAL;
+    if ((rc = rbi_segment_open_rw(instance, &seg)) != RB_OK)
+        return rc;
+    if ((rc = adopt_contents(seg)) != RB_OK) {
+        rb_segment_close(seg);
+        return rc;
+    }
+    rbi_segment_claim(seg);
+    *out = seg;
+    return RB_OK;
+}
+
+/* Copies the dump's directory, heap and the header words a writer keeps
+ * (ring latch, incarnation counter) into seg, one generation up. */
+static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh)
+{
+    const rbi_map_t *m = rbi_seg_map(seg);
+    rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t size = rbi_ld(&dh->size), dir_off = rbi_ld(&dh->dir_offset);
+    int rc = rbi_segment_grow(seg, size);
+
+    if (rc != RB_OK)
+        return rc;
+    rbi_copy_in(rbi_word_at(m, dir_off), (const unsigned char *)dh + dir_off, size - dir_off);
+    rbi_st(&h->ring.seq, rbi_ld(&dh->ring.seq));
+    for (int c = 0; c < 2; c++) {
+        rbi_st(&h->ring.copy_off[c], rbi_ld(&dh->ring.copy_off[c]));
+        rbi_st(&h->ring.copy_cap[c], rbi_ld(&dh->ring.copy_cap[c]));
+    }
+    rbi_st(&h->next_incarnation, rbi_ld(&dh->next_incarnation));
+    rbi_st(&h->generation, rbi_ld(&dh->generation) + 1);
+    return RB_OK;
+}
+
+int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
+                       const void *dump, size_t len, rb_segment_t **out)
+{
+    const rb_header_shm_t *dh = dump;
+    rb_segment_opts_t o = { 0, 0, 0, 0 };
+    rb_segment_t *seg;
+    int rc;
+
+    if (dump == NULL || out == NULL)
+        return RB_EINVAL;
+    if (len < RBI_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
+        return RB_ETRUNC;
+    if ((rc = rbi_segment_check_header(dh, -1, len)) != RB_OK)
+        return rc;
+    if (opts != NULL)
+        o = *opts;
+    o.max_filters = (uint32_t)rbi_ld(&dh->dir_slots);
+    if (o.max_size < rbi_ld(&dh->max_size))
+        o.max_size = rbi_ld(&dh->max_size);
+    if ((rc = rbi_segment_make(instance, &o, 0, &seg)) != RB_OK)
+        return rc;
+    /* Everything the dump names is checked before anyone may see it. */
+    rc = restore_bytes(seg, dh);
+    if (rc == RB_OK)
+        rc = adopt_contents(seg);
+    if (rc != RB_OK) {
+        rb_segment_close(seg);
+        if (instance != NULL)
+            rb_segment_unlink(instance);
+        return rc == RB_ENOSPC || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
+    }
+    if (!(o.flags & RB_SEGMENT_HIDDEN))
+        rb_segment_go_live(seg);
+    *out = seg;
+    return RB_OK;
+}

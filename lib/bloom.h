@@ -1,0 +1,249 @@
+/*
+ * bloom.h - what the Bloom filter's files share (bloom_size.c,
+ * bloom_read.c, bloom_write.c): the handle and its binding, the read
+ * section, and the probe arithmetic, inlined into every hot loop.
+ *
+ * What: each filter is a directory slot (name, parameters, 192-byte hash
+ * secret, up to RB_BLOOM_MAX_LAYERS layer descriptors) plus one bit array
+ * per layer in the heap.  A scaling filter (RedisBloom's default) appends a
+ * layer of expansion x the capacity at half the error rate when the newest
+ * one is full; an aging filter rotates a fixed ring of layers; a query
+ * checks every layer.  A key's probes in layer L come from a keyed 128-bit
+ * hash split into h1/h2 (remixed with L for L > 0):
+ *   - standard: probe i is bit fastrange(h1 + i*h2, m), h2 forced odd
+ *     (double hashing over the whole array);
+ *   - blocked:  h1 picks one 512-bit block (a cache line), and the k probes
+ *     are 9-bit slices of h2 (seven per word, then of a remix), so a query
+ *     costs one cache miss and no serial arithmetic.  Blocked filters are
+ *     sized up so that their FPR, which suffers from the uneven load of
+ *     blocks, still meets p.
+ *
+ * Why it is safe without a lock: adds only ever set bits (atomic fetch-or
+ * by the single writer), so a reader's relaxed loads see each bit either
+ * before or after it was set, and a key the writer acknowledged is found.
+ * The non-monotonic changes (an array replaced by a rotation or a reset, a
+ * scaling filter's layers dropped by a reset) publish through the slot's
+ * generation section (latch.h, G1 / G2): readers re-check gen after
+ * probing and retry if it moved.
+ */
+#ifndef RBI_BLOOM_H
+#define RBI_BLOOM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "format.h"
+#include "hash.h"
+#include "heap.h"
+#include "latch.h"
+#include "segment.h"
+#include "util.h"
+
+#define RBI_BLOCK_BITS   512u                  /* a blocked layer's block: a line */
+#define RBI_BLOCK_WORDS  8u
+#define RBI_BLOOM_MAX_K  64u                   /* probes per key, at most */
+#define RBI_PROBE_MULT   0x9E3779B97F4A7C15ULL
+
+/* What a handle knows of its filter in one mapping: immutable, replaced
+ * (never modified) when the segment handle moves to a new object or the
+ * name now denotes another filter; old bindings live until close. */
+typedef struct rbi_bloom_bind {
+    const rbi_map_t *map;
+    rb_filter_shm_t *slot;
+    uint64_t incarnation;
+    uint32_t layout;
+    unsigned char secret[RBI_SECRET_BYTES];
+    struct rbi_bloom_bind *older;
+} rbi_bloom_bind_t;
+
+struct rb_bloom {
+    const rb_segment_t *seg;
+    char name[RB_FILTER_NAME_MAX + 1];
+    uint32_t name_len;
+    _Atomic(rbi_bloom_bind_t *) bind;
+    pthread_mutex_t lock;     /* serialises rebinding */
+};
+
+/* A layer's parameters as read (and validated) inside a section. */
+typedef struct rbi_bloom_layer {
+    const _Atomic uint64_t *arr;
+    uint64_t bits;
+    uint32_t k;
+} rbi_bloom_layer_t;
+
+/* A read section: the layers to probe, validated, and the generation they
+ * were read at (latch.h). */
+typedef struct rbi_bloom_section {
+    const rbi_bloom_bind_t *b;
+    uint64_t gen0;
+    uint32_t nlayers;
+    rbi_bloom_layer_t layer[RB_BLOOM_MAX_LAYERS];
+} rbi_bloom_section_t;
+
+typedef int (*rbi_bloom_fn)(const rbi_bloom_section_t *s, void *arg);
+
+/* ---- bloom_read.c ------------------------------------------------------- */
+
+/* Slot holding live filter `name` in m, or -1. */
+int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len);
+
+/* The handle's binding for the segment's current mapping.  stale: a
+ * binding the caller found no longer names a live filter (force a new
+ * lookup by name).  RB_ENOENT, RB_ECORRUPT, RB_ENOMEM. */
+int rbi_bloom_bind_get(const rb_bloom_t *bf, const rbi_bloom_bind_t *stale,
+                       rbi_bloom_bind_t **out);
+
+/* Opens a read section on b: the layers to probe, validated (RB_ENOENT:
+ * the slot holds no longer b's filter; RB_ECORRUPT). */
+int rbi_bloom_section_begin(const rbi_bloom_bind_t *b, rbi_bloom_section_t *s);
+
+/* Runs fn inside a read section, retried while the generation moves
+ * (RB_EBUSY past RBI_READ_RETRIES), rebinding once if the filter the
+ * handle knew is gone (the daemon restarted with a new segment, say). */
+int rbi_bloom_read(const rb_bloom_t *bf, rbi_bloom_fn fn, void *arg);
+
+/* ---- small shared helpers ----------------------------------------------- */
+
+static inline int rbi_bloom_name_ok(const char *name, size_t len)
+{
+    return name != NULL && len >= 1 && len <= RB_FILTER_NAME_MAX;
+}
+
+static inline uint64_t rbi_bloom_layer_count(const rb_filter_shm_t *f)
+{
+    /* Acquire pairs with the release store that publishes a new layer
+     * (bloom_write.c, layer_create): its descriptor is complete. */
+    uint64_t n = atomic_load_explicit(&f->nlayers, memory_order_acquire);
+    return n <= RB_BLOOM_MAX_LAYERS ? n : 0;
+}
+
+static inline void rbi_store_double(_Atomic uint64_t *w, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof(bits));
+    rbi_st(w, bits);
+}
+
+static inline double rbi_load_double(const _Atomic uint64_t *w)
+{
+    uint64_t bits = rbi_ld(w);
+    double d;
+    memcpy(&d, &bits, sizeof(d));
+    return d;
+}
+
+/* ---- probes --------------------------------------------------------------- */
+
+static inline uint64_t rbi_fastrange64(uint64_t x, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)x * n) >> 64);
+}
+
+static inline uint64_t rbi_fmix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDULL;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline rbi_h128_t rbi_bloom_key_hash(const rbi_bloom_bind_t *b, const void *key,
+                                            size_t len)
+{
+    rbi_h128_t h = rbi_hash_keyed128(b->secret, sizeof(b->secret), key, len);
+    h.h2 |= 1;
+    return h;
+}
+
+/* Layer l > 0 probes with a remix of the key's hash, so layers do not
+ * share probe positions. */
+static inline rbi_h128_t rbi_bloom_layer_hash(rbi_h128_t h, uint64_t l)
+{
+    if (l != 0) {
+        h.h1 = rbi_fmix64(h.h1 + l * RBI_PROBE_MULT);
+        h.h2 = rbi_fmix64(h.h2 ^ (l * 0xC2B2AE3D27D4EB4FULL)) | 1;
+    }
+    return h;
+}
+
+/* In-block bit of probe i of the blocked layout: 9-bit slices of h2 >> 1
+ * (bit 0 of h2 is forced to 1 for double hashing), seven per word, with no
+ * dependency chain between them; probes 7.. take the slices of a remix of
+ * the previous word (*base carries it).  *x is the word being sliced;
+ * start with base = h2, x = h2 >> 1. */
+static inline uint64_t rbi_block_bit(uint64_t *base, uint64_t *x, uint32_t i)
+{
+    uint64_t bit;
+
+    if (i != 0 && i % 7 == 0) {
+        *base = rbi_fmix64(*base + RBI_PROBE_MULT);
+        *x = *base;
+    }
+    bit = *x & (RBI_BLOCK_BITS - 1);
+    *x >>= 9;
+    return bit;
+}
+
+/* Word index (relative to the array) and mask of probe i; base / x carry
+ * the blocked layout's slicing state between probes (rbi_block_bit). */
+static inline void rbi_bloom_probe(uint32_t layout, uint64_t bits, rbi_h128_t h, uint32_t i,
+                                   uint64_t *base, uint64_t *x, uint64_t *word, uint64_t *mask)
+{
+    uint64_t bit;
+
+    if (layout == RB_BLOOM_BLOCKED)
+        bit = rbi_fastrange64(h.h1, bits / RBI_BLOCK_BITS) * RBI_BLOCK_BITS +
+              rbi_block_bit(base, x, i);
+    else
+        bit = rbi_fastrange64(h.h1 + (uint64_t)i * h.h2, bits);
+    *word = bit >> 6;
+    *mask = 1ULL << (bit & 63);
+}
+
+/* The k probes of the blocked layout in the block at blk, h2 the key's
+ * second hash.  All probes hit one line (loaded once, then L1): every bit
+ * is tested without branching on the data, as a miss would otherwise
+ * mispredict at a random probe. */
+static inline __attribute__((always_inline)) int
+rbi_bloom_test_block(const _Atomic uint64_t *blk, uint64_t h2, uint32_t k)
+{
+    uint64_t base = h2, x = h2 >> 1, all = 1;
+
+    for (uint32_t i = 0; i < k; i++) {
+        uint64_t bit = rbi_block_bit(&base, &x, i);
+        all &= rbi_ld(&blk[bit >> 6]) >> (bit & 63);
+    }
+    return (int)(all & 1);
+}
+
+static inline __attribute__((always_inline)) int
+rbi_bloom_test_layer(uint32_t layout, const rbi_bloom_layer_t *lv, rbi_h128_t h)
+{
+    uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
+
+    if (layout == RB_BLOOM_BLOCKED)
+        return rbi_bloom_test_block(
+            &lv->arr[rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) * RBI_BLOCK_WORDS], h.h2,
+            lv->k);
+    for (uint32_t i = 0; i < lv->k; i++) {
+        rbi_bloom_probe(layout, lv->bits, h, i, &base, &x, &word, &mask);
+        if (!(rbi_ld(&lv->arr[word]) & mask))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 if h may be in any layer of the section. */
+static inline int rbi_bloom_section_test(const rbi_bloom_section_t *s, rbi_h128_t h)
+{
+    for (uint32_t l = 0; l < s->nlayers; l++)
+        if (rbi_bloom_test_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(h, l)))
+            return 1;
+    return 0;
+}
+
+#endif /* RBI_BLOOM_H */

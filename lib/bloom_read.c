@@ -1,0 +1,485 @@
+/*
+ * bloom_read.c - Bloom filters, the reader side: finding a filter by name,
+ * the handle's binding per mapping, the read section, contains (one key,
+ * many keys pipelined), the figures (stat, info), and the Bloom kind's
+ * entry in the filter-kind table (kind.h).
+ *
+ * What: a handle binds once per mapping to its slot (bloom.h); every call
+ * runs inside a generation section (latch.h) that validates the layers it
+ * will probe and retries if an array was replaced meanwhile.  Adds never
+ * force a retry: bits are only ever set.  Workload: ~10^7-10^8 contains/s
+ * per core from many processes; contains_many keeps PIPE keys in flight so
+ * that their cache misses overlap, with no indirect call per key or probe.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bloom.h"
+#include "kind.h"
+
+#define PIPE         32u      /* contains_many: keys in flight */
+#define CHUNK        1024u    /* contains_many: keys per read section */
+
+int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len)
+{
+    char buf[RB_FILTER_NAME_MAX + 1];
+
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        /* Acquire pairs with the release store of LIVE in reserve: the
+         * slot's fields are complete. */
+        if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE ||
+            rbi_ld(&f->name_len) != len)
+            continue;
+        rbi_copy_out(buf, f->name, (len + 7) / 8);
+        if (memcmp(buf, name, len) == 0)
+            return (int64_t)i;
+    }
+    return -1;
+}
+
+/* A layer descriptor a reader may probe and a writer may free: a whole
+ * number of 64-byte blocks within the limits, a k we would make, inside
+ * the segment's size bytes. */
+static int layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
+{
+    uint64_t off = rbi_ld(&f->layer[l].array_off), bits = rbi_ld(&f->layer[l].bits);
+    uint64_t k = rbi_ld(&f->layer[l].k);
+
+    return bits != 0 && bits % RBI_BLOCK_BITS == 0 && bits <= RB_BLOOM_MAX_BITS && k != 0 &&
+           k <= RBI_BLOOM_MAX_K && rbi_span_ok(size, off, bits / 8);
+}
+
+int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void *), void *arg)
+{
+    const rbi_map_t *m;
+    char name[RB_FILTER_NAME_MAX + 1];
+
+    if (seg == NULL || fn == NULL)
+        return RB_EINVAL;
+    m = rbi_reader_map(seg);
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        uint64_t len;
+        int rc;
+        if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE)
+            continue;
+        len = rbi_ld(&f->name_len);
+        if (len == 0 || len > RB_FILTER_NAME_MAX)
+            continue;
+        rbi_copy_out(name, f->name, (len + 7) / 8);
+        if ((rc = fn(name, len, arg)) != 0)
+            return rc;
+    }
+    return RB_OK;
+}
+
+/* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM. */
+static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, rbi_bloom_bind_t **out)
+{
+    int64_t i = rbi_bloom_dir_find(m, name, len);
+    rb_filter_shm_t *f;
+    rbi_bloom_bind_t *b;
+
+    if (i < 0)
+        return RB_ENOENT;
+    f = rbi_dir_slot(m, (uint64_t)i);
+    b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return RB_ENOMEM;
+    b->map = m;
+    b->slot = f;
+    b->incarnation = rbi_ld(&f->incarnation);
+    b->layout = (uint32_t)rbi_ld(&f->layout);
+    rbi_copy_out(b->secret, f->secret, RBI_SECRET_WORDS);
+    if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED) {
+        free(b);
+        return RB_ECORRUPT;
+    }
+    *out = b;
+    return RB_OK;
+}
+
+int rb_bloom_open(const rb_segment_t *seg, const char *name, size_t len, rb_bloom_t **out)
+{
+    rbi_bloom_bind_t *b;
+    rb_bloom_t *bf;
+    int rc;
+
+    if (seg == NULL || out == NULL || !rbi_bloom_name_ok(name, len))
+        return RB_EINVAL;
+    rc = bind_resolve(rbi_reader_map(seg), name, len, &b);
+    if (rc != RB_OK)
+        return rc;
+    bf = calloc(1, sizeof(*bf));
+    if (bf == NULL) {
+        free(b);
+        return RB_ENOMEM;
+    }
+    bf->seg = seg;
+    bf->name_len = (uint32_t)len;
+    memcpy(bf->name, name, len);
+    pthread_mutex_init(&bf->lock, NULL);
+    atomic_store(&bf->bind, b);
+    *out = bf;
+    return RB_OK;
+}
+
+void rb_bloom_close(rb_bloom_t *bf)
+{
+    rbi_bloom_bind_t *b;
+
+    if (bf == NULL)
+        return;
+    b = atomic_load(&bf->bind);
+    while (b != NULL) {
+        rbi_bloom_bind_t *older = b->older;
+        free(b);
+        b = older;
+    }
+    pthread_mutex_destroy(&bf->lock);
+    free(bf);
+}
+
+/* Rebinding is rare and serialised by the handle's lock; the fast path is
+ * two loads. */
+int rbi_bloom_bind_get(const rb_bloom_t *cbf, const rbi_bloom_bind_t *stale,
+                       rbi_bloom_bind_t **out)
+{
+    rb_bloom_t *bf = (rb_bloom_t *)cbf;
+    const rbi_map_t *m = rbi_reader_map(bf->seg);
+    rbi_bloom_bind_t *b = atomic_load_explicit(&bf->bind, memory_order_acquire), *nb;
+    int rc = RB_OK;
+
+    if (b->map == m && b != stale) {
+        *out = b;
+        return RB_OK;
+    }
+    pthread_mutex_lock(&bf->lock);
+    b = atomic_load_explicit(&bf->bind, memory_order_acquire);
+    if (b->map != m || b == stale) {
+        rc = bind_resolve(m, bf->name, bf->name_len, &nb);
+        if (rc == RB_OK) {
+            nb->older = b;
+            /* Release: readers of the new binding see it complete. */
+            atomic_store_explicit(&bf->bind, nb, memory_order_release);
+            b = nb;
+        }
+    }
+    pthread_mutex_unlock(&bf->lock);
+    *out = b;
+    return rc;
+}
+
+/* Asks for the line at p.  GCC deletes loops whose only effect is a
+ * __builtin_prefetch (they look side-effect free), so the empty volatile
+ * asm pins each one in place. */
+static inline void prefetch_line(const void *p)
+{
+    __builtin_prefetch(p, 0, 3);
+    __asm__ __volatile__("" : : "r"(p));
+}
+
+/* Prefetches the line(s) a test of h will touch: the block (blocked), or
+ * the first two probes (standard; the rest follow while those load). */
+static inline void prefetch_layer(uint32_t layout, const rbi_bloom_layer_t *lv, rbi_h128_t h)
+{
+    const char *base = (const char *)(const void *)lv->arr;
+
+    if (layout == RB_BLOOM_BLOCKED) {
+        prefetch_line(base + rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) * 64);
+    } else {
+        prefetch_line(base + (rbi_fastrange64(h.h1, lv->bits) >> 6) * 8);
+        prefetch_line(base + (rbi_fastrange64(h.h1 + h.h2, lv->bits) >> 6) * 8);
+    }
+}
+
+/* gen0 is re-checked by section_retry. */
+int rbi_bloom_section_begin(const rbi_bloom_bind_t *b, rbi_bloom_section_t *s)
+{
+    const rb_filter_shm_t *f = b->slot;
+    uint64_t size, n;
+
+    s->b = b;
+    /* G1 (latch.h): an array replaced before gen0 was published is seen
+     * in place, with its offset. */
+    s->gen0 = rbi_gen_read_begin(&f->gen);
+    if (rbi_ld(&f->state) != RBI_FILTER_LIVE || rbi_ld(&f->incarnation) != b->incarnation)
+        return RB_ENOENT;
+    n = rbi_bloom_layer_count(f);
+    if (n == 0)
+        return RB_ECORRUPT;
+    size = rbi_seg_size(b->map);
+    for (uint64_t l = 0; l < n; l++) {
+        if (!layer_sound(f, l, size))
+            return RB_ECORRUPT;
+        s->layer[l].arr = rbi_word_at(b->map, rbi_ld(&f->layer[l].array_off));
+        s->layer[l].bits = rbi_ld(&f->layer[l].bits);
+        s->layer[l].k = (uint32_t)rbi_ld(&f->layer[l].k);
+    }
+    s->nlayers = (uint32_t)n;
+    return RB_OK;
+}
+
+static inline int section_retry(const rbi_bloom_section_t *s)
+{
+    /* G2 (latch.h): probes that read an array replaced after gen0 and
+     * reused since are discarded. */
+    return rbi_gen_read_retry(&s->b->slot->gen, s->gen0);
+}
+
+int rbi_bloom_read(const rb_bloom_t *bf, rbi_bloom_fn fn, void *arg)
+{
+    rbi_bloom_bind_t *b, *stale = NULL;
+    int rc;
+
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rc = rbi_bloom_bind_get(bf, stale, &b)) != RB_OK)
+            return rc;
+        for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+            rbi_bloom_section_t s;
+            rc = rbi_bloom_section_begin(b, &s);
+            if (rc == RB_OK)
+                rc = fn(&s, arg);
+            if (!section_retry(&s))
+                break;
+            rc = RB_EBUSY;
+        }
+        if (rc != RB_ENOENT)
+            return rc;
+        stale = b;
+    }
+    return rc;
+}
+
+typedef struct contains_arg {
+    const rb_key_t *keys;
+    size_t n;
+    uint8_t *out;
+    int64_t hits;
+} contains_arg_t;
+
+/* contains_fn for the common case, one blocked layer: the pipeline keeps
+ * each key's block address and second hash instead of the whole hash. */
+static int contains_blocked1(const rbi_bloom_section_t *s, contains_arg_t *a)
+{
+    const rbi_bloom_layer_t *lv = &s->layer[0];
+    const _Atomic uint64_t *arr = lv->arr, *blk[PIPE];
+    const rb_key_t *keys = a->keys;
+    const rbi_bloom_bind_t *b = s->b;
+    uint64_t h2[PIPE], nblocks = lv->bits / RBI_BLOCK_BITS;
+    uint8_t *out = a->out;
+    uint32_t k = lv->k;
+    size_t n = a->n;
+    int64_t hits = 0;   /* a local: out[] (bytes) may alias anything */
+
+    for (size_t i = 0; i < n + PIPE; i++) {
+        if (i >= PIPE) {
+            int hit = rbi_bloom_test_block(blk[i % PIPE], h2[i % PIPE], k);
+            out[i - PIPE] = (uint8_t)hit;
+            hits += hit;
+        }
+        if (i < n) {
+            rbi_h128_t x = rbi_bloom_key_hash(b, keys[i].ptr, keys[i].len);
+            blk[i % PIPE] = &arr[rbi_fastrange64(x.h1, nblocks) * RBI_BLOCK_WORDS];
+            h2[i % PIPE] = x.h2;
+            prefetch_line((const void *)blk[i % PIPE]);
+        }
+    }
+    a->hits = hits;
+    return RB_OK;
+}
+
+/* Tests a->n keys.  Software-pipelined: key i is hashed and its lines
+ * prefetched PIPE keys before it is tested, so memory latencies overlap
+ * with hashing and testing the keys in between. */
+static int contains_fn(const rbi_bloom_section_t *s, void *arg)
+{
+    contains_arg_t *a = arg;
+    rbi_h128_t h[PIPE];
+    size_t n = a->n;
+
+    a->hits = 0;
+    if (n == 1) {
+        a->out[0] = (uint8_t)rbi_bloom_section_test(s, rbi_bloom_key_hash(s->b, a->keys[0].ptr, a->keys[0].len));
+        a->hits = a->out[0];
+        return RB_OK;
+    }
+    if (s->nlayers == 1 && s->b->layout == RB_BLOOM_BLOCKED)
+        return contains_blocked1(s, a);
+    for (size_t i = 0; i < n + PIPE; i++) {
+        /* Test key i - PIPE first: its slot is the one key i reuses. */
+        if (i >= PIPE) {
+            size_t j = i - PIPE;
+            a->out[j] = (uint8_t)rbi_bloom_section_test(s, h[j % PIPE]);
+            a->hits += a->out[j];
+        }
+        if (i < n) {
+            rbi_h128_t x = rbi_bloom_key_hash(s->b, a->keys[i].ptr, a->keys[i].len);
+            h[i % PIPE] = x;
+            for (uint32_t l = 0; l < s->nlayers; l++)
+                prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(x, l));
+        }
+    }
+    return RB_OK;
+}
+
+int rb_bloom_contains(const rb_bloom_t *bf, const void *key, size_t len)
+{
+    rb_key_t k = { key, len };
+    uint8_t out;
+    contains_arg_t a = { &k, 1, &out, 0 };
+    int rc;
+
+    if (bf == NULL || (key == NULL && len != 0))
+        return RB_EINVAL;
+    rc = rbi_bloom_read(bf, contains_fn, &a);
+    return rc == RB_OK ? out : rc;
+}
+
+int64_t rb_bloom_contains_many(const rb_bloom_t *bf, const rb_key_t *keys, size_t n,
+                               uint8_t *out)
+{
+    int64_t hits = 0;
+
+    if (bf == NULL || (keys == NULL && n != 0) || (out == NULL && n != 0))
+        return RB_EINVAL;
+    /* One section per chunk, so a gen bump re-does at most one chunk. */
+    for (size_t base = 0; base < n; base += CHUNK) {
+        contains_arg_t a = { keys + base, n - base < CHUNK ? n - base : CHUNK, out + base, 0 };
+        int rc = rbi_bloom_read(bf, contains_fn, &a);
+        if (rc != RB_OK)
+            return rc;
+        hits += a.hits;
+    }
+    return hits;
+}
+
+typedef struct stat_arg {
+    int scan;        /* count the set bits (O(m)) or predict (O(layers)) */
+    uint64_t ones, bits;
+    double miss;     /* prod over layers of (1 - layer estimate) */
+    double predicted_fill_bits;
+} stat_arg_t;
+
+static int stat_fn(const rbi_bloom_section_t *s, void *arg)
+{
+    stat_arg_t *a = arg;
+    const rb_filter_shm_t *f = s->b->slot;
+
+    a->ones = a->bits = 0;
+    a->miss = 1.0;
+    a->predicted_fill_bits = 0.0;
+    for (uint32_t l = 0; l < s->nlayers; l++) {
+        const rbi_bloom_layer_t *lv = &s->layer[l];
+        uint64_t nblocks = lv->bits / RBI_BLOCK_BITS, lones = 0;
+        double est = 0.0;
+        if (!a->scan) {
+            /* Expected fill of a layer holding n keys: 1 - e^(-kn/m). */
+            double n = (double)rbi_ld(&f->layer[l].items);
+            double fill = 1.0 - exp(-(double)lv->k * n / (double)lv->bits);
+            a->predicted_fill_bits += fill * (double)lv->bits;
+            est = pow(fill, lv->k);
+        } else {
+            for (uint64_t blk = 0; blk < nblocks; blk++) {
+                uint64_t pc = 0;
+                for (uint32_t w = 0; w < RBI_BLOCK_WORDS; w++)
+                    pc += (uint64_t)__builtin_popcountll(rbi_ld(&lv->arr[blk * RBI_BLOCK_WORDS + w]));
+                lones += pc;
+                if (s->b->layout == RB_BLOOM_BLOCKED)
+                    est += pow((double)pc / RBI_BLOCK_BITS, lv->k);
+            }
+            est = s->b->layout == RB_BLOOM_BLOCKED ? est / (double)nblocks
+                                                   : pow((double)lones / (double)lv->bits, lv->k);
+        }
+        a->ones += lones;
+        a->bits += lv->bits;
+        a->miss *= 1.0 - est;
+    }
+    return RB_OK;
+}
+
+static int stat_common(const rb_bloom_t *bf, rb_bloom_stat_t *out, int scan)
+{
+    const rb_filter_shm_t *f;
+    rbi_bloom_bind_t *b;
+    stat_arg_t a = { scan, 0, 0, 1.0, 0.0 };
+    int rc;
+
+    if (bf == NULL || out == NULL)
+        return RB_EINVAL;
+    rc = rbi_bloom_read(bf, stat_fn, &a);
+    if (rc != RB_OK)
+        return rc;
+    if ((rc = rbi_bloom_bind_get(bf, NULL, &b)) != RB_OK)
+        return rc;
+    f = b->slot;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->name, bf->name, bf->name_len);
+    out->layout = b->layout;
+    out->flags = (uint32_t)rbi_ld(&f->flags);
+    out->expansion = (uint32_t)rbi_ld(&f->expansion);
+    out->layers = (uint32_t)rbi_bloom_layer_count(f);
+    out->current = (uint32_t)rbi_ld(&f->current);
+    out->window = (uint32_t)rbi_ld(&f->window);
+    out->rotations = rbi_ld(&f->rotations);
+    out->k = (uint32_t)rbi_ld(&f->layer[0].k);
+    for (uint32_t l = 0; l < out->layers; l++)
+        out->capacity += rbi_ld(&f->layer[l].capacity);
+    out->bits = a.bits;
+    out->bytes = a.bits / 8;
+    out->error_rate = rbi_load_double(&f->error_bits);
+    out->items = rbi_ld(&f->items);
+    out->bits_set = a.ones;
+    out->fill = a.bits == 0 ? 0.0
+                : scan ? (double)a.ones / (double)a.bits : a.predicted_fill_bits / (double)a.bits;
+    out->est_fpr = 1.0 - a.miss;
+    out->memory = a.bits / 8 + sizeof(rb_filter_shm_t);
+    return RB_OK;
+}
+
+int rb_bloom_stat(const rb_bloom_t *bf, rb_bloom_stat_t *out)
+{
+    return stat_common(bf, out, 1);
+}
+
+int rb_bloom_info(const rb_bloom_t *bf, rb_bloom_stat_t *out)
+{
+    return stat_common(bf, out, 0);
+}
+
+/* The bloom kind's extents (kind.h): one array per layer, each sound. */
+static int kind_extents(const rb_filter_shm_t *f, uint64_t size, rbi_extent_t *out, size_t *n)
+{
+    uint64_t nl = rbi_bloom_layer_count(f);
+
+    /* A live filter always has a first layer (it goes live after it), in
+     * every state a writer can stop in. */
+    if (nl == 0)
+        return RB_ECORRUPT;
+    for (uint64_t l = 0; l < nl; l++) {
+        if (!layer_sound(f, l, size))
+            return RB_ECORRUPT;
+        out[l].off = rbi_ld(&f->layer[l].array_off);
+        out[l].len = rbi_ld(&f->layer[l].bits) / 8;
+    }
+    *n = (size_t)nl;
+    return RB_OK;
+}
+
+static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
+{
+    uint64_t bytes = 0;
+
+    for (uint64_t l = 0; l < rbi_ld(&f->nlayers) && l < RB_BLOOM_MAX_LAYERS; l++)
+        bytes += rbi_round_up(rbi_ld(&f->layer[l].bits) / 8, RBI_ALIGN);
+    return bytes;
+}
+
+const rbi_kind_t rbi_kind_bloom = {
+    .layout_first = RB_BLOOM_STANDARD, .layout_last = RB_BLOOM_BLOCKED,
+    .extents = kind_extents, .heap_bytes = kind_heap_bytes,
+};

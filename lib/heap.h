@@ -1,0 +1,53 @@
+/*
+ * heap.h - the writer's allocator over the segment heap (heap.c).
+ *
+ * Free space is known only to the writer, in its handle: a sorted,
+ * coalesced list of free extents in [header.heap_offset, header.size).
+ * Every live extent is named by the header (ring copies) or the directory
+ * (filter arrays), so a writer that adopts a segment rebuilds the list from
+ * them (rbi_heap_rebuild, adopt.c) and nothing about free space has to be
+ * kept consistent in shared memory.  A created segment's list is built at
+ * its first allocation.
+ */
+#ifndef RBI_HEAP_H
+#define RBI_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ringbloom.h"
+
+typedef struct rbi_extent {
+    uint64_t off, len;
+} rbi_extent_t;
+
+typedef struct rbi_heap {
+    rbi_extent_t *free;   /* sorted by offset, coalesced */
+    size_t n, cap;
+    int built;            /* 0 until the first allocation or a rebuild */
+} rbi_heap_t;
+
+/* Frees the list.  Inline because the segment handle that holds the heap
+ * is freed by segment.c, which lies below the allocator. */
+static inline void rbi_heap_destroy(rbi_heap_t *heap)
+{
+    free(heap->free);
+    memset(heap, 0, sizeof(*heap));
+}
+
+/* Writer.  An extent of at least `bytes` (rounded up to RBI_ALIGN) at *off,
+ * growing the object (rbi_segment_grow) when nothing fits.  RB_EROFS,
+ * RB_ENOSPC (reservation or /dev/shm full), RB_ENOMEM. */
+int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off);
+
+/* Writer.  Returns an extent rbi_heap_alloc gave (same bytes). */
+void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes);
+
+/* Writer.  Replaces the free list with the complement of the `nlive` live
+ * extents (sorted here) in the heap; RB_ECORRUPT if they overlap, are
+ * misaligned or leave the committed size (nothing changes then). */
+int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive);
+
+#endif /* RBI_HEAP_H */

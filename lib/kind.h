@@ -1,0 +1,40 @@
+/*
+ * kind.h - a filter kind: what the segment-level code (adopt.c,
+ * rb_segment_info) needs from a live directory slot of that kind (kind.c
+ * holds the table).  A kind's reader and writer paths do not go through
+ * it: they bind to their own slots and keep their loops specialised.
+ */
+#ifndef RBI_KIND_H
+#define RBI_KIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "heap.h"
+#include "segment.h"
+
+/* The most heap extents one slot may hold (a Bloom filter: one per layer). */
+#define RBI_KIND_MAX_EXTENTS RB_BLOOM_MAX_LAYERS
+
+typedef struct rbi_kind {
+    /* The values of the slot's `layout` word that are this kind's. */
+    uint64_t layout_first, layout_last;
+    /* Stores the heap extents of live slot f in out[0 .. *n) (at most
+     * RBI_KIND_MAX_EXTENTS), after checking that each is one a reader of
+     * the kind would accept within `size` committed bytes: RB_ECORRUPT
+     * otherwise.  A slot reads as it was last published (writer, or a
+     * segment nobody writes). */
+    int (*extents)(const rb_filter_shm_t *f, uint64_t size, rbi_extent_t *out, size_t *n);
+    /* Heap bytes live slot f holds (its arrays, in whole RBI_ALIGN units). */
+    uint64_t (*heap_bytes)(const rb_filter_shm_t *f);
+} rbi_kind_t;
+
+extern const rbi_kind_t rbi_kind_bloom;   /* bloom_read.c */
+
+/* For a writer adopting m: the heap extents of every live slot in out
+ * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.
+ * RB_ECORRUPT for a live slot of no known kind, or as the kind says. */
+int rbi_kind_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
+
+#endif /* RBI_KIND_H */

@@ -1,0 +1,56 @@
+/*
+ * ring.h - the ring inside the library: the reader's view of a published
+ * copy, shared by the readers (ring_read.c) and the writer's load
+ * (ring.c), and what a writer adopting a segment needs (adopt.c).
+ */
+#ifndef RBI_RING_H
+#define RBI_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "heap.h"
+#include "segment.h"
+
+/* The header of one published copy as a read section read and checked it
+ * (ring_read.c): every section lies inside `words`. */
+typedef struct rbi_ring_view {
+    const _Atomic uint64_t *d;     /* word 0 of the copy */
+    uint64_t (*key_pos)(const void *key, size_t len);  /* the copy's mode's */
+    uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
+    uint64_t nodes_w, names_w, points_w, owners_w, index_w;
+} rbi_ring_view_t;
+
+static inline rb_ring_copy_shm_t *rbi_ring_copy_at(const rbi_map_t *m, uint64_t off)
+{
+    return (rb_ring_copy_shm_t *)(void *)rbi_word_at(m, off);
+}
+
+/* Node idx of the view, its name copied out; RB_ECORRUPT if its record
+ * fails the checks. */
+int rbi_ring_view_node(const rbi_ring_view_t *v, uint64_t idx, rb_node_t *out);
+
+/* The seq word of node idx's record (the order it was added). */
+static inline uint32_t rbi_ring_view_seq(const rbi_ring_view_t *v, uint64_t idx)
+{
+    return (uint32_t)(rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * idx + 1]) >> 32);
+}
+
+/* Runs fn on the active copy of m inside a read section (latch.h),
+ * retried while the writer overtakes it: fn's result, or RB_EBUSY past
+ * RBI_READ_RETRIES. */
+typedef int (*rbi_ring_fn)(const rbi_ring_view_t *v, void *arg);
+int rbi_ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg);
+
+/* The ring copies' heap extents (at most 2), for rbi_heap_rebuild. */
+void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
+
+/* RB_OK if the active ring copy of seg is sound (RB_ECORRUPT otherwise). */
+int rbi_ring_validate(const rb_segment_t *seg);
+
+/* Retries the calling thread's last ring read section needed (tests and
+ * benchmarks report the maximum). */
+extern _Thread_local uint32_t rbi_ring_last_retries;
+
+#endif /* RBI_RING_H */

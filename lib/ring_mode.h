@@ -1,0 +1,111 @@
+/*
+ * ring_mode.h - a ring mode is one table of operations: where a key sits
+ * on the 64-bit ring, how many points a node gets and where, and how equal
+ * positions are ordered.  Each mode is one file (ring_mode_<name>.c)
+ * defining one rbi_ring_mode_ops_t; ring_mode.c lists them by their
+ * rb_ring_mode_t value.  The model (ring.c) and the readers (ring_read.c)
+ * know no mode by name: every difference between modes is a field here.
+ *
+ * Adding a mode: its value in rb_ring_mode_t (ringbloom.h), its file, its
+ * extern below and its entry in ring_mode.c's table (and the file in
+ * Makefile.am).  Positions are part of what compatible clients compute, so
+ * a mode never changes once published.
+ */
+#ifndef RBI_RING_MODE_H
+#define RBI_RING_MODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ringbloom.h"
+
+/* One point of the model: a position and its owner. */
+typedef struct rbi_ring_point {
+    uint64_t pos;
+    uint32_t node;   /* index into the model's nodes (sorted by name) */
+    uint32_t tie;    /* order among equal positions: the node index, or its
+                        seq where the mode's tie_by_seq */
+} rbi_ring_point_t;
+
+typedef struct rbi_ring_mode_ops {
+    const char *name;    /* rb_ring_mode_name, rb_ring_mode_parse */
+    /* A key's position.  Modes with 32-bit hashes use the top half
+     * (p32 << 32), where the lower bound is the same.  Called once per
+     * lookup through this table. */
+    uint64_t (*key_pos)(const void *key, size_t len);
+    /* Points of a node of `weight`, given the ring's replicas per unit of
+     * weight and, for a mode that sizes nodes by their share, the
+     * membership's total weight and node count. */
+    uint64_t (*points)(uint32_t weight, uint32_t replicas, uint64_t total_weight,
+                       size_t nnodes);
+    /* An upper bound on the points of a membership of nnodes nodes
+     * weighing total_weight together: the point limit is checked against
+     * it before anything changes. */
+    uint64_t (*points_bound)(uint64_t total_weight, size_t nnodes, uint32_t replicas);
+    /* Stores the positions of the `count` points of node `name` (len
+     * bytes) in out[i].pos; `mode` is this table. */
+    void (*place)(const struct rbi_ring_mode_ops *mode, const char *name, size_t len,
+                  size_t count, rbi_ring_point_t *out);
+    /* Modes that place vnodes "name#r" (place = rbi_ring_place_vnodes):
+     * the position of vnode r, s being its n bytes. */
+    uint64_t (*vnode_hash)(const void *s, size_t n, uint64_t r);
+    /* Equal positions are ordered by the order nodes were added (their
+     * seq: the other side's server list) instead of by node name. */
+    int tie_by_seq;
+    /* A membership change re-sizes every node (shares of a fixed total):
+     * the model marks its points stale and rebuilds them all when next
+     * needed, instead of merging or dropping one node's points. */
+    int resize_all;
+} rbi_ring_mode_ops_t;
+
+extern const rbi_ring_mode_ops_t rbi_ring_mode_xxh3;    /* ring_mode_xxh3.c */
+extern const rbi_ring_mode_ops_t rbi_ring_mode_ketama;  /* ring_mode_ketama.c */
+extern const rbi_ring_mode_ops_t rbi_ring_mode_nginx;   /* ring_mode_nginx.c */
+extern const rbi_ring_mode_ops_t rbi_ring_mode_seed;    /* ring_mode_seed.c */
+
+/* The operations of mode value `mode` (a model's, or a published copy's
+ * mode word), or NULL if there is no such mode. */
+const rbi_ring_mode_ops_t *rbi_ring_mode_ops(uint64_t mode);
+
+/* ---- what several modes share ------------------------------------------ */
+
+/* A place operation: `count` vnodes "name#r", r = 0 .. count - 1, at
+ * mode->vnode_hash(vnode, r), the scheme of the xxh3 and seed modes. */
+static inline void rbi_ring_place_vnodes(const struct rbi_ring_mode_ops *mode, const char *name,
+                                         size_t len, size_t count, rbi_ring_point_t *out)
+{
+    char buf[RB_NODE_NAME_MAX + 24];
+
+    memcpy(buf, name, len);
+    for (size_t r = 0; r < count; r++) {
+        int k = snprintf(buf + len, sizeof(buf) - len, "#%zu", r);
+        out[r].pos = mode->vnode_hash(buf, len + (size_t)k, r);
+    }
+}
+
+/* replicas x weight points per node: the rule of the xxh3 and seed modes. */
+static inline uint64_t rbi_ring_points_by_replicas(uint32_t weight, uint32_t replicas,
+                                                   uint64_t total_weight, size_t nnodes)
+{
+    (void)total_weight;
+    (void)nnodes;
+    return (uint64_t)replicas * weight;
+}
+
+static inline uint64_t rbi_ring_bound_by_replicas(uint64_t total_weight, size_t nnodes,
+                                                  uint32_t replicas)
+{
+    (void)nnodes;
+    return (uint64_t)replicas * total_weight;
+}
+
+/* "host:port" -> host and port as nginx splits a server string: the port
+ * is the run of digits after the last ':' (nothing inserted when there is
+ * none); a "unix:" prefix means no port (ring_mode_nginx.c).  ketama reads
+ * its node names the same way. */
+void rbi_ring_split_hostport(const char *name, size_t len, size_t *hostlen, const char **port,
+                             size_t *portlen);
+
+#endif /* RBI_RING_MODE_H */

@@ -1,0 +1,347 @@
+/*
+ * ring_read.c - the ring's reader side: lock-free lookups (one node, n
+ * distinct nodes), figures and node lists of the published table.
+ *
+ * What: a read section (the two-copy latch, latch.h) around a view of the
+ * active copy: its header read and bounds-checked once (view_open,
+ * cached per thread while the sequence stands still), then the owner of a
+ * position found through the index: bucket j = the position's top b bits
+ * holds the first point whose top bits are >= j, so the lower bound lies
+ * in [index[j], index[j+1]], usually one or two points apart.  Every offset
+ * and count read from the copy is checked before use, so a torn read gives
+ * garbage the section's re-check discards, never a fault.
+ *
+ * Workload: lookups at memory speed (~2-3 cache lines each) from many
+ * processes and threads; the only indirect call is the mode's key hash.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "latch.h"
+#include "ring.h"
+#include "ring_mode.h"
+#include "segment.h"
+#include "util.h"
+
+_Thread_local uint32_t rbi_ring_last_retries;
+
+static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
+{
+    return start >= RBI_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
+}
+
+/* Reads and bounds-checks the header of copy `which` of m; a ring never
+ * published reads as an empty view.  Inside a read section a failure may
+ * be a torn read; the section's retry decides.  RB_OK, RB_ECORRUPT. */
+static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
+{
+    const rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t size = rbi_seg_size(m);
+    uint64_t off = rbi_ld(&h->ring.copy_off[which]);
+    uint64_t cap = rbi_ld(&h->ring.copy_cap[which]);
+    const rbi_ring_mode_ops_t *ops;
+    const rb_ring_copy_shm_t *c;
+
+    memset(v, 0, sizeof(*v));
+    if (off == 0)
+        return RB_OK;                /* never published */
+    if (cap < RBI_RING_COPY_HDR_WORDS * 8 || !rbi_span_ok(size, off, cap))
+        return RB_ECORRUPT;
+    c = rbi_ring_copy_at(m, off);
+    v->d = c->data - RBI_RING_COPY_HDR_WORDS;
+    if (rbi_ld(&c->magic) != RBI_RING_COPY_MAGIC)
+        return RB_ECORRUPT;
+    v->version = rbi_ld(&c->version);
+    v->mode = rbi_ld(&c->mode);
+    v->replicas = rbi_ld(&c->replicas);
+    v->nnodes = rbi_ld(&c->nnodes);
+    v->npoints = rbi_ld(&c->npoints);
+    v->bits = rbi_ld(&c->index_bits);
+    v->words = rbi_ld(&c->words);
+    v->nodes_w = rbi_ld(&c->nodes_w);
+    v->names_w = rbi_ld(&c->names_w);
+    v->points_w = rbi_ld(&c->points_w);
+    v->owners_w = rbi_ld(&c->owners_w);
+    v->index_w = rbi_ld(&c->index_w);
+    v->names_bytes = rbi_ld(&c->names_bytes);
+    v->owners = rbi_ld(&c->owners);
+    if ((ops = rbi_ring_mode_ops(v->mode)) == NULL || v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) ||
+        v->words > cap / 8 || v->words < RBI_RING_COPY_HDR_WORDS ||
+        v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
+        v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
+        (v->npoints == 0) != (v->nnodes == 0) ||
+        v->bits < 1 || v->bits > RBI_RING_MAX_INDEX_BITS || (v->names_bytes & 7) != 0 ||
+        !sect_ok(v->nodes_w, RBI_NODE_WORDS * v->nnodes, v->words) ||
+        !sect_ok(v->names_w, v->names_bytes / 8, v->words) ||
+        !sect_ok(v->points_w, v->npoints, v->words) ||
+        !sect_ok(v->owners_w, (v->npoints + 3) / 4, v->words) ||
+        !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
+        return RB_ECORRUPT;
+    v->key_pos = ops->key_pos;
+    return RB_OK;
+}
+
+static inline __attribute__((always_inline)) uint64_t view_index(const rbi_ring_view_t *v, uint64_t e)
+{
+    return (rbi_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;
+}
+
+static inline __attribute__((always_inline)) uint64_t view_owner(const rbi_ring_view_t *v, uint64_t i)
+{
+    return (rbi_ld(&v->d[v->owners_w + i / 4]) >> (16 * (i & 3))) & 0xFFFFu;
+}
+
+/* The point index owning position h: lower bound, wrapping to 0.  The
+ * view has points (a ring never published has no mode to hash with). */
+static inline __attribute__((always_inline)) int view_find(const rbi_ring_view_t *v, uint64_t h,
+                                                         uint64_t *pt)
+{
+    uint64_t j, lo, hi;
+    const _Atomic uint64_t *pos;
+
+    j = h >> (64 - v->bits);
+    lo = view_index(v, j);
+    hi = view_index(v, j + 1);
+    pos = &v->d[v->points_w];
+    if (lo > hi || hi > v->npoints)
+        return RB_ECORRUPT;
+    /* Invariant: points below lo are < h, points from hi on are >= h. */
+    while (hi - lo > 8) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (rbi_ld(&pos[mid]) < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo < hi && rbi_ld(&pos[lo]) < h)
+        lo++;
+    *pt = lo == v->npoints ? 0 : lo;
+    return RB_OK;
+}
+
+int rbi_ring_view_node(const rbi_ring_view_t *v, uint64_t idx, rb_node_t *out)
+{
+    uint64_t w0, noff, nlen, weight;
+
+    if (idx >= v->nnodes)
+        return RB_ECORRUPT;
+    w0 = rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * idx]);
+    weight = rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * idx + 1]) & 0xFFFFFFFFu;
+    noff = w0 & RBI_NODE_OFF_MASK;
+    nlen = w0 >> RBI_NODE_LEN_SHIFT;
+    if (nlen == 0 || nlen > RB_NODE_NAME_MAX || (noff & 7) != 0 ||
+        noff > v->names_bytes || rbi_round_up(nlen, 8) > v->names_bytes - noff ||
+        weight == 0 || weight > RB_RING_MAX_WEIGHT)
+        return RB_ECORRUPT;
+    rbi_copy_out(out->name, &v->d[v->names_w + noff / 8], (size_t)(nlen + 7) / 8);
+    out->name[nlen] = '\0';
+    out->name_len = (uint32_t)nlen;
+    out->index = (uint32_t)idx;
+    out->weight = (uint32_t)weight;
+    out->version = v->version;
+    return RB_OK;
+}
+
+/* The last view a thread validated, by (mapping, sequence): while seq
+ * still equals `seq` the copy cannot have changed (latch invariant L1), so
+ * a lookup in a quiet ring skips re-validating the copy header. */
+typedef struct view_cache {
+    uint64_t map_id, seq;
+    rbi_ring_view_t v;
+} view_cache_t;
+
+static _Thread_local view_cache_t tl_view;
+
+/* One read section around fn, retried while the writer overtakes it. */
+static inline __attribute__((always_inline)) int
+ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)
+{
+    const _Atomic uint64_t *seq = &rbi_hdr(m)->ring.seq;
+
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        rbi_ring_view_t fresh;
+        const rbi_ring_view_t *v = &tl_view.v;
+        uint64_t s = rbi_latch_read_begin(seq);
+        int cached = tl_view.map_id == m->id && tl_view.seq == s, rc = RB_OK;
+        if (!cached) {
+            rc = view_open(m, (unsigned)(s & 1), &fresh);
+            v = &fresh;
+        }
+        if (rc == RB_OK)
+            rc = fn(v, arg);
+        if (!rbi_latch_read_retry(seq, s)) {
+            if (!cached && rc != RB_ECORRUPT) {
+                tl_view.v = fresh;
+                tl_view.seq = s;
+                tl_view.map_id = m->id;
+            }
+            rbi_ring_last_retries = t;
+            return rc;
+        }
+    }
+    rbi_ring_last_retries = RBI_READ_RETRIES;
+    return RB_EBUSY;
+}
+
+typedef struct lookup_arg {
+    const void *key;
+    size_t len;
+    uint64_t hmode;   /* mode the cached hash was computed for, or ~0 */
+    uint64_t h;
+    rb_node_t *out;
+    size_t n;         /* wanted (lookup_n) */
+    size_t got;
+} lookup_arg_t;
+
+/* The key's position in v's mode, hashed once per mode across retries:
+ * one call through the mode's table. */
+static inline __attribute__((always_inline)) uint64_t arg_hash(lookup_arg_t *a,
+                                                               const rbi_ring_view_t *v)
+{
+    if (a->hmode != v->mode) {
+        a->h = v->key_pos(a->key, a->len);
+        a->hmode = v->mode;
+    }
+    return a->h;
+}
+
+/* The point owning a's key in v; RB_EEMPTY for a ring without points. */
+static inline __attribute__((always_inline)) int key_point(const rbi_ring_view_t *v,
+                                                          lookup_arg_t *a, uint64_t *pt)
+{
+    if (v->npoints == 0)
+        return RB_EEMPTY;
+    return view_find(v, arg_hash(a, v), pt);
+}
+
+static int lookup_fn(const rbi_ring_view_t *v, void *arg)
+{
+    lookup_arg_t *a = arg;
+    uint64_t pt;
+    int rc = key_point(v, a, &pt);
+
+    if (rc != RB_OK)
+        return rc;
+    return rbi_ring_view_node(v, view_owner(v, pt), a->out);
+}
+
+int rb_ring_lookup(const rb_segment_t *seg, const void *key, size_t len, rb_node_t *out)
+{
+    lookup_arg_t a = { key, len, ~0ULL, 0, out, 1, 0 };
+
+    if (seg == NULL || (key == NULL && len != 0) || out == NULL)
+        return RB_EINVAL;
+    return ring_read(rbi_reader_map(seg), lookup_fn, &a);
+}
+
+static int lookup_n_fn(const rbi_ring_view_t *v, void *arg)
+{
+    lookup_arg_t *a = arg;
+    uint64_t seen[(RB_RING_MAX_NODES + 64) / 64];
+    size_t want = a->n < v->owners ? a->n : (size_t)v->owners;
+    uint64_t pt;
+    int rc = key_point(v, a, &pt);
+
+    if (rc != RB_OK)
+        return rc;
+    memset(seen, 0, ((v->nnodes + 63) / 64) * sizeof(uint64_t));
+    a->got = 0;
+    for (uint64_t step = 0; step < v->npoints && a->got < want; step++) {
+        uint64_t o = view_owner(v, pt);
+        if (o >= v->nnodes)
+            return RB_ECORRUPT;
+        if (!(seen[o / 64] & (1ULL << (o % 64)))) {
+            seen[o / 64] |= 1ULL << (o % 64);
+            rc = rbi_ring_view_node(v, o, &a->out[a->got]);
+            if (rc != RB_OK)
+                return rc;
+            a->got++;
+        }
+        if (++pt == v->npoints)
+            pt = 0;
+    }
+    /* `owners` nodes own points, so a walk that finds fewer than `want`
+     * distinct owners read a torn table. */
+    return a->got == want ? RB_OK : RB_ECORRUPT;
+}
+
+int rb_ring_lookup_n(const rb_segment_t *seg, const void *key, size_t len,
+                     rb_node_t *out, size_t n)
+{
+    lookup_arg_t a = { key, len, ~0ULL, 0, out, n, 0 };
+    int rc;
+
+    if (seg == NULL || (key == NULL && len != 0) || out == NULL || n == 0)
+        return RB_EINVAL;
+    rc = ring_read(rbi_reader_map(seg), lookup_n_fn, &a);
+    return rc == RB_OK ? (int)a.got : rc;
+}
+
+static int stat_fn(const rbi_ring_view_t *v, void *arg)
+{
+    rb_ring_stat_t *st = arg;
+
+    st->version = v->version;
+    st->mode = (uint32_t)v->mode;
+    st->replicas = (uint32_t)v->replicas;
+    st->nodes = (uint32_t)v->nnodes;
+    st->points = (uint32_t)v->npoints;
+    st->index_bits = (uint32_t)v->bits;
+    st->bytes = v->words * 8;
+    return RB_OK;
+}
+
+int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
+{
+    if (seg == NULL || out == NULL)
+        return RB_EINVAL;
+    return ring_read(rbi_reader_map(seg), stat_fn, out);
+}
+
+typedef struct nodes_arg {
+    rb_node_t *out;
+    size_t cap, count;
+} nodes_arg_t;
+
+static int nodes_fn(const rbi_ring_view_t *v, void *arg)
+{
+    nodes_arg_t *a = arg;
+
+    a->count = (size_t)v->nnodes;
+    for (uint64_t i = 0; i < v->nnodes && i < a->cap; i++) {
+        int rc = rbi_ring_view_node(v, i, &a->out[i]);
+        if (rc != RB_OK)
+            return rc;
+    }
+    return RB_OK;
+}
+
+int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *count)
+{
+    nodes_arg_t a = { out, cap, 0 };
+    int rc;
+
+    if (seg == NULL || count == NULL || (out == NULL && cap != 0))
+        return RB_EINVAL;
+    rc = ring_read(rbi_reader_map(seg), nodes_fn, &a);
+    if (rc == RB_OK)
+        *count = a.count;
+    return rc;
+}
+
+int rbi_ring_validate(const rb_segment_t *seg)
+{
+    const rbi_map_t *m = rbi_seg_map(seg);
+    rbi_ring_view_t v;
+
+    /* Only the active copy matters: the inactive one is an older version,
+     * or one a dead writer left half-written, and is rewritten before it
+     * is ever made active. */
+    return view_open(m, (unsigned)(rbi_ld(&rbi_hdr(m)->ring.seq) & 1), &v);
+}
+
+int rbi_ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)
+{
+    return ring_read(m, fn, arg);
+}

@@ -1,0 +1,119 @@
+/*
+ * segment.h - the process-local handles on a segment (segment.c): one
+ * mapping of one shm object (rbi_map_t), the handle that holds the
+ * current mapping (struct rb_segment), and the accessors every reader and
+ * writer uses to reach the header and the directory through it.
+ */
+#ifndef RBI_SEGMENT_H
+#define RBI_SEGMENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "format.h"
+#include "heap.h"
+#include "ringbloom.h"
+
+/* One mapping of one shm object.  Immutable once published in a handle;
+ * a reader handle that moves to a newer object keeps the old mapping until
+ * rb_segment_close, so threads still reading it stay safe. */
+typedef struct rbi_map {
+    uint64_t id;             /* unique in the process, never reused */
+    unsigned char *base;     /* mapping of map_len (= header.max_size) bytes */
+    size_t map_len;
+    int fd;
+    uint64_t dir_off;        /* directory placement, validated at open; the */
+    uint64_t dir_slots;      /* writer never changes them afterwards */
+    dev_t dev;               /* identity of the object, to notice a new one */
+    ino_t ino;
+    uid_t owner;             /* the object's owner when it was opened */
+    struct rbi_map *older;   /* replaced mappings, freed at close */
+} rbi_map_t;
+
+struct rb_segment {
+    _Atomic(rbi_map_t *) map; /* current mapping (a writer's never changes) */
+    int writable;
+    char instance[RB_INSTANCE_MAX + 1]; /* "" for a private segment */
+    rbi_heap_t heap;         /* writer only */
+    pthread_mutex_t lock;    /* reader: serialises moving to a new object */
+    _Atomic uint64_t next_poll_ms; /* reader: earliest next look for one */
+    uid_t owner;             /* reader: the owner of every object it maps:
+                                given at attach, or else the first one's */
+};
+
+/* The handle's current mapping.  Readers call rbi_reader_map(), which also
+ * notices (cheaply, every RBI_POLL_CALLS calls per thread) a retired
+ * segment or a restarted daemon and moves the handle to the live object. */
+static inline rbi_map_t *rbi_seg_map(const rb_segment_t *seg)
+{
+    return atomic_load_explicit(&((rb_segment_t *)seg)->map, memory_order_acquire);
+}
+
+#define RBI_POLL_CALLS 1024u    /* calls per thread between liveness looks */
+#define RBI_POLL_MS    250u     /* at most one reopen attempt per handle per */
+#define RBI_STALE_MS   3000u    /* a heartbeat older than this: writer gone */
+
+/* Moves a reader handle to its instance's live object if the current one
+ * is retired or silent (at most every RBI_POLL_MS). */
+void rbi_segment_poll(rb_segment_t *seg);
+
+static inline rbi_map_t *rbi_reader_map(const rb_segment_t *seg)
+{
+    static _Thread_local uint32_t tick;
+
+    if ((++tick % RBI_POLL_CALLS) == 0 && !seg->writable && seg->instance[0] != '\0')
+        rbi_segment_poll((rb_segment_t *)seg);
+    return rbi_seg_map(seg);
+}
+
+static inline rb_header_shm_t *rbi_hdr(const rbi_map_t *m)
+{
+    return (rb_header_shm_t *)(void *)m->base;
+}
+
+/* Word pointer at a byte offset that the caller has bounds-checked. */
+static inline _Atomic uint64_t *rbi_word_at(const rbi_map_t *m, uint64_t off)
+{
+    return (_Atomic uint64_t *)(void *)(m->base + off);
+}
+
+/* The committed size: every byte below it is backed by the object. */
+static inline uint64_t rbi_seg_size(const rbi_map_t *m)
+{
+    /* Acquire pairs with rbi_segment_grow's release store after growing
+     * the object: the grown bytes exist before anyone may read them. */
+    return atomic_load_explicit(&rbi_hdr(m)->size, memory_order_acquire);
+}
+
+static inline rb_filter_shm_t *rbi_dir_slot(const rbi_map_t *m, uint64_t i)
+{
+    return (rb_filter_shm_t *)(void *)(m->base + m->dir_off + i * sizeof(rb_filter_shm_t));
+}
+
+/* Writer.  Grows the object to at least new_size (rounded up to
+ * RBI_GROW_STEP) and publishes the new header.size.  RB_ENOSPC past the
+ * reservation, or the errno code of ftruncate / posix_fallocate. */
+int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size);
+
+/* ---- for adopt.c: a writer adopting contents it did not make ------------ */
+
+/* Creates the object of instance (NULL: private) as rb_segment_create
+ * does; it goes live only if `live` (a restore fills it first). */
+int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int live,
+                     rb_segment_t **out);
+
+/* Opens, maps read-write and locks instance's existing object, checking its
+ * header only (RB_EBUSY: another writer holds the lock). */
+int rbi_segment_open_rw(const char *instance, rb_segment_t **out);
+
+/* Records this process as the writer (pid, start, heartbeat). */
+void rbi_segment_claim(rb_segment_t *seg);
+
+/* The header checks every attach, takeover and restore share.  The bytes
+ * behind h: the object's size by fstat(fd) if fd >= 0, else len (a
+ * dump's).  RB_OK or the RB_E* code of the first failed check. */
+int rbi_segment_check_header(const rb_header_shm_t *h, int fd, uint64_t len);
+
+#endif /* RBI_SEGMENT_H */

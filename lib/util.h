@@ -1,0 +1,52 @@
+/*
+ * util.h - the helpers every file of the library may use: error codes of
+ * errno values, the clock, copying bytes in and out of shared words,
+ * alignment and bounds arithmetic, the instance-name rule (util.c).
+ */
+#ifndef RBI_UTIL_H
+#define RBI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "latch.h"
+
+/* Unix time in milliseconds (CLOCK_REALTIME): heartbeats are compared
+ * across processes. */
+uint64_t rbi_now_ms(void);
+
+/* The RB_E* code for errno value e. */
+int rbi_errno_code(int e);
+
+/* 1 if s is a valid instance name: 1..RB_INSTANCE_MAX bytes of
+ * [A-Za-z0-9_.-], not starting with '.'. */
+int rbi_instance_ok(const char *s);
+
+/* Copy `bytes` bytes into shared memory words with relaxed stores (the
+ * last word zero-padded). */
+void rbi_copy_in(_Atomic uint64_t *dst, const void *src, size_t bytes);
+
+/* Copy n words out of shared memory with relaxed loads. */
+static inline void rbi_copy_out(void *dst, const _Atomic uint64_t *src, size_t nwords)
+{
+    unsigned char *d = dst;
+    for (size_t i = 0; i < nwords; i++) {
+        uint64_t w = rbi_ld(&src[i]);
+        memcpy(d + 8 * i, &w, 8);
+    }
+}
+
+static inline uint64_t rbi_round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* True if [off, off + len) lies inside a committed size `size`, with off
+ * 8-byte aligned; safe against overflow for any off/len read from shm. */
+static inline int rbi_span_ok(uint64_t size, uint64_t off, uint64_t len)
+{
+    return (off & 7) == 0 && off <= size && len <= size - off;
+}
+
+#endif /* RBI_UTIL_H */
