@@ -493,7 +493,7 @@ static void cmd_bf_info(rbd_ctx_t *x)
         return;
     }
     v[0] = (long long)st.capacity;
-    v[1] = (long long)(st.bytes + 576 + 48 * RB_BLOOM_MAX_LAYERS);   /* arrays + directory slot */
+    v[1] = (long long)st.memory;   /* arrays + directory slot */
     v[2] = st.layers;
     v[3] = (long long)st.items;
     v[4] = st.expansion;

@@ -30,10 +30,6 @@
 #include "recovery.h"
 #include "replay.h"
 
-/* The library rounds a segment's reservation up to this, its growth step
- * (what the re-attach warning compares; the public API does not say it). */
-#define GROWTH_STEP 65536u
-
 /* The bytes of a state file, mmap'ed. */
 typedef struct mapped {
     const unsigned char *data;
@@ -201,7 +197,7 @@ static int reattach(const rbd_config_t *cfg, rbd_state_t *st, rbd_aof_t *aof,
         rbd_log(LOG_WARNING, "could not set the segment's mode to 0%o",
                 (unsigned)cfg->segment_mode);
     if (rb_segment_info(st->seg, &si) == RB_OK &&
-        (si.max_size != (cfg->max_memory + GROWTH_STEP - 1) / GROWTH_STEP * GROWTH_STEP ||
+        (si.max_size != rb_segment_reservation(cfg->max_memory) ||
          si.max_filters != cfg->max_filters))
         rbd_log(LOG_WARNING, "the live segment keeps max-memory %llu and max-filters %u "
                 "(configured: %llu, %u); they change only when the segment is rebuilt "
