@@ -115,7 +115,7 @@ void rbd_aof_close(rbd_aof_t *a)
     }
     if (a->dirfd >= 0)
         close(a->dirfd);
-    rbuf_free(&a->pending);
+    rbi_buf_free(&a->pending);
     a->logfd = a->dirfd = -1;
 }
 
@@ -127,7 +127,7 @@ size_t rbd_aof_record_begin(rbd_aof_t *a, uint8_t type)
     unsigned char hdr[RBD_REC_HDR] = { 0 };
 
     hdr[8] = type;
-    rbuf_append(&a->pending, hdr, sizeof(hdr));
+    rbi_buf_append(&a->pending, hdr, sizeof(hdr));
     return start;
 }
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "resp.h"
+#include "resp_enc.h"
 
 #define RBD_LOG_FILE      "appendonly.rbl"
 #define RBD_LOG_MAGIC     "RBLOG002"
@@ -38,7 +38,7 @@ typedef struct rbd_aof {
     int appendfsync;           /* FSYNC_*: the policy in force (open, SIGHUP) */
     uint64_t log_id;           /* id of the log at appendonly.rbl (0: none) */
     uint64_t log_bytes;        /* size of the log file */
-    resp_buf_t pending;        /* records not yet written */
+    rbi_buf_t pending;        /* records not yet written */
     int force_sync;            /* a record needs fsync before its reply */
     int dirty;                 /* written since the last fsync */
     int write_error;           /* last write failed: replies are held */
@@ -71,7 +71,7 @@ static inline int rbd_aof_refuses(const rbd_aof_t *a)
 size_t rbd_aof_record_begin(rbd_aof_t *a, uint8_t type);
 static inline void rbd_aof_put(rbd_aof_t *a, const void *data, size_t len)
 {
-    rbuf_append(&a->pending, data, len);
+    rbi_buf_append(&a->pending, data, len);
 }
 void rbd_aof_record_end(rbd_aof_t *a, size_t start, int sync);
 

@@ -47,8 +47,8 @@ void rbd_client_free(server_t *s, client_t *c)
     s->clients[c->fd] = NULL;
     s->nclients--;
     s->client_mem -= c->mem;
-    rbuf_free(&c->in);
-    rbuf_free(&c->out);
+    rbi_buf_free(&c->in);
+    rbi_buf_free(&c->out);
     resp_parser_free(&c->parser);
     free(c);
     if (s->accept_paused)
@@ -122,10 +122,10 @@ void rbd_client_interest(server_t *s, client_t *c)
  * acknowledges nothing, so P1 is not at stake. */
 static void client_drop(server_t *s, client_t *c, const char *why)
 {
-    rbuf_free(&c->in);
-    rbuf_free(&c->out);
+    rbi_buf_free(&c->in);
+    rbi_buf_free(&c->out);
     resp_parser_free(&c->parser);
-    resp_error(&c->out, "ERR %s", why);
+    rbi_resp_error(&c->out, "ERR %s", why);
     c->closing = 1;
     c->paused = 0;
     c->awaits_log = 0;
@@ -208,7 +208,7 @@ static void run_input(server_t *s, client_t *c)
         if (rc == RESP_MORE)
             break;   /* what is left <= max-request-bytes: the parser refuses more */
         if (rc == RESP_ERR) {
-            resp_error(&c->out, "ERR %s", err);
+            rbi_resp_error(&c->out, "ERR %s", err);
             s->protocol_errors++;
             c->closing = 1;
             break;
@@ -231,9 +231,9 @@ static void run_input(server_t *s, client_t *c)
         }
     }
     if (done > 0)
-        rbuf_consume(&c->in, done);
+        rbi_buf_consume(&c->in, done);
     if (c->in.len == 0 && c->in.cap > KEEP_BUF)
-        rbuf_free(&c->in);
+        rbi_buf_free(&c->in);
     client_account(s, c);
     make_room(s, 0);
 }
@@ -317,11 +317,11 @@ int rbd_client_write(server_t *s, client_t *c)
         return -1;
     }
     if (off > 0) {
-        rbuf_consume(&c->out, off);
+        rbi_buf_consume(&c->out, off);
         c->last_active_ms = rbd_mono_ms();
     }
     if (c->out.len == 0 && c->out.cap > KEEP_BUF)
-        rbuf_free(&c->out);
+        rbi_buf_free(&c->out);
     client_account(s, c);
     if (c->out.len == 0 && c->closing) {
         rbd_client_free(s, c);

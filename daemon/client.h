@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "resp.h"
+#include "resp_enc.h"
 
 struct server;
 struct ucred;
@@ -20,9 +21,9 @@ typedef struct client {
     uid_t uid;
     gid_t gid;
     pid_t pid;
-    resp_buf_t in;        /* received, not yet executed */
+    rbi_buf_t in;        /* received, not yet executed */
     resp_parser_t parser;
-    resp_buf_t out;       /* replies not yet sent */
+    rbi_buf_t out;       /* replies not yet sent */
     uint64_t mem;         /* bytes of its buffers, counted in client_mem */
     uint64_t last_active_ms; /* last complete request or reply byte sent */
     int closing;          /* close once out is flushed */

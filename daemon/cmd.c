@@ -42,7 +42,7 @@ static void unknown_command(rbd_ctx_t *x)
         if (w >= sizeof(args))
             w = sizeof(args) - 1;
     }
-    resp_error(x->out, "ERR unknown command '%.*s', with args beginning with: %s",
+    rbi_resp_error(x->out, "ERR unknown command '%.*s', with args beginning with: %s",
                (int)(x->argl[0] < 128 ? x->argl[0] : 128), x->argv[0], args);
 }
 
@@ -54,12 +54,12 @@ static int allowed(rbd_ctx_t *x)
 
     if ((x->cmd->flags & (CMD_WRITE | CMD_ADMIN)) && !x->c->can_write) {
         x->s->denied++;
-        resp_error(x->out, "NOPERM this user (uid %u) has no permissions to run the '%s' "
+        rbi_resp_error(x->out, "NOPERM this user (uid %u) has no permissions to run the '%s' "
                    "command", (unsigned)x->c->uid, rbd_cmd_lower(x->cmd, lower, sizeof(lower)));
         return -1;
     }
     if ((x->cmd->flags & CMD_WRITE) && rbd_aof_refuses(&x->s->aof)) {
-        resp_error(x->out, "MISCONF the log in %s cannot be written; changes are refused "
+        rbi_resp_error(x->out, "MISCONF the log in %s cannot be written; changes are refused "
                    "until it can (see the daemon's log)", x->s->aof.dir);
         return -1;
     }

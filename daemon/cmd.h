@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "resp.h"
+#include "resp_enc.h"
 #include "server.h"
 
 /* Command flags, after Redis's (server.h).  A command with none only reads
@@ -35,7 +35,7 @@ typedef struct rbd_ctx {
     size_t argc;
     const char **argv;
     const size_t *argl;
-    resp_buf_t *out;              /* the client's replies */
+    rbi_buf_t *out;              /* the client's replies */
     const rbd_command_t *cmd;     /* the command being run */
 } rbd_ctx_t;
 

@@ -51,7 +51,7 @@ static int reply_if_shm_full(rbd_ctx_t *x)
     left = si.max_size - si.size;
     if (free_bytes >= left)
         return 0;
-    resp_error(x->out, "ERR out of memory for the filter: /dev/shm is full (%llu bytes free "
+    rbi_resp_error(x->out, "ERR out of memory for the filter: /dev/shm is full (%llu bytes free "
                "there; max-memory leaves %llu)", free_bytes, left);
     return 1;
 }
@@ -61,7 +61,7 @@ static int reply_if_shm_full(rbd_ctx_t *x)
 static void reply_no_space(rbd_ctx_t *x)
 {
     if (!reply_if_shm_full(x))
-        resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
+        rbi_resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
                    (unsigned long long)x->s->cfg.max_memory);
 }
 
@@ -74,7 +74,7 @@ static void create_error(rbd_ctx_t *x, int rc)
     /* The directory's size is the segment's (max-filters when it was
      * made), not a library constant: the one reply the table cannot hold. */
     if (rc == RB_ESLOTS && rb_segment_info(x->s->state.seg, &si) == RB_OK)
-        resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
+        rbi_resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
                    si.max_filters);
     else
         rbd_cmd_error(x, RBD_AT_CREATE, rc);
@@ -131,7 +131,7 @@ static void add_keys(rbd_ctx_t *x, rb_bloom_t *bf, size_t first, size_t n, int a
     int rc;
 
     if (keys == NULL || fresh == NULL) {
-        resp_error(x->out, "ERR out of memory");
+        rbi_resp_error(x->out, "ERR out of memory");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -141,9 +141,9 @@ static void add_keys(rbd_ctx_t *x, rb_bloom_t *bf, size_t first, size_t n, int a
     memset(fresh, RB_BLOOM_NOT_ADDED, n);
     rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
     if (as_array)
-        resp_array(x->out, op.nkeys + (rc < 0));
+        rbi_resp_array(x->out, op.nkeys + (rc < 0));
     for (size_t i = 0; i < op.nkeys; i++)
-        resp_int(x->out, fresh[i]);
+        rbi_resp_int(x->out, fresh[i]);
     if (rc == RB_ENOSPC)
         reply_no_space(x);
     else if (rc < 0)
@@ -189,23 +189,23 @@ static int reserve_redisbloom(rbd_ctx_t *x, const reserve_args_t *a, rb_bloom_pa
     long long cap, exp = RB_BLOOM_DEFAULT_EXPANSION;
 
     if (rbd_cmd_arg_double(x, 2, &p->error_rate) != 0)
-        resp_error(x->out, "ERR bad error rate");
+        rbi_resp_error(x->out, "ERR bad error rate");
     else if (p->error_rate >= 1 || p->error_rate <= 0)
-        resp_error(x->out, "ERR (0 < error rate range < 1) ");
+        rbi_resp_error(x->out, "ERR (0 < error rate range < 1) ");
     else if (rbd_cmd_arg_ll(x, 3, &cap) != 0)
-        resp_error(x->out, "ERR bad capacity");
+        rbi_resp_error(x->out, "ERR bad capacity");
     else if (cap <= 0)
-        resp_error(x->out, "ERR (capacity should be larger than 0)");
+        rbi_resp_error(x->out, "ERR (capacity should be larger than 0)");
     else if (a->exp_at + 1 == x->argc)
-        resp_error(x->out, "ERR no expansion");
+        rbi_resp_error(x->out, "ERR no expansion");
     else if (a->exp_at != 0 && a->nonscaling)
-        resp_error(x->out, "Nonscaling filters cannot expand");
+        rbi_resp_error(x->out, "Nonscaling filters cannot expand");
     else if (a->exp_at != 0 && rbd_cmd_arg_ll(x, a->exp_at + 1, &exp) != 0)
-        resp_error(x->out, "ERR bad expansion");
+        rbi_resp_error(x->out, "ERR bad expansion");
     else if (exp < 1)
-        resp_error(x->out, "ERR expansion should be greater or equal to 1");
+        rbi_resp_error(x->out, "ERR expansion should be greater or equal to 1");
     else if (exp > RB_BLOOM_MAX_EXPANSION)
-        resp_error(x->out, "ERR expansion should be at most %d", RB_BLOOM_MAX_EXPANSION);
+        rbi_resp_error(x->out, "ERR expansion should be at most %d", RB_BLOOM_MAX_EXPANSION);
     else {
         p->capacity = (uint64_t)cap;
         p->expansion = (uint32_t)exp;
@@ -223,7 +223,7 @@ static int parse_layout(rbd_ctx_t *x, size_t i, rb_bloom_layout_t *out)
     else if (rbd_cmd_arg_is(x, i, "blocked"))
         *out = RB_BLOOM_BLOCKED;
     else {
-        resp_error(x->out, "ERR layout must be standard or blocked");
+        rbi_resp_error(x->out, "ERR layout must be standard or blocked");
         return -1;
     }
     return 0;
@@ -243,21 +243,21 @@ static int reserve_ours(rbd_ctx_t *x, const reserve_args_t *a, rb_bloom_params_t
     long long window = 0, gens = 0;
 
     if (a->layout_at + 1 == x->argc) {
-        resp_error(x->out, "ERR no layout");
+        rbi_resp_error(x->out, "ERR no layout");
         return -1;
     }
     if (a->layout_at != 0 && parse_layout(x, a->layout_at + 1, &p->layout) != 0)
         return -1;
     if (a->window_at != 0 && option_ll(x, a->window_at, 0, 100000000, &window) != 0) {
-        resp_error(x->out, "ERR AGING wants a window in seconds (0: rotate only when full)");
+        rbi_resp_error(x->out, "ERR AGING wants a window in seconds (0: rotate only when full)");
         return -1;
     }
     if (a->gens_at != 0 && option_ll(x, a->gens_at, 2, RB_BLOOM_MAX_LAYERS, &gens) != 0) {
-        resp_error(x->out, "ERR GENERATIONS must be an integer in [2, %d]", RB_BLOOM_MAX_LAYERS);
+        rbi_resp_error(x->out, "ERR GENERATIONS must be an integer in [2, %d]", RB_BLOOM_MAX_LAYERS);
         return -1;
     }
     if ((a->window_at != 0 || a->gens_at != 0) && (a->nonscaling || a->exp_at != 0)) {
-        resp_error(x->out, "ERR AGING filters neither scale nor take NONSCALING / EXPANSION");
+        rbi_resp_error(x->out, "ERR AGING filters neither scale nor take NONSCALING / EXPANSION");
         return -1;
     }
     if (a->window_at != 0 || a->gens_at != 0)
@@ -289,9 +289,9 @@ static void cmd_bf_reserve(rbd_ctx_t *x)
         return;
     rc = reserve(x, x->argv[1], x->argl[1], &p);
     if (rc == RB_OK)
-        resp_simple(x->out, "OK");
+        rbi_resp_simple(x->out, "OK");
     else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
-        resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
+        rbi_resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
                    "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
     else if (rc != RB_ENOSPC)   /* RB_EEXIST: "item exists" */
         create_error(x, rc);
@@ -328,11 +328,11 @@ static int insert_value(rbd_ctx_t *x, size_t i, char c0, char c1, rb_bloom_param
     if (c0 == 'l')
         return parse_layout(x, i + 1, &p->layout);
     if (c0 == 'c' && rbd_cmd_arg_ll(x, i + 1, cap) != 0)
-        resp_error(x->out, "Bad capacity");
+        rbi_resp_error(x->out, "Bad capacity");
     else if (c0 == 'e' && c1 == 'r' && rbd_cmd_arg_double(x, i + 1, &p->error_rate) != 0)
-        resp_error(x->out, "Bad error rate");
+        rbi_resp_error(x->out, "Bad error rate");
     else if (c0 == 'e' && c1 != 'r' && rbd_cmd_arg_ll(x, i + 1, exp) != 0)
-        resp_error(x->out, "Bad expansion");
+        rbi_resp_error(x->out, "Bad expansion");
     else
         return 0;
     return -1;
@@ -363,7 +363,7 @@ static int insert_options(rbd_ctx_t *x, rb_bloom_params_t *p, long long *cap, lo
             continue;
         }
         if (c0 != 'c' && c0 != 'e' && !rbd_cmd_arg_is(x, i, "LAYOUT")) {
-            resp_error(x->out, "Unknown argument received");
+            rbi_resp_error(x->out, "Unknown argument received");
             return -1;
         }
         if (i + 1 >= x->argc) {
@@ -399,7 +399,7 @@ static void cmd_bf_insert(rbd_ctx_t *x)
     }
     if (p.error_rate <= 0 || p.error_rate >= 1 || cap < 1 || exp < 1 ||
         exp > RB_BLOOM_MAX_EXPANSION) {
-        resp_error(x->out, "Bad argument received");
+        rbi_resp_error(x->out, "Bad argument received");
         return;
     }
     p.capacity = (uint64_t)cap;
@@ -428,10 +428,10 @@ static void exists_keys(rbd_ctx_t *x, size_t first, int as_array)
         return;
     }
     if (as_array)
-        resp_array(x->out, n);
+        rbi_resp_array(x->out, n);
     for (size_t i = 0; i < n; i++) {
         int r = bf ? rb_bloom_contains(bf, x->argv[first + i], x->argl[first + i]) : 0;
-        resp_int(x->out, r == 1);
+        rbi_resp_int(x->out, r == 1);
     }
 }
 
@@ -449,27 +449,27 @@ static void cmd_bf_mexists(rbd_ctx_t *x)
  * for an aging filter. */
 static void info_all(rbd_ctx_t *x, const rb_bloom_stat_t *st, const long long *v)
 {
-    resp_array(x->out, (st->flags & RB_BLOOM_AGING) ? 16 : 10);
-    resp_simple(x->out, "Capacity");
-    resp_int(x->out, v[0]);
-    resp_simple(x->out, "Size");
-    resp_int(x->out, v[1]);
-    resp_simple(x->out, "Number of filters");
-    resp_int(x->out, v[2]);
-    resp_simple(x->out, "Number of items inserted");
-    resp_int(x->out, v[3]);
-    resp_simple(x->out, "Expansion rate");
+    rbi_resp_array(x->out, (st->flags & RB_BLOOM_AGING) ? 16 : 10);
+    rbi_resp_simple(x->out, "Capacity");
+    rbi_resp_int(x->out, v[0]);
+    rbi_resp_simple(x->out, "Size");
+    rbi_resp_int(x->out, v[1]);
+    rbi_resp_simple(x->out, "Number of filters");
+    rbi_resp_int(x->out, v[2]);
+    rbi_resp_simple(x->out, "Number of items inserted");
+    rbi_resp_int(x->out, v[3]);
+    rbi_resp_simple(x->out, "Expansion rate");
     if (st->flags & (RB_BLOOM_NONSCALING | RB_BLOOM_AGING))
-        resp_nil(x->out);
+        rbi_resp_nil(x->out);
     else
-        resp_int(x->out, v[4]);
+        rbi_resp_int(x->out, v[4]);
     if (st->flags & RB_BLOOM_AGING) {
-        resp_simple(x->out, "Generations");
-        resp_int(x->out, st->layers);
-        resp_simple(x->out, "Window");
-        resp_int(x->out, st->window);
-        resp_simple(x->out, "Rotations");
-        resp_int(x->out, (long long)st->rotations);
+        rbi_resp_simple(x->out, "Generations");
+        rbi_resp_int(x->out, st->layers);
+        rbi_resp_simple(x->out, "Window");
+        rbi_resp_int(x->out, st->window);
+        rbi_resp_simple(x->out, "Rotations");
+        rbi_resp_int(x->out, (long long)st->rotations);
     }
 }
 
@@ -503,15 +503,15 @@ static void cmd_bf_info(rbd_ctx_t *x)
     }
     for (int i = 0; i < 5; i++) {
         if (rbd_cmd_arg_is(x, 2, fields[i])) {
-            resp_array(x->out, 1);
+            rbi_resp_array(x->out, 1);
             if (i == 4 && (st.flags & RB_BLOOM_NONSCALING))
-                resp_nil(x->out);
+                rbi_resp_nil(x->out);
             else
-                resp_int(x->out, v[i]);
+                rbi_resp_int(x->out, v[i]);
             return;
         }
     }
-    resp_error(x->out, "Invalid information value");
+    rbi_resp_error(x->out, "Invalid information value");
 }
 
 static void cmd_bf_card(rbd_ctx_t *x)
@@ -524,14 +524,14 @@ static void cmd_bf_card(rbd_ctx_t *x)
         return;
     bf = filter_arg(x, 1, &rc);
     if (bf == NULL && rc == RB_ENOENT) {
-        resp_int(x->out, 0);
+        rbi_resp_int(x->out, 0);
         return;
     }
     if (bf == NULL || (rc = rb_bloom_info(bf, &st)) != RB_OK) {
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
         return;
     }
-    resp_int(x->out, (long long)st.items);
+    rbi_resp_int(x->out, (long long)st.items);
 }
 
 /* BF.RESET name (ours): clears the filter for every reader at once. */
@@ -547,7 +547,7 @@ static void cmd_bf_reset(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
         return;
     }
-    resp_simple(x->out, "OK");
+    rbi_resp_simple(x->out, "OK");
 }
 
 const rbd_command_t rbd_cmd_bf_table[] = {

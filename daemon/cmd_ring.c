@@ -16,7 +16,7 @@ static int parse_weight(rbd_ctx_t *x, size_t i, uint32_t *w)
     long long v;
 
     if (rbd_cmd_arg_ll(x, i, &v) != 0 || v < 1 || v > RB_RING_MAX_WEIGHT) {
-        resp_error(x->out, "ERR weight must be an integer in [1, %d]", RB_RING_MAX_WEIGHT);
+        rbi_resp_error(x->out, "ERR weight must be an integer in [1, %d]", RB_RING_MAX_WEIGHT);
         return -1;
     }
     *w = (uint32_t)v;
@@ -28,7 +28,7 @@ static int node_name_ok(rbd_ctx_t *x, size_t i)
     if (rbd_cmd_arg_name(x, i, "node", RB_NODE_NAME_MAX) != 0)
         return -1;
     if (memchr(x->argv[i], '\0', x->argl[i]) != NULL) {
-        resp_error(x->out, "ERR node name may not contain NUL bytes");
+        rbi_resp_error(x->out, "ERR node name may not contain NUL bytes");
         return -1;
     }
     return 0;
@@ -40,7 +40,7 @@ static void run(rbd_ctx_t *x, rbd_op_t *op)
     int rc = rbd_op_run(&x->s->state, &x->s->aof, op);
 
     if (rc == RB_OK)
-        resp_simple(x->out, "OK");
+        rbi_resp_simple(x->out, "OK");
     else
         rbd_cmd_error(x, op->publish_failed ? RBD_AT_PUBLISH : RBD_AT_NODE, rc);
 }
@@ -57,7 +57,7 @@ static void cmd_ring_add(rbd_ctx_t *x)
     if (node_name_ok(x, 1) != 0 || (x->argc == 3 && parse_weight(x, 2, &op.weight) != 0))
         return;
     if (rb_ring_node_count(x->s->state.ring) >= x->s->cfg.max_nodes) {
-        resp_error(x->out, "ERR max number of nodes reached (max-nodes is %u)",
+        rbi_resp_error(x->out, "ERR max number of nodes reached (max-nodes is %u)",
                    x->s->cfg.max_nodes);
         return;
     }
@@ -91,13 +91,13 @@ static void cmd_ring_mode(rbd_ctx_t *x)
         return;
     }
     if (rb_ring_mode_parse(x->argv[1], x->argl[1], &mode) != RB_OK) {
-        resp_error(x->out, "ERR unknown ring mode '%.*s' (xxh3, ketama, nginx or seed)",
+        rbi_resp_error(x->out, "ERR unknown ring mode '%.*s' (xxh3, ketama, nginx or seed)",
                    (int)x->argl[1], x->argv[1]);
         return;
     }
     if (x->argc == 3) {
         if (rbd_cmd_arg_ll(x, 2, &v) != 0 || v < 1 || v > RB_RING_MAX_REPLICAS) {
-            resp_error(x->out, "ERR replicas must be an integer in [1, %d]",
+            rbi_resp_error(x->out, "ERR replicas must be an integer in [1, %d]",
                        RB_RING_MAX_REPLICAS);
             return;
         }
@@ -123,11 +123,11 @@ static void cmd_ring_nodes(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_RING, rc);
         return;
     }
-    resp_array(x->out, count);
+    rbi_resp_array(x->out, count);
     for (size_t i = 0; i < count; i++) {
-        resp_array(x->out, 2);
-        resp_bulk(x->out, nodes[i].name, nodes[i].name_len);
-        resp_int(x->out, nodes[i].weight);
+        rbi_resp_array(x->out, 2);
+        rbi_resp_bulk(x->out, nodes[i].name, nodes[i].name_len);
+        rbi_resp_int(x->out, nodes[i].weight);
     }
     free(nodes);
 }
@@ -143,7 +143,7 @@ static void cmd_ring_get(rbd_ctx_t *x)
     if (rc != RB_OK)
         rbd_cmd_error(x, RBD_AT_RING, rc);
     else
-        resp_bulk(x->out, n.name, n.name_len);
+        rbi_resp_bulk(x->out, n.name, n.name_len);
 }
 
 static void cmd_ring_getn(rbd_ctx_t *x)
@@ -156,7 +156,7 @@ static void cmd_ring_getn(rbd_ctx_t *x)
     if (rbd_cmd_arg_key(x, 1) != 0)
         return;
     if (rbd_cmd_arg_ll(x, 2, &n) != 0 || n < 1 || n > RB_RING_MAX_NODES) {
-        resp_error(x->out, "ERR n must be an integer in [1, %d]", RB_RING_MAX_NODES);
+        rbi_resp_error(x->out, "ERR n must be an integer in [1, %d]", RB_RING_MAX_NODES);
         return;
     }
     /* No more answers than nodes: the reply buffer follows the ring, not
@@ -165,16 +165,16 @@ static void cmd_ring_getn(rbd_ctx_t *x)
         n = (long long)have;
     nodes = malloc((size_t)n * sizeof(*nodes));
     if (nodes == NULL) {
-        resp_error(x->out, "ERR out of memory");
+        rbi_resp_error(x->out, "ERR out of memory");
         return;
     }
     rc = rb_ring_lookup_n(x->s->state.seg, x->argv[1], x->argl[1], nodes, (size_t)n);
     if (rc < 0) {
         rbd_cmd_error(x, RBD_AT_RING, rc);
     } else {
-        resp_array(x->out, (size_t)rc);
+        rbi_resp_array(x->out, (size_t)rc);
         for (int i = 0; i < rc; i++)
-            resp_bulk(x->out, nodes[i].name, nodes[i].name_len);
+            rbi_resp_bulk(x->out, nodes[i].name, nodes[i].name_len);
     }
     free(nodes);
 }
@@ -188,19 +188,19 @@ static void cmd_ring_info(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_RING, rc);
         return;
     }
-    resp_array(x->out, 12);
-    resp_simple(x->out, "Mode");
-    resp_bulk_str(x->out, rb_ring_mode_name(rb_ring_mode(x->s->state.ring)));
-    resp_simple(x->out, "Replicas");
-    resp_int(x->out, rb_ring_replicas(x->s->state.ring));
-    resp_simple(x->out, "Nodes");
-    resp_int(x->out, st.nodes);
-    resp_simple(x->out, "Points");
-    resp_int(x->out, st.points);
-    resp_simple(x->out, "Version");
-    resp_int(x->out, (long long)st.version);
-    resp_simple(x->out, "Bytes per copy");
-    resp_int(x->out, (long long)st.bytes);
+    rbi_resp_array(x->out, 12);
+    rbi_resp_simple(x->out, "Mode");
+    rbi_resp_bulk_str(x->out, rb_ring_mode_name(rb_ring_mode(x->s->state.ring)));
+    rbi_resp_simple(x->out, "Replicas");
+    rbi_resp_int(x->out, rb_ring_replicas(x->s->state.ring));
+    rbi_resp_simple(x->out, "Nodes");
+    rbi_resp_int(x->out, st.nodes);
+    rbi_resp_simple(x->out, "Points");
+    rbi_resp_int(x->out, st.points);
+    rbi_resp_simple(x->out, "Version");
+    rbi_resp_int(x->out, (long long)st.version);
+    rbi_resp_simple(x->out, "Bytes per copy");
+    rbi_resp_int(x->out, (long long)st.bytes);
 }
 
 const rbd_command_t rbd_cmd_ring_table[] = {

@@ -20,47 +20,47 @@ static void cmd_ping(rbd_ctx_t *x)
     if (x->argc > 2)
         rbd_cmd_wrong_arity(x);
     else if (x->argc == 2)
-        resp_bulk(x->out, x->argv[1], x->argl[1]);
+        rbi_resp_bulk(x->out, x->argv[1], x->argl[1]);
     else
-        resp_simple(x->out, "PONG");
+        rbi_resp_simple(x->out, "PONG");
 }
 
 static void cmd_echo(rbd_ctx_t *x)
 {
-    resp_bulk(x->out, x->argv[1], x->argl[1]);
+    rbi_resp_bulk(x->out, x->argv[1], x->argl[1]);
 }
 
 static void cmd_quit(rbd_ctx_t *x)
 {
-    resp_simple(x->out, "OK");
+    rbi_resp_simple(x->out, "OK");
     x->c->closing = 1;
 }
 
 static void cmd_select(rbd_ctx_t *x)
 {
     if (rbd_cmd_arg_is(x, 1, "0"))
-        resp_simple(x->out, "OK");
+        rbi_resp_simple(x->out, "OK");
     else
-        resp_error(x->out, "ERR DB index is out of range");
+        rbi_resp_error(x->out, "ERR DB index is out of range");
 }
 
 static void cmd_command(rbd_ctx_t *x)
 {
     /* redis-cli asks for COMMAND DOCS at start; an empty answer is fine. */
     if (x->argc >= 2 && rbd_cmd_arg_is(x, 1, "COUNT"))
-        resp_int(x->out, 0);
+        rbi_resp_int(x->out, 0);
     else
-        resp_array(x->out, 0);
+        rbi_resp_array(x->out, 0);
 }
 
 static void cmd_client(rbd_ctx_t *x)
 {
     if (rbd_cmd_arg_is(x, 1, "SETNAME") || rbd_cmd_arg_is(x, 1, "SETINFO"))
-        resp_simple(x->out, "OK");
+        rbi_resp_simple(x->out, "OK");
     else if (rbd_cmd_arg_is(x, 1, "ID"))
-        resp_int(x->out, (long long)x->c->id);
+        rbi_resp_int(x->out, (long long)x->c->id);
     else
-        resp_error(x->out, "ERR unknown subcommand '%.*s'.", (int)x->argl[1], x->argv[1]);
+        rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'.", (int)x->argl[1], x->argv[1]);
 }
 
 /* ---- CONFIG GET ------------------------------------------------------------------ */
@@ -93,8 +93,8 @@ static void cfg_emit(const char *name, const char *value, void *arg)
         return;
     g->matches++;
     if (!g->count_only) {
-        resp_bulk_str(g->x->out, name);
-        resp_bulk_str(g->x->out, value);
+        rbi_resp_bulk_str(g->x->out, name);
+        rbi_resp_bulk_str(g->x->out, value);
     }
 }
 
@@ -104,28 +104,28 @@ static void cmd_config(rbd_ctx_t *x)
     char save[32];
 
     if (!rbd_cmd_arg_is(x, 1, "GET")) {
-        resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET.", (int)x->argl[1],
+        rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET.", (int)x->argl[1],
                    x->argv[1]);
         return;
     }
     if (x->argc < 3) {
-        resp_error(x->out, "ERR wrong number of arguments for 'config|get' command");
+        rbi_resp_error(x->out, "ERR wrong number of arguments for 'config|get' command");
         return;
     }
     /* Two Redis names that redis-benchmark asks for, mapped to ours. */
     snprintf(save, sizeof(save), "%u 1", x->s->cfg.save_seconds);
     rbd_config_each(&x->s->cfg, cfg_emit, &g);
     g.matches += cfg_match(x, "save") + cfg_match(x, "appendonly");
-    resp_array(x->out, 2 * g.matches);
+    rbi_resp_array(x->out, 2 * g.matches);
     g.count_only = 0;
     rbd_config_each(&x->s->cfg, cfg_emit, &g);
     if (cfg_match(x, "save")) {
-        resp_bulk_str(x->out, "save");
-        resp_bulk_str(x->out, save);
+        rbi_resp_bulk_str(x->out, "save");
+        rbi_resp_bulk_str(x->out, save);
     }
     if (cfg_match(x, "appendonly")) {
-        resp_bulk_str(x->out, "appendonly");
-        resp_bulk_str(x->out, "yes");
+        rbi_resp_bulk_str(x->out, "appendonly");
+        rbi_resp_bulk_str(x->out, "yes");
     }
 }
 
@@ -136,11 +136,11 @@ static void cmd_save(rbd_ctx_t *x)
     char err[512];
 
     if (rbd_snapshot_save(&x->s->snaps, &x->s->aof, x->s->state.seg, err, sizeof(err)) == 0) {
-        resp_simple(x->out, "OK");
+        rbi_resp_simple(x->out, "OK");
     } else {
         /* The operator reading the daemon's log must see it too. */
         rbd_log(LOG_WARNING, "SAVE failed: %s", err);
-        resp_error(x->out, "ERR snapshot failed: %s", err);
+        rbi_resp_error(x->out, "ERR snapshot failed: %s", err);
     }
 }
 
@@ -156,7 +156,7 @@ static void cmd_shutdown(rbd_ctx_t *x)
         if (rbd_cmd_arg_is(x, 1, "NOSAVE"))
             save = 0;
         else if (!rbd_cmd_arg_is(x, 1, "SAVE")) {
-            resp_error(x->out, "ERR syntax error");
+            rbi_resp_error(x->out, "ERR syntax error");
             return;
         }
     }
@@ -171,7 +171,7 @@ static void cmd_shutdown(rbd_ctx_t *x)
 
 /* INFO's text: Redis-style "# Section" blocks of key:value lines. */
 typedef struct info_buf {
-    resp_buf_t b;
+    rbi_buf_t b;
     int sections;
     server_t *s;              /* for the filters' lines (rb_bloom_list's callback) */
     size_t filters;           /* filter lines so far */
@@ -190,13 +190,13 @@ static void info_line(info_buf_t *ib, const char *fmt, ...)
     if (n > (int)sizeof(line) - 3)
         n = (int)sizeof(line) - 3;
     memcpy(line + n, "\r\n", 2);
-    rbuf_append(&ib->b, line, (size_t)n + 2);
+    rbi_buf_append(&ib->b, line, (size_t)n + 2);
 }
 
 static void info_section(info_buf_t *ib, const char *title)
 {
     if (ib->sections++ > 0)
-        rbuf_append(&ib->b, "\r\n", 2);
+        rbi_buf_append(&ib->b, "\r\n", 2);
     info_line(ib, "# %s", title);
 }
 
@@ -365,10 +365,10 @@ static void cmd_info(rbd_ctx_t *x)
         if (info_want(x, sections[i].name))
             sections[i].fn(x->s, &ib);
     if (ib.b.oom)
-        resp_error(x->out, "ERR out of memory");
+        rbi_resp_error(x->out, "ERR out of memory");
     else
-        resp_bulk(x->out, ib.b.data ? ib.b.data : "", ib.b.len);
-    rbuf_free(&ib.b);
+        rbi_resp_bulk(x->out, ib.b.data ? ib.b.data : "", ib.b.len);
+    rbi_buf_free(&ib.b);
 }
 
 const rbd_command_t rbd_cmd_server_table[] = {

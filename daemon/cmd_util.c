@@ -58,11 +58,11 @@ int rbd_cmd_arg_double(const rbd_ctx_t *x, size_t i, double *out)
 int rbd_cmd_arg_key(rbd_ctx_t *x, size_t i)
 {
     if (x->argl[i] == 0) {
-        resp_error(x->out, "ERR empty key");
+        rbi_resp_error(x->out, "ERR empty key");
         return -1;
     }
     if (x->argl[i] > x->s->cfg.max_key_bytes) {
-        resp_error(x->out, "ERR key too long (%zu bytes, max-key-bytes is %llu)", x->argl[i],
+        rbi_resp_error(x->out, "ERR key too long (%zu bytes, max-key-bytes is %llu)", x->argl[i],
                    (unsigned long long)x->s->cfg.max_key_bytes);
         return -1;
     }
@@ -80,11 +80,11 @@ int rbd_cmd_arg_keys(rbd_ctx_t *x, size_t first)
 int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max)
 {
     if (x->argl[i] == 0) {
-        resp_error(x->out, "ERR empty %s name", what);
+        rbi_resp_error(x->out, "ERR empty %s name", what);
         return -1;
     }
     if (x->argl[i] > max) {
-        resp_error(x->out, "ERR %s name too long (%zu bytes, max %zu)", what, x->argl[i], max);
+        rbi_resp_error(x->out, "ERR %s name too long (%zu bytes, max %zu)", what, x->argl[i], max);
         return -1;
     }
     return 0;
@@ -108,7 +108,7 @@ void rbd_cmd_wrong_arity(rbd_ctx_t *x)
      * lower case, however the client typed it (RedisBloom 8.4+ declares
      * its arities, so Redis names BF.* this way too; RedisBloom 2.6 echoed
      * them as typed: README's differences). */
-    resp_error(x->out, "ERR wrong number of arguments for '%s' command",
+    rbi_resp_error(x->out, "ERR wrong number of arguments for '%s' command",
                rbd_cmd_lower(x->cmd, lower, sizeof(lower)));
 }
 
@@ -165,11 +165,11 @@ void rbd_cmd_error(rbd_ctx_t *x, rbd_err_at_t at, int rc)
         if (e->at != at || (e->rc != rc && e->rc != RB_OK))
             continue;
         if (e->rc == RB_OK)
-            resp_error(x->out, "%s%s", e->text, rb_strerror(rc));
+            rbi_resp_error(x->out, "%s%s", e->text, rb_strerror(rc));
         else if (e->tail != NULL)
-            resp_error(x->out, "%s%llu%s", e->text, e->num, e->tail);
+            rbi_resp_error(x->out, "%s%llu%s", e->text, e->num, e->tail);
         else
-            resp_error(x->out, "%s", e->text);
+            rbi_resp_error(x->out, "%s", e->text);
         return;
     }
 }

@@ -1,5 +1,5 @@
 /*
- * resp.c - RESP2 request parsing and reply encoding; see resp.h.
+ * resp.c - RESP2 request parsing; see resp.h.
  *
  * The parser trusts nothing: every length is range-checked before use,
  * numbers must be plain decimal, a bulk must end in CRLF, and nested arrays
@@ -8,7 +8,6 @@
  */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,108 +277,4 @@ int resp_parse(resp_parser_t *p, const char *buf, size_t len, const resp_limits_
 const char *resp_arg(const resp_parser_t *p, const char *buf, size_t i)
 {
     return (p->inline_req ? p->scratch : buf) + p->off[i];
-}
-
-/* ---- replies ------------------------------------------------------------- */
-
-void rbuf_free(resp_buf_t *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof(*b));
-}
-
-void rbuf_append(resp_buf_t *b, const void *data, size_t len)
-{
-    if (b->oom)
-        return;
-    if (b->len + len > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        char *d;
-        while (cap < b->len + len)
-            cap *= 2;
-        d = realloc(b->data, cap);
-        if (d == NULL) {
-            b->oom = 1;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, data, len);
-    b->len += len;
-}
-
-void rbuf_consume(resp_buf_t *b, size_t n)
-{
-    memmove(b->data, b->data + n, b->len - n);
-    b->len -= n;
-}
-
-static void append_str(resp_buf_t *b, const char *s)
-{
-    rbuf_append(b, s, strlen(s));
-}
-
-void resp_simple(resp_buf_t *b, const char *s)
-{
-    rbuf_append(b, "+", 1);
-    append_str(b, s);
-    rbuf_append(b, "\r\n", 2);
-}
-
-void resp_error(resp_buf_t *b, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    /* An error is one line: newlines in it would desynchronise clients. */
-    for (char *c = msg; *c; c++)
-        if (*c == '\r' || *c == '\n')
-            *c = ' ';
-    rbuf_append(b, "-", 1);
-    append_str(b, msg);
-    rbuf_append(b, "\r\n", 2);
-}
-
-void resp_int(resp_buf_t *b, long long v)
-{
-    char s[32];
-    int n = snprintf(s, sizeof(s), ":%lld\r\n", v);
-    rbuf_append(b, s, (size_t)n);
-}
-
-void resp_bulk(resp_buf_t *b, const void *data, size_t len)
-{
-    char s[32];
-    int n = snprintf(s, sizeof(s), "$%zu\r\n", len);
-    rbuf_append(b, s, (size_t)n);
-    rbuf_append(b, data, len);
-    rbuf_append(b, "\r\n", 2);
-}
-
-void resp_bulk_str(resp_buf_t *b, const char *s)
-{
-    resp_bulk(b, s, strlen(s));
-}
-
-void resp_nil(resp_buf_t *b)
-{
-    rbuf_append(b, "$-1\r\n", 5);
-}
-
-void resp_array(resp_buf_t *b, size_t n)
-{
-    char s[32];
-    int len = snprintf(s, sizeof(s), "*%zu\r\n", n);
-    rbuf_append(b, s, (size_t)len);
-}
-
-void resp_double(resp_buf_t *b, double v)
-{
-    char s[64];
-    int n = snprintf(s, sizeof(s), "%.17g", v);
-    resp_bulk(b, s, (size_t)n);
 }

@@ -1,5 +1,6 @@
 /*
- * resp.h - incremental RESP2 request parser and reply encoder (ringbloomd).
+ * resp.h - incremental RESP2 request parser (ringbloomd); replies are
+ * encoded by the project's one encoder, lib/resp_enc.h.
  *
  * Requests: multibulk arrays of bulk strings ("*2\r\n$4\r\nPING\r\n...") as
  * every Redis client sends, and inline commands (a text line split on
@@ -60,27 +61,5 @@ int resp_parse(resp_parser_t *p, const char *buf, size_t len, const resp_limits_
 
 /* Argument i of a complete request. */
 const char *resp_arg(const resp_parser_t *p, const char *buf, size_t i);
-
-/* ---- replies ------------------------------------------------------------- */
-
-typedef struct resp_buf {
-    char *data;
-    size_t len, cap;
-    int oom;              /* an append failed: the buffer is incomplete */
-} resp_buf_t;
-
-void rbuf_free(resp_buf_t *b);
-void rbuf_append(resp_buf_t *b, const void *data, size_t len);
-void rbuf_consume(resp_buf_t *b, size_t n);
-
-void resp_simple(resp_buf_t *b, const char *s);            /* +s */
-void resp_error(resp_buf_t *b, const char *fmt, ...)       /* -fmt */
-    __attribute__((format(printf, 2, 3)));
-void resp_int(resp_buf_t *b, long long v);                 /* :v */
-void resp_bulk(resp_buf_t *b, const void *data, size_t len);
-void resp_bulk_str(resp_buf_t *b, const char *s);
-void resp_nil(resp_buf_t *b);                               /* $-1 */
-void resp_array(resp_buf_t *b, size_t n);                   /* *n */
-void resp_double(resp_buf_t *b, double v);                  /* as a bulk */
 
 #endif /* RBD_RESP_H */

@@ -14,7 +14,7 @@
 #include "client.h"
 #include "rbd_config.h"
 #include "rbd_log.h"
-#include "resp.h"
+#include "resp_enc.h"
 #include "segwatch.h"
 #include "snapshot.h"
 #include "state.h"

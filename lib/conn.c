@@ -1,8 +1,8 @@
 /*
  * conn.c - the write path: a small blocking RESP2 client for ringbloomd.
  *
- * What: connect to the daemon's Unix socket, send commands as multibulk,
- * read replies.  Why here: every blocking writer (the CLI, applications,
+ * What: connect to the daemon's Unix socket, send commands as multibulk
+ * (encoded by resp_enc.c, the project's one RESP encoder), read replies.  Why here: every blocking writer (the CLI, applications,
  * the examples) needs the same few mutations and the same error mapping;
  * reads never come here (they use the segment).  The nginx module does not
  * use it: its admits are non-blocking, on nginx's event loop.  Workload: bulk
@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "resp_enc.h"
 #include "ringbloom.h"
 
 #define BATCH_KEYS   1000u     /* keys per BF.MADD */
@@ -38,8 +39,7 @@ struct rb_conn {
     int broken;
     char *rbuf;                /* received, not yet parsed */
     size_t rlen, rpos, rcap;
-    char *wbuf;                /* to send */
-    size_t wlen, wcap;
+    rbi_buf_t w;               /* to send (resp_enc.h: requests as RESP arrays) */
     char error[512];
 };
 
@@ -105,7 +105,7 @@ void rb_conn_close(rb_conn_t *c)
         return;
     close(c->fd);
     free(c->rbuf);
-    free(c->wbuf);
+    rbi_buf_free(&c->w);
     free(c);
 }
 
@@ -116,42 +116,13 @@ const char *rb_conn_error(const rb_conn_t *c)
 
 /* ---- sending ------------------------------------------------------------- */
 
-static int wput(rb_conn_t *c, const void *data, size_t len)
+/* RB_ENOMEM if building what is queued ran out of memory (it is dropped). */
+static int wcheck(rb_conn_t *c)
 {
-    if (c->wlen + len > c->wcap) {
-        size_t cap = c->wcap ? c->wcap : 4096;
-        char *w;
-        while (cap < c->wlen + len)
-            cap *= 2;
-        w = realloc(c->wbuf, cap);
-        if (w == NULL)
-            return RB_ENOMEM;
-        c->wbuf = w;
-        c->wcap = cap;
-    }
-    memcpy(c->wbuf + c->wlen, data, len);
-    c->wlen += len;
-    return RB_OK;
-}
-
-static int wput_bulk(rb_conn_t *c, const void *data, size_t len)
-{
-    char hdr[32];
-    int n = snprintf(hdr, sizeof(hdr), "$%zu\r\n", len);
-    int rc = wput(c, hdr, (size_t)n);
-
-    if (rc == RB_OK)
-        rc = wput(c, data, len);
-    if (rc == RB_OK)
-        rc = wput(c, "\r\n", 2);
-    return rc;
-}
-
-static int wput_array(rb_conn_t *c, size_t n)
-{
-    char hdr[32];
-    int len = snprintf(hdr, sizeof(hdr), "*%zu\r\n", n);
-    return wput(c, hdr, (size_t)len);
+    if (!c->w.oom)
+        return RB_OK;
+    rbi_buf_free(&c->w);
+    return RB_ENOMEM;
 }
 
 /* The code of a failed send or receive (errno set by it); breaks c. */
@@ -168,8 +139,8 @@ static int wflush(rb_conn_t *c)
 
     if (c->broken)
         return RB_EDAEMON;
-    while (off < c->wlen) {
-        ssize_t n = send(c->fd, c->wbuf + off, c->wlen - off, MSG_NOSIGNAL);
+    while (off < c->w.len) {
+        ssize_t n = send(c->fd, c->w.data + off, c->w.len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -180,7 +151,7 @@ static int wflush(rb_conn_t *c)
         }
         off += (size_t)n;
     }
-    c->wlen = 0;
+    c->w.len = 0;
     return RB_OK;
 }
 
@@ -346,11 +317,8 @@ static int expect_ok(rb_conn_t *c)
 
 static int send_cmd(rb_conn_t *c, size_t argc, const char *const *argv, const size_t *argl)
 {
-    int rc = wput_array(c, argc);
-
-    for (size_t i = 0; i < argc && rc == RB_OK; i++)
-        rc = wput_bulk(c, argv[i], argl[i]);
-    return rc;
+    rbi_resp_command(&c->w, argc, argv, argl);
+    return wcheck(c);
 }
 
 static int ring_cmd(rb_conn_t *c, const char *cmd, const char *name, size_t len, int with_weight,
@@ -486,19 +454,18 @@ int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen, const
         /* Queue batches until the window is full, then send them at once. */
         while (sent < n && inflight < WINDOW) {
             size_t cnt = n - sent < BATCH_KEYS ? n - sent : BATCH_KEYS;
-            int rc = wput_array(c, cnt + 2);
-            if (rc == RB_OK)
-                rc = wput_bulk(c, "BF.MADD", 7);
-            if (rc == RB_OK)
-                rc = wput_bulk(c, filter, flen);
-            for (size_t i = 0; i < cnt && rc == RB_OK; i++)
-                rc = wput_bulk(c, keys[sent + i].ptr, keys[sent + i].len);
-            if (rc != RB_OK)
+            int rc;
+            rbi_resp_array(&c->w, cnt + 2);
+            rbi_resp_bulk(&c->w, "BF.MADD", 7);
+            rbi_resp_bulk(&c->w, filter, flen);
+            for (size_t i = 0; i < cnt; i++)
+                rbi_resp_bulk(&c->w, keys[sent + i].ptr, keys[sent + i].len);
+            if ((rc = wcheck(c)) != RB_OK)
                 return rc;
             sent += cnt;
             inflight++;
         }
-        if (c->wlen > 0) {
+        if (c->w.len > 0) {
             int rc = wflush(c);
             if (rc != RB_OK)
                 return rc;

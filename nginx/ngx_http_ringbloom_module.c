@@ -49,6 +49,7 @@
 #include <sys/un.h>
 
 #include <ringbloom.h>
+#include <resp_enc.h>
 
 
 #define NGX_HTTP_RINGBLOOM_DEFAULT_BUFFER  (1024 * 1024)
@@ -58,11 +59,6 @@
 
 /* Seconds between two log lines about drops or error replies. */
 #define NGX_HTTP_RINGBLOOM_LOG_EVERY       60
-
-/* RESP "*3\r\n$6\r\nBF.ADD\r\n" + two "$<len>\r\n...\r\n" headers. */
-#define NGX_HTTP_RINGBLOOM_CMD_OVERHEAD \
-    (sizeof("*3\r\n$6\r\nBF.ADD\r\n") - 1 + 2 * (1 + NGX_SIZE_T_LEN + 4))
-
 
 typedef struct {
     ngx_str_t                    instance;   /* NUL-terminated */
@@ -1555,11 +1551,19 @@ static void
 ngx_http_ringbloom_admit_enqueue(ngx_http_ringbloom_worker_t *w,
     ngx_str_t *filter, ngx_str_t *key, ngx_log_t *log)
 {
-    size_t   need, live, done;
-    time_t   now;
-    u_char  *p;
+    size_t       need, live, done;
+    time_t       now;
+    const char  *argv[3];
+    size_t       argl[3];
 
-    need = NGX_HTTP_RINGBLOOM_CMD_OVERHEAD + filter->len + key->len;
+    /* Encoded by the project's one RESP encoder (lib/resp_enc.h). */
+    argv[0] = "BF.ADD";
+    argl[0] = sizeof("BF.ADD") - 1;
+    argv[1] = (const char *) filter->data;
+    argl[1] = filter->len;
+    argv[2] = (const char *) key->data;
+    argl[2] = key->len;
+    need = rbi_resp_command_size(3, argl);
 
     if ((size_t) (w->end - w->last) < need) {
         live = (size_t) (w->last - w->pos);
@@ -1594,13 +1598,7 @@ ngx_http_ringbloom_admit_enqueue(ngx_http_ringbloom_worker_t *w,
         }
     }
 
-    p = ngx_sprintf(w->last, "*3\r\n$6\r\nBF.ADD\r\n$%uz\r\n%V\r\n$%uz\r\n",
-                    filter->len, filter, key->len);
-    p = ngx_cpymem(p, key->data, key->len);
-    *p++ = '\r';
-    *p++ = '\n';
-
-    w->last = p;
+    w->last = (u_char *) rbi_resp_command_put((char *) w->last, 3, argv, argl);
 }
 
 

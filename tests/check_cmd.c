@@ -55,7 +55,7 @@ static void tsrv_close(tsrv_t *t)
     rbd_aof_close(&t->s.aof);
     rb_segment_close(t->s.state.seg);
     rb_ring_free(t->s.state.ring);
-    rbuf_free(&t->c.out);
+    rbi_buf_free(&t->c.out);
     snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_SNAP_FILE);
     unlink(path);
     snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_LOG_FILE);

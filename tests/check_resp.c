@@ -1,7 +1,9 @@
-/* check_resp.c - ringbloomd's RESP2 request parser (daemon/resp.c): the
- * verdict on a request never depends on how its bytes were split.  The
- * cases come from fuzz_resp (tests/fuzz/corpus/fuzz_resp/regress-*). */
+/* check_resp.c - RESP2: ringbloomd's request parser (daemon/resp.c), whose
+ * verdict on a request never depends on how its bytes were split (cases
+ * from fuzz_resp: tests/fuzz/corpus/fuzz_resp/regress-*), and the project's
+ * one encoder (lib/resp_enc.c), whose requests that parser reads back. */
 #include "resp.h"
+#include "resp_enc.h"
 #include "rb_test.h"
 
 /* Outcome of the first request of stream[0..len) delivered in two reads
@@ -111,6 +113,66 @@ START_TEST(test_resp_request_limit_holds_however_split)
 }
 END_TEST
 
+/* Requests the encoder writes (the client library's and the nginx
+ * module's) parse back into the same arguments, binary and empty ones
+ * included; rbi_resp_command_size is exactly what rbi_resp_command_put
+ * writes, and replies' error lines stay one line. */
+START_TEST(test_resp_encoded_requests_parse_back)
+{
+    enum { ROUNDS = 2000, MAXARGS = 12 };
+    static const char replies[] = "-ERR two  lines 7\r\n:-12\r\n$-1\r\n$3\r\n0.5\r\n";
+    uint64_t x = 42;
+    rbi_buf_t rb = { 0 };
+
+    for (int r = 0; r < ROUNDS; r++) {
+        char bytes[MAXARGS][300], *fixed;
+        const char *argv[MAXARGS];
+        size_t argl[MAXARGS], argc = (size_t)(r % MAXARGS), size;
+        rbi_buf_t b = { 0 };
+        resp_limits_t lim;
+        resp_parser_t p;
+        const char *err = NULL;
+
+        for (size_t i = 0; i < argc; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            argl[i] = (size_t)(x >> 33) % (r % 3 == 0 ? 4 : 300);
+            for (size_t j = 0; j < argl[i]; j++)
+                bytes[i][j] = (char)(x >> (j % 56));
+            argv[i] = bytes[i];
+        }
+        size = rbi_resp_command_size(argc, argl);
+        fixed = malloc(size + 1);
+        ck_assert_ptr_nonnull(fixed);
+        fixed[size] = 'G';   /* guard: put writes exactly size bytes */
+        ck_assert_ptr_eq(rbi_resp_command_put(fixed, argc, argv, argl), fixed + size);
+        ck_assert_int_eq(fixed[size], 'G');
+        rbi_resp_command(&b, argc, argv, argl);
+        ck_assert(!b.oom);
+        ck_assert_uint_eq(b.len, size);
+        ck_assert(memcmp(b.data, fixed, size) == 0);
+        resp_limits_init(&lim, 1u << 20);
+        resp_parser_init(&p);
+        ck_assert_int_eq(resp_parse(&p, b.data, b.len, &lim, &err), RESP_DONE);
+        ck_assert_uint_eq(p.pos, size);
+        ck_assert_uint_eq(p.nargs, argc);
+        for (size_t i = 0; i < argc; i++) {
+            ck_assert_uint_eq(p.len[i], argl[i]);
+            ck_assert(memcmp(resp_arg(&p, b.data, i), argv[i], argl[i]) == 0);
+        }
+        resp_parser_free(&p);
+        rbi_buf_free(&b);
+        free(fixed);
+    }
+    rbi_resp_error(&rb, "ERR two\r\nlines %d", 7);
+    rbi_resp_int(&rb, -12);
+    rbi_resp_nil(&rb);
+    rbi_resp_double(&rb, 0.5);
+    ck_assert_uint_eq(rb.len, sizeof(replies) - 1);
+    ck_assert(memcmp(rb.data, replies, rb.len) == 0);
+    rbi_buf_free(&rb);
+}
+END_TEST
+
 static Suite *resp_suite(void)
 {
     Suite *s = suite_create("resp");
@@ -118,6 +180,7 @@ static Suite *resp_suite(void)
 
     tcase_add_test(tc, test_resp_malformed_number_is_an_error_at_once);
     tcase_add_test(tc, test_resp_request_limit_holds_however_split);
+    tcase_add_test(tc, test_resp_encoded_requests_parse_back);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,184 @@
+/*
+ * resp_enc.c - RESP2 encoding for every part of the project; see
+ * resp_enc.h.  Lengths are decimal ASCII, every element ends in CRLF, and
+ * an error reply is kept to one line (a CR or LF in its text would end the
+ * element early and desynchronise the client).
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "resp_enc.h"
+
+void rbi_buf_free(rbi_buf_t *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Room for len more bytes: 0, or -1 with oom set. */
+static int reserve(rbi_buf_t *b, size_t len)
+{
+    if (b->oom)
+        return -1;
+    if (b->len + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        char *d;
+        while (cap < b->len + len)
+            cap *= 2;
+        d = realloc(b->data, cap);
+        if (d == NULL) {
+            b->oom = 1;
+            return -1;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    return 0;
+}
+
+void rbi_buf_append(rbi_buf_t *b, const void *data, size_t len)
+{
+    if (len == 0 || reserve(b, len) != 0)
+        return;
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+}
+
+void rbi_buf_consume(rbi_buf_t *b, size_t n)
+{
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+}
+
+/* "<type><n>\r\n": a header line with a decimal number. */
+static void header(rbi_buf_t *b, char type, long long n)
+{
+    char s[32];
+    int len = snprintf(s, sizeof(s), "%c%lld\r\n", type, n);
+
+    rbi_buf_append(b, s, (size_t)len);
+}
+
+static void line(rbi_buf_t *b, char type, const char *s)
+{
+    rbi_buf_append(b, &type, 1);
+    rbi_buf_append(b, s, strlen(s));
+    rbi_buf_append(b, "\r\n", 2);
+}
+
+void rbi_resp_simple(rbi_buf_t *b, const char *s)
+{
+    line(b, '+', s);
+}
+
+void rbi_resp_error(rbi_buf_t *b, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    for (char *c = msg; *c; c++)
+        if (*c == '\r' || *c == '\n')
+            *c = ' ';
+    line(b, '-', msg);
+}
+
+void rbi_resp_int(rbi_buf_t *b, long long v)
+{
+    header(b, ':', v);
+}
+
+void rbi_resp_bulk(rbi_buf_t *b, const void *data, size_t len)
+{
+    header(b, '$', (long long)len);
+    rbi_buf_append(b, data, len);
+    rbi_buf_append(b, "\r\n", 2);
+}
+
+void rbi_resp_bulk_str(rbi_buf_t *b, const char *s)
+{
+    rbi_resp_bulk(b, s, strlen(s));
+}
+
+void rbi_resp_nil(rbi_buf_t *b)
+{
+    rbi_buf_append(b, "$-1\r\n", 5);
+}
+
+void rbi_resp_array(rbi_buf_t *b, size_t n)
+{
+    header(b, '*', (long long)n);
+}
+
+void rbi_resp_double(rbi_buf_t *b, double v)
+{
+    char s[64];
+    int n = snprintf(s, sizeof(s), "%.17g", v);
+
+    rbi_resp_bulk(b, s, (size_t)n);
+}
+
+/* Decimal digits of n. */
+static size_t digits(size_t n)
+{
+    size_t d = 1;
+
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+/* Writes "<type><n>\r\n" at dst (no terminating NUL); returns its end. */
+static char *put_header(char *dst, char type, size_t n)
+{
+    size_t d = digits(n);
+
+    *dst++ = type;
+    for (size_t i = d; i-- > 0; n /= 10)
+        dst[i] = (char)('0' + n % 10);
+    dst += d;
+    *dst++ = '\r';
+    *dst++ = '\n';
+    return dst;
+}
+
+size_t rbi_resp_command_size(size_t argc, const size_t *argl)
+{
+    size_t n = 1 + digits(argc) + 2;   /* *<argc>\r\n */
+
+    for (size_t i = 0; i < argc; i++)
+        n += 1 + digits(argl[i]) + 2 + argl[i] + 2;   /* $<len>\r\n<bytes>\r\n */
+    return n;
+}
+
+char *rbi_resp_command_put(char *dst, size_t argc, const char *const *argv, const size_t *argl)
+{
+    dst = put_header(dst, '*', argc);
+    for (size_t i = 0; i < argc; i++) {
+        dst = put_header(dst, '$', argl[i]);
+        if (argl[i] > 0)
+            memcpy(dst, argv[i], argl[i]);
+        dst += argl[i];
+        *dst++ = '\r';
+        *dst++ = '\n';
+    }
+    return dst;
+}
+
+void rbi_resp_command(rbi_buf_t *b, size_t argc, const char *const *argv, const size_t *argl)
+{
+    size_t need = rbi_resp_command_size(argc, argl);
+
+    if (reserve(b, need) != 0)
+        return;
+    rbi_resp_command_put(b->data + b->len, argc, argv, argl);
+    b->len += need;
+}
