@@ -64,8 +64,10 @@ int cmd_lookup(cli_t *cli, int argc, char **argv)
     if (strcmp(key, "-") == 0)
         return cli_lookup_stream(seg);
     nodes = calloc(n, sizeof(*nodes));
-    if (nodes == NULL)
+    if (nodes == NULL) {
+        rb_segment_close(seg);
         return cli_fail(EX_FAIL, "lookup", RB_ENOMEM);
+    }
     rc = rb_ring_lookup_n(seg, key, strlen(key), nodes, n);
     if (rc < 0) {
         free(nodes);
@@ -141,7 +143,7 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
 {
     rb_ring_stat_t st;
     rb_segment_t *seg;
-    rb_node_t *nodes;
+    rb_node_t *nodes = NULL;
     size_t count = 0;
     int rc, ex;
 
@@ -150,9 +152,10 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
     if ((ex = cli_attach(cli, &seg)) != EX_YES)
         return ex;
     rc = rb_ring_stat(seg, &st);
-    nodes = calloc(st.nodes ? st.nodes : 1, sizeof(*nodes));
-    if (rc == RB_OK)
+    if (rc == RB_OK) {
+        nodes = calloc(st.nodes ? st.nodes : 1, sizeof(*nodes));
         rc = nodes ? rb_ring_nodes(seg, nodes, st.nodes, &count) : RB_ENOMEM;
+    }
     if (rc != RB_OK) {
         free(nodes);
         rb_segment_close(seg);
