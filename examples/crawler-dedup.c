@@ -35,8 +35,6 @@
 #define _GNU_SOURCE 1
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -47,10 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ringbloom.h"
@@ -58,7 +53,6 @@
 #include "ex_util.h"
 
 #define PROG "crawler-dedup"
-
 
 #define MAX_CRAWLERS  64
 #define MAX_BATCH     4096
@@ -99,7 +93,6 @@ static uint64_t fnv1a(const char *s, size_t len, uint64_t h)
         h = (h ^ (unsigned char)s[i]) * 0x100000001B3ull;
     return h;
 }
-
 
 /* ---- the frontier -------------------------------------------------------- */
 
@@ -498,8 +491,9 @@ static int wait_ready(crawl_t *cw, pid_t *pids, uint32_t n)
     return 0;
 }
 
-/* Reaps the crawlers in pids[0 .. n) (setting each to 0 once reaped);
- * kills those still running after the deadline.  -1 if any failed. */
+/* Reaps the crawlers in pids[0 .. n) (setting each to 0 once reaped).  -1
+ * if any failed, or on a signal or at the deadline, with those still
+ * running left in pids for main's exit path to kill. */
 static int reap(pid_t *pids, uint32_t n, double deadline)
 {
     uint32_t left = n;
@@ -520,12 +514,6 @@ static int reap(pid_t *pids, uint32_t n, double deadline)
         if (ex_stop_requested || ex_now_s() > deadline) {
             fprintf(stderr, PROG ": %s; stopping the crawlers\n",
                     ex_stop_requested ? "interrupted" : "crawl timed out");
-            for (uint32_t i = 0; i < n; i++)
-                if (pids[i] > 0) {
-                    kill(pids[i], SIGKILL);
-                    waitpid(pids[i], NULL, 0);
-                    pids[i] = 0;
-                }
             return -1;
         }
         ex_sleep_us(200);

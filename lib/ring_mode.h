@@ -6,7 +6,7 @@
  * rb_ring_mode_t value.  The model (ring.c) and the readers (ring_read.c)
  * know no mode by name: every difference between modes is a field here.
  *
- * Adding a mode: its value in rb_ring_mode_t (ringbloom.h), its file, its
+ * Adding a mode: its value in rb_ring_mode_t (ringbloom/ring.h), its file, its
  * extern below and its entry in ring_mode.c's table (and the file in
  * Makefile.am).  Positions are part of what compatible clients compute, so
  * a mode never changes once published.

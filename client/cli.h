@@ -1,0 +1,123 @@
+/*
+ * cli.h - what the files of the ringbloom CLI share: the exit codes, the
+ * global options (cli_t), a subcommand's handler, and each file's
+ * functions, declared under the file that defines them.
+ *
+ * A file calls only files below it (docs/design.md, "The CLI"):
+ *   main.c          options, usage, the subcommand table
+ *   ring_offline.c  ring: a private ring, then reads.c's lookup stream
+ *   reads.c         lookup, exists, nodes: from shared memory
+ *   writes.c        add, load, node, reserve, info, shutdown: through the daemon
+ *   reach.c         the instance: its socket, the daemon's segment, a connection
+ *   out.c           what is printed: escaped text, JSON strings, error lines
+ */
+#ifndef RB_CLI_H
+#define RB_CLI_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+#include "ringbloom.h"
+
+/* Exit codes (documented in --help and README):
+ *   0 ok / yes (every key present)    1 no (some key not present)
+ *   2 usage error                      3 daemon unreachable / no answer in
+ *                                        time / no trusted segment
+ *   4 the daemon refused (error reply, no permission)
+ *   5 other failure
+ * CLI_USAGE is no exit code: a handler returns it when its arguments do
+ * not fit, and main prints the usage and exits with EX_USAGE. */
+enum {
+    EX_YES = 0, EX_NO = 1, EX_USAGE = 2, EX_UNREACH = 3, EX_REFUSED = 4, EX_FAIL = 5,
+    CLI_USAGE = -1
+};
+
+/* The global options, as main parsed them; handlers read them. */
+typedef struct cli {
+    const char *instance;   /* --instance, "default" */
+    const char *socket;     /* --socket, or NULL */
+    int json;               /* --json */
+    uid_t owner;            /* --owner; (uid_t)-1: the socket directory's owner */
+    uint32_t timeout_s;     /* --timeout */
+    const char *sock_path;  /* NULL until cli_find_socket sets it */
+    rb_paths_t paths;       /* the instance's defaults, behind sock_path */
+} cli_t;
+
+/* A subcommand: argv[0] is its name.  main has checked the number of
+ * arguments against the subcommand's table row; the handler checks the
+ * rest.  Returns an exit code, or CLI_USAGE. */
+typedef int cli_cmd_fn(cli_t *cli, int argc, char **argv);
+
+/* A decimal uint32 argument, nothing else in s (no sign, no spaces): 0, or
+ * -1. */
+static inline int cli_parse_u32(const char *s, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno || *end || s[0] == '\0' || s[0] == '-' || v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* ---- ring_offline.c ---------------------------------------------------------- */
+
+cli_cmd_fn cmd_ring;
+
+/* ---- reads.c ----------------------------------------------------------------- */
+
+cli_cmd_fn cmd_lookup, cmd_exists, cmd_nodes;
+
+/* lookup -: one key per line of standard input, "key<TAB>node" per output
+ * line, through seg's ring; closes seg.  EX_YES, or EX_NO for an empty
+ * ring (EX_FAIL for other errors), after the lines answered so far. */
+int cli_lookup_stream(rb_segment_t *seg);
+
+/* ---- writes.c ---------------------------------------------------------------- */
+
+cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_info, cmd_shutdown;
+
+/* ---- reach.c ----------------------------------------------------------------- */
+
+/* Sets cli->sock_path, once: --socket, or the instance's default.  EX_YES,
+ * or EX_USAGE (said on stderr) for a bad instance name. */
+int cli_find_socket(cli_t *cli);
+
+/* Attaches the instance's segment, trusting only the daemon's user:
+ * --owner, or else the owner of the socket's directory (rb_daemon_uid),
+ * which works whether or not the daemon is running.  A segment whose
+ * daemon is gone is read with a warning.  EX_YES, or the exit code after
+ * saying why on stderr. */
+int cli_attach(cli_t *cli, rb_segment_t **seg);
+
+/* Connects to the daemon, once the socket's directory has passed
+ * rb_daemon_uid (another user may have made /tmp/ringbloom-<uid>).
+ * EX_YES, or the exit code after saying why on stderr. */
+int cli_connect(cli_t *cli, rb_conn_t **c);
+
+/* A failed request to the daemon, said on stderr; returns its exit code.
+ * changes: the request was a change (so a timeout leaves it unknown
+ * whether it was applied). */
+int cli_conn_fail(const cli_t *cli, rb_conn_t *c, const char *what, int rc, int changes);
+
+/* ---- out.c ------------------------------------------------------------------- */
+
+/* s as a JSON string, quotes included, on stdout. */
+void cli_json_str(const char *s, size_t len);
+
+/* A node name or a key (of add / exists) in line-oriented output: control
+ * bytes, DEL and the backslash as C escapes (\t \n \r \\ \xNN), every
+ * other byte (UTF-8 included) as it is, so a name or key never breaks a
+ * line or a field.  (`lookup -` echoes its input lines as they are: they
+ * hold no newline, and the node after the last tab is escaped.) */
+void cli_text_str(const char *s, size_t len);
+
+/* "ringbloom: what: <rb_strerror(rc)>" on stderr; returns code. */
+int cli_fail(int code, const char *what, int rc);
+
+#endif /* RB_CLI_H */

@@ -1,0 +1,168 @@
+/*
+ * main.c - the ringbloom command-line client: its global options, its
+ * usage, and the table of subcommands that dispatches to their handlers.
+ *
+ * Reads (lookup, exists, nodes: reads.c) are answered from shared memory,
+ * with no round trip to the daemon; changes (add, load, node, reserve:
+ * writes.c) go to the daemon over its socket; ring (ring_offline.c) needs
+ * no daemon.  A subcommand is one row of the table below (its name, its
+ * handler, its usage lines under their heading) and one handler; the exit
+ * codes are in cli.h.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The headings subcommands are listed under in the usage. */
+static const char SHM[] = "answered from shared memory (no daemon round trip):\n";
+static const char DAEMON[] = "sent to the daemon:\n";
+static const char OFFLINE[] = "offline, no daemon:\n";
+
+#define ANY -1
+
+static const struct command {
+    const char *name;
+    int min_args, max_args; /* words after the name: main checks them (ANY: no most) */
+    cli_cmd_fn *fn;
+    const char *heading;    /* SHM, DAEMON or OFFLINE: rows of one heading stand together */
+    const char *help;       /* its lines in the usage */
+} commands[] = {
+    { "lookup", 1, ANY, cmd_lookup, SHM,
+      "  lookup KEY [-n N]            node owning KEY (or the first N distinct nodes)\n"
+      "  lookup -                     KEY<TAB>NODE for every line of standard input\n" },
+    { "exists", 2, ANY, cmd_exists, SHM,
+      "  exists FILTER KEY...         is each KEY (maybe) in FILTER?\n" },
+    { "nodes", 0, 0, cmd_nodes, SHM,
+      "  nodes                        ring members and weights\n" },
+    { "add", 2, ANY, cmd_add, DAEMON,
+      "  add FILTER KEY...            add keys; prints new / present per key\n" },
+    { "load", 2, 2, cmd_load, DAEMON,
+      "  load FILTER FILE|-           add one key per line, with a progress bar on a TTY\n" },
+    { "node", 2, 3, cmd_node, DAEMON,
+      "  node add NAME [WEIGHT]       join the ring (default weight 1)\n"
+      "  node remove NAME             leave the ring\n"
+      "  node weight NAME WEIGHT      change a node's weight\n" },
+    { "reserve", 3, ANY, cmd_reserve, DAEMON,
+      "  reserve FILTER ERROR CAPACITY [--nonscaling] [--expansion N]\n"
+      "          [--layout standard|blocked]\n" },
+    { "info", 0, 1, cmd_info, DAEMON,
+      "  info [SECTION]               the daemon's INFO\n" },
+    { "shutdown", 0, 0, cmd_shutdown, DAEMON,
+      "  shutdown                     snapshot and stop the daemon\n" },
+    { "ring", 0, ANY, cmd_ring, OFFLINE,
+      "  ring --mode xxh3|ketama|nginx|seed --nodes FILE [--replicas R] < KEYS\n"
+      "                               KEY<TAB>NODE per input line; FILE has one\n"
+      "                               NAME [WEIGHT] per line (host:port for ketama/nginx,\n"
+      "                               in the other side's server order)\n" },
+};
+
+static void usage(FILE *f)
+{
+    const char *heading = NULL;
+
+    fputs("usage: ringbloom [--instance NAME] [--socket PATH] [--owner USER|UID]\n"
+          "                 [--timeout SECONDS] [--json] COMMAND [ARGS]\n"
+          "\n"
+          "  --owner      the daemon's user: reads use only a segment it owns (default:\n"
+          "               the owner of the socket's directory, which must be root's or\n"
+          "               yours)\n"
+          "  --timeout    seconds to wait for the daemon's answer (default 10)\n"
+          "\n", f);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (commands[i].heading != heading) {
+            heading = commands[i].heading;
+            fputs(heading, f);
+        }
+        fputs(commands[i].help, f);
+    }
+    fputs("\n"
+          "node names print with C escapes (\\t \\n \\\\ \\xNN) for control bytes and\n"
+          "backslashes; --json prints them as JSON strings\n"
+          "\n"
+          "exit status: 0 ok / all present, 1 some key not present, 2 usage,\n"
+          "             3 daemon or segment unreachable (or no answer in time),\n"
+          "             4 refused by the daemon, 5 other\n", f);
+}
+
+/* A user name or a numeric uid. */
+static int parse_owner(const char *s, uid_t *out)
+{
+    const struct passwd *pw = getpwnam(s);
+    uint32_t uid;
+
+    if (pw != NULL) {
+        *out = pw->pw_uid;
+        return 0;
+    }
+    if (cli_parse_u32(s, &uid) != 0 || uid == (uint32_t)-1)
+        return -1;
+    *out = (uid_t)uid;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "instance", required_argument, NULL, 'i' },
+        { "socket", required_argument, NULL, 's' },
+        { "json", no_argument, NULL, 'j' },
+        { "owner", required_argument, NULL, 'o' },
+        { "timeout", required_argument, NULL, 't' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    static cli_t cli = { .instance = "default", .owner = (uid_t)-1, .timeout_s = 10 };
+    int opt;
+
+    while ((opt = getopt_long(argc, argv, "+i:s:jo:t:hV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'i': cli.instance = optarg; break;
+        case 's': cli.socket = optarg; break;
+        case 'j': cli.json = 1; break;
+        case 'o':
+            if (parse_owner(optarg, &cli.owner) != 0) {
+                fprintf(stderr, "ringbloom: --owner: no user '%s'\n", optarg);
+                return EX_USAGE;
+            }
+            break;
+        case 't':
+            if (cli_parse_u32(optarg, &cli.timeout_s) != 0 || cli.timeout_s == 0 ||
+                cli.timeout_s > 86400) {
+                fprintf(stderr, "ringbloom: --timeout wants seconds in [1, 86400]\n");
+                return EX_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return EX_YES;
+        case 'V': printf("ringbloom %s\n", PACKAGE_VERSION); return EX_YES;
+        default: usage(stderr); return EX_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        const struct command *cmd = &commands[i];
+        int nargs = argc - optind - 1, ex;
+
+        if (strcmp(argv[optind], cmd->name) != 0)
+            continue;
+        if (nargs < cmd->min_args || (cmd->max_args != ANY && nargs > cmd->max_args))
+            ex = CLI_USAGE;
+        else
+            ex = cmd->fn(&cli, argc - optind, argv + optind);
+        if (ex != CLI_USAGE)
+            return ex;
+        usage(stderr);
+        return EX_USAGE;
+    }
+    fprintf(stderr, "ringbloom: unknown command '%s'\n", argv[optind]);
+    usage(stderr);
+    return EX_USAGE;
+}

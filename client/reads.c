@@ -1,0 +1,185 @@
+/*
+ * reads.c - the subcommands answered from shared memory, with no round
+ * trip to the daemon: lookup (one key, N distinct nodes, or a stream of
+ * keys), exists, nodes.  The segment is attached by cli_attach, which
+ * trusts only the daemon's user.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_lookup_stream(rb_segment_t *seg)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int ex = EX_YES;
+
+    while ((len = getline(&line, &cap, stdin)) >= 0) {
+        rb_node_t n;
+        int rc;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        rc = rb_ring_lookup(seg, line, (size_t)len, &n);
+        if (rc != RB_OK) {
+            ex = cli_fail(rc == RB_EEMPTY ? EX_NO : EX_FAIL, "lookup", rc);
+            break;
+        }
+        printf("%s\t", line);
+        cli_text_str(n.name, n.name_len);
+        putchar('\n');
+    }
+    free(line);
+    rb_segment_close(seg);
+    return ex;
+}
+
+int cmd_lookup(cli_t *cli, int argc, char **argv)
+{
+    uint32_t n = 1;
+    rb_segment_t *seg;
+    rb_node_t *nodes;
+    const char *key = NULL;
+    int rc, ex;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+            if (cli_parse_u32(argv[++i], &n) != 0 || n == 0 || n > RB_RING_MAX_NODES) {
+                fprintf(stderr, "ringbloom: -n wants a number in [1, %d]\n", RB_RING_MAX_NODES);
+                return EX_USAGE;
+            }
+        } else if (key == NULL) {
+            key = argv[i];
+        } else {
+            return CLI_USAGE;
+        }
+    }
+    if (key == NULL)
+        return CLI_USAGE;
+    if ((ex = cli_attach(cli, &seg)) != EX_YES)
+        return ex;
+    if (strcmp(key, "-") == 0)
+        return cli_lookup_stream(seg);
+    nodes = calloc(n, sizeof(*nodes));
+    if (nodes == NULL) {
+        rb_segment_close(seg);
+        return cli_fail(EX_FAIL, "lookup", RB_ENOMEM);
+    }
+    rc = rb_ring_lookup_n(seg, key, strlen(key), nodes, n);
+    if (rc < 0) {
+        free(nodes);
+        rb_segment_close(seg);
+        return cli_fail(rc == RB_EEMPTY ? EX_NO : EX_FAIL, "lookup", rc);
+    }
+    if (cli->json) {
+        printf("{\"key\":");
+        cli_json_str(key, strlen(key));
+        printf(",\"nodes\":[");
+        for (int i = 0; i < rc; i++) {
+            if (i)
+                putchar(',');
+            cli_json_str(nodes[i].name, nodes[i].name_len);
+        }
+        printf("]}\n");
+    } else {
+        for (int i = 0; i < rc; i++) {
+            cli_text_str(nodes[i].name, nodes[i].name_len);
+            putchar('\n');
+        }
+    }
+    free(nodes);
+    rb_segment_close(seg);
+    return EX_YES;
+}
+
+int cmd_exists(cli_t *cli, int argc, char **argv)
+{
+    rb_segment_t *seg;
+    rb_bloom_t *bf;
+    int rc, ex, all = 1;
+
+    if ((ex = cli_attach(cli, &seg)) != EX_YES)
+        return ex;
+    rc = rb_bloom_open(seg, argv[1], strlen(argv[1]), &bf);
+    if (rc != RB_OK) {
+        rb_segment_close(seg);
+        if (rc == RB_ENOENT) {
+            fprintf(stderr, "ringbloom: no filter '%s'\n", argv[1]);
+            return EX_NO;
+        }
+        return cli_fail(EX_FAIL, "exists", rc);
+    }
+    if (cli->json)
+        putchar('[');
+    for (int i = 2; i < argc; i++) {
+        int r = rb_bloom_contains(bf, argv[i], strlen(argv[i]));
+        if (r < 0) {
+            rb_bloom_close(bf);
+            rb_segment_close(seg);
+            return cli_fail(EX_FAIL, "exists", r);
+        }
+        all &= r;
+        if (cli->json) {
+            printf("%s{\"key\":", i > 2 ? "," : "");
+            cli_json_str(argv[i], strlen(argv[i]));
+            printf(",\"present\":%s}", r ? "true" : "false");
+        } else {
+            printf("%s\t", r ? "present" : "absent");
+            cli_text_str(argv[i], strlen(argv[i]));
+            putchar('\n');
+        }
+    }
+    if (cli->json)
+        printf("]\n");
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+    return all ? EX_YES : EX_NO;
+}
+
+int cmd_nodes(cli_t *cli, int argc, char **argv)
+{
+    rb_ring_stat_t st;
+    rb_segment_t *seg;
+    rb_node_t *nodes = NULL;
+    size_t count = 0;
+    int rc, ex;
+
+    (void)argc;
+    (void)argv;
+    if ((ex = cli_attach(cli, &seg)) != EX_YES)
+        return ex;
+    rc = rb_ring_stat(seg, &st);
+    if (rc == RB_OK) {
+        nodes = calloc(st.nodes ? st.nodes : 1, sizeof(*nodes));
+        rc = nodes ? rb_ring_nodes(seg, nodes, st.nodes, &count) : RB_ENOMEM;
+    }
+    if (rc != RB_OK) {
+        free(nodes);
+        rb_segment_close(seg);
+        return cli_fail(EX_FAIL, "nodes", rc);
+    }
+    if (count > st.nodes)
+        count = st.nodes;     /* changed meanwhile: print what we have */
+    if (cli->json)
+        printf("{\"mode\":\"%s\",\"version\":%llu,\"points\":%u,\"nodes\":[",
+               rb_ring_mode_name((rb_ring_mode_t)st.mode), (unsigned long long)st.version,
+               st.points);
+    for (size_t i = 0; i < count; i++) {
+        if (cli->json) {
+            printf("%s{\"name\":", i ? "," : "");
+            cli_json_str(nodes[i].name, nodes[i].name_len);
+            printf(",\"weight\":%u}", nodes[i].weight);
+        } else {
+            cli_text_str(nodes[i].name, nodes[i].name_len);
+            printf("\t%u\n", nodes[i].weight);
+        }
+    }
+    if (cli->json)
+        printf("]}\n");
+    free(nodes);
+    rb_segment_close(seg);
+    return EX_YES;
+}

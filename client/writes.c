@@ -1,0 +1,308 @@
+/*
+ * writes.c - the subcommands that go to the daemon over its socket: the
+ * changes (add, load, node, reserve) and the daemon's own commands (info,
+ * shutdown).  The connection is made by cli_connect, after the socket's
+ * directory has been judged; a failed request is said by cli_conn_fail.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cmd_add(cli_t *cli, int argc, char **argv)
+{
+    rb_conn_t *c;
+    rb_key_t *keys;
+    uint8_t *fresh;
+    int64_t rc;
+    int ex, n = argc - 2;
+
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    keys = calloc((size_t)n, sizeof(*keys));
+    fresh = calloc((size_t)n, 1);
+    if (keys == NULL || fresh == NULL)
+        return cli_fail(EX_FAIL, "add", RB_ENOMEM);
+    for (int i = 0; i < n; i++) {
+        keys[i].ptr = argv[i + 2];
+        keys[i].len = strlen(argv[i + 2]);
+    }
+    rc = rb_conn_bf_add_many(c, argv[1], strlen(argv[1]), keys, (size_t)n, fresh);
+    if (rc < 0) {
+        ex = cli_conn_fail(cli, c, "add", (int)rc, 1);
+    } else {
+        if (cli->json)
+            putchar('[');
+        for (int i = 0; i < n; i++) {
+            if (cli->json) {
+                printf("%s{\"key\":", i ? "," : "");
+                cli_json_str(argv[i + 2], strlen(argv[i + 2]));
+                printf(",\"new\":%s}", fresh[i] ? "true" : "false");
+            } else {
+                printf("%s\t", fresh[i] ? "new" : "present");
+                cli_text_str(argv[i + 2], strlen(argv[i + 2]));
+                putchar('\n');
+            }
+        }
+        if (cli->json)
+            printf("]\n");
+    }
+    free(keys);
+    free(fresh);
+    rb_conn_close(c);
+    return ex;
+}
+
+/* load's progress line on stderr (a TTY): a bar over the file's bytes when
+ * its size is known, the keys sent so far and their rate. */
+static void progress(uint64_t done_bytes, uint64_t total, uint64_t keys, time_t start)
+{
+    double secs = difftime(time(NULL), start);
+    int width = 30, filled = total ? (int)((double)done_bytes / (double)total * width) : 0;
+
+    fprintf(stderr, "\r[");
+    for (int i = 0; i < width; i++)
+        fputc(i < filled ? '#' : (total ? '.' : ' '), stderr);
+    fprintf(stderr, "] %llu keys", (unsigned long long)keys);
+    if (total)
+        fprintf(stderr, " %3.0f%%", 100.0 * (double)done_bytes / (double)total);
+    if (secs > 0)
+        fprintf(stderr, " %.0f keys/s", (double)keys / secs);
+    fflush(stderr);
+}
+
+/* Keys per rb_conn_bf_add_many call of load; their lines are held until
+ * the batch is answered. */
+#define LOAD_BATCH 100000
+
+int cmd_load(cli_t *cli, int argc, char **argv)
+{
+    const char *path;
+    FILE *in;
+    rb_conn_t *c;
+    struct stat st;
+    uint64_t total = 0, done_bytes = 0, keys = 0, added = 0;
+    char **lines;
+    rb_key_t *batch;
+    size_t n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int tty = isatty(2), ex;
+    time_t start = time(NULL);
+
+    (void)argc;
+    path = argv[2];
+    in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (in == NULL) {
+        fprintf(stderr, "ringbloom: %s: %s\n", path, strerror(errno));
+        return EX_FAIL;
+    }
+    if (fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode))
+        total = (uint64_t)st.st_size;
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    lines = calloc(LOAD_BATCH, sizeof(*lines));
+    batch = calloc(LOAD_BATCH, sizeof(*batch));
+    if (lines == NULL || batch == NULL)
+        return cli_fail(EX_FAIL, "load", RB_ENOMEM);
+    for (;;) {
+        int eof = (len = getline(&line, &cap, in)) < 0;
+        if (!eof) {
+            done_bytes += (uint64_t)len;
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                line[--len] = '\0';
+            if (len > 0) {
+                lines[n] = line;
+                batch[n].ptr = line;
+                batch[n].len = (size_t)len;
+                n++;
+                line = NULL;
+                cap = 0;
+            }
+        }
+        if (n == LOAD_BATCH || (eof && n > 0)) {
+            int64_t rc = rb_conn_bf_add_many(c, argv[1], strlen(argv[1]), batch, n, NULL);
+            for (size_t i = 0; i < n; i++)
+                free(lines[i]);
+            if (rc < 0) {
+                if (tty)
+                    fputc('\n', stderr);
+                ex = cli_conn_fail(cli, c, "load", (int)rc, 1);
+                fprintf(stderr, "ringbloom: %llu keys were loaded before the error\n",
+                        (unsigned long long)keys);
+                break;
+            }
+            keys += n;
+            added += (uint64_t)rc;
+            n = 0;
+            if (tty)
+                progress(done_bytes, total, keys, start);
+        }
+        if (eof)
+            break;
+    }
+    if (tty && ex == EX_YES)
+        fputc('\n', stderr);
+    if (ex == EX_YES) {
+        if (cli->json)
+            printf("{\"keys\":%llu,\"new\":%llu,\"present\":%llu}\n", (unsigned long long)keys,
+                   (unsigned long long)added, (unsigned long long)(keys - added));
+        else
+            printf("loaded %llu keys: %llu new, %llu already present\n",
+                   (unsigned long long)keys, (unsigned long long)added,
+                   (unsigned long long)(keys - added));
+    }
+    free(line);
+    free(lines);
+    free(batch);
+    if (in != stdin)
+        fclose(in);
+    rb_conn_close(c);
+    return ex;
+}
+
+/* The end of a change the daemon answers with OK: prints OK ({"ok":true}),
+ * or says why it failed; closes c.  Returns the exit code. */
+static int change_done(const cli_t *cli, rb_conn_t *c, const char *what, int rc)
+{
+    int ex = rc == RB_OK ? EX_YES : cli_conn_fail(cli, c, what, rc, 1);
+
+    if (ex == EX_YES)
+        printf(cli->json ? "{\"ok\":true}\n" : "OK\n");
+    rb_conn_close(c);
+    return ex;
+}
+
+int cmd_node(cli_t *cli, int argc, char **argv)
+{
+    uint32_t w = 1;
+    rb_conn_t *c;
+    int rc, ex;
+
+    if ((strcmp(argv[1], "add") == 0 && argc == 4) || strcmp(argv[1], "weight") == 0) {
+        if (argc != 4 || cli_parse_u32(argv[3], &w) != 0) {
+            fprintf(stderr, "ringbloom: weight must be a positive integer\n");
+            return EX_USAGE;
+        }
+    } else if (argc != 3 || (strcmp(argv[1], "add") != 0 && strcmp(argv[1], "remove") != 0)) {
+        return CLI_USAGE;
+    }
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    if (strcmp(argv[1], "add") == 0)
+        rc = rb_conn_ring_add(c, argv[2], strlen(argv[2]), w);
+    else if (strcmp(argv[1], "remove") == 0)
+        rc = rb_conn_ring_remove(c, argv[2], strlen(argv[2]));
+    else
+        rc = rb_conn_ring_weight(c, argv[2], strlen(argv[2]), w);
+    return change_done(cli, c, "node", rc);
+}
+
+int cmd_reserve(cli_t *cli, int argc, char **argv)
+{
+    rb_bloom_params_t p = { .layout = RB_BLOOM_BLOCKED };
+    char *end;
+    rb_conn_t *c;
+    int rc, ex;
+
+    errno = 0;
+    p.error_rate = strtod(argv[2], &end);
+    if (errno || *end || !(p.error_rate > 0 && p.error_rate < 1)) {
+        fprintf(stderr, "ringbloom: error rate must be a number in (0, 1)\n");
+        return EX_USAGE;
+    }
+    p.capacity = strtoull(argv[3], &end, 10);
+    if (*end || p.capacity == 0 || argv[3][0] == '-') {
+        fprintf(stderr, "ringbloom: capacity must be a positive integer\n");
+        return EX_USAGE;
+    }
+    for (int i = 4; i < argc; i++) {
+        if (strcmp(argv[i], "--nonscaling") == 0) {
+            p.flags |= RB_BLOOM_NONSCALING;
+        } else if (strcmp(argv[i], "--expansion") == 0 && i + 1 < argc) {
+            if (cli_parse_u32(argv[++i], &p.expansion) != 0 || p.expansion == 0) {
+                fprintf(stderr, "ringbloom: --expansion wants a positive integer\n");
+                return EX_USAGE;
+            }
+        } else if (strcmp(argv[i], "--layout") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "standard") == 0)
+                p.layout = RB_BLOOM_STANDARD;
+            else if (strcmp(argv[i], "blocked") == 0)
+                p.layout = RB_BLOOM_BLOCKED;
+            else {
+                fprintf(stderr, "ringbloom: --layout is standard or blocked\n");
+                return EX_USAGE;
+            }
+        } else {
+            return CLI_USAGE;
+        }
+    }
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    rc = rb_conn_bf_reserve(c, argv[1], strlen(argv[1]), &p);
+    return change_done(cli, c, "reserve", rc);
+}
+
+int cmd_info(cli_t *cli, int argc, char **argv)
+{
+    const char *args[2] = { "INFO", argc > 1 ? argv[1] : "" };
+    size_t lens[2] = { 4, argc > 1 ? strlen(argv[1]) : 0 };
+    static char buf[1 << 20];
+    rb_conn_t *c;
+    int rc, ex;
+
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    rc = rb_conn_command(c, argc > 1 ? 2 : 1, args, lens, buf, sizeof(buf));
+    if (rc != RB_OK) {
+        ex = cli_conn_fail(cli, c, "info", rc, 0);
+    } else if (cli->json) {
+        /* key:value lines as one JSON object; "# Section" lines dropped. */
+        char *save, *ln;
+        int first = 1;
+        putchar('{');
+        for (ln = strtok_r(buf, "\r\n", &save); ln; ln = strtok_r(NULL, "\r\n", &save)) {
+            char *colon = strchr(ln, ':');
+            if (ln[0] == '#' || colon == NULL)
+                continue;
+            printf("%s", first ? "" : ",");
+            cli_json_str(ln, (size_t)(colon - ln));
+            putchar(':');
+            cli_json_str(colon + 1, strlen(colon + 1));
+            first = 0;
+        }
+        printf("}\n");
+    } else {
+        fputs(buf, stdout);
+        if (buf[0] && buf[strlen(buf) - 1] != '\n')
+            putchar('\n');
+    }
+    rb_conn_close(c);
+    return ex;
+}
+
+int cmd_shutdown(cli_t *cli, int argc, char **argv)
+{
+    const char *args[1] = { "SHUTDOWN" };
+    size_t lens[1] = { 8 };
+    char buf[256];
+    rb_conn_t *c;
+    int rc, ex;
+
+    (void)argc;
+    (void)argv;
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    /* The daemon closes the connection once it has saved and stopped. */
+    rc = rb_conn_command(c, 1, args, lens, buf, sizeof(buf));
+    ex = rc == RB_EDAEMON ? EX_YES : cli_conn_fail(cli, c, "shutdown", rc, 1);
+    rb_conn_close(c);
+    return ex;
+}

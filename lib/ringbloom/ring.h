@@ -1,0 +1,148 @@
+/*
+ * ringbloom/ring.h - the consistent-hash ring: its modes, the writer's
+ * membership model and its publication into a segment, and the readers'
+ * lock-free lookups.
+ *
+ * A part of ringbloom.h: programs include <ringbloom.h>, which includes
+ * every part, and its conventions (return codes, who may call, handles,
+ * keys) hold here.
+ */
+#ifndef RINGBLOOM_RING_H
+#define RINGBLOOM_RING_H
+
+#include "core.h"
+#include "segment.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rb_ring_mode {
+    RB_RING_XXH3 = 0,    /* default: XXH3-64 of key and of "name#i", replicas
+                            x weight points per node                        */
+    RB_RING_KETAMA = 1,  /* libmemcached KETAMA_WEIGHTED, byte-exact: nodes
+                            are "host:port" (default port 11211), ~160 MD5
+                            points per server by weight share; replicas is
+                            not used                                         */
+    RB_RING_NGINX = 2,   /* nginx "hash $key consistent", byte-exact: nodes
+                            are the upstream's server strings, 160 x weight
+                            CRC-32 points; replicas is not used              */
+    RB_RING_SEED = 3     /* the teaching document's hash_str ring (64-bit)  */
+} rb_ring_mode_t;
+
+/* Any process.  "xxh3", "ketama", "nginx", "seed" for a mode, and back
+ * (case-insensitive).  In the compatible modes (ketama, nginx) equal
+ * points are ordered by the order nodes were added, which must therefore
+ * follow the other side's server list; in the others by node name.
+ * rb_ring_mode_name returns "unknown" for a bad value; parse returns
+ * RB_EINVAL. */
+RB_EXPORT const char *rb_ring_mode_name(rb_ring_mode_t mode);
+RB_EXPORT RB_WUR int rb_ring_mode_parse(const char *s, size_t len, rb_ring_mode_t *out);
+
+#define RB_NODE_NAME_MAX     255
+#define RB_RING_MAX_NODES    65535
+#define RB_RING_MAX_WEIGHT   65535
+#define RB_RING_MAX_REPLICAS 4096
+#define RB_RING_MAX_POINTS   (1u << 24)
+#define RB_RING_DEFAULT_REPLICAS 160
+
+/* A node as a reader sees it; the name is copied out of shared memory and
+ * NUL-terminated (names may contain no NUL themselves). */
+typedef struct rb_node {
+    uint32_t index;     /* position in the ring's node list (sorted by name);
+                           valid for the ring version it came from */
+    uint32_t weight;
+    uint32_t name_len;
+    char     name[RB_NODE_NAME_MAX + 1];
+    uint64_t version;   /* the ring version (rb_ring_stat) this answer was
+                           read from, in the same read section */
+} rb_node_t;
+
+/* Writer-side membership model, in process memory.  It holds the nodes and
+ * the sorted point table; rb_ring_publish() copies it into a segment. */
+typedef struct rb_ring rb_ring_t;
+
+/* Any process.  A new empty ring: `replicas` virtual nodes per unit of
+ * weight (1..RB_RING_MAX_REPLICAS; 0 -> RB_RING_DEFAULT_REPLICAS).
+ * Errors: RB_EINVAL, RB_ENOMEM. */
+RB_EXPORT RB_WUR int rb_ring_new(rb_ring_mode_t mode, uint32_t replicas,
+                                 rb_ring_t **out);
+RB_EXPORT void rb_ring_free(rb_ring_t *ring);
+
+/* Any process, one thread per ring.  Adds a node (name: 1..255 bytes, no
+ * NUL; weight 1..RB_RING_MAX_WEIGHT) with the mode's points (replicas *
+ * weight in xxh3 and seed mode), merged into the sorted table in O(points);
+ * in ketama mode every node's share changes, so the table is rebuilt
+ * (O(points log points)) when next needed.  Errors: RB_EINVAL, RB_EEXIST,
+ * RB_ERANGE (node or point limit), RB_ENOMEM.  Not visible to readers until
+ * rb_ring_publish(). */
+RB_EXPORT RB_WUR int rb_ring_add(rb_ring_t *ring, const char *name,
+                                 size_t len, uint32_t weight);
+/* Removes a node and its points, O(points).  RB_ENOENT if unknown. */
+RB_EXPORT RB_WUR int rb_ring_remove(rb_ring_t *ring, const char *name,
+                                    size_t len);
+/* Changes a node's weight (remove + add of its points).  RB_ENOENT, RB_EINVAL,
+ * RB_ERANGE. */
+RB_EXPORT RB_WUR int rb_ring_set_weight(rb_ring_t *ring, const char *name,
+                                        size_t len, uint32_t weight);
+/* Switches the model to another mode and/or replica count, regenerating
+ * every point (O(points log points)).  replicas 0 keeps the current count.
+ * Errors: RB_EINVAL, RB_ERANGE (point limit), RB_ENOMEM; nothing changes
+ * on error. */
+RB_EXPORT RB_WUR int rb_ring_set_mode(rb_ring_t *ring, rb_ring_mode_t mode, uint32_t replicas);
+/* The model's mode and replica count. */
+RB_EXPORT rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring);
+RB_EXPORT uint32_t rb_ring_replicas(const rb_ring_t *ring);
+/* Number of nodes / points in the model. */
+RB_EXPORT size_t rb_ring_node_count(const rb_ring_t *ring);
+RB_EXPORT size_t rb_ring_point_count(const rb_ring_t *ring);
+
+/* Writer.  Publishes the model into the segment through the two-copy latch:
+ * the inactive copy is rewritten while readers keep using the active one,
+ * then one flip makes it active, so readers never wait and never see a
+ * mixed table.  A copy grows (reallocated in the segment) when the table
+ * outgrows it.  Cost: O(points) stores, once.
+ * Errors: RB_EROFS, RB_ENOSPC (segment full: nothing changed for readers). */
+RB_EXPORT RB_WUR int rb_ring_publish(rb_ring_t *ring, rb_segment_t *seg);
+
+/* Any process.  Rebuilds a membership model from the ring published in
+ * seg (used by a restarted writer).  Errors: RB_ECORRUPT, RB_EBUSY, RB_ENOMEM. */
+RB_EXPORT RB_WUR int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out);
+
+/* Reader.  The node owning key: the first point clockwise from the key's
+ * position (lower bound, wrapping to the first point).  Lock-free; cost: one
+ * hash, an index probe and a short search (~2-3 cache lines) plus copying
+ * the name.  Returns 0, RB_EEMPTY (no nodes), RB_EBUSY (raced the writer
+ * past the retry bound), RB_ECORRUPT. */
+RB_EXPORT RB_WUR int rb_ring_lookup(const rb_segment_t *seg, const void *key,
+                                    size_t len, rb_node_t *out);
+
+/* Reader.  The first min(n, nodes) distinct nodes clockwise from key (a
+ * replica / preference list); out[0] is what rb_ring_lookup returns.
+ * Returns the number of nodes written (>= 1) or a negative error as
+ * rb_ring_lookup.  Cost: O(points walked * n). */
+RB_EXPORT RB_WUR int rb_ring_lookup_n(const rb_segment_t *seg, const void *key,
+                                      size_t len, rb_node_t *out, size_t n);
+
+typedef struct rb_ring_stat {
+    uint64_t version;    /* publish counter; changes on every publish */
+    uint32_t mode;       /* rb_ring_mode_t */
+    uint32_t replicas;
+    uint32_t nodes;
+    uint32_t points;
+    uint32_t index_bits; /* buckets = 2^index_bits */
+    uint64_t bytes;      /* bytes of one copy of the table */
+} rb_ring_stat_t;
+
+/* Reader.  Consistent snapshot of the ring's figures. */
+RB_EXPORT RB_WUR int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out);
+
+/* Reader.  Copies up to cap nodes (sorted by name) into out and stores the
+ * total in *count (which may exceed cap).  Consistent snapshot. */
+RB_EXPORT RB_WUR int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out,
+                                   size_t cap, size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGBLOOM_RING_H */

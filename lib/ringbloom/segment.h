@@ -1,0 +1,212 @@
+/*
+ * ringbloom/segment.h - the shared-memory segment: creating it (writer),
+ * attaching it (readers, pinned to the daemon's user), taking it over,
+ * dumping and restoring it, retiring it, following a restarted daemon,
+ * its figures.
+ *
+ * A part of ringbloom.h: programs include <ringbloom.h>, which includes
+ * every part, and its conventions (return codes, who may call, handles,
+ * keys) hold here.
+ */
+#ifndef RINGBLOOM_SEGMENT_H
+#define RINGBLOOM_SEGMENT_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Process-local handle on a mapped segment (the shared struct behind it is
+ * private to the library and described in docs/design.md). */
+typedef struct rb_segment rb_segment_t;
+
+/* Instance names: 1..RB_INSTANCE_MAX bytes of [A-Za-z0-9_.-], not starting
+ * with '.'.  The shared-memory object is "/ringbloom.<instance>". */
+#define RB_INSTANCE_MAX 64
+
+typedef struct rb_segment_opts {
+    mode_t   mode;         /* exact mode of the shm object; 0 -> 0640;
+                              no write bits for group or others (readers
+                              refuse such objects): RB_EINVAL */
+    uint64_t max_size;     /* bytes of address space reserved for growth;
+                              0 -> RB_DEFAULT_MAX_SIZE; the committed size
+                              starts small and grows on demand */
+    uint32_t max_filters;  /* directory slots; 0 -> RB_DEFAULT_MAX_FILTERS */
+    uint32_t flags;        /* RB_SEGMENT_HIDDEN */
+} rb_segment_opts_t;
+
+/* Create / restore without going live: readers get RB_EBUSY until the
+ * writer calls rb_segment_go_live() (e.g. after replaying a log). */
+#define RB_SEGMENT_HIDDEN 0x1u
+
+#define RB_DEFAULT_MAX_SIZE    (1ULL << 30)
+#define RB_MAX_MAX_SIZE        (1ULL << 40)
+#define RB_DEFAULT_MAX_FILTERS 256
+#define RB_MAX_FILTERS         65536
+
+/* Any process, pure.  The reservation rb_segment_create makes for a
+ * requested max_size (0: RB_DEFAULT_MAX_SIZE): rounded up to whole growth
+ * granules of 64 KiB, as the segment's rb_segment_info max_size will say.
+ * 0 if max_size exceeds RB_MAX_MAX_SIZE (create refuses it: RB_EINVAL). */
+RB_EXPORT uint64_t rb_segment_reservation(uint64_t max_size);
+
+/* Writer.  Creates the shm object of `instance` with O_CREAT|O_EXCL, sets
+ * its mode exactly (fchmod, so the umask does not interfere), sizes and
+ * initialises it and marks it live.  `opts` may be NULL for defaults.
+ * instance == NULL creates a private, anonymous segment (memfd) that only
+ * this process (and children forked afterwards) can see: the same ring and
+ * Bloom code then runs in-process, e.g. for offline tools and tests.
+ * Errors: RB_EINVAL (bad name/options), RB_EEXIST (object exists: see
+ * rb_segment_open_writer / rb_segment_unlink), RB_EACCES, RB_ENOSPC,
+ * RB_ENOMEM, RB_ESYS.  On error nothing is left in /dev/shm.
+ * Cost: a few system calls. */
+RB_EXPORT RB_WUR int rb_segment_create(const char *instance,
+                                       const rb_segment_opts_t *opts,
+                                       rb_segment_t **out);
+
+/* Attach flags. */
+#define RB_ATTACH_STALE_OK  0x1u  /* attach even if the writer process is gone
+                                     (serve the last published state) */
+
+/* Reader.  Opens the object O_RDONLY and maps it PROT_READ, so the process
+ * can never modify it (a store faults with SIGSEGV).  Validates the header:
+ * RB_ENOENT (no such instance), RB_EACCES, RB_ENOTOURS (bad magic),
+ * RB_EENDIAN, RB_EVERSION, RB_ETRUNC (object smaller than the header says;
+ * never for a segment that is merely growing), RB_EBUSY (still being
+ * created), RB_ERETIRED, RB_EGONE (writer process no longer exists, unless
+ * RB_ATTACH_STALE_OK), RB_ECORRUPT (offsets out of range), RB_EOWNER (the
+ * object is writable by group or others: anyone could rewrite what readers
+ * trust).
+ * Owner: the handle trusts the owner of the object it attached and no
+ * other.  When it follows a restarted daemon (rb_segment_refresh, and
+ * lookups by themselves) it moves only to an object of that owner, so it
+ * never maps one another user put under the name meanwhile.  This matters
+ * beyond the table it would read: the owner of an object can shrink it,
+ * and a reader touching a page past the end dies of SIGBUS; the daemon
+ * never shrinks its segment, other users might.  The first attach itself
+ * takes whichever user's object carries the name, which while the daemon
+ * is down may be a squatter's: readers that can, should name the daemon's
+ * uid with rb_segment_attach_owned.
+ * Cost: a few system calls; call once per process, not per query. */
+RB_EXPORT RB_WUR int rb_segment_attach(const char *instance, unsigned flags,
+                                       rb_segment_t **out);
+
+/* Reader.  rb_segment_attach, and the object (now and whenever the handle
+ * follows a restarted daemon to a new one) must be owned by `owner`, the
+ * daemon's uid: else RB_EOWNER.  /dev/shm is writable by every user, so
+ * while the daemon is down another user could create an object under its
+ * name; pinning the owner keeps such a squatter's table out.  The daemon's
+ * uid: rb_daemon_uid(), or the application's configuration.  Example:
+ *     uid_t uid;
+ *     if (rb_daemon_uid("default", NULL, (uid_t)-1, &uid, why, sizeof(why)) == RB_OK)
+ *         rc = rb_segment_attach_owned("default", 0, uid, &seg);  */
+RB_EXPORT RB_WUR int rb_segment_attach_owned(const char *instance, unsigned flags,
+                                             uid_t owner, rb_segment_t **out);
+
+/* Writer.  Re-opens an existing live segment read-write to take over as its
+ * writer (a restarted daemon): validates the header, every live filter and
+ * the active ring copy (RB_ECORRUPT if anything is out of bounds, overlaps,
+ * or is a filter kind this library does not know), records this process as
+ * the writer, and rebuilds the free-space map from the live objects.  The
+ * inactive ring copy is not read: the next publish rewrites it.
+ * A writer holds an exclusive flock on the object for as long as its
+ * process lives (create takes it too), so a second writer gets RB_EBUSY.
+ * Only an object this process's euid owns is taken over (RB_EOWNER: another
+ * user created it, perhaps to feed readers its own table).
+ * Errors: as rb_segment_attach, plus RB_ECORRUPT, RB_EBUSY, RB_EOWNER. */
+RB_EXPORT RB_WUR int rb_segment_open_writer(const char *instance,
+                                            rb_segment_t **out);
+
+/* Writer.  Passes the segment's committed bytes (header, directory, heap)
+ * to fn in one call: a snapshot.  The caller must not change the segment
+ * meanwhile (a single-threaded daemon trivially does not).  fn returns 0 on
+ * success.  Errors: RB_EROFS, RB_ESYS (fn failed). */
+RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
+                                     int (*fn)(const void *data, size_t len, void *arg),
+                                     void *arg);
+
+/* Writer.  Creates instance's object from a dump (like rb_segment_create,
+ * O_EXCL, exact mode) and fills it while readers are still refused
+ * (RB_EBUSY), then validates every offset the dump names (heap extents
+ * without overlap, every live filter, the active ring copy) and only then
+ * makes it live.  The dump's
+ * directory size is kept; opts->max_size may raise its reservation.
+ * dump must be 8-byte aligned (a mmap of the file is).  instance == NULL
+ * restores into a private segment, as rb_segment_create.  Errors: as attach
+ * for a bad header (RB_ENOTOURS, RB_EVERSION, ...), RB_ECORRUPT for bad
+ * contents (nothing is left behind), RB_EEXIST, RB_ENOSPC. */
+RB_EXPORT RB_WUR int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
+                                        const void *dump, size_t len, rb_segment_t **out);
+
+/* Writer.  Makes a segment created or restored with RB_SEGMENT_HIDDEN
+ * visible to readers.  No-op if it is live already. */
+RB_EXPORT void rb_segment_go_live(rb_segment_t *seg);
+
+/* Unmaps and frees the handle; the shared object stays (see unlink).
+ * Any rb_bloom_t opened on it must be closed first.  NULL is a no-op. */
+RB_EXPORT void rb_segment_close(rb_segment_t *seg);
+
+/* Removes the name of instance's shm object; processes that have it mapped
+ * keep their mapping.  RB_ENOENT if it does not exist. */
+RB_EXPORT int rb_segment_unlink(const char *instance);
+
+/* Writer.  Marks the segment retired in favour of generation `next`:
+ * attached readers see RB_ERETIRED from rb_segment_check() and should
+ * re-attach; new attaches are refused.  Ring and filters stay readable. */
+RB_EXPORT RB_WUR int rb_segment_retire(rb_segment_t *seg, uint64_t next);
+
+/* Reader or writer.  1 if instance's name in /dev/shm still leads to this
+ * handle's object, 0 if the name is gone or leads to another object (a
+ * writer whose object was unlinked under it should republish its state:
+ * rb_segment_dump into rb_segment_restore, then rb_segment_retire the old
+ * one so its readers move).  Costs an shm_open and an fstat.  Errors:
+ * RB_EINVAL (a private segment has no name), RB_ESYS. */
+RB_EXPORT RB_WUR int rb_segment_linked(const rb_segment_t *seg);
+
+/* Writer.  Sets the exact mode of the shm object (fchmod), e.g. when a
+ * restarted writer's configuration changed it.  RB_EROFS, RB_EINVAL (write
+ * bits for group or others, as rb_segment_create), RB_ESYS. */
+RB_EXPORT RB_WUR int rb_segment_set_mode(rb_segment_t *seg, mode_t mode);
+
+/* Writer.  Stores the current time as the writer's heartbeat (cheap). */
+RB_EXPORT void rb_segment_heartbeat(rb_segment_t *seg);
+
+/* Reader.  Re-validates the header of an attached segment: 0 if live,
+ * RB_ERETIRED, or RB_EGONE if the writer process no longer exists.  Costs
+ * one kill(pid, 0) system call; lookups do not call it. */
+RB_EXPORT int rb_segment_check(const rb_segment_t *seg);
+
+/* Reader.  Moves the handle to the live object of its instance if the
+ * current one was retired or its writer stopped heartbeating and a new
+ * object (a restarted daemon's) of the owner the handle trusts exists (see
+ * rb_segment_attach: another user's object is never mapped).  Lookups do
+ * this by themselves, every 1024 calls per thread, at most every 250 ms per
+ * handle; this call does it now.  Returns 1 if the handle moved, 0 if not (still current, or
+ * nothing newer to move to).  Mappings it leaves stay valid until
+ * rb_segment_close, so other threads need not stop. */
+RB_EXPORT int rb_segment_refresh(rb_segment_t *seg);
+
+typedef struct rb_segment_info {
+    uint64_t version;       /* layout version */
+    uint64_t generation;    /* segment generation */
+    uint64_t size;          /* committed bytes */
+    uint64_t max_size;      /* reserved bytes */
+    uint64_t used;          /* bytes in use: header and directory, ring
+                               copies, filter arrays */
+    uint64_t writer_pid;
+    uint64_t created;       /* unix seconds */
+    uint64_t heartbeat_ms;  /* unix milliseconds of the last heartbeat */
+    uint32_t filters;       /* live filters */
+    uint32_t max_filters;
+    int      writable;      /* 1 for a writer handle */
+    mode_t   mode;          /* mode of the shm object */
+} rb_segment_info_t;
+
+/* Reader or writer.  Fills *out.  Cost: O(max_filters) loads. */
+RB_EXPORT int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGBLOOM_SEGMENT_H */
