@@ -1,0 +1,221 @@
+/*
+ * ngx_http_ringbloom_admit.c - ringbloom_admit: after the response, queues
+ * "BF.ADD FILTER KEY" for the daemon in the worker's bounded buffer
+ * (ringbloom_admit_buffer, 1m), unless the filter already holds the key;
+ * ngx_http_ringbloom_admit_conn.c takes it from there.  When the buffer
+ * is full the key is dropped and counted ($ringbloom_admit_drops; the
+ * first drop is logged, then at most one a minute).  Admits are at most
+ * once: a heuristic that routing never waits for.
+ */
+
+#include "ngx_http_ringbloom.h"
+
+#include <resp_enc.h>
+
+
+/*
+ * Whether need more bytes fit after last, compacting first if that frees
+ * the room and moves no more bytes than were sent since the last
+ * compaction, so copying costs at most one byte per byte sent.
+ */
+static ngx_uint_t
+ngx_http_ringbloom_admit_room(ngx_http_ringbloom_worker_t *w, size_t need)
+{
+    size_t  live, done;
+
+    if ((size_t) (w->end - w->last) >= need) {
+        return 1;
+    }
+
+    live = (size_t) (w->last - w->pos);
+    done = (size_t) (w->pos - w->start);
+
+    if (done < live || done + (size_t) (w->end - w->last) < need) {
+        return 0;
+    }
+
+    ngx_memmove(w->start, w->pos, live);
+    w->sent = w->start + (w->sent - w->pos);
+    w->pos = w->start;
+    w->last = w->start + live;
+
+    return 1;
+}
+
+
+/* Queues "BF.ADD filter key"; drops (and counts) it if there is no room. */
+static void
+ngx_http_ringbloom_admit_enqueue(ngx_http_ringbloom_worker_t *w,
+    ngx_str_t *filter, ngx_str_t *key, ngx_log_t *log)
+{
+    size_t       argl[3];
+    const char  *argv[3];
+
+    /* Encoded by the project's one RESP encoder (lib/resp_enc.h). */
+    argv[0] = "BF.ADD";
+    argl[0] = sizeof("BF.ADD") - 1;
+    argv[1] = (const char *) filter->data;
+    argl[1] = filter->len;
+    argv[2] = (const char *) key->data;
+    argl[2] = key->len;
+
+    if (!ngx_http_ringbloom_admit_room(w, rbi_resp_command_size(3, argl))) {
+        w->drops++;
+
+        if (ngx_http_ringbloom_admit_log_due(w->drops, &w->drops_logged)) {
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "ringbloom: admit buffer full (%uz bytes "
+                          "waiting for \"%V\"), key dropped (%uL dropped "
+                          "so far)", (size_t) (w->last - w->pos),
+                          &w->conf->socket, w->drops);
+        }
+
+        return;
+    }
+
+    w->last = (u_char *) rbi_resp_command_put((char *) w->last, 3, argv, argl);
+}
+
+
+/*
+ * Whether an add of a key filter f already holds may still change it (an
+ * aging filter's refresh); looked up at most once a second, since a filter
+ * may be re-created with other flags.  Unknown counts as yes.
+ */
+static ngx_uint_t
+ngx_http_ringbloom_refreshes(ngx_http_ringbloom_filter_t *f)
+{
+    time_t           now;
+    rb_bloom_stat_t  st;
+
+    now = ngx_time();
+
+    if (f->checked != now) {
+        f->checked = now;
+        f->refreshes = rb_bloom_info(f->bloom, &st) != RB_OK
+                       || (st.flags & RB_BLOOM_AGING);
+    }
+
+    return f->refreshes;
+}
+
+
+/*
+ * The log phase's work for a location with ringbloom_admit: records the
+ * key after the response, so $seen computed for this request never
+ * depends on its own admit.  A key the filter already (maybe) holds is not
+ * sent, unless the filter is an aging one: there an add copies a key held
+ * only by an older generation into the current one, which keeps a
+ * requested key seen.
+ */
+ngx_int_t
+ngx_http_ringbloom_admit_request(ngx_http_request_t *r,
+    ngx_http_ringbloom_key_t *admit)
+{
+    ngx_str_t                     key;
+    ngx_http_ringbloom_filter_t  *f;
+    ngx_http_ringbloom_worker_t  *w;
+
+    if (ngx_http_ringbloom_worker_key(r, admit, &w, &key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (key.len == 0) {
+        /* The daemon refuses empty keys. */
+        return NGX_OK;
+    }
+
+    f = ngx_http_ringbloom_filter(w, admit->filter, r->connection->log);
+
+    if (f != NULL
+        && !ngx_http_ringbloom_refreshes(f)
+        && rb_bloom_contains(f->bloom, key.data, key.len) == 1)
+    {
+        return NGX_OK;
+    }
+
+    ngx_http_ringbloom_admit_enqueue(w, w->filters[admit->filter].name, &key,
+                                     r->connection->log);
+    ngx_http_ringbloom_admit_kick(w, r->connection->log);
+
+    return NGX_OK;
+}
+
+
+/* ---- $ringbloom_admit_drops, $ringbloom_admit_errors --------------------- */
+
+/* This worker's count of drops or of error replies; data: the main conf. */
+static ngx_int_t
+ngx_http_ringbloom_count_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data, ngx_uint_t errors)
+{
+    u_char                       *p, *last;
+    ngx_http_ringbloom_worker_t  *w;
+
+    w = ngx_http_ringbloom_worker_get((ngx_http_ringbloom_main_conf_t *) data,
+                                      r->connection->log);
+    if (w == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = ngx_sprintf(p, "%uL", errors ? w->errors : w->drops);
+
+    return ngx_http_ringbloom_set_value(v, p, last - p);
+}
+
+
+static ngx_int_t
+ngx_http_ringbloom_drops_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    return ngx_http_ringbloom_count_variable(r, v, data, 0);
+}
+
+
+static ngx_int_t
+ngx_http_ringbloom_errors_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    return ngx_http_ringbloom_count_variable(r, v, data, 1);
+}
+
+
+static ngx_http_variable_t  ngx_http_ringbloom_admit_vars[] = {
+
+    { ngx_string("ringbloom_admit_drops"), NULL,
+      ngx_http_ringbloom_drops_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("ringbloom_admit_errors"), NULL,
+      ngx_http_ringbloom_errors_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+/*
+ * Adds $ringbloom_admit_drops and $ringbloom_admit_errors, which every
+ * configuration has (preconfiguration); their data is rmcf.
+ */
+ngx_int_t
+ngx_http_ringbloom_admit_variables(ngx_conf_t *cf,
+    ngx_http_ringbloom_main_conf_t *rmcf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_ringbloom_admit_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = (uintptr_t) rmcf;
+    }
+
+    return NGX_OK;
+}
