@@ -618,11 +618,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("limits");
-    TCase *tc = tcase_create("limits");
     const char *asan = getenv("ASAN_OPTIONS");
 
-    rb_test_init();
     if (asan != NULL) {
         /* Under AddressSanitizer (.ci/run's build-asan sets ASAN_OPTIONS)
          * the daemon's freed buffers would wait in ASan's quarantine (256
@@ -634,17 +631,18 @@ int main(void)
         setenv("ASAN_OPTIONS", opts, 1);
     }
     signal(SIGPIPE, SIG_IGN);
-    tcase_set_timeout(tc, 240);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, test_limits_low_fd_limit_lowers_max_clients);
-    tcase_add_test(tc, test_limits_fd_soft_limit_raised_for_max_clients);
-    tcase_add_test(tc, test_limits_out_of_fds_at_runtime_refuses_without_spinning);
-    tcase_add_test(tc, test_limits_replies_bounded_for_a_client_that_never_reads);
-    tcase_add_test(tc, test_limits_info_flood_bounded);
-    tcase_add_test(tc, test_limits_reply_past_hard_limit_closes_the_client);
-    tcase_add_test(tc, test_limits_partial_requests_bounded_in_total);
-    tcase_add_test(tc, test_limits_timeout_counts_complete_requests);
-    tcase_add_test(tc, test_limits_writers_keep_reserved_connections);
-    suite_add_tcase(s, tc);
-    return rb_test_run(s);
+    return RB_TEST_MAIN("limits",
+                        RB_TCASE("file descriptors", 240, NULL, teardown,
+                                 test_limits_low_fd_limit_lowers_max_clients,
+                                 test_limits_fd_soft_limit_raised_for_max_clients,
+                                 test_limits_out_of_fds_at_runtime_refuses_without_spinning),
+                        RB_TCASE("replies", 240, NULL, teardown,
+                                 test_limits_replies_bounded_for_a_client_that_never_reads,
+                                 test_limits_info_flood_bounded,
+                                 test_limits_reply_past_hard_limit_closes_the_client),
+                        RB_TCASE("requests", 240, NULL, teardown,
+                                 test_limits_partial_requests_bounded_in_total,
+                                 test_limits_timeout_counts_complete_requests),
+                        RB_TCASE("writers", 240, NULL, teardown,
+                                 test_limits_writers_keep_reserved_connections));
 }

@@ -1422,49 +1422,38 @@ START_TEST(test_daemon_conn_reserve_sends_every_parameter)
 }
 END_TEST
 
-static Suite *daemon_suite(void)
-{
-    Suite *s = suite_create("daemon");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, test_daemon_answers_redis_clients_basics);
-    tcase_add_test(tc, test_daemon_bf_replies_match_redisbloom);
-    tcase_add_test(tc, test_daemon_ring_commands);
-    tcase_add_test(tc, test_daemon_sigkill_and_lost_segment_keep_every_ack);
-    tcase_add_test(tc, test_daemon_killed_mid_update_readers_keep_answering);
-    tcase_add_test(tc, test_daemon_other_uid_reads_but_cannot_write);
-    tcase_add_test(tc, test_daemon_concurrent_adds_exactly_one_winner);
-    tcase_add_test(tc, test_daemon_second_daemon_same_instance_refused);
-    tcase_add_test(tc, test_daemon_sighup_reloads_write_access);
-    tcase_add_test(tc, test_daemon_sighup_rereads_relative_config_path);
-    tcase_add_test(tc, test_daemon_republishes_a_removed_segment);
-    tcase_add_test(tc, test_daemon_corrupt_snapshot_refuses_start);
-    tcase_add_test(tc, test_daemon_unloadable_ring_leaves_no_segment);
-    tcase_add_test(tc, test_daemon_refuses_squatted_segment);
-    tcase_add_test(tc, test_daemon_refuses_writable_segment_mode);
-    tcase_add_test(tc, test_daemon_refuses_foreign_directory);
-    tcase_add_test(tc, test_daemon_refuses_symlinked_run_directory);
-    tcase_add_test(tc, test_daemon_run_directory_behind_admin_symlink);
-    tcase_add_test(tc, test_daemon_client_refuses_untrusted_socket_directory);
-    tcase_add_test(tc, test_daemon_cli_refuses_squatted_segment);
-    tcase_add_test(tc, test_daemon_cli_timeout_says_change_may_be_applied);
-    tcase_add_test(tc, test_daemon_cli_escapes_node_names);
-    tcase_add_test(tc, test_daemon_limits_give_clear_errors);
-    tcase_add_test(tc, test_daemon_reader_follows_restart_with_new_segment);
-    tcase_add_test(tc, test_daemon_torn_tail_accepted_middle_damage_refused);
-    tcase_add_test(tc, test_daemon_segment_lock_stops_a_second_writer);
-    tcase_add_test(tc, test_daemon_flooding_client_does_not_starve_others);
-    tcase_add_test(tc, test_daemon_restart_applies_segment_mode);
-    tcase_add_test(tc, test_daemon_aging_filter_and_reset);
-    tcase_add_test(tc, test_daemon_conn_reserve_sends_every_parameter);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(daemon_suite());
+    return RB_TEST_MAIN("daemon",
+                        RB_TCASE("core", 120, NULL, teardown,
+                                 test_daemon_answers_redis_clients_basics,
+                                 test_daemon_bf_replies_match_redisbloom,
+                                 test_daemon_ring_commands,
+                                 test_daemon_sigkill_and_lost_segment_keep_every_ack,
+                                 test_daemon_killed_mid_update_readers_keep_answering,
+                                 test_daemon_other_uid_reads_but_cannot_write,
+                                 test_daemon_concurrent_adds_exactly_one_winner,
+                                 test_daemon_second_daemon_same_instance_refused,
+                                 test_daemon_sighup_reloads_write_access,
+                                 test_daemon_sighup_rereads_relative_config_path,
+                                 test_daemon_republishes_a_removed_segment,
+                                 test_daemon_corrupt_snapshot_refuses_start,
+                                 test_daemon_unloadable_ring_leaves_no_segment,
+                                 test_daemon_refuses_squatted_segment,
+                                 test_daemon_refuses_writable_segment_mode,
+                                 test_daemon_refuses_foreign_directory,
+                                 test_daemon_refuses_symlinked_run_directory,
+                                 test_daemon_run_directory_behind_admin_symlink,
+                                 test_daemon_client_refuses_untrusted_socket_directory,
+                                 test_daemon_cli_refuses_squatted_segment,
+                                 test_daemon_cli_timeout_says_change_may_be_applied,
+                                 test_daemon_cli_escapes_node_names,
+                                 test_daemon_limits_give_clear_errors,
+                                 test_daemon_reader_follows_restart_with_new_segment,
+                                 test_daemon_torn_tail_accepted_middle_damage_refused,
+                                 test_daemon_segment_lock_stops_a_second_writer,
+                                 test_daemon_flooding_client_does_not_starve_others,
+                                 test_daemon_restart_applies_segment_mode,
+                                 test_daemon_aging_filter_and_reset,
+                                 test_daemon_conn_reserve_sends_every_parameter));
 }

@@ -1384,41 +1384,21 @@ START_TEST(test_faults_log_outage_does_not_spin)
 }
 END_TEST
 
-/* A test case of the suite, with its time bound and the cleanup. */
-static TCase *faults_case(Suite *s, const char *name, int timeout)
-{
-    TCase *tc = tcase_create(name);
-
-    tcase_set_timeout(tc, timeout);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    suite_add_tcase(s, tc);
-    return tc;
-}
-
-static Suite *faults_suite(void)
-{
-    Suite *s = suite_create("faults");
-    TCase *tc;
-
-    tc = faults_case(s, "loop", 300);
-    tcase_add_test(tc, test_faults_sigkill_loop_keeps_every_ack);
-    tc = faults_case(s, "disk", 60);
-    tcase_add_test(tc, test_faults_full_disk_snapshot_fails_cleanly);
-    tcase_add_test(tc, test_faults_full_disk_log_refuses_writes_then_recovers);
-    tc = faults_case(s, "shm", 60);
-    tcase_add_test(tc, test_faults_full_shm_refuses_growth_and_start);
-    tc = faults_case(s, "shim", 60);
-    tcase_add_test(tc, test_faults_log_rename_failure_after_snapshot);
-    tcase_add_test(tc, test_faults_fsync_failure_holds_reply_until_snapshot);
-    tcase_add_test(tc, test_faults_everysec_fsync_failure_forces_snapshot);
-    tcase_add_test(tc, test_faults_log_outage_does_not_spin);
-    return s;
-}
-
 int main(void)
 {
     /* Figures reach the log even from a test process that fails. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    rb_test_init();
-    return rb_test_run(faults_suite());
+    return RB_TEST_MAIN("faults",
+                        RB_TCASE("loop", 300, NULL, teardown,
+                                 test_faults_sigkill_loop_keeps_every_ack),
+                        RB_TCASE("disk", 60, NULL, teardown,
+                                 test_faults_full_disk_snapshot_fails_cleanly,
+                                 test_faults_full_disk_log_refuses_writes_then_recovers),
+                        RB_TCASE("shm", 60, NULL, teardown,
+                                 test_faults_full_shm_refuses_growth_and_start),
+                        RB_TCASE("shim", 60, NULL, teardown,
+                                 test_faults_log_rename_failure_after_snapshot,
+                                 test_faults_fsync_failure_holds_reply_until_snapshot,
+                                 test_faults_everysec_fsync_failure_forces_snapshot,
+                                 test_faults_log_outage_does_not_spin));
 }

@@ -1676,64 +1676,53 @@ START_TEST(test_badinput_unauthorised_uid)
 }
 END_TEST
 
-static Suite *badinput_suite(void)
-{
-    Suite *s = suite_create("badinput");
-    TCase *tc = tcase_create("rows");
-
-    tcase_set_timeout(tc, 20);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, test_badinput_empty_key);
-    tcase_add_test(tc, test_badinput_empty_names);
-    tcase_add_test(tc, test_badinput_key_at_max_key_bytes_round_trips);
-    tcase_add_test(tc, test_badinput_key_over_max_key_bytes_refused);
-    tcase_add_test(tc, test_badinput_binary_keys_round_trip);
-    tcase_add_test(tc, test_badinput_binary_filter_names_round_trip);
-    tcase_add_test(tc, test_badinput_binary_node_names_round_trip);
-    tcase_add_test(tc, test_badinput_node_name_too_long);
-    tcase_add_test(tc, test_badinput_duplicate_node);
-    tcase_add_test(tc, test_badinput_remove_unknown_node);
-    tcase_add_test(tc, test_badinput_bad_weights);
-    tcase_add_test(tc, test_badinput_ring_too_big_for_max_memory);
-    tcase_add_test(tc, test_badinput_ring_bad_mode_replicas_count);
-    tcase_add_test(tc, test_badinput_reserve_error_rate_out_of_range);
-    tcase_add_test(tc, test_badinput_reserve_error_rate_not_a_number);
-    tcase_add_test(tc, test_badinput_reserve_bad_capacity);
-    tcase_add_test(tc, test_badinput_reserve_over_max_memory);
-    tcase_add_test(tc, test_badinput_reserve_existing_filter);
-    tcase_add_test(tc, test_badinput_max_filters_reached);
-    tcase_add_test(tc, test_badinput_reserve_options_as_redisbloom);
-    tcase_add_test(tc, test_badinput_insert_options_as_redisbloom);
-    tcase_add_test(tc, test_badinput_reserve_tiny_error_rates);
-    tcase_add_test(tc, test_badinput_scaling_filter_grows_until_max_memory);
-    tcase_add_test(tc, test_badinput_scaling_filter_limits);
-    tcase_add_test(tc, test_badinput_insert_nocreate_unknown_filter);
-    tcase_add_test(tc, test_badinput_reads_of_unknown_filter);
-    tcase_add_test(tc, test_badinput_resp_bad_multibulk_length);
-    tcase_add_test(tc, test_badinput_resp_bad_bulk_length);
-    tcase_add_test(tc, test_badinput_resp_negative_bulk_length);
-    tcase_add_test(tc, test_badinput_resp_bulk_not_crlf_terminated);
-    tcase_add_test(tc, test_badinput_resp_unterminated_bulk_then_disconnect);
-    tcase_add_test(tc, test_badinput_resp_nested_array);
-    tcase_add_test(tc, test_badinput_resp_multibulk_over_limit);
-    tcase_add_test(tc, test_badinput_resp_1gb_bulk_refused_at_once);
-    tcase_add_test(tc, test_badinput_resp_request_over_max_request_bytes);
-    tcase_add_test(tc, test_badinput_inline_garbage);
-    tcase_add_test(tc, test_badinput_inline_unbalanced_quotes);
-    tcase_add_test(tc, test_badinput_inline_too_long);
-    tcase_add_test(tc, test_badinput_unknown_command);
-    tcase_add_test(tc, test_badinput_wrong_arity);
-    tcase_add_test(tc, test_badinput_idle_client_timed_out);
-    tcase_add_test(tc, test_badinput_stalled_half_request_timed_out);
-    tcase_add_test(tc, test_badinput_half_request_then_disconnect);
-    tcase_add_test(tc, test_badinput_max_clients);
-    tcase_add_test(tc, test_badinput_unauthorised_uid);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(badinput_suite());
+    return RB_TEST_MAIN("badinput",
+                        RB_TCASE("rows", 20, NULL, teardown,
+                                 test_badinput_empty_key,
+                                 test_badinput_empty_names,
+                                 test_badinput_key_at_max_key_bytes_round_trips,
+                                 test_badinput_key_over_max_key_bytes_refused,
+                                 test_badinput_binary_keys_round_trip,
+                                 test_badinput_binary_filter_names_round_trip,
+                                 test_badinput_binary_node_names_round_trip,
+                                 test_badinput_node_name_too_long,
+                                 test_badinput_duplicate_node,
+                                 test_badinput_remove_unknown_node,
+                                 test_badinput_bad_weights,
+                                 test_badinput_ring_too_big_for_max_memory,
+                                 test_badinput_ring_bad_mode_replicas_count,
+                                 test_badinput_reserve_error_rate_out_of_range,
+                                 test_badinput_reserve_error_rate_not_a_number,
+                                 test_badinput_reserve_bad_capacity,
+                                 test_badinput_reserve_over_max_memory,
+                                 test_badinput_reserve_existing_filter,
+                                 test_badinput_max_filters_reached,
+                                 test_badinput_reserve_options_as_redisbloom,
+                                 test_badinput_insert_options_as_redisbloom,
+                                 test_badinput_reserve_tiny_error_rates,
+                                 test_badinput_scaling_filter_grows_until_max_memory,
+                                 test_badinput_scaling_filter_limits,
+                                 test_badinput_insert_nocreate_unknown_filter,
+                                 test_badinput_reads_of_unknown_filter,
+                                 test_badinput_resp_bad_multibulk_length,
+                                 test_badinput_resp_bad_bulk_length,
+                                 test_badinput_resp_negative_bulk_length,
+                                 test_badinput_resp_bulk_not_crlf_terminated,
+                                 test_badinput_resp_unterminated_bulk_then_disconnect,
+                                 test_badinput_resp_nested_array,
+                                 test_badinput_resp_multibulk_over_limit,
+                                 test_badinput_resp_1gb_bulk_refused_at_once,
+                                 test_badinput_resp_request_over_max_request_bytes,
+                                 test_badinput_inline_garbage,
+                                 test_badinput_inline_unbalanced_quotes,
+                                 test_badinput_inline_too_long,
+                                 test_badinput_unknown_command,
+                                 test_badinput_wrong_arity,
+                                 test_badinput_idle_client_timed_out,
+                                 test_badinput_stalled_half_request_timed_out,
+                                 test_badinput_half_request_then_disconnect,
+                                 test_badinput_max_clients,
+                                 test_badinput_unauthorised_uid));
 }
