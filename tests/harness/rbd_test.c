@@ -27,8 +27,7 @@ void rbd_remove_all(rbd_proc_t *d)
         fprintf(stderr, "%s\n", d->err);
 }
 
-/* Every daemon this process prepared, removed when it exits. */
-static void rbd_atexit(void)
+void rbd_teardown(void)
 {
     for (int i = 0; i < rbd_nprocs; i++)
         rbd_remove_all(rbd_procs[i]);
@@ -79,7 +78,7 @@ void rbd_prepare(rbd_proc_t *d, const char *extra)
     ck_assert_msg(rbl_init(d, "/tmp", prefix, 0755, rb_test_instance(inst, sizeof(inst))) == 0,
                   "%s", d->err);
     if (rbd_nprocs == 0)
-        atexit(rbd_atexit);
+        atexit(rbd_teardown);   /* also when an assertion ends the test */
     for (int i = 0; i < rbd_nprocs; i++)
         known |= rbd_procs[i] == d;
     if (!known) {
@@ -113,6 +112,44 @@ const char *rbd_start_fails(const char *conf)
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1,
                   "ringbloomd did not refuse to start (status %d): %s", status, out);
     return out;
+}
+
+int rbd_run(const char *cmd, char *out, size_t cap)
+{
+    size_t n = 0;
+    FILE *f = popen(cmd, "r");
+
+    ck_assert_ptr_nonnull(f);
+    out[0] = '\0';
+    while (n + 1 < cap && fgets(out + n, (int)(cap - n), f) != NULL)
+        n += strlen(out + n);
+    return pclose(f);
+}
+
+int rbd_run_daemon(const rbd_proc_t *d, char *out, size_t cap)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "%s -f -c %s 2>&1", rbd_binary(), d->conf);
+    return rbd_run(cmd, out, cap);
+}
+
+int rbd_run_cli(char *out, size_t cap, const char *args)
+{
+    const char *cli = getenv("RB_CLI");
+    char cmd[1024];
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "%s %s 2>&1", cli ? cli : "../client/ringbloom", args);
+    status = rbd_run(cmd, out, cap);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+rb_segment_t *rbd_attach(const rbd_proc_t *d)
+{
+    rb_segment_t *seg;
+    ck_assert_int_eq(rb_segment_attach(d->inst, RB_ATTACH_STALE_OK, &seg), RB_OK);
+    return seg;
 }
 
 rb_conn_t *rbd_connect(const rbd_proc_t *d)

@@ -49,11 +49,27 @@ void rbd_start(rbd_proc_t *d, const char *extra);
 void rbd_stop(rbd_proc_t *d, int sig);
 /* Kills the daemon, removes its segment and temp directory. */
 void rbd_remove_all(rbd_proc_t *d);
+/* rbd_remove_all of every daemon this process prepared: the teardown of
+ * the daemon suites' TCases. */
+void rbd_teardown(void);
 /* Runs the daemon on conf expecting it to refuse to start (exit status
  * 1); returns the line of its output that says why ("cannot start: ...",
  * else its last line), in a static buffer. */
 const char *rbd_start_fails(const char *conf);
 
+/* Runs the shell command cmd to its exit: its output (stdout and stderr)
+ * into out, NUL-terminated; returns its wait status. */
+int rbd_run(const char *cmd, char *out, size_t cap);
+/* The daemon's output of `ringbloomd -f -c d->conf` run to its exit, and
+ * its wait status. */
+int rbd_run_daemon(const rbd_proc_t *d, char *out, size_t cap);
+/* The CLI (RB_CLI, else ../client/ringbloom) run with the arguments args
+ * (shell words) to its exit, as rbd_run; returns its exit status, -1 if
+ * it did not exit. */
+int rbd_run_cli(char *out, size_t cap, const char *args);
+
+/* Attaches d's segment (a stale one too), asserting that it can. */
+rb_segment_t *rbd_attach(const rbd_proc_t *d);
 rb_conn_t *rbd_connect(const rbd_proc_t *d);
 /* A plain socket connected to d, for bytes no client library would send
  * and replies a test reads (or does not read) itself. */
