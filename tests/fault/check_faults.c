@@ -12,7 +12,7 @@
  *         space returns;
  *   shm   a full /dev/shm (a small tmpfs in a private mount namespace):
  *         growth fails with a clear error and nothing half-made;
- *   shim  faults a disk seldom produces, through tests/fault_shim.c
+ *   shim  faults a disk seldom produces, through fault_shim.c
  *         (LD_PRELOAD): the snapshot's log rename, fdatasync (in the reply
  *         path and in the everysec thread), a log outage that must not
  *         make the daemon spin.
@@ -27,7 +27,7 @@
  * (check_faults_full.c), shim (check_faults_shim.c); what they share is
  * faults.h.
  *
- * Every daemon, temp dir and shm object is removed by rbd_test.h's exit
+ * Every daemon, temp dir and shm object is removed by the harness's exit
  * handler even when an assertion ends a test; mounts live in the test's
  * own mount namespace and end with its process.
  */

@@ -114,7 +114,9 @@ const char *rbd_start_fails(const char *conf)
     return out;
 }
 
-int rbd_run(const char *cmd, char *out, size_t cap)
+/* Runs the shell command cmd to its exit: its output (stdout and stderr)
+ * into out, NUL-terminated; returns its wait status. */
+static int rbd_run(const char *cmd, char *out, size_t cap)
 {
     size_t n = 0;
     FILE *f = popen(cmd, "r");

@@ -57,15 +57,13 @@ void rbd_teardown(void);
  * else its last line), in a static buffer. */
 const char *rbd_start_fails(const char *conf);
 
-/* Runs the shell command cmd to its exit: its output (stdout and stderr)
- * into out, NUL-terminated; returns its wait status. */
-int rbd_run(const char *cmd, char *out, size_t cap);
-/* The daemon's output of `ringbloomd -f -c d->conf` run to its exit, and
- * its wait status. */
+/* The daemon's output (stdout and stderr, NUL-terminated) of
+ * `ringbloomd -f -c d->conf` run to its exit into out, and its wait
+ * status. */
 int rbd_run_daemon(const rbd_proc_t *d, char *out, size_t cap);
 /* The CLI (RB_CLI, else ../client/ringbloom) run with the arguments args
- * (shell words) to its exit, as rbd_run; returns its exit status, -1 if
- * it did not exit. */
+ * (shell words) to its exit, its output into out; returns its exit
+ * status, -1 if it did not exit. */
 int rbd_run_cli(char *out, size_t cap, const char *args);
 
 /* Attaches d's segment (a stale one too), asserting that it can. */
