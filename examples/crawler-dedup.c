@@ -225,8 +225,8 @@ static int crawler_main(const ex_daemon_t *d, crawl_t *cw, uint32_t me, const ui
     rb_bloom_t *bf = NULL;
     int rc;
 
-    if ((rc = rb_conn_open(NULL, d->sock, 10000, &conn)) != RB_OK ||
-        (rc = rb_segment_attach_owned(d->instance, 0, d->uid, &seg)) != RB_OK ||
+    if ((rc = rb_conn_open(NULL, d->rb.sock, 10000, &conn)) != RB_OK ||
+        (rc = rb_segment_attach_owned(d->rb.inst, 0, d->uid, &seg)) != RB_OK ||
         (rc = rb_bloom_open(seg, FILTER, strlen(FILTER), &bf)) != RB_OK)
         goto out;
     atomic_fetch_add_explicit(&cw->ready, 1, memory_order_relaxed);
@@ -607,7 +607,7 @@ int main(int argc, char **argv)
     ex_init(PROG);
     if (parse_options(argc, argv, &o) != 0)
         return 2;
-    bin = ex_daemon_path(o.daemon, dbuf, sizeof(dbuf));
+    bin = rbl_daemon_path(o.daemon, dbuf, sizeof(dbuf));
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (ex_catch_signals() != 0)
         return 1;
@@ -630,7 +630,7 @@ int main(int argc, char **argv)
 
     if (ex_daemon_start(&d, bin, o.tmpdir, o.instance, &conn) != 0)
         goto out;
-    printf(PROG ": ringbloomd pid %d, instance %s, socket %s\n", (int)d.pid, d.instance, d.sock);
+    printf(PROG ": ringbloomd pid %d, instance %s, socket %s\n", (int)d.rb.pid, d.rb.inst, d.rb.sock);
     printf(PROG ": frontier of %" PRIu64 " URLs, %" PRIu64 " distinct (%.1f copies on average, "
            "the most linked page %" PRIu64 "), %" PRIu64 " crawlers, batches of %" PRIu64 "%s\n",
            o.total, o.distinct, (double)o.total / (double)o.distinct, top, o.crawlers, o.batch,
@@ -644,8 +644,8 @@ int main(int argc, char **argv)
     printf(PROG ": filter '" FILTER "': capacity %" PRIu64 ", error rate %g, %s layout, "
            "scaling\n", o.capacity, o.error_rate,
            o.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard");
-    if ((rc = rb_segment_attach_owned(d.instance, 0, d.uid, &seg)) != RB_OK) {
-        fprintf(stderr, PROG ": attach %s: %s\n", d.instance, rb_strerror(rc));
+    if ((rc = rb_segment_attach_owned(d.rb.inst, 0, d.uid, &seg)) != RB_OK) {
+        fprintf(stderr, PROG ": attach %s: %s\n", d.rb.inst, rb_strerror(rc));
         goto out;
     }
 

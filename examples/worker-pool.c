@@ -190,8 +190,8 @@ static int worker_main(const ex_daemon_t *d, pool_t *pool, uint32_t me, pid_t pa
         return 1;
     }
     memset(prev, NO_OWNER, slice);
-    if ((rc = rb_segment_attach_owned(d->instance, 0, d->uid, &seg)) != RB_OK) {
-        fprintf(stderr, PROG ": worker %u: attach %s: %s\n", me, d->instance, rb_strerror(rc));
+    if ((rc = rb_segment_attach_owned(d->rb.inst, 0, d->uid, &seg)) != RB_OK) {
+        fprintf(stderr, PROG ": worker %u: attach %s: %s\n", me, d->rb.inst, rb_strerror(rc));
         goto out;
     }
     for (;;) {
@@ -421,7 +421,7 @@ int main(int argc, char **argv)
     ex_init(PROG);
     if (parse_options(argc, argv, &o) != 0)
         return 2;
-    bin = ex_daemon_path(o.daemon, dbuf, sizeof(dbuf));
+    bin = rbl_daemon_path(o.daemon, dbuf, sizeof(dbuf));
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (ex_catch_signals() != 0)
         return 1;
@@ -444,14 +444,14 @@ int main(int argc, char **argv)
 
     if (ex_daemon_start(&d, bin, o.tmpdir, o.instance, &conn) != 0)
         goto out;
-    printf(PROG ": ringbloomd pid %d, instance %s, socket %s\n", (int)d.pid, d.instance,
-           d.sock);
+    printf(PROG ": ringbloomd pid %d, instance %s, socket %s\n", (int)d.rb.pid, d.rb.inst,
+           d.rb.sock);
     printf(PROG ": %" PRIu64 " workers, %" PRIu64 " requests per phase, %" PRIu64
            " probe keys\n", o.workers, o.requests, o.probes);
     if ((rc = apply_step(conn, pool, &plan[0], weight, o.nodes)) != RB_OK)
         goto out;
-    if ((rc = rb_segment_attach_owned(d.instance, 0, d.uid, &seg)) != RB_OK) {
-        fprintf(stderr, PROG ": attach %s: %s\n", d.instance, rb_strerror(rc));
+    if ((rc = rb_segment_attach_owned(d.rb.inst, 0, d.uid, &seg)) != RB_OK) {
+        fprintf(stderr, PROG ": attach %s: %s\n", d.rb.inst, rb_strerror(rc));
         goto out;
     }
 

@@ -11,9 +11,10 @@ strongly connected component of more than one file is a cycle, printed
 with the symbols that make each of its edges.
 
 Objects read (in the build directory): lib/.libs/*.o (or lib/*.o),
-daemon/*.o, client/*.o, examples/*.o; test programs' copies of daemon
-sources (daemon/tests_*) are skipped, and so is an object whose source is
-gone (left over from an earlier build).  An object maps to its source by
+daemon/*.o, client/*.o, examples/*.o and tests/harness/*.o (the launcher
+the examples are built with, and the rest of the tests' harness); test
+programs' copies of daemon sources (daemon/tests_*) are skipped, and so
+is an object whose source is gone (left over from an earlier build).  An object maps to its source by
 dropping automake's "<target>-" prefix when the source is named without it.
 
     file_cycles.py [--builddir DIR] [--srcdir DIR]   check the build
@@ -101,7 +102,7 @@ def source_of(obj, builddir, srcdir):
 def objects(builddir):
     libs = glob.glob(os.path.join(builddir, "lib", ".libs", "*.o"))
     objs = libs or glob.glob(os.path.join(builddir, "lib", "*.o"))
-    for d in ("daemon", "client", "examples"):
+    for d in ("daemon", "client", "examples", os.path.join("tests", "harness")):
         objs += [o for o in glob.glob(os.path.join(builddir, d, "*.o"))
                  if not os.path.basename(o).startswith("tests_")]
     return sorted(objs)

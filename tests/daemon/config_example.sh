@@ -2,7 +2,7 @@
 # The shipped example configuration parses and gives the documented
 # defaults; a bad setting is refused with its file and line.
 set -u
-srcdir=${srcdir:-$(dirname "$0")/..}
+srcdir=${srcdir:-$(dirname "$0")/../..}
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 fail=0
 checks=0

@@ -843,47 +843,44 @@ START_TEST(test_segment_second_writer_is_refused)
 }
 END_TEST
 
-static Suite *segment_suite(void)
-{
-    Suite *s = suite_create("segment");
-    TCase *tc = tcase_create("core");
-
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_segment_create_attach_roundtrip);
-    tcase_add_test(tc, test_segment_create_existing_is_eexist);
-    tcase_add_test(tc, test_segment_reservation_is_what_create_makes);
-    tcase_add_test(tc, test_segment_version_is_the_headers);
-    tcase_add_test(tc, test_segment_bad_names_and_options);
-    tcase_add_test(tc, test_segment_untrusted_modes_and_owner_pin);
-    tcase_add_test(tc, test_segment_writer_refuses_foreign_object);
-    tcase_add_test(tc, test_segment_attach_missing_is_enoent);
-    tcase_add_test(tc, test_segment_attach_bad_magic_is_notours);
-    tcase_add_test(tc, test_segment_attach_swapped_magic_is_eendian);
-    tcase_add_test(tc, test_segment_attach_wrong_version_is_eversion);
-    tcase_add_test(tc, test_segment_attach_truncated_is_etrunc);
-    tcase_add_test(tc, test_segment_attach_while_initialising_is_ebusy);
-    tcase_add_test(tc, test_segment_attach_corrupt_directory_is_ecorrupt);
-    tcase_add_test(tc, test_segment_foreign_layout_is_ecorrupt);
-    tcase_add_test(tc, test_segment_takeover_refuses_unsound_layer);
-    tcase_add_test(tc, test_segment_retired_is_refused_and_reported);
-    tcase_add_test(tc, test_segment_writer_gone_is_egone);
-    tcase_add_test_raise_signal(tc, test_segment_reader_store_faults, SIGSEGV);
-    tcase_add_test(tc, test_segment_reader_cannot_mprotect_to_write);
-    tcase_add_test(tc, test_segment_growth_past_reservation_is_enospc);
-    tcase_add_test(tc, test_segment_attach_never_fails_while_growing);
-    tcase_add_test(tc, test_segment_takeover_keeps_ring_filters_and_heap);
-    tcase_add_test(tc, test_segment_private_needs_no_name);
-    tcase_add_test(tc, test_segment_reader_follows_restarted_writer);
-    tcase_add_test(tc, test_segment_reader_follows_only_its_first_owner);
-    tcase_add_test(tc, test_segment_dump_restore_roundtrip_and_corruption);
-    tcase_add_test(tc, test_segment_second_writer_is_refused);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(segment_suite());
+    /* A reader's store into its read-only mapping must end in SIGSEGV. */
+    TCase *protection = RB_TCASE("protection", 60, setup, teardown,
+                                 test_segment_reader_cannot_mprotect_to_write);
+
+    tcase_add_test_raise_signal(protection, test_segment_reader_store_faults, SIGSEGV);
+    return RB_TEST_MAIN("segment",
+                        RB_TCASE("create", 60, setup, teardown,
+                                 test_segment_create_attach_roundtrip,
+                                 test_segment_create_existing_is_eexist,
+                                 test_segment_reservation_is_what_create_makes,
+                                 test_segment_version_is_the_headers,
+                                 test_segment_bad_names_and_options,
+                                 test_segment_private_needs_no_name),
+                        RB_TCASE("trust", 60, setup, teardown,
+                                 test_segment_untrusted_modes_and_owner_pin,
+                                 test_segment_writer_refuses_foreign_object,
+                                 test_segment_reader_follows_only_its_first_owner,
+                                 test_segment_second_writer_is_refused),
+                        RB_TCASE("attach", 60, setup, teardown,
+                                 test_segment_attach_missing_is_enoent,
+                                 test_segment_attach_bad_magic_is_notours,
+                                 test_segment_attach_swapped_magic_is_eendian,
+                                 test_segment_attach_wrong_version_is_eversion,
+                                 test_segment_attach_truncated_is_etrunc,
+                                 test_segment_attach_while_initialising_is_ebusy,
+                                 test_segment_attach_corrupt_directory_is_ecorrupt,
+                                 test_segment_foreign_layout_is_ecorrupt),
+                        RB_TCASE("takeover", 60, setup, teardown,
+                                 test_segment_takeover_refuses_unsound_layer,
+                                 test_segment_takeover_keeps_ring_filters_and_heap,
+                                 test_segment_retired_is_refused_and_reported,
+                                 test_segment_writer_gone_is_egone,
+                                 test_segment_reader_follows_restarted_writer,
+                                 test_segment_dump_restore_roundtrip_and_corruption),
+                        protection,
+                        RB_TCASE("growth", 60, setup, teardown,
+                                 test_segment_growth_past_reservation_is_enospc,
+                                 test_segment_attach_never_fails_while_growing));
 }

@@ -756,41 +756,35 @@ START_TEST(test_bloom_reset_of_corrupt_slot_changes_nothing)
 }
 END_TEST
 
-static Suite *bloom_suite(void)
-{
-    Suite *s = suite_create("bloom");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_bloom_sizing_matches_seed_numbers);
-    tcase_add_test(tc, test_bloom_sizing_rejects_bad_parameters);
-    tcase_add_test(tc, test_bloom_sizing_reaches_tiny_error_rates);
-    tcase_add_test(tc, test_bloom_standard_fpr_within_15pct_of_formula);
-    tcase_add_test(tc, test_bloom_blocked_fpr_at_most_p);
-    tcase_add_test(tc, test_bloom_add_reports_new_exactly_once);
-    tcase_add_test(tc, test_bloom_keys_are_binary_safe);
-    tcase_add_test(tc, test_bloom_contains_many_equals_contains);
-    tcase_add_test(tc, test_bloom_blocked_key_stays_in_one_cache_line);
-    tcase_add_test(tc, test_bloom_filters_have_distinct_secrets);
-    tcase_add_test(tc, test_bloom_reserve_errors_change_nothing);
-    tcase_add_test(tc, test_bloom_reader_handle_cannot_write);
-    tcase_add_test(tc, test_bloom_scaling_adds_layers_and_keeps_fpr);
-    tcase_add_test(tc, test_bloom_scaling_grows_past_17_layers);
-    tcase_add_test(tc, test_bloom_expansion1_reaches_32_layers_within_p);
-    tcase_add_test(tc, test_bloom_scaling_unmakeable_layer_is_distinct_error);
-    tcase_add_test(tc, test_bloom_nonscaling_full_is_efull);
-    tcase_add_test(tc, test_bloom_aging_rotates_when_full);
-    tcase_add_test(tc, test_bloom_aging_window_and_explicit_rotate);
-    tcase_add_test(tc, test_bloom_stat_memory_is_arrays_and_slot);
-    tcase_add_test(tc, test_bloom_reset_clears_and_frees);
-    tcase_add_test(tc, test_bloom_reset_of_corrupt_slot_changes_nothing);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(bloom_suite());
+    return RB_TEST_MAIN("bloom",
+                        RB_TCASE("sizing", 120, setup, teardown,
+                                 test_bloom_sizing_matches_seed_numbers,
+                                 test_bloom_sizing_rejects_bad_parameters,
+                                 test_bloom_sizing_reaches_tiny_error_rates),
+                        RB_TCASE("fpr", 120, setup, teardown,
+                                 test_bloom_standard_fpr_within_15pct_of_formula,
+                                 test_bloom_blocked_fpr_at_most_p),
+                        RB_TCASE("adds", 120, setup, teardown,
+                                 test_bloom_add_reports_new_exactly_once,
+                                 test_bloom_keys_are_binary_safe,
+                                 test_bloom_contains_many_equals_contains,
+                                 test_bloom_blocked_key_stays_in_one_cache_line,
+                                 test_bloom_filters_have_distinct_secrets,
+                                 test_bloom_reserve_errors_change_nothing,
+                                 test_bloom_reader_handle_cannot_write),
+                        RB_TCASE("scaling", 120, setup, teardown,
+                                 test_bloom_scaling_adds_layers_and_keeps_fpr,
+                                 test_bloom_scaling_grows_past_17_layers,
+                                 test_bloom_expansion1_reaches_32_layers_within_p,
+                                 test_bloom_scaling_unmakeable_layer_is_distinct_error,
+                                 test_bloom_nonscaling_full_is_efull),
+                        RB_TCASE("aging", 120, setup, teardown,
+                                 test_bloom_aging_rotates_when_full,
+                                 test_bloom_aging_window_and_explicit_rotate),
+                        RB_TCASE("stat and reset", 120, setup, teardown,
+                                 test_bloom_stat_memory_is_arrays_and_slot,
+                                 test_bloom_reset_clears_and_frees,
+                                 test_bloom_reset_of_corrupt_slot_changes_nothing));
 }

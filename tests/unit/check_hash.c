@@ -73,21 +73,11 @@ START_TEST(test_hash_keyed128_depends_on_secret)
 }
 END_TEST
 
-static Suite *hash_suite(void)
-{
-    Suite *s = suite_create("hash");
-    TCase *tc = tcase_create("core");
-
-    tcase_add_test(tc, test_hash_xxh3_known_vector);
-    tcase_add_test(tc, test_hash_seed_matches_python_reference);
-    tcase_add_test(tc, test_hash_seed_invalid_utf8_hashes_bytes);
-    tcase_add_test(tc, test_hash_keyed128_depends_on_secret);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(hash_suite());
+    return RB_TEST_MAIN("hash",
+                        RB_TCASE("core", 0, NULL, NULL, test_hash_xxh3_known_vector,
+                                 test_hash_seed_matches_python_reference,
+                                 test_hash_seed_invalid_utf8_hashes_bytes,
+                                 test_hash_keyed128_depends_on_secret));
 }

@@ -287,24 +287,13 @@ START_TEST(test_gen_checker_catches_a_broken_writer)
 }
 END_TEST
 
-static Suite *latch_suite(void)
-{
-    Suite *s = suite_create("latch");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_latch_sequence_parity);
-    tcase_add_test(tc, test_latch_threads_never_accept_torn_reads);
-    tcase_add_test(tc, test_latch_checker_catches_a_broken_writer);
-    tcase_add_test(tc, test_gen_publish_moves_readers_on);
-    tcase_add_test(tc, test_gen_threads_never_accept_torn_reads);
-    tcase_add_test(tc, test_gen_checker_catches_a_broken_writer);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(latch_suite());
+    return RB_TEST_MAIN("latch",
+                        RB_TCASE("latch", 30, NULL, NULL, test_latch_sequence_parity,
+                                 test_latch_threads_never_accept_torn_reads,
+                                 test_latch_checker_catches_a_broken_writer),
+                        RB_TCASE("generation", 30, NULL, NULL, test_gen_publish_moves_readers_on,
+                                 test_gen_threads_never_accept_torn_reads,
+                                 test_gen_checker_catches_a_broken_writer));
 }

@@ -143,18 +143,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s;
-    TCase *tc;
-
     if (access(NGINX, X_OK) != 0) {
         printf("SKIP: nginx is not installed (%s); install the Debian package nginx\n", NGINX);
         return 77;
     }
-    rb_test_init();
-    s = suite_create("nginx");
-    tc = tcase_create("consistent");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_nginx_hash_consistent_agrees);
-    suite_add_tcase(s, tc);
-    return rb_test_run(s);
+    return RB_TEST_MAIN("nginx",
+                        RB_TCASE("consistent", 120, NULL, NULL,
+                                 test_nginx_hash_consistent_agrees));
 }

@@ -4,7 +4,7 @@
 # everything printed (and every exit status) with tests/golden/cli.out.
 # Regenerate after an intended change with: RB_GOLDEN_UPDATE=1 make check
 set -u
-srcdir=${srcdir:-$(dirname "$0")/..}
+srcdir=${srcdir:-$(dirname "$0")/../..}
 golden="$srcdir/tests/golden/cli.out"
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}

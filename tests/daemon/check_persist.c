@@ -21,11 +21,6 @@ static rbd_proc_t d;
 static char state[256], snap_path[300], log_path[300];
 static const char *const ignore_corrupt[] = { "--ignore-corrupt", NULL };
 
-static void teardown(void)
-{
-    rbd_remove_all(&d);
-}
-
 /* A daemon in a fresh temp directory, and the paths of its state files. */
 static void start(const char *extra)
 {
@@ -841,30 +836,23 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
 }
 END_TEST
 
-static Suite *persist_suite(void)
-{
-    Suite *s = suite_create("persist");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, test_persist_log_header_bit_flips_refused);
-    tcase_add_test(tc, test_persist_snapshot_header_bit_flips_refused);
-    tcase_add_test(tc, test_persist_log_without_its_snapshot_refused);
-    tcase_add_test(tc, test_persist_log_of_another_snapshot_refused);
-    tcase_add_test(tc, test_persist_missing_log_refused);
-    tcase_add_test(tc, test_persist_crash_in_snapshot_windows_starts);
-    tcase_add_test(tc, test_persist_crash_in_first_and_reattach_snapshots_starts);
-    tcase_add_test(tc, test_persist_record_for_missing_filter_or_node_refused);
-    tcase_add_test(tc, test_persist_corrupt_last_record_refused);
-    tcase_add_test(tc, test_persist_cut_or_zeroed_tail_is_torn);
-    tcase_add_test(tc, test_persist_old_format_state_starts_with_its_data);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(persist_suite());
+    return RB_TEST_MAIN("persist",
+                        RB_TCASE("headers", 300, NULL, rbd_teardown,
+                                 test_persist_log_header_bit_flips_refused,
+                                 test_persist_snapshot_header_bit_flips_refused),
+                        RB_TCASE("files that do not fit", 300, NULL, rbd_teardown,
+                                 test_persist_log_without_its_snapshot_refused,
+                                 test_persist_log_of_another_snapshot_refused,
+                                 test_persist_missing_log_refused),
+                        RB_TCASE("crash windows", 300, NULL, rbd_teardown,
+                                 test_persist_crash_in_snapshot_windows_starts,
+                                 test_persist_crash_in_first_and_reattach_snapshots_starts),
+                        RB_TCASE("records", 300, NULL, rbd_teardown,
+                                 test_persist_record_for_missing_filter_or_node_refused,
+                                 test_persist_corrupt_last_record_refused,
+                                 test_persist_cut_or_zeroed_tail_is_torn),
+                        RB_TCASE("old format", 300, NULL, rbd_teardown,
+                                 test_persist_old_format_state_starts_with_its_data));
 }

@@ -246,22 +246,15 @@ START_TEST(test_cmd_ring_add_record_replays_to_the_same_ring)
 }
 END_TEST
 
-static Suite *cmd_suite(void)
-{
-    Suite *s = suite_create("cmd");
-    TCase *tc = tcase_create("core");
-
-    tcase_add_test(tc, test_cmd_bf_add_and_exists_reply_as_redisbloom);
-    tcase_add_test(tc, test_cmd_flags_refuse_writes_without_permission);
-    tcase_add_test(tc, test_cmd_flags_refuse_writes_while_the_log_is_broken);
-    tcase_add_test(tc, test_cmd_ring_add_record_replays_to_the_same_ring);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
     rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
-    return rb_test_run(cmd_suite());
+    return RB_TEST_MAIN("cmd",
+                        RB_TCASE("replies", 0, NULL, NULL,
+                                 test_cmd_bf_add_and_exists_reply_as_redisbloom),
+                        RB_TCASE("flags", 0, NULL, NULL,
+                                 test_cmd_flags_refuse_writes_without_permission,
+                                 test_cmd_flags_refuse_writes_while_the_log_is_broken),
+                        RB_TCASE("replay", 0, NULL, NULL,
+                                 test_cmd_ring_add_record_replays_to_the_same_ring));
 }

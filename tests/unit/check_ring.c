@@ -449,32 +449,23 @@ START_TEST(test_ring_ketama_node_without_points)
 }
 END_TEST
 
-static Suite *ring_suite(void)
-{
-    Suite *s = suite_create("ring");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_ring_adding_fifth_node_moves_a_fifth);
-    tcase_add_test(tc, test_ring_removing_node_moves_only_its_keys);
-    tcase_add_test(tc, test_ring_lookup_n_distinct_and_first_is_lookup);
-    tcase_add_test(tc, test_ring_weights_one_to_two);
-    tcase_add_test(tc, test_ring_lookup_equals_plain_lower_bound);
-    tcase_add_test(tc, test_ring_insertion_order_does_not_matter);
-    tcase_add_test(tc, test_ring_set_weight_equals_fresh_ring);
-    tcase_add_test(tc, test_ring_empty_and_never_published);
-    tcase_add_test(tc, test_ring_bad_input);
-    tcase_add_test(tc, test_ring_copies_grow_and_shrink_across_publishes);
-    tcase_add_test(tc, test_ring_load_roundtrip);
-    tcase_add_test(tc, test_ring_seed_mode_reproduces_short_name_collapse);
-    tcase_add_test(tc, test_ring_ketama_node_without_points);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(ring_suite());
+    return RB_TEST_MAIN("ring",
+                        RB_TCASE("movement", 60, setup, teardown,
+                                 test_ring_adding_fifth_node_moves_a_fifth,
+                                 test_ring_removing_node_moves_only_its_keys,
+                                 test_ring_weights_one_to_two,
+                                 test_ring_insertion_order_does_not_matter,
+                                 test_ring_set_weight_equals_fresh_ring),
+                        RB_TCASE("lookup", 60, setup, teardown,
+                                 test_ring_lookup_n_distinct_and_first_is_lookup,
+                                 test_ring_lookup_equals_plain_lower_bound,
+                                 test_ring_empty_and_never_published,
+                                 test_ring_seed_mode_reproduces_short_name_collapse,
+                                 test_ring_ketama_node_without_points),
+                        RB_TCASE("errors", 60, setup, teardown, test_ring_bad_input),
+                        RB_TCASE("copies", 60, setup, teardown,
+                                 test_ring_copies_grow_and_shrink_across_publishes,
+                                 test_ring_load_roundtrip));
 }

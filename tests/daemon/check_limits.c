@@ -19,18 +19,6 @@
 
 static rbd_proc_t d;
 
-static void teardown(void)
-{
-    rbd_remove_all(&d);
-}
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static long file_size(const char *path)
 {
     struct stat st;
@@ -42,12 +30,12 @@ static long file_size(const char *path)
 static int read_line(int fd, char *buf, size_t cap, int ms)
 {
     size_t w = 0;
-    uint64_t end = now_ms() + (uint64_t)ms;
+    uint64_t end = rb_test_now_ms() + (uint64_t)ms;
 
     buf[0] = '\0';
     while (w + 1 < cap) {
         struct pollfd p = { fd, POLLIN, 0 };
-        uint64_t t = now_ms();
+        uint64_t t = rb_test_now_ms();
         ssize_t n;
         if (t >= end || poll(&p, 1, (int)(end - t)) <= 0)
             return -1;
@@ -81,10 +69,10 @@ static void send_all(int fd, const void *data, size_t len)
  * stops reading); returns the bytes sent. */
 static size_t send_for(int fd, const char *data, size_t len, int ms)
 {
-    uint64_t end = now_ms() + (uint64_t)ms;
+    uint64_t end = rb_test_now_ms() + (uint64_t)ms;
     size_t off = 0;
 
-    while (off < len && now_ms() < end) {
+    while (off < len && rb_test_now_ms() < end) {
         struct pollfd p = { fd, POLLOUT, 0 };
         ssize_t n;
         if (poll(&p, 1, 100) != 1)
@@ -463,8 +451,8 @@ START_TEST(test_limits_partial_requests_bounded_in_total)
         sent[i] = sizeof(head) - 1;
     }
     /* Round-robin until every client sent its 59 MB or was closed. */
-    end = now_ms() + 60000;
-    while (now_ms() < end) {
+    end = rb_test_now_ms() + 60000;
+    while (rb_test_now_ms() < end) {
         int busy = 0;
         for (int i = 0; i < CLIENTS; i++) {
             size_t at;
@@ -541,16 +529,16 @@ START_TEST(test_limits_timeout_counts_complete_requests)
     /* ~1.5 MB of INFO replies that the client never reads. */
     for (int i = 0; i < 1000; i++)
         send_all(deaf, "INFO\r\n", 6);
-    t0 = now_ms();
-    while (now_ms() - t0 < 4000 && (slow_ms == 0 || deaf_ms == 0)) {
+    t0 = rb_test_now_ms();
+    while (rb_test_now_ms() - t0 < 4000 && (slow_ms == 0 || deaf_ms == 0)) {
         if (slow_ms == 0 && send(slow, "x", 1, MSG_NOSIGNAL) < 0)
-            slow_ms = now_ms() - t0;
+            slow_ms = rb_test_now_ms() - t0;
         if (slow_ms == 0 && closed_by_peer(slow))
-            slow_ms = now_ms() - t0;
+            slow_ms = rb_test_now_ms() - t0;
         if (deaf_ms == 0) {
             struct pollfd p = { deaf, POLLRDHUP, 0 };
             if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-                deaf_ms = now_ms() - t0;
+                deaf_ms = rb_test_now_ms() - t0;
         }
         rbd_expect(c, "PONG", "PING");
         usleep(200000);
@@ -618,11 +606,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("limits");
-    TCase *tc = tcase_create("limits");
     const char *asan = getenv("ASAN_OPTIONS");
 
-    rb_test_init();
     if (asan != NULL) {
         /* Under AddressSanitizer (.ci/run's build-asan sets ASAN_OPTIONS)
          * the daemon's freed buffers would wait in ASan's quarantine (256
@@ -634,17 +619,18 @@ int main(void)
         setenv("ASAN_OPTIONS", opts, 1);
     }
     signal(SIGPIPE, SIG_IGN);
-    tcase_set_timeout(tc, 240);
-    tcase_add_checked_fixture(tc, NULL, teardown);
-    tcase_add_test(tc, test_limits_low_fd_limit_lowers_max_clients);
-    tcase_add_test(tc, test_limits_fd_soft_limit_raised_for_max_clients);
-    tcase_add_test(tc, test_limits_out_of_fds_at_runtime_refuses_without_spinning);
-    tcase_add_test(tc, test_limits_replies_bounded_for_a_client_that_never_reads);
-    tcase_add_test(tc, test_limits_info_flood_bounded);
-    tcase_add_test(tc, test_limits_reply_past_hard_limit_closes_the_client);
-    tcase_add_test(tc, test_limits_partial_requests_bounded_in_total);
-    tcase_add_test(tc, test_limits_timeout_counts_complete_requests);
-    tcase_add_test(tc, test_limits_writers_keep_reserved_connections);
-    suite_add_tcase(s, tc);
-    return rb_test_run(s);
+    return RB_TEST_MAIN("limits",
+                        RB_TCASE("file descriptors", 240, NULL, rbd_teardown,
+                                 test_limits_low_fd_limit_lowers_max_clients,
+                                 test_limits_fd_soft_limit_raised_for_max_clients,
+                                 test_limits_out_of_fds_at_runtime_refuses_without_spinning),
+                        RB_TCASE("replies", 240, NULL, rbd_teardown,
+                                 test_limits_replies_bounded_for_a_client_that_never_reads,
+                                 test_limits_info_flood_bounded,
+                                 test_limits_reply_past_hard_limit_closes_the_client),
+                        RB_TCASE("requests", 240, NULL, rbd_teardown,
+                                 test_limits_partial_requests_bounded_in_total,
+                                 test_limits_timeout_counts_complete_requests),
+                        RB_TCASE("writers", 240, NULL, rbd_teardown,
+                                 test_limits_writers_keep_reserved_connections));
 }

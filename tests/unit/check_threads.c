@@ -109,19 +109,9 @@ START_TEST(test_threads_readers_see_only_published_states)
 }
 END_TEST
 
-static Suite *threads_suite(void)
-{
-    Suite *s = suite_create("threads");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_threads_readers_see_only_published_states);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(threads_suite());
+    return RB_TEST_MAIN("threads",
+                        RB_TCASE("core", 600, NULL, NULL,
+                                 test_threads_readers_see_only_published_states));
 }

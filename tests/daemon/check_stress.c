@@ -125,19 +125,9 @@ START_TEST(test_stress_daemon_rewrites_readers_check_every_answer)
 }
 END_TEST
 
-static Suite *stress_suite(void)
-{
-    Suite *s = suite_create("stress");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_stress_daemon_rewrites_readers_check_every_answer);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(stress_suite());
+    return RB_TEST_MAIN("stress",
+                        RB_TCASE("core", 600, NULL, NULL,
+                                 test_stress_daemon_rewrites_readers_check_every_answer));
 }

@@ -312,22 +312,11 @@ START_TEST(test_multiproc_writer_killed_mid_publish)
 }
 END_TEST
 
-static Suite *multiproc_suite(void)
-{
-    Suite *s = suite_create("multiproc");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_multiproc_reader_sees_only_published_states);
-    tcase_add_test(tc, test_multiproc_acknowledged_adds_visible_to_reader);
-    tcase_add_test(tc, test_multiproc_writer_killed_mid_publish);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(multiproc_suite());
+    return RB_TEST_MAIN("multiproc",
+                        RB_TCASE("core", 120, setup, teardown,
+                                 test_multiproc_reader_sees_only_published_states,
+                                 test_multiproc_acknowledged_adds_visible_to_reader,
+                                 test_multiproc_writer_killed_mid_publish));
 }

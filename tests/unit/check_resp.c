@@ -173,20 +173,12 @@ START_TEST(test_resp_encoded_requests_parse_back)
 }
 END_TEST
 
-static Suite *resp_suite(void)
-{
-    Suite *s = suite_create("resp");
-    TCase *tc = tcase_create("core");
-
-    tcase_add_test(tc, test_resp_malformed_number_is_an_error_at_once);
-    tcase_add_test(tc, test_resp_request_limit_holds_however_split);
-    tcase_add_test(tc, test_resp_encoded_requests_parse_back);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(resp_suite());
+    return RB_TEST_MAIN("resp",
+                        RB_TCASE("parser", 0, NULL, NULL,
+                                 test_resp_malformed_number_is_an_error_at_once,
+                                 test_resp_request_limit_holds_however_split),
+                        RB_TCASE("encoder", 0, NULL, NULL,
+                                 test_resp_encoded_requests_parse_back));
 }

@@ -130,24 +130,13 @@ START_TEST(test_compat_hash_vectors)
 }
 END_TEST
 
-static Suite *compat_suite(void)
-{
-    Suite *s = suite_create("compat");
-    TCase *tc = tcase_create("ketama");
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_compat_hash_vectors);
-    tcase_add_test(tc, test_compat_ketama_equal_weights);
-    tcase_add_test(tc, test_compat_ketama_mixed_weights);
-    tcase_add_test(tc, test_compat_ketama_non_default_ports);
-    tcase_add_test(tc, test_compat_ketama_one_server);
-    tcase_add_test(tc, test_compat_ketama_hundred_servers);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    rb_test_init();
-    return rb_test_run(compat_suite());
+    return RB_TEST_MAIN("compat",
+                        RB_TCASE("vectors", 120, NULL, NULL, test_compat_hash_vectors),
+                        RB_TCASE("ketama", 120, NULL, NULL, test_compat_ketama_equal_weights,
+                                 test_compat_ketama_mixed_weights,
+                                 test_compat_ketama_non_default_ports,
+                                 test_compat_ketama_one_server,
+                                 test_compat_ketama_hundred_servers));
 }

@@ -20,7 +20,7 @@
 # client); skipped (77) without them.  Ends with "Checks: N, Failures: F".
 # shellcheck disable=SC2317  # functions called through check / wait_for / trap
 set -u
-srcdir=${srcdir:-$(dirname "$0")/..}
+srcdir=${srcdir:-$(dirname "$0")/../..}
 daemon=${RB_DAEMON:-./daemon/ringbloomd}
 cli=${RB_CLI:-./client/ringbloom}
 nginx=${RB_NGINX:-/usr/sbin/nginx}

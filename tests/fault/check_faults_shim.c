@@ -1,0 +1,344 @@
+/*
+ * check_faults_shim.c - check_faults' shim TCase: faults a disk seldom
+ * produces, through fault_shim.c (LD_PRELOAD): the snapshot's log rename,
+ * fdatasync in the reply path and in the everysec thread, a log outage
+ * that must not make the daemon spin.  Shared with the other files:
+ * faults.h.
+ */
+#include "faults.h"
+
+/* ---- files ------------------------------------------------------------------ */
+
+/* The id in a log's or snapshot's header (offset 8 of a log, 16 of a
+ * snapshot; little-endian). */
+static uint64_t header_id(const char *path, long off)
+{
+    unsigned char b[8];
+    uint64_t v = 0;
+    FILE *f = fopen(path, "rb");
+
+    ck_assert_ptr_nonnull(f);
+    fseek(f, off, SEEK_SET);
+    ck_assert_uint_eq(fread(b, 1, 8, f), 8);
+    fclose(f);
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+/* ---- the fault shim ---------------------------------------------------------- */
+
+static char fault_ctl[256];
+
+/* The shim's path, or NULL (a build without shared libraries). */
+static const char *shim_path(void)
+{
+    const char *p = getenv("RB_FAULT_SHIM");
+    struct stat st;
+
+    if (p == NULL || stat(p, &st) != 0) {
+        printf("fault shim not built (RB_FAULT_SHIM=%s): skipped\n", p ? p : "unset");
+        return NULL;
+    }
+    return p;
+}
+
+/* Replaces the shim's rules (it re-reads the file at every call). */
+static void fault_set(const char *rules)
+{
+    char tmp[300];
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.new", fault_ctl);
+    f = fopen(tmp, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(rules, f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(rename(tmp, fault_ctl), 0);
+}
+
+/* Under AddressSanitizer the runtime refuses to start when a preloaded
+ * library comes before it; the shim does not intercept what ASan needs, so
+ * the daemon's exec gets verify_asan_link_order=0 added to whatever
+ * ASAN_OPTIONS the run set (its log_path must survive).  Harmless without
+ * ASan. */
+static void asan_allow_preload(void)
+{
+    const char *cur = getenv("ASAN_OPTIONS");
+    char buf[1024];
+
+    if (cur != NULL && strstr(cur, "verify_asan_link_order=0") != NULL)
+        return;
+    snprintf(buf, sizeof(buf), "%s%sverify_asan_link_order=0", cur != NULL ? cur : "",
+             cur != NULL && *cur != '\0' ? ":" : "");
+    setenv("ASAN_OPTIONS", buf, 1);
+}
+
+/* Starts the daemon with the shim preloaded and no fault yet. */
+static void start_with_shim(const char *shim, const char *extra)
+{
+    char ctl_dir[128];
+
+    snprintf(ctl_dir, sizeof(ctl_dir), "/tmp/rbtest.%d.ctl.%d", (int)rb_test_main_pid,
+             (int)getpid());
+    ck_assert(mkdir(ctl_dir, 0700) == 0 || errno == EEXIST);
+    snprintf(fault_ctl, sizeof(fault_ctl), "%s/faults", ctl_dir);
+    fault_set("");
+    /* Only the daemon's exec sees these. */
+    setenv("LD_PRELOAD", shim, 1);
+    setenv("RB_FAULT_CTL", fault_ctl, 1);
+    asan_allow_preload();
+    rbd_start(&d, extra);
+    unsetenv("LD_PRELOAD");
+}
+
+static void relaunch_with_shim(const char *shim)
+{
+    setenv("LD_PRELOAD", shim, 1);
+    rbd_launch(&d, NULL);
+    unsetenv("LD_PRELOAD");
+}
+
+/* ================================================================================ */
+/* 4. Faults through the LD_PRELOAD shim                                             */
+/* ================================================================================ */
+
+static void state_of_d(char *state, size_t cap, const char *file)
+{
+    snprintf(state, cap, "%s/state/%s", d.dir, file);
+}
+
+/* The snapshot is installed but the new log cannot be renamed over the
+ * old one: SAVE fails naming the log, the daemon refuses writes (the
+ * installed snapshot names a log that is not there) but keeps answering,
+ * no temp file stays, a restart recovers from the new snapshot and skips
+ * the old log; SAVE repairs it at once once the fault is gone. */
+START_TEST(test_faults_log_rename_failure_after_snapshot)
+{
+    const char *shim = shim_path();
+    char snap[400], logp[400], state[400], reply[1024];
+    const char *keys[] = { "a", "b", "c" };
+    uint64_t old_log;
+    rb_conn_t *c;
+    int rc;
+
+    if (shim == NULL)
+        return;
+    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
+    state_of_d(snap, sizeof(snap), "snapshot.rbs");
+    state_of_d(logp, sizeof(logp), "appendonly.rbl");
+    snprintf(state, sizeof(state), "%s/state", d.dir);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rbd_expect(c, "OK", "RING.ADD", "n1");
+    old_log = header_id(logp, 8);
+    ck_assert_uint_eq(header_id(snap, 16), old_log);
+
+    fault_set("rename appendonly.rbl EIO\n");
+    snprintf(reply, sizeof(reply), "%s", rbd_cmd(c, &rc, "SAVE", (const char *)NULL));
+    printf("log rename fails, SAVE: %s\n", reply);
+    ck_assert_int_eq(rc, RB_EREPLY);
+    ck_assert_ptr_nonnull(strstr(reply, "appendonly.rbl"));
+    ck_assert_ptr_nonnull(strstr(reply, strerror(EIO)));
+    log_line_with("fault_shim: rename", "appendonly.rbl", (const char *)NULL);
+    log_line_with("SAVE failed", "appendonly.rbl", strerror(EIO), (const char *)NULL);
+    /* The new snapshot is in place, naming a log that is not. */
+    ck_assert_uint_ne(header_id(snap, 16), old_log);
+    ck_assert_uint_eq(header_id(logp, 8), old_log);
+    assert_no_temp_files(state);
+    snprintf(reply, sizeof(reply), "%s", rbd_cmd(c, &rc, "BF.ADD", "f", "x", (const char *)NULL));
+    ck_assert_int_eq(rc, RB_EREPLY);
+    ck_assert(strncmp(reply, "MISCONF", 7) == 0);
+    rbd_expect(c, "1", "BF.EXISTS", "f", "a");
+    rb_conn_close(c);
+
+    /* Killed like that: the new snapshot holds everything. */
+    fault_set("");
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    relaunch_with_shim(shim);
+    ck_assert_int_eq(rbd_log_count(&d, "predates the snapshot"), 1);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.EXISTS", "f", "a");
+    rbd_expect(c, "0", "BF.EXISTS", "f", "x");
+    rbd_expect(c, "n1\n1", "RING.NODES");
+
+    /* The same fault in a running daemon, repaired by SAVE. */
+    fault_set("rename appendonly.rbl EIO\n");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rbd_cmd(c, &rc, "SAVE", (const char *)NULL);
+    ck_assert_int_eq(rc, RB_EREPLY);
+    fault_set("");
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "c");
+    ck_assert_uint_eq(header_id(snap, 16), header_id(logp, 8));
+    rb_conn_close(c);
+    assert_recovered("f", keys, 3);
+    assert_no_temp_files(state);
+}
+END_TEST
+
+/* appendfsync always and fdatasync fails: the add's reply is held until a
+ * snapshot covers it (the failed log is never trusted again), other
+ * writes are refused meanwhile; the repair snapshot happens by itself
+ * once fsync works, the held reply then goes out, and the add survives. */
+START_TEST(test_faults_fsync_failure_holds_reply_until_snapshot)
+{
+    const char *shim = shim_path();
+    const char *keys[] = { "a", "x", "y" };
+    char reply[1024], state[400];
+    double t;
+    rb_conn_t *c;
+    int a, rc;
+
+    if (shim == NULL)
+        return;
+    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
+    snprintf(state, sizeof(state), "%s/state", d.dir);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    /* The repair snapshot's own new log fails too, for now. */
+    fault_set("fdatasync appendonly.rbl EIO\nfdatasync appendonly.rbl.tmp EIO\n");
+    a = rbd_raw_connect(&d);
+    raw_send(a, "BF.ADD", "f", "x", (const char *)NULL);
+    ck_assert(wait_log("replies wait until a snapshot succeeds", 1, 3000));
+    printf("fsync fails, daemon log: %s",
+           log_line_with("fdatasync of", "appendonly.rbl", strerror(EIO), (const char *)NULL));
+    ck_assert(wait_log("repairing snapshot failed", 1, 3000));
+    printf("fsync fails, repair: %s",
+           log_line_with("repairing snapshot failed", (const char *)NULL));
+    ck_assert_uint_eq(raw_wait(a, reply, sizeof(reply), 1, 200), 0);   /* held */
+    snprintf(reply, sizeof(reply), "%s", rbd_cmd(c, &rc, "BF.ADD", "f", "z", (const char *)NULL));
+    ck_assert_int_eq(rc, RB_EREPLY);
+    ck_assert(strncmp(reply, "MISCONF", 7) == 0);
+    assert_no_temp_files(state);
+
+    /* fsync works again: the next attempt (10 s after the failed one)
+     * repairs the log and releases the reply. */
+    fault_set("");
+    t = now_s();
+    ck_assert_uint_gt(raw_wait(a, reply, sizeof(reply), 1, 15000), 0);
+    ck_assert_str_eq(reply, ":1\r\n");
+    printf("fsync fails: the held reply went out %.1f s after fsync worked again\n",
+           now_s() - t);
+    ck_assert_int_ge(rbd_log_count(&d, "snapshot saved: the log works again"), 1);
+    close(a);
+    rbd_expect(c, "1", "BF.ADD", "f", "y");
+    rb_conn_close(c);
+    assert_recovered("f", keys, 3);
+}
+END_TEST
+
+/* appendfsync everysec: the background fdatasync fails.  Acknowledged
+ * adds did not wait for it, so the log must not be trusted any more: a
+ * snapshot covers them right away and the daemon goes on. */
+START_TEST(test_faults_everysec_fsync_failure_forces_snapshot)
+{
+    const char *shim = shim_path();
+    const char *keys[] = { "a", "b", "c" };
+    rb_conn_t *c;
+
+    if (shim == NULL)
+        return;
+    start_with_shim(shim, "appendfsync everysec\nsave-seconds 0");
+    c = rbd_connect(&d);
+    fault_set("fdatasync appendonly.rbl EIO\n");
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    ck_assert_msg(wait_log("background fdatasync of", 1, 4000), "no fsync failure reported");
+    printf("everysec fsync fails: %s",
+           log_line_with("background fdatasync of", "appendonly.rbl", strerror(EIO),
+                         (const char *)NULL));
+    ck_assert_msg(wait_log("snapshot saved: the log works again", 1, 3000),
+                  "no snapshot repaired the log after a failed background fsync");
+    fault_set("");
+    rbd_expect(c, "1", "BF.ADD", "f", "c");
+    rb_conn_close(c);
+    assert_recovered("f", keys, 3);
+}
+END_TEST
+
+/* The log unavailable (every write fails) with the worst clients for an
+ * event loop: one whose held replies sit behind a socket it drains
+ * (EPOLLOUT), then the same one hung up (EPOLLHUP).  The daemon must not
+ * spin, must answer the others, and must deliver and keep everything once
+ * the log works. */
+START_TEST(test_faults_log_outage_does_not_spin)
+{
+    enum { PINGS = 150000 };
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    const char *shim = shim_path();
+    const char *keys[] = { "a", "s", "y" };
+    char reply[1024], *flood;
+    size_t len = 0, drained = 0;
+    rb_conn_t *c;
+    int sfd, rc;
+
+    if (shim == NULL)
+        return;
+    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    fault_set("write appendonly.rbl ENOSPC\n");
+
+    /* 150,000 PINGs unread (1 MB of replies: the daemon's sends block and
+     * it waits for EPOLLOUT), then an add the log cannot take. */
+    flood = malloc(PINGS * (sizeof(ping) - 1) + 64);
+    ck_assert_ptr_nonnull(flood);
+    for (int i = 0; i < PINGS; i++, len += sizeof(ping) - 1)
+        memcpy(flood + len, ping, sizeof(ping) - 1);
+    len += (size_t)sprintf(flood + len, "*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$1\r\ns\r\n");
+    sfd = rbd_raw_connect(&d);
+    {
+        pid_t sender = fork();
+        ck_assert_int_ge(sender, 0);
+        if (sender == 0) {
+            ssize_t n = send(sfd, flood, len, MSG_NOSIGNAL);
+            _exit(n == (ssize_t)len ? 0 : 1);
+        }
+        /* The daemon reads the flood as long as its replies fit: drain
+         * some so the send completes. */
+        for (int i = 0; i < 2000 && waitpid(sender, NULL, WNOHANG) == 0; i++) {
+            char buf[65536];
+            ssize_t n = recv(sfd, buf, sizeof(buf), MSG_DONTWAIT);
+            if (n > 0)
+                drained += (size_t)n;
+            else
+                usleep(1000);
+        }
+    }
+    free(flood);
+    ck_assert(wait_log("replies wait, writes are refused", 1, 3000));
+
+    /* Drain what the daemon may send while its replies are held. */
+    assert_no_spin("log outage, held client draining its socket", sfd, &drained);
+    printf("log outage: %zu of %d PONG bytes received\n", drained, PINGS * 7);
+    ck_assert_uint_lt(drained, (size_t)PINGS * 7 + 4);   /* the add's ":1" is held */
+
+    /* Others are answered: a refused write, a read, INFO. */
+    snprintf(reply, sizeof(reply), "%s", rbd_cmd(c, &rc, "BF.ADD", "f", "z", (const char *)NULL));
+    ck_assert_int_eq(rc, RB_EREPLY);
+    ck_assert(strncmp(reply, "MISCONF", 7) == 0);
+    rbd_expect(c, "1", "BF.EXISTS", "f", "a");
+
+    /* The held client hangs up. */
+    close(sfd);
+    usleep(100000);
+    assert_no_spin("log outage, held client hung up", -1, NULL);
+
+    fault_set("");
+    ck_assert(wait_log("log writes work again", 1, 2000));
+    rbd_expect(c, "1", "BF.ADD", "f", "y");
+    rb_conn_close(c);
+    assert_recovered("f", keys, 3);
+}
+END_TEST
+
+TCase *faults_shim_tcase(void)
+{
+    return RB_TCASE("shim", 60, NULL, faults_teardown,
+                    test_faults_log_rename_failure_after_snapshot,
+                    test_faults_fsync_failure_holds_reply_until_snapshot,
+                    test_faults_everysec_fsync_failure_forces_snapshot,
+                    test_faults_log_outage_does_not_spin);
+}

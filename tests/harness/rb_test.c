@@ -1,0 +1,143 @@
+/*
+ * rb_test.c - the Check suites' shared harness (see rb_test.h): TCases and
+ * the suite run with its checks for leftovers, instance names and keys,
+ * another user.
+ */
+#include <dirent.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "launch.h"
+#include "rb_test.h"
+
+pid_t rb_test_main_pid;
+static unsigned rb_test_counter;
+
+const char *rb_test_instance(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "chk%d-%d-%u", (int)rb_test_main_pid, (int)getpid(), rb_test_counter++);
+    return buf;
+}
+
+size_t rb_test_key(char *buf, size_t cap, const char *tag, unsigned long i)
+{
+    static const char *const hosts[] = { "example.org", "cdn.example.com",
+                                         "static.shop.example.net", "a.example" };
+    int n = snprintf(buf, cap, "https://%s/%s/%lu/item-%lx?page=%lu", hosts[i % 4], tag, i,
+                     i * 2654435761UL, i % 97);
+    return (size_t)n;
+}
+
+uint64_t rb_test_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int rb_test_become_other(void)
+{
+    return setgroups(0, NULL) == 0 && setgid(RB_TEST_OTHER_UID) == 0 &&
+                   setuid(RB_TEST_OTHER_UID) == 0
+               ? 0
+               : -1;
+}
+
+void rb_test_squat_segment(const char *inst)
+{
+    int status;
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        rb_segment_opts_t o = { .mode = 0644 };
+        rb_segment_t *e;
+        if (rb_test_become_other() != 0)
+            _exit(10);
+        _exit(rb_segment_create(inst, &o, &e) == RB_OK ? 0 : 11);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "squatter status %d", status);
+}
+
+TCase *rb_tcase(const char *name, int timeout, SFun setup, SFun teardown, ...)
+{
+    TCase *tc = tcase_create(name);
+    const TTest *t;
+    va_list ap;
+
+    if (timeout > 0)
+        tcase_set_timeout(tc, timeout);
+    if (setup != NULL || teardown != NULL)
+        tcase_add_checked_fixture(tc, setup, teardown);
+    va_start(ap, teardown);
+    while ((t = va_arg(ap, const TTest *)) != NULL)
+        tcase_add_test(tc, t);
+    va_end(ap);
+    return tc;
+}
+
+/* Removes and counts the suite's leftover shm objects. */
+static int sweep_shm(void)
+{
+    char prefix[64];
+    struct dirent *e;
+    int left = 0;
+    DIR *d = opendir("/dev/shm");
+
+    if (d == NULL)
+        return 0;
+    snprintf(prefix, sizeof(prefix), "ringbloom.chk%d-", (int)rb_test_main_pid);
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            char path[512];
+            snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+            fprintf(stderr, "leaked shm object: %s\n", path);
+            unlink(path);
+            left++;
+        }
+    }
+    closedir(d);
+    return left;
+}
+
+/* Removes the temp dirs of daemons whose test died before its teardown. */
+static void sweep_tmp(void)
+{
+    char pattern[64];
+    glob_t g;
+
+    snprintf(pattern, sizeof(pattern), "/tmp/rbtest.%d.*", (int)rb_test_main_pid);
+    if (glob(pattern, 0, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++)
+        if (rbl_rmtree(g.gl_pathv[i]) != 0)
+            fprintf(stderr, "could not remove %s\n", g.gl_pathv[i]);
+    globfree(&g);
+}
+
+int rb_test_main(const char *name, ...)
+{
+    Suite *s = suite_create(name);
+    SRunner *sr;
+    TCase *tc;
+    va_list ap;
+    int failed, leaked;
+
+    rb_test_main_pid = getpid();
+    va_start(ap, name);
+    while ((tc = va_arg(ap, TCase *)) != NULL)
+        suite_add_tcase(s, tc);
+    va_end(ap);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    leaked = sweep_shm();
+    sweep_tmp();
+    if (leaked)
+        fprintf(stderr, "FAIL: %d shm object(s) left behind\n", leaked);
+    return (failed == 0 && leaked == 0) ? 0 : 1;
+}

@@ -1,0 +1,75 @@
+/*
+ * rb_test.h - what every Check suite shares (tests/harness/rb_test.c).
+ *
+ * A suite's main() is one RB_TEST_MAIN over its TCases, each made by
+ * RB_TCASE:
+ *
+ *     int main(void)
+ *     {
+ *         return RB_TEST_MAIN("ring",
+ *                             RB_TCASE("movement", 60, setup, teardown,
+ *                                      test_ring_adding_fifth_node_moves_a_fifth, ...),
+ *                             RB_TCASE("errors", 60, setup, teardown, test_ring_bad_input));
+ *     }
+ *
+ * Every shm object a test creates is named "chk<main pid>-<pid>-<n>"
+ * (rb_test_instance) and every temp dir "/tmp/rbtest.<main pid>.*", so
+ * RB_TEST_MAIN can verify at the end that the suite (its forked test
+ * processes included) left nothing in /dev/shm, fail if it did, and
+ * remove the temp dirs of tests that died before their teardown.
+ */
+#ifndef RB_TEST_H
+#define RB_TEST_H
+
+#include <check.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "heap.h"
+#include "latch.h"
+#include "ring.h"
+#include "segment.h"
+#include "util.h"
+
+/* The suite's main process (set by rb_test_main). */
+extern pid_t rb_test_main_pid;
+
+/* A TCase: its tests (START_TEST names) run in this order, each bounded
+ * by timeout seconds (0: Check's default) and wrapped in the checked
+ * fixture setup / teardown (either may be NULL). */
+#define RB_TCASE(name, timeout, setup, teardown, ...)                                    \
+    rb_tcase((name), (timeout), (setup), (teardown), __VA_ARGS__, (const TTest *)NULL)
+TCase *rb_tcase(const char *name, int timeout, SFun setup, SFun teardown, ...);
+
+/* Runs the TCases (TCase *, in this order) as suite `name`; the exit
+ * status for main(): 0 only if every test passed and the suite left
+ * nothing in /dev/shm. */
+#define RB_TEST_MAIN(name, ...) rb_test_main((name), __VA_ARGS__, (TCase *)NULL)
+int rb_test_main(const char *name, ...);
+
+/* A fresh instance name, unique across the suite's processes. */
+const char *rb_test_instance(char *buf, size_t cap);
+
+/* Deterministic URL-like key i (20-120 bytes) into buf; returns length. */
+size_t rb_test_key(char *buf, size_t cap, const char *tag, unsigned long i);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t rb_test_now_ms(void);
+
+/* The user the access and squatting tests switch to (nobody), uid = gid. */
+#define RB_TEST_OTHER_UID 65534
+
+/* In a forked child running as root: drops every group and becomes
+ * RB_TEST_OTHER_UID.  0, or -1 if it could not. */
+int rb_test_become_other(void);
+
+/* Does what a squatter would: creates segment `inst` (mode 0644, a valid
+ * segment) as RB_TEST_OTHER_UID, from a forked child.  Needs root. */
+void rb_test_squat_segment(const char *inst);
+
+#endif /* RB_TEST_H */
