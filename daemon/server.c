@@ -12,8 +12,8 @@
  * not log stay queued (nothing unlogged is ever acknowledged), further
  * mutations are refused until it can, and everything else is answered.
  *
- * Bounds a client cannot talk its way past (docs/design.md, "Access
- * control and limits"):
+ * Bounds a client cannot talk its way past (docs/design.md, "Request
+ * flow and group commit"):
  *   B1 a client's unsent replies pass client-output-soft-limit by at most
  *      one reply: its pipeline pauses there (the rest of its requests wait,
  *      unread or unexecuted) until it reads; one reply that takes it past

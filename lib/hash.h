@@ -8,7 +8,7 @@
  *   - rbi_hash_seed:  the teaching document's hash_str(key, salt): base-31
  *     Horner over code points in a 64-bit ring, seeded with
  *     salt * 0x9E3779B1 + 1.  Deliberately weak; kept bit-exact so the seed
- *     tables reproduce (see docs/design.md, "seed mode").
+ *     tables reproduce (see docs/design.md, "Hashing": seed ring).
  *   - rbi_hash_md5_le32 / rbi_hash_crc32: libmd MD5 and zlib CRC-32 for the
  *     ketama (libmemcached) and nginx ring modes.
  *   - rbi_hash_keyed128: XXH3-128 with a per-filter random 192-byte secret,

@@ -136,7 +136,7 @@ static inline void rbi_latch_publish(_Atomic uint64_t *seq, uint64_t s)
 
 /* ---- generation section ------------------------------------------------ */
 
-/* One word in shared memory; a type of its own so that only the three
+/* One word in shared memory; a type of its own so that only the four
  * operations below touch it. */
 typedef struct rbi_gen {
     _Atomic uint64_t word;

@@ -117,8 +117,10 @@ RB_EXPORT RB_WUR int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out);
 RB_EXPORT RB_WUR int rb_ring_lookup(const rb_segment_t *seg, const void *key,
                                     size_t len, rb_node_t *out);
 
-/* Reader.  The first min(n, nodes) distinct nodes clockwise from key (a
- * replica / preference list); out[0] is what rb_ring_lookup returns.
+/* Reader.  The first min(n, owners) distinct nodes clockwise from key (a
+ * replica / preference list), owners being the nodes that own at least one
+ * point (every node, but for a ketama node of small weight); out[0] is
+ * what rb_ring_lookup returns.
  * Returns the number of nodes written (>= 1) or a negative error as
  * rb_ring_lookup.  Cost: O(points walked * n). */
 RB_EXPORT RB_WUR int rb_ring_lookup_n(const rb_segment_t *seg, const void *key,

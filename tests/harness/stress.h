@@ -6,8 +6,8 @@
  * The writer walks the ring through random memberships (1 to max_nodes
  * nodes of random weight 1-4, the size drifting towards a random target)
  * and, between ring changes, adds batches to three filters: "stable"
- * (never cleared), "reset" (cleared every RESET_EVERY changes) and "aging"
- * (3 generations of 500 keys, rotating when full).
+ * (never cleared), "reset" (cleared every ST_RESET_EVERY changes) and
+ * "aging" (3 generations of 500 keys, rotating when full).
  *
  * Before it makes ring version v visible it computes, on a private copy of
  * the same membership, the owner of every probe key and stores them as
