@@ -230,7 +230,7 @@ const char *rbd_op_name(unsigned type)
 
 rbd_names_t rbd_op_names(unsigned type)
 {
-    return ops[type].names;
+    return type < NOPS ? ops[type].names : RBD_NAMES_NOTHING;
 }
 
 static int apply(rbd_state_t *st, const op_def_t *d, rbd_op_t *op, int live)

@@ -83,7 +83,7 @@ int rbd_op_decode(unsigned type, const unsigned char *p, size_t n, rbd_op_t *op,
 /* The name of record type (for messages: "RING.ADD"), or NULL if no op
  * has that type. */
 const char *rbd_op_name(unsigned type);
-/* What a record of a known type names. */
+/* What a record of type `type` names (RBD_NAMES_NOTHING for an unknown type). */
 rbd_names_t rbd_op_names(unsigned type);
 
 #endif /* RBD_OPS_H */

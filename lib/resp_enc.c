@@ -116,14 +116,6 @@ void rbi_resp_array(rbi_buf_t *b, size_t n)
     header(b, '*', (long long)n);
 }
 
-void rbi_resp_double(rbi_buf_t *b, double v)
-{
-    char s[64];
-    int n = snprintf(s, sizeof(s), "%.17g", v);
-
-    rbi_resp_bulk(b, s, (size_t)n);
-}
-
 /* Decimal digits of n. */
 static size_t digits(size_t n)
 {

@@ -35,7 +35,6 @@ void rbi_resp_bulk(rbi_buf_t *b, const void *data, size_t len);
 void rbi_resp_bulk_str(rbi_buf_t *b, const char *s);
 void rbi_resp_nil(rbi_buf_t *b);                              /* $-1 */
 void rbi_resp_array(rbi_buf_t *b, size_t n);                  /* *n */
-void rbi_resp_double(rbi_buf_t *b, double v);                 /* as a bulk, %.17g */
 
 /* A request: an array of argc bulk strings.  rbi_resp_command_size is the
  * exact length rbi_resp_command_put writes into dst (which must hold it)

@@ -19,10 +19,12 @@
 
 #include "launch.h"
 
-const char *rbl_daemon_path(const char *opt, char *buf, size_t cap)
+const char *rbl_tool_path(const char *opt, const char *env_name, const char *rel,
+                          char *buf, size_t cap)
 {
-    static const char *const rel[] = { "/../daemon/ringbloomd", "/../../daemon/ringbloomd" };
-    const char *env = getenv("RB_DAEMON");
+    static const char *const up[] = { "/..", "/../.." };
+    const char *env = getenv(env_name);
+    const char *base = strrchr(rel, '/');
     char self[PATH_MAX];
     ssize_t n;
 
@@ -34,11 +36,17 @@ const char *rbl_daemon_path(const char *opt, char *buf, size_t cap)
     if (n > 0) {
         self[n] = '\0';
         *strrchr(self, '/') = '\0';
-        for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
-            if ((size_t)snprintf(buf, cap, "%s%s", self, rel[i]) < cap && access(buf, X_OK) == 0)
+        for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++)
+            if ((size_t)snprintf(buf, cap, "%s%s/%s", self, up[i], rel) < cap &&
+                access(buf, X_OK) == 0)
                 return buf;
     }
-    return "ringbloomd";
+    return base != NULL ? base + 1 : rel;
+}
+
+const char *rbl_daemon_path(const char *opt, char *buf, size_t cap)
+{
+    return rbl_tool_path(opt, "RB_DAEMON", "daemon/ringbloomd", buf, cap);
 }
 
 /* Names file `name` of d's temp dir into field (cap bytes); -1 with d->err

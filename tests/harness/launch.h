@@ -41,10 +41,15 @@ typedef struct rbl_daemon {
     char err[512];                   /* why the last call failed */
 } rbl_daemon_t;
 
-/* The daemon to run: opt if not NULL, else $RB_DAEMON, else the build
- * tree's daemon/ringbloomd seen from this program (../ or ../../ beside
- * it: examples/, examples/.libs/, tests/unit/), else "ringbloomd" (PATH).
- * buf (cap bytes) holds the path found beside the program. */
+/* A program of the build tree: opt if not NULL, else $env_name if set and
+ * not empty, else rel (a path from the top of the build tree, such as
+ * "daemon/ringbloomd") seen from this program's directory one or two
+ * levels up (examples/, examples/.libs/, tests/unit/), else rel's last
+ * component (found in PATH).  buf (cap bytes) holds a path found beside
+ * the program. */
+const char *rbl_tool_path(const char *opt, const char *env_name, const char *rel,
+                          char *buf, size_t cap);
+/* The daemon to run: rbl_tool_path(opt, "RB_DAEMON", "daemon/ringbloomd"). */
 const char *rbl_daemon_path(const char *opt, char *buf, size_t cap);
 
 /* Makes d's temp directory "<base>/<prefix>.XXXXXX" with the permissions

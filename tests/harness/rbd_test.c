@@ -5,6 +5,8 @@
  */
 #include "rbd_test.h"
 
+#include <limits.h>
+
 #define RBD_MAX_PROCS 8
 static rbd_proc_t *rbd_procs[RBD_MAX_PROCS];
 static int rbd_nprocs;
@@ -138,11 +140,12 @@ int rbd_run_daemon(const rbd_proc_t *d, char *out, size_t cap)
 
 int rbd_run_cli(char *out, size_t cap, const char *args)
 {
-    const char *cli = getenv("RB_CLI");
-    char cmd[1024];
+    static char buf[PATH_MAX];
+    const char *cli = rbl_tool_path(NULL, "RB_CLI", "client/ringbloom", buf, sizeof(buf));
+    char cmd[PATH_MAX + 1024];
     int status;
 
-    snprintf(cmd, sizeof(cmd), "%s %s 2>&1", cli ? cli : "../client/ringbloom", args);
+    snprintf(cmd, sizeof(cmd), "%s %s 2>&1", cli, args);
     status = rbd_run(cmd, out, cap);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

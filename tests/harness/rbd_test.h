@@ -61,7 +61,7 @@ const char *rbd_start_fails(const char *conf);
  * `ringbloomd -f -c d->conf` run to its exit into out, and its wait
  * status. */
 int rbd_run_daemon(const rbd_proc_t *d, char *out, size_t cap);
-/* The CLI (RB_CLI, else ../client/ringbloom) run with the arguments args
+/* The CLI (rbl_tool_path: RB_CLI, else the build tree's client/ringbloom) run with the arguments args
  * (shell words) to its exit, its output into out; returns its exit
  * status, -1 if it did not exit. */
 int rbd_run_cli(char *out, size_t cap, const char *args);
