@@ -23,6 +23,23 @@
 #include "segment.h"
 #include "util.h"
 
+/* The inactive ring copy is never read (L1) and rb_ring_publish rewrites
+ * it before making it active, reusing its extent when copy_cap says it is
+ * large enough.  Its two words are the previous writer's: a crash between
+ * their stores, or a damaged segment, can leave a cap that is not the
+ * extent's, which a publish would trust.  So the adopting writer forgets
+ * the copy (its space returns to the heap) and the next publish allocates
+ * one of its own.  A reader still inside that copy began before the
+ * publish that retired it, so its latch check fails and it retries (L2). */
+static void forget_inactive_copy(const rbi_map_t *m)
+{
+    rb_header_shm_t *h = rbi_hdr(m);
+    unsigned inactive = (unsigned)(rbi_ld(&h->ring.seq) & 1) ^ 1;
+
+    rbi_st(&h->ring.copy_off[inactive], 0);
+    rbi_st(&h->ring.copy_cap[inactive], 0);
+}
+
 /* Checks the contents of seg's mapping and rebuilds its writer's free list
  * from the live extents.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
 static int adopt_contents(rb_segment_t *seg)
@@ -34,6 +51,7 @@ static int adopt_contents(rb_segment_t *seg)
 
     if (live == NULL)
         return RB_ENOMEM;
+    forget_inactive_copy(m);
     rbi_ring_extents(m, live, &nlive);
     rc = rbi_kind_extents(m, live + nlive, &nfilters);
     if (rc == RB_OK)

@@ -126,7 +126,9 @@ int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
     if (nlive > 0)
         qsort(live, nlive, sizeof(*live), extent_cmp);
     for (size_t i = 0; i < nlive; i++) {
-        uint64_t len = rbi_round_up(live[i].len, RBI_ALIGN);
+        /* The length is checked before it is rounded: a length near 2^64
+         * would round to a small one. */
+        uint64_t len = live[i].len <= size ? rbi_round_up(live[i].len, RBI_ALIGN) : UINT64_MAX;
         if (live[i].off < pos || live[i].off % RBI_ALIGN != 0 ||
             !rbi_span_ok(size, live[i].off, len)) {
             rbi_heap_destroy(&fresh);

@@ -819,6 +819,62 @@ START_TEST(test_segment_dump_restore_roundtrip_and_corruption)
 }
 END_TEST
 
+/* Found by fuzz_attach (corpus/fuzz_attach/regress-inactive-copy-cap): a
+ * takeover validated only the active ring copy, the next publish reused
+ * the inactive one because its capacity word said it was large enough
+ * (2^64 - 1, which the heap rebuild had rounded to 0 bytes), and published
+ * a copy no reader or restore would accept.  A writer now forgets the
+ * inactive copy when it adopts a segment, and the rebuild refuses such a
+ * length. */
+START_TEST(test_segment_takeover_forgets_inactive_copy)
+{
+    static const uint64_t bad_caps[] = { UINT64_MAX, 1, 1ULL << 40 };
+    char key[64], inst2[96];
+    rb_segment_t *w, *copy;
+    rb_header_shm_t *h;
+    rb_ring_t *ring;
+    rb_node_t a, b;
+    dump_buf_t d;
+    unsigned inactive;
+    int fd;
+
+    rb_test_instance(inst2, sizeof(inst2));
+    create_default();
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 40, &ring), RB_OK);
+    ck_assert_int_eq(rb_ring_add(ring, "n1", 2, 1), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(ring, wseg), RB_OK);
+    ck_assert_int_eq(rb_ring_add(ring, "n2", 2, 1), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(ring, wseg), RB_OK);   /* both copies exist */
+    rb_segment_close(wseg);
+    wseg = NULL;
+    for (size_t i = 0; i < sizeof(bad_caps) / sizeof(bad_caps[0]); i++) {
+        h = raw_map(&fd);
+        inactive = (unsigned)(rbi_ld(&h->ring.seq) & 1) ^ 1;
+        if (rbi_ld(&h->ring.copy_off[inactive]) == 0)   /* forgotten by the last takeover */
+            rbi_st(&h->ring.copy_off[inactive], rbi_ld(&h->heap_offset));
+        rbi_st(&h->ring.copy_cap[inactive], bad_caps[i]);
+        raw_unmap(h, fd);
+        ck_assert_int_eq(rb_segment_open_writer(inst, &w), RB_OK);
+        ck_assert_int_eq(rb_ring_add(ring, key, (size_t)snprintf(key, sizeof(key), "m%zu", i), 1),
+                         RB_OK);
+        ck_assert_int_eq(rb_ring_publish(ring, w), RB_OK);
+        ck_assert_int_eq(rb_segment_dump(w, dump_fn, &d), RB_OK);
+        ck_assert_msg(rb_segment_restore(inst2, NULL, d.data, d.len, &copy) == RB_OK, "cap %zu", i);
+        for (unsigned long k = 0; k < 200; k++) {
+            size_t len = rb_test_key(key, sizeof(key), "k", k);
+            ck_assert_int_eq(rb_ring_lookup(w, key, len, &a), RB_OK);
+            ck_assert_int_eq(rb_ring_lookup(copy, key, len, &b), RB_OK);
+            ck_assert_str_eq(a.name, b.name);
+        }
+        rb_segment_close(copy);
+        ck_assert_int_eq(rb_segment_unlink(inst2), RB_OK);
+        free(d.data);
+        rb_segment_close(w);
+    }
+    rb_ring_free(ring);
+}
+END_TEST
+
 /* One writer at a time: a second takeover is refused while the first
  * lives (its process holds a lock on the object), in any process. */
 START_TEST(test_segment_second_writer_is_refused)
@@ -878,7 +934,8 @@ int main(void)
                                  test_segment_retired_is_refused_and_reported,
                                  test_segment_writer_gone_is_egone,
                                  test_segment_reader_follows_restarted_writer,
-                                 test_segment_dump_restore_roundtrip_and_corruption),
+                                 test_segment_dump_restore_roundtrip_and_corruption,
+                                 test_segment_takeover_forgets_inactive_copy),
                         protection,
                         RB_TCASE("growth", 60, setup, teardown,
                                  test_segment_growth_past_reservation_is_enospc,
