@@ -691,7 +691,12 @@ static void bench_bloom(void)
             die("out of memory");
         /* The standard layout is measured at the first two sizes only: a
          * third filter of 256 MiB to fill would cost the bench ~40 s. */
-        bloom_make(&b, sizes[s], s < 2);
+        {
+            double t = now_s();
+            bloom_make(&b, sizes[s], s < 2);
+            printf("  (%llu MiB: filter%s filled in %.0f s)\n",
+                   (unsigned long long)(sizes[s] >> 20), s < 2 ? "s" : "", now_s() - t);
+        }
         floor_prepare(buf, sizes[s]);
         for (int hits = 1; hits >= 0; hits--) {
             double v[6][32];
