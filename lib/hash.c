@@ -6,7 +6,15 @@
 
 #include "hash.h"
 
+#ifdef RB_MD5_LIBCRYPTO
+/* libcrypto's MD5 (assembly on x86-64), when configure found it.  MD5() is
+ * deprecated in OpenSSL 3 in favour of EVP, whose per-call setup costs more
+ * than the digest of a short key; configure checks that it links. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/md5.h>
+#else
 #include <md5.h>
+#endif
 #include <zlib.h>
 
 /* Decode one UTF-8 code point at s[*i] (advancing *i).  The seed hashes
@@ -66,11 +74,16 @@ uint64_t rbi_hash_seed(const void *key, size_t len, uint64_t salt)
 uint32_t rbi_hash_md5_le32(const void *data, size_t len, unsigned word)
 {
     unsigned char d[MD5_DIGEST_LENGTH];
+
+#ifdef RB_MD5_LIBCRYPTO
+    MD5(data, len, d);
+#else
     MD5_CTX ctx;
 
     MD5Init(&ctx);
     MD5Update(&ctx, data, len);
     MD5Final(d, &ctx);
+#endif
     word &= 3;
     return (uint32_t)d[4 * word] | (uint32_t)d[4 * word + 1] << 8 |
            (uint32_t)d[4 * word + 2] << 16 | (uint32_t)d[4 * word + 3] << 24;

@@ -9,7 +9,8 @@
  *     Horner over code points in a 64-bit ring, seeded with
  *     salt * 0x9E3779B1 + 1.  Deliberately weak; kept bit-exact so the seed
  *     tables reproduce (see docs/design.md, "Hashing": seed ring).
- *   - rbi_hash_md5_le32 / rbi_hash_crc32: libmd MD5 and zlib CRC-32 for the
+ *   - rbi_hash_md5_le32 / rbi_hash_crc32: MD5 (libcrypto's if configure
+ *     found it, else libmd's: the same digests) and zlib CRC-32 for the
  *     ketama (libmemcached) and nginx ring modes.
  *   - rbi_hash_keyed128: XXH3-128 with a per-filter random 192-byte secret,
  *     split into (h1, h2) for double hashing.  The secret stops remote users

@@ -8,22 +8,29 @@
  *      get_node) over the same points as the xxh3 ring; plus md5-only, the
  *      libmd MD5 of each key and nothing else: the work any ketama lookup
  *      must do, so libmemcached / md5-only bounds what ketama mode can
- *      reach against libmemcached;
- *   2. Bloom contains on a 1 MiB filter and one of >= 4x the last-level
- *      cache: standard, blocked, blocked via contains_many, hits and misses,
- *      against the floor of one independent random 64-byte load per key
- *      (and that floor plus the keyed hash each query must compute);
+ *      reach against libmemcached; and md5-libcrypto, the same with
+ *      OpenSSL's MD5 (bench_md5.c), which ketama mode uses when configure
+ *      finds libcrypto;
+ *   2. Bloom contains on a 1 MiB filter, one of 4x the last-level cache
+ *      and one of 256 MiB (blocked only): standard, blocked, blocked via
+ *      contains_many, hits and misses; batched queries against a gather
+ *      (one load per key from precomputed random lines; and that plus the
+ *      keyed hash each query must compute), single ones against a
+ *      dependent pointer chase over a buffer of the same size;
  *   3. write path: BF.ADD / BF.MADD through redis-benchmark against
  *      redis-server doing SADD with the same options; p50/p99 latency of a
  *      single non-pipelined add;
  *   4. readers under write churn (ring republished ~1000/s, ~10^6 adds/s)
  *      against the same readers with an idle daemon;
- *   5. memory: bytes per ring point, bytes per filter beyond its m bits.
+ *   5. memory: bytes per ring point, bytes per filter beyond its m bits;
+ *   6. one `ringbloom exists` from the shell, fork to exit, against one
+ *      `redis-cli SISMEMBER` on a Unix socket (printed before 5).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
  *
  *   usage: bench [--reps N] [--csv FILE] [--quick] [--only SECTIONS]
+ *                [--daemon PATH] [--cli PATH]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,16 +53,18 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "bench.h"
 #include "ringbloom.h"
 
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "12345";
+static const char *only = "123456";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
 static const char *daemon_bin = "daemon/ringbloomd";
+static const char *cli_bin = "client/ringbloom";
 
 /* ---- plumbing -------------------------------------------------------------- */
 
@@ -76,6 +85,17 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof(*v), dcmp);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Per-repetition ratios num[r] / den[r]: their median and spread. */
+static void ratio_spread(const double *num, const double *den, int n, double out[3])
+{
+    double q[32];
+    for (int r = 0; r < n; r++)
+        q[r] = num[r] / den[r];
+    out[0] = median(q, n);   /* sorts q */
+    out[1] = q[0];
+    out[2] = q[n - 1];
 }
 
 static void die(const char *fmt, ...)
@@ -362,7 +382,7 @@ static void bench_ring(void)
         int nodes = sizes[s];
         char (*names)[40] = calloc((size_t)nodes, 40);
         char (*kt)[40] = calloc((size_t)nodes, 40);
-        double v[5][32];
+        double v[6][32];
         memcached_st *memc = NULL;
         plain_ring_t plain;
         rb_segment_t *sx, *sk;
@@ -390,16 +410,24 @@ static void bench_ring(void)
             v[2][r] = time_rb(sx);
             v[3][r] = time_rb(sk);
             v[4][r] = time_md5_only();
+            v[5][r] = bench_md5_libcrypto(keys, klen, NKEYS);
         }
         {
-            cell_t c[5] = { { "libmemcached", memc ? median(v[0], reps) : NAN,
+            cell_t c[6] = { { "libmemcached", memc ? median(v[0], reps) : NAN,
                               "asserts past 100 servers" },
                             { "binary-search", median(v[1], reps), NULL },
                             { "rb-xxh3", median(v[2], reps), NULL },
                             { "rb-ketama", median(v[3], reps), NULL },
-                            { "md5-only", median(v[4], reps), NULL } };
+                            { "md5-only", median(v[4], reps), NULL },
+                            { "md5-libcrypto", median(v[5], reps), "built without libcrypto" } };
             snprintf(title, sizeof(title), "lookup, %d nodes x 160 vnodes", nodes);
-            row("ring", title, "M/s", 1, memc ? 0 : 1, c, 5);
+            row("ring", title, "M/s", 1, memc ? 0 : 1, c, 6);
+            if (memc) {
+                double q[3];
+                ratio_spread(v[3], v[0], reps, q);
+                printf("  %-34s  rb-ketama / libmemcached: %.2fx (runs %.2f-%.2f)\n", "", q[0],
+                       q[1], q[2]);
+            }
         }
         if (memc)
             memcached_free(memc);
@@ -441,8 +469,9 @@ static void fill_filter(rb_bloom_t *bf, uint64_t n)
     }
 }
 
-/* Filters of about `bytes` each, standard and blocked, filled to capacity. */
-static void bloom_make(bloom_set_t *b, uint64_t bytes)
+/* Filters of about `bytes` each, standard (if with_std; else b->std is
+ * NULL) and blocked, filled to capacity. */
+static void bloom_make(bloom_set_t *b, uint64_t bytes, int with_std)
 {
     rb_segment_opts_t o = { .max_size = 4 * bytes + (64u << 20) };
     rb_bloom_params_t p = { .error_rate = 0.01, .flags = RB_BLOOM_NONSCALING };
@@ -450,22 +479,26 @@ static void bloom_make(bloom_set_t *b, uint64_t bytes)
     rb_bloom_stat_t st;
 
     check(rb_segment_create(NULL, &o, &b->seg), "segment");
-    p.capacity = (uint64_t)((double)bytes * 8 / 9.593);
-    p.layout = RB_BLOOM_STANDARD;
-    check(rb_segment_info(b->seg, &before), "info");
-    check(rb_bloom_reserve(b->seg, "std", 3, &p), "reserve");
-    check(rb_segment_info(b->seg, &after), "info");
-    check(rb_bloom_open(b->seg, "std", 3, &b->std), "open");
-    check(rb_bloom_stat(b->std, &st), "stat");
-    /* Beyond its m bits a filter costs its directory slot (always there)
-     * and the rounding of its array to 64 bytes. */
-    bloom_overhead_bytes = (double)(after.used - before.used) - (double)st.bits / 8 +
-                           (double)(576 + 48 * RB_BLOOM_MAX_LAYERS);
+    b->std = NULL;
+    if (with_std) {
+        p.capacity = (uint64_t)((double)bytes * 8 / 9.593);
+        p.layout = RB_BLOOM_STANDARD;
+        check(rb_segment_info(b->seg, &before), "info");
+        check(rb_bloom_reserve(b->seg, "std", 3, &p), "reserve");
+        check(rb_segment_info(b->seg, &after), "info");
+        check(rb_bloom_open(b->seg, "std", 3, &b->std), "open");
+        check(rb_bloom_stat(b->std, &st), "stat");
+        /* Beyond its m bits a filter costs its directory slot (always there)
+         * and the rounding of its array to 64 bytes. */
+        bloom_overhead_bytes = (double)(after.used - before.used) - (double)st.bits / 8 +
+                               (double)(576 + 48 * RB_BLOOM_MAX_LAYERS);
+    }
     p.capacity = (uint64_t)((double)bytes * 8 / 10.03);
     p.layout = RB_BLOOM_BLOCKED;
     check(rb_bloom_reserve(b->seg, "blk", 3, &p), "reserve");
     check(rb_bloom_open(b->seg, "blk", 3, &b->blk), "open");
-    fill_filter(b->std, (uint64_t)((double)bytes * 8 / 9.593));
+    if (b->std)
+        fill_filter(b->std, (uint64_t)((double)bytes * 8 / 9.593));
     fill_filter(b->blk, (uint64_t)((double)bytes * 8 / 10.03));
     b->bytes = bytes;
 }
@@ -513,18 +546,56 @@ static double time_contains_many(rb_bloom_t *bf)
     return t / NKEYS * 1e9;
 }
 
-/* The floor: one independent random 64-byte load per key from a buffer of
- * the same size (index from a cheap xorshift, as a hash would give). */
-static double time_floor(const unsigned char *buf, uint64_t bytes)
+/* The floors run over a buffer of the filter's size laid out by
+ * floor_prepare: the first 8 bytes of each 64-byte line hold the index of
+ * the next line of one random cycle through all lines (Sattolo's
+ * algorithm), and floor_line[] holds NKEYS random line indices.  Both are
+ * built outside the timed loops, so those loops do nothing but the loads. */
+static uint32_t *floor_line;
+
+static uint64_t xorshift(uint64_t *x)
 {
-    uint64_t lines = bytes / 64, x = 88172645463325252ULL, acc = 0;
-    double t = now_s();
-    for (int i = 0; i < NKEYS; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        acc += buf[(x % lines) * 64];
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void floor_prepare(unsigned char *buf, uint64_t bytes)
+{
+    uint64_t lines = bytes / 64, x = 88172645463325252ULL;
+    uint32_t *perm = malloc(lines * sizeof(*perm));
+
+    if (floor_line == NULL)
+        floor_line = malloc(NKEYS * sizeof(*floor_line));
+    if (perm == NULL || floor_line == NULL || lines > UINT32_MAX)
+        die("floor_prepare: out of memory");
+    for (uint64_t i = 0; i < lines; i++)
+        perm[i] = (uint32_t)i;
+    for (uint64_t i = lines - 1; i > 0; i--) {   /* Sattolo: one cycle */
+        uint64_t j = xorshift(&x) % i;
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
     }
+    for (uint64_t i = 0; i < lines; i++) {
+        uint64_t next = perm[i];
+        memcpy(buf + i * 64, &next, sizeof(next));
+    }
+    for (int i = 0; i < NKEYS; i++)
+        floor_line[i] = (uint32_t)(xorshift(&x) % lines);
+    free(perm);
+}
+
+/* The batched floor: a gather, one independent load per key from a random
+ * line whose index was computed beforehand (no arithmetic between loads,
+ * so the core keeps as many in flight as it can). */
+static double time_floor(const unsigned char *buf)
+{
+    uint64_t acc = 0;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++)
+        acc += buf[(size_t)floor_line[i] * 64];
     t = now_s() - t;
     sink = acc;
     return t / NKEYS * 1e9;
@@ -562,69 +633,87 @@ static double time_floor_hash(const unsigned char *buf, uint64_t bytes)
     return t / NKEYS * 1e9;
 }
 
-/* The latency floor: each load's address depends on the previous load's
- * value, as a single synchronous query's answer depends on its load. */
-static double time_floor_dep(const unsigned char *buf, uint64_t bytes)
+/* The single-query floor: a dependent chase, each load's address is the
+ * value the previous load returned (the random cycle of floor_prepare), as
+ * a synchronous query cannot answer before its own load. */
+static double time_floor_dep(const unsigned char *buf)
 {
-    uint64_t lines = bytes / 64, x = 88172645463325252ULL, acc = 0;
+    uint64_t line = 0;
     double t = now_s();
-    for (int i = 0; i < NKEYS; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        acc += buf[((x + acc) % lines) * 64];
-    }
+    for (int i = 0; i < NKEYS; i++)
+        memcpy(&line, buf + line * 64, sizeof(line));
     t = now_s() - t;
-    sink = acc;
+    sink = line;
     return t / NKEYS * 1e9;
+}
+
+static void bloom_rows(const bloom_set_t *b, int hits, double v[6][32])
+{
+    unsigned long long mib = (unsigned long long)(b->bytes >> 20);
+    double many_q[3], one_q[3];
+    char title[96];
+    /* Batched queries against the gather floor; one-at-a-time queries
+     * against the dependent chase. */
+    cell_t many[3] = { { "floor", median(v[0], reps), NULL },
+                       { "floor+hash", median(v[5], reps), NULL },
+                       { "blocked-many", median(v[4], reps), NULL } };
+    cell_t one[3] = { { "floor-dependent", median(v[1], reps), NULL },
+                      { "standard", b->std ? median(v[2], reps) : NAN,
+                        "not built at this size: fill time" },
+                      { "blocked", median(v[3], reps), NULL } };
+
+    ratio_spread(v[4], v[0], reps, many_q);
+    ratio_spread(v[3], v[1], reps, one_q);
+    snprintf(title, sizeof(title), "%s, %llu MiB, batched", hits ? "hits" : "misses", mib);
+    row("bloom", title, "ns", 0, 0, many, 3);
+    snprintf(title, sizeof(title), "%s, %llu MiB, one at a time", hits ? "hits" : "misses", mib);
+    row("bloom", title, "ns", 0, 0, one, 3);
+    printf("  %-34s  time / floor: contains_many %.2fx (runs %.2f-%.2f), contains %.2fx "
+           "(runs %.2f-%.2f); contains_many vs contains: %.2fx faster\n", "", many_q[0],
+           many_q[1], many_q[2], one_q[0], one_q[1], one_q[2], one[2].value / many[2].value);
 }
 
 static void bench_bloom(void)
 {
-    uint64_t sizes[2] = { 1u << 20, 4 * llc_bytes() };
+    /* 1 MiB (cache-resident), 4x the last-level cache, and 256 MiB (the
+     * size of the contains_many target) unless that is the previous one. */
+    uint64_t sizes[3] = { 1u << 20, 4 * llc_bytes(), 256u << 20 };
+    int nsizes = sizes[1] == sizes[2] ? 2 : 3;
 
-    printf("2. Bloom contains: ns per key (lower is better).  floor: one independent random\n"
-           "   64-byte load per key (loads overlap); floor-dependent: each load waits for the\n"
-           "   previous one (a synchronous query cannot answer before its load)\n");
-    for (int s = 0; s < 2; s++) {
+    printf("2. Bloom contains: ns per key (lower is better).  floor: a gather, one load per\n"
+           "   key from a random 64-byte line whose index was computed beforehand (loads\n"
+           "   overlap); floor-dependent: a pointer chase, each load's address is the previous\n"
+           "   load's value (a synchronous query cannot answer before its load)\n");
+    for (int s = 0; s < nsizes; s++) {
         bloom_set_t b;
         unsigned char *buf = malloc(sizes[s]);
-        bloom_make(&b, sizes[s]);
-        for (uint64_t i = 0; i < sizes[s]; i += 64)
-            buf[i] = (unsigned char)i;
+        if (buf == NULL)
+            die("out of memory");
+        /* The standard layout is measured at the first two sizes only: a
+         * third filter of 256 MiB to fill would cost the bench ~40 s. */
+        {
+            double t = now_s();
+            bloom_make(&b, sizes[s], s < 2);
+            printf("  (%llu MiB: filter%s filled in %.0f s)\n",
+                   (unsigned long long)(sizes[s] >> 20), s < 2 ? "s" : "", now_s() - t);
+        }
+        floor_prepare(buf, sizes[s]);
         for (int hits = 1; hits >= 0; hits--) {
             double v[6][32];
-            char title[96];
             /* keys 0 .. added-1 are in both filters */
             make_queries(hits, (uint64_t)((double)sizes[s] * 8 / 10.03));
             for (int r = 0; r < reps; r++) {
-                v[0][r] = time_floor(buf, sizes[s]);
-                v[1][r] = time_floor_dep(buf, sizes[s]);
-                v[2][r] = time_contains(b.std);
+                v[0][r] = time_floor(buf);
+                v[1][r] = time_floor_dep(buf);
+                v[2][r] = b.std ? time_contains(b.std) : NAN;
                 v[3][r] = time_contains(b.blk);
                 v[4][r] = time_contains_many(b.blk);
                 v[5][r] = time_floor_hash(buf, sizes[s]);
             }
-            {
-                /* Batched queries against the independent-load floor;
-                 * one-at-a-time queries against the dependent-load one. */
-                cell_t many[3] = { { "floor", median(v[0], reps), NULL },
-                                   { "floor+hash", median(v[5], reps), NULL },
-                                   { "blocked-many", median(v[4], reps), NULL } };
-                cell_t one[3] = { { "floor-dependent", median(v[1], reps), NULL },
-                                  { "standard", median(v[2], reps), NULL },
-                                  { "blocked", median(v[3], reps), NULL } };
-                snprintf(title, sizeof(title), "%s, %llu MiB, batched",
-                         hits ? "hits" : "misses", (unsigned long long)(sizes[s] >> 20));
-                row("bloom", title, "ns", 0, 0, many, 3);
-                snprintf(title, sizeof(title), "%s, %llu MiB, one at a time",
-                         hits ? "hits" : "misses", (unsigned long long)(sizes[s] >> 20));
-                row("bloom", title, "ns", 0, 0, one, 3);
-                printf("  %-34s  contains_many vs contains (blocked): %.2fx faster\n", "",
-                       one[2].value / many[2].value);
-            }
+            bloom_rows(&b, hits, v);
         }
-        rb_bloom_close(b.std);
+        if (b.std)
+            rb_bloom_close(b.std);
         rb_bloom_close(b.blk);
         rb_segment_close(b.seg);
         free(buf);
@@ -966,6 +1055,88 @@ static void bench_churn(void)
     printf("\n");
 }
 
+/* ---- 6. one CLI query, whole process ------------------------------------------------- */
+
+/* Milliseconds from fork to the reaped exit of argv, stdout to /dev/null;
+ * dies unless it exits 0. */
+static double time_process(const char *const argv[])
+{
+    double t = now_s();
+    pid_t pid = fork();
+    int st;
+
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("%s did not exit 0", argv[0]);
+    return (now_s() - t) * 1e3;
+}
+
+/* `ringbloom exists FILTER KEY` (a present key) against `redis-cli -s SOCK
+ * SISMEMBER s k` on a redis-server of its own Unix socket: 30 runs each,
+ * alternating, so both see the same machine. */
+static void bench_cli(void)
+{
+    enum { RUNS = 30 };
+    char rsock[128], dsock[128], instance[64];
+    const char *rargv[] = { "redis-server", "--port", "0", "--unixsocket", rsock, "--save", "",
+                            "--appendonly", "no", NULL };
+    const char *cargv[] = { cli_bin, "--instance", instance, "--socket", dsock, "exists", "f",
+                            "k", NULL };
+    const char *sargv[] = { "redis-cli", "-s", rsock, "SADD", "s", "k", NULL };
+    const char *qargv[] = { "redis-cli", "-s", rsock, "SISMEMBER", "s", "k", NULL };
+    double v[2][RUNS], q[RUNS], lo[2], hi[2];
+    rb_bloom_params_t p = { .capacity = 1000000, .error_rate = 0.01,
+                            .layout = RB_BLOOM_BLOCKED };
+    rb_key_t key = { "k", 1 };
+    pid_t rpid, dpid;
+    rb_conn_t *c;
+
+    if (system("command -v redis-server >/dev/null && command -v redis-cli >/dev/null")) {
+        printf("6. One CLI query: skipped (needs redis-server and redis-cli)\n\n");
+        return;
+    }
+    snprintf(rsock, sizeof(rsock), "%s/cli-redis.sock", tmpdir);
+    snprintf(dsock, sizeof(dsock), "%s/cli.sock", tmpdir);
+    snprintf(instance, sizeof(instance), "rbbench-cli-%d", (int)getpid());
+    rpid = spawn(rargv, -1);
+    wait_socket(rsock);
+    dpid = start_daemon("cli", NULL, -1);
+    check(rb_conn_open(NULL, dsock, 10000, &c), "connect");
+    check(rb_conn_bf_reserve(c, "f", 1, &p), "reserve");
+    if (rb_conn_bf_add_many(c, "f", 1, &key, 1, NULL) < 0)
+        die("add");
+    rb_conn_close(c);
+    time_process(sargv);
+    for (int r = 0; r < RUNS; r++) {
+        v[0][r] = time_process(qargv);
+        v[1][r] = time_process(cargv);
+        q[r] = v[1][r] / v[0][r];
+    }
+    printf("6. One query from the shell, whole process (fork to exit, %d runs each,\n"
+           "   alternating): ms (lower is better)\n", RUNS);
+    for (int i = 0; i < 2; i++) {
+        median(v[i], RUNS);   /* sorts */
+        lo[i] = v[i][0];
+        hi[i] = v[i][RUNS - 1];
+    }
+    {
+        cell_t cells[2] = { { "redis-cli-SISMEMBER", median(v[0], RUNS), NULL },
+                            { "ringbloom-exists", median(v[1], RUNS), NULL } };
+        row("cli", "one key, present", "ms", 0, 0, cells, 2);
+    }
+    printf("  %-34s  runs: redis-cli %.2f-%.2f ms, ringbloom %.2f-%.2f ms; ringbloom / redis-cli "
+           "per pair: median %.2fx\n\n", "", lo[0], hi[0], lo[1], hi[1], median(q, RUNS));
+    stop(dpid);
+    stop(rpid);
+}
+
 /* ---- 5. memory --------------------------------------------------------------------------- */
 
 static void bench_memory(void)
@@ -1002,9 +1173,11 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (strcmp(argv[i], "--daemon") == 0 && i + 1 < argc)
             daemon_bin = argv[++i];
+        else if (strcmp(argv[i], "--cli") == 0 && i + 1 < argc)
+            cli_bin = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 12345] "
-                    "[--daemon PATH]\n");
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456] "
+                    "[--daemon PATH] [--cli PATH]\n");
             return 2;
         }
     }
@@ -1029,6 +1202,8 @@ int main(int argc, char **argv)
         bench_write();
     if (strchr(only, '4'))
         bench_churn();
+    if (strchr(only, '6'))
+        bench_cli();
     if (strchr(only, '5'))
         bench_memory();
     fclose(csv);
