@@ -174,29 +174,6 @@ int rbi_bloom_bind_get(const rb_bloom_t *cbf, const rbi_bloom_bind_t *stale,
     return rc;
 }
 
-/* Asks for the line at p.  GCC deletes loops whose only effect is a
- * __builtin_prefetch (they look side-effect free), so the empty volatile
- * asm pins each one in place. */
-static inline void prefetch_line(const void *p)
-{
-    __builtin_prefetch(p, 0, 3);
-    __asm__ __volatile__("" : : "r"(p));
-}
-
-/* Prefetches the line(s) a test of h will touch: the block (blocked), or
- * the first two probes (standard; the rest follow while those load). */
-static inline void prefetch_layer(uint32_t layout, const rbi_bloom_layer_t *lv, rbi_h128_t h)
-{
-    const char *base = (const char *)(const void *)lv->arr;
-
-    if (layout == RB_BLOOM_BLOCKED) {
-        prefetch_line(base + rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) * 64);
-    } else {
-        prefetch_line(base + (rbi_fastrange64(h.h1, lv->bits) >> 6) * 8);
-        prefetch_line(base + (rbi_fastrange64(h.h1 + h.h2, lv->bits) >> 6) * 8);
-    }
-}
-
 /* gen0 is re-checked by section_retry. */
 int rbi_bloom_section_begin(const rbi_bloom_bind_t *b, rbi_bloom_section_t *s)
 {
@@ -286,7 +263,7 @@ static int contains_blocked1(const rbi_bloom_section_t *s, contains_arg_t *a)
             rbi_h128_t x = rbi_bloom_key_hash(b, keys[i].ptr, keys[i].len);
             blk[i % PIPE] = &arr[rbi_fastrange64(x.h1, nblocks) * RBI_BLOCK_WORDS];
             h2[i % PIPE] = x.h2;
-            prefetch_line((const void *)blk[i % PIPE]);
+            rbi_prefetch_line((const void *)blk[i % PIPE]);
         }
     }
     a->hits = hits;
@@ -321,7 +298,7 @@ static int contains_fn(const rbi_bloom_section_t *s, void *arg)
             rbi_h128_t x = rbi_bloom_key_hash(s->b, a->keys[i].ptr, a->keys[i].len);
             h[i % PIPE] = x;
             for (uint32_t l = 0; l < s->nlayers; l++)
-                prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(x, l));
+                rbi_bloom_prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(x, l), 0);
         }
     }
     return RB_OK;
