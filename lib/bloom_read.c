@@ -237,6 +237,11 @@ typedef struct contains_arg {
     size_t n;
     uint8_t *out;
     int64_t hits;
+    /* n == 1, a section of one blocked layer: that layer, the generation
+     * it was validated at and its binding (for the fast path's view). */
+    rbi_bloom_layer_t layer0;
+    uint64_t gen0;
+    rbi_bloom_bind_t *b;
 } contains_arg_t;
 
 /* contains_fn for the common case, one blocked layer: the pipeline keeps
@@ -283,6 +288,12 @@ static int contains_fn(const rbi_bloom_section_t *s, void *arg)
     if (n == 1) {
         a->out[0] = (uint8_t)rbi_bloom_section_test(s, rbi_bloom_key_hash(s->b, a->keys[0].ptr, a->keys[0].len));
         a->hits = a->out[0];
+        a->b = NULL;
+        if (s->nlayers == 1 && s->b->layout == RB_BLOOM_BLOCKED) {
+            a->b = (rbi_bloom_bind_t *)s->b;
+            a->layer0 = s->layer[0];
+            a->gen0 = s->gen0;
+        }
         return RB_OK;
     }
     if (s->nlayers == 1 && s->b->layout == RB_BLOOM_BLOCKED)
@@ -304,16 +315,97 @@ static int contains_fn(const rbi_bloom_section_t *s, void *arg)
     return RB_OK;
 }
 
+/* ---- the single-query fast path ------------------------------------------
+ *
+ * A filter of one blocked layer (the common case) is answered without a
+ * read section's per-query validation: the binding keeps a view of layer
+ * 0 (array address, blocks, k) as a section validated it at generation
+ * view_gen (bounds, k, layout: rbi_bloom_section_begin).  Layer 0's
+ * descriptor changes only when its array is replaced, which bumps gen
+ * (bloom_write.c, swap_fresh), so while gen == view_gen the view is what
+ * a section would read (G1).  A query still loads gen (acquire), checks
+ * the slot's state, incarnation and nlayers == 1 (a scaling filter that
+ * grew takes the slow path; growth does not bump gen), probes the block
+ * and re-checks gen (G2): a query that overlaps a reset or a rotation
+ * retries through the slow path, exactly as a section would.  The view is
+ * process-local memory written by whichever thread ran a slow query at a
+ * new gen, under a seqlock of its own (view_seq, odd while written, under
+ * the handle's lock taken with trylock: readers never wait). */
+
+/* The view of b if it was validated at generation g. */
+static inline int view_get(const rbi_bloom_bind_t *b, uint64_t g, rbi_bloom_layer_t *lv)
+{
+    uint64_t s0 = atomic_load_explicit(&b->view_seq, memory_order_acquire);
+    uint64_t vg = rbi_ld(&b->view_gen), arr = rbi_ld(&b->view_off);
+    uint64_t blocks = rbi_ld(&b->view_blocks), k = rbi_ld(&b->view_k);
+
+    /* The field loads above happen before the re-load of the sequence. */
+    atomic_thread_fence(memory_order_acquire);
+    if ((s0 & 1) || rbi_ld(&b->view_seq) != s0 || vg != g || blocks == 0)
+        return 0;
+    lv->arr = (const _Atomic uint64_t *)(uintptr_t)arr;
+    lv->bits = blocks;   /* here: blocks, not bits */
+    lv->k = (uint32_t)k;
+    return 1;
+}
+
+/* Records layer lv, validated by a section at generation g, as b's view. */
+static void view_put(rb_bloom_t *bf, rbi_bloom_bind_t *b, const rbi_bloom_layer_t *lv, uint64_t g)
+{
+    uint64_t s0;
+
+    if (rbi_ld(&b->view_gen) == g && rbi_ld(&b->view_blocks) != 0)
+        return;
+    if (pthread_mutex_trylock(&bf->lock) != 0)
+        return;   /* another thread rebinds or records: it can wait a query */
+    s0 = rbi_ld(&b->view_seq);
+    rbi_st(&b->view_seq, s0 + 1);
+    /* The odd sequence is visible before any field changes. */
+    atomic_thread_fence(memory_order_release);
+    rbi_st(&b->view_gen, g);
+    rbi_st(&b->view_off, (uint64_t)(uintptr_t)lv->arr);
+    rbi_st(&b->view_blocks, lv->bits / RBI_BLOCK_BITS);
+    rbi_st(&b->view_k, lv->k);
+    /* Release: a reader that sees s0 + 2 sees the fields above. */
+    atomic_store_explicit(&b->view_seq, s0 + 2, memory_order_release);
+    pthread_mutex_unlock(&bf->lock);
+}
+
+/* The fast path: 0/1, or -1 to take the slow path. */
+static inline int contains_fast(const rb_bloom_t *bf, const void *key, size_t len)
+{
+    const rbi_bloom_bind_t *b = atomic_load_explicit(&bf->bind, memory_order_acquire);
+    const rb_filter_shm_t *f = b->slot;
+    rbi_bloom_layer_t v;
+    rbi_h128_t h;
+    uint64_t g;
+    int r;
+
+    if (b->map != rbi_reader_map(bf->seg))
+        return -1;
+    g = rbi_gen_read_begin(&f->gen);   /* G1 */
+    if (!view_get(b, g, &v) || rbi_ld(&f->state) != RBI_FILTER_LIVE ||
+        rbi_ld(&f->incarnation) != b->incarnation || rbi_bloom_layer_count(f) != 1)
+        return -1;
+    h = rbi_bloom_key_hash(b, key, len);
+    r = rbi_bloom_test_block(&v.arr[rbi_fastrange64(h.h1, v.bits) * RBI_BLOCK_WORDS], h.h2, v.k);
+    return rbi_gen_read_retry(&f->gen, g) ? -1 : r;   /* G2 */
+}
+
 int rb_bloom_contains(const rb_bloom_t *bf, const void *key, size_t len)
 {
     rb_key_t k = { key, len };
     uint8_t out;
-    contains_arg_t a = { &k, 1, &out, 0 };
+    contains_arg_t a = { &k, 1, &out, 0, { NULL, 0, 0 }, 0, NULL };
     int rc;
 
     if (bf == NULL || (key == NULL && len != 0))
         return RB_EINVAL;
+    if ((rc = contains_fast(bf, key, len)) >= 0)
+        return rc;
     rc = rbi_bloom_read(bf, contains_fn, &a);
+    if (rc == RB_OK && a.b != NULL)
+        view_put((rb_bloom_t *)bf, a.b, &a.layer0, a.gen0);
     return rc == RB_OK ? out : rc;
 }
 
@@ -326,7 +418,8 @@ int64_t rb_bloom_contains_many(const rb_bloom_t *bf, const rb_key_t *keys, size_
         return RB_EINVAL;
     /* One section per chunk, so a gen bump re-does at most one chunk. */
     for (size_t base = 0; base < n; base += CHUNK) {
-        contains_arg_t a = { keys + base, n - base < CHUNK ? n - base : CHUNK, out + base, 0 };
+        contains_arg_t a = { keys + base, n - base < CHUNK ? n - base : CHUNK, out + base, 0,
+                              { NULL, 0, 0 }, 0, NULL };
         int rc = rbi_bloom_read(bf, contains_fn, &a);
         if (rc != RB_OK)
             return rc;
