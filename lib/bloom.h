@@ -238,6 +238,11 @@ rbi_bloom_test_block(const _Atomic uint64_t *blk, uint64_t h2, uint32_t k)
 {
     uint64_t base = h2, x = h2 >> 1, all = 1;
 
+    if (k <= 7) {   /* the common case (k = 7 at p = 1%): one word of slices */
+        for (uint32_t i = 0; i < k; i++, x >>= 9)
+            all &= rbi_ld(&blk[(x & (RBI_BLOCK_BITS - 1)) >> 6]) >> (x & 63);
+        return (int)(all & 1);
+    }
     for (uint32_t i = 0; i < k; i++) {
         uint64_t bit = rbi_block_bit(&base, &x, i);
         all &= rbi_ld(&blk[bit >> 6]) >> (bit & 63);
