@@ -1029,7 +1029,7 @@ static inline int plain_contains(const plain_bf_t *p, const rb_key_t *k)
 }
 
 /* Adds n keys, hashing and prefetching (for writing) 32 keys ahead. */
-static void plain_add_prefetch(plain_bf_t *p, const rb_key_t *keys, size_t n)
+static void plain_add_prefetch(plain_bf_t *p, const rb_key_t *ks, size_t n)
 {
     enum { AHEAD = 32 };
     uint64_t *blk[AHEAD], h2[AHEAD];
@@ -1040,7 +1040,7 @@ static void plain_add_prefetch(plain_bf_t *p, const rb_key_t *keys, size_t n)
                 b[(x & 511) >> 6] |= 1ULL << (x & 63);
         }
         if (i < n) {
-            blk[i % AHEAD] = plain_block(p, &keys[i], &h2[i % AHEAD]);
+            blk[i % AHEAD] = plain_block(p, &ks[i], &h2[i % AHEAD]);
             __builtin_prefetch(blk[i % AHEAD], 1, 3);
         }
     }
