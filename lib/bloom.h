@@ -18,9 +18,10 @@
  *     sized up so that their FPR, which suffers from the uneven load of
  *     blocks, still meets p.
  *
- * Why it is safe without a lock: adds only ever set bits (atomic fetch-or
- * by the single writer), so a reader's relaxed loads see each bit either
- * before or after it was set, and a key the writer acknowledged is found.
+ * Why it is safe without a lock: adds only ever set bits (the single
+ * writer's relaxed load, OR and relaxed store of the word: rbi_bloom_set),
+ * so a reader's relaxed loads see each bit either before or after it was
+ * set, and a key the writer acknowledged is found.
  * The non-monotonic changes (an array replaced by a rotation or a reset, a
  * scaling filter's layers dropped by a reset) publish through the slot's
  * generation section (latch.h, G1 / G2): readers re-check gen after
@@ -56,6 +57,13 @@ typedef struct rbi_bloom_bind {
     uint32_t layout;
     unsigned char secret[RBI_SECRET_BYTES];
     struct rbi_bloom_bind *older;
+    /* The one-layer blocked fast path of rb_bloom_contains (bloom_read.c):
+     * layer 0 as a read section validated it at generation view_gen.  The
+     * only mutable part of a binding, process-local, guarded by its own
+     * seqlock (view_seq odd while a thread rewrites it under the handle's
+     * lock; readers that see it odd or moved take the slow path).
+     * view_blocks == 0: no view. */
+    _Atomic uint64_t view_seq, view_gen, view_off, view_blocks, view_k;
 } rbi_bloom_bind_t;
 
 struct rb_bloom {
@@ -132,6 +140,23 @@ static inline double rbi_load_double(const _Atomic uint64_t *w)
     double d;
     memcpy(&d, &bits, sizeof(d));
     return d;
+}
+
+/* ---- prefetch ----------------------------------------------------------- */
+
+/* Asks for the line at p (write: with intent to write it).  GCC deletes
+ * loops whose only effect is a __builtin_prefetch (they look side-effect
+ * free), so the empty volatile asm pins each one in place. */
+static inline void rbi_prefetch_line(const void *p)
+{
+    __builtin_prefetch(p, 0, 3);
+    __asm__ __volatile__("" : : "r"(p));
+}
+
+static inline void rbi_prefetch_line_w(const void *p)
+{
+    __builtin_prefetch(p, 1, 3);
+    __asm__ __volatile__("" : : "r"(p));
 }
 
 /* ---- probes --------------------------------------------------------------- */
@@ -213,6 +238,11 @@ rbi_bloom_test_block(const _Atomic uint64_t *blk, uint64_t h2, uint32_t k)
 {
     uint64_t base = h2, x = h2 >> 1, all = 1;
 
+    if (k <= 7) {   /* the common case (k = 7 at p = 1%): one word of slices */
+        for (uint32_t i = 0; i < k; i++, x >>= 9)
+            all &= rbi_ld(&blk[(x & (RBI_BLOCK_BITS - 1)) >> 6]) >> (x & 63);
+        return (int)(all & 1);
+    }
     for (uint32_t i = 0; i < k; i++) {
         uint64_t bit = rbi_block_bit(&base, &x, i);
         all &= rbi_ld(&blk[bit >> 6]) >> (bit & 63);
@@ -235,6 +265,60 @@ rbi_bloom_test_layer(uint32_t layout, const rbi_bloom_layer_t *lv, rbi_h128_t h)
             return 0;
     }
     return 1;
+}
+
+/* Prefetches the line(s) a test of h (a layer hash) in lv will touch: the
+ * block (blocked), or the first two probes (standard; the rest follow
+ * while those load).  write: the caller will set bits there. */
+static inline void rbi_bloom_prefetch_layer(uint32_t layout, const rbi_bloom_layer_t *lv,
+                                            rbi_h128_t h, int write)
+{
+    const char *base = (const char *)(const void *)lv->arr;
+    const char *p1, *p2;
+
+    if (layout == RB_BLOOM_BLOCKED) {
+        p1 = base + rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) * 64;
+        p2 = NULL;
+    } else {
+        p1 = base + (rbi_fastrange64(h.h1, lv->bits) >> 6) * 8;
+        p2 = base + (rbi_fastrange64(h.h1 + h.h2, lv->bits) >> 6) * 8;
+    }
+    if (write)
+        rbi_prefetch_line_w(p1);
+    else
+        rbi_prefetch_line(p1);
+    if (p2 != NULL) {
+        if (write)
+            rbi_prefetch_line_w(p2);
+        else
+            rbi_prefetch_line(p2);
+    }
+}
+
+/* Writer: sets the bits of mask in *w.  The writer is the only one that
+ * stores bit words (one process, one thread at a time: ringbloom.h), so a
+ * relaxed load, OR and relaxed store cannot lose a bit, and is cheaper
+ * than an atomic fetch-or (no locked RMW).  Readers only load; the word
+ * stays _Atomic so that each of their loads sees it whole, before or
+ * after the store (either answer is right: bits are only ever set).  No
+ * ordering is needed here: what readers must see in order (a new array, a
+ * new layer) is published by the generation section or nlayers (latch.h,
+ * G1 / G2), not by these stores. */
+static inline void rbi_bloom_set(_Atomic uint64_t *w, uint64_t mask)
+{
+    rbi_st(w, rbi_ld(w) | mask);
+}
+
+/* Writer: sets the k probes of the blocked layout in the block at blk
+ * (the bits rbi_bloom_test_block tests). */
+static inline void rbi_bloom_set_block(_Atomic uint64_t *blk, uint64_t h2, uint32_t k)
+{
+    uint64_t base = h2, x = h2 >> 1;
+
+    for (uint32_t i = 0; i < k; i++) {
+        uint64_t bit = rbi_block_bit(&base, &x, i);
+        rbi_bloom_set(&blk[bit >> 6], 1ULL << (bit & 63));
+    }
 }
 
 /* 1 if h may be in any layer of the section. */

@@ -174,29 +174,6 @@ int rbi_bloom_bind_get(const rb_bloom_t *cbf, const rbi_bloom_bind_t *stale,
     return rc;
 }
 
-/* Asks for the line at p.  GCC deletes loops whose only effect is a
- * __builtin_prefetch (they look side-effect free), so the empty volatile
- * asm pins each one in place. */
-static inline void prefetch_line(const void *p)
-{
-    __builtin_prefetch(p, 0, 3);
-    __asm__ __volatile__("" : : "r"(p));
-}
-
-/* Prefetches the line(s) a test of h will touch: the block (blocked), or
- * the first two probes (standard; the rest follow while those load). */
-static inline void prefetch_layer(uint32_t layout, const rbi_bloom_layer_t *lv, rbi_h128_t h)
-{
-    const char *base = (const char *)(const void *)lv->arr;
-
-    if (layout == RB_BLOOM_BLOCKED) {
-        prefetch_line(base + rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) * 64);
-    } else {
-        prefetch_line(base + (rbi_fastrange64(h.h1, lv->bits) >> 6) * 8);
-        prefetch_line(base + (rbi_fastrange64(h.h1 + h.h2, lv->bits) >> 6) * 8);
-    }
-}
-
 /* gen0 is re-checked by section_retry. */
 int rbi_bloom_section_begin(const rbi_bloom_bind_t *b, rbi_bloom_section_t *s)
 {
@@ -260,6 +237,11 @@ typedef struct contains_arg {
     size_t n;
     uint8_t *out;
     int64_t hits;
+    /* n == 1, a section of one blocked layer: that layer, the generation
+     * it was validated at and its binding (for the fast path's view). */
+    rbi_bloom_layer_t layer0;
+    uint64_t gen0;
+    rbi_bloom_bind_t *b;
 } contains_arg_t;
 
 /* contains_fn for the common case, one blocked layer: the pipeline keeps
@@ -286,7 +268,7 @@ static int contains_blocked1(const rbi_bloom_section_t *s, contains_arg_t *a)
             rbi_h128_t x = rbi_bloom_key_hash(b, keys[i].ptr, keys[i].len);
             blk[i % PIPE] = &arr[rbi_fastrange64(x.h1, nblocks) * RBI_BLOCK_WORDS];
             h2[i % PIPE] = x.h2;
-            prefetch_line((const void *)blk[i % PIPE]);
+            rbi_prefetch_line((const void *)blk[i % PIPE]);
         }
     }
     a->hits = hits;
@@ -306,6 +288,12 @@ static int contains_fn(const rbi_bloom_section_t *s, void *arg)
     if (n == 1) {
         a->out[0] = (uint8_t)rbi_bloom_section_test(s, rbi_bloom_key_hash(s->b, a->keys[0].ptr, a->keys[0].len));
         a->hits = a->out[0];
+        a->b = NULL;
+        if (s->nlayers == 1 && s->b->layout == RB_BLOOM_BLOCKED) {
+            a->b = (rbi_bloom_bind_t *)s->b;
+            a->layer0 = s->layer[0];
+            a->gen0 = s->gen0;
+        }
         return RB_OK;
     }
     if (s->nlayers == 1 && s->b->layout == RB_BLOOM_BLOCKED)
@@ -321,22 +309,103 @@ static int contains_fn(const rbi_bloom_section_t *s, void *arg)
             rbi_h128_t x = rbi_bloom_key_hash(s->b, a->keys[i].ptr, a->keys[i].len);
             h[i % PIPE] = x;
             for (uint32_t l = 0; l < s->nlayers; l++)
-                prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(x, l));
+                rbi_bloom_prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(x, l), 0);
         }
     }
     return RB_OK;
+}
+
+/* ---- the single-query fast path ------------------------------------------
+ *
+ * A filter of one blocked layer (the common case) is answered without a
+ * read section's per-query validation: the binding keeps a view of layer
+ * 0 (array address, blocks, k) as a section validated it at generation
+ * view_gen (bounds, k, layout: rbi_bloom_section_begin).  Layer 0's
+ * descriptor changes only when its array is replaced, which bumps gen
+ * (bloom_write.c, swap_fresh), so while gen == view_gen the view is what
+ * a section would read (G1).  A query still loads gen (acquire), checks
+ * the slot's state, incarnation and nlayers == 1 (a scaling filter that
+ * grew takes the slow path; growth does not bump gen), probes the block
+ * and re-checks gen (G2): a query that overlaps a reset or a rotation
+ * retries through the slow path, exactly as a section would.  The view is
+ * process-local memory written by whichever thread ran a slow query at a
+ * new gen, under a seqlock of its own (view_seq, odd while written, under
+ * the handle's lock taken with trylock: readers never wait). */
+
+/* The view of b if it was validated at generation g. */
+static inline int view_get(const rbi_bloom_bind_t *b, uint64_t g, rbi_bloom_layer_t *lv)
+{
+    uint64_t s0 = atomic_load_explicit(&b->view_seq, memory_order_acquire);
+    uint64_t vg = rbi_ld(&b->view_gen), arr = rbi_ld(&b->view_off);
+    uint64_t blocks = rbi_ld(&b->view_blocks), k = rbi_ld(&b->view_k);
+
+    /* The field loads above happen before the re-load of the sequence. */
+    atomic_thread_fence(memory_order_acquire);
+    if ((s0 & 1) || rbi_ld(&b->view_seq) != s0 || vg != g || blocks == 0)
+        return 0;
+    lv->arr = (const _Atomic uint64_t *)(uintptr_t)arr;
+    lv->bits = blocks;   /* here: blocks, not bits */
+    lv->k = (uint32_t)k;
+    return 1;
+}
+
+/* Records layer lv, validated by a section at generation g, as b's view. */
+static void view_put(rb_bloom_t *bf, rbi_bloom_bind_t *b, const rbi_bloom_layer_t *lv, uint64_t g)
+{
+    uint64_t s0;
+
+    if (rbi_ld(&b->view_gen) == g && rbi_ld(&b->view_blocks) != 0)
+        return;
+    if (pthread_mutex_trylock(&bf->lock) != 0)
+        return;   /* another thread rebinds or records: it can wait a query */
+    s0 = rbi_ld(&b->view_seq);
+    rbi_st(&b->view_seq, s0 + 1);
+    /* The odd sequence is visible before any field changes. */
+    atomic_thread_fence(memory_order_release);
+    rbi_st(&b->view_gen, g);
+    rbi_st(&b->view_off, (uint64_t)(uintptr_t)lv->arr);
+    rbi_st(&b->view_blocks, lv->bits / RBI_BLOCK_BITS);
+    rbi_st(&b->view_k, lv->k);
+    /* Release: a reader that sees s0 + 2 sees the fields above. */
+    atomic_store_explicit(&b->view_seq, s0 + 2, memory_order_release);
+    pthread_mutex_unlock(&bf->lock);
+}
+
+/* The fast path: 0/1, or -1 to take the slow path. */
+static inline int contains_fast(const rb_bloom_t *bf, const void *key, size_t len)
+{
+    const rbi_bloom_bind_t *b = atomic_load_explicit(&bf->bind, memory_order_acquire);
+    const rb_filter_shm_t *f = b->slot;
+    rbi_bloom_layer_t v;
+    rbi_h128_t h;
+    uint64_t g;
+    int r;
+
+    if (b->map != rbi_reader_map(bf->seg))
+        return -1;
+    g = rbi_gen_read_begin(&f->gen);   /* G1 */
+    if (!view_get(b, g, &v) || rbi_ld(&f->state) != RBI_FILTER_LIVE ||
+        rbi_ld(&f->incarnation) != b->incarnation || rbi_bloom_layer_count(f) != 1)
+        return -1;
+    h = rbi_bloom_key_hash(b, key, len);
+    r = rbi_bloom_test_block(&v.arr[rbi_fastrange64(h.h1, v.bits) * RBI_BLOCK_WORDS], h.h2, v.k);
+    return rbi_gen_read_retry(&f->gen, g) ? -1 : r;   /* G2 */
 }
 
 int rb_bloom_contains(const rb_bloom_t *bf, const void *key, size_t len)
 {
     rb_key_t k = { key, len };
     uint8_t out;
-    contains_arg_t a = { &k, 1, &out, 0 };
+    contains_arg_t a = { &k, 1, &out, 0, { NULL, 0, 0 }, 0, NULL };
     int rc;
 
     if (bf == NULL || (key == NULL && len != 0))
         return RB_EINVAL;
+    if ((rc = contains_fast(bf, key, len)) >= 0)
+        return rc;
     rc = rbi_bloom_read(bf, contains_fn, &a);
+    if (rc == RB_OK && a.b != NULL)
+        view_put((rb_bloom_t *)bf, a.b, &a.layer0, a.gen0);
     return rc == RB_OK ? out : rc;
 }
 
@@ -349,7 +418,8 @@ int64_t rb_bloom_contains_many(const rb_bloom_t *bf, const rb_key_t *keys, size_
         return RB_EINVAL;
     /* One section per chunk, so a gen bump re-does at most one chunk. */
     for (size_t base = 0; base < n; base += CHUNK) {
-        contains_arg_t a = { keys + base, n - base < CHUNK ? n - base : CHUNK, out + base, 0 };
+        contains_arg_t a = { keys + base, n - base < CHUNK ? n - base : CHUNK, out + base, 0,
+                              { NULL, 0, 0 }, 0, NULL };
         int rc = rbi_bloom_read(bf, contains_fn, &a);
         if (rc != RB_OK)
             return rc;

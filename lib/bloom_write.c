@@ -2,14 +2,16 @@
  * bloom_write.c - Bloom filters, the writer side: reserve, add (one key,
  * many keys), aging rotation and reset.
  *
- * What: the single writer sets bits with atomic fetch-or (monotonic, so
- * readers need no section for it), appends a layer when a scaling filter's
+ * What: the single writer sets bits with a relaxed load, OR and store
+ * (rbi_bloom_set, bloom.h: monotonic, so readers need no section for it;
+ * no RMW, as no other thread stores bit words), appends a layer when a scaling filter's
  * newest is full (published by nlayers, release), and replaces arrays
  * (rotation, reset) by swapping in fresh zeroed ones under a generation
  * publish (latch.h), freeing the old ones only after it.  Every change
  * leaves the slot as a reader would accept it, in every state a writer
  * can stop in.  Workload: adds at the daemon's pace, batched (add_many:
- * one section per batch).
+ * one section per batch, software-pipelined: hashes and prefetches PIPE
+ * keys ahead of the key it adds).
  */
 #include "config.h"
 
@@ -313,84 +315,139 @@ typedef struct add_arg {
     size_t done;
 } add_arg_t;
 
+#define PIPE  32u   /* add_many: keys hashed and prefetched ahead */
+
+/* Sets h's k bits in layer lv (rbi_bloom_set: the single writer's load, OR
+ * and store). */
 static void set_layer(uint32_t layout, const rbi_bloom_layer_t *lv, rbi_h128_t h)
 {
     uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
 
+    if (layout == RB_BLOOM_BLOCKED) {
+        rbi_bloom_set_block((_Atomic uint64_t *)&lv->arr[rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) *
+                                                         RBI_BLOCK_WORDS],
+                            h.h2, lv->k);
+        return;
+    }
     for (uint32_t i = 0; i < lv->k; i++) {
         rbi_bloom_probe(layout, lv->bits, h, i, &base, &x, &word, &mask);
-        /* Monotonic: bits are only ever set, so atomicity of the word is
-         * all readers need. */
-        atomic_fetch_or_explicit((_Atomic uint64_t *)&lv->arr[word], mask,
-                                 memory_order_relaxed);
+        rbi_bloom_set((_Atomic uint64_t *)&lv->arr[word], mask);
     }
 }
 
+/* Aging add of h (fresh: no generation holds it): written into the
+ * current generation unless it is there already, rotating first if that
+ * one is full. */
+static int add_aging(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h, int fresh)
+{
+    rb_filter_shm_t *f = s->b->slot;
+    uint64_t cur = rbi_ld(&f->current) % s->nlayers;
+
+    /* A key seen only in an older generation (added there, or a false
+     * positive of it) is written into the current one too, else it would
+     * vanish when that generation is cleared while the caller was told
+     * "seen": the window runs from the last add.  It is still not new. */
+    if (!rbi_bloom_test_layer(s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur))) {
+        if (rbi_ld(&f->layer[cur].items) >= rbi_ld(&f->layer[cur].capacity)) {
+            int rc = rotate(a->seg, f);
+            if (rc == RB_OK)
+                rc = rbi_bloom_section_begin(s->b, s);   /* the swapped array */
+            if (rc != RB_OK)
+                return rc;
+            cur = rbi_ld(&f->current) % s->nlayers;
+        }
+        set_layer(s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur));
+        rbi_st(&f->layer[cur].items, rbi_ld(&f->layer[cur].items) + 1);
+    }
+    if (fresh) {
+        rbi_st(&f->items, rbi_ld(&f->items) + 1);
+        a->added++;
+    }
+    return RB_OK;
+}
+
+/* Add of a new key h to a plain or scaling filter: into the newest layer,
+ * after appending one if that is full (scaling). */
+static int add_new(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h)
+{
+    rb_filter_shm_t *f = s->b->slot;
+    uint64_t last = s->nlayers - 1;
+
+    if (rbi_ld(&f->layer[last].items) >= rbi_ld(&f->layer[last].capacity) &&
+        !(rbi_ld(&f->flags) & RB_BLOOM_OVERFILL)) {
+        uint64_t cap = rbi_ld(&f->layer[last].capacity);
+        uint64_t exp = rbi_ld(&f->expansion);
+        int rc;
+        if (rbi_ld(&f->flags) & RB_BLOOM_NONSCALING)
+            return RB_EFULL;
+        if (last + 1 >= RB_BLOOM_MAX_LAYERS)
+            return RB_ELAYERS;
+        if (cap > UINT64_MAX / (exp ? exp : 1))
+            return RB_ERANGE;   /* past 2^64 keys: far over RB_BLOOM_MAX_BITS */
+        rc = layer_create(a->seg, f, last + 1, cap * exp,
+                          rbi_load_double(&f->layer[last].error_bits) * TIGHTENING,
+                          (rb_bloom_layout_t)s->b->layout);
+        if (rc != RB_OK)
+            return rc;   /* RB_ERANGE, RB_EPRECISION, RB_ENOSPC */
+        if ((rc = rbi_bloom_section_begin(s->b, s)) != RB_OK)
+            return rc;
+        last++;
+    }
+    set_layer(s->b->layout, &s->layer[last], rbi_bloom_layer_hash(h, last));
+    rbi_st(&f->layer[last].items, rbi_ld(&f->layer[last].items) + 1);
+    rbi_st(&f->items, rbi_ld(&f->items) + 1);
+    a->added++;
+    return RB_OK;
+}
+
+/* Prefetches the lines an add of h will touch: every layer's (tested),
+ * with intent to write the one it would go to (newest, or current). */
+static void add_prefetch(const rbi_bloom_section_t *s, uint64_t target, rbi_h128_t h)
+{
+    for (uint32_t l = 0; l < s->nlayers; l++)
+        rbi_bloom_prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(h, l),
+                                 l == target);
+}
+
 /* Writer's "section": the writer is the only one changing the slot, so
- * its view never goes stale; new layers re-open it. */
+ * its view never goes stale; new layers and rotations re-open it.
+ * Software-pipelined like contains_many: key i is hashed and its lines
+ * prefetched PIPE keys before it is added, so the misses of PIPE keys
+ * overlap.  The adds themselves run one key at a time, in order, through
+ * the same test-and-add as ever, so the results are those of a loop of
+ * rb_bloom_add: a key repeated in the batch finds its own bits, a layer
+ * appended or a generation rotated mid-batch serves the keys after it
+ * (their prefetches, issued for the old layers, were only hints). */
 static int add_fn(const rbi_bloom_section_t *cs, void *arg)
 {
     rbi_bloom_section_t *s = (rbi_bloom_section_t *)cs;
     add_arg_t *a = arg;
     rb_filter_shm_t *f = s->b->slot;
+    int aging = (rbi_ld(&f->flags) & RB_BLOOM_AGING) != 0;
+    size_t start = a->done, n = a->n;
+    rbi_h128_t hs[PIPE];
 
-    for (; a->done < a->n; a->done++) {
-        const rb_key_t *k = &a->keys[a->done];
-        rbi_h128_t h = rbi_bloom_key_hash(s->b, k->ptr, k->len);
-        uint64_t last = s->nlayers - 1;
-        int fresh = !rbi_bloom_section_test(s, h);
-
-        if (rbi_ld(&f->flags) & RB_BLOOM_AGING) {
-            /* A key seen only in an older generation (added there, or a
-             * false positive of it) is written into the current one too,
-             * else it would vanish when that generation is cleared while
-             * the caller was told "seen": the window runs from the last
-             * add.  It is still not new. */
-            uint64_t cur = rbi_ld(&f->current) % s->nlayers;
-            if (!rbi_bloom_test_layer(s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur))) {
-                if (rbi_ld(&f->layer[cur].items) >= rbi_ld(&f->layer[cur].capacity)) {
-                    int rc = rotate(a->seg, f);
-                    if (rc == RB_OK)
-                        rc = rbi_bloom_section_begin(s->b, s);   /* the swapped array */
-                    if (rc != RB_OK)
-                        return rc;
-                    cur = rbi_ld(&f->current) % s->nlayers;
-                }
-                set_layer(s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur));
-                rbi_st(&f->layer[cur].items, rbi_ld(&f->layer[cur].items) + 1);
-            }
-            if (fresh) {
-                rbi_st(&f->items, rbi_ld(&f->items) + 1);
-                a->added++;
-            }
-        } else if (fresh) {
-            if (rbi_ld(&f->layer[last].items) >= rbi_ld(&f->layer[last].capacity) &&
-                !(rbi_ld(&f->flags) & RB_BLOOM_OVERFILL)) {
-                uint64_t cap = rbi_ld(&f->layer[last].capacity);
-                uint64_t exp = rbi_ld(&f->expansion);
-                int rc;
-                if (rbi_ld(&f->flags) & RB_BLOOM_NONSCALING)
-                    return RB_EFULL;
-                if (last + 1 >= RB_BLOOM_MAX_LAYERS)
-                    return RB_ELAYERS;
-                if (cap > UINT64_MAX / (exp ? exp : 1))
-                    return RB_ERANGE;   /* past 2^64 keys: far over RB_BLOOM_MAX_BITS */
-                rc = layer_create(a->seg, f, last + 1, cap * exp,
-                                  rbi_load_double(&f->layer[last].error_bits) * TIGHTENING,
-                                  (rb_bloom_layout_t)s->b->layout);
-                if (rc != RB_OK)
-                    return rc;   /* RB_ERANGE, RB_EPRECISION, RB_ENOSPC */
-                if ((rc = rbi_bloom_section_begin(s->b, s)) != RB_OK)
-                    return rc;
-                last++;
-            }
-            set_layer(s->b->layout, &s->layer[last], rbi_bloom_layer_hash(h, last));
-            rbi_st(&f->layer[last].items, rbi_ld(&f->layer[last].items) + 1);
-            rbi_st(&f->items, rbi_ld(&f->items) + 1);
-            a->added++;
+    /* A retried section (a rotation's gen bump) resumes at a->done. */
+    for (size_t i = start; i < n + PIPE; i++) {
+        if (i >= start + PIPE) {
+            rbi_h128_t h = hs[(i - PIPE) % PIPE];
+            int fresh = !rbi_bloom_section_test(s, h), rc = RB_OK;
+            if (aging)
+                rc = add_aging(s, a, h, fresh);
+            else if (fresh)
+                rc = add_new(s, a, h);
+            if (rc != RB_OK)
+                return rc;
+            if (a->out != NULL)
+                a->out[a->done] = (uint8_t)fresh;
+            a->done++;
         }
-        if (a->out != NULL)
-            a->out[a->done] = (uint8_t)fresh;
+        if (i < n) {
+            const rb_key_t *k = &a->keys[i];
+            hs[i % PIPE] = rbi_bloom_key_hash(s->b, k->ptr, k->len);
+            add_prefetch(s, aging ? rbi_ld(&f->current) % s->nlayers : s->nlayers - 1,
+                         hs[i % PIPE]);
+        }
     }
     return RB_OK;
 }

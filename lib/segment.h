@@ -61,7 +61,10 @@ void rbi_segment_poll(rb_segment_t *seg);
 
 static inline rbi_map_t *rbi_reader_map(const rb_segment_t *seg)
 {
-    static _Thread_local uint32_t tick;
+    /* initial-exec: in the shared library the default model calls
+     * __tls_get_addr on every query; a 4-byte variable fits the static TLS
+     * surplus glibc keeps for libraries loaded later (dlopen). */
+    static _Thread_local uint32_t tick __attribute__((tls_model("initial-exec")));
 
     if ((++tick % RBI_POLL_CALLS) == 0 && !seg->writable && seg->instance[0] != '\0')
         rbi_segment_poll((rb_segment_t *)seg);

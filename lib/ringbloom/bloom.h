@@ -117,8 +117,9 @@ RB_EXPORT int rb_bloom_list(const rb_segment_t *seg,
                             int (*fn)(const char *name, size_t len, void *arg), void *arg);
 
 /* Writer.  Test-and-add: if the key may already be in any layer, returns 0
- * and changes nothing; otherwise sets its k bits in the newest layer with
- * atomic fetch-or and returns 1.  Exact, because the writer is the only one
+ * and changes nothing; otherwise sets its k bits in the newest layer (a
+ * plain load, OR and store of each word: no other thread stores bits) and
+ * returns 1.  Exact, because the writer is the only one
  * setting bits: of many clients adding one key, exactly one is told 1.  A
  * scaling filter whose newest layer is at capacity first gets a new layer
  * (expansion x the capacity, half the error rate), so it grows until memory
@@ -156,8 +157,13 @@ RB_EXPORT RB_WUR int rb_bloom_reset(rb_bloom_t *bf);
  * change nothing; a full filter (RB_EFULL, RB_ENOSPC, RB_ELAYERS, RB_ERANGE,
  * RB_EPRECISION) stops at the first key that did not fit: keys before it
  * stay added, as their out_new entries say, and it
- * and the keys after it get out_new[i] = RB_BLOOM_NOT_ADDED.  One read
- * section for the batch: much cheaper per key than rb_bloom_add. */
+ * and the keys after it get out_new[i] = RB_BLOOM_NOT_ADDED.  Results, item
+ * counts and bits are exactly those of a loop of rb_bloom_add (layers
+ * appended or generations rotated mid-batch included).  Cost: one read
+ * section for the batch, and software-pipelined (each key is hashed and
+ * its lines prefetched 32 keys before it is added), so the cache misses of
+ * consecutive keys overlap: several times cheaper per key than
+ * rb_bloom_add on a filter larger than the cache. */
 #define RB_BLOOM_NOT_ADDED 0xFF
 RB_EXPORT RB_WUR int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys,
                                            size_t n, uint8_t *out_new);
@@ -165,6 +171,10 @@ RB_EXPORT RB_WUR int64_t rb_bloom_add_many(rb_bloom_t *bf, const rb_key_t *keys,
 /* Reader.  1 if the key may have been added, 0 if it certainly was not.
  * Lock-free: up to k relaxed loads per layer (one cache line per layer for
  * blocked), no retry unless the writer replaced a bit array meanwhile.
+ * Cost: a filter of one blocked layer takes a fast path (the layer is
+ * validated once per generation, not per query): the hash, one line and
+ * a few loads of the filter's header line; others open a read section
+ * that validates every layer.
  * Errors: RB_ENOENT (filter deleted), RB_EBUSY, RB_ECORRUPT. */
 RB_EXPORT RB_WUR int rb_bloom_contains(const rb_bloom_t *bf, const void *key,
                                        size_t len);

@@ -25,6 +25,10 @@
  *   5. memory: bytes per ring point, bytes per filter beyond its m bits;
  *   6. one `ringbloom exists` from the shell, fork to exit, against one
  *      `redis-cli SISMEMBER` on a Unix socket (printed before 5).
+ *   7. Bloom adds into a 256 MiB blocked filter: rb_bloom_add_many and a
+ *      loop of rb_bloom_add against a plain prefetching add loop;
+ *   8. single contains at 1 / 16 / 256 / 1024 MiB: rb_bloom_contains
+ *      against a plain-C blocked filter holding the same keys.
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
@@ -59,7 +63,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456";
+static const char *only = "12345678";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -1157,6 +1161,226 @@ static void bench_memory(void)
     }
 }
 
+/* ---- 6. Bloom adds; 7. single contains against a plain-C blocked filter ------------ */
+
+/* The plain-C blocked filter both sections compare with: the keyed
+ * XXH3-128 a filter must compute (192-byte secret), one 64-byte block
+ * chosen by the low half, k = 7 bits in it from 9-bit slices of the high
+ * half.  ~25 lines, nothing shared with the library. */
+typedef struct plain_bf {
+    uint64_t *w;               /* nblocks x 8 words, 64-byte aligned */
+    uint64_t nblocks;
+    unsigned char secret[RB_BLOOM_SECRET_BYTES];
+} plain_bf_t;
+
+static void plain_bf_init(plain_bf_t *p, uint64_t bytes)
+{
+    p->nblocks = bytes / 64;
+    if (posix_memalign((void **)&p->w, 64, bytes) != 0)
+        die("no memory for the plain filter");
+    memset(p->w, 0, bytes);
+    for (size_t i = 0; i < sizeof(p->secret); i++)
+        p->secret[i] = (unsigned char)(i * 151u + 7u);
+}
+
+static inline uint64_t *plain_block(const plain_bf_t *p, const rb_key_t *k, uint64_t *h2)
+{
+    XXH128_hash_t h = XXH3_128bits_withSecret(k->ptr, k->len, p->secret, sizeof(p->secret));
+    *h2 = h.high64 >> 1;
+    return p->w + (uint64_t)(((unsigned __int128)h.low64 * p->nblocks) >> 64) * 8;
+}
+
+static inline int plain_contains(const plain_bf_t *p, const rb_key_t *k)
+{
+    uint64_t h2, *blk = plain_block(p, k, &h2);
+    for (int i = 0; i < 7; i++, h2 >>= 9)
+        if (!(blk[(h2 & 511) >> 6] & (1ULL << (h2 & 63))))
+            return 0;
+    return 1;
+}
+
+/* Adds n keys, hashing and prefetching (for writing) 32 keys ahead. */
+static void plain_add_prefetch(plain_bf_t *p, const rb_key_t *ks, size_t n)
+{
+    enum { AHEAD = 32 };
+    uint64_t *blk[AHEAD], h2[AHEAD];
+    for (size_t i = 0; i < n + AHEAD; i++) {
+        if (i >= AHEAD) {
+            uint64_t x = h2[i % AHEAD], *b = blk[i % AHEAD];
+            for (int j = 0; j < 7; j++, x >>= 9)
+                b[(x & 511) >> 6] |= 1ULL << (x & 63);
+        }
+        if (i < n) {
+            blk[i % AHEAD] = plain_block(p, &ks[i], &h2[i % AHEAD]);
+            __builtin_prefetch(blk[i % AHEAD], 1, 3);
+        }
+    }
+}
+
+static char (*xkbuf)[48];
+static rb_key_t *xkeys;
+
+/* NKEYS keys "https://<tag>.example/<salt>/<i>" in xkeys. */
+static void make_xkeys(const char *tag, int salt)
+{
+    if (xkbuf == NULL && ((xkbuf = malloc((size_t)NKEYS * 48)) == NULL ||
+                          (xkeys = malloc(NKEYS * sizeof(*xkeys))) == NULL))
+        die("no memory for keys");
+    for (int i = 0; i < NKEYS; i++) {
+        xkeys[i].ptr = xkbuf[i];
+        xkeys[i].len = (size_t)snprintf(xkbuf[i], 48, "https://%s.example/%d/%d", tag, salt, i);
+    }
+}
+
+/* A segment holding one blocked filter "b" of about `bytes`, for p = 1%. */
+static rb_bloom_t *blocked_filter(uint64_t bytes, rb_segment_t **seg)
+{
+    rb_segment_opts_t o = { .max_size = bytes + bytes / 8 + (64u << 20) };
+    rb_bloom_params_t p = { .capacity = (uint64_t)((double)bytes * 8 / 10.03),
+                            .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED,
+                            .flags = RB_BLOOM_NONSCALING };
+    rb_bloom_t *bf;
+
+    check(rb_segment_create(NULL, &o, seg), "segment");
+    check(rb_bloom_reserve(*seg, "b", 1, &p), "reserve");
+    check(rb_bloom_open(*seg, "b", 1, &bf), "open");
+    return bf;
+}
+
+static double spread_pct(double *v, int n)
+{
+    double lo = v[0], hi = v[0];
+    for (int i = 1; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    return lo > 0 ? (hi - lo) / lo * 100 : 0;
+}
+
+/* 10^6 fresh keys per contender and repetition (each add sets its bits)
+ * into an otherwise empty 256 MiB filter: add_many (one call), a loop of
+ * rb_bloom_add, and the plain prefetching loop. */
+static void bench_adds(void)
+{
+    uint64_t bytes = 256u << 20;
+    rb_segment_t *seg;
+    rb_bloom_t *bf = blocked_filter(bytes, &seg);
+    plain_bf_t p;
+    double v[3][32], t;
+
+    plain_bf_init(&p, bytes);
+    printf("7. Bloom adds, blocked, 256 MiB, 10^6 new keys: ns per key (lower is better)\n");
+    for (int r = 0; r < reps; r++) {
+        make_xkeys("plain", r);
+        t = now_s();
+        plain_add_prefetch(&p, xkeys, NKEYS);
+        v[0][r] = (now_s() - t) / NKEYS * 1e9;
+        make_xkeys("many", r);
+        t = now_s();
+        if (rb_bloom_add_many(bf, xkeys, NKEYS, NULL) != NKEYS)
+            die("add_many");
+        v[1][r] = (now_s() - t) / NKEYS * 1e9;
+        make_xkeys("one", r);
+        t = now_s();
+        for (int i = 0; i < NKEYS; i++)
+            if (rb_bloom_add(bf, xkeys[i].ptr, xkeys[i].len) < 0)
+                die("add");
+        v[2][r] = (now_s() - t) / NKEYS * 1e9;
+    }
+    {
+        char note[3][64];
+        for (int c = 0; c < 3; c++)
+            snprintf(note[c], sizeof(note[c]), "spread %.0f%%", spread_pct(v[c], reps));
+        cell_t cells[3] = { { "plain-prefetch", median(v[0], reps), NULL },
+                            { "add_many", median(v[1], reps), NULL },
+                            { "add-loop", median(v[2], reps), NULL } };
+        row("adds", "new keys, 256 MiB", "ns", 0, 0, cells, 3);
+        printf("  %-34s  spread (max-min)/min over %d runs: %s, %s, %s\n\n", "", reps, note[0],
+               note[1], note[2]);
+    }
+    sink = p.w[p.nblocks / 2 * 8];
+    free(p.w);
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+}
+
+static double time_plain_contains(const plain_bf_t *p)
+{
+    uint64_t acc = 0;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++)
+        acc += (uint64_t)plain_contains(p, &xkeys[i]);
+    t = now_s() - t;
+    sink = acc;
+    return t / NKEYS * 1e9;
+}
+
+static double time_rb_contains(rb_bloom_t *bf)
+{
+    uint64_t acc = 0;
+    double t = now_s();
+    for (int i = 0; i < NKEYS; i++)
+        acc += (uint64_t)rb_bloom_contains(bf, xkeys[i].ptr, xkeys[i].len);
+    t = now_s() - t;
+    sink = acc;
+    return t / NKEYS * 1e9;
+}
+
+/* One query at a time, rb_bloom_contains against the plain filter, both
+ * holding the same keys.  Filling 10^8+ keys would take minutes, so the
+ * filters get min(capacity, 4 * 10^6) keys (the 1 and 16 MiB filters are
+ * full, the larger ones sparse): hits query 10^6 of those keys (all k bits
+ * probed in either filter), misses 10^6 others.  Both loops issue
+ * independent queries, so either may overlap them. */
+static void bench_single(void)
+{
+    static const uint64_t mib[4] = { 1, 16, 256, 1024 };
+
+    printf("8. single contains, blocked, against a plain-C blocked filter (same keys): ns per\n"
+           "   key (lower is better); filters hold min(capacity, 4*10^6) keys\n");
+    for (int s = 0; s < 4; s++) {
+        uint64_t bytes = mib[s] << 20, cap = (uint64_t)((double)bytes * 8 / 10.03);
+        uint64_t fill = cap < 4000000 ? cap : 4000000;
+        rb_segment_t *seg;
+        rb_bloom_t *bf = blocked_filter(bytes, &seg);
+        plain_bf_t p;
+
+        plain_bf_init(&p, bytes);
+        for (uint64_t base = 0; base < fill; base += NKEYS) {
+            size_t n = fill - base < NKEYS ? (size_t)(fill - base) : NKEYS;
+            make_xkeys("in", (int)(base / NKEYS));
+            if (rb_bloom_add_many(bf, xkeys, n, NULL) < 0)
+                die("fill");
+            plain_add_prefetch(&p, xkeys, n);
+        }
+        for (int hits = 1; hits >= 0; hits--) {
+            double v[2][32];
+            char title[64], note[64];
+            make_xkeys(hits ? "in" : "out", 0);   /* "in"/0: the first 10^6 added */
+            for (int r = 0; r < reps; r++) {
+                v[0][r] = time_plain_contains(&p);
+                v[1][r] = time_rb_contains(bf);
+            }
+            snprintf(note, sizeof(note), "spread %.0f%% / %.0f%%", spread_pct(v[0], reps),
+                     spread_pct(v[1], reps));
+            {
+                cell_t cells[2] = { { "plain-blocked", median(v[0], reps), NULL },
+                                    { "rb_bloom_contains", median(v[1], reps), NULL } };
+                snprintf(title, sizeof(title), "%s, %llu MiB", hits ? "hits" : "misses",
+                         (unsigned long long)mib[s]);
+                row("single", title, "ns", 0, 0, cells, 2);
+                printf("  %-34s  %s over %d runs\n", "", note, reps);
+            }
+        }
+        free(p.w);
+        rb_bloom_close(bf);
+        rb_segment_close(seg);
+        if (quick && s == 1)
+            break;
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *csv_path = "bench.csv";
@@ -1176,7 +1400,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--cli") == 0 && i + 1 < argc)
             cli_bin = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 12345678] "
                     "[--daemon PATH] [--cli PATH]\n");
             return 2;
         }
@@ -1206,6 +1430,10 @@ int main(int argc, char **argv)
         bench_cli();
     if (strchr(only, '5'))
         bench_memory();
+    if (strchr(only, '7'))
+        bench_adds();
+    if (strchr(only, '8'))
+        bench_single();
     fclose(csv);
     {
         char cmd[128];

@@ -720,6 +720,117 @@ START_TEST(test_bloom_stat_memory_is_arrays_and_slot)
 }
 END_TEST
 
+/* The slot of live filter `name` (at most 8 bytes) in seg. */
+static rb_filter_shm_t *slot_of(const char *name)
+{
+    rbi_map_t *m = rbi_seg_map(seg);
+    size_t len = strlen(name);
+
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        uint64_t w = rbi_ld(&f->name[0]);
+        if (rbi_ld(&f->state) == RBI_FILTER_LIVE && rbi_ld(&f->name_len) == len &&
+            memcmp(&w, name, len) == 0)
+            return f;
+    }
+    ck_abort_msg("no filter %s", name);
+    return NULL;
+}
+
+/* Filters x and y hold the same state: item counts (filter and layers),
+ * layers, current generation, rotations and every bit of every layer. */
+static void assert_same_filter(const char *x, const char *y)
+{
+    rb_filter_shm_t *fx = slot_of(x), *fy = slot_of(y);
+    rbi_map_t *m = rbi_seg_map(seg);
+    uint64_t n = rbi_ld(&fx->nlayers);
+
+    ck_assert_uint_eq(n, rbi_ld(&fy->nlayers));
+    ck_assert_uint_eq(rbi_ld(&fx->items), rbi_ld(&fy->items));
+    ck_assert_uint_eq(rbi_ld(&fx->current), rbi_ld(&fy->current));
+    ck_assert_uint_eq(rbi_ld(&fx->rotations), rbi_ld(&fy->rotations));
+    for (uint64_t l = 0; l < n; l++) {
+        uint64_t bits = rbi_ld(&fx->layer[l].bits);
+        _Atomic uint64_t *ax = rbi_word_at(m, rbi_ld(&fx->layer[l].array_off));
+        _Atomic uint64_t *ay = rbi_word_at(m, rbi_ld(&fy->layer[l].array_off));
+        ck_assert_uint_eq(bits, rbi_ld(&fy->layer[l].bits));
+        ck_assert_uint_eq(rbi_ld(&fx->layer[l].items), rbi_ld(&fy->layer[l].items));
+        for (uint64_t w = 0; w < bits / 64; w++)
+            if (rbi_ld(&ax[w]) != rbi_ld(&ay[w]))
+                ck_abort_msg("layer %llu word %llu differs", (unsigned long long)l,
+                             (unsigned long long)w);
+    }
+}
+
+/* add_many (pipelined) equals a loop of rb_bloom_add in its per-key
+ * results, item counts and bits: plain standard and blocked filters, a
+ * scaling one that grows several layers mid-batch, an aging one that
+ * rotates mid-batch, with keys repeated inside a batch (some 1-3 keys
+ * apart, inside the pipeline's reach, some far apart) and batches of
+ * irregular sizes. */
+START_TEST(test_bloom_add_many_equals_add_loop)
+{
+    static const unsigned char secret[RB_BLOOM_SECRET_BYTES] = { 7, 1, 9 };
+    static const rb_bloom_params_t kinds[] = {
+        { .capacity = 5000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD,
+          .flags = RB_BLOOM_NONSCALING, .secret = secret },
+        { .capacity = 5000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED,
+          .flags = RB_BLOOM_NONSCALING, .secret = secret },
+        { .capacity = 150, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED, .secret = secret },
+        { .capacity = 150, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD, .secret = secret },
+        { .capacity = 200, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED,
+          .flags = RB_BLOOM_AGING, .generations = 3, .secret = secret },
+    };
+    static const size_t sizes[] = { 1000, 37, 1, 2, 500, 31, 32, 33, 1024, 700 };
+    static char buf[1024][160];
+    static rb_key_t k[1024];
+    static uint8_t out[1024];
+    rb_segment_opts_t o = { .mode = 0600, .max_size = 64u << 20, .max_filters = 16 };
+    unsigned long next = 0;
+
+    /* ten filters: more slots than setup's segment has */
+    rb_segment_close(seg);
+    ck_assert_int_eq(rb_segment_create(NULL, &o, &seg), RB_OK);
+    for (size_t c = 0; c < sizeof(kinds) / sizeof(kinds[0]); c++) {
+        char xn[8], yn[8];
+        rb_bloom_t *x, *y;
+        rb_bloom_stat_t st;
+        snprintf(xn, sizeof(xn), "x%zu", c);
+        snprintf(yn, sizeof(yn), "y%zu", c);
+        x = reserve_open(seg, xn, &kinds[c]);
+        y = reserve_open(seg, yn, &kinds[c]);
+        for (size_t b = 0; b < sizeof(sizes) / sizeof(sizes[0]); b++) {
+            int64_t added = 0, rc;
+            for (size_t j = 0; j < sizes[b]; j++, next++) {
+                /* every third key repeats one 1-3 places back, every
+                 * seventh one from far back (an earlier batch) */
+                unsigned long id = next % 3 == 0 && j >= 3 ? next - 1 - next % 4 / 2
+                                   : next % 7 == 0 ? next / 2 : next;
+                k[j].ptr = buf[j];
+                k[j].len = rb_test_key(buf[j], sizeof(buf[j]), "am", id);
+            }
+            rc = rb_bloom_add_many(x, k, sizes[b], out);
+            ck_assert_int_ge(rc, 0);
+            for (size_t j = 0; j < sizes[b]; j++) {
+                int one = rb_bloom_add(y, k[j].ptr, k[j].len);
+                ck_assert_int_ge(one, 0);
+                ck_assert_int_eq(out[j], one);
+                added += one;
+            }
+            ck_assert_int_eq(rc, added);
+        }
+        assert_same_filter(xn, yn);
+        ck_assert_int_eq(rb_bloom_stat(x, &st), RB_OK);
+        if (c == 2 || c == 3)
+            ck_assert_uint_ge(st.layers, 4);      /* grew mid-batch */
+        if (c == 4)
+            ck_assert_uint_ge(st.rotations, 5);   /* rotated mid-batch */
+        rb_bloom_close(x);
+        rb_bloom_close(y);
+    }
+}
+END_TEST
+
 /* Found by fuzz_attach (corpus/fuzz_attach/regress-reset-dead-layer): a
  * taken-over slot whose nlayers is 0 still had a layer 0 for reset, which
  * swapped it and freed its array - space another filter was using, which
@@ -786,5 +897,7 @@ int main(void)
                         RB_TCASE("stat and reset", 120, setup, teardown,
                                  test_bloom_stat_memory_is_arrays_and_slot,
                                  test_bloom_reset_clears_and_frees,
-                                 test_bloom_reset_of_corrupt_slot_changes_nothing));
+                                 test_bloom_reset_of_corrupt_slot_changes_nothing),
+                        RB_TCASE("add_many", 120, setup, teardown,
+                                 test_bloom_add_many_equals_add_loop));
 }
