@@ -19,7 +19,7 @@ typedef struct rbi_ring_view {
     const _Atomic uint64_t *d;     /* word 0 of the copy */
     uint64_t (*key_pos)(const void *key, size_t len);  /* the copy's mode's */
     uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
-    uint64_t nodes_w, names_w, points_w, owners_w, index_w;
+    uint64_t nodes_w, names_w, points_w, index_w;
 } rbi_ring_view_t;
 
 static inline rb_ring_copy_shm_t *rbi_ring_copy_at(const rbi_map_t *m, uint64_t off)
