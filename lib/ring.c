@@ -473,13 +473,20 @@ int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weig
 
 /* ---- serialisation of one copy ----------------------------------------- */
 
-/* b = floor(log2(points)), raised until every node index fits in b bits
- * (a point word keeps the owner in its low b bits). */
+/* Points per index bucket: 2^RING_BUCKET_SHIFT to twice that.  Buckets
+ * of 64-128 points keep the index small enough to stay in cache (4 bytes
+ * per 64 points); a reader interpolates inside the bucket, landing a few
+ * points from the answer (ring_read.c). */
+#define RING_BUCKET_SHIFT 6
+
+/* b = floor(log2(points)) - RING_BUCKET_SHIFT, at least 1, raised until
+ * every node index fits in b bits (a point word keeps the owner in its low
+ * b bits). */
 static uint32_t index_bits_for(size_t npts, size_t nnodes)
 {
     uint32_t b = 1;
 
-    while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << (b + 1)) <= npts)
+    while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << (b + 1 + RING_BUCKET_SHIFT)) <= npts)
         b++;
     while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << b) < nnodes)
         b++;

@@ -97,7 +97,7 @@ static inline __attribute__((always_inline)) uint64_t view_owner(const rbi_ring_
 static inline __attribute__((always_inline)) int view_find(const rbi_ring_view_t *v, uint64_t h,
                                                          uint64_t *pt)
 {
-    uint64_t j, lo, hi, key;
+    uint64_t j, lo, hi, key, g;
     const _Atomic uint64_t *pw;
 
     j = h >> (64 - v->bits);
@@ -110,6 +110,33 @@ static inline __attribute__((always_inline)) int view_find(const rbi_ring_view_t
      * points in [lo, hi) share h's top b bits, so a word (low position
      * bits above the owner) is < h << b exactly when its position is < h. */
     key = h << v->bits;
+    if (lo < hi) {
+        /* First probe where the position would be if the bucket's points
+         * were evenly spread (hashes are: a few points off), then gallop
+         * outwards; a crowded bucket costs O(log points), no more. */
+        g = lo + (((key >> 32) * (hi - lo)) >> 32);
+        if (rbi_ld(&pw[g]) < key) {
+            lo = g + 1;
+            for (uint64_t step = 1; lo + step <= hi; step <<= 1) {
+                uint64_t p = lo + step - 1;
+                if (rbi_ld(&pw[p]) >= key) {
+                    hi = p;
+                    break;
+                }
+                lo = p + 1;
+            }
+        } else {
+            hi = g;
+            for (uint64_t step = 1; step <= hi - lo; step <<= 1) {
+                uint64_t p = hi - step;
+                if (rbi_ld(&pw[p]) < key) {
+                    lo = p + 1;
+                    break;
+                }
+                hi = p;
+            }
+        }
+    }
     while (hi - lo > 8) {
         uint64_t mid = lo + (hi - lo) / 2;
         if (rbi_ld(&pw[mid]) < key)
