@@ -154,14 +154,6 @@ static int name_valid(const char *name, size_t len)
            memchr(name, '\0', len) == NULL;
 }
 
-static int point_cmp(const void *a, const void *b)
-{
-    const ring_point_t *x = a, *y = b;
-    if (x->pos != y->pos)
-        return x->pos < y->pos ? -1 : 1;
-    return x->tie < y->tie ? -1 : x->tie > y->tie;
-}
-
 static int reserve_points(rb_ring_t *r, size_t total)
 {
     ring_point_t *p;
@@ -186,7 +178,7 @@ static void merge_points(rb_ring_t *r, const ring_point_t *add, size_t n)
     size_t i = r->npts, j = n, w = r->npts + n;
 
     while (j > 0) {
-        if (i > 0 && point_cmp(&r->pts[i - 1], &add[j - 1]) > 0)
+        if (i > 0 && rbi_ring_point_cmp(&r->pts[i - 1], &add[j - 1]) > 0)
             r->pts[--w] = r->pts[--i];
         else
             r->pts[--w] = add[--j];
@@ -286,7 +278,7 @@ static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
         n += c;
         free(one);
     }
-    qsort(pts, n, sizeof(*pts), point_cmp);
+    rbi_ring_sort_points(pts, n);
     free(r->pts);
     r->pts = pts;
     r->npts = n;
@@ -344,7 +336,7 @@ static int settle(rb_ring_t *r)
         if (by_name)
             r->pts[i].tie = r->pts[i].node;
     }
-    qsort(add, n, sizeof(*add), point_cmp);
+    rbi_ring_sort_points(add, n);
     merge_points(r, add, n);
     clear_fresh(r);
     free(remap);
