@@ -115,6 +115,10 @@ static inline __attribute__((always_inline)) int view_find(const rbi_ring_view_t
          * were evenly spread (hashes are: a few points off), then gallop
          * outwards; a crowded bucket costs O(log points), no more. */
         g = lo + (((key >> 32) * (hi - lo)) >> 32);
+        /* The answer may be in a neighbouring line: fetch both with g's
+         * (prefetches cannot fault, and stay inside the bucket). */
+        __builtin_prefetch((const void *)&pw[g >= lo + 4 ? g - 4 : lo]);
+        __builtin_prefetch((const void *)&pw[g + 4 < hi ? g + 4 : hi - 1]);
         if (rbi_ld(&pw[g]) < key) {
             lo = g + 1;
             for (uint64_t step = 1; lo + step <= hi; step <<= 1) {
