@@ -99,8 +99,9 @@ _Static_assert(offsetof(rb_ring_copy_shm_t, data) == 128, "ring copy layout");
 #define RBI_NODE_OFF_MASK  ((1ULL << RBI_NODE_LEN_SHIFT) - 1)
 
 /* The index has 2^b + 1 entries (uint32, two per word): entry j = the
- * first point whose top b bits are >= j.  b = floor(log2(npoints)), raised
- * until nnodes <= 2^b, in [1, 24].
+ * first point whose top b bits are >= j.  b = floor(log2(npoints)), at
+ * most 16 (the writer's choice: an index that stays in cache), raised until
+ * nnodes <= 2^b; readers accept any b in [1, 24] with nnodes <= 2^b.
  *
  * Point word i (npoints of them, sorted by position, then tie order):
  *   (position << b) | owner,

@@ -13,10 +13,10 @@
  *
  * Why this layout: readers (ring_read.c) answer with ~2-3 cache-line loads.
  * Each published copy holds an index of 2^b buckets on the top b bits of
- * the position (b = floor(log2(points)), raised until node indices fit in
- * b bits) and one word per point, sorted: the position's other 64 - b
- * bits above its owner's index.  One copy costs 8 + <=4 bytes per point
- * plus the node table (docs/design.md, "Ring copy").
+ * the position (b = floor(log2(points)), at most 16, raised until node
+ * indices fit in b bits) and one word per point, sorted: the position's
+ * other 64 - b bits above its owner's index.  One copy costs 8 + <=4 bytes
+ * per point plus the node table (docs/design.md, "Ring copy").
  *
  * Workload: membership changes at human or orchestrator speed (up to
  * ~10^3/s), each O(points) when published; adds only mark the node fresh,
@@ -465,20 +465,23 @@ int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weig
 
 /* ---- serialisation of one copy ----------------------------------------- */
 
-/* Points per index bucket: 2^RING_BUCKET_SHIFT to twice that.  Buckets
- * of 64-128 points keep the index small enough to stay in cache (4 bytes
- * per 64 points); a reader interpolates inside the bucket, landing a few
- * points from the answer (ring_read.c). */
-#define RING_BUCKET_SHIFT 6
+/* Points per index bucket: at least 2^RING_BUCKET_SHIFT (1 to 2: a ring
+ * that fits in cache is fastest with many buckets), and the index at most
+ * 2^RING_INDEX_CACHED_BITS entries (256 KB), so that it stays in cache:
+ * large rings get larger buckets (~24 points at 1.6 * 10^6 points).  A
+ * reader interpolates inside the bucket, landing a few points from the
+ * answer (ring_read.c). */
+#define RING_BUCKET_SHIFT 0
+#define RING_INDEX_CACHED_BITS 16
 
-/* b = floor(log2(points)) - RING_BUCKET_SHIFT, at least 1, raised until
- * every node index fits in b bits (a point word keeps the owner in its low
- * b bits). */
+/* b = floor(log2(points)) - RING_BUCKET_SHIFT, at least 1 and at most
+ * RING_INDEX_CACHED_BITS, then raised until every node index fits in b
+ * bits (a point word keeps the owner in its low b bits). */
 static uint32_t index_bits_for(size_t npts, size_t nnodes)
 {
     uint32_t b = 1;
 
-    while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << (b + 1 + RING_BUCKET_SHIFT)) <= npts)
+    while (b < RING_INDEX_CACHED_BITS && ((size_t)1 << (b + 1 + RING_BUCKET_SHIFT)) <= npts)
         b++;
     while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << b) < nnodes)
         b++;
