@@ -99,7 +99,7 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->segment_mode = 0640;
     c->max_memory = RB_DEFAULT_MAX_SIZE;
     c->max_filters = RB_DEFAULT_MAX_FILTERS;
-    c->max_nodes = 4096;
+    c->max_nodes = RB_RING_MAX_NODES;
     c->max_clients = 1024;
     c->reserved_writer_clients = 16;
     c->max_key_bytes = 64u << 10;

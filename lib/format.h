@@ -20,7 +20,7 @@
 #include "ringbloom.h"
 
 #define RBI_MAGIC          0x314D4C42474E4952ULL /* bytes "RINGBLM1" little-endian */
-#define RBI_LAYOUT_VERSION 1u
+#define RBI_LAYOUT_VERSION 2u   /* 2: ring point words (owner inside), no owners array */
 #define RBI_HEADER_SIZE    4096u
 #define RBI_ALIGN          64u                   /* heap allocation unit */
 #define RBI_GROW_STEP      (64u * 1024u)         /* committed size granule */
@@ -76,8 +76,8 @@ typedef struct rb_ring_copy_shm {
     _Atomic uint64_t words;       /* 56 words used by this copy, header incl. */
     _Atomic uint64_t nodes_w;     /* 64 word offsets, relative to the copy */
     _Atomic uint64_t names_w;     /* 72 */
-    _Atomic uint64_t points_w;    /* 80 */
-    _Atomic uint64_t owners_w;    /* 88 */
+    _Atomic uint64_t points_w;    /* 80 point words (below) */
+    _Atomic uint64_t unused11;    /* 88 0 (was the owners array, layout 1) */
     _Atomic uint64_t index_w;     /* 96 */
     _Atomic uint64_t names_bytes; /* 104 */
     _Atomic uint64_t owners;      /* 112 nodes that own >= 1 point (a ketama
@@ -98,8 +98,19 @@ _Static_assert(offsetof(rb_ring_copy_shm_t, data) == 128, "ring copy layout");
 #define RBI_NODE_LEN_SHIFT 40
 #define RBI_NODE_OFF_MASK  ((1ULL << RBI_NODE_LEN_SHIFT) - 1)
 
-/* The index has 2^b + 1 entries, b = floor(log2(npoints)) in [1, 24]. */
+/* The index has 2^b + 1 entries (uint32, two per word): entry j = the
+ * first point whose top b bits are >= j.  b = floor(log2(npoints)), at
+ * most 16 (the writer's choice: an index that stays in cache), raised until
+ * nnodes <= 2^b; readers accept any b in [1, 24] with nnodes <= 2^b.
+ *
+ * Point word i (npoints of them, sorted by position, then tie order):
+ *   (position << b) | owner,
+ * the position's low 64 - b bits above the owner's node index (< nnodes
+ * <= 2^b).  The position's top b bits are not stored: they are the index
+ * bucket the point lies in, so inside one bucket the words sort as the
+ * positions, and a key at position h is compared as h << b. */
 #define RBI_RING_MAX_INDEX_BITS 24
+_Static_assert(RB_RING_MAX_NODES <= (1u << RBI_RING_MAX_INDEX_BITS), "owner fits in b bits");
 
 /* ---- filter directory slot --------------------------------------------- */
 #define RBI_SECRET_BYTES RB_BLOOM_SECRET_BYTES

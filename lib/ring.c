@@ -12,14 +12,17 @@
  * that compatible clients agree.
  *
  * Why this layout: readers (ring_read.c) answer with ~2-3 cache-line loads.
- * Each published copy holds the sorted positions, a parallel array of
- * 16-bit owners and an index of 2^b buckets on the top b bits of the
- * position (b = floor(log2(points))).  One copy costs 8 + 2 + <=4 bytes
+ * Each published copy holds an index of 2^b buckets on the top b bits of
+ * the position (b = floor(log2(points)), at most 16, raised until node
+ * indices fit in b bits) and one word per point, sorted: the position's
+ * other 64 - b bits above its owner's index.  One copy costs 8 + <=4 bytes
  * per point plus the node table (docs/design.md, "Ring copy").
  *
  * Workload: membership changes at human or orchestrator speed (up to
- * ~10^3/s), each O(points); a mode that re-sizes every node on a change
- * rebuilds the table once, when it is next needed.
+ * ~10^3/s), each O(points) when published; adds only mark the node fresh,
+ * and its points are generated and merged when next needed, so a bulk
+ * load (many adds, one publish) is O(points log points) once; a mode that
+ * re-sizes every node on a change rebuilds the table once, likewise.
  */
 #include "config.h"
 
@@ -38,6 +41,8 @@ typedef struct ring_node {
     uint32_t len;
     uint32_t weight;
     uint32_t seq;    /* order of addition: the "server list" order */
+    uint32_t fresh;  /* added (or re-weighted) since the points were last
+                        settled: none of pts[] is its */
 } ring_node_t;
 
 typedef rbi_ring_point_t ring_point_t;
@@ -51,7 +56,11 @@ struct rb_ring {
                               that re-sizes every node: ops->resize_all) */
     ring_node_t *nodes;    /* sorted by name (bytewise, shorter first) */
     size_t nnodes, ncap;
-    ring_point_t *pts;     /* sorted by (pos, tie) */
+    size_t nfresh;         /* nodes marked fresh */
+    uint64_t weights;      /* the nodes' total weight */
+    ring_point_t *pts;     /* sorted by (pos, tie); pts[].node (and a tie
+                              by name) index the settled nodes, i.e. the
+                              nodes that are not fresh, in name order */
     size_t npts, pcap;
 };
 
@@ -145,14 +154,6 @@ static int name_valid(const char *name, size_t len)
            memchr(name, '\0', len) == NULL;
 }
 
-static int point_cmp(const void *a, const void *b)
-{
-    const ring_point_t *x = a, *y = b;
-    if (x->pos != y->pos)
-        return x->pos < y->pos ? -1 : 1;
-    return x->tie < y->tie ? -1 : x->tie > y->tie;
-}
-
 static int reserve_points(rb_ring_t *r, size_t total)
 {
     ring_point_t *p;
@@ -177,7 +178,7 @@ static void merge_points(rb_ring_t *r, const ring_point_t *add, size_t n)
     size_t i = r->npts, j = n, w = r->npts + n;
 
     while (j > 0) {
-        if (i > 0 && point_cmp(&r->pts[i - 1], &add[j - 1]) > 0)
+        if (i > 0 && rbi_ring_point_cmp(&r->pts[i - 1], &add[j - 1]) > 0)
             r->pts[--w] = r->pts[--i];
         else
             r->pts[--w] = add[--j];
@@ -212,13 +213,22 @@ static void drop_points(rb_ring_t *r, size_t node)
     r->npts = w;
 }
 
-static uint64_t total_weight(const rb_ring_t *r)
-{
-    uint64_t w = 0;
 
-    for (size_t i = 0; i < r->nnodes; i++)
-        w += r->nodes[i].weight;
-    return w;
+/* The index among the settled nodes (pts[].node) of settled node at. */
+static size_t settled_index(const rb_ring_t *r, size_t at)
+{
+    size_t k = at;
+
+    for (size_t i = 0; i < at && r->nfresh != 0; i++)
+        k -= r->nodes[i].fresh;
+    return k;
+}
+
+static void clear_fresh(rb_ring_t *r)
+{
+    for (size_t i = 0; i < r->nnodes && r->nfresh != 0; i++)
+        r->nodes[i].fresh = 0;
+    r->nfresh = 0;
 }
 
 /* The points of node idx under ops and replicas, in a new array (*n of
@@ -247,7 +257,7 @@ static int gen_points(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops, uint32
 static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
 {
     const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops((uint64_t)mode);
-    uint64_t weights = total_weight(r), bound = ops->points_bound(weights, r->nnodes, replicas);
+    uint64_t weights = r->weights, bound = ops->points_bound(weights, r->nnodes, replicas);
     ring_point_t *pts;
     size_t n = 0, cap;
 
@@ -268,7 +278,7 @@ static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
         n += c;
         free(one);
     }
-    qsort(pts, n, sizeof(*pts), point_cmp);
+    rbi_ring_sort_points(pts, n);
     free(r->pts);
     r->pts = pts;
     r->npts = n;
@@ -277,14 +287,68 @@ static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
     r->ops = ops;
     r->replicas = replicas;
     r->stale = 0;
+    clear_fresh(r);
     return RB_OK;
 }
 
-/* The points, brought up to date (a mode that re-sizes every node
- * rebuilds lazily). */
+/* Gives the fresh nodes their points: the settled nodes' points renumbered
+ * to the current node indices, the fresh nodes' points generated, sorted
+ * and merged in.  O(points + new points x log new points), once for any
+ * number of adds, so a bulk load stays linear.  Nothing changes on error
+ * (RB_ENOMEM). */
+static int settle(rb_ring_t *r)
+{
+    const rbi_ring_mode_ops_t *ops = r->ops;
+    int by_name = !ops->tie_by_seq;
+    ring_point_t *add;
+    uint32_t *remap;
+    size_t n = 0, k = 0, o = 0;
+
+    if (r->nfresh == 0)
+        return RB_OK;
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (r->nodes[i].fresh)
+            n += (size_t)ops->points(r->nodes[i].weight, r->replicas, r->weights, r->nnodes);
+    remap = malloc((r->nnodes - r->nfresh + 1) * sizeof(*remap));
+    add = malloc((n ? n : 1) * sizeof(*add));
+    if (remap == NULL || add == NULL || reserve_points(r, r->npts + n) != RB_OK) {
+        free(remap);
+        free(add);
+        return RB_ENOMEM;
+    }
+    for (size_t i = 0; i < r->nnodes; i++) {
+        const ring_node_t *nd = &r->nodes[i];
+        size_t c;
+        if (!nd->fresh) {
+            remap[o++] = (uint32_t)i;
+            continue;
+        }
+        c = (size_t)ops->points(nd->weight, r->replicas, r->weights, r->nnodes);
+        ops->place(ops, nd->name, nd->len, c, add + k);
+        for (size_t j = k; j < k + c; j++) {
+            add[j].node = (uint32_t)i;
+            add[j].tie = by_name ? (uint32_t)i : nd->seq;
+        }
+        k += c;
+    }
+    for (size_t i = 0; i < r->npts; i++) {
+        r->pts[i].node = remap[r->pts[i].node];
+        if (by_name)
+            r->pts[i].tie = r->pts[i].node;
+    }
+    rbi_ring_sort_points(add, n);
+    merge_points(r, add, n);
+    clear_fresh(r);
+    free(remap);
+    free(add);
+    return RB_OK;
+}
+
+/* The points, brought up to date: a mode that re-sizes every node
+ * rebuilds them, the others settle the fresh nodes. */
 static int fresh_points(rb_ring_t *r)
 {
-    return r->stale ? rebuild(r, r->mode, r->replicas) : RB_OK;
+    return r->stale ? rebuild(r, r->mode, r->replicas) : settle(r);
 }
 
 int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
@@ -295,37 +359,36 @@ int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
     return rebuild(r, mode, replicas ? replicas : r->replicas);
 }
 
-/* Node at's points, sorted, with room reserved to merge them: the first
- * half of a membership change in a mode that changes one node's points
- * (nothing changed yet; the caller frees *add). */
-static int merge_ready(rb_ring_t *r, size_t at, ring_point_t **add, size_t *n)
-{
-    int rc = gen_points(r, r->ops, r->replicas, at, total_weight(r), add, n);
-
-    if (rc == RB_OK) {
-        qsort(*add, *n, sizeof(**add), point_cmp);
-        rc = reserve_points(r, r->npts + *n);
-    }
-    return rc;
-}
-
 /* Whether the membership after a change (weight changed by delta_w, node
  * count by delta_n) stays within the point limit. */
 static int points_fit_after(const rb_ring_t *r, int64_t delta_w, int delta_n)
 {
-    uint64_t w = (uint64_t)((int64_t)total_weight(r) + delta_w);
+    uint64_t w = (uint64_t)((int64_t)r->weights + delta_w);
 
     return r->ops->points_bound(w, (size_t)((int64_t)r->nnodes + delta_n), r->replicas) <=
            RB_RING_MAX_POINTS;
 }
 
+/* Settled node at loses its points and becomes fresh (a weight change;
+ * settle() gives it its new points). */
+static void unsettle(rb_ring_t *r, size_t at)
+{
+    size_t s = settled_index(r, at);
+
+    drop_points(r, s);
+    shift_nodes(r, s + 1, -1);
+    r->nodes[at].fresh = 1;
+    r->nfresh++;
+}
+
+/* Adding a node only inserts it, fresh: its points are generated when the
+ * points are next needed (settle() or, for a mode that re-sizes every
+ * node, rebuild()). */
 int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
 {
-    ring_point_t *add = NULL;
     ring_node_t *nodes;
-    size_t at, n = 0;
+    size_t at;
     char *copy;
-    int rc;
 
     if (r == NULL || !name_valid(name, len) || weight == 0 || weight > RB_RING_MAX_WEIGHT)
         return RB_EINVAL;
@@ -346,32 +409,13 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
         return RB_ENOMEM;
     memcpy(copy, name, len);
     copy[len] = '\0';
-    shift_nodes(r, at, +1);
     memmove(&r->nodes[at + 1], &r->nodes[at], (r->nnodes - at) * sizeof(ring_node_t));
-    r->nodes[at].name = copy;
-    r->nodes[at].len = (uint32_t)len;
-    r->nodes[at].weight = weight;
-    r->nodes[at].seq = r->next_seq++;
+    r->nodes[at] = (ring_node_t){ copy, (uint32_t)len, weight, r->next_seq++, 1 };
     r->nnodes++;
-    if (r->ops->resize_all) {
-        /* Every node's share changed: rebuilt, once, when the points are
-         * next needed (bulk adds stay linear). */
-        r->stale = 1;
-        rc = RB_OK;
-    } else {
-        rc = merge_ready(r, at, &add, &n);
-    }
-    if (rc != RB_OK) {
-        free(add);
-        r->nnodes--;
-        memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at) * sizeof(ring_node_t));
-        shift_nodes(r, at + 1, -1);
-        free(copy);
-        return rc;
-    }
-    if (add != NULL)
-        merge_points(r, add, n);
-    free(add);
+    r->nfresh++;
+    r->weights += weight;
+    if (r->ops->resize_all)
+        r->stale = 1;   /* every node's share changed: rebuilt when next needed */
     return RB_OK;
 }
 
@@ -386,63 +430,66 @@ int rb_ring_remove(rb_ring_t *r, const char *name, size_t len)
         return RB_ENOENT;
     gone = r->nodes[at];
     if (r->ops->resize_all) {
-        memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
-        r->nnodes--;
         r->stale = 1;
-    } else {
-        drop_points(r, at);
-        shift_nodes(r, at + 1, -1);
-        memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
-        r->nnodes--;
+    } else if (!gone.fresh) {
+        size_t s = settled_index(r, at);
+        drop_points(r, s);
+        shift_nodes(r, s + 1, -1);
     }
+    memmove(&r->nodes[at], &r->nodes[at + 1], (r->nnodes - at - 1) * sizeof(ring_node_t));
+    r->nnodes--;
+    r->nfresh -= gone.fresh;
+    r->weights -= gone.weight;
     free(gone.name);
     return RB_OK;
 }
 
 int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
 {
-    ring_point_t *add = NULL;
-    uint32_t old;
-    size_t at, n = 0;
-    int rc;
+    size_t at;
 
     if (r == NULL || !name_valid(name, len) || weight == 0 || weight > RB_RING_MAX_WEIGHT)
         return RB_EINVAL;
     if (!node_find(r, name, len, &at))
         return RB_ENOENT;
-    old = r->nodes[at].weight;
-    if (!points_fit_after(r, (int64_t)weight - (int64_t)old, 0))
+    if (!points_fit_after(r, (int64_t)weight - (int64_t)r->nodes[at].weight, 0))
         return RB_ERANGE;
+    r->weights = r->weights - r->nodes[at].weight + weight;
     r->nodes[at].weight = weight;
-    if (r->ops->resize_all) {
+    if (r->ops->resize_all)
         r->stale = 1;
-        return RB_OK;
-    }
-    rc = merge_ready(r, at, &add, &n);
-    if (rc != RB_OK) {
-        free(add);
-        r->nodes[at].weight = old;
-        return rc;
-    }
-    drop_points(r, at);
-    merge_points(r, add, n);
-    free(add);
+    else if (!r->nodes[at].fresh)
+        unsettle(r, at);
     return RB_OK;
 }
 
 /* ---- serialisation of one copy ----------------------------------------- */
 
-static uint32_t index_bits_for(size_t npts)
+/* Points per index bucket: at least 2^RING_BUCKET_SHIFT (1 to 2: a ring
+ * that fits in cache is fastest with many buckets), and the index at most
+ * 2^RING_INDEX_CACHED_BITS entries (256 KB), so that it stays in cache:
+ * large rings get larger buckets (~24 points at 1.6 * 10^6 points).  A
+ * reader interpolates inside the bucket, landing a few points from the
+ * answer (ring_read.c). */
+#define RING_BUCKET_SHIFT 0
+#define RING_INDEX_CACHED_BITS 16
+
+/* b = floor(log2(points)) - RING_BUCKET_SHIFT, at least 1 and at most
+ * RING_INDEX_CACHED_BITS, then raised until every node index fits in b
+ * bits (a point word keeps the owner in its low b bits). */
+static uint32_t index_bits_for(size_t npts, size_t nnodes)
 {
     uint32_t b = 1;
 
-    while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << (b + 1)) <= npts)
+    while (b < RING_INDEX_CACHED_BITS && ((size_t)1 << (b + 1 + RING_BUCKET_SHIFT)) <= npts)
+        b++;
+    while (b < RBI_RING_MAX_INDEX_BITS && ((size_t)1 << b) < nnodes)
         b++;
     return b;
 }
 
 typedef struct copy_layout {
-    uint64_t nodes_w, names_w, points_w, owners_w, index_w, words, names_bytes;
+    uint64_t nodes_w, names_w, points_w, index_w, words, names_bytes;
     uint64_t owners;   /* distinct nodes owning points */
     uint32_t bits;
 } copy_layout_t;
@@ -464,13 +511,12 @@ static void layout_for(const rb_ring_t *r, copy_layout_t *L)
         owns[r->pts[i].node] = 1;
     }
     free(owns);
-    L->bits = index_bits_for(r->npts);
+    L->bits = index_bits_for(r->npts, r->nnodes);
     L->names_bytes = names;
     L->nodes_w = RBI_RING_COPY_HDR_WORDS;
     L->names_w = L->nodes_w + RBI_NODE_WORDS * r->nnodes;
     L->points_w = L->names_w + names / 8;
-    L->owners_w = L->points_w + r->npts;
-    L->index_w = L->owners_w + (r->npts + 3) / 4;
+    L->index_w = L->points_w + r->npts;
     L->words = L->index_w + (((uint64_t)1 << L->bits) + 2) / 2;
 }
 
@@ -483,9 +529,10 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     /* The header words, in rb_ring_copy_shm_t's order (format.h). */
     const uint64_t hdr[] = {
         RBI_RING_COPY_MAGIC, version, (uint64_t)r->mode, r->replicas, r->nnodes, r->npts,
-        L->bits, L->words, L->nodes_w, L->names_w, L->points_w, L->owners_w, L->index_w,
+        L->bits, L->words, L->nodes_w, L->names_w, L->points_w, 0, L->index_w,
         L->names_bytes, L->owners,
     };
+    const uint32_t b = L->bits;
     uint64_t noff = 0, acc = 0;
     size_t p = 0;
 
@@ -500,21 +547,16 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
         rbi_copy_in(&d[L->names_w + noff / 8], r->nodes[i].name, r->nodes[i].len);
         noff += rbi_round_up(r->nodes[i].len, 8);
     }
-    for (size_t i = 0; i < r->npts; i++) {
-        rbi_st(&d[L->points_w + i], r->pts[i].pos);
-        acc |= (uint64_t)r->pts[i].node << (16 * (i & 3));
-        if ((i & 3) == 3 || i + 1 == r->npts) {
-            rbi_st(&d[L->owners_w + i / 4], acc);
-            acc = 0;
-        }
-    }
-    /* index[j] = first point whose top `bits` bits are >= j. */
-    acc = 0;
-    for (uint64_t j = 0; j <= ((uint64_t)1 << L->bits); j++) {
-        while (p < r->npts && (r->pts[p].pos >> (64 - L->bits)) < j)
+    /* Point word: the position's low 64 - b bits (its top b bits are its
+     * index bucket), then the owner in the low b bits (format.h). */
+    for (size_t i = 0; i < r->npts; i++)
+        rbi_st(&d[L->points_w + i], r->pts[i].pos << b | r->pts[i].node);
+    /* index[j] = first point whose top b bits are >= j. */
+    for (uint64_t j = 0; j <= ((uint64_t)1 << b); j++) {
+        while (p < r->npts && (r->pts[p].pos >> (64 - b)) < j)
             p++;
         acc |= (uint64_t)p << (32 * (j & 1));
-        if ((j & 1) == 1 || j == ((uint64_t)1 << L->bits)) {
+        if ((j & 1) == 1 || j == ((uint64_t)1 << b)) {
             rbi_st(&d[L->index_w + j / 2], acc);
             acc = 0;
         }
@@ -602,11 +644,21 @@ static int load_fn(const rbi_ring_view_t *v, void *arg)
         rc = rbi_ring_view_node(v, i, &nodes[i].node);
         nodes[i].seq = rbi_ring_view_seq(v, i);
     }
-    /* Re-adding in the original order keeps the compatible modes' tie order. */
-    if (rc == RB_OK)
-        qsort(nodes, (size_t)v->nnodes, sizeof(*nodes), seq_cmp);
+    /* Added in the copy's order (by name: each add appends, and no point is
+     * made before the seqs are in place), then numbered in the original
+     * order of addition, which keeps the compatible modes' tie order. */
     for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++)
         rc = rb_ring_add(r, nodes[i].node.name, nodes[i].node.name_len, nodes[i].node.weight);
+    if (rc == RB_OK)
+        qsort(nodes, (size_t)v->nnodes, sizeof(*nodes), seq_cmp);
+    for (uint64_t i = 0; i < v->nnodes && rc == RB_OK; i++) {
+        size_t at;
+        if (!node_find(r, nodes[i].node.name, nodes[i].node.name_len, &at))
+            rc = RB_ECORRUPT;
+        else
+            r->nodes[at].seq = (uint32_t)i;
+    }
+    r->next_seq = (uint32_t)v->nnodes;
     free(nodes);
     a->ring = r;
     a->npoints = v->npoints;

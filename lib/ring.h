@@ -11,6 +11,7 @@
 
 #include "format.h"
 #include "heap.h"
+#include "ring_mode.h"
 #include "segment.h"
 
 /* The header of one published copy as a read section read and checked it
@@ -19,7 +20,7 @@ typedef struct rbi_ring_view {
     const _Atomic uint64_t *d;     /* word 0 of the copy */
     uint64_t (*key_pos)(const void *key, size_t len);  /* the copy's mode's */
     uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
-    uint64_t nodes_w, names_w, points_w, owners_w, index_w;
+    uint64_t nodes_w, names_w, points_w, index_w;
 } rbi_ring_view_t;
 
 static inline rb_ring_copy_shm_t *rbi_ring_copy_at(const rbi_map_t *m, uint64_t off)
@@ -48,6 +49,11 @@ void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
 
 /* RB_OK if the active ring copy of seg is sound (RB_ECORRUPT otherwise). */
 int rbi_ring_validate(const rb_segment_t *seg);
+
+/* The model's points in table order: by position, then tie (ring_sort.c;
+ * the comparison is the same order, for qsort and merges). */
+int rbi_ring_point_cmp(const void *a, const void *b);
+void rbi_ring_sort_points(rbi_ring_point_t *p, size_t n);
 
 /* Retries the calling thread's last ring read section needed (tests and
  * benchmarks report the maximum). */

@@ -62,7 +62,6 @@ static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
     v->nodes_w = rbi_ld(&c->nodes_w);
     v->names_w = rbi_ld(&c->names_w);
     v->points_w = rbi_ld(&c->points_w);
-    v->owners_w = rbi_ld(&c->owners_w);
     v->index_w = rbi_ld(&c->index_w);
     v->names_bytes = rbi_ld(&c->names_bytes);
     v->owners = rbi_ld(&c->owners);
@@ -72,10 +71,10 @@ static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
         v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
         (v->npoints == 0) != (v->nnodes == 0) ||
         v->bits < 1 || v->bits > RBI_RING_MAX_INDEX_BITS || (v->names_bytes & 7) != 0 ||
+        v->nnodes > (1ULL << v->bits) ||
         !sect_ok(v->nodes_w, RBI_NODE_WORDS * v->nnodes, v->words) ||
         !sect_ok(v->names_w, v->names_bytes / 8, v->words) ||
         !sect_ok(v->points_w, v->npoints, v->words) ||
-        !sect_ok(v->owners_w, (v->npoints + 3) / 4, v->words) ||
         !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
         return RB_ECORRUPT;
     v->key_pos = ops->key_pos;
@@ -87,9 +86,10 @@ static inline __attribute__((always_inline)) uint64_t view_index(const rbi_ring_
     return (rbi_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;
 }
 
+/* The owner of point i: the low b bits of its word (format.h). */
 static inline __attribute__((always_inline)) uint64_t view_owner(const rbi_ring_view_t *v, uint64_t i)
 {
-    return (rbi_ld(&v->d[v->owners_w + i / 4]) >> (16 * (i & 3))) & 0xFFFFu;
+    return rbi_ld(&v->d[v->points_w + i]) & ((1ULL << v->bits) - 1);
 }
 
 /* The point index owning position h: lower bound, wrapping to 0.  The
@@ -97,24 +97,58 @@ static inline __attribute__((always_inline)) uint64_t view_owner(const rbi_ring_
 static inline __attribute__((always_inline)) int view_find(const rbi_ring_view_t *v, uint64_t h,
                                                          uint64_t *pt)
 {
-    uint64_t j, lo, hi;
-    const _Atomic uint64_t *pos;
+    uint64_t j, lo, hi, key, g;
+    const _Atomic uint64_t *pw;
 
     j = h >> (64 - v->bits);
     lo = view_index(v, j);
     hi = view_index(v, j + 1);
-    pos = &v->d[v->points_w];
+    pw = &v->d[v->points_w];
     if (lo > hi || hi > v->npoints)
         return RB_ECORRUPT;
-    /* Invariant: points below lo are < h, points from hi on are >= h. */
+    /* Invariant: points below lo are < h, points from hi on are >= h.  The
+     * points in [lo, hi) share h's top b bits, so a word (low position
+     * bits above the owner) is < h << b exactly when its position is < h. */
+    key = h << v->bits;
+    if (lo < hi) {
+        /* First probe where the position would be if the bucket's points
+         * were evenly spread (hashes are: a few points off), then gallop
+         * outwards; a crowded bucket costs O(log points), no more. */
+        g = lo + (((key >> 32) * (hi - lo)) >> 32);
+        /* The answer may be in a neighbouring line: fetch both with g's
+         * (prefetches cannot fault, and stay inside the bucket). */
+        __builtin_prefetch((const void *)&pw[g >= lo + 4 ? g - 4 : lo]);
+        __builtin_prefetch((const void *)&pw[g + 4 < hi ? g + 4 : hi - 1]);
+        if (rbi_ld(&pw[g]) < key) {
+            lo = g + 1;
+            for (uint64_t step = 1; lo + step <= hi; step <<= 1) {
+                uint64_t p = lo + step - 1;
+                if (rbi_ld(&pw[p]) >= key) {
+                    hi = p;
+                    break;
+                }
+                lo = p + 1;
+            }
+        } else {
+            hi = g;
+            for (uint64_t step = 1; step <= hi - lo; step <<= 1) {
+                uint64_t p = hi - step;
+                if (rbi_ld(&pw[p]) < key) {
+                    lo = p + 1;
+                    break;
+                }
+                hi = p;
+            }
+        }
+    }
     while (hi - lo > 8) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (rbi_ld(&pos[mid]) < h)
+        if (rbi_ld(&pw[mid]) < key)
             lo = mid + 1;
         else
             hi = mid;
     }
-    while (lo < hi && rbi_ld(&pos[lo]) < h)
+    while (lo < hi && rbi_ld(&pw[lo]) < key)
         lo++;
     *pt = lo == v->npoints ? 0 : lo;
     return RB_OK;

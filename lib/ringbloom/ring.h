@@ -40,7 +40,7 @@ RB_EXPORT const char *rb_ring_mode_name(rb_ring_mode_t mode);
 RB_EXPORT RB_WUR int rb_ring_mode_parse(const char *s, size_t len, rb_ring_mode_t *out);
 
 #define RB_NODE_NAME_MAX     255
-#define RB_RING_MAX_NODES    65535
+#define RB_RING_MAX_NODES    100000
 #define RB_RING_MAX_WEIGHT   65535
 #define RB_RING_MAX_REPLICAS 4096
 #define RB_RING_MAX_POINTS   (1u << 24)
@@ -71,9 +71,11 @@ RB_EXPORT void rb_ring_free(rb_ring_t *ring);
 
 /* Any process, one thread per ring.  Adds a node (name: 1..255 bytes, no
  * NUL; weight 1..RB_RING_MAX_WEIGHT) with the mode's points (replicas *
- * weight in xxh3 and seed mode), merged into the sorted table in O(points);
- * in ketama mode every node's share changes, so the table is rebuilt
- * (O(points log points)) when next needed.  Errors: RB_EINVAL, RB_EEXIST,
+ * weight in xxh3 and seed mode).  The add itself is O(nodes) at most; the
+ * points are made when next needed (publish, rb_ring_point_count): the new
+ * nodes' points sorted and merged into the table, O(points) once for any
+ * number of adds; in ketama mode every node's share changes, so the table
+ * is rebuilt (O(points log points)) then.  Errors: RB_EINVAL, RB_EEXIST,
  * RB_ERANGE (node or point limit), RB_ENOMEM.  Not visible to readers until
  * rb_ring_publish(). */
 RB_EXPORT RB_WUR int rb_ring_add(rb_ring_t *ring, const char *name,
@@ -81,8 +83,8 @@ RB_EXPORT RB_WUR int rb_ring_add(rb_ring_t *ring, const char *name,
 /* Removes a node and its points, O(points).  RB_ENOENT if unknown. */
 RB_EXPORT RB_WUR int rb_ring_remove(rb_ring_t *ring, const char *name,
                                     size_t len);
-/* Changes a node's weight (remove + add of its points).  RB_ENOENT, RB_EINVAL,
- * RB_ERANGE. */
+/* Changes a node's weight (its points dropped now, O(points), and made
+ * again when next needed, as an add's).  RB_ENOENT, RB_EINVAL, RB_ERANGE. */
 RB_EXPORT RB_WUR int rb_ring_set_weight(rb_ring_t *ring, const char *name,
                                         size_t len, uint32_t weight);
 /* Switches the model to another mode and/or replica count, regenerating
@@ -101,8 +103,10 @@ RB_EXPORT size_t rb_ring_point_count(const rb_ring_t *ring);
  * the inactive copy is rewritten while readers keep using the active one,
  * then one flip makes it active, so readers never wait and never see a
  * mixed table.  A copy grows (reallocated in the segment) when the table
- * outgrows it.  Cost: O(points) stores, once.
- * Errors: RB_EROFS, RB_ENOSPC (segment full: nothing changed for readers). */
+ * outgrows it.  Cost: O(points) stores, once, after making the points of
+ * nodes added or re-weighted since the last publish.
+ * Errors: RB_EROFS, RB_ENOSPC (segment full: nothing changed for readers),
+ * RB_ENOMEM (the points could not be made: the model is unchanged). */
 RB_EXPORT RB_WUR int rb_ring_publish(rb_ring_t *ring, rb_segment_t *seg);
 
 /* Any process.  Rebuilds a membership model from the ring published in

@@ -10,7 +10,11 @@
  *      must do, so libmemcached / md5-only bounds what ketama mode can
  *      reach against libmemcached; and md5-libcrypto, the same with
  *      OpenSSL's MD5 (bench_md5.c), which ketama mode uses when configure
- *      finds libcrypto;
+ *      finds libcrypto; then large rings, 10,000 and 100,000
+ *      nodes x 160 vnodes: rb-xxh3 against the plain binary search (the
+ *      baseline past libmemcached's 100 servers), bytes per point of one
+ *      copy, the time to build and publish the whole ring and to add one
+ *      node and publish again (what a RING.ADD costs the daemon);
  *   2. Bloom contains on a 1 MiB filter, one of 4x the last-level cache
  *      and one of 256 MiB (blocked only): standard, blocked, blocked via
  *      contains_many, hits and misses; batched queries against a gather
@@ -375,6 +379,81 @@ static rb_segment_t *rb_ring_of(rb_ring_mode_t mode, char names[][40], int nodes
     return seg;
 }
 
+/* Large rings (section 1): 10,000 and 100,000 nodes x 160 vnodes, rb-xxh3
+ * against the plain binary search over the same points; bytes per point
+ * of one copy; seconds to build + publish the ring (adds, then one
+ * publish) and to add one node + publish again. */
+static void bench_ring_large(void)
+{
+    static const int sizes[] = { 10000, 100000 };
+
+    for (int s = 0; s < 2; s++) {
+        int nodes = sizes[s];
+        char (*names)[40] = calloc((size_t)nodes, 40);
+        double v[2][32], t_build, t_add;
+        plain_ring_t plain;
+        rb_segment_t *seg;
+        rb_ring_t *r;
+        rb_ring_stat_t st;
+        char title[80];
+
+        for (int i = 0; i < nodes; i++)
+            snprintf(names[i], 40, "10.%d.%d.%d:11211", i / 65536, (i / 256) % 256, i % 256);
+        plain_build(&plain, names, nodes, 160);
+        t_build = now_s();
+        check(rb_ring_new(RB_RING_XXH3, 160, &r), "ring");
+        for (int i = 0; i < nodes; i++)
+            check(rb_ring_add(r, names[i], strlen(names[i]), 1), "add");
+        check(rb_segment_create(NULL, NULL, &seg), "segment");
+        check(rb_ring_publish(r, seg), "publish");
+        t_build = now_s() - t_build;
+        /* A node leaves, then comes back (timed): the ring ends with the
+         * points of plain. */
+        check(rb_ring_remove(r, names[nodes / 2], strlen(names[nodes / 2])), "remove");
+        check(rb_ring_publish(r, seg), "publish");
+        t_add = now_s();
+        check(rb_ring_add(r, names[nodes / 2], strlen(names[nodes / 2]), 1), "add");
+        check(rb_ring_publish(r, seg), "publish");
+        t_add = now_s() - t_add;
+        check(rb_ring_stat(seg, &st), "stat");
+        for (int i = 0; i < reps; i++) {
+            v[0][i] = time_plain(&plain);
+            v[1][i] = time_rb(seg);
+        }
+        {
+            double lo[2] = { v[0][0], v[1][0] }, hi[2] = { v[0][0], v[1][0] };
+            cell_t c[2] = { { "binary-search", median(v[0], reps), NULL },
+                            { "rb-xxh3", median(v[1], reps), NULL } };
+            for (int k = 0; k < 2; k++)
+                for (int i = 1; i < reps; i++) {
+                    lo[k] = v[k][i] < lo[k] ? v[k][i] : lo[k];
+                    hi[k] = v[k][i] > hi[k] ? v[k][i] : hi[k];
+                }
+            snprintf(title, sizeof(title), "lookup, %d nodes x 160 vnodes", nodes);
+            row("ring", title, "M/s", 1, 0, c, 2);
+            printf("  %-34s  binary-search %.3g-%.3g, rb-xxh3 %.3g-%.3g M/s over %d reps\n", "",
+                   lo[0], hi[0], lo[1], hi[1], reps);
+        }
+        printf("  %-34s  %.2f bytes/point (%u points, %.1f MB), build+publish %.2f s, "
+               "add+publish %.3f s\n", "one copy, xxh3", (double)st.bytes / st.points, st.points,
+               st.bytes / 1e6, t_build, t_add);
+        if (csv) {
+            fprintf(csv, "\"ring\",\"ring bytes per point, %d nodes\",\"rb-xxh3\",%.4f,"
+                    "\"bytes\",\"target\",%.4f\n", nodes, (double)st.bytes / st.points,
+                    (double)st.bytes / st.points / 16.0);
+            fprintf(csv, "\"ring\",\"build + publish, %d nodes\",\"rb-xxh3\",%.4f,\"s\",,\n",
+                    nodes, t_build);
+            fprintf(csv, "\"ring\",\"add + publish, %d nodes\",\"rb-xxh3\",%.4f,\"s\",,\n",
+                    nodes, t_add);
+        }
+        rb_ring_free(r);
+        rb_segment_close(seg);
+        free(plain.pos);
+        free(plain.owner);
+        free(names);
+    }
+}
+
 static double ring_bytes_per_point[3];
 
 static void bench_ring(void)
@@ -442,6 +521,7 @@ static void bench_ring(void)
         free(names);
         free(kt);
     }
+    bench_ring_large();
     printf("\n");
 }
 

@@ -379,9 +379,9 @@ START_TEST(test_badinput_ring_bad_mode_replicas_count)
                A("4097"));
     EXPECT_ERR(w, "ERR replicas must be an integer in [1, 4096]", A("RING.MODE"), A("xxh3"),
                A("x"));
-    EXPECT_ERR(w, "ERR n must be an integer in [1, 65535]", A("RING.GETN"), A("k"), A("0"));
-    EXPECT_ERR(w, "ERR n must be an integer in [1, 65535]", A("RING.GETN"), A("k"), A("65536"));
-    EXPECT_ERR(w, "ERR n must be an integer in [1, 65535]", A("RING.GETN"), A("k"), A("two"));
+    EXPECT_ERR(w, "ERR n must be an integer in [1, 100000]", A("RING.GETN"), A("k"), A("0"));
+    EXPECT_ERR(w, "ERR n must be an integer in [1, 100000]", A("RING.GETN"), A("k"), A("100001"));
+    EXPECT_ERR(w, "ERR n must be an integer in [1, 100000]", A("RING.GETN"), A("k"), A("two"));
     ASSERT_UNCHANGED(&st);
     {
         int rc;

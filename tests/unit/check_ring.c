@@ -449,6 +449,67 @@ START_TEST(test_ring_ketama_node_without_points)
 }
 END_TEST
 
+/* The largest ring: 100,000 nodes x 160 vnodes (1.6 * 10^7 points), built
+ * by adds and one publish, its lookups compared with the plainest search
+ * there is: for each key, the point at the least clockwise distance from
+ * it, scanning every point, a tie going to the node first by name. */
+#define BIG_NODES 100000
+#define BIG_KEYS  64
+
+START_TEST(test_ring_100k_nodes_equals_reference_scan)
+{
+    size_t np = (size_t)BIG_NODES * 160;
+    uint64_t *pos = malloc(np * sizeof(*pos)), h[BIG_KEYS], best[BIG_KEYS];
+    uint32_t owner[BIG_KEYS];
+    char key[BIG_KEYS][160], name[64];
+    size_t klen[BIG_KEYS];
+    rb_ring_stat_t st;
+    rb_ring_t *r;
+    rb_node_t n;
+
+    ck_assert_ptr_nonnull(pos);
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 160, &r), RB_OK);
+    for (int i = 0; i < BIG_NODES; i++) {
+        int len = snprintf(name, sizeof(name), "node-%06d.ring.example", i);
+        ck_assert_int_eq(rb_ring_add(r, name, (size_t)len, 1), RB_OK);
+        for (uint32_t v = 0; v < 160; v++) {
+            char vn[96];
+            int vl = snprintf(vn, sizeof(vn), "%s#%u", name, v);
+            pos[(size_t)i * 160 + v] = rbi_hash_xxh3(vn, (size_t)vl);
+        }
+    }
+    ck_assert_int_eq(rb_ring_publish(r, seg), RB_OK);
+    ck_assert_int_eq(rb_ring_stat(seg, &st), RB_OK);
+    ck_assert_uint_eq(st.nodes, BIG_NODES);
+    ck_assert_uint_eq(st.points, np);
+    for (int k = 0; k < BIG_KEYS; k++) {
+        klen[k] = rb_test_key(key[k], sizeof(key[k]), "big", (unsigned long)k);
+        h[k] = rbi_hash_xxh3(key[k], klen[k]);
+        best[k] = UINT64_MAX;
+        owner[k] = 0;
+    }
+    /* Nodes are numbered in name order ("node-%06d"), and a strictly
+     * smaller distance is needed to replace the best: ties keep the node
+     * first by name. */
+    for (size_t p = 0; p < np; p++)
+        for (int k = 0; k < BIG_KEYS; k++) {
+            uint64_t d = pos[p] - h[k];   /* clockwise distance, mod 2^64 */
+            if (d < best[k] || (d == best[k] && best[k] == UINT64_MAX)) {
+                best[k] = d;
+                owner[k] = (uint32_t)(p / 160);
+            }
+        }
+    for (int k = 0; k < BIG_KEYS; k++) {
+        snprintf(name, sizeof(name), "node-%06u.ring.example", owner[k]);
+        ck_assert_int_eq(rb_ring_lookup(seg, key[k], klen[k], &n), RB_OK);
+        ck_assert_msg(strcmp(n.name, name) == 0, "key %d: %s vs reference %s", k, n.name, name);
+        ck_assert_uint_eq(n.index, owner[k]);
+    }
+    free(pos);
+    rb_ring_free(r);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("ring",
@@ -464,6 +525,8 @@ int main(void)
                                  test_ring_empty_and_never_published,
                                  test_ring_seed_mode_reproduces_short_name_collapse,
                                  test_ring_ketama_node_without_points),
+                        RB_TCASE("large", 120, setup, teardown,
+                                 test_ring_100k_nodes_equals_reference_scan),
                         RB_TCASE("errors", 60, setup, teardown, test_ring_bad_input),
                         RB_TCASE("copies", 60, setup, teardown,
                                  test_ring_copies_grow_and_shrink_across_publishes,
