@@ -11,11 +11,17 @@
  * (rbi_heap_rebuild, which then rebuilds the free list from them).  Why
  * here: this is the one place that needs the ring, the filter kinds and the
  * heap at once, so it sits above them all and nothing below calls up.
+ * A dump of segment layout 1 (the previous library's ring copies) is
+ * restored too: its ring's membership is read from the old copy and
+ * published in this layout, so a snapshot survives an upgrade.  A live
+ * layout-1 segment is not taken over (RB_EVERSION): ringbloomd then starts
+ * from its snapshot and log, which hold the same state.
  * Workload: once per daemon start (takeover) or snapshot load (restore).
  */
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "heap.h"
 #include "kind.h"
@@ -100,19 +106,59 @@ static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh)
     return RB_OK;
 }
 
+/* A dump of segment layout 1 differs from this layout in its ring copies
+ * only (format.h), so its header is checked as this layout's: a copy of
+ * the header page with the version word replaced.  RB_OK with *layout1
+ * set for such a dump, else what rbi_segment_check_header says. */
+static int check_dump_header(const rb_header_shm_t *dh, size_t len, int *layout1)
+{
+    _Alignas(64) unsigned char page[RBI_HEADER_SIZE];
+    rb_header_shm_t *copy = (rb_header_shm_t *)(void *)page;
+
+    *layout1 = rbi_ld(&dh->magic) == RBI_MAGIC && rbi_ld(&dh->version) == RBI_LAYOUT_VERSION_1;
+    if (!*layout1)
+        return rbi_segment_check_header(dh, -1, len);
+    memcpy(page, dh, sizeof(page));
+    rbi_st(&copy->version, RBI_LAYOUT_VERSION);
+    return rbi_segment_check_header(copy, -1, len);
+}
+
+/* Layout 1's ring copies, restored into seg: the membership of the active
+ * one is taken into *ring (NULL if none was published) and both copies
+ * are forgotten, so that the heap rebuild frees them and the caller
+ * publishes *ring in this layout.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
+static int take_layout1_ring(rb_segment_t *seg, rb_ring_t **ring)
+{
+    const rbi_map_t *m = rbi_seg_map(seg);
+    rb_header_shm_t *h = rbi_hdr(m);
+    rbi_ring_view_t v;
+    int rc = rbi_ring_view_open_layout1(m, (unsigned)(rbi_ld(&h->ring.seq) & 1), &v);
+
+    *ring = NULL;
+    if (rc == RB_OK && v.d != NULL && (rc = rbi_ring_from_view(&v, ring)) == RB_OK &&
+        rb_ring_point_count(*ring) != v.npoints)
+        rc = RB_ECORRUPT;   /* the table does not match its membership */
+    for (int c = 0; c < 2; c++) {
+        rbi_st(&h->ring.copy_off[c], 0);
+        rbi_st(&h->ring.copy_cap[c], 0);
+    }
+    return rc;
+}
+
 int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
                        const void *dump, size_t len, rb_segment_t **out)
 {
     const rb_header_shm_t *dh = dump;
     rb_segment_opts_t o = { 0, 0, 0, 0 };
+    rb_ring_t *ring = NULL;
     rb_segment_t *seg;
-    int rc;
+    int rc, layout1;
 
     if (dump == NULL || out == NULL)
         return RB_EINVAL;
     if (len < RBI_HEADER_SIZE || ((uintptr_t)dump & 7) != 0)
         return RB_ETRUNC;
-    if ((rc = rbi_segment_check_header(dh, -1, len)) != RB_OK)
+    if ((rc = check_dump_header(dh, len, &layout1)) != RB_OK)
         return rc;
     if (opts != NULL)
         o = *opts;
@@ -123,8 +169,13 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
         return rc;
     /* Everything the dump names is checked before anyone may see it. */
     rc = restore_bytes(seg, dh);
+    if (rc == RB_OK && layout1)
+        rc = take_layout1_ring(seg, &ring);
     if (rc == RB_OK)
         rc = adopt_contents(seg);
+    if (rc == RB_OK && ring != NULL)
+        rc = rb_ring_publish(ring, seg);
+    rb_ring_free(ring);
     if (rc != RB_OK) {
         rb_segment_close(seg);
         if (instance != NULL)

@@ -21,6 +21,7 @@
 
 #define RBI_MAGIC          0x314D4C42474E4952ULL /* bytes "RINGBLM1" little-endian */
 #define RBI_LAYOUT_VERSION 2u   /* 2: ring point words (owner inside), no owners array */
+#define RBI_LAYOUT_VERSION_1 1u /* what rb_segment_restore still takes (adopt.c) */
 #define RBI_HEADER_SIZE    4096u
 #define RBI_ALIGN          64u                   /* heap allocation unit */
 #define RBI_GROW_STEP      (64u * 1024u)         /* committed size granule */

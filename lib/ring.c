@@ -665,6 +665,19 @@ static int load_fn(const rbi_ring_view_t *v, void *arg)
     return rc == RB_OK ? RB_OK : RB_ECORRUPT;
 }
 
+int rbi_ring_from_view(const rbi_ring_view_t *v, rb_ring_t **out)
+{
+    load_arg_t a = { NULL, 0 };
+    int rc = load_fn(v, &a);
+
+    if (rc != RB_OK) {
+        rb_ring_free(a.ring);
+        return rc;
+    }
+    *out = a.ring;
+    return RB_OK;
+}
+
 int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
 {
     load_arg_t a = { NULL, 0 };

@@ -28,6 +28,15 @@ static inline rb_ring_copy_shm_t *rbi_ring_copy_at(const rbi_map_t *m, uint64_t 
     return (rb_ring_copy_shm_t *)(void *)rbi_word_at(m, off);
 }
 
+/* Copy `which` of m as segment layout 1 wrote it (owners in an array of
+ * their own, points without them), opened for its membership only: mode,
+ * replicas, node records and names, bounds-checked as view_open checks
+ * them; nothing else of the view may be read.  What a restore of a
+ * layout-1 dump carries over (adopt.c).  RB_OK (a view with d == NULL if
+ * the copy was never published), RB_ECORRUPT.  Writer, no section: the
+ * segment is the caller's alone. */
+int rbi_ring_view_open_layout1(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v);
+
 /* Node idx of the view, its name copied out; RB_ECORRUPT if its record
  * fails the checks. */
 int rbi_ring_view_node(const rbi_ring_view_t *v, uint64_t idx, rb_node_t *out);
@@ -37,6 +46,11 @@ static inline uint32_t rbi_ring_view_seq(const rbi_ring_view_t *v, uint64_t idx)
 {
     return (uint32_t)(rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * idx + 1]) >> 32);
 }
+
+/* A writer's model of view v's membership (mode, replicas, nodes with
+ * their weights, in their order of addition): what rb_ring_load makes of
+ * the active copy.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
+int rbi_ring_from_view(const rbi_ring_view_t *v, rb_ring_t **out);
 
 /* Runs fn on the active copy of m inside a read section (latch.h),
  * retried while the writer overtakes it: fn's result, or RB_EBUSY past

@@ -81,6 +81,40 @@ static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
     return RB_OK;
 }
 
+int rbi_ring_view_open_layout1(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
+{
+    const rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t off = rbi_ld(&h->ring.copy_off[which]);
+    uint64_t cap = rbi_ld(&h->ring.copy_cap[which]);
+    const rb_ring_copy_shm_t *c;
+
+    memset(v, 0, sizeof(*v));
+    if (off == 0)
+        return RB_OK;                /* never published */
+    if (cap < RBI_RING_COPY_HDR_WORDS * 8 || !rbi_span_ok(rbi_seg_size(m), off, cap))
+        return RB_ECORRUPT;
+    c = rbi_ring_copy_at(m, off);
+    v->d = c->data - RBI_RING_COPY_HDR_WORDS;
+    v->version = rbi_ld(&c->version);
+    v->mode = rbi_ld(&c->mode);
+    v->replicas = rbi_ld(&c->replicas);
+    v->nnodes = rbi_ld(&c->nnodes);
+    v->npoints = rbi_ld(&c->npoints);
+    v->words = rbi_ld(&c->words);
+    v->nodes_w = rbi_ld(&c->nodes_w);
+    v->names_w = rbi_ld(&c->names_w);
+    v->names_bytes = rbi_ld(&c->names_bytes);
+    if (rbi_ld(&c->magic) != RBI_RING_COPY_MAGIC || rbi_ring_mode_ops(v->mode) == NULL ||
+        v->words > cap / 8 || v->words < RBI_RING_COPY_HDR_WORDS ||
+        v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
+        v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
+        (v->npoints == 0) != (v->nnodes == 0) || (v->names_bytes & 7) != 0 ||
+        !sect_ok(v->nodes_w, RBI_NODE_WORDS * v->nnodes, v->words) ||
+        !sect_ok(v->names_w, v->names_bytes / 8, v->words))
+        return RB_ECORRUPT;
+    return RB_OK;
+}
+
 static inline __attribute__((always_inline)) uint64_t view_index(const rbi_ring_view_t *v, uint64_t e)
 {
     return (rbi_ld(&v->d[v->index_w + e / 2]) >> (32 * (e & 1))) & 0xFFFFFFFFu;

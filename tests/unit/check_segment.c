@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <grp.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "rb_test.h"
 
@@ -875,6 +876,63 @@ START_TEST(test_segment_takeover_forgets_inactive_copy)
 }
 END_TEST
 
+/* A snapshot survives the change of segment layout: tests/golden/
+ * segment-layout1.dump.gz is what rb_segment_dump wrote with layout 1 (the
+ * library of commit c252532): a ketama ring of 5 nodes (weights 1-3, one
+ * node removed and another added after it, so the order of addition has
+ * a gap; published twice, so both copies were in use) and a blocked filter
+ * "seen" holding url-0 .. url-499.  segment-layout1.lookups is that
+ * library's answer for key-0 .. key-199.  Restored by this library, the
+ * ring answers the same, the filter holds its keys, and the restored
+ * segment is of this layout (its dump restores again). */
+START_TEST(test_segment_restore_layout1_dump)
+{
+    const char *dir = getenv("srcdir");
+    char path[PATH_MAX], inst2[96], key[64], want[128];
+    unsigned char *buf = aligned_alloc(64, 1 << 20);
+    rb_segment_t *copy, *again;
+    rb_bloom_t *bf;
+    rb_node_t n;
+    dump_buf_t d;
+    gzFile gz;
+    FILE *f;
+    int len, count = 0;
+
+    ck_assert_ptr_nonnull(buf);
+    snprintf(path, sizeof(path), "%s/tests/golden/segment-layout1.dump.gz", dir ? dir : ".");
+    ck_assert_msg((gz = gzopen(path, "rb")) != NULL, "%s", path);
+    len = gzread(gz, buf, 1 << 20);
+    gzclose(gz);
+    ck_assert_int_eq(len, 131072);
+    ck_assert_uint_eq(rbi_ld(&((rb_header_shm_t *)(void *)buf)->version), 1);
+    rb_test_instance(inst2, sizeof(inst2));
+    ck_assert_int_eq(rb_segment_restore(inst2, NULL, buf, (size_t)len, &copy), RB_OK);
+    snprintf(path, sizeof(path), "%s/tests/golden/segment-layout1.lookups", dir ? dir : ".");
+    ck_assert_msg((f = fopen(path, "r")) != NULL, "%s", path);
+    while (fscanf(f, "%63s %127s", key, want) == 2) {
+        ck_assert_int_eq(rb_ring_lookup(copy, key, strlen(key), &n), RB_OK);
+        ck_assert_str_eq(n.name, want);
+        count++;
+    }
+    fclose(f);
+    ck_assert_int_eq(count, 200);
+    ck_assert_int_eq(rb_bloom_open(copy, "seen", 4, &bf), RB_OK);
+    for (int i = 0; i < 500; i++)
+        ck_assert_int_eq(rb_bloom_contains(bf, key, (size_t)snprintf(key, sizeof(key), "url-%d", i)), 1);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_segment_dump(copy, dump_fn, &d), RB_OK);
+    ck_assert_uint_eq(rbi_ld(&((rb_header_shm_t *)(void *)d.data)->version), RBI_LAYOUT_VERSION);
+    rb_segment_close(copy);
+    ck_assert_int_eq(rb_segment_unlink(inst2), RB_OK);
+    ck_assert_int_eq(rb_segment_restore(inst2, NULL, d.data, d.len, &again), RB_OK);
+    ck_assert_int_eq(rb_ring_lookup(again, "key-0", 5, &n), RB_OK);
+    rb_segment_close(again);
+    ck_assert_int_eq(rb_segment_unlink(inst2), RB_OK);
+    free(d.data);
+    free(buf);
+}
+END_TEST
+
 /* One writer at a time: a second takeover is refused while the first
  * lives (its process holds a lock on the object), in any process. */
 START_TEST(test_segment_second_writer_is_refused)
@@ -935,7 +993,8 @@ int main(void)
                                  test_segment_writer_gone_is_egone,
                                  test_segment_reader_follows_restarted_writer,
                                  test_segment_dump_restore_roundtrip_and_corruption,
-                                 test_segment_takeover_forgets_inactive_copy),
+                                 test_segment_takeover_forgets_inactive_copy,
+                                 test_segment_restore_layout1_dump),
                         protection,
                         RB_TCASE("growth", 60, setup, teardown,
                                  test_segment_growth_past_reservation_is_enospc,
