@@ -695,18 +695,3 @@ int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out)
     *out = a.ring;
     return RB_OK;
 }
-
-void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
-{
-    const rb_header_shm_t *h = rbi_hdr(m);
-
-    *n = 0;
-    for (int c = 0; c < 2; c++) {
-        uint64_t off = rbi_ld(&h->ring.copy_off[c]);
-        if (off != 0) {
-            out[*n].off = off;
-            out[*n].len = rbi_ld(&h->ring.copy_cap[c]);
-            (*n)++;
-        }
-    }
-}

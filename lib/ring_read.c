@@ -1,6 +1,8 @@
 /*
  * ring_read.c - the ring's reader side: lock-free lookups (one node, n
- * distinct nodes), figures and node lists of the published table.
+ * distinct nodes), figures and node lists of the published table; and the
+ * copies as a writer adopting a segment sees them (validation, their heap
+ * extents, a layout-1 copy's membership).
  *
  * What: a read section (the two-copy latch, latch.h) around a view of the
  * active copy: its header read and bounds-checked once (view_open,
@@ -412,4 +414,19 @@ int rbi_ring_validate(const rb_segment_t *seg)
 int rbi_ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)
 {
     return ring_read(m, fn, arg);
+}
+
+void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
+{
+    const rb_header_shm_t *h = rbi_hdr(m);
+
+    *n = 0;
+    for (int c = 0; c < 2; c++) {
+        uint64_t off = rbi_ld(&h->ring.copy_off[c]);
+        if (off != 0) {
+            out[*n].off = off;
+            out[*n].len = rbi_ld(&h->ring.copy_cap[c]);
+            (*n)++;
+        }
+    }
 }
