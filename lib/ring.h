@@ -30,9 +30,9 @@ static inline rb_ring_copy_shm_t *rbi_ring_copy_at(const rbi_map_t *m, uint64_t 
 
 /* Copy `which` of m as segment layout 1 wrote it (owners in an array of
  * their own, points without them), opened for its membership only: mode,
- * replicas, node records and names, bounds-checked as view_open checks
- * them; nothing else of the view may be read.  What a restore of a
- * layout-1 dump carries over (adopt.c).  RB_OK (a view with d == NULL if
+ * replicas, node records and names, bounds-checked by the same code as
+ * view_open checks them with; nothing else of the view may be read.  What
+ * a restore of a layout-1 dump carries over (adopt.c).  RB_OK (a view with d == NULL if
  * the copy was never published), RB_ECORRUPT.  Writer, no section: the
  * segment is the caller's alone. */
 int rbi_ring_view_open_layout1(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v);

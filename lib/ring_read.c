@@ -33,57 +33,11 @@ static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
     return start >= RBI_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
 }
 
-/* Reads and bounds-checks the header of copy `which` of m; a ring never
- * published reads as an empty view.  Inside a read section a failure may
- * be a torn read; the section's retry decides.  RB_OK, RB_ECORRUPT. */
-static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
-{
-    const rb_header_shm_t *h = rbi_hdr(m);
-    uint64_t size = rbi_seg_size(m);
-    uint64_t off = rbi_ld(&h->ring.copy_off[which]);
-    uint64_t cap = rbi_ld(&h->ring.copy_cap[which]);
-    const rbi_ring_mode_ops_t *ops;
-    const rb_ring_copy_shm_t *c;
-
-    memset(v, 0, sizeof(*v));
-    if (off == 0)
-        return RB_OK;                /* never published */
-    if (cap < RBI_RING_COPY_HDR_WORDS * 8 || !rbi_span_ok(size, off, cap))
-        return RB_ECORRUPT;
-    c = rbi_ring_copy_at(m, off);
-    v->d = c->data - RBI_RING_COPY_HDR_WORDS;
-    if (rbi_ld(&c->magic) != RBI_RING_COPY_MAGIC)
-        return RB_ECORRUPT;
-    v->version = rbi_ld(&c->version);
-    v->mode = rbi_ld(&c->mode);
-    v->replicas = rbi_ld(&c->replicas);
-    v->nnodes = rbi_ld(&c->nnodes);
-    v->npoints = rbi_ld(&c->npoints);
-    v->bits = rbi_ld(&c->index_bits);
-    v->words = rbi_ld(&c->words);
-    v->nodes_w = rbi_ld(&c->nodes_w);
-    v->names_w = rbi_ld(&c->names_w);
-    v->points_w = rbi_ld(&c->points_w);
-    v->index_w = rbi_ld(&c->index_w);
-    v->names_bytes = rbi_ld(&c->names_bytes);
-    v->owners = rbi_ld(&c->owners);
-    if ((ops = rbi_ring_mode_ops(v->mode)) == NULL || v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) ||
-        v->words > cap / 8 || v->words < RBI_RING_COPY_HDR_WORDS ||
-        v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
-        v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
-        (v->npoints == 0) != (v->nnodes == 0) ||
-        v->bits < 1 || v->bits > RBI_RING_MAX_INDEX_BITS || (v->names_bytes & 7) != 0 ||
-        v->nnodes > (1ULL << v->bits) ||
-        !sect_ok(v->nodes_w, RBI_NODE_WORDS * v->nnodes, v->words) ||
-        !sect_ok(v->names_w, v->names_bytes / 8, v->words) ||
-        !sect_ok(v->points_w, v->npoints, v->words) ||
-        !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
-        return RB_ECORRUPT;
-    v->key_pos = ops->key_pos;
-    return RB_OK;
-}
-
-int rbi_ring_view_open_layout1(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
+/* Reads and bounds-checks what every layout's copy `which` of m holds in
+ * the same words: the header's identity and sizes, the node records and
+ * names.  1 if the copy was never published (v empty), 0 if checked, -1
+ * if it fails (RB_ECORRUPT for the caller). */
+static int view_members(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
 {
     const rb_header_shm_t *h = rbi_hdr(m);
     uint64_t off = rbi_ld(&h->ring.copy_off[which]);
@@ -92,9 +46,9 @@ int rbi_ring_view_open_layout1(const rbi_map_t *m, unsigned which, rbi_ring_view
 
     memset(v, 0, sizeof(*v));
     if (off == 0)
-        return RB_OK;                /* never published */
+        return 1;                    /* never published */
     if (cap < RBI_RING_COPY_HDR_WORDS * 8 || !rbi_span_ok(rbi_seg_size(m), off, cap))
-        return RB_ECORRUPT;
+        return -1;
     c = rbi_ring_copy_at(m, off);
     v->d = c->data - RBI_RING_COPY_HDR_WORDS;
     v->version = rbi_ld(&c->version);
@@ -113,8 +67,37 @@ int rbi_ring_view_open_layout1(const rbi_map_t *m, unsigned which, rbi_ring_view
         (v->npoints == 0) != (v->nnodes == 0) || (v->names_bytes & 7) != 0 ||
         !sect_ok(v->nodes_w, RBI_NODE_WORDS * v->nnodes, v->words) ||
         !sect_ok(v->names_w, v->names_bytes / 8, v->words))
+        return -1;
+    return 0;
+}
+
+/* Reads and bounds-checks the header of copy `which` of m; a ring never
+ * published reads as an empty view.  Inside a read section a failure may
+ * be a torn read; the section's retry decides.  RB_OK, RB_ECORRUPT. */
+static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
+{
+    const rb_ring_copy_shm_t *c;
+    int r = view_members(m, which, v);
+
+    if (r != 0)
+        return r > 0 ? RB_OK : RB_ECORRUPT;
+    c = (const rb_ring_copy_shm_t *)(const void *)v->d;
+    v->bits = rbi_ld(&c->index_bits);
+    v->points_w = rbi_ld(&c->points_w);
+    v->index_w = rbi_ld(&c->index_w);
+    v->owners = rbi_ld(&c->owners);
+    if (v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) ||
+        v->bits < 1 || v->bits > RBI_RING_MAX_INDEX_BITS || v->nnodes > (1ULL << v->bits) ||
+        !sect_ok(v->points_w, v->npoints, v->words) ||
+        !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
         return RB_ECORRUPT;
+    v->key_pos = rbi_ring_mode_ops(v->mode)->key_pos;
     return RB_OK;
+}
+
+int rbi_ring_view_open_layout1(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
+{
+    return view_members(m, which, v) < 0 ? RB_ECORRUPT : RB_OK;
 }
 
 static inline __attribute__((always_inline)) uint64_t view_index(const rbi_ring_view_t *v, uint64_t e)
