@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "bloom.h"
+#include "snap.h"
 
 #define TIGHTENING   0.5   /* each new layer: half the previous error rate */
 
@@ -41,6 +42,7 @@ static int layer_create(rb_segment_t *seg, rb_filter_shm_t *f, uint64_t l,
         return rc;
     /* The extent may be reused space: clear it before anyone can see it. */
     arr = rbi_word_at(m, off);
+    rbi_snap_touch(seg, arr, sz.bits / 8);   /* S1 (snap.h) */
     for (uint64_t i = 0; i < sz.bits / 64; i++)
         rbi_st(&arr[i], 0);
     rbi_st(&f->layer[l].array_off, off);
@@ -181,6 +183,7 @@ static int swap_fresh(rb_segment_t *seg, rb_filter_shm_t *f, const uint64_t *whi
             return rc;
         }
         arr = rbi_word_at(m, fresh[i]);
+        rbi_snap_touch(seg, arr, bytes[i]);   /* S1 (snap.h) */
         for (uint64_t w = 0; w < bytes[i] / 8; w++)
             rbi_st(&arr[w], 0);
     }
@@ -318,19 +321,23 @@ typedef struct add_arg {
 #define PIPE  32u   /* add_many: keys hashed and prefetched ahead */
 
 /* Sets h's k bits in layer lv (rbi_bloom_set: the single writer's load, OR
- * and store). */
-static void set_layer(uint32_t layout, const rbi_bloom_layer_t *lv, rbi_h128_t h)
+ * and store), each word touched first for a snapshot in progress (S1,
+ * snap.h). */
+static void set_layer(rb_segment_t *seg, uint32_t layout, const rbi_bloom_layer_t *lv,
+                      rbi_h128_t h)
 {
     uint64_t base = h.h2, x = h.h2 >> 1, word, mask;
 
     if (layout == RB_BLOOM_BLOCKED) {
-        rbi_bloom_set_block((_Atomic uint64_t *)&lv->arr[rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) *
-                                                         RBI_BLOCK_WORDS],
-                            h.h2, lv->k);
+        _Atomic uint64_t *blk = (_Atomic uint64_t *)&lv->arr[
+            rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) * RBI_BLOCK_WORDS];
+        rbi_snap_touch(seg, blk, RBI_BLOCK_WORDS * 8);
+        rbi_bloom_set_block(blk, h.h2, lv->k);
         return;
     }
     for (uint32_t i = 0; i < lv->k; i++) {
         rbi_bloom_probe(layout, lv->bits, h, i, &base, &x, &word, &mask);
+        rbi_snap_touch(seg, &lv->arr[word], 8);
         rbi_bloom_set((_Atomic uint64_t *)&lv->arr[word], mask);
     }
 }
@@ -356,7 +363,7 @@ static int add_aging(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h, int fre
                 return rc;
             cur = rbi_ld(&f->current) % s->nlayers;
         }
-        set_layer(s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur));
+        set_layer(a->seg, s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur));
         rbi_st(&f->layer[cur].items, rbi_ld(&f->layer[cur].items) + 1);
     }
     if (fresh) {
@@ -393,7 +400,7 @@ static int add_new(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h)
             return rc;
         last++;
     }
-    set_layer(s->b->layout, &s->layer[last], rbi_bloom_layer_hash(h, last));
+    set_layer(a->seg, s->b->layout, &s->layer[last], rbi_bloom_layer_hash(h, last));
     rbi_st(&f->layer[last].items, rbi_ld(&f->layer[last].items) + 1);
     rbi_st(&f->items, rbi_ld(&f->items) + 1);
     a->added++;

@@ -34,6 +34,7 @@
 #include "ring.h"
 #include "ring_mode.h"
 #include "segment.h"
+#include "snap.h"
 #include "util.h"
 
 typedef struct ring_node {
@@ -600,6 +601,7 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         rbi_st(&h->ring.copy_off[w], newoff);
         rbi_st(&h->ring.copy_cap[w], newcap);
     }
+    rbi_snap_touch(seg, rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[w])), bytes);   /* S1 */
     write_copy(r, &L, rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[w])), version);
     rbi_latch_publish(&h->ring.seq, s);            /* readers -> copy w */
     if (newoff != 0 && off != 0)

@@ -126,6 +126,31 @@ RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
                                      int (*fn)(const void *data, size_t len, void *arg),
                                      void *arg);
 
+/* A dump of the segment as it was at one instant, written by another
+ * thread while the writer goes on changing it (a background snapshot).
+ * Writer thread, between two changes: rb_segment_snap_begin freezes the
+ * state of that instant (it copies the header and directory now, O(max
+ * filters); the heap is copied on write: the writer's first store into a
+ * page the dump has not reached saves that page first).  Any one thread,
+ * once: rb_segment_snap_dump passes exactly the bytes rb_segment_dump would
+ * have passed at begin to fn, in order, in pieces of at most 1 MiB, while
+ * the writer thread keeps changing the segment (no other thread may
+ * change it).  Writer thread, after the dump returned (or instead of it):
+ * rb_segment_snap_end frees it and tells how many bytes the writer saved
+ * (*saved_bytes, if not NULL).  The writer must not close or retire the
+ * segment in between.  Memory: at most the dump's size, saved pages being
+ * freed as the dump passes them.  Errors: begin RB_EROFS, RB_EBUSY (one in
+ * progress), RB_ENOMEM; dump RB_ESYS (fn failed), RB_ENOMEM (a page could
+ * not be saved: the dump is incomplete). */
+typedef struct rb_segment_snap rb_segment_snap_t;
+RB_EXPORT RB_WUR int rb_segment_snap_begin(rb_segment_t *seg, rb_segment_snap_t **out);
+RB_EXPORT RB_WUR int rb_segment_snap_dump(rb_segment_snap_t *snap,
+                                          int (*fn)(const void *data, size_t len, void *arg),
+                                          void *arg);
+/* The length of the dump: the committed bytes at begin. */
+RB_EXPORT uint64_t rb_segment_snap_size(const rb_segment_snap_t *snap);
+RB_EXPORT void rb_segment_snap_end(rb_segment_snap_t *snap, uint64_t *saved_bytes);
+
 /* Writer.  Creates instance's object from a dump (like rb_segment_create,
  * O_EXCL, exact mode) and fills it while readers are still refused
  * (RB_EBUSY), then validates every offset the dump names (heap extents

@@ -1,6 +1,7 @@
 /* check_segment.c - create / attach / validate / takeover of segments. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -933,6 +934,141 @@ START_TEST(test_segment_restore_layout1_dump)
 }
 END_TEST
 
+/* ---- dumps while the writer goes on (rb_segment_snap_*, snap.h) ------------ */
+
+typedef struct snap_out {
+    unsigned char *data;
+    size_t len, cap;
+    int slow;          /* sleep after each piece, so the writer runs ahead */
+} snap_out_t;
+
+static int snap_fn(const void *data, size_t len, void *arg)
+{
+    snap_out_t *o = arg;
+
+    ck_assert_uint_le(len, 1u << 20);
+    ck_assert_uint_le(o->len + len, o->cap);
+    memcpy(o->data + o->len, data, len);
+    o->len += len;
+    if (o->slow)
+        usleep(3000);
+    return 0;
+}
+
+static void *snap_thread(void *arg)
+{
+    void **a = arg;
+    return (void *)(intptr_t)rb_segment_snap_dump(a[0], snap_fn, a[1]);
+}
+
+/* Every kind of heap store a writer makes: bits (standard, blocked,
+ * aging), new layers, arrays replaced by resets and rotations (whose freed
+ * space the next allocations reuse), a new filter, ring copies rewritten
+ * and moved. */
+static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
+{
+    static const char *names[] = { "std", "blk", "age" };
+    rb_bloom_params_t p = { .capacity = 3000, .error_rate = 0.01,
+                            .layout = RB_BLOOM_BLOCKED };
+    char key[64];
+    rb_bloom_t *bf;
+
+    for (int f = 0; f < 3; f++) {
+        ck_assert_int_eq(rb_bloom_open(seg, names[f], 3, &bf), RB_OK);
+        for (unsigned long i = 0; i < 4000; i++)
+            ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "c", 
+                                                                 (unsigned long)round * 4000 + i)), 0);
+        if (f == 1 && round % 2 == 0)
+            ck_assert_int_eq(rb_bloom_reset(bf), RB_OK);
+        if (f == 2)
+            ck_assert_int_eq(rb_bloom_rotate(bf), RB_OK);
+        rb_bloom_close(bf);
+    }
+    snprintf(key, sizeof(key), "new%d", round);
+    ck_assert_int_eq(rb_bloom_reserve(seg, key, strlen(key), &p), RB_OK);
+    for (int n = 0; n < 30; n++) {
+        snprintf(key, sizeof(key), "node-%d-%d", round, n);
+        ck_assert_int_eq(rb_ring_add(ring, key, strlen(key), 1 + (unsigned)n % 3), RB_OK);
+        ck_assert_int_eq(rb_ring_publish(ring, seg), RB_OK);
+    }
+}
+
+/* The dump is the segment at begin, byte for byte, whether the writer's
+ * changes all come before the dump reaches their pages (each page saved by
+ * the writer), while it runs, or not at all; and it restores. */
+START_TEST(test_segment_snap_is_the_state_at_begin)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    rb_bloom_params_t std = { .capacity = 2000, .error_rate = 0.001,
+                              .layout = RB_BLOOM_STANDARD };
+    rb_bloom_params_t blk = { .capacity = 50000, .error_rate = 0.01,
+                              .layout = RB_BLOOM_BLOCKED };
+    rb_bloom_params_t age = { .capacity = 20000, .error_rate = 0.01,
+                              .layout = RB_BLOOM_BLOCKED, .flags = RB_BLOOM_AGING,
+                              .generations = 3 };
+    rb_segment_snap_t *snap;
+    rb_segment_t *copy;
+    rb_ring_t *ring;
+    dump_buf_t ref;
+    snap_out_t out;
+    uint64_t saved;
+    pthread_t t;
+    void *targ[2], *res;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_ring_new(RB_RING_XXH3, 160, &ring), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "std", 3, &std), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "blk", 3, &blk), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "age", 3, &age), RB_OK);
+    snap_churn(wseg, ring, 0);
+
+    for (int mode = 0; mode < 3; mode++) {   /* changes before / during / none */
+        ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &ref), RB_OK);
+        ck_assert_int_eq(rb_segment_snap_begin(wseg, &snap), RB_OK);
+        ck_assert_int_eq(rb_segment_snap_begin(wseg, &(rb_segment_snap_t *){ NULL }), RB_EBUSY);
+        ck_assert_uint_eq(rb_segment_snap_size(snap), ref.len);
+        out.cap = ref.len;
+        out.len = 0;
+        out.data = malloc(out.cap);
+        out.slow = mode == 1;
+        ck_assert_ptr_nonnull(out.data);
+        if (mode == 0)
+            snap_churn(wseg, ring, 1);
+        targ[0] = snap;
+        targ[1] = &out;
+        ck_assert_int_eq(pthread_create(&t, NULL, snap_thread, targ), 0);
+        if (mode == 1)
+            for (int r = 2; r < 5; r++)
+                snap_churn(wseg, ring, r);
+        ck_assert_int_eq(pthread_join(t, &res), 0);
+        ck_assert_int_eq((int)(intptr_t)res, RB_OK);
+        rb_segment_snap_end(snap, &saved);
+        ck_assert_uint_eq(out.len, ref.len);
+        ck_assert_msg(memcmp(out.data, ref.data, ref.len) == 0, "mode %d: the dump differs "
+                      "from the segment at begin", mode);
+        if (mode < 2) {
+            /* The test can fail: the writer did change the dumped bytes. */
+            dump_buf_t now;
+            ck_assert_uint_gt(saved, 0);
+            ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &now), RB_OK);
+            ck_assert(now.len != ref.len || memcmp(now.data, ref.data, ref.len) != 0);
+            free(now.data);
+        } else {
+            ck_assert_uint_eq(saved, 0);
+        }
+        ck_assert_int_eq(rb_segment_restore(NULL, NULL, out.data, out.len, &copy), RB_OK);
+        rb_segment_close(copy);
+        free(out.data);
+        free(ref.data);
+    }
+    /* Over: the writer's stores cost nothing more, and a new one begins. */
+    ck_assert_ptr_null(wseg->snap);
+    ck_assert_int_eq(rb_segment_snap_begin(wseg, &snap), RB_OK);
+    rb_segment_snap_end(snap, NULL);
+    rb_ring_free(ring);
+}
+END_TEST
+
 /* One writer at a time: a second takeover is refused while the first
  * lives (its process holds a lock on the object), in any process. */
 START_TEST(test_segment_second_writer_is_refused)
@@ -994,7 +1130,8 @@ int main(void)
                                  test_segment_reader_follows_restarted_writer,
                                  test_segment_dump_restore_roundtrip_and_corruption,
                                  test_segment_takeover_forgets_inactive_copy,
-                                 test_segment_restore_layout1_dump),
+                                 test_segment_restore_layout1_dump,
+                                 test_segment_snap_is_the_state_at_begin),
                         protection,
                         RB_TCASE("growth", 60, setup, teardown,
                                  test_segment_growth_past_reservation_is_enospc,

@@ -1,0 +1,237 @@
+/*
+ * snap.c - a consistent dump of a segment while its writer goes on: the
+ * frozen copy of the header and directory, the page states the writer and
+ * the dumping thread hand each heap page over with, and the stream the
+ * thread writes (snap.h has the protocol and invariant S1).
+ *
+ * Page states (one byte each, for the heap pages of [heap_offset, size) at
+ * begin):
+ *   FREE   nobody has taken it: the writer has not stored into it, the
+ *          dump has not reached it;
+ *   BUSY   one side is copying it (4 KiB); the other waits for that copy;
+ *   DUMPED the dump took it as it was: the writer may store freely;
+ *   SAVED  the writer saved its frozen bytes in saved[i] before its first
+ *          store: the dump takes them from there (and frees them).
+ * Either side moves a page out of FREE only by compare-and-swap to BUSY,
+ * so exactly one of them copies it, and the copy is of the frozen bytes:
+ * the writer has not stored into a FREE page (S1), and it does not while
+ * the dump holds it BUSY.  The release store that ends BUSY, paired with
+ * the acquire load that sees it, orders the copy before whatever the other
+ * side does next with the page.
+ *
+ * Memory: at most one saved page per heap page the writer stores into
+ * ahead of the dump (bounded by the dump's size; a load during a snapshot
+ * saves each page once, the dump frees it as it passes).
+ */
+#include "config.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snap.h"
+#include "util.h"
+
+#define PAGE       4096u
+#define PIECE      (1u << 20)   /* bytes handed to the dump's callback at a time */
+
+enum { FREE = 0, BUSY = 1, DUMPED = 2, SAVED = 3 };
+
+struct rb_segment_snap {
+    rb_segment_t *seg;
+    const unsigned char *base;    /* the writer's mapping */
+    uint64_t size;                /* committed bytes at begin: the dump's length */
+    uint64_t heap;                /* [0, heap) copied at begin (front); pages from there */
+    unsigned char *front;
+    size_t npages;
+    _Atomic unsigned char *state; /* npages */
+    unsigned char **saved;        /* npages: SAVED pages' frozen bytes */
+    _Atomic uint64_t saved_bytes; /* saved by the writer, in all */
+    _Atomic int failed;           /* the writer could not save a page (no memory) */
+    int dumped;                   /* rb_segment_snap_dump ran */
+};
+
+static inline void relax(unsigned spins)
+{
+    if (spins > 1000)
+        sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else
+        __builtin_ia32_pause();
+#endif
+}
+
+/* Waits until page i is out of BUSY; its state then. */
+static unsigned char settled(rb_segment_snap_t *s, size_t i)
+{
+    unsigned char st;
+    unsigned spins = 0;
+
+    while ((st = atomic_load_explicit(&s->state[i], memory_order_acquire)) == BUSY)
+        relax(++spins);
+    return st;
+}
+
+static int claim(rb_segment_snap_t *s, size_t i)
+{
+    unsigned char want = FREE;
+
+    return atomic_compare_exchange_strong_explicit(&s->state[i], &want, BUSY,
+                                                   memory_order_acquire, memory_order_acquire);
+}
+
+void rbi_snap_save(rb_segment_snap_t *s, const void *p, size_t len)
+{
+    uint64_t off = (uint64_t)((const unsigned char *)p - s->base), end = off + len;
+
+    if (len == 0 || end <= s->heap || off >= s->size)
+        return;
+    if (off < s->heap)
+        off = s->heap;
+    if (end > s->size)
+        end = s->size;
+    for (size_t i = (off - s->heap) / PAGE; i <= (end - 1 - s->heap) / PAGE; i++) {
+        unsigned char *copy;
+        if (atomic_load_explicit(&s->state[i], memory_order_acquire) >= DUMPED)
+            continue;
+        if (!claim(s, i)) {
+            settled(s, i);   /* the dump is copying it; then it is DUMPED */
+            continue;
+        }
+        copy = malloc(PAGE);
+        if (copy == NULL) {
+            /* The frozen bytes are about to be lost: the dump fails. */
+            atomic_store_explicit(&s->failed, 1, memory_order_relaxed);
+            atomic_store_explicit(&s->state[i], DUMPED, memory_order_release);
+            continue;
+        }
+        memcpy(copy, s->base + s->heap + (uint64_t)i * PAGE, PAGE);
+        s->saved[i] = copy;
+        atomic_fetch_add_explicit(&s->saved_bytes, PAGE, memory_order_relaxed);
+        atomic_store_explicit(&s->state[i], SAVED, memory_order_release);
+    }
+}
+
+int rb_segment_snap_begin(rb_segment_t *seg, rb_segment_snap_t **out)
+{
+    const rbi_map_t *m;
+    const rb_header_shm_t *h;
+    rb_segment_snap_t *s;
+
+    if (seg == NULL || out == NULL)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    if (seg->snap != NULL)
+        return RB_EBUSY;
+    m = rbi_seg_map(seg);
+    h = rbi_hdr(m);
+    s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return RB_ENOMEM;
+    s->seg = seg;
+    s->base = m->base;
+    s->size = rbi_ld(&h->size);
+    s->heap = rbi_ld(&h->heap_offset);
+    /* A segment rb_segment_create made or adopt.c accepted: the heap
+     * starts on a page, the size is whole granules. */
+    if (s->heap % PAGE != 0 || s->size % PAGE != 0 || s->heap > s->size) {
+        free(s);
+        return RB_ECORRUPT;
+    }
+    s->npages = (size_t)((s->size - s->heap) / PAGE);
+    s->front = malloc((size_t)s->heap);
+    s->state = calloc(s->npages ? s->npages : 1, sizeof(*s->state));
+    s->saved = calloc(s->npages ? s->npages : 1, sizeof(*s->saved));
+    if (s->front == NULL || s->state == NULL || s->saved == NULL) {
+        free(s->front);
+        free((void *)s->state);
+        free(s->saved);
+        free(s);
+        return RB_ENOMEM;
+    }
+    /* Between two changes (the caller's contract): the header page and
+     * the directory as they are now are the dump's. */
+    memcpy(s->front, s->base, (size_t)s->heap);
+    seg->snap = s;
+    *out = s;
+    return RB_OK;
+}
+
+/* Appends [p, p + len) to the piece buffer, flushing it to fn when full. */
+static int emit(unsigned char *buf, size_t *fill, const void *p, size_t len,
+                int (*fn)(const void *, size_t, void *), void *arg)
+{
+    if (*fill + len > PIECE) {
+        if (fn(buf, *fill, arg) != 0)
+            return -1;
+        *fill = 0;
+    }
+    memcpy(buf + *fill, p, len);
+    *fill += len;
+    return 0;
+}
+
+int rb_segment_snap_dump(rb_segment_snap_t *s, int (*fn)(const void *, size_t, void *),
+                         void *arg)
+{
+    unsigned char *buf;
+    size_t fill = 0;
+    int rc = RB_OK;
+
+    if (s == NULL || fn == NULL)
+        return RB_EINVAL;
+    if (s->dumped)
+        return RB_EBUSY;
+    s->dumped = 1;
+    buf = malloc(PIECE);
+    if (buf == NULL)
+        return RB_ENOMEM;
+    for (uint64_t o = 0; o < s->heap && rc == RB_OK; o += PAGE)
+        if (emit(buf, &fill, s->front + o, PAGE, fn, arg) != 0)
+            rc = RB_ESYS;
+    for (size_t i = 0; i < s->npages && rc == RB_OK; i++) {
+        const unsigned char *page = s->base + s->heap + (uint64_t)i * PAGE;
+        int r;
+        if (claim(s, i)) {
+            r = emit(buf, &fill, page, PAGE, fn, arg);
+            atomic_store_explicit(&s->state[i], DUMPED, memory_order_release);
+        } else if (settled(s, i) == SAVED) {
+            r = emit(buf, &fill, s->saved[i], PAGE, fn, arg);
+            free(s->saved[i]);
+            s->saved[i] = NULL;
+        } else {
+            /* DUMPED before the dump: only a save that failed leaves that,
+             * and the dump fails below; the length stays right. */
+            r = emit(buf, &fill, page, PAGE, fn, arg);
+        }
+        if (r != 0)
+            rc = RB_ESYS;
+    }
+    if (rc == RB_OK && fill > 0 && fn(buf, fill, arg) != 0)
+        rc = RB_ESYS;
+    free(buf);
+    if (rc == RB_OK && atomic_load_explicit(&s->failed, memory_order_relaxed))
+        rc = RB_ENOMEM;
+    return rc;
+}
+
+uint64_t rb_segment_snap_size(const rb_segment_snap_t *s)
+{
+    return s != NULL ? s->size : 0;
+}
+
+void rb_segment_snap_end(rb_segment_snap_t *s, uint64_t *saved_bytes)
+{
+    if (s == NULL)
+        return;
+    if (saved_bytes != NULL)
+        *saved_bytes = atomic_load_explicit(&s->saved_bytes, memory_order_relaxed);
+    s->seg->snap = NULL;
+    for (size_t i = 0; i < s->npages; i++)
+        free(s->saved[i]);
+    free(s->saved);
+    free((void *)s->state);
+    free(s->front);
+    free(s);
+}

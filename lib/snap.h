@@ -1,0 +1,44 @@
+/*
+ * snap.h - a consistent dump of a segment taken while its writer goes on
+ * (snap.c): the writer's half, the copy-on-write hook every heap store
+ * passes through.
+ *
+ * rb_segment_snap_begin freezes the state of one instant, between two
+ * changes: it copies the header page and the directory then and there
+ * (small, and the words most changes touch), and marks every heap page of
+ * [heap_offset, size) "not dumped yet".  Until rb_segment_snap_end the
+ * writer calls rbi_snap_touch before it stores into the heap: the first
+ * store into a page the dump has not reached saves the page's frozen bytes
+ * first.  The dumping thread takes each page as it is (claiming it first,
+ * so a writer that wants it waits for one 4 KiB copy) or, if the writer
+ * got there first, from the saved copy.  So the dump is the segment at
+ * begin, byte for byte, however the writer goes on.
+ *
+ * Invariant S1: between begin and end, every store of the writer into the
+ * heap is preceded by rbi_snap_touch of its bytes.  The stores are: bits
+ * (bloom_write.c, set_layer), a new or replacing array's zeroing
+ * (layer_create, swap_fresh) and a ring copy's words (ring.c,
+ * write_copy).  Stores into the header page or the directory need none
+ * (copied at begin), nor stores past the committed size at begin (not in
+ * the dump).  check_segment's snapshot tests compare a dump taken while
+ * every kind of change goes on with the bytes at begin.
+ */
+#ifndef RBI_SNAP_H
+#define RBI_SNAP_H
+
+#include <stddef.h>
+
+#include "segment.h"
+
+/* Writer: saves the frozen bytes of every page of [p, p + len) the dump
+ * has not taken yet (slow path of rbi_snap_touch). */
+void rbi_snap_save(rb_segment_snap_t *s, const void *p, size_t len);
+
+/* Writer, before storing into [p, p + len) of the heap. */
+static inline void rbi_snap_touch(rb_segment_t *seg, const void *p, size_t len)
+{
+    if (__builtin_expect(seg->snap != NULL, 0))
+        rbi_snap_save(seg->snap, p, len);
+}
+
+#endif /* RBI_SNAP_H */
