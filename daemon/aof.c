@@ -157,6 +157,7 @@ static int write_pending(rbd_aof_t *a)
 
     if (rbd_write_all(a->logfd, a->pending.data, a->pending.len) == 0) {
         a->log_bytes += a->pending.len;
+        atomic_store_explicit(&a->log_written, a->log_bytes, memory_order_release);
         a->pending.len = 0;
         a->dirty = 1;
         return 0;
@@ -273,6 +274,7 @@ int rbd_aof_switch(rbd_aof_t *a, int fd, uint64_t id)
     fsyncer_set_fd(&a->sync, fd);
     a->log_id = id;
     a->log_bytes = RBD_LOG_HDR;
+    atomic_store_explicit(&a->log_written, a->log_bytes, memory_order_release);
     a->dirty = 0;
     a->changes = 0;
     /* The snapshot holds everything: records still pending (a broken log)

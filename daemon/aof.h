@@ -7,6 +7,7 @@
 #define RBD_AOF_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,8 @@ typedef struct rbd_aof {
     int appendfsync;           /* FSYNC_*: the policy in force (open, SIGHUP) */
     uint64_t log_id;           /* id of the log at appendonly.rbl (0: none) */
     uint64_t log_bytes;        /* size of the log file */
+    _Atomic uint64_t log_written; /* log_bytes, for the snapshot thread (snapshot.c):
+                                  its bytes below this are whole records that stay */
     rbi_buf_t pending;        /* records not yet written */
     int force_sync;            /* a record needs fsync before its reply */
     int dirty;                 /* written since the last fsync */

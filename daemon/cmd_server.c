@@ -144,6 +144,29 @@ static void cmd_save(rbd_ctx_t *x)
     }
 }
 
+/* BGSAVE [SCHEDULE]: a snapshot in the background, as Redis answers it
+ * (SCHEDULE is accepted: one already being written answers so, as
+ * without it). */
+static void cmd_bgsave(rbd_ctx_t *x)
+{
+    char err[512];
+
+    if (x->argc > 2 || (x->argc == 2 && !rbd_cmd_arg_is(x, 1, "SCHEDULE"))) {
+        rbi_resp_error(x->out, "ERR syntax error");
+        return;
+    }
+    if (x->s->snaps.job != NULL) {
+        rbi_resp_error(x->out, "ERR Background save already in progress");
+        return;
+    }
+    if (rbd_snapshot_start(&x->s->snaps, &x->s->aof, x->s->state.seg, err, sizeof(err)) == 0) {
+        rbi_resp_simple(x->out, "Background saving started");
+    } else {
+        rbd_log(LOG_WARNING, "BGSAVE failed: %s", err);
+        rbi_resp_error(x->out, "ERR snapshot failed: %s", err);
+    }
+}
+
 static void cmd_shutdown(rbd_ctx_t *x)
 {
     int save = 1;
@@ -255,6 +278,10 @@ static void info_persistence(server_t *s, info_buf_t *ib)
     info_line(ib, "last_save_time:%llu", (unsigned long long)(s->snaps.last_ms / 1000));
     info_line(ib, "last_save_status:%s", s->snaps.last_failed ? "err" : "ok");
     info_line(ib, "snapshots:%llu", (unsigned long long)s->snaps.count);
+    info_line(ib, "snapshot_in_progress:%d", s->snaps.job != NULL);
+    info_line(ib, "last_snapshot_ms:%llu", (unsigned long long)s->snaps.last_duration_ms);
+    info_line(ib, "last_snapshot_loop_us:%llu", (unsigned long long)s->snaps.last_loop_us);
+    info_line(ib, "last_snapshot_cow_bytes:%llu", (unsigned long long)s->snaps.last_saved_bytes);
     info_line(ib, "log_fsyncs:%llu", (unsigned long long)a->fsyncs);
     info_line(ib, "log_write_errors:%llu", (unsigned long long)a->log_errors);
     info_line(ib, "log_write_ok:%d", !rbd_aof_refuses(a));
@@ -381,6 +408,7 @@ const rbd_command_t rbd_cmd_server_table[] = {
     RBD_COMMAND("CONFIG", -2, 0, cmd_config),
     RBD_COMMAND("INFO", -1, 0, cmd_info),
     RBD_COMMAND("SAVE", 1, CMD_ADMIN, cmd_save),
+    RBD_COMMAND("BGSAVE", -1, CMD_ADMIN, cmd_bgsave),
     RBD_COMMAND("SHUTDOWN", -1, CMD_ADMIN, cmd_shutdown),
     { NULL, 0, 0, 0, NULL },
 };

@@ -207,6 +207,7 @@ static int serve(server_t *s, int ignore_corrupt)
     if (s->shutdown_save &&
         rbd_snapshot_save(&s->snaps, &s->aof, s->state.seg, err, sizeof(err)) != 0)
         rbd_log(LOG_WARNING, "final snapshot failed: %s (the log still has every change)", err);
+    rbd_snapshot_abandon(&s->snaps);   /* SHUTDOWN NOSAVE: the log has every change */
     return status;
 }
 

@@ -183,13 +183,14 @@ static int replay_end(const rbd_config_t *cfg, const char *path, const log_bytes
     return 0;
 }
 
-/* Replays the records of a log whose header was checked.  0, or -1 with
- * err. */
+/* Replays the records of a log whose header was checked, from offset
+ * `from` (a record's start) on.  0, or -1 with err. */
 static int replay_records(const rbd_config_t *cfg, rbd_state_t *st, const char *path,
-                          const log_bytes_t *m, rbd_replay_t *r, char *err, size_t errlen)
+                          const log_bytes_t *m, size_t from, rbd_replay_t *r, char *err,
+                          size_t errlen)
 {
     rbd_keys_t keys = { NULL, 0 };
-    size_t i = RBD_LOG_HDR;
+    size_t i = from;
     char why[512];
     int rc = 0;
 
@@ -215,13 +216,31 @@ static int replay_records(const rbd_config_t *cfg, rbd_state_t *st, const char *
     return rc;
 }
 
-/* The log is not the one snap names: skipped (0, r->skipped), or -1 with
- * err. */
-static int other_log(const char *path, const rbd_snap_t *snap, int v1, rbd_replay_t *r,
+/* The log is not the one snap names: the one it superseded, replayed
+ * from snap->prev_from on or skipped (r->skipped), or -1 with err. */
+static int other_log(const rbd_config_t *cfg, rbd_state_t *st, const char *path,
+                     const log_bytes_t *m, const rbd_snap_t *snap, int v1, rbd_replay_t *r,
                      char *err, size_t errlen)
 {
     char prev[64];
 
+    if (snap->prev_log != 0 && r->log_id == snap->prev_log && snap->prev_from != 0) {
+        /* P5: the snapshot was installed and the daemon died before the
+         * log it names was; this one holds the changes made while the
+         * snapshot was written, from prev_from on (snapshot.c, P4). */
+        if (snap->prev_from < RBD_LOG_HDR || snap->prev_from > m->len) {
+            snprintf(err, errlen, "log %s (id %016llx, %zu bytes) does not reach offset %llu, "
+                     "from which snapshot %s says it continues it", path,
+                     (unsigned long long)r->log_id, m->len,
+                     (unsigned long long)snap->prev_from, snap->path);
+            return -1;
+        }
+        rbd_log(LOG_INFO, "log %s (id %016llx) was superseded by snapshot %s while the daemon "
+                "wrote it (it stopped between installing the two): replaying it from offset "
+                "%llu, the changes made meanwhile", path, (unsigned long long)r->log_id,
+                snap->path, (unsigned long long)snap->prev_from);
+        return replay_records(cfg, st, path, m, (size_t)snap->prev_from, r, err, errlen);
+    }
     if (snap->prev_log != 0 && r->log_id == snap->prev_log) {
         /* P5: the snapshot was installed and the daemon died before the
          * log it names was; every change of this one is in the snapshot
@@ -270,6 +289,6 @@ int rbd_replay_log(const rbd_config_t *cfg, rbd_state_t *st, const char *path, c
         rbd_log(LOG_WARNING, "log %s is in the old format (%s: no header checksum); the "
                 "start-up snapshot replaces it with %s", path, RBD_LOG_MAGIC_V1, RBD_LOG_MAGIC);
     if (r->log_id == snap->next_log)
-        return replay_records(cfg, st, path, &m, r, err, errlen);
-    return other_log(path, snap, v1, r, err, errlen);
+        return replay_records(cfg, st, path, &m, RBD_LOG_HDR, r, err, errlen);
+    return other_log(cfg, st, path, &m, snap, v1, r, err, errlen);
 }

@@ -298,8 +298,12 @@ static void handle_signals(server_t *s)
 
 static void housekeeping(server_t *s, uint64_t now)
 {
+    rbd_snapshot_poll(&s->snaps, &s->aof, now);
     if (now - s->last_heartbeat_ms >= 1000) {
-        rbd_segwatch_check(&s->watch, &s->state, &s->cfg);
+        /* The segment a snapshot is being written from stays until it is
+         * done: a republish waits for the next second without one. */
+        if (s->snaps.job == NULL)
+            rbd_segwatch_check(&s->watch, &s->state, &s->cfg);
         rb_segment_heartbeat(s->state.seg);
         s->last_heartbeat_ms = now;
         rbd_filters_tick(&s->state, &s->aof, rbd_now_ms() / 1000);

@@ -14,6 +14,8 @@
 
 #define RBD_SNAP_FILE "snapshot.rbs"
 
+typedef struct rbd_snap_job rbd_snap_job_t;   /* one on its way (snapshot.c) */
+
 /* The snapshots taken so far (INFO persistence, the periodic schedule). */
 typedef struct rbd_snapshots {
     uint64_t count;
@@ -21,24 +23,49 @@ typedef struct rbd_snapshots {
     uint64_t last_mono;        /* monotonic ms of the last snapshot */
     uint64_t next_attempt;     /* earliest next periodic attempt (monotonic ms) */
     int last_failed;           /* the last attempt failed */
+    uint64_t last_duration_ms; /* the last one, freeze to install */
+    uint64_t last_loop_us;     /* ... of which the event loop spent (steps 1, 5-7) */
+    uint64_t last_saved_bytes; /* ... pages the writer saved for it (copy on write) */
+    rbd_snap_job_t *job;       /* the one being written, or NULL */
 } rbd_snapshots_t;
 
-/* What a snapshot says about the logs around it (format 2; docs/design.md,
+/* What a snapshot says about the logs around it (format 3; docs/design.md,
  * "Start-up"). */
 typedef struct rbd_snap {
     const char *path;      /* the snapshot's path, for messages (also when missing) */
     int present;           /* 0: there is none (missing, or discarded) */
     unsigned version;      /* 1: the old format, whose header says nothing of prev_log */
+    size_t header;         /* its header's length: 128 (format 3) or 64 */
     uint64_t next_log;     /* id of the log that continues it */
     uint64_t prev_log;     /* id of the log it superseded; 0: none, or version 1 */
+    uint64_t prev_from;    /* prev_log from this offset on holds changes the snapshot
+                              lacks (made while it was written); 0: none */
 } rbd_snap_t;
 
-/* Snapshot now: the segment's committed bytes into snapshot.rbs, and a new
- * log continuing it in place of aof's (P3, P4).  0 or -1 with err. */
+/* A snapshot now, in the foreground: one being written in the background
+ * is finished first (waited for), then the segment's state is saved into
+ * snapshot.rbs, and a new log continuing it replaces aof's (P3, P4).  0 or
+ * -1 with err. */
 int rbd_snapshot_save(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, char *err,
                       size_t errlen);
-/* Once a second: a snapshot if one is due (save-seconds, save-log-bytes)
- * or the log is broken; a failed one is retried after 10 s. */
+/* A snapshot in the background (BGSAVE, the schedule): the state is frozen
+ * now and written by a thread while the event loop goes on; rbd_snapshot_poll
+ * installs it when the thread is done.  -1 with err if one is already
+ * being written or it cannot start. */
+int rbd_snapshot_start(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, char *err,
+                       size_t errlen);
+/* Every event-loop turn: installs the background snapshot if its thread is
+ * done (a failed one is retried after 10 s). */
+void rbd_snapshot_poll(rbd_snapshots_t *sn, rbd_aof_t *aof, uint64_t now_mono);
+/* Waits for the background snapshot, if any, and installs it.  0, or -1
+ * if it failed (logged). */
+int rbd_snapshot_wait(rbd_snapshots_t *sn, rbd_aof_t *aof);
+/* At exit without a final snapshot: waits for the thread and drops what it
+ * wrote (the log in place has every change). */
+void rbd_snapshot_abandon(rbd_snapshots_t *sn);
+/* Once a second: polls, and starts a background snapshot if one is due
+ * (save-seconds, save-log-bytes) or the log is broken; a failed one is
+ * retried after 10 s. */
 void rbd_snapshot_tick(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg,
                        const rbd_config_t *cfg, uint64_t now_mono);
 

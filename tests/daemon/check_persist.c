@@ -151,19 +151,34 @@ static void assert_kept(const char *prefix, const void *want, size_t len)
     free(data);
 }
 
-/* Rewrites the headers of snapshot and log bytes as format 1, byte for
- * byte what earlier daemons wrote: version 1 and zeros after the
- * created time in the snapshot, RBLOG001 and zeros after it in the log. */
-static void to_format1(unsigned char *snap, unsigned char *log)
+/* Rewrites snapshot bytes (format 3: a 128-byte header) as an earlier
+ * version wrote them, a 64-byte header then the dump: format 2 (sealed
+ * by its checksum, no *from*) or 1 (zeros for prev and the checksum);
+ * *len shrinks by 64.  A log (may be NULL) as format 1: RBLOG001, zeros
+ * for its checksum.  Byte for byte what those versions wrote. */
+static void to_format(unsigned version, unsigned char *snap, size_t *len, unsigned char *log)
 {
     if (snap != NULL) {
-        put_le32(snap + 8, 1);
-        memset(snap + 48, 0, 16);
+        ck_assert_uint_eq(snap[8], 3);
+        memmove(snap + 64, snap + 128, *len - 128);
+        *len -= 64;
+        put_le32(snap + 8, version);
+        memset(snap + 48 + (version == 1 ? 0 : 8), 0, version == 1 ? 16 : 8);
+        if (version == 2) {
+            uint64_t sum = rbi_hash_xxh3(snap, 56);
+            for (int b = 0; b < 8; b++)
+                snap[56 + b] = (unsigned char)(sum >> (8 * b));
+        }
     }
     if (log != NULL) {
         memcpy(log, "RBLOG001", 8);
         memset(log + 24, 0, 8);
     }
+}
+
+static void to_format1(unsigned char *snap, size_t *len, unsigned char *log)
+{
+    to_format(1, snap, len, log);
 }
 
 /* The whole records of a log: offsets, sizes (header included), types. */
@@ -285,7 +300,7 @@ START_TEST(test_persist_snapshot_header_bit_flips_refused)
     crash();
     snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
     log = (unsigned char *)rbd_read_file(log_path, &log_len);
-    assert_header_flips_refused(snap_path, snap, snap_len, 64, "snapshot");
+    assert_header_flips_refused(snap_path, snap, snap_len, 128, "snapshot");
     flipped = malloc(snap_len);
     ck_assert_ptr_nonnull(flipped);
 
@@ -438,11 +453,14 @@ START_TEST(test_persist_crash_in_snapshot_windows_starts)
     ck_assert_uint_eq(file_u64(snap_path, 48), get_le64(log_x + 8));   /* superseded X */
     crash();
 
-    /* Between the renames: the new snapshot, the old log. */
+    /* Between the renames: the new snapshot, the old log, replayed from
+     * where the snapshot was frozen (its end: nothing came after). */
+    ck_assert_uint_eq(file_u64(snap_path, 56), x_len);
     rbd_write_file(log_path, log_x, x_len);
     from = started(NULL);
-    assert_says(output_line(from, "predates the snapshot"), log_path, snap_path,
+    assert_says(output_line(from, "replaying it from offset"), log_path, snap_path,
                 (const char *)NULL);
+    assert_says(output_line(from, "log records replayed"), " 0 log records", (const char *)NULL);
     ck_assert_uint_eq(file_u64(snap_path, 48), get_le64(log_x + 8));
     c = rbd_connect(&d);
     expect_exists(c, "f", "a", 1);
@@ -483,6 +501,128 @@ START_TEST(test_persist_crash_in_snapshot_windows_starts)
     free(log_k);
     free(snap_n);
     free(log_n);
+}
+END_TEST
+
+/* A numeric field of INFO persistence. */
+static long long persistence(rb_conn_t *c, const char *field)
+{
+    char want[64];
+    const char *t, *p;
+    int rc;
+
+    t = rbd_cmd(c, &rc, "INFO", "persistence", (const char *)NULL);
+    snprintf(want, sizeof(want), "%s:", field);
+    p = strstr(t, want);
+    ck_assert_msg(p != NULL, "INFO persistence has no %s", field);
+    return atoll(p + strlen(want));
+}
+
+/* A snapshot supersedes the log X in place only up to the offset F where
+ * the state was frozen (its header says so, bytes 56-63): what X holds
+ * from F on (changes made while a background snapshot was written) is
+ * replayed if the daemon died between installing the snapshot and its
+ * new log, the state crafted here as X plus the new log's records; and a
+ * log that does not reach F is refused. */
+START_TEST(test_persist_crash_after_snapshot_replays_its_log_from_the_freeze)
+{
+    unsigned char *log_x, *log_y, *snap, *both;
+    size_t x_len, y_len, s_len;
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    log_x = (unsigned char *)rbd_read_file(log_path, &x_len);
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rbd_expect(c, "OK", "RING.ADD", "n1");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &s_len);
+    log_y = (unsigned char *)rbd_read_file(log_path, &y_len);
+    ck_assert_uint_eq(get_le64(snap + 48), get_le64(log_x + 8));   /* prev X */
+    ck_assert_uint_eq(get_le64(snap + 56), x_len);                 /* from F */
+    ck_assert_uint_eq(get_le64(snap + 16), get_le64(log_y + 8));   /* next Y */
+    both = malloc(x_len + y_len);
+    ck_assert_ptr_nonnull(both);
+    memcpy(both, log_x, x_len);
+    memcpy(both + x_len, log_y + 32, y_len - 32);
+    rbd_write_file(log_path, both, x_len + y_len - 32);
+    from = started(NULL);
+    assert_says(output_line(from, "replaying it from offset"), log_path, snap_path,
+                (const char *)NULL);
+    assert_says(output_line(from, "log records replayed"), " 2 log records", (const char *)NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    expect_exists(c, "f", "b", 1);
+    rbd_expect(c, "n1\n1", "RING.NODES");
+    rb_conn_close(c);
+
+    /* X cut short of F: it cannot be the log the snapshot continues. */
+    crash();
+    rbd_write_file(snap_path, snap, s_len);
+    rbd_write_file(log_path, log_x, x_len - 1);
+    assert_says(refused(NULL), log_path, "does not reach offset", snap_path, (const char *)NULL);
+    free(log_x);
+    free(log_y);
+    free(snap);
+    free(both);
+}
+END_TEST
+
+/* Background snapshots (BGSAVE) while keys are added: the daemon killed at
+ * different moments - right after the freeze, while the thread writes,
+ * after the install - restarts with every key it acknowledged, and adds
+ * made while a snapshot was being written are in the log that continues
+ * it. */
+START_TEST(test_persist_background_snapshot_keeps_every_change)
+{
+    static const int kill_after[] = { 0, 20, 300, -1 };   /* -1: after the install */
+    char key[64];
+    long long count;
+    int acked = 0, during = 0;
+    rb_conn_t *c;
+
+    start("appendfsync everysec\nsave-seconds 0\nmax-memory 1gb");
+    c = rbd_connect(&d);
+    /* ~120 MB of bits, so a dump takes a while. */
+    rbd_expect(c, "OK", "BF.RESERVE", "big", "0.01", "100000000");
+    rb_conn_close(c);
+    for (size_t round = 0; round < sizeof(kill_after) / sizeof(kill_after[0]); round++) {
+        c = rbd_connect(&d);
+        count = persistence(c, "snapshots");
+        rbd_expect(c, "Background saving started", "BGSAVE");
+        rbd_expect(c, "ERR Background save already in progress", "BGSAVE");
+        for (int i = 0; kill_after[round] < 0 || i < kill_after[round]; i++) {
+            snprintf(key, sizeof(key), "k%d", acked);
+            rbd_expect(c, "1", "BF.ADD", "big", key);
+            acked++;
+            if (kill_after[round] < 0 && i % 50 == 0) {
+                if (persistence(c, "snapshot_in_progress") == 0)
+                    break;
+                during += 50;
+            }
+        }
+        if (kill_after[round] < 0) {
+            ck_assert_int_eq(persistence(c, "snapshots"), count + 1);
+            ck_assert_int_gt(during, 0);   /* keys were added while it was written */
+            for (int i = 0; i < 10; i++) {
+                snprintf(key, sizeof(key), "k%d", acked++);
+                rbd_expect(c, "1", "BF.ADD", "big", key);
+            }
+        }
+        rb_conn_close(c);
+        crash();
+        started(NULL);
+        c = rbd_connect(&d);
+        for (int i = 0; i < acked; i++) {
+            snprintf(key, sizeof(key), "k%d", i);
+            expect_exists(c, "big", key, 1);
+        }
+        rb_conn_close(c);
+    }
 }
 END_TEST
 
@@ -740,6 +880,38 @@ END_TEST
 
 /* ---- the old format ---------------------------------------------------------------- */
 
+/* A format-2 snapshot (64-byte header, no *from*: what the previous
+ * version wrote) with its log starts with every change, and the start-up
+ * snapshot is written in format 3. */
+START_TEST(test_persist_format2_snapshot_starts_with_its_data)
+{
+    unsigned char *snap;
+    size_t snap_len;
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "1", "BF.ADD", "f", "b");
+    rb_conn_close(c);
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
+    to_format(2, snap, &snap_len, NULL);
+    rbd_write_file(snap_path, snap, snap_len);
+    from = started(NULL);
+    assert_says(output_line(from, "is in format 2"), snap_path, (const char *)NULL);
+    assert_says(output_line(from, "log records replayed"), " 1 log records", (const char *)NULL);
+    c = rbd_connect(&d);
+    expect_exists(c, "f", "a", 1);
+    expect_exists(c, "f", "b", 1);
+    rb_conn_close(c);
+    ck_assert_uint_eq(file_u64(snap_path, 8) & 0xffffffffu, 3);
+    free(snap);
+}
+END_TEST
+
 /* A state directory of an earlier version (format 1 headers, byte for
  * byte) starts with all its data and is rewritten in format 2.  Its crash
  * window (a format-1 snapshot naming another log than the format-1 one in
@@ -748,7 +920,7 @@ END_TEST
  * format-2 snapshot, the format-1 log it superseded) starts normally. */
 START_TEST(test_persist_old_format_state_starts_with_its_data)
 {
-    unsigned char *snap, *log, hdr[64];
+    unsigned char *snap, *log, hdr[128];
     size_t snap_len, log_len;
     long from;
     rb_conn_t *c;
@@ -765,7 +937,7 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
     crash();
     snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
     log = (unsigned char *)rbd_read_file(log_path, &log_len);
-    to_format1(snap, log);
+    to_format1(snap, &snap_len, log);
     rbd_write_file(snap_path, snap, snap_len);
     rbd_write_file(log_path, log, log_len);
     from = started(NULL);
@@ -774,13 +946,13 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
     expect_exists(c, "f", "b", 1);
     rbd_expect(c, "n1\n1\nn2\n1", "RING.NODES");
     rb_conn_close(c);
-    /* Written anew in format 2, sealed. */
+    /* Written anew in format 3, sealed. */
     f = fopen(snap_path, "rb");
     ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fread(hdr, 1, 64, f), 64);
+    ck_assert_uint_eq(fread(hdr, 1, 128, f), 128);
     fclose(f);
-    ck_assert_uint_eq(hdr[8], 2);
-    ck_assert_uint_eq(get_le64(hdr + 56), rbi_hash_xxh3(hdr, 56));
+    ck_assert_uint_eq(hdr[8], 3);
+    ck_assert_uint_eq(get_le64(hdr + 120), rbi_hash_xxh3(hdr, 120));
     f = fopen(log_path, "rb");
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fread(hdr, 1, 32, f), 32);
@@ -802,7 +974,7 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
     rb_conn_close(c);
     crash();
     snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
-    to_format1(snap, log);
+    to_format1(snap, &snap_len, log);
     rbd_write_file(snap_path, snap, snap_len);
     rbd_write_file(log_path, log, log_len);
     from = started(NULL);
@@ -819,7 +991,7 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
     crash();
     snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
     log = (unsigned char *)rbd_read_file(log_path, &log_len);
-    to_format1(snap, log);
+    to_format1(snap, &snap_len, log);
     rbd_write_file(snap_path, snap, snap_len);
     rbd_write_file(log_path, log, log_len);
     started(NULL);                  /* format 1 in place; now superseded ... */
@@ -848,11 +1020,14 @@ int main(void)
                                  test_persist_missing_log_refused),
                         RB_TCASE("crash windows", 300, NULL, rbd_teardown,
                                  test_persist_crash_in_snapshot_windows_starts,
+                                 test_persist_crash_after_snapshot_replays_its_log_from_the_freeze,
+                                 test_persist_background_snapshot_keeps_every_change,
                                  test_persist_crash_in_first_and_reattach_snapshots_starts),
                         RB_TCASE("records", 300, NULL, rbd_teardown,
                                  test_persist_record_for_missing_filter_or_node_refused,
                                  test_persist_corrupt_last_record_refused,
                                  test_persist_cut_or_zeroed_tail_is_torn),
                         RB_TCASE("old format", 300, NULL, rbd_teardown,
+                                 test_persist_format2_snapshot_starts_with_its_data,
                                  test_persist_old_format_state_starts_with_its_data));
 }
