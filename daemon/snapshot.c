@@ -403,8 +403,7 @@ static int job_finish(rbd_snapshots_t *sn, rbd_aof_t *aof, char *err, size_t err
 int rbd_snapshot_save(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, char *err,
                       size_t errlen)
 {
-    if (sn->job != NULL && rbd_snapshot_wait(sn, aof) != 0)
-        rbd_log(LOG_WARNING, "the background snapshot failed; saving again");
+    (void)rbd_snapshot_wait(sn, aof);   /* a failure is logged; this one follows */
     if (job_begin(sn, aof, seg, 0, err, errlen) != 0) {
         sn->last_failed = 1;
         return -1;
@@ -427,24 +426,29 @@ int rbd_snapshot_start(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, c
     return 0;
 }
 
-int rbd_snapshot_wait(rbd_snapshots_t *sn, rbd_aof_t *aof)
+/* Finishes the background job; a failure is logged as the schedule's
+ * messages say it ("repairing snapshot failed: ..."). */
+static int finish_logged(rbd_snapshots_t *sn, rbd_aof_t *aof, const char *then)
 {
+    const char *what = sn->job->broken ? "repairing" : "background";
     char err[512];
 
-    if (sn->job == NULL)
+    if (job_finish(sn, aof, err, sizeof(err)) == 0)
         return 0;
-    if (job_finish(sn, aof, err, sizeof(err)) != 0) {
-        rbd_log(LOG_WARNING, "snapshot failed: %s", err);
-        return -1;
-    }
-    return 0;
+    rbd_log(LOG_WARNING, "%s snapshot failed: %s%s", what, err, then);
+    return -1;
+}
+
+int rbd_snapshot_wait(rbd_snapshots_t *sn, rbd_aof_t *aof)
+{
+    return sn->job == NULL ? 0 : finish_logged(sn, aof, "");
 }
 
 void rbd_snapshot_poll(rbd_snapshots_t *sn, rbd_aof_t *aof, uint64_t now)
 {
     if (sn->job == NULL || !atomic_load_explicit(&sn->job->done, memory_order_acquire))
         return;
-    if (rbd_snapshot_wait(sn, aof) != 0)
+    if (finish_logged(sn, aof, " (next attempt in 10 s)") != 0)
         sn->next_attempt = now + 10000;
 }
 

@@ -220,16 +220,17 @@ START_TEST(test_daemon_unloadable_ring_leaves_no_segment)
     ck_assert_ptr_nonnull(data);
     rewind(f);
     ck_assert_int_eq(fread(data, 1, (size_t)len, f), len);
-    for (long i = 64; i + 8 <= len; i++)
+    ck_assert_uint_eq(data[8], 3);   /* snapshot format 3: a 128-byte header */
+    for (long i = 128; i + 8 <= len; i++)
         if (memcmp(data + i, "node-b\0\0", 8) == 0) {
             data[i + 5] = 'a';
             patched++;
         }
     ck_assert_int_gt(patched, 0);
-    sum = htole64(rbi_hash_xxh3(data + 64, (size_t)len - 64));
+    sum = htole64(rbi_hash_xxh3(data + 128, (size_t)len - 128));
     memcpy(data + 32, &sum, 8);
-    sum = htole64(rbi_hash_xxh3(data, 56));   /* and the header's own checksum */
-    memcpy(data + 56, &sum, 8);
+    sum = htole64(rbi_hash_xxh3(data, 120));   /* and the header's own checksum */
+    memcpy(data + 120, &sum, 8);
     rewind(f);
     ck_assert_int_eq(fwrite(data, 1, (size_t)len, f), len);
     fclose(f);

@@ -10,7 +10,8 @@
  * the snapshot with zeros up to the size its segment header gives (at most
  * 4 MiB: the seeds are dumps trimmed of their zero tail, see
  * make-corpus.sh), then rewrites the snapshot's length and XXH3 fields,
- * both headers' checksums (format 2) and every whole log record's checksum
+ * both headers' checksums (the snapshot's as its version byte says: format
+ * 3, 128 bytes, or 2, 64) and every whole log record's checksum
  * (in a copy), so mutations reach the restore and replay code instead of
  * stopping at a checksum mismatch.
  * Snapshots whose dump reserves more
@@ -46,10 +47,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 enum { F_SNAP = 1, F_LOG = 2, F_TRUNCATED = 4, F_FIX = 8 };
 
-#define SNAP_HDR 64u
 #define LOG_HDR  32u
-#define SNAP_HDR_SUM 56u   /* the headers' checksums (format 2) */
-#define LOG_HDR_SUM  24u
+#define LOG_HDR_SUM  24u   /* the log header's checksum */
 #define MAX_RESERVATION (64u << 20)
 #define MAX_PAD (4u << 20)
 
@@ -75,14 +74,23 @@ static void put_u64(unsigned char *p, uint64_t v)
     put_u32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* The snapshot header's length as its version says (snapshot.c): 128
+ * bytes from format 3 on, 64 before; its checksum is its last 8 bytes. */
+static size_t snap_hdr(const unsigned char *snap, size_t len)
+{
+    return len >= 12 && get_u32(snap + 8) >= 3 ? 128u : 64u;
+}
+
 /* Makes the snapshot's length and checksum fields agree with its bytes. */
 static void fix_snapshot(unsigned char *snap, size_t len)
 {
-    if (len < SNAP_HDR)
+    size_t hdr = snap_hdr(snap, len);
+
+    if (len < hdr)
         return;
-    put_u64(snap + 24, len - SNAP_HDR);
-    put_u64(snap + 32, XXH3_64bits(snap + SNAP_HDR, len - SNAP_HDR));
-    put_u64(snap + SNAP_HDR_SUM, XXH3_64bits(snap, SNAP_HDR_SUM));
+    put_u64(snap + 24, len - hdr);
+    put_u64(snap + 32, XXH3_64bits(snap + hdr, len - hdr));
+    put_u64(snap + hdr - 8, XXH3_64bits(snap, hdr - 8));
 }
 
 /* Gives the log's header and every whole record of it its right checksum. */
@@ -168,8 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static rbd_state_t s;
     rb_segment_opts_t o;
     unsigned char *snap = NULL, *log = NULL;
-    size_t snap_len, snap_alloc, log_len;
-    rbd_snap_t snap_info = { "snapshot", 0, 0, 0, 0 };
+    size_t snap_len, snap_alloc, log_len, hdr;
+    rbd_snap_t snap_info = { .path = "snapshot" };
     rbd_replay_t replay;
     char err[512];
     int flags, ok = 0, rc;
@@ -181,14 +189,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (snap_len > size - 5)
         snap_len = size - 5;
     log_len = size - 5 - snap_len;
-    if ((flags & F_SNAP) && snap_len >= SNAP_HDR + 64 &&
-        get_u64(data + 5 + SNAP_HDR + 56) > MAX_RESERVATION)
+    hdr = snap_hdr(data + 5, snap_len);
+    if ((flags & F_SNAP) && snap_len >= hdr + 64 &&
+        get_u64(data + 5 + hdr + 56) > MAX_RESERVATION)
         return 0;
     snap_alloc = snap_len;
-    if ((flags & F_FIX) && snap_len >= SNAP_HDR + 56) {
-        uint64_t committed = get_u64(data + 5 + SNAP_HDR + 48);
-        if (committed > snap_len - SNAP_HDR && committed <= MAX_PAD)
-            snap_alloc = SNAP_HDR + committed;
+    if ((flags & F_FIX) && snap_len >= hdr + 56) {
+        uint64_t committed = get_u64(data + 5 + hdr + 48);
+        if (committed > snap_len - hdr && committed <= MAX_PAD)
+            snap_alloc = hdr + committed;
     }
     /* Copies: aligned for the restore, writable for the checksum fixes,
      * and of exact size so ASan sees any read past the "file". */

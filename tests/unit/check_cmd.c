@@ -106,7 +106,8 @@ static unsigned char *read_log(const tsrv_t *t, size_t *len)
  * continues, and publishes u's ring.  0, or -1 with err. */
 static int replay_into(const tsrv_t *t, tsrv_t *u, char *err, size_t errlen)
 {
-    rbd_snap_t snap = { "snapshot", 1, 2, t->s.aof.log_id, 0 };
+    rbd_snap_t snap = { .path = "snapshot", .present = 1, .version = 3, .header = 128,
+                        .next_log = t->s.aof.log_id };
     rbd_replay_t r;
     size_t len;
     unsigned char *log = read_log(t, &len);

@@ -1047,9 +1047,12 @@ START_TEST(test_segment_snap_is_the_state_at_begin)
         ck_assert_msg(memcmp(out.data, ref.data, ref.len) == 0, "mode %d: the dump differs "
                       "from the segment at begin", mode);
         if (mode < 2) {
-            /* The test can fail: the writer did change the dumped bytes. */
+            /* The test can fail: the writer did change the dumped bytes
+             * (mode 0: all before the dump began, so every page it stored
+             * into was saved; mode 1: some, as the race goes). */
             dump_buf_t now;
-            ck_assert_uint_gt(saved, 0);
+            if (mode == 0)
+                ck_assert_uint_gt(saved, 0);
             ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &now), RB_OK);
             ck_assert(now.len != ref.len || memcmp(now.data, ref.data, ref.len) != 0);
             free(now.data);
