@@ -182,6 +182,8 @@ int rbd_aof_flush(rbd_aof_t *a)
 {
     if (a->broken)
         return -1;   /* replies wait for a snapshot (snapshot.c retries) */
+    if (a->held)
+        return -1;   /* for the log a snapshot is switching to: a few ms */
     if (a->pending.oom) {
         /* A record could not be built: refuse to pretend it was logged. */
         rbd_log(LOG_WARNING, "out of memory building log records; holding replies until a "
@@ -263,20 +265,32 @@ int rbd_aof_create(const char *path, uint64_t id)
     return fd;
 }
 
-int rbd_aof_switch(rbd_aof_t *a, int fd, uint64_t id)
+/* The descriptor and id of the log in place become fd and id, which holds
+ * `bytes` bytes (all durable) and `changes` records. */
+static void use_log(rbd_aof_t *a, int fd, uint64_t id, uint64_t bytes, uint64_t changes)
 {
-    int was_failing = a->broken || a->write_error;
-
     fsyncer_set_fd(&a->sync, -1);
     if (a->logfd >= 0)
         close(a->logfd);
     a->logfd = fd;
     fsyncer_set_fd(&a->sync, fd);
     a->log_id = id;
-    a->log_bytes = RBD_LOG_HDR;
+    a->log_bytes = bytes;
     atomic_store_explicit(&a->log_written, a->log_bytes, memory_order_release);
     a->dirty = 0;
-    a->changes = 0;
+    a->changes = changes;
+}
+
+void rbd_aof_continue(rbd_aof_t *a, int fd, uint64_t id, uint64_t bytes, uint64_t changes)
+{
+    use_log(a, fd, id, bytes, changes);
+}
+
+int rbd_aof_switch(rbd_aof_t *a, int fd, uint64_t id)
+{
+    int was_failing = a->broken || a->write_error;
+
+    use_log(a, fd, id, RBD_LOG_HDR, 0);
     /* The snapshot holds everything: records still pending (a broken log)
      * are covered, and the replies they held may go. */
     a->pending.len = 0;

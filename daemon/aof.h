@@ -49,6 +49,8 @@ typedef struct rbd_aof {
                                   fsync, or superseded by a snapshot whose own
                                   log is not installed); only a complete
                                   snapshot repairs it */
+    int held;                  /* a snapshot is switching logs (snapshot.c): records
+                                  wait in pending, and their replies with them */
     uint64_t changes;          /* records since the last snapshot */
     uint64_t fsyncs, log_errors;
     rbd_fsyncer_t sync;
@@ -93,6 +95,11 @@ int rbd_aof_create(const char *path, uint64_t id);
  * everything before it): pending records are dropped, the snapshot covers
  * them.  1 if the log was broken or failing before, else 0. */
 int rbd_aof_switch(rbd_aof_t *a, int fd, uint64_t id);
+
+/* Switches to log fd (id, just installed by a snapshot) that already
+ * holds `bytes` bytes: the old log's records the snapshot lacks (`changes`
+ * of them).  Pending records stay, and go to it next. */
+void rbd_aof_continue(rbd_aof_t *a, int fd, uint64_t id, uint64_t bytes, uint64_t changes);
 
 /* Reads a log's header from its first bytes: *id, and *v1 if it is format
  * 1 (no checksum, zeros where format 2 has it).  0, or -1 with err. */

@@ -224,7 +224,7 @@ int main(int argc, char **argv)
         (status = configure(&src, &s.cfg)) >= 0)
         return status;
     s.src = &src;
-    s.lfd = s.sigfd = s.epfd = s.spare_fd = -1;
+    s.lfd = s.sigfd = s.epfd = s.spare_fd = s.snaps.wakefd = -1;
     if (o.test_only) {
         rbd_config_each(&s.cfg, print_setting, NULL);
         return 0;

@@ -141,8 +141,8 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen)
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGHUP);
     s->sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (s->epfd < 0 || s->sigfd < 0) {
-        snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
+    if (s->epfd < 0 || s->sigfd < 0 || rbd_snapshot_init(&s->snaps) < 0) {
+        snprintf(err, errlen, "epoll/signalfd/eventfd: %s", strerror(errno));
         return -1;
     }
     fit_fd_limit(s);
@@ -156,6 +156,8 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen)
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
     ev.data.fd = s->sigfd;
     epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev);
+    ev.data.fd = s->snaps.wakefd;
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->snaps.wakefd, &ev);
     return 0;
 }
 
@@ -355,6 +357,10 @@ int rbd_server_run(server_t *s)
                 handle_signals(s);
                 continue;
             }
+            if (fd == s->snaps.wakefd) {
+                rbd_snapshot_poll(&s->snaps, &s->aof, rbd_mono_ms());
+                continue;
+            }
             c = (size_t)fd < s->clients_cap ? s->clients[fd] : NULL;
             if (c != NULL && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing &&
                 !c->paused)
@@ -409,7 +415,9 @@ void rbd_server_close(server_t *s)
         close(s->epfd);
     if (s->spare_fd >= 0)
         close(s->spare_fd);
-    s->lfd = s->sigfd = s->epfd = s->spare_fd = -1;
+    if (s->snaps.wakefd >= 0)
+        close(s->snaps.wakefd);
+    s->lfd = s->sigfd = s->epfd = s->spare_fd = s->snaps.wakefd = -1;
     free(s->argv);
     s->argv = NULL;
     s->argv_cap = 0;

@@ -16,16 +16,20 @@
  * header bytes before.  Formats 1 and 2 (earlier versions) have a 64-byte
  * header without *from* (format 1 also without prev and the checksum).
  *
- * Procedure, with X the log in place.  In the event loop, (1) write the
+ * Procedure, with X the log in place.  In the event loop: (1) write the
  * pending records to X; note X's length F (*from*) and freeze the segment
- * (rb_segment_snap_begin).  In the snapshot thread, (2) create the new log
- * Y (fresh random id) as a temp file, fsync'd; (3) write the snapshot (next
- * Y, prev X, from F) as a temp file, fsync; (4) copy what X gained after F
- * into Y, fsync.  Meanwhile commands go on and are logged to X as ever.
- * In the event loop again, once the thread is done: (5) write the pending
- * records to X and copy the rest of X after F into Y, fsync Y; (6) rename
- * the snapshot into place, fsync the directory; (7) rename Y into place,
- * fsync the directory; switch to Y.
+ * (rb_segment_snap_begin).  In the snapshot thread, while commands go on
+ * and are logged to X as ever: (2) create the new log Y (fresh random id)
+ * as a temp file, fsync'd; (3) write the snapshot (next Y, prev X, from F)
+ * as a temp file, fsync; (4) rename it into place, fsync the directory;
+ * (5) copy most of what X gained after F into Y, fsync.  In the event
+ * loop (READY -> GO): write the pending records to X and hold the log:
+ * from here records wait in memory, and the replies they acknowledge with
+ * them (reads go on).  In the thread: (6) copy the rest of X into Y,
+ * fsync, rename Y into place, fsync the directory.  In the event loop
+ * (DONE): switch to Y, release the hold (the waiting records go to Y).
+ * The event loop's share is (1), the GO and the switch: no fsync, no
+ * rename; a command that changes something waits for (6) at most.
  *
  * Invariants:
  *   P3 a snapshot is complete on disk (tmp + fsync + rename + dir fsync)
@@ -34,16 +38,18 @@
  *      (ops.c); step (1) writes every record appended before the freeze to
  *      X below F, and the dump is the segment at the freeze (snap.h, S1):
  *      the dump holds exactly the changes of X below F (and of the logs
- *      before it), X from F on holds the rest, and so does Y, which is X
- *      from F on when it is installed (nothing is appended between (5) and
- *      the switch: that is one turn of the event loop).
- * A failure before (6) leaves everything as it was (temp files removed);
- * so does a log that failed (broken) while the thread ran, since X may
- * then lack records after F.  If (7) fails the log is broken (nothing more
- * is appended to X) and the next snapshot repairs it.  A broken log at
- * (1) is superseded whole (from 0): commands that change anything are
- * refused until the snapshot is installed, and one that still finds a
- * change after the freeze (an aging rotation) is abandoned and retried.
+ *      before it), X from F on holds the rest, and so does Y when it is
+ *      renamed (X's length at GO, and the hold keeps X from growing).
+ * A failure before (4) leaves everything as it was (temp files removed).
+ * After (4) the snapshot is in place with X, which the next start replays
+ * from F (P5, recovery.c): a failure of (5) or (6) before Y's rename
+ * leaves that, and X stays the log; so does a log that failed (broken)
+ * while the thread ran, which the next snapshot repairs.  If the rename of
+ * Y went through but its directory fsync failed, Y is the log (broken, the
+ * next snapshot supersedes it).  A broken log at (1) is superseded whole
+ * (from 0): commands that change anything are refused until the snapshot
+ * is installed, and if a change still happened after the freeze (an aging
+ * rotation) the switch is abandoned and the next snapshot follows.
  */
 #include "config.h"
 
@@ -56,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -78,26 +85,41 @@ typedef struct snap_paths {
     char snap_tmp[4200], snap[4200], log_tmp[4200], log[4200];
 } snap_paths_t;
 
-/* One snapshot on its way: frozen at (1), written by steps (2)-(4) in the
- * thread (or inline, for a foreground one), installed by (5)-(7). */
+/* One snapshot on its way.  The thread (or the caller, in the
+ * foreground) runs steps (2)-(5) (write_phase), then waits at READY for
+ * the event loop to hold the log and say GO with X's final length, then
+ * runs (6) (switch_phase) and ends at DONE; the loop then switches to Y
+ * (job_done). */
+enum { J_WRITING, J_READY, J_GO, J_DONE };
+
 struct rbd_snap_job {
     snap_paths_t p;
     rb_segment_snap_t *snap;
     pthread_t thread;
     int threaded;
-    _Atomic int done;              /* the thread's steps are over (release) */
-    int failed;                    /* ... and failed: err says why */
+    int wakefd;                    /* the event loop's eventfd (-1: none) */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stage;                     /* J_*, under lock */
+    /* The thread's; read by the loop at READY and DONE. */
+    int failed;                    /* a step failed: err says why */
     char err[9000];                /* two paths and a reason */
-    uint64_t id, prev, from;       /* Y; X (0: none); F (0: X is superseded whole) */
-    int lfd;                       /* Y, a temp file until (7) */
+    int installed;                 /* (4) done: snapshot.rbs is this one */
+    int renamed, dir_synced;       /* (6): Y renamed into place, and that made durable */
+    int lfd;                       /* Y: a temp file until (6) */
+    int dirfd;                     /* the state directory (aof's) */
     int xfd;                       /* X for reading (-1: nothing to carry over) */
-    const _Atomic uint64_t *x_written;
     uint64_t carried;              /* X's bytes [from, from + carried) are in Y */
     uint64_t len, hash;            /* the dump's */
+    /* The loop's, fixed before the thread starts or at GO. */
+    uint64_t id, prev, from;       /* Y; X (0: none); F (0: X is superseded whole) */
+    const _Atomic uint64_t *x_written;
+    uint64_t upto;                 /* GO: X's length, all of it to go into Y */
+    int abort;                     /* GO: leave X in place, Y is dropped */
     uint64_t changes;              /* aof->changes at the freeze */
     int broken;                    /* the log was broken at the freeze */
     uint64_t begun_mono;
-    uint64_t loop_us;              /* time the event loop spent on (1) and (5)-(7) */
+    uint64_t loop_us;              /* the event loop's time on it: (1), GO and the switch */
 };
 
 static uint64_t now_us(void)
@@ -191,60 +213,122 @@ static int carry(rbd_snap_job_t *j, uint64_t upto)
     return 0;
 }
 
-/* Steps (2)-(4). */
-static void job_steps(rbd_snap_job_t *j)
+static int fail(rbd_snap_job_t *j, const char *what, const char *path)
+{
+    snprintf(j->err, sizeof(j->err), "%s%s: %s", what, path, strerror(errno));
+    j->failed = 1;
+    return -1;
+}
+
+/* Steps (2)-(5): the new log, the snapshot written and installed, most of
+ * what X gained meanwhile copied into the new log.  0, or -1 (j->err). */
+static int write_phase(rbd_snap_job_t *j)
 {
     j->lfd = rbd_aof_create(j->p.log_tmp, j->id);   /* (2) */
-    if (j->lfd < 0) {
-        snprintf(j->err, sizeof(j->err), "%s: %s", j->p.log_tmp, strerror(errno));
-        j->failed = 1;
-        return;
-    }
+    if (j->lfd < 0)
+        return fail(j, "", j->p.log_tmp);
     if (write_snapshot(j) != 0) {   /* (3) */
         j->failed = 1;
-        return;
+        return -1;
     }
-    /* (4): most of what X gained meanwhile, so that (5) copies little. */
+    /* (4) P3: the snapshot is durable before anything of the old log goes;
+     * from here the state is the snapshot with X from F on (P5). */
+    if (rename(j->p.snap_tmp, j->p.snap) != 0)
+        return fail(j, "installing ", j->p.snap);
+    j->installed = 1;
+    if (fsync(j->dirfd) != 0)
+        return fail(j, "installing ", j->p.snap);
+    /* (5) Most of what X gained meanwhile, so that (6) copies little. */
     for (int round = 0; j->xfd >= 0 && round < CARRY_ROUNDS; round++) {
         uint64_t upto = atomic_load_explicit(j->x_written, memory_order_acquire);
         if (upto - j->from - j->carried < CARRY_LEFT && round > 0)
             break;
-        if (carry(j, upto) != 0 || fdatasync(j->lfd) != 0) {
-            snprintf(j->err, sizeof(j->err), "copying %s into %s: %s", j->p.log,
-                     j->p.log_tmp, strerror(errno));
-            j->failed = 1;
-            return;
-        }
+        if (carry(j, upto) != 0 || fdatasync(j->lfd) != 0)
+            return fail(j, "copying the log into ", j->p.log_tmp);
     }
+    return 0;
+}
+
+/* Step (6), after GO: the rest of X up to j->upto into Y, then Y renamed
+ * into place.  While it runs the loop holds the replies of new records
+ * (they wait in memory for Y). */
+static void switch_phase(rbd_snap_job_t *j)
+{
+    if (j->failed || j->abort)
+        return;
+    if (j->xfd >= 0 && (carry(j, j->upto) != 0 || fdatasync(j->lfd) != 0)) {
+        fail(j, "copying the log into ", j->p.log_tmp);
+        return;
+    }
+    if (rename(j->p.log_tmp, j->p.log) != 0) {
+        fail(j, "installing ", j->p.log);
+        return;
+    }
+    j->renamed = 1;
+    if (fsync(j->dirfd) != 0) {
+        fail(j, "installing ", j->p.log);
+        return;
+    }
+    j->dir_synced = 1;
+}
+
+static void set_stage(rbd_snap_job_t *j, int stage)
+{
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&j->lock);
+    j->stage = stage;
+    pthread_cond_broadcast(&j->cond);
+    pthread_mutex_unlock(&j->lock);
+    if (j->wakefd >= 0 && write(j->wakefd, &one, sizeof(one)) < 0) {
+        /* A full counter already wakes the loop. */
+    }
+}
+
+static int stage_of(rbd_snap_job_t *j)
+{
+    int st;
+
+    pthread_mutex_lock(&j->lock);
+    st = j->stage;
+    pthread_mutex_unlock(&j->lock);
+    return st;
 }
 
 static void *job_main(void *arg)
 {
     rbd_snap_job_t *j = arg;
 
-    job_steps(j);
-    atomic_store_explicit(&j->done, 1, memory_order_release);
+    write_phase(j);
+    set_stage(j, J_READY);
+    pthread_mutex_lock(&j->lock);
+    while (j->stage != J_GO)
+        pthread_cond_wait(&j->cond, &j->lock);
+    pthread_mutex_unlock(&j->lock);
+    switch_phase(j);
+    set_stage(j, J_DONE);
     return NULL;
 }
 
 /* ---- the event loop's steps ------------------------------------------------------ */
 
-static void job_free(rbd_snap_job_t *j, int remove_temps)
+static void job_free(rbd_snap_job_t *j)
 {
     if (j->xfd >= 0)
         close(j->xfd);
     if (j->lfd >= 0)
         close(j->lfd);
-    if (remove_temps) {
+    if (!j->installed)
         unlink(j->p.snap_tmp);
-        if (j->lfd >= 0)
-            unlink(j->p.log_tmp);
-    }
+    if (!j->renamed)
+        unlink(j->p.log_tmp);
+    pthread_mutex_destroy(&j->lock);
+    pthread_cond_destroy(&j->cond);
     free(j);
 }
 
-/* Step (1): the job, frozen now; the thread started if threaded (else the
- * caller runs job_steps).  0, or -1 with err. */
+/* Step (1): the job, frozen now; its thread started if threaded (else the
+ * caller runs the steps).  0, or -1 with err. */
 static int job_begin(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, int threaded,
                      char *err, size_t errlen)
 {
@@ -264,9 +348,13 @@ static int job_begin(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, int
         return -1;
     }
     paths_for(aof, &j->p);
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->cond, NULL);
     j->lfd = j->xfd = -1;
+    j->dirfd = aof->dirfd;
+    j->wakefd = threaded ? sn->wakefd : -1;
     j->threaded = threaded;
-    j->prev = aof->log_id;   /* P5: a crash before (7) leaves exactly that one */
+    j->prev = aof->log_id;   /* P5: a crash before (6) leaves exactly that one */
     j->broken = aof->broken;
     j->changes = aof->changes;
     j->x_written = &aof->log_written;
@@ -276,7 +364,7 @@ static int job_begin(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, int
         j->xfd = open(j->p.log, O_RDONLY | O_CLOEXEC);
         if (j->xfd < 0) {
             snprintf(err, errlen, "%s: %s", j->p.log, strerror(errno));
-            job_free(j, 0);
+            job_free(j);
             return -1;
         }
     }
@@ -285,13 +373,13 @@ static int job_begin(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, int
     while (j->id == 0 || j->id == aof->log_id);
     if ((rc = rb_segment_snap_begin(seg, &j->snap)) != RB_OK) {
         snprintf(err, errlen, "cannot freeze the segment: %s", rb_strerror(rc));
-        job_free(j, 0);
+        job_free(j);
         return -1;
     }
     if (threaded && (rc = pthread_create(&j->thread, NULL, job_main, j)) != 0) {
         snprintf(err, errlen, "cannot start the snapshot thread: %s", strerror(rc));
         rb_segment_snap_end(j->snap, NULL);
-        job_free(j, 0);
+        job_free(j);
         return -1;
     }
     j->loop_us = now_us() - t0;
@@ -299,91 +387,65 @@ static int job_begin(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, int
     return 0;
 }
 
-/* Steps (6) and (7) for the snapshot and log (id) in their temp files.
- * 0; -1 with err: the snapshot not installed (nothing changed); or -2
- * with err: installed without its log (the log is broken). */
-static int install(rbd_aof_t *aof, const snap_paths_t *p, uint64_t id, char *err, size_t errlen)
+/* At READY: GO with X's final length, the log held (new records wait in
+ * memory, their replies with them) until the switch; or GO with abort. */
+static void job_go(rbd_aof_t *aof, rbd_snap_job_t *j)
 {
-    int renamed = 0;
+    uint64_t t0 = now_us();
 
-    /* P3: the snapshot is durable before the old log goes. */
-    if (rename(p->snap_tmp, p->snap) != 0) {
-        snprintf(err, errlen, "installing %s: %s", p->snap, strerror(errno));
-        return -1;
+    if (j->failed) {
+        j->abort = 1;
+    } else if (j->broken) {
+        /* Commands that change anything are refused; an aging rotation
+         * still may, and its record is not in the snapshot. */
+        if (aof->changes != j->changes) {
+            snprintf(j->err, sizeof(j->err), "the state changed while the repairing snapshot "
+                     "was written; another one follows");
+            j->abort = j->failed = 1;
+        }
+    } else if (aof->broken || rbd_aof_flush(aof) != 0) {
+        /* X may lack records after F: Y cannot be made from it. */
+        snprintf(j->err, sizeof(j->err), "the log failed while the snapshot was written; "
+                 "another snapshot follows");
+        j->abort = j->failed = 1;
+    } else {
+        j->upto = aof->log_bytes;
     }
-    /* From here the installed snapshot names the new log: the old one is
-     * replayed only from *from* on (P5), and must not lose a record until
-     * the new one is in place. */
-    if (fsync(aof->dirfd) != 0 || (renamed = rename(p->log_tmp, p->log) == 0) == 0 ||
-        fsync(aof->dirfd) != 0) {
-        snprintf(err, errlen, "installing %s: %s", p->log, strerror(errno));
-        aof->broken = 1;
-        if (renamed)
-            aof->log_id = id;   /* in place, durable or not: the next snapshot supersedes it */
-        else
-            unlink(p->log_tmp);
-        return -2;
-    }
-    return 0;
+    aof->held = !j->abort;
+    j->loop_us += now_us() - t0;
+    set_stage(j, J_GO);
 }
 
-/* Step (5): X's records after the freeze, all of them, into Y.  0, or -1
- * with err (nothing installed). */
-static int carry_rest(rbd_snap_job_t *j, rbd_aof_t *aof, char *err, size_t errlen)
-{
-    if (aof->broken && !j->broken) {
-        snprintf(err, errlen, "the log failed while the snapshot was written (it may lack "
-                 "changes made meanwhile); another snapshot follows");
-        return -1;
-    }
-    if (j->broken && aof->changes != j->changes) {
-        snprintf(err, errlen, "the state changed while the repairing snapshot was written; "
-                 "another one follows");
-        return -1;
-    }
-    if (j->xfd < 0)
-        return 0;
-    if (rbd_aof_flush(aof) != 0) {
-        snprintf(err, errlen, "the log cannot be written: %s", strerror(errno));
-        return -1;
-    }
-    if (carry(j, aof->log_bytes) != 0 || fdatasync(j->lfd) != 0) {
-        snprintf(err, errlen, "copying %s into %s: %s", j->p.log, j->p.log_tmp,
-                 strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* Steps (5)-(7), once the thread's steps are over (joined here).  0, or
- * -1 with err. */
-static int job_finish(rbd_snapshots_t *sn, rbd_aof_t *aof, char *err, size_t errlen)
+/* At DONE: the switch to Y (or X stays, Y dropped).  0, or -1 with err. */
+static int job_done(rbd_snapshots_t *sn, rbd_aof_t *aof, char *err, size_t errlen)
 {
     rbd_snap_job_t *j = sn->job;
     uint64_t t0 = now_us(), saved = 0;
-    int rc = 0;
 
     if (j->threaded)
         pthread_join(j->thread, NULL);
     rb_segment_snap_end(j->snap, &saved);
     sn->job = NULL;
-    if (j->failed) {
-        snprintf(err, errlen, "%s", j->err);
-        rc = -1;
-    }
-    if (rc == 0 && (rc = carry_rest(j, aof, err, errlen)) == 0 &&
-        (rc = install(aof, &j->p, j->id, err, errlen)) == 0) {
-        if (rbd_aof_switch(aof, j->lfd, j->id))
+    aof->held = 0;
+    if (j->renamed) {
+        /* Y is the log in place: what X gained after F, and the records
+         * held meanwhile go to it next (a broken X's were in the dump). */
+        int was_failing = 0;
+        if (j->broken)
+            was_failing = rbd_aof_switch(aof, j->lfd, j->id);
+        else
+            rbd_aof_continue(aof, j->lfd, j->id, RBD_LOG_HDR + j->carried,
+                             aof->changes - j->changes);
+        j->lfd = -1;
+        if (!j->dir_synced)
+            aof->broken = 1;   /* in place, durable or not: the next snapshot supersedes it */
+        else if (was_failing)
             rbd_log(LOG_NOTICE, "snapshot saved: the log works again");
-        j->lfd = -1;   /* the log's now */
-        aof->log_bytes = RBD_LOG_HDR + j->carried;
-        atomic_store_explicit(&aof->log_written, aof->log_bytes, memory_order_release);
-        aof->changes -= j->changes;
     }
-    sn->last_failed = rc != 0;
+    sn->last_failed = j->failed;
     sn->last_saved_bytes = saved;
     sn->last_loop_us = j->loop_us + (now_us() - t0);
-    if (rc == 0) {
+    if (!j->failed) {
         sn->last_ms = rbd_now_ms();
         sn->last_mono = rbd_mono_ms();
         sn->last_duration_ms = sn->last_mono - j->begun_mono;
@@ -392,10 +454,13 @@ static int job_finish(rbd_snapshots_t *sn, rbd_aof_t *aof, char *err, size_t err
                 "%llu bytes copied on write)", j->p.snap, (unsigned long long)j->len,
                 (unsigned long long)sn->last_duration_ms, (unsigned long long)sn->last_loop_us,
                 (unsigned long long)saved);
+    } else {
+        snprintf(err, errlen, "%s%s", j->err, j->installed && !j->renamed
+                 ? " (the snapshot is in place; the log goes on and is replayed from where "
+                   "the snapshot was frozen)" : "");
     }
-    /* A failed install (-2) left the new log in place, or nothing. */
-    job_free(j, rc == -1);
-    return rc == 0 ? 0 : -1;
+    job_free(j);
+    return sn->last_failed ? -1 : 0;
 }
 
 /* ---- when ------------------------------------------------------------------------ */
@@ -408,8 +473,10 @@ int rbd_snapshot_save(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, ch
         sn->last_failed = 1;
         return -1;
     }
-    job_steps(sn->job);
-    return job_finish(sn, aof, err, errlen);
+    write_phase(sn->job);
+    job_go(aof, sn->job);
+    switch_phase(sn->job);
+    return job_done(sn, aof, err, errlen);
 }
 
 int rbd_snapshot_start(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, char *err,
@@ -431,9 +498,9 @@ int rbd_snapshot_start(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, c
 static int finish_logged(rbd_snapshots_t *sn, rbd_aof_t *aof, const char *then)
 {
     const char *what = sn->job->broken ? "repairing" : "background";
-    char err[512];
+    char err[9400];
 
-    if (job_finish(sn, aof, err, sizeof(err)) == 0)
+    if (job_done(sn, aof, err, sizeof(err)) == 0)
         return 0;
     rbd_log(LOG_WARNING, "%s snapshot failed: %s%s", what, err, then);
     return -1;
@@ -441,14 +508,33 @@ static int finish_logged(rbd_snapshots_t *sn, rbd_aof_t *aof, const char *then)
 
 int rbd_snapshot_wait(rbd_snapshots_t *sn, rbd_aof_t *aof)
 {
-    return sn->job == NULL ? 0 : finish_logged(sn, aof, "");
+    rbd_snap_job_t *j = sn->job;
+
+    if (j == NULL)
+        return 0;
+    pthread_mutex_lock(&j->lock);
+    while (j->stage != J_READY && j->stage != J_DONE)
+        pthread_cond_wait(&j->cond, &j->lock);
+    pthread_mutex_unlock(&j->lock);
+    if (stage_of(j) == J_READY)
+        job_go(aof, j);
+    return finish_logged(sn, aof, "");   /* joins */
 }
 
 void rbd_snapshot_poll(rbd_snapshots_t *sn, rbd_aof_t *aof, uint64_t now)
 {
-    if (sn->job == NULL || !atomic_load_explicit(&sn->job->done, memory_order_acquire))
+    uint64_t n;
+    int st;
+
+    if (sn->wakefd >= 0 && read(sn->wakefd, &n, sizeof(n)) < 0) {
+        /* EAGAIN: nothing signalled since the last look. */
+    }
+    if (sn->job == NULL)
         return;
-    if (finish_logged(sn, aof, " (next attempt in 10 s)") != 0)
+    st = stage_of(sn->job);
+    if (st == J_READY)
+        job_go(aof, sn->job);
+    else if (st == J_DONE && finish_logged(sn, aof, " (next attempt in 10 s)") != 0)
         sn->next_attempt = now + 10000;
 }
 
@@ -458,11 +544,24 @@ void rbd_snapshot_abandon(rbd_snapshots_t *sn)
 
     if (j == NULL)
         return;
-    if (j->threaded)
-        pthread_join(j->thread, NULL);
+    pthread_mutex_lock(&j->lock);
+    while (j->stage == J_WRITING)
+        pthread_cond_wait(&j->cond, &j->lock);
+    pthread_mutex_unlock(&j->lock);
+    if (stage_of(j) == J_READY) {
+        j->abort = 1;
+        set_stage(j, J_GO);
+    }
+    pthread_join(j->thread, NULL);
     rb_segment_snap_end(j->snap, NULL);
     sn->job = NULL;
-    job_free(j, 1);
+    job_free(j);
+}
+
+int rbd_snapshot_init(rbd_snapshots_t *sn)
+{
+    sn->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return sn->wakefd;
 }
 
 void rbd_snapshot_tick(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg,

@@ -27,6 +27,8 @@ typedef struct rbd_snapshots {
     uint64_t last_loop_us;     /* ... of which the event loop spent (steps 1, 5-7) */
     uint64_t last_saved_bytes; /* ... pages the writer saved for it (copy on write) */
     rbd_snap_job_t *job;       /* the one being written, or NULL */
+    int wakefd;                /* eventfd the thread wakes the event loop with (-1: none
+                                  yet: foreground snapshots only) */
 } rbd_snapshots_t;
 
 /* What a snapshot says about the logs around it (format 3; docs/design.md,
@@ -54,8 +56,9 @@ int rbd_snapshot_save(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, ch
  * being written or it cannot start. */
 int rbd_snapshot_start(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, char *err,
                        size_t errlen);
-/* Every event-loop turn: installs the background snapshot if its thread is
- * done (a failed one is retried after 10 s). */
+/* When the thread signals (wakefd) and once a second: at READY, holds the
+ * log and lets the thread switch logs; at DONE, switches to the new log (a
+ * failed snapshot is retried after 10 s). */
 void rbd_snapshot_poll(rbd_snapshots_t *sn, rbd_aof_t *aof, uint64_t now_mono);
 /* Waits for the background snapshot, if any, and installs it.  0, or -1
  * if it failed (logged). */
@@ -63,6 +66,9 @@ int rbd_snapshot_wait(rbd_snapshots_t *sn, rbd_aof_t *aof);
 /* At exit without a final snapshot: waits for the thread and drops what it
  * wrote (the log in place has every change). */
 void rbd_snapshot_abandon(rbd_snapshots_t *sn);
+/* The eventfd the snapshot thread signals (READY, DONE) for the event
+ * loop to poll on: sn->wakefd, or -1 with errno. */
+int rbd_snapshot_init(rbd_snapshots_t *sn);
 /* Once a second: polls, and starts a background snapshot if one is due
  * (save-seconds, save-log-bytes) or the log is broken; a failed one is
  * retried after 10 s. */
