@@ -20,4 +20,10 @@ typedef struct rbd_segwatch {
  * st->seg, republishes the state under it (logged, INFO memory). */
 void rbd_segwatch_check(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg);
 
+/* At start and after a republish: huge-pages yes turns 2 MiB pages on for
+ * seg (rb_segment_huge_pages) and logs whether they back it, and if not
+ * why and the fix (a warning: the segment works with small pages); no
+ * leaves a segment made with them as it is (logged). */
+void rbd_segwatch_huge(rb_segment_t *seg, const rbd_config_t *cfg);
+
 #endif /* RBD_SEGWATCH_H */
