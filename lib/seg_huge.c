@@ -36,16 +36,18 @@ int rb_segment_huge_pages(rb_segment_t *seg)
     if (!seg->writable)
         return RB_EROFS;
     m = rbi_seg_map(seg);
-    if (rbi_seg_huge(m))
-        return RB_OK;
     size = rbi_ld(&rbi_hdr(m)->size);
-    rbi_huge_mark(m);
-    /* Whole 2 MiB committed, then the bytes made before collapsed too
-     * (growth collapses only what it adds). */
-    if ((rc = rbi_segment_grow(seg, size)) != RB_OK) {
-        rbi_st(&rbi_hdr(m)->flags, rbi_ld(&rbi_hdr(m)->flags) & ~(uint64_t)RBI_HDR_HUGE);
-        return rc;
+    if (!rbi_seg_huge(m)) {
+        rbi_huge_mark(m);
+        /* Whole 2 MiB committed (growth collapses what it adds) ... */
+        if ((rc = rbi_segment_grow(seg, size)) != RB_OK) {
+            rbi_st(&rbi_hdr(m)->flags, rbi_ld(&rbi_hdr(m)->flags) & ~(uint64_t)RBI_HDR_HUGE);
+            return rc;
+        }
     }
+    /* ... and every byte collapsed: those made before, and, for a writer
+     * that took a huge-page segment over, its mapping (it maps the pages
+     * with PMD entries; pages already huge cost no copy). */
     rbi_huge_collapse(m, 0, rbi_ld(&rbi_hdr(m)->size));
     return RB_OK;
 }

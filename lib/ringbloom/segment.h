@@ -217,7 +217,8 @@ typedef struct rb_segment_info {
 RB_EXPORT int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out);
 
 /* Writer.  Turns huge pages on for a live segment, as if it had been
- * created with RB_SEGMENT_HUGE_PAGES: the committed size is rounded up to
+ * created with RB_SEGMENT_HUGE_PAGES (on one that has them, collapses
+ * again whatever is not in 2 MiB pages, e.g. after taking it over): the committed size is rounded up to
  * whole 2 MiB (within the reservation), every committed 2 MiB is collapsed
  * into one page (madvise MADV_COLLAPSE, Linux 6.1; on a tmpfs mounted
  * huge=within_size or huge=always the pages are huge already) and later

@@ -150,6 +150,17 @@ static void huge_child(const char *huge, int thp_off, int expect_huge)
              strstr(h.why, "huge=never") && strstr(h.why, "remount,huge=within_size /dev/shm");
     rb_bloom_close(bf);
     rb_segment_close(seg);
+    /* A writer taking the segment over (a restarted daemon) maps it in
+     * 2 MiB pages again once it asks. */
+    if (ok && expect_huge) {
+        ok = rb_segment_open_writer("hugetest", &seg) == RB_OK &&
+             rb_segment_huge_pages(seg) == RB_OK && rb_segment_huge_status(seg, &h) == RB_OK &&
+             h.huge_bytes == h.committed && h.why[0] == '\0';
+        if (!ok)
+            fprintf(stderr, "huge=%s: taken over: %llu of %llu bytes in 2 MiB pages\n", huge,
+                    (unsigned long long)h.huge_bytes, (unsigned long long)h.committed);
+        rb_segment_close(seg);
+    }
     rb_segment_unlink("hugetest");
     _exit(ok ? 0 : 1);
 }
