@@ -40,7 +40,6 @@
 
 #define SHM_PREFIX "/ringbloom."
 
-
 static int shm_name(const char *instance, char *buf, size_t cap)
 {
     if (!rbi_instance_ok(instance))
