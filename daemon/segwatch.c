@@ -88,8 +88,21 @@ static int republish(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg
     st->seg = a.fresh;
     rb_segment_close(old);
     w->republished++;
+    w->huge_ms = 0;   /* INFO's figures were the old object's */
     rbd_segwatch_huge(st->seg, cfg);
     return RB_OK;
+}
+
+const rb_segment_huge_t *rbd_segwatch_huge_status(rbd_segwatch_t *w, const rb_segment_t *seg)
+{
+    uint64_t now = rbd_mono_ms();
+
+    if (w->huge_ms == 0 || now - w->huge_ms >= 1000) {
+        if (rb_segment_huge_status(seg, &w->huge) != RB_OK)
+            return NULL;
+        w->huge_ms = now;
+    }
+    return &w->huge;
 }
 
 void rbd_segwatch_huge(rb_segment_t *seg, const rbd_config_t *cfg)
