@@ -253,6 +253,7 @@ static void info_clients(server_t *s, info_buf_t *ib)
 static void info_memory(server_t *s, info_buf_t *ib)
 {
     rb_segment_info_t si;
+    const rb_segment_huge_t *h;
 
     if (rb_segment_info(s->state.seg, &si) != RB_OK)
         return;
@@ -263,6 +264,14 @@ static void info_memory(server_t *s, info_buf_t *ib)
     info_line(ib, "segment_generation:%llu", (unsigned long long)si.generation);
     info_line(ib, "segment_linked:%d", s->watch.linked);
     info_line(ib, "segment_republished:%llu", (unsigned long long)s->watch.republished);
+    if ((h = rbd_segwatch_huge_status(&s->watch, s->state.seg)) == NULL)
+        return;
+    /* huge_pages: the segment asks for them; huge_bytes: what they back
+     * (at most a second old) */
+    info_line(ib, "segment_huge_pages:%s", h->requested ? "yes" : "no");
+    info_line(ib, "segment_huge_bytes:%llu", (unsigned long long)h->huge_bytes);
+    info_line(ib, "segment_huge_mount:%s", h->mount);
+    info_line(ib, "segment_huge_problem:%s", h->why[0] != '\0' ? h->why : "none");
 }
 
 static void info_persistence(server_t *s, info_buf_t *ib)

@@ -42,6 +42,9 @@ static const setting_t settings[] = {
     /* Readers only read; an object others could write is refused by them
      * (name squatting). */
     { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0 },
+    /* Applied to the segment at start (segwatch.c): a warning, not a
+     * refusal, where the kernel gives no huge pages. */
+    { "huge-pages", T_BOOL, F(huge_pages), 0, 0, 0 },
     { "max-memory", T_SIZE, F(max_memory), 1u << 20, RB_MAX_MAX_SIZE, 0 },
     { "max-filters", T_U32, F(max_filters), 1, RB_MAX_FILTERS, 0 },
     { "max-nodes", T_U32, F(max_nodes), 1, RB_RING_MAX_NODES, 1 },

@@ -195,6 +195,7 @@ static int serve(server_t *s, int ignore_corrupt)
         return 1;
     }
     s->watch.linked = 1;
+    rbd_segwatch_huge(s->state.seg, &s->cfg);
     if (rbd_server_listen(s, err, sizeof(err)) != 0) {
         rbd_log(LOG_ERR, "cannot listen: %s", err);
         return 1;

@@ -29,6 +29,7 @@ typedef struct rbd_config {
     char dir[4096];              /* state directory */
     mode_t socket_mode;
     mode_t segment_mode;
+    int huge_pages;              /* back the segment with 2 MiB pages */
     uint64_t max_memory;         /* segment reservation, bytes */
     uint32_t max_filters;
     uint32_t max_nodes;

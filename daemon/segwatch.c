@@ -19,6 +19,9 @@
  * A name taken by another object (a squatter's, while the daemon's was
  * gone) is removed first if the daemon may (its own user's object, or the
  * daemon is root); otherwise the daemon says so and keeps checking.
+ *
+ * Also here, since it applies to whichever object the daemon holds (the
+ * one start-up made or re-attached, or a republished one): huge-pages.
  */
 #include "config.h"
 
@@ -85,7 +88,53 @@ static int republish(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg
     st->seg = a.fresh;
     rb_segment_close(old);
     w->republished++;
+    w->huge_ms = 0;   /* INFO's figures were the old object's */
+    rbd_segwatch_huge(st->seg, cfg);
     return RB_OK;
+}
+
+const rb_segment_huge_t *rbd_segwatch_huge_status(rbd_segwatch_t *w, const rb_segment_t *seg)
+{
+    uint64_t now = rbd_mono_ms();
+
+    if (w->huge_ms == 0 || now - w->huge_ms >= 1000) {
+        if (rb_segment_huge_status(seg, &w->huge) != RB_OK)
+            return NULL;
+        w->huge_ms = now;
+    }
+    return &w->huge;
+}
+
+void rbd_segwatch_huge(rb_segment_t *seg, const rbd_config_t *cfg)
+{
+    rb_segment_huge_t h;
+    int rc;
+
+    if (rb_segment_huge_status(seg, &h) != RB_OK)
+        return;
+    if (!cfg->huge_pages) {
+        if (h.requested)
+            rbd_log(LOG_INFO, "the live segment keeps its 2 MiB pages (huge-pages no applies "
+                    "when the segment is rebuilt: stop the daemon, remove "
+                    "/dev/shm/ringbloom.%s, start it)", cfg->instance);
+        return;
+    }
+    /* Warn and go on: small pages cost lookups time, not correctness, and a
+     * daemon that refused to start would cost far more. */
+    if ((rc = rb_segment_huge_pages(seg)) != RB_OK) {
+        rbd_log(LOG_WARNING, "huge-pages yes: cannot turn 2 MiB pages on for segment "
+                "/ringbloom.%s (%s); it works with small pages", cfg->instance,
+                rb_strerror(rc));
+        return;
+    }
+    if (rb_segment_huge_status(seg, &h) != RB_OK)
+        return;
+    if (h.why[0] != '\0')
+        rbd_log(LOG_WARNING, "huge-pages yes: segment /ringbloom.%s works with small pages: "
+                "%s (INFO memory: segment_huge_bytes)", cfg->instance, h.why);
+    else
+        rbd_log(LOG_INFO, "segment /ringbloom.%s is in 2 MiB pages (%llu MiB; %s)",
+                cfg->instance, (unsigned long long)(h.huge_bytes >> 20), h.mount);
 }
 
 void rbd_segwatch_check(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg)

@@ -25,6 +25,11 @@
 #define RBI_HEADER_SIZE    4096u
 #define RBI_ALIGN          64u                   /* heap allocation unit */
 #define RBI_GROW_STEP      (64u * 1024u)         /* committed size granule */
+#define RBI_HUGE_STEP      (2u * 1024u * 1024u)  /* ... of a huge-page segment: one
+                                                    PMD page (x86-64, arm64 4K) */
+
+/* header.flags */
+#define RBI_HDR_HUGE       1u   /* back with 2 MiB pages (RB_SEGMENT_HUGE_PAGES) */
 
 enum { RBI_STATE_INIT = 1, RBI_STATE_LIVE = 2, RBI_STATE_RETIRED = 3 };
 
@@ -53,7 +58,8 @@ typedef struct rb_header_shm {
     _Atomic uint64_t heap_offset;     /* 104 first heap byte */
     _Atomic uint64_t created;         /* 112 unix seconds */
     _Atomic uint64_t next_incarnation;/* 120 filter incarnation counter */
-    _Atomic uint64_t reserved0[16];   /* 128 */
+    _Atomic uint64_t flags;           /* 128 RBI_HDR_*, 0 before huge pages */
+    _Atomic uint64_t reserved0[15];   /* 136 */
     rb_ring_hdr_shm_t ring;           /* 256 */
 } rb_header_shm_t;
 

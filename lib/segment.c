@@ -12,6 +12,13 @@
  * checked against header.size, which only grows).  Workload: created once
  * per daemon lifetime, attached once per client process.
  *
+ * Huge pages (RB_SEGMENT_HUGE_PAGES, rb_segment_huge_pages): header.flags
+ * says so; such a segment grows 2 MiB at a time and the writer collapses
+ * each new 2 MiB into one page (MADV_COLLAPSE works whatever the tmpfs
+ * huge= option; on huge=within_size / always the pages are huge already).
+ * Every mapping of 2 MiB or more is 2 MiB-aligned, so readers map those
+ * pages with PMD entries without knowing about them.
+ *
  * Errors: each function returns an RB_E* code; on failure nothing is left
  * behind (no mapping, no fd, and for create no object in /dev/shm).
  */
@@ -52,10 +59,15 @@ int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
 {
     rbi_map_t *m = rbi_seg_map(seg);
     rb_header_shm_t *h = rbi_hdr(m);
-    uint64_t old = rbi_ld(&h->size);
+    uint64_t old = rbi_ld(&h->size), want = new_size;
+    int huge = rbi_seg_huge(m);
     int rc;
 
-    new_size = rbi_round_up(new_size, RBI_GROW_STEP);
+    new_size = rbi_round_up(want, huge ? RBI_HUGE_STEP : RBI_GROW_STEP);
+    /* A reservation that is not whole 2 MiB (huge pages turned on after
+     * creation) ends in a partial granule. */
+    if (new_size > m->map_len && want <= m->map_len)
+        new_size = m->map_len;
     if (new_size <= old)
         return RB_OK;
     if (new_size > m->map_len)
@@ -72,6 +84,8 @@ int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
         }
         return rbi_errno_code(rc);
     }
+    if (huge)
+        rbi_huge_collapse(m, old, new_size);
     /* Release: pairs with rbi_seg_size()'s acquire and
      * rbi_segment_check_header's: the bytes exist before any offset below
      * new_size is published, and whoever sees new_size finds the object at
@@ -230,10 +244,13 @@ static int create_opts(const rb_segment_opts_t *opts, rb_segment_opts_t *o, uint
     if (o->max_filters == 0)
         o->max_filters = RB_DEFAULT_MAX_FILTERS;
     if ((o->mode & ~(mode_t)0755) != 0 || o->max_filters > RB_MAX_FILTERS ||
-        o->max_size > RB_MAX_MAX_SIZE || (o->flags & ~RB_SEGMENT_HIDDEN) != 0)
+        o->max_size > RB_MAX_MAX_SIZE ||
+        (o->flags & ~(RB_SEGMENT_HIDDEN | RB_SEGMENT_HUGE_PAGES)) != 0)
         return RB_EINVAL;
     *heap_off = heap_offset_for(o->max_filters);
     o->max_size = rb_segment_reservation(o->max_size);
+    if (o->flags & RB_SEGMENT_HUGE_PAGES)   /* RB_MAX_MAX_SIZE is whole 2 MiB */
+        o->max_size = rbi_round_up(o->max_size, RBI_HUGE_STEP);
     if (o->max_size < rbi_round_up(*heap_off, RBI_GROW_STEP) + RBI_GROW_STEP)
         return RB_EINVAL;
     return RB_OK;
@@ -268,7 +285,7 @@ static int create_object(rbi_map_t *m, const char *name, const rb_segment_opts_t
         return rbi_errno_code(errno);
     if ((rc = map_identify(m)) != RB_OK)
         return rc;
-    base = mmap(NULL, o->max_size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+    base = rbi_map_aligned(o->max_size, PROT_READ | PROT_WRITE, m->fd, RBI_HUGE_STEP);
     if (base == MAP_FAILED)
         return rbi_errno_code(errno);
     m->base = base;
@@ -283,6 +300,8 @@ static int create_object(rbi_map_t *m, const char *name, const rb_segment_opts_t
     if ((rc = posix_fallocate(m->fd, 0, RBI_HEADER_SIZE)) != 0)
         return rbi_errno_code(rc);
     rbi_st(&rbi_hdr(m)->size, RBI_HEADER_SIZE);
+    if (o->flags & RB_SEGMENT_HUGE_PAGES)
+        rbi_huge_mark(m);   /* before the first growth, which is then 2 MiB */
     return RB_OK;
 }
 
@@ -370,8 +389,6 @@ int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, voi
     return fn(m->base, rbi_seg_size(m), arg) == 0 ? RB_OK : RB_ESYS;
 }
 
-
-
 /* Whether the object behind fd may be trusted (name squatting: /dev/shm
  * is writable by every user).  A writer takes over only an object its euid
  * owns; a reader trusts only one that nobody but its owner can write, and,
@@ -448,13 +465,15 @@ static int map_open(const char *instance, int writable, const rbi_map_t *skip, u
     munmap(base, RBI_HEADER_SIZE);
     if (rc != RB_OK)
         goto fail;
-    base = mmap(NULL, max_size, prot, MAP_SHARED, m->fd, 0);
+    base = rbi_map_aligned(max_size, prot, m->fd, RBI_HUGE_STEP);
     if (base == MAP_FAILED) {
         rc = rbi_errno_code(errno);
         goto fail;
     }
     m->base = base;
     m->map_len = max_size;
+    if (rbi_seg_huge(m))   /* the writer made the pages; this only asks to map them so */
+        (void)madvise(m->base, m->map_len, MADV_HUGEPAGE);
     m->dir_off = rbi_ld(&rbi_hdr(m)->dir_offset);
     m->dir_slots = rbi_ld(&rbi_hdr(m)->dir_slots);
     *out = m;

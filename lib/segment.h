@@ -7,9 +7,11 @@
 #ifndef RBI_SEGMENT_H
 #define RBI_SEGMENT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include "format.h"
@@ -29,6 +31,8 @@ typedef struct rbi_map {
     dev_t dev;               /* identity of the object, to notice a new one */
     ino_t ino;
     uid_t owner;             /* the object's owner when it was opened */
+    int collapse_err;        /* writer: errno of the last MADV_COLLAPSE that
+                                failed (huge pages), 0 if none did */
     struct rbi_map *older;   /* replaced mappings, freed at close */
 } rbi_map_t;
 
@@ -96,8 +100,46 @@ static inline rb_filter_shm_t *rbi_dir_slot(const rbi_map_t *m, uint64_t i)
     return (rb_filter_shm_t *)(void *)(m->base + m->dir_off + i * sizeof(rb_filter_shm_t));
 }
 
+/* ---- huge pages (header.flags RBI_HDR_HUGE) ----------------------------- */
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25   /* Linux 6.1; older C libraries lack the name */
+#endif
+
+static inline int rbi_seg_huge(const rbi_map_t *m)
+{
+    return (rbi_ld(&rbi_hdr(m)->flags) & RBI_HDR_HUGE) != 0;
+}
+
+/* Writer.  Records m's segment as a huge-page one (readers and a writer
+ * taking it over see header.flags) and asks for huge pages on the writer's
+ * mapping (MADV_HUGEPAGE: what a tmpfs mounted huge=advise needs for pages
+ * that faults allocate; harmless elsewhere). */
+static inline void rbi_huge_mark(rbi_map_t *m)
+{
+    rbi_st(&rbi_hdr(m)->flags, rbi_ld(&rbi_hdr(m)->flags) | RBI_HDR_HUGE);
+    (void)madvise(m->base, m->map_len, MADV_HUGEPAGE);
+}
+
+/* Writer.  Makes the whole 2 MiB pieces of [from, to) one page each: on a
+ * tmpfs mounted huge=never or advise the object's pages are small, since
+ * posix_fallocate allocates them outside any mapping; MADV_COLLAPSE copies
+ * them into a 2 MiB page whatever the mount says (on huge=within_size or
+ * always they are huge already and it only maps them so).  A failure is no
+ * error (the bytes are there, in small pages): m->collapse_err keeps its
+ * errno for rb_segment_huge_status. */
+static inline void rbi_huge_collapse(rbi_map_t *m, uint64_t from, uint64_t to)
+{
+    from -= from % RBI_HUGE_STEP;
+    to -= to % RBI_HUGE_STEP;
+    if (to > from)
+        m->collapse_err = madvise(m->base + from, to - from, MADV_COLLAPSE) == 0 ? 0 : errno;
+}
+
 /* Writer.  Grows the object to at least new_size (rounded up to
- * RBI_GROW_STEP) and publishes the new header.size.  RB_ENOSPC past the
+ * RBI_GROW_STEP, or RBI_HUGE_STEP within the reservation for a huge-page
+ * segment, whose new bytes it then collapses into 2 MiB pages) and
+ * publishes the new header.size.  RB_ENOSPC past the
  * reservation, or the errno code of ftruncate / posix_fallocate. */
 int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size);
 

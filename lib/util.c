@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ringbloom.h"
@@ -100,4 +101,28 @@ int rbi_instance_ok(const char *s)
     if (n == 0 || n > RB_INSTANCE_MAX || s[0] == '.')
         return 0;
     return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+void *rbi_map_aligned(size_t len, int prot, int fd, size_t align)
+{
+    size_t span = len + align;
+    unsigned char *raw, *al;
+
+    if (len < align)
+        return mmap(NULL, len, prot, MAP_SHARED, fd, 0);
+    raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+        return MAP_FAILED;
+    al = raw + (align - (uintptr_t)raw % align) % align;
+    if (mmap(al, len, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+        int e = errno;
+        munmap(raw, span);
+        errno = e;
+        return MAP_FAILED;
+    }
+    if (al > raw)
+        munmap(raw, (size_t)(al - raw));
+    if (al + len < raw + span)
+        munmap(al + len, (size_t)(raw + span - (al + len)));
+    return al;
 }

@@ -37,6 +37,15 @@ static inline void rbi_copy_out(void *dst, const _Atomic uint64_t *src, size_t n
     }
 }
 
+/* mmap(MAP_SHARED) of len bytes of fd from offset 0 at an address that is
+ * a multiple of align (a power of two) if len is at least align, else
+ * wherever: the kernel maps a huge page of a file with one PMD entry only
+ * where the address and the file offset agree modulo its size, and aligns
+ * shmem mappings by itself only on mounts that allocate huge pages.  Costs
+ * one more mmap and munmap of address space, never memory.  MAP_FAILED
+ * with errno as mmap. */
+void *rbi_map_aligned(size_t len, int prot, int fd, size_t align);
+
 static inline uint64_t rbi_round_up(uint64_t v, uint64_t a)
 {
     return (v + a - 1) / a * a;

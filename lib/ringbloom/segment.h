@@ -33,12 +33,21 @@ typedef struct rb_segment_opts {
                               0 -> RB_DEFAULT_MAX_SIZE; the committed size
                               starts small and grows on demand */
     uint32_t max_filters;  /* directory slots; 0 -> RB_DEFAULT_MAX_FILTERS */
-    uint32_t flags;        /* RB_SEGMENT_HIDDEN */
+    uint32_t flags;        /* RB_SEGMENT_HIDDEN, RB_SEGMENT_HUGE_PAGES */
 } rb_segment_opts_t;
 
 /* Create / restore without going live: readers get RB_EBUSY until the
  * writer calls rb_segment_go_live() (e.g. after replaying a log). */
 #define RB_SEGMENT_HIDDEN 0x1u
+
+/* Back the segment with 2 MiB pages where the kernel allows (as
+ * rb_segment_huge_pages does after creation): the reservation is rounded
+ * up to whole 2 MiB, the object grows 2 MiB at a time and each new 2 MiB
+ * is collapsed into one page.  Creation never fails for want of huge
+ * pages: rb_segment_huge_status says whether they back it, and if not why
+ * and what fixes it.  Readers need no flag: every mapping of 2 MiB or more
+ * is 2 MiB-aligned, so it maps the huge pages the object has. */
+#define RB_SEGMENT_HUGE_PAGES 0x2u
 
 #define RB_DEFAULT_MAX_SIZE    (1ULL << 30)
 #define RB_MAX_MAX_SIZE        (1ULL << 40)
@@ -47,7 +56,8 @@ typedef struct rb_segment_opts {
 
 /* Any process, pure.  The reservation rb_segment_create makes for a
  * requested max_size (0: RB_DEFAULT_MAX_SIZE): rounded up to whole growth
- * granules of 64 KiB, as the segment's rb_segment_info max_size will say.
+ * granules of 64 KiB, as the segment's rb_segment_info max_size will say
+ * (with RB_SEGMENT_HUGE_PAGES create rounds it further, to whole 2 MiB).
  * 0 if max_size exceeds RB_MAX_MAX_SIZE (create refuses it: RB_EINVAL). */
 RB_EXPORT uint64_t rb_segment_reservation(uint64_t max_size);
 
@@ -230,6 +240,40 @@ typedef struct rb_segment_info {
 
 /* Reader or writer.  Fills *out.  Cost: O(max_filters) loads. */
 RB_EXPORT int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out);
+
+/* Writer.  Turns huge pages on for a live segment, as if it had been
+ * created with RB_SEGMENT_HUGE_PAGES (on one that has them, collapses
+ * again whatever is not in 2 MiB pages, e.g. after taking it over): the committed size is rounded up to
+ * whole 2 MiB (within the reservation), every committed 2 MiB is collapsed
+ * into one page (madvise MADV_COLLAPSE, Linux 6.1; on a tmpfs mounted
+ * huge=within_size or huge=always the pages are huge already) and later
+ * growth is by 2 MiB.  The segment is recorded as a huge-page one (readers
+ * and a restarted writer see it).  A daemon uses this when its
+ * configuration asks for huge pages on a segment made without them.
+ * RB_OK (also when the kernel gave no huge page: see
+ * rb_segment_huge_status), RB_EROFS, RB_ENOSPC (growing to 2 MiB failed:
+ * nothing changed). */
+RB_EXPORT RB_WUR int rb_segment_huge_pages(rb_segment_t *seg);
+
+typedef struct rb_segment_huge {
+    int      requested;     /* 1: the segment is a huge-page one */
+    uint64_t committed;     /* committed bytes (header.size) */
+    uint64_t huge_bytes;    /* bytes of this handle's mapping mapped by 2 MiB
+                               pages now (ShmemPmdMapped + FilePmdMapped in
+                               /proc/self/smaps); a reader counts only what it
+                               has touched, the writer every collapsed byte */
+    char     mount[64];     /* the filesystem holding the object, with its
+                               huge= option: "tmpfs /dev/shm huge=never",
+                               "shmem (internal)" for a private segment */
+    char     why[512];      /* writer, if requested: "" when huge_bytes covers
+                               every whole committed 2 MiB, else why the pages
+                               are small and the fix; "" for a reader */
+} rb_segment_huge_t;
+
+/* Reader or writer.  Fills *out.  Cost: reads /proc/self/smaps and
+ * /proc/self/mountinfo (tens of microseconds to a millisecond): for INFO
+ * and start-up messages, not for every call. */
+RB_EXPORT int rb_segment_huge_status(const rb_segment_t *seg, rb_segment_huge_t *out);
 
 #ifdef __cplusplus
 }

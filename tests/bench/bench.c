@@ -33,6 +33,8 @@
  *      loop of rb_bloom_add against a plain prefetching add loop;
  *   8. single contains at 1 / 16 / 256 / 1024 MiB: rb_bloom_contains
  *      against a plain-C blocked filter holding the same keys.
+ *   h. (only with --only h; root) contains_many on a 1 GiB blocked filter
+ *      in small pages and in 2 MiB pages (bench_huge.c).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
@@ -1470,7 +1472,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--cli") == 0 && i + 1 < argc)
             cli_bin = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 12345678] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 12345678h] "
                     "[--daemon PATH] [--cli PATH]\n");
             return 2;
         }
@@ -1504,6 +1506,8 @@ int main(int argc, char **argv)
         bench_adds();
     if (strchr(only, '8'))
         bench_single();
+    if (strchr(only, 'h'))
+        bench_huge(reps, csv);
     fclose(csv);
     {
         char cmd[128];

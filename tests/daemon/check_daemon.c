@@ -642,6 +642,41 @@ START_TEST(test_daemon_reader_follows_restart_with_new_segment)
 }
 END_TEST
 
+/* huge-pages yes: the daemon turns 2 MiB pages on for its segment and
+ * says whether they back it (a log line either way, INFO memory); readers
+ * attach as always and see a huge-page segment; a restart with
+ * huge-pages no keeps the live segment's (logged). */
+START_TEST(test_daemon_huge_pages_option)
+{
+    char info[4096];
+    rb_segment_huge_t h;
+    rb_segment_t *r;
+    rb_conn_t *c;
+    int rc;
+
+    rbd_start(&d, "huge-pages yes");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000000");
+    rbd_expect(c, "1", "BF.ADD", "f", "k");
+    snprintf(info, sizeof(info), "%s", rbd_cmd(c, &rc, "INFO", "memory", (const char *)NULL));
+    ck_assert_ptr_nonnull(strstr(info, "segment_huge_pages:yes\r\n"));
+    ck_assert_ptr_nonnull(strstr(info, "segment_huge_bytes:"));
+    ck_assert_ptr_nonnull(strstr(info, "segment_huge_problem:"));
+    printf("huge-pages yes: %s\n", strstr(info, "segment_huge_bytes:"));
+    ck_assert_int_eq(rbd_log_count(&d, "is in 2 MiB pages") +
+                     rbd_log_count(&d, "works with small pages"), 1);
+    ck_assert_int_eq(rb_segment_attach_owned(d.inst, 0, getuid(), &r), RB_OK);
+    ck_assert_int_eq(rb_segment_huge_status(r, &h), RB_OK);
+    ck_assert_int_eq(h.requested, 1);
+    rb_segment_close(r);
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);                  /* the segment stays */
+    rbd_write_conf(&d, "huge-pages no");
+    rbd_launch(&d, NULL);
+    ck_assert_int_eq(rbd_log_count(&d, "keeps its 2 MiB pages"), 1);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("daemon",
@@ -662,7 +697,8 @@ int main(void)
                                  test_daemon_restart_applies_segment_mode),
                         RB_TCASE("segment lifecycle", 120, NULL, rbd_teardown,
                                  test_daemon_republishes_a_removed_segment,
-                                 test_daemon_reader_follows_restart_with_new_segment),
+                                 test_daemon_reader_follows_restart_with_new_segment,
+                                 test_daemon_huge_pages_option),
                         daemon_durability_tcase(),
                         daemon_access_tcase(),
                         daemon_cli_tcase());
