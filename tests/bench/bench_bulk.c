@@ -76,11 +76,36 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Exits after saying what failed and errno's message. */
+/* The server of the run under way and its directory, for fail(). */
+static pid_t cur_pid;
+static char cur_dir[256];
+
+/* Stops the run's server (SIGTERM: ringbloomd removes its segment) and
+ * removes its directory. */
+static void run_cleanup(void)
+{
+    char rm[320];
+
+    if (cur_pid > 0) {
+        kill(cur_pid, SIGTERM);
+        waitpid(cur_pid, NULL, 0);
+        cur_pid = 0;
+    }
+    if (cur_dir[0] != '\0') {
+        snprintf(rm, sizeof(rm), "rm -rf %s", cur_dir);
+        if (system(rm) != 0)
+            fprintf(stderr, "bench (bulk): could not remove %s\n", cur_dir);
+        cur_dir[0] = '\0';
+    }
+}
+
+/* Exits after saying what failed and errno's message, leaving no server
+ * or file of the run behind. */
 static void fail(const char *what, const char *arg)
 {
     fprintf(stderr, "bench (bulk): %s%s%s: %s\n", what, arg ? " " : "", arg ? arg : "",
             strerror(errno));
+    run_cleanup();
     exit(1);
 }
 
@@ -185,6 +210,7 @@ static const char *read_reply(conn_t *c, size_t *len)
             const char *p = c->buf + c->pos;
             if (p[0] == '-') {
                 fprintf(stderr, "bench (bulk): the server replied %.*s\n", (int)l, p);
+                run_cleanup();
                 exit(1);
             }
             c->pos += l;
@@ -339,6 +365,7 @@ static void connect_wait(conn_t *c, const char *path, pid_t pid)
         usleep(10000);
     }
     fprintf(stderr, "bench (bulk): nothing listens on %s\n", path);
+    run_cleanup();
     exit(1);
 }
 
@@ -346,7 +373,7 @@ static void connect_wait(conn_t *c, const char *path, pid_t pid)
 static result_t run_one(const contender_t *ct, const char *tmpdir, const char *daemon_bin,
                         int id, uint64_t nkeys)
 {
-    char dir[256], sock[300], conf[300], rm[320];
+    char dir[256], sock[300], conf[300];
     conn_t main_c;
     probe_t pr = { .cmd = ct->probe };
     pthread_t th;
@@ -362,6 +389,7 @@ static result_t run_one(const contender_t *ct, const char *tmpdir, const char *d
     snprintf(sock, sizeof(sock), "%s/s", dir);
     if (mkdir(dir, 0700) != 0)
         fail("mkdir", dir);
+    snprintf(cur_dir, sizeof(cur_dir), "%s", dir);
     if (ct->redis) {
         const char *argv[16] = { "redis-server", "--port", "0", "--unixsocket", sock,
                                  "--dir", dir, "--save", "", "--appendonly",
@@ -387,6 +415,7 @@ static result_t run_one(const contender_t *ct, const char *tmpdir, const char *d
             pid = spawn(argv);
         }
     }
+    cur_pid = pid;
     connect_wait(&main_c, sock, pid);
     if (strcmp(ct->add, "BF.MADD") == 0) {
         const char *argv[] = { "BF.RESERVE", "f", "0.01", "100000000" };
@@ -425,11 +454,7 @@ static result_t run_one(const contender_t *ct, const char *tmpdir, const char *d
         free(req[i]);
     conn_close(&pr.c);
     conn_close(&main_c);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    snprintf(rm, sizeof(rm), "rm -rf %s", dir);
-    if (system(rm) != 0)
-        fprintf(stderr, "bench (bulk): could not remove %s\n", dir);
+    run_cleanup();
     return res;
 }
 
