@@ -837,7 +837,7 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
 END_TEST
 
 /* One BF.MADD whose record spans several of ops.c's 8 KiB encoding chunks
- * (700 keys of 40 bytes, then one of 20,000 bytes, longer than a chunk)
+ * (700 keys of 39 bytes, then one of 20,000 bytes, longer than a chunk)
  * and whose reply spans several of cmd_bf.c's 256-integer reply chunks:
  * every key is answered "new", and the log replays them all into a start
  * from the files alone. */
