@@ -116,6 +116,33 @@ static rb_bloom_params_t default_params(void)
     return p;
 }
 
+/* Appends the integer replies fresh[0 .. n), each 0 or 1 for an add
+ * (rbi_resp_int for anything else), the same bytes as one rbi_resp_int
+ * each, built in a chunk on the stack: formatting each through
+ * rbi_resp_int's snprintf was a quarter of a bulk load's time (BF.MADD of
+ * 1,000 keys, docs/performance.md "Bulk load"). */
+static void reply_fresh(rbi_buf_t *out, const uint8_t *fresh, size_t n)
+{
+    char chunk[4 * 256];
+    size_t at = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (fresh[i] > 1) {
+            rbi_buf_append(out, chunk, at);
+            at = 0;
+            rbi_resp_int(out, fresh[i]);
+            continue;
+        }
+        memcpy(chunk + at, fresh[i] ? ":1\r\n" : ":0\r\n", 4);
+        at += 4;
+        if (at == sizeof(chunk)) {
+            rbi_buf_append(out, chunk, at);
+            at = 0;
+        }
+    }
+    rbi_buf_append(out, chunk, at);
+}
+
 /* Adds keys argv[first .. first + n) to filter argv[1] (bf), replying one
  * integer per key, in an array if as_array.  A key that cannot be added
  * (a full non-scaling filter) ends the array with an error element, as
@@ -142,8 +169,7 @@ static void add_keys(rbd_ctx_t *x, rb_bloom_t *bf, size_t first, size_t n, int a
     rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
     if (as_array)
         rbi_resp_array(x->out, op.nkeys + (rc < 0));
-    for (size_t i = 0; i < op.nkeys; i++)
-        rbi_resp_int(x->out, fresh[i]);
+    reply_fresh(x->out, fresh, op.nkeys);
     if (rc == RB_ENOSPC)
         reply_no_space(x);
     else if (rc < 0)

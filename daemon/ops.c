@@ -240,17 +240,33 @@ static int apply(rbd_state_t *st, const op_def_t *d, rbd_op_t *op, int live)
 
 /* ---- the encoder --------------------------------------------------------------------- */
 
+/* u32 count, then each key's u32 length and bytes: gathered in a chunk on
+ * the stack and appended a chunk at a time (two appends per key were a
+ * tenth of a bulk load's time); a key longer than the chunk goes alone. */
 static void put_keys(rbd_aof_t *aof, const rbd_op_t *op)
 {
-    unsigned char b[4];
+    unsigned char chunk[8192];
+    size_t at = 4;
 
-    rbd_put_u32(b, (uint32_t)op->nkeys);
-    rbd_aof_put(aof, b, 4);
+    rbd_put_u32(chunk, (uint32_t)op->nkeys);
     for (size_t i = 0; i < op->nkeys; i++) {
-        rbd_put_u32(b, (uint32_t)op->keys[i].len);
-        rbd_aof_put(aof, b, 4);
-        rbd_aof_put(aof, op->keys[i].ptr, op->keys[i].len);
+        size_t len = op->keys[i].len;
+        if (at + 4 + len > sizeof(chunk)) {
+            rbd_aof_put(aof, chunk, at);
+            at = 0;
+        }
+        rbd_put_u32(chunk + at, (uint32_t)len);
+        at += 4;
+        if (len > sizeof(chunk) - 4) {
+            rbd_aof_put(aof, chunk, at);
+            rbd_aof_put(aof, op->keys[i].ptr, len);
+            at = 0;
+            continue;
+        }
+        memcpy(chunk + at, op->keys[i].ptr, len);
+        at += len;
     }
+    rbd_aof_put(aof, chunk, at);
 }
 
 /* A u32 (width 4) or u64 / f64 (width 8) member m, little-endian. */

@@ -1,7 +1,8 @@
 /*
- * bench.h - what bench.c uses from the benchmark's other files: here,
- * libcrypto's MD5 timed in bench_md5.c (its header cannot share a file
- * with libmd's, which bench.c times).
+ * bench.h - what the benchmark's files share: libcrypto's MD5 timed in
+ * bench_md5.c (its header cannot share a file with libmd's, which bench.c
+ * times), the bulk-load section (bench_bulk.c) and the table row that
+ * bench.c prints for every section.
  */
 #ifndef RB_BENCH_H
 #define RB_BENCH_H
@@ -13,6 +14,22 @@
  * MD5(), the first 4 digest bytes taken as ketama does; NAN if the build
  * has no libcrypto (configure did not find it, or --without-libcrypto). */
 double bench_md5_libcrypto(char *const *keys, const size_t *klen, int n);
+
+/* One cell of a table row: a contender and its figure. */
+typedef struct cell {
+    const char *name;
+    double value;       /* NAN: not applicable */
+    const char *note;
+} cell_t;
+
+/* Prints one table row (and its CSV lines): a workload, its baseline
+ * cells[baseline], and each contender's figure with its ratio to it. */
+void row(const char *section, const char *workload, const char *unit, int higher_better,
+         int baseline, const cell_t *cells, int n);
+
+/* Section 9, bulk load (bench_bulk.c): servers started in tmpdir,
+ * ringbloomd from daemon_bin; at most 3 of reps runs; fewer keys if quick. */
+void bench_bulk(const char *tmpdir, const char *daemon_bin, int reps, int quick);
 
 /* Section h (bench_huge.c): contains_many on a 1 GiB blocked filter in
  * small pages and in 2 MiB pages, printed and appended to csv (may be

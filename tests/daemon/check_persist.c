@@ -1008,6 +1008,45 @@ START_TEST(test_persist_old_format_state_starts_with_its_data)
 }
 END_TEST
 
+/* One BF.MADD whose record spans several of ops.c's 8 KiB encoding chunks
+ * (700 keys of 39 bytes, then one of 20,000 bytes, longer than a chunk)
+ * and whose reply spans several of cmd_bf.c's 256-integer reply chunks:
+ * every key is answered "new", and the log replays them all into a start
+ * from the files alone. */
+START_TEST(test_persist_large_madd_replays)
+{
+    enum { N = 700 };
+    static char kb[N][48], big[20001];
+    rb_key_t keys[N + 1];
+    uint8_t fresh[N + 1];
+    rb_conn_t *c;
+
+    for (int i = 0; i < N; i++) {
+        snprintf(kb[i], sizeof(kb[i]), "bulk-key-%05d-padded-to-forty-bytes-xx", i);
+        keys[i].ptr = kb[i];
+        keys[i].len = strlen(kb[i]);
+    }
+    memset(big, 'k', sizeof(big) - 1);
+    keys[N].ptr = big;
+    keys[N].len = sizeof(big) - 1;
+    start("save-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "10000");
+    ck_assert_int_eq(rb_conn_bf_add_many(c, "f", 1, keys, N + 1, fresh), N + 1);
+    for (int i = 0; i <= N; i++)
+        ck_assert_uint_eq(fresh[i], 1);
+    rb_conn_close(c);
+    crash();
+    started(NULL);
+    c = rbd_connect(&d);
+    for (int i = 0; i < N; i++)
+        expect_exists(c, "f", kb[i], 1);
+    expect_exists(c, "f", big, 1);
+    expect_exists(c, "f", "bulk-key-never-added", 0);
+    rb_conn_close(c);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("persist",
@@ -1026,7 +1065,8 @@ int main(void)
                         RB_TCASE("records", 300, NULL, rbd_teardown,
                                  test_persist_record_for_missing_filter_or_node_refused,
                                  test_persist_corrupt_last_record_refused,
-                                 test_persist_cut_or_zeroed_tail_is_torn),
+                                 test_persist_cut_or_zeroed_tail_is_torn,
+                                 test_persist_large_madd_replays),
                         RB_TCASE("old format", 300, NULL, rbd_teardown,
                                  test_persist_format2_snapshot_starts_with_its_data,
                                  test_persist_old_format_state_starts_with_its_data));
