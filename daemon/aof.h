@@ -20,14 +20,16 @@
 #define RBD_REC_HDR       9u           /* a record's u32 length, u32 checksum, u8 type */
 
 /* The everysec fsync thread: it fdatasyncs the log when asked, so the
- * event loop never waits for the disk; log rotation takes `lock` before
- * closing the descriptor it syncs. */
+ * event loop never waits for the disk, and closes a replaced log's
+ * descriptor (freeing its pages is its own wait); log rotation takes
+ * `lock` before changing the descriptor it syncs. */
 typedef struct rbd_fsyncer {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     pthread_t thread;
     int started;
     int fd;                    /* the log it syncs (-1: none) */
+    int retired;               /* a replaced log's descriptor to close (-1: none) */
     int requested, stop;
     int error;                 /* errno of a failed background fdatasync */
 } rbd_fsyncer_t;

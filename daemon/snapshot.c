@@ -306,6 +306,12 @@ static void *job_main(void *arg)
         pthread_cond_wait(&j->cond, &j->lock);
     pthread_mutex_unlock(&j->lock);
     switch_phase(j);
+    /* Here, not in the loop: if X was renamed over, this and the log's own
+     * descriptor (closed by the fsync thread, aof.c) are its last
+     * references, and the last close frees its pages. */
+    if (j->xfd >= 0)
+        close(j->xfd);
+    j->xfd = -1;
     set_stage(j, J_DONE);
     return NULL;
 }
