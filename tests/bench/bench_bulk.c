@@ -529,12 +529,15 @@ void bench_bulk(const char *tmpdir, const char *daemon_bin, int reps, int quick)
                cs[c].name, median3(q, runs), q[0], q[runs - 1]);
     }
     for (int c = 0; c < nc; c++) {
-        double lo = v[c][0][0], hi = lo;
+        double lo = v[c][0][0], hi = lo, wlo = v[c][1][0], whi = wlo;
         for (int r = 1; r < runs; r++) {
             lo = fmin(lo, v[c][0][r]);
             hi = fmax(hi, v[c][0][r]);
+            wlo = fmin(wlo, v[c][1][r]);
+            whi = fmax(whi, v[c][1][r]);
         }
-        printf("  %-20s keys/s range %.3g-%.3g M/s\n", cs[c].name, lo, hi);
+        printf("  %-20s keys/s range %.3g-%.3g M/s, longest wait range %.3g-%.3g ms\n",
+               cs[c].name, lo, hi, wlo, whi);
     }
     printf("\n");
 }
