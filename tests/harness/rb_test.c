@@ -26,7 +26,8 @@ size_t rb_test_key(char *buf, size_t cap, const char *tag, unsigned long i)
                                          "static.shop.example.net", "a.example" };
     int n = snprintf(buf, cap, "https://%s/%s/%lu/item-%lx?page=%lu", hosts[i % 4], tag, i,
                      i * 2654435761UL, i % 97);
-    return (size_t)n;
+    /* What is in buf: a key cut short by cap is that much of it. */
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
 uint64_t rb_test_now_ms(void)

@@ -55,7 +55,8 @@ int rb_test_main(const char *name, ...);
 /* A fresh instance name, unique across the suite's processes. */
 const char *rb_test_instance(char *buf, size_t cap);
 
-/* Deterministic URL-like key i (20-120 bytes) into buf; returns length. */
+/* Deterministic URL-like key i (20-120 bytes) into buf; returns its length
+ * (at most cap - 1: a key longer than buf holds is cut short). */
 size_t rb_test_key(char *buf, size_t cap, const char *tag, unsigned long i);
 
 /* Milliseconds of CLOCK_MONOTONIC. */

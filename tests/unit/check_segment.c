@@ -970,7 +970,7 @@ static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
     static const char *names[] = { "std", "blk", "age" };
     rb_bloom_params_t p = { .capacity = 3000, .error_rate = 0.01,
                             .layout = RB_BLOOM_BLOCKED };
-    char key[64];
+    char key[160];
     rb_bloom_t *bf;
 
     for (int f = 0; f < 3; f++) {
