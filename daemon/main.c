@@ -1,7 +1,8 @@
 /*
  * main.c - ringbloomd: its arguments, then the order of things: the
- * configuration (config.c), the pidfile and single-instance lock,
- * daemon(3), the state directory (aof.c), start-up (recovery.c), the loop
+ * configuration (config.c), the pidfile and single-instance lock, the
+ * detach (ready.c: the parent waits until the daemon serves or says why it
+ * cannot), the state directory (aof.c), start-up (recovery.c), the loop
  * (server.c), the final snapshot and a clean shutdown.
  *
  *   ringbloomd [-c FILE] [-f] [-i NAME] [-s SOCKET] [-d DIR] [-o KEY=VALUE]...
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "dirs.h"
+#include "ready.h"
 #include "recovery.h"
 #include "server.h"
 
@@ -172,8 +174,9 @@ static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
                     strerror(errno));
         return NULL;
     }
-    if (!foreground && daemon(0, 0) != 0) {
-        fprintf(stderr, "ringbloomd: daemon: %s\n", strerror(errno));
+    /* Daemonized, the parent waits here until serve() reports (ready.c). */
+    if (rbd_ready_detach(foreground) != 0) {
+        fprintf(stderr, "ringbloomd: cannot become a daemon: %s\n", strerror(errno));
         pidfile_remove(pfh);
         return NULL;
     }
@@ -184,7 +187,7 @@ static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
 /* Start-up, the loop, the final snapshot: the exit status. */
 static int serve(server_t *s, int ignore_corrupt)
 {
-    char err[1024];
+    char err[1024], why[1200];
     int status = 1;
 
     s->start_ms = rbd_mono_ms();
@@ -192,19 +195,26 @@ static int serve(server_t *s, int ignore_corrupt)
         rbd_recovery_start(&s->cfg, &s->state, &s->aof, &s->snaps, ignore_corrupt, err,
                            sizeof(err)) != 0) {
         rbd_log(LOG_ERR, "cannot start: %s", err);
+        snprintf(why, sizeof(why), "cannot start: %s", err);
+        rbd_ready_fail(why);
         return 1;
     }
     s->watch.linked = 1;
     rbd_segwatch_huge(s->state.seg, &s->cfg);
     if (rbd_server_listen(s, err, sizeof(err)) != 0) {
         rbd_log(LOG_ERR, "cannot listen: %s", err);
+        snprintf(why, sizeof(why), "cannot listen: %s", err);
+        rbd_ready_fail(why);
         return 1;
     }
     rbd_log(LOG_NOTICE, "ringbloomd %s ready: instance '%s', socket %s, state %s, "
             "segment /dev/shm/ringbloom.%s", PACKAGE_VERSION, s->cfg.instance, s->cfg.socket,
             s->cfg.dir, s->cfg.instance);
+    snprintf(why, sizeof(why), "serving instance '%s' on %s", s->cfg.instance, s->cfg.socket);
+    rbd_ready_ok(why);
     if (rbd_server_run(s) == 0)
         status = 0;
+    rbd_ready_stopping();
     if (s->shutdown_save &&
         rbd_snapshot_save(&s->snaps, &s->aof, s->state.seg, err, sizeof(err)) != 0)
         rbd_log(LOG_WARNING, "final snapshot failed: %s (the log still has every change)", err);

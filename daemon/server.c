@@ -50,6 +50,7 @@
 #include "cmd.h"
 #include "dirs.h"
 #include "filters.h"
+#include "ready.h"
 #include "server.h"
 
 #define MAX_EVENTS   256
@@ -301,6 +302,7 @@ static void handle_signals(server_t *s)
 static void housekeeping(server_t *s, uint64_t now)
 {
     rbd_snapshot_poll(&s->snaps, &s->aof, now);
+    rbd_ready_tick();   /* systemd's watchdog, if it asked for one */
     if (now - s->last_heartbeat_ms >= 1000) {
         /* The segment a snapshot is being written from stays until it is
          * done: a republish waits for the next second without one. */
