@@ -71,7 +71,7 @@ cli_cmd_fn cmd_ring;
 
 /* ---- reads.c ----------------------------------------------------------------- */
 
-cli_cmd_fn cmd_lookup, cmd_exists, cmd_nodes;
+cli_cmd_fn cmd_lookup, cmd_exists, cmd_nodes, cmd_filters;
 
 /* lookup -: one key per line of standard input, "key<TAB>node" per output
  * line, through seg's ring; closes seg.  EX_YES, or EX_NO for an empty
@@ -80,7 +80,7 @@ int cli_lookup_stream(rb_segment_t *seg);
 
 /* ---- writes.c ---------------------------------------------------------------- */
 
-cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_info, cmd_shutdown;
+cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_reset, cmd_info, cmd_shutdown;
 
 /* ---- reach.c ----------------------------------------------------------------- */
 

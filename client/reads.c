@@ -183,3 +183,71 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
     rb_segment_close(seg);
     return EX_YES;
 }
+
+typedef struct filters_arg {
+    const cli_t *cli;
+    const rb_segment_t *seg;
+    int n;
+} filters_arg_t;
+
+/* What kind of filter st is, in words: "scaling", "non-scaling" or
+ * "aging", then the layout. */
+static const char *filter_kind(const rb_bloom_stat_t *st)
+{
+    if (st->flags & RB_BLOOM_AGING)
+        return "aging";
+    return (st->flags & RB_BLOOM_NONSCALING) ? "non-scaling" : "scaling";
+}
+
+static int print_filter(const char *name, size_t len, void *arg)
+{
+    filters_arg_t *a = arg;
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+
+    if (rb_bloom_open(a->seg, name, len, &bf) != RB_OK)
+        return 0;   /* deleted meanwhile */
+    if (rb_bloom_info(bf, &st) == RB_OK) {
+        const char *layout = st.layout == RB_BLOOM_STANDARD ? "standard" : "blocked";
+        if (a->cli->json) {
+            printf("%s{\"name\":", a->n ? "," : "");
+            cli_json_str(name, len);
+            printf(",\"kind\":\"%s\",\"layout\":\"%s\",\"items\":%llu,\"capacity\":%llu,"
+                   "\"bytes\":%llu,\"layers\":%u,\"error_rate\":%.17g}", filter_kind(&st), layout,
+                   (unsigned long long)st.items, (unsigned long long)st.capacity,
+                   (unsigned long long)st.memory, st.layers, st.error_rate);
+        } else {
+            cli_text_str(name, len);
+            printf("\t%s %s\t%llu\t%llu\t%llu\t%u\t%g\n", filter_kind(&st), layout,
+                   (unsigned long long)st.items, (unsigned long long)st.capacity,
+                   (unsigned long long)st.memory, st.layers, st.error_rate);
+        }
+        a->n++;
+    }
+    rb_bloom_close(bf);
+    return 0;
+}
+
+/* filters: every filter of the segment, from shared memory; a header line
+ * (text), or one JSON array. */
+int cmd_filters(cli_t *cli, int argc, char **argv)
+{
+    filters_arg_t a = { cli, NULL, 0 };
+    rb_segment_t *seg;
+    int rc, ex;
+
+    (void)argc;
+    (void)argv;
+    if ((ex = cli_attach(cli, &seg)) != EX_YES)
+        return ex;
+    a.seg = seg;
+    if (cli->json)
+        printf("[");
+    else
+        printf("NAME\tKIND\tITEMS\tCAPACITY\tBYTES\tLAYERS\tERROR\n");
+    rc = rb_bloom_list(seg, print_filter, &a);
+    if (cli->json)
+        printf("]\n");
+    rb_segment_close(seg);
+    return rc < 0 ? cli_fail(EX_FAIL, "filters", rc) : EX_YES;
+}

@@ -204,6 +204,57 @@ int cmd_node(cli_t *cli, int argc, char **argv)
     return change_done(cli, c, "node", rc);
 }
 
+/* One option of `reserve` at argv[*i] (its value after it) into p.
+ * EX_YES, or EX_USAGE after a line that names the option and what it
+ * wants. */
+static int reserve_option(int argc, char **argv, int *i, rb_bloom_params_t *p)
+{
+    const char *opt = argv[*i];
+    const char *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+
+    if (strcmp(opt, "--nonscaling") == 0) {
+        p->flags |= RB_BLOOM_NONSCALING;
+        return EX_YES;
+    }
+    if (strcmp(opt, "--expansion") != 0 && strcmp(opt, "--layout") != 0 &&
+        strcmp(opt, "--aging") != 0 && strcmp(opt, "--generations") != 0) {
+        fprintf(stderr, "ringbloom: reserve: unknown option '%s' (options: --nonscaling, "
+                "--expansion N, --layout standard|blocked, --aging SECONDS, "
+                "--generations N)\n", opt);
+        return EX_USAGE;
+    }
+    if (val == NULL) {
+        fprintf(stderr, "ringbloom: reserve: %s wants a value\n", opt);
+        return EX_USAGE;
+    }
+    (*i)++;
+    if (strcmp(opt, "--layout") == 0) {
+        if (strcmp(val, "standard") != 0 && strcmp(val, "blocked") != 0) {
+            fprintf(stderr, "ringbloom: reserve: --layout is standard or blocked, not '%s'\n",
+                    val);
+            return EX_USAGE;
+        }
+        p->layout = strcmp(val, "standard") == 0 ? RB_BLOOM_STANDARD : RB_BLOOM_BLOCKED;
+        return EX_YES;
+    }
+    if (strcmp(opt, "--aging") == 0) {
+        /* 0 is a window too: rotate only when the generation is full. */
+        if (cli_parse_u32(val, &p->window) != 0) {
+            fprintf(stderr, "ringbloom: reserve: --aging wants seconds per generation (0: "
+                    "rotate only when full), not '%s'\n", val);
+            return EX_USAGE;
+        }
+        p->flags |= RB_BLOOM_AGING;
+        return EX_YES;
+    }
+    uint32_t *n = strcmp(opt, "--expansion") == 0 ? &p->expansion : &p->generations;
+    if (cli_parse_u32(val, n) != 0 || *n == 0) {
+        fprintf(stderr, "ringbloom: reserve: %s wants a positive integer, not '%s'\n", opt, val);
+        return EX_USAGE;
+    }
+    return EX_YES;
+}
+
 int cmd_reserve(cli_t *cli, int argc, char **argv)
 {
     rb_bloom_params_t p = { .layout = RB_BLOOM_BLOCKED };
@@ -214,40 +265,47 @@ int cmd_reserve(cli_t *cli, int argc, char **argv)
     errno = 0;
     p.error_rate = strtod(argv[2], &end);
     if (errno || *end || !(p.error_rate > 0 && p.error_rate < 1)) {
-        fprintf(stderr, "ringbloom: error rate must be a number in (0, 1)\n");
+        fprintf(stderr, "ringbloom: reserve: the error rate must be a number in (0, 1), not "
+                "'%s'\n", argv[2]);
         return EX_USAGE;
     }
     p.capacity = strtoull(argv[3], &end, 10);
     if (*end || p.capacity == 0 || argv[3][0] == '-') {
-        fprintf(stderr, "ringbloom: capacity must be a positive integer\n");
+        fprintf(stderr, "ringbloom: reserve: the capacity must be a positive integer, not "
+                "'%s'\n", argv[3]);
         return EX_USAGE;
     }
-    for (int i = 4; i < argc; i++) {
-        if (strcmp(argv[i], "--nonscaling") == 0) {
-            p.flags |= RB_BLOOM_NONSCALING;
-        } else if (strcmp(argv[i], "--expansion") == 0 && i + 1 < argc) {
-            if (cli_parse_u32(argv[++i], &p.expansion) != 0 || p.expansion == 0) {
-                fprintf(stderr, "ringbloom: --expansion wants a positive integer\n");
-                return EX_USAGE;
-            }
-        } else if (strcmp(argv[i], "--layout") == 0 && i + 1 < argc) {
-            i++;
-            if (strcmp(argv[i], "standard") == 0)
-                p.layout = RB_BLOOM_STANDARD;
-            else if (strcmp(argv[i], "blocked") == 0)
-                p.layout = RB_BLOOM_BLOCKED;
-            else {
-                fprintf(stderr, "ringbloom: --layout is standard or blocked\n");
-                return EX_USAGE;
-            }
-        } else {
-            return CLI_USAGE;
-        }
+    for (int i = 4; i < argc; i++)
+        if ((ex = reserve_option(argc, argv, &i, &p)) != EX_YES)
+            return ex;
+    if ((p.flags & RB_BLOOM_AGING) && ((p.flags & RB_BLOOM_NONSCALING) || p.expansion != 0)) {
+        fprintf(stderr, "ringbloom: reserve: --aging does not go with --nonscaling or "
+                "--expansion (an aging filter keeps a fixed set of generations)\n");
+        return EX_USAGE;
+    }
+    if (p.generations != 0 && !(p.flags & RB_BLOOM_AGING)) {
+        fprintf(stderr, "ringbloom: reserve: --generations needs --aging\n");
+        return EX_USAGE;
     }
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;
     rc = rb_conn_bf_reserve(c, argv[1], strlen(argv[1]), &p);
     return change_done(cli, c, "reserve", rc);
+}
+
+/* reset FILTER: BF.RESET, every bit cleared (aging: every generation). */
+int cmd_reset(cli_t *cli, int argc, char **argv)
+{
+    const char *args[2] = { "BF.RESET", argv[1] };
+    size_t lens[2] = { 8, strlen(argv[1]) };
+    char buf[512];
+    rb_conn_t *c;
+    int ex;
+
+    (void)argc;
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    return change_done(cli, c, "reset", rb_conn_command(c, 2, args, lens, buf, sizeof(buf)));
 }
 
 int cmd_info(cli_t *cli, int argc, char **argv)

@@ -64,6 +64,12 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C node remove cache-c.example:11211
     run C lookup https://example.org/index.html -n 3
     run C reserve urls 0.0001 1000
+    run C reserve recent 0.01 500 --aging 3600 --generations 3
+    run C reserve bad 0.01 500 --agin 3
+    run C reserve bad 0.01 500 --aging
+    run C reserve bad 0.01 500 --aging 60 --nonscaling
+    run C reserve bad 0.01 500 --generations 3
+    run C reserve bad 2 500
     run C add urls https://a.example/1 https://a.example/2 https://a.example/1
     run C --json add urls https://a.example/2 https://a.example/3
     run C exists urls https://a.example/1 https://a.example/3
@@ -73,6 +79,10 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C --json exists urls https://z.example/none
     printf 'https://b.example/1\nhttps://b.example/2\nhttps://a.example/1\n\nhttps://b.example/1\n' > "$dir/list"
     run C load urls "$dir/list"
+    run C filters
+    run C --json filters
+    run C reset recent
+    run C reset nosuch
     printf 'user:1\nuser:2\nhttps://example.org/index.html\n' > "$dir/keys"
     run CIN "$dir/keys" lookup -
     # Offline rings (no daemon).  The ketama lines are libmemcached's own
