@@ -6,10 +6,12 @@
 #    0.133, 0.171 for 0.167), and only keys to or from the changed node; the
 #    shares of every phase sum to 1; every worker saw every change (the
 #    ring version the parent reads after it) with the pid it started with.
-#  - crawler-dedup: every distinct URL fetched exactly once (none twice, none
-#    lost to a false positive); duplicates skipped = total - distinct; the
-#    filter's count of new keys = fetches; the filter is smaller than the
-#    exact set.
+#  - crawler-dedup: no distinct URL fetched twice, and at most 2 lost to a
+#    false positive (the filter is reserved at p = 1e-6: over its 30,000
+#    adds about 0.01 false positives are expected, and with a random hash
+#    secret per reservation an occasional one is chance, not a fault);
+#    skipped = total - fetched; the filter's count of new keys = fetches;
+#    the filter is smaller than the exact set.
 #  - cache-admission: admission on the second hit saves >= 30% of the cache
 #    writes, and its hit ratio is at most 2 points below plain LRU's
 #    (measured with these parameters: 48% saved, hit ratio 39.2% -> 43.3%,
@@ -101,13 +103,19 @@ check "only keys to or from the changed node move" \
 run crawler-dedup --crawlers 3 --urls 30000 --total 90000 --instance "$tag-cd" --tmpdir "$tmp"
 out=$tmp/crawler-dedup.out
 check "crawler-dedup exits 0" [ $rc -eq 0 ]
-check "every distinct URL fetched exactly once" \
-    grep -q '^exactly once: 30000 of 30000 distinct URLs fetched once, 0 more than once, 0 never' "$out"
-check "duplicates skipped = total - distinct = 60000" \
-    grep -q '^duplicates skipped: 60000 of 90000 URLs (total - distinct = 60000)' "$out"
-check "the crawlers took 90000 URLs and fetched 30000" awk_ok "$out" '
-    /^  total / { ok = $2 == 90000 && $3 == 30000 && $4 + $5 == 60000 } END { exit !ok }'
-check "the filter counted 30000 new keys" grep -q ' 30000 items' "$out"
+# The false positives of this run (0 almost always): every other count follows.
+fp=$(sed -n 's/^exactly once: [0-9]* of 30000 distinct URLs fetched once, 0 more than once, \([0-9]*\) never.*/\1/p' "$out")
+fp=${fp:-99}   # no such line (a URL fetched twice, or none of it): fails below
+fetched_once() {
+    [ "$fp" -le 2 ] &&
+        grep -q "^exactly once: $((30000 - fp)) of 30000 distinct URLs fetched once, 0 more than once" "$out"
+}
+check "every distinct URL fetched once, none twice, at most 2 lost to false positives" fetched_once
+check "duplicates skipped = total - fetched" \
+    grep -q "^duplicates skipped: $((60000 + fp)) of 90000 URLs (total - distinct = 60000)" "$out"
+check "the crawlers took 90000 URLs and fetched every one not skipped" awk_ok "$out" "
+    /^  total / { ok = \$2 == 90000 && \$3 == 30000 - $fp && \$4 + \$5 == 60000 + $fp } END { exit !ok }"
+check "the filter counted one new key per fetch" grep -q " $((30000 - fp)) items" "$out"
 check "the filter is at least 5x smaller than the exact set" awk_ok "$out" '
     /the filter is .*x smaller/ { x = $0; sub(/.*the filter is /, "", x); sub(/x smaller.*/, "", x);
                                    ok = x + 0 >= 5 }
