@@ -8,8 +8,9 @@
  * Invariant:
  *   P5 whenever the daemon may die, the files are one of: neither file; a
  *      snapshot with the log it names; a snapshot with the log it
- *      superseded (which it contains, P3 and P4); a snapshot that
- *      superseded no log, alone.  rbd_recovery_start loads exactly these
+ *      superseded (which it contains up to the offset its header calls
+ *      *from*, P3 and P4, and which is replayed from there; all of it when
+ *      *from* is 0); a snapshot that superseded no log, alone.  rbd_recovery_start loads exactly these
  *      and refuses every other state by name, unless told --ignore-corrupt
  *      (which moves files aside, so a death during such a start may need
  *      it again).

@@ -21,15 +21,16 @@ typedef struct rbd_replay {
 } rbd_replay_t;
 
 enum {
-    RBD_LOG_SUPERSEDED = 1,   /* the log the snapshot superseded: contained in it */
+    RBD_LOG_SUPERSEDED = 1,   /* the log the snapshot superseded, from 0: contained in it */
     RBD_LOG_UNVERIFIED = 2    /* old format on both sides, ids differ: taken for that
                                  log on the word of unchecksummed headers */
 };
 
 /* Loads a log from its bytes (path only names it in messages): checks the
  * header and whether the log fits snap; replays the log that continues
- * snap into st (its ring and segment; ops.c); skips the one snap superseded
- * (r->skipped); anything else - a bad header, a log of another snapshot, a
+ * snap into st (its ring and segment; ops.c); replays the one snap
+ * superseded from snap->prev_from on (the changes made while the snapshot
+ * was written), or skips it if that is 0 (r->skipped); anything else - a bad header, a log of another snapshot, a
  * log without its snapshot (snap->present 0), a record that does not
  * parse, fails its checksum or does not apply (a filter or node that does
  * not exist, or already does) - is an error naming the file, offset and
