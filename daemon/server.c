@@ -132,6 +132,17 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen)
         return -1;
     }
     umask(old);
+    /* The group by path, but safely: rbd_make_dir judged the directory
+     * one that only this user or root can change, so the name is still
+     * the socket bound above (and AT_SYMLINK_NOFOLLOW would not follow a
+     * link anyway).  Before listen: a connect before it is refused, so
+     * nobody gets in under the group the socket was bound with. */
+    if (fchownat(AT_FDCWD, s->cfg.socket, (uid_t)-1, s->cfg.socket_group,
+                 AT_SYMLINK_NOFOLLOW) != 0) {
+        snprintf(err, errlen, "unixsocketgroup: cannot give %s group %u: %s", s->cfg.socket,
+                 (unsigned)s->cfg.socket_group, strerror(errno));
+        return -1;
+    }
     if (listen(s->lfd, 511) != 0) {
         snprintf(err, errlen, "%s: %s", s->cfg.socket, strerror(errno));
         return -1;
