@@ -63,9 +63,10 @@ static int try_socket(cli_t *cli, const char *path, uid_t *owner)
     }
     /* The directory is the daemon user's or root's alone: the name is
      * what they put there. */
+    errno = 0;
     if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
         return 1;
-    tried_add(cli, path, "no socket");
+    tried_add(cli, path, errno == EACCES ? strerror(errno) : "no socket");
     return 0;
 }
 
