@@ -37,12 +37,16 @@ enum {
 /* The global options, as main parsed them; handlers read them. */
 typedef struct cli {
     const char *instance;   /* --instance, "default" */
+    int instance_set;       /* --instance was given */
     const char *socket;     /* --socket, or NULL */
     int json;               /* --json */
     uid_t owner;            /* --owner; (uid_t)-1: the socket directory's owner */
     uint32_t timeout_s;     /* --timeout */
     const char *sock_path;  /* NULL until cli_find_socket sets it */
-    rb_paths_t paths;       /* the instance's defaults, behind sock_path */
+    uid_t sock_owner;       /* its directory's owner, (uid_t)-1: no directory */
+    rb_paths_t paths;       /* the instance's paths, behind sock_path */
+    char tried[600];        /* the sockets looked at, for messages */
+    char who[200];          /* "instance 'X'" or "the daemon at PATH" */
 } cli_t;
 
 /* A subcommand: argv[0] is its name.  main has checked the number of
@@ -84,8 +88,14 @@ cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_reset, cmd_info, cmd_sh
 
 /* ---- reach.c ----------------------------------------------------------------- */
 
-/* Sets cli->sock_path, once: --socket, or the instance's default.  EX_YES,
- * or EX_USAGE (said on stderr) for a bad instance name. */
+/* Sets cli->sock_path and sock_owner, once: --socket, or by name the
+ * instance's default socket (rb_default_paths) and then its system socket
+ * (rb_system_paths), the first whose directory exists and holds the
+ * socket (else the first whose directory exists, for a daemon that is
+ * not running).  Each directory must pass rb_daemon_uid; one that fails
+ * stops the search.  cli->tried lists the paths looked at and what was
+ * found.  EX_YES, or EX_USAGE for a bad instance name or EX_UNREACH for
+ * an untrusted directory (said on stderr). */
 int cli_find_socket(cli_t *cli);
 
 /* Attaches the instance's segment, trusting only the daemon's user:

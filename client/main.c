@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 
     while ((opt = getopt_long(argc, argv, "+i:s:jo:t:hV", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'i': cli.instance = optarg; break;
+        case 'i': cli.instance = optarg; cli.instance_set = 1; break;
         case 's': cli.socket = optarg; break;
         case 'j': cli.json = 1; break;
         case 'o':

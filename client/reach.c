@@ -2,76 +2,155 @@
  * reach.c - reaching the instance the options name: its socket, the
  * daemon's segment (for reads) and a connection to the daemon (for
  * changes), each refused with a sentence and an exit code when it cannot
- * be trusted or reached.
+ * be trusted or reached; every such sentence names the socket path(s)
+ * looked at and the instance (or, with --socket alone, the path) meant.
+ *
+ * Where: --socket, or by name the user's own default socket and then the
+ * system one, /run/ringbloom/<instance>.sock, where a service manager
+ * runs the daemon as user ringbloom for a group of users.
  *
  * Trust: what the CLI reads or sends keys to must be the daemon's.  The
- * socket's directory is judged by rb_trusted_dir before anything is sent
+ * socket's directory is judged by rb_daemon_uid before anything is sent
  * (another user may have made /tmp/ringbloom-<uid>), and the segment is
  * attached only if the daemon's user owns it: that user is --owner, or
- * else the owner of the socket's directory (rb_daemon_uid), which works
- * whether or not the daemon is running.
+ * else the owner of the socket's directory (rb_daemon_uid: root's, yours,
+ * or one root placed, such as /run/ringbloom), which works whether or not
+ * the daemon is running.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
+/* Appends "path (what)" to cli->tried, when looking up by name (with
+ * --socket the path named is the only one, and messages name it). */
+static void tried_add(cli_t *cli, const char *path, const char *what)
+{
+    size_t len = strlen(cli->tried);
+
+    if (cli->socket != NULL)
+        return;
+    snprintf(cli->tried + len, sizeof(cli->tried) - len, "%s%s (%s)", len > 0 ? ", " : "",
+             path, what);
+}
+
+/* "; tried " before cli->tried when there is something in it. */
+static const char *tried_note(const cli_t *cli)
+{
+    return cli->tried[0] != '\0' ? "; tried " : "";
+}
+
+/* Judges candidate path: 1 if its directory passes and holds the socket,
+ * 0 if not there (noted in cli->tried; *owner set if the directory is
+ * there), -1 if the directory fails the rule (said on stderr). */
+static int try_socket(cli_t *cli, const char *path, uid_t *owner)
+{
+    char why[1024];
+    struct stat st;
+    int rc = rb_daemon_uid(NULL, path, cli->owner, owner, why, sizeof(why));
+
+    if (rc == RB_ENOENT) {
+        tried_add(cli, path, "no such directory");
+        return 0;
+    }
+    if (rc != RB_OK) {
+        fprintf(stderr, "ringbloom: not using the socket of %s (%s): %s\n", cli->who, path,
+                why);
+        return -1;
+    }
+    /* The directory is the daemon user's or root's alone: the name is
+     * what they put there. */
+    errno = 0;
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        return 1;
+    tried_add(cli, path, errno == EACCES ? strerror(errno) : "no socket");
+    return 0;
+}
+
 int cli_find_socket(cli_t *cli)
 {
+    rb_paths_t cand[2];
+    const char *path[2] = { cli->socket, NULL };
+    uid_t owner;
+    int n = 1, found, chosen = 0;
+
     if (cli->sock_path != NULL)
         return EX_YES;
-    if (cli->socket != NULL) {
-        cli->sock_path = cli->socket;
-        return EX_YES;
+    cli->sock_owner = (uid_t)-1;
+    if (cli->socket != NULL && !cli->instance_set)
+        snprintf(cli->who, sizeof(cli->who), "the daemon at %s", cli->socket);
+    else
+        snprintf(cli->who, sizeof(cli->who), "instance '%s'", cli->instance);
+    if (cli->socket == NULL) {
+        if (rb_default_paths(cli->instance, &cand[0]) != RB_OK ||
+            rb_system_paths(cli->instance, &cand[1]) != RB_OK) {
+            fprintf(stderr, "ringbloom: bad instance name '%s'\n", cli->instance);
+            return EX_USAGE;
+        }
+        path[0] = cand[0].socket;
+        path[1] = cand[1].socket;
+        /* Root's default is the system path. */
+        n = strcmp(path[0], path[1]) == 0 ? 1 : 2;
     }
-    if (rb_default_paths(cli->instance, &cli->paths) != RB_OK) {
-        fprintf(stderr, "ringbloom: bad instance name '%s'\n", cli->instance);
-        return EX_USAGE;
+    for (int i = 0; i < n; i++) {
+        owner = (uid_t)-1;
+        if ((found = try_socket(cli, path[i], &owner)) < 0)
+            return EX_UNREACH;
+        /* The first directory there, unless a later one holds the socket. */
+        if (found || (owner != (uid_t)-1 && cli->sock_owner == (uid_t)-1)) {
+            chosen = i;
+            cli->sock_owner = owner;
+        }
+        if (found)
+            break;
     }
-    cli->sock_path = cli->paths.socket;
+    if (cli->socket == NULL)
+        cli->paths = cand[chosen];
+    cli->sock_path = cli->socket != NULL ? cli->socket : cli->paths.socket;
     return EX_YES;
 }
 
 int cli_attach(cli_t *cli, rb_segment_t **seg)
 {
-    char why[1024];
     uid_t owner = cli->owner;
     int rc, ex;
 
+    /* --owner names the daemon's user: no socket needed. */
+    if (owner == (uid_t)-1 && (ex = cli_find_socket(cli)) != EX_YES)
+        return ex;
+    if (owner == (uid_t)-1)
+        owner = cli->sock_owner;
+    else
+        snprintf(cli->who, sizeof(cli->who), "instance '%s'", cli->instance);
     if (owner == (uid_t)-1) {
-        if ((ex = cli_find_socket(cli)) != EX_YES)
-            return ex;
-        rc = rb_daemon_uid(NULL, cli->sock_path, (uid_t)-1, &owner, why, sizeof(why));
-        if (rc == RB_ENOENT) {
-            fprintf(stderr, "ringbloom: cannot attach instance '%s': no socket directory "
-                    "(%s), so no daemon's user to trust; is ringbloomd running? (--owner USER "
-                    "names it)\n", cli->instance, why);
-            return EX_UNREACH;
-        }
-        if (rc != RB_OK) {
-            fprintf(stderr, "ringbloom: cannot attach instance '%s': %s (--owner USER names "
-                    "the daemon's user)\n", cli->instance, why);
-            return EX_UNREACH;
-        }
+        fprintf(stderr, "ringbloom: cannot attach %s: no socket directory (%s%s), so no "
+                "daemon's user to trust; is ringbloomd running? (--owner USER names it)\n",
+                cli->who, cli->socket != NULL ? "socket " : "tried ",
+                cli->socket != NULL ? cli->socket : cli->tried);
+        return EX_UNREACH;
     }
     rc = rb_segment_attach_owned(cli->instance, 0, owner, seg);
     if (rc == RB_EGONE) {
         rc = rb_segment_attach_owned(cli->instance, RB_ATTACH_STALE_OK, owner, seg);
         if (rc == RB_OK)
-            fprintf(stderr, "ringbloom: warning: the daemon of instance '%s' is not running; "
-                    "answering from its last published state\n", cli->instance);
+            fprintf(stderr, "ringbloom: warning: the daemon of %s is not running; answering "
+                    "from its last published state\n", cli->who);
     }
     if (rc == RB_EOWNER) {
-        fprintf(stderr, "ringbloom: cannot attach instance '%s': /dev/shm/ringbloom.%s is %s "
-                "(the daemon's user is uid %u)\n", cli->instance, cli->instance,
-                rb_strerror(rc), (unsigned)owner);
+        fprintf(stderr, "ringbloom: cannot attach %s: /dev/shm/ringbloom.%s is %s (the "
+                "daemon's user is uid %u, %s%s)\n", cli->who, cli->instance, rb_strerror(rc),
+                (unsigned)owner, cli->sock_path != NULL ? "the owner of the directory of " :
+                "--owner", cli->sock_path != NULL ? cli->sock_path : "");
         return EX_UNREACH;
     }
     if (rc != RB_OK) {
-        fprintf(stderr, "ringbloom: cannot attach instance '%s': %s\n", cli->instance,
-                rb_strerror(rc));
+        fprintf(stderr, "ringbloom: cannot attach %s: /dev/shm/ringbloom.%s: %s (socket %s)%s%s\n",
+                cli->who, cli->instance, rb_strerror(rc),
+                cli->sock_path != NULL ? cli->sock_path : "not looked up: --owner",
+                tried_note(cli), cli->tried);
         return EX_UNREACH;
     }
     return EX_YES;
@@ -79,23 +158,17 @@ int cli_attach(cli_t *cli, rb_segment_t **seg)
 
 int cli_connect(cli_t *cli, rb_conn_t **c)
 {
-    char why[1024];
-    int rc, ex;
+    int rc, ex, named;
 
     if ((ex = cli_find_socket(cli)) != EX_YES)
         return ex;
-    /* A missing directory is only a daemon that is not running: connect
-     * says so, naming the socket. */
-    rc = rb_daemon_uid(NULL, cli->sock_path, cli->owner, NULL, why, sizeof(why));
-    if (rc != RB_OK && rc != RB_ENOENT) {
-        fprintf(stderr, "ringbloom: not using the socket of instance '%s' (%s): %s\n",
-                cli->instance, cli->sock_path, why);
-        return EX_UNREACH;
-    }
+    named = cli->instance_set || cli->socket == NULL;
     rc = rb_conn_open(NULL, cli->sock_path, cli->timeout_s * 1000u, c);
     if (rc != RB_OK) {
-        fprintf(stderr, "ringbloom: cannot connect to the daemon of instance '%s' at %s: %s (%s)\n",
-                cli->instance, cli->sock_path, rb_strerror(rc), strerror(errno));
+        int e = errno;
+        fprintf(stderr, "ringbloom: cannot connect to the daemon%s%s%s at %s: %s (%s)%s%s\n",
+                named ? " of instance '" : "", named ? cli->instance : "", named ? "'" : "", cli->sock_path, rb_strerror(rc), strerror(e),
+                tried_note(cli), cli->tried);
         return EX_UNREACH;
     }
     return EX_YES;

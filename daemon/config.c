@@ -13,6 +13,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@
 #include "rbd_config.h"
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_RINGMODE,
-               T_IDS } kind_t;
+               T_IDS, T_GROUP } kind_t;
 
 typedef struct setting {
     const char *name;
@@ -39,9 +41,14 @@ static const setting_t settings[] = {
     { "pidfile", T_STR, F(pidfile), 0, 0, 0 },
     { "dir", T_STR, F(dir), 0, 0, 0 },
     { "socket-mode", T_MODE, F(socket_mode), 0, 0, 0 },
+    /* A group name or numeric gid, resolved when read (an unknown name is
+     * an error then, not at start); whether this process may give its
+     * files the group is rbd_config_check_groups'. */
+    { "unixsocketgroup", T_GROUP, F(socket_group), 0, 0, 0 },
     /* Readers only read; an object others could write is refused by them
      * (name squatting). */
     { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0 },
+    { "segment-group", T_GROUP, F(segment_group), 0, 0, 0 },
     /* Applied to the segment at start (segwatch.c): a warning, not a
      * refusal, where the kernel gives no huge pages. */
     { "huge-pages", T_BOOL, F(huge_pages), 0, 0, 0 },
@@ -68,6 +75,15 @@ static const setting_t settings[] = {
     { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1 },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+/* Other names of settings, Redis's among them, so a redis.conf line means
+ * the same here. */
+static const struct alias {
+    const char *alias, *name;
+} aliases[] = {
+    { "unixsocketperm", "socket-mode" },
+};
+#define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
 
 /* The words of the settings that take one of a few (T_FSYNC, T_BOOL,
  * T_LEVEL): a value's first word is the one CONFIG GET shows. */
@@ -100,6 +116,8 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     snprintf(c->dir, sizeof(c->dir), "%s", p.state_dir);
     c->socket_mode = 0660;
     c->segment_mode = 0640;
+    c->socket_group = getegid();   /* what the files get without a chown */
+    c->segment_group = getegid();
     c->max_memory = RB_DEFAULT_MAX_SIZE;
     c->max_filters = RB_DEFAULT_MAX_FILTERS;
     c->max_nodes = RB_RING_MAX_NODES;
@@ -178,6 +196,9 @@ static int parse_ids(const char *v, rbd_ids_t *ids)
 
 static const setting_t *find(const char *key)
 {
+    for (size_t i = 0; i < NALIASES; i++)
+        if (strcasecmp(aliases[i].alias, key) == 0)
+            key = aliases[i].name;
     for (size_t i = 0; i < NSETTINGS; i++)
         if (strcasecmp(settings[i].name, key) == 0)
             return &settings[i];
@@ -238,6 +259,32 @@ static int set_number(const setting_t *s, const char *key, void *field, const ch
     return 0;
 }
 
+/* A group name, or a numeric gid (all digits; it need not have a name). */
+static int set_group(const char *key, gid_t *field, const char *value, char *err, size_t errlen)
+{
+    char buf[4096];
+    struct group gr, *found = NULL;
+    uint64_t n;
+    int e;
+
+    if (parse_u64(value, &n, 0) == 0) {
+        if (n >= (gid_t)-1) {
+            snprintf(err, errlen, "%s: '%s' is not a gid", key, value);
+            return -1;
+        }
+        *field = (gid_t)n;
+        return 0;
+    }
+    e = getgrnam_r(value, &gr, buf, sizeof(buf), &found);
+    if (found == NULL) {
+        snprintf(err, errlen, "%s: no group '%s'%s%s", key, value, e != 0 ? ": " : "",
+                 e != 0 ? strerror(e) : "");
+        return -1;
+    }
+    *field = found->gr_gid;
+    return 0;
+}
+
 /* T_FSYNC, T_BOOL, T_LEVEL: one of the words of the kind. */
 static int set_word(const setting_t *s, const char *key, int *field, const char *value,
                     char *err, size_t errlen)
@@ -286,6 +333,8 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
             return -1;
         }
         return 0;
+    case T_GROUP:
+        return set_group(key, field, value, err, errlen);
     case T_IDS:
         if (parse_ids(value, field) != 0) {
             snprintf(err, errlen, "%s: '%s' is not a list of up to %d numeric ids (or none)",
@@ -385,6 +434,18 @@ static void render_ids(char *out, size_t cap, const rbd_ids_t *ids)
         snprintf(out, cap, "none");
 }
 
+/* A gid by its name, or as a number if it has none. */
+static void render_group(char *out, size_t cap, gid_t gid)
+{
+    char buf[4096];
+    struct group gr, *found = NULL;
+
+    if (getgrgid_r(gid, &gr, buf, sizeof(buf), &found) == 0 && found != NULL)
+        snprintf(out, cap, "%s", found->gr_name);
+    else
+        snprintf(out, cap, "%u", (unsigned)gid);
+}
+
 /* Setting s of c as CONFIG GET shows it. */
 static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t cap)
 {
@@ -418,6 +479,9 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
     case T_IDS:
         render_ids(v, cap, field);
         break;
+    case T_GROUP:
+        render_group(v, cap, *(const gid_t *)field);
+        break;
     }
 }
 
@@ -430,6 +494,46 @@ void rbd_config_each(const rbd_config_t *c, void (*fn)(const char *, const char 
         render(&settings[i], c, v, sizeof(v));
         fn(settings[i].name, v, arg);
     }
+}
+
+/* 1 if this process may give a file it owns group gid: it is root, or
+ * gid is its effective or a supplementary group (chown(2)). */
+static int may_chgrp(gid_t gid)
+{
+    gid_t groups[NGROUPS_MAX + 1];
+    int n;
+
+    if (geteuid() == 0 || getegid() == gid)
+        return 1;
+    n = getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return 1;
+    return 0;
+}
+
+int rbd_config_check_groups(const rbd_config_t *c, char *err, size_t errlen)
+{
+    const struct {
+        const char *name, *what;
+        gid_t gid;
+    } g[] = {
+        { "unixsocketgroup", "socket", c->socket_group },
+        { "segment-group", "segment", c->segment_group },
+    };
+    char name[256];
+
+    for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+        if (may_chgrp(g[i].gid))
+            continue;
+        render_group(name, sizeof(name), g[i].gid);
+        snprintf(err, errlen, "%s %s: ringbloomd runs as uid %u, which is neither root nor a "
+                 "member of group %s (gid %u), so it cannot give its %s that group (add the "
+                 "user to the group, or run it as that group)", g[i].name, name,
+                 (unsigned)geteuid(), name, (unsigned)g[i].gid, g[i].what);
+        return -1;
+    }
+    return 0;
 }
 
 int rbd_config_keep_restart_only(rbd_config_t *fresh, const rbd_config_t *running,

@@ -227,6 +227,7 @@ int main(int argc, char **argv)
     static rbd_config_src_t src;   /* large: not on the stack */
     static server_t s;
     options_t o = { 0, 0, 0 };
+    char err[1024];
     struct pidfh *pfh;
     sigset_t sigs;
     int status;
@@ -239,6 +240,10 @@ int main(int argc, char **argv)
     if (o.test_only) {
         rbd_config_each(&s.cfg, print_setting, NULL);
         return 0;
+    }
+    if (rbd_config_check_groups(&s.cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ringbloomd: cannot start: %s\n", err);
+        return 1;
     }
     if ((pfh = become_daemon(&s.cfg, o.foreground)) == NULL)
         return 1;

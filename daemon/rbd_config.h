@@ -27,8 +27,10 @@ typedef struct rbd_config {
     char socket[108];            /* sun_path */
     char pidfile[4096];
     char dir[4096];              /* state directory */
-    mode_t socket_mode;
+    mode_t socket_mode;          /* socket-mode, or unixsocketperm */
+    gid_t socket_group;          /* unixsocketgroup; default: the daemon's egid */
     mode_t segment_mode;
+    gid_t segment_group;         /* segment-group; default: the daemon's egid */
     int huge_pages;              /* back the segment with 2 MiB pages */
     uint64_t max_memory;         /* segment reservation, bytes */
     uint32_t max_filters;
@@ -98,6 +100,12 @@ int rbd_config_load(rbd_config_t *c, const char *path, char *err, size_t errlen)
 /* Checks the settings against each other (a limit below another it must
  * exceed).  Returns 0, or -1 with a message in err. */
 int rbd_config_check(const rbd_config_t *c, char *err, size_t errlen);
+
+/* Whether this process may give its socket and segment the configured
+ * groups (root, or a member of each): checked at start, before anything is
+ * made, so a daemon that could not fails saying why.  0, or -1 with a
+ * message in err. */
+int rbd_config_check_groups(const rbd_config_t *c, char *err, size_t errlen);
 
 /* Names and rendered values of every setting, for CONFIG GET:
  * calls fn(name, value, arg) for each. */

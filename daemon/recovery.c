@@ -197,6 +197,9 @@ static int reattach(const rbd_config_t *cfg, rbd_state_t *st, rbd_aof_t *aof,
     if (rb_segment_set_mode(st->seg, cfg->segment_mode) != RB_OK)
         rbd_log(LOG_WARNING, "could not set the segment's mode to 0%o",
                 (unsigned)cfg->segment_mode);
+    if (rb_segment_set_group(st->seg, cfg->segment_group) != RB_OK)
+        rbd_log(LOG_WARNING, "could not set the segment's group to %u",
+                (unsigned)cfg->segment_group);
     if (rb_segment_info(st->seg, &si) == RB_OK &&
         (si.max_size != rb_segment_reservation(cfg->max_memory) ||
          si.max_filters != cfg->max_filters))
@@ -324,6 +327,12 @@ static int restore(const rbd_config_t *cfg, rbd_state_t *st, rbd_aof_t *aof,
     }
     if ((rc = rb_ring_publish(st->ring, st->seg)) != RB_OK) {
         snprintf(err, errlen, "cannot publish the ring: %s", rb_strerror(rc));
+        goto discard;
+    }
+    /* segment-group before readers may attach (main checked it may). */
+    if ((rc = rb_segment_set_group(st->seg, cfg->segment_group)) != RB_OK) {
+        snprintf(err, errlen, "segment-group: cannot give /dev/shm/ringbloom.%s group %u: %s",
+                 cfg->instance, (unsigned)cfg->segment_group, rb_strerror(rc));
         goto discard;
     }
     rb_segment_go_live(st->seg);

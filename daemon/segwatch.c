@@ -80,6 +80,10 @@ static int republish(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg
         rbd_log(LOG_WARNING, "segment /dev/shm/ringbloom.%s was another object (not this "
                 "daemon's): removed it", cfg->instance);
     }
+    /* The new object's group before its readers are sent to it. */
+    if (rb_segment_set_group(a.fresh, cfg->segment_group) != RB_OK)
+        rbd_log(LOG_WARNING, "could not set the republished segment's group to %u",
+                (unsigned)cfg->segment_group);
     /* Readers of the old object see it retired and move to the new one
      * (the generation restore gave it). */
     if (rb_segment_retire(old, si.generation + 1) != RB_OK)

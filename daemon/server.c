@@ -34,6 +34,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,15 +61,30 @@
                                 syslog, snapshot files, the spare (B3) */
 #define ACCEPT_PAUSE_MS 1000u
 
-/* 1 if uid/gid may run mutations under the current configuration. */
-static int may_write(const server_t *s, uid_t uid, gid_t gid)
+/* 1 if the peer of fd (uid, primary gid) may run mutations under the
+ * current configuration.  allow-write-gid also matches the peer's
+ * supplementary groups as the kernel recorded them at connect
+ * (SO_PEERGROUPS): a user such as www-data added to group ringbloom has
+ * it only as a supplementary group. */
+static int may_write(const server_t *s, int fd, uid_t uid, gid_t gid)
 {
+    static gid_t groups[NGROUPS_MAX + 1];   /* the loop is one thread */
+    socklen_t len = sizeof(groups);
+    size_t n;
+
     for (size_t i = 0; i < s->cfg.write_uids.n; i++)
         if (s->cfg.write_uids.id[i] == uid)
             return 1;
     for (size_t i = 0; i < s->cfg.write_gids.n; i++)
         if (s->cfg.write_gids.id[i] == gid)
             return 1;
+    if (s->cfg.write_gids.n == 0 || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
+        return 0;
+    n = len / sizeof(groups[0]);
+    for (size_t i = 0; i < s->cfg.write_gids.n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (s->cfg.write_gids.id[i] == groups[j])
+                return 1;
     return 0;
 }
 
@@ -132,6 +148,17 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen)
         return -1;
     }
     umask(old);
+    /* The group by path, but safely: rbd_make_dir judged the directory
+     * one that only this user or root can change, so the name is still
+     * the socket bound above (and AT_SYMLINK_NOFOLLOW would not follow a
+     * link anyway).  Before listen: a connect before it is refused, so
+     * nobody gets in under the group the socket was bound with. */
+    if (fchownat(AT_FDCWD, s->cfg.socket, (uid_t)-1, s->cfg.socket_group,
+                 AT_SYMLINK_NOFOLLOW) != 0) {
+        snprintf(err, errlen, "unixsocketgroup: cannot give %s group %u: %s", s->cfg.socket,
+                 (unsigned)s->cfg.socket_group, strerror(errno));
+        return -1;
+    }
     if (listen(s->lfd, 511) != 0) {
         snprintf(err, errlen, "%s: %s", s->cfg.socket, strerror(errno));
         return -1;
@@ -250,12 +277,12 @@ static void accept_clients(server_t *s)
                       ? s->cfg.reserved_writer_clients : s->cfg.max_clients / 2;
         if (s->nclients >= s->cfg.max_clients ||
             (s->nclients + reserve >= s->cfg.max_clients &&
-             !may_write(s, cred.uid, cred.gid))) {
+             !may_write(s, fd, cred.uid, cred.gid))) {
             s->rejected_clients++;
             refuse(fd, full);
             continue;
         }
-        rbd_client_new(s, fd, &cred, may_write(s, cred.uid, cred.gid));
+        rbd_client_new(s, fd, &cred, may_write(s, fd, cred.uid, cred.gid));
     }
 }
 
@@ -279,7 +306,7 @@ static void reload(server_t *s)
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
             s->clients[fd]->can_write =
-                may_write(s, s->clients[fd]->uid, s->clients[fd]->gid);
+                may_write(s, (int)fd, s->clients[fd]->uid, s->clients[fd]->gid);
     rbd_log(LOG_NOTICE, "configuration reloaded");
 }
 

@@ -43,32 +43,13 @@ struct rb_conn {
     char error[512];
 };
 
-int rb_conn_open(const char *instance, const char *socket_path, unsigned timeout_ms,
-                 rb_conn_t **out)
+/* Connects to socket_path: RB_OK, or RB_EDAEMON with errno. */
+static int conn_connect(const char *socket_path, unsigned timeout_ms, rb_conn_t **out)
 {
     struct sockaddr_un sa;
     struct timeval tv;
-    rb_paths_t paths;
     rb_conn_t *c;
-    int rc;
 
-    if (out == NULL)
-        return RB_EINVAL;
-    if (socket_path == NULL) {
-        rc = rb_default_paths(instance ? instance : "default", &paths);
-        if (rc != RB_OK)
-            return rc;
-        socket_path = paths.socket;
-        /* The default may be /tmp/ringbloom-<uid>, which anyone could have
-         * made first.  A missing directory is only nobody listening. */
-        rc = rb_daemon_uid(NULL, socket_path, (uid_t)-1, NULL, NULL, 0);
-        if (rc == RB_ENOENT) {
-            errno = ENOENT;
-            return RB_EDAEMON;
-        }
-        if (rc != RB_OK)
-            return rc;
-    }
     if (strlen(socket_path) >= sizeof(sa.sun_path))
         return RB_EINVAL;
     c = calloc(1, sizeof(*c));
@@ -97,6 +78,42 @@ int rb_conn_open(const char *instance, const char *socket_path, unsigned timeout
     }
     *out = c;
     return RB_OK;
+}
+
+int rb_conn_open(const char *instance, const char *socket_path, unsigned timeout_ms,
+                 rb_conn_t **out)
+{
+    rb_paths_t paths[2];
+    int rc = RB_OK;
+
+    if (out == NULL)
+        return RB_EINVAL;
+    if (socket_path != NULL)
+        return conn_connect(socket_path, timeout_ms, out);
+    instance = instance != NULL ? instance : "default";
+    if ((rc = rb_default_paths(instance, &paths[0])) != RB_OK ||
+        (rc = rb_system_paths(instance, &paths[1])) != RB_OK)
+        return rc;
+    for (int i = 0; i < 2; i++) {
+        if (i == 1 && strcmp(paths[0].socket, paths[1].socket) == 0)
+            break;
+        /* The default may be /tmp/ringbloom-<uid>, which anyone could have
+         * made first: a directory that fails the rule stops the search (it
+         * is reported, not passed over).  A missing directory or socket, or
+         * nobody listening, is only no daemon there: the next is tried. */
+        rc = rb_daemon_uid(NULL, paths[i].socket, (uid_t)-1, NULL, NULL, 0);
+        if (rc == RB_ENOENT) {
+            errno = ENOENT;
+            rc = RB_EDAEMON;
+            continue;
+        }
+        if (rc != RB_OK)
+            return rc;
+        rc = conn_connect(paths[i].socket, timeout_ms, out);
+        if (rc != RB_EDAEMON || (errno != ENOENT && errno != ECONNREFUSED))
+            return rc;
+    }
+    return rc;
 }
 
 void rb_conn_close(rb_conn_t *c)

@@ -27,6 +27,13 @@
  *     another in its place after the check (/tmp qualifies).
  *   - The last directory, the one that holds the files, must not be shared
  *     itself: owned by a trusted user, writable by nobody else.
+ *   - (V) With RB_DIR_VOUCHED, the owner of the last directory is trusted
+ *     for it if the directory holding it is root's and only root can
+ *     write it: only root can have made a name there, and only root can
+ *     have given what it names to another user, so its owner is the one
+ *     root chose (/run/ringbloom, made by systemd for user ringbloom).
+ *     Nobody else can rename it away either.  Nothing else changes: a
+ *     lookalike in /tmp or in a user's directory is judged as before.
  * A daemon creates missing levels (with the mode it asks for) and then
  * checks them like the rest; a client creates nothing.
  */
@@ -61,8 +68,8 @@ int rb_default_paths(const char *instance, rb_paths_t *out)
     if (instance == NULL || out == NULL || !rbi_instance_ok(instance))
         return RB_EINVAL;
     if (uid == 0)
-        n = snprintf(run, sizeof(run), "/run/ringbloom");
-    else if (xdg_run != NULL && xdg_run[0] == '/')
+        return rb_system_paths(instance, out);
+    if (xdg_run != NULL && xdg_run[0] == '/')
         n = snprintf(run, sizeof(run), "%s/ringbloom", xdg_run);
     else
         n = snprintf(run, sizeof(run), "/tmp/ringbloom-%u", (unsigned)uid);
@@ -72,9 +79,7 @@ int rb_default_paths(const char *instance, rb_paths_t *out)
         !fits(snprintf(out->pidfile, sizeof(out->pidfile), "%s/%s.pid", run, instance),
               sizeof(out->pidfile)))
         return RB_ERANGE;
-    if (uid == 0)
-        n = snprintf(out->state_dir, sizeof(out->state_dir), "/var/lib/ringbloom/%s", instance);
-    else if (xdg_state != NULL && xdg_state[0] == '/')
+    if (xdg_state != NULL && xdg_state[0] == '/')
         n = snprintf(out->state_dir, sizeof(out->state_dir), "%s/ringbloom/%s", xdg_state,
                      instance);
     else if (home != NULL && home[0] == '/')
@@ -84,6 +89,17 @@ int rb_default_paths(const char *instance, rb_paths_t *out)
         n = snprintf(out->state_dir, sizeof(out->state_dir), "/tmp/ringbloom-%u/state/%s",
                      (unsigned)uid, instance);
     return fits(n, sizeof(out->state_dir)) ? RB_OK : RB_ERANGE;
+}
+
+int rb_system_paths(const char *instance, rb_paths_t *out)
+{
+    if (instance == NULL || out == NULL || !rbi_instance_ok(instance))
+        return RB_EINVAL;
+    /* A valid name (at most RB_INSTANCE_MAX bytes) fits every buffer. */
+    snprintf(out->socket, sizeof(out->socket), "/run/ringbloom/%s.sock", instance);
+    snprintf(out->pidfile, sizeof(out->pidfile), "/run/ringbloom/%s.pid", instance);
+    snprintf(out->state_dir, sizeof(out->state_dir), "/var/lib/ringbloom/%s", instance);
+    return RB_OK;
 }
 
 /* ---- trusted directories ------------------------------------------------- */
@@ -102,13 +118,22 @@ typedef struct trust_walk {
     int n;                     /* open levels; the walk is at lv[n - 1] */
     char shown[PATH_MAX];      /* the real path of lv[n - 1], for messages */
     uid_t me, also;            /* trusted besides root; also may be -1 */
+    uid_t vouched;             /* trusted once the walk is done (V), else -1 */
     char *why;
     size_t cap;
 } trust_walk_t;
 
 static int trusted_uid(const trust_walk_t *w, uid_t uid)
 {
-    return uid == 0 || uid == w->me || (w->also != (uid_t)-1 && uid == w->also);
+    return uid == 0 || uid == w->me || (w->also != (uid_t)-1 && uid == w->also) ||
+           (w->vouched != (uid_t)-1 && uid == w->vouched);
+}
+
+/* 1 if only root can change directory st: root's, no write for group or
+ * others. */
+static int root_only(const struct stat *st)
+{
+    return st->st_uid == 0 && (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
 /* 1 if a user other than the trusted ones can change directory st. */
@@ -284,7 +309,7 @@ int rb_trusted_dir(const char *path, unsigned flags, mode_t create_mode, uid_t a
     trust_walk_t *w = NULL;
     int links = 0, rc;
 
-    if (path == NULL || path[0] == '\0' || (flags & ~RB_DIR_PARENT) != 0)
+    if (path == NULL || path[0] == '\0' || (flags & ~(RB_DIR_PARENT | RB_DIR_VOUCHED)) != 0)
         rc = RB_EINVAL;
     else if (strlen(path) >= PATH_MAX)
         rc = RB_ERANGE;
@@ -298,6 +323,7 @@ int rb_trusted_dir(const char *path, unsigned flags, mode_t create_mode, uid_t a
     }
     w->me = geteuid();
     w->also = also;
+    w->vouched = (uid_t)-1;
     w->why = why;
     w->cap = cap;
     snprintf(rest, sizeof(rest), "%s", path);
@@ -334,6 +360,9 @@ int rb_trusted_dir(const char *path, unsigned flags, mode_t create_mode, uid_t a
             rc = trust_step(w, name, create_mode, rest, sizeof(rest), &links);
     }
     top = &w->lv[w->n > 0 ? w->n - 1 : 0].st;
+    if (rc == RB_OK && (flags & RB_DIR_VOUCHED) && w->n > 1 && root_only(&w->lv[w->n - 2].st))
+        /* Root placed the last directory and chose its owner (V). */
+        w->vouched = top->st_uid;
     if (rc == RB_OK && !trusted_uid(w, top->st_uid))
         rc = trust_fail(w, RB_EOWNER, "directory %s belongs to uid %u, not to %s: refusing to "
                         "use it (its owner could read or replace what is in it)", w->shown,
@@ -361,5 +390,5 @@ int rb_daemon_uid(const char *instance, const char *socket_path, uid_t also, uid
             return rc;
         socket_path = paths.socket;
     }
-    return rb_trusted_dir(socket_path, RB_DIR_PARENT, 0, also, uid, why, cap);
+    return rb_trusted_dir(socket_path, RB_DIR_PARENT | RB_DIR_VOUCHED, 0, also, uid, why, cap);
 }

@@ -587,6 +587,15 @@ int rb_segment_set_mode(rb_segment_t *seg, mode_t mode)
     return fchmod(rbi_seg_map(seg)->fd, mode) == 0 ? RB_OK : rbi_errno_code(errno);
 }
 
+int rb_segment_set_group(rb_segment_t *seg, gid_t gid)
+{
+    if (seg == NULL || gid == (gid_t)-1)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    return fchown(rbi_seg_map(seg)->fd, (uid_t)-1, gid) == 0 ? RB_OK : rbi_errno_code(errno);
+}
+
 void rb_segment_heartbeat(rb_segment_t *seg)
 {
     if (seg != NULL && seg->writable)

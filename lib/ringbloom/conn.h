@@ -23,8 +23,10 @@ extern "C" {
 typedef struct rb_conn rb_conn_t;
 
 /* Any process.  Connects to socket_path, or, if it is NULL, to the default
- * socket of instance (rb_default_paths; NULL instance = "default"), whose
- * directory must first pass rb_trusted_dir (RB_EOWNER: the default may be
+ * socket of instance (rb_default_paths; NULL instance = "default") and,
+ * if no daemon is there (no directory, no socket, nobody listening), to
+ * its system socket (rb_system_paths).  A directory tried must first pass
+ * rb_daemon_uid's rule (RB_EOWNER, and no further try: the default may be
  * /tmp/ringbloom-<uid>, which another user could have made; rb_daemon_uid
  * gives the reason).  An explicit socket_path is the caller's
  * configuration and is used as given (check it with rb_daemon_uid).

@@ -17,9 +17,9 @@ extern "C" {
 #endif
 
 /* Where an instance's daemon keeps its socket, pidfile and state.  As root:
- * /run/ringbloom/<instance>.sock|.pid and /var/lib/ringbloom/<instance>.
- * Otherwise: $XDG_RUNTIME_DIR/ringbloom (or /tmp/ringbloom-<uid>) and
- * $XDG_STATE_HOME/ringbloom/<instance> (or ~/.local/state/ringbloom/...). */
+ * the system paths (rb_system_paths).  Otherwise: $XDG_RUNTIME_DIR/ringbloom
+ * (or /tmp/ringbloom-<uid>) and $XDG_STATE_HOME/ringbloom/<instance> (or
+ * ~/.local/state/ringbloom/...). */
 typedef struct rb_paths {
     char socket[108];       /* fits sockaddr_un.sun_path */
     char pidfile[4096];
@@ -30,8 +30,20 @@ typedef struct rb_paths {
  * RB_ERANGE if a path would not fit. */
 RB_EXPORT RB_WUR int rb_default_paths(const char *instance, rb_paths_t *out);
 
+/* Any process.  The system paths of instance, whoever asks:
+ * /run/ringbloom/<instance>.sock|.pid and /var/lib/ringbloom/<instance>,
+ * root's defaults and where a service manager runs the daemon (as root or
+ * as a system user, e.g. `ringbloom`, owning /run/ringbloom).  A client
+ * looking an instance up by name tries its own default socket first, then
+ * this one (rb_conn_open, the CLI).  RB_EINVAL for a bad name. */
+RB_EXPORT RB_WUR int rb_system_paths(const char *instance, rb_paths_t *out);
+
 /* rb_trusted_dir flags. */
 #define RB_DIR_PARENT 0x1u   /* path names a file: judge the directory holding it */
+#define RB_DIR_VOUCHED 0x2u  /* the last directory may be any user's if the
+                                directory holding it is root's and only root
+                                can write it (root put it there and chose its
+                                owner: /run/ringbloom of user ringbloom) */
 
 /* Any process.  Whether directory `path` is what root or a trusted user
  * made it, so that files in it (a socket, a pidfile, state) are not
@@ -44,7 +56,8 @@ RB_EXPORT RB_WUR int rb_default_paths(const char *instance, rb_paths_t *out);
  * judged the same way, so /var/run -> /run works); under one that others
  * can write, a level must be a real directory of a trusted user and its
  * parent sticky (/tmp); the last directory must belong to a trusted user
- * and be writable by nobody else.
+ * and be writable by nobody else (with RB_DIR_VOUCHED, the owner of a last
+ * directory that root placed counts as trusted for it).
  * create_mode: 0 makes nothing (a client); otherwise missing levels are
  * created with this mode (under the umask) before they are judged (a
  * daemon making its run and state directories).  On success stores the
@@ -61,10 +74,11 @@ RB_EXPORT RB_WUR int rb_trusted_dir(const char *path, unsigned flags, mode_t cre
  * rb_segment_attach_owned: the owner of the directory holding its socket
  * (socket_path, or the instance's default, rb_default_paths), after
  * rb_trusted_dir has judged that directory (trusting root, this process's
- * euid and `also`).  A daemon listens only in a directory of its own uid
- * or root that nobody else can write (it refuses to start otherwise), so
- * the owner is the daemon's uid, whether the daemon is running or not, and
- * asking costs no connection.  Errors: as rb_trusted_dir; RB_EINVAL for a
+ * euid and `also`, with RB_DIR_VOUCHED: also the owner root gave a
+ * directory in one only root can write, such as /run/ringbloom).  A daemon
+ * listens only in a directory of its own uid or root that nobody else can
+ * write (it refuses to start otherwise), so the owner is the daemon's uid,
+ * whether the daemon is running or not, and asking costs no connection.  Errors: as rb_trusted_dir; RB_EINVAL for a
  * bad instance name. */
 RB_EXPORT RB_WUR int rb_daemon_uid(const char *instance, const char *socket_path, uid_t also,
                                    uid_t *uid, char *why, size_t cap);

@@ -204,6 +204,17 @@ RB_EXPORT RB_WUR int rb_segment_linked(const rb_segment_t *seg);
  * bits for group or others, as rb_segment_create), RB_ESYS. */
 RB_EXPORT RB_WUR int rb_segment_set_mode(rb_segment_t *seg, mode_t mode);
 
+/* Writer.  Gives the shm object group gid (fchown on the writer's
+ * descriptor, never by name, so it is this object whatever the name now
+ * leads to), so that with a mode such as 0640 the group's members attach
+ * it; the owner stays the writer's euid, the one readers pin.  The kernel
+ * allows it to root and to a member of gid.  Call it before readers are
+ * sent to the object (before rb_segment_go_live of a hidden segment, or
+ * before retiring the one it replaces).  Errors: RB_EROFS, RB_EINVAL
+ * (gid (gid_t)-1), RB_EACCES (not root nor a member of gid), RB_ESYS.
+ * Cost: one system call. */
+RB_EXPORT RB_WUR int rb_segment_set_group(rb_segment_t *seg, gid_t gid);
+
 /* Writer.  Stores the current time as the writer's heartbeat (cheap). */
 RB_EXPORT void rb_segment_heartbeat(rb_segment_t *seg);
 
