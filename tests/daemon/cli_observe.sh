@@ -42,7 +42,8 @@ while ! redis-cli -s "$dir/s.sock" PING >/dev/null 2>&1; do
     sleep 0.05
 done
 C() { "$cli" -i "$inst" -s "$dir/s.sock" "$@"; }
-weird='q"uo\te'   # a quote and a backslash: escaped in a label, read back as they are
+# A quote, a backslash and a newline: escaped in a label, read back as they are.
+weird=$(printf 'q"uo\\te\nx')
 {
     C node add cache-a:11211 && C node add cache-b:11211 2 && C node add cache-c:11211 &&
     C reserve urls 0.001 1000 && C reserve "$weird" 0.01 100 --nonscaling &&
