@@ -143,9 +143,9 @@ static void take_field(const char *section, const char *key, const char *value, 
             g->info[i] = value;
 }
 
-/* rb_bloom_list's callback: one filter's figures into g (its name as
- * listed, which rb_bloom_info's copy may cut).  A filter gone meanwhile is
- * left out; -1 (out of memory) stops the walk. */
+/* rb_bloom_list's callback: one filter's figures into g, under its name
+ * as listed.  A filter gone meanwhile is left out; -1 (out of memory)
+ * stops the walk. */
 static int take_filter(const char *name, size_t len, void *arg)
 {
     gathered_t *g = arg;
@@ -176,6 +176,23 @@ static int take_filter(const char *name, size_t len, void *arg)
     return 0;
 }
 
+/* The length of the valid UTF-8 sequence at p (1 to 4), or 0: none
+ * starts there (a stray continuation byte, an overlong form, a surrogate,
+ * past U+10FFFF, or cut short). */
+static size_t utf8_len(const unsigned char *p)
+{
+    size_t n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2
+             : (p[0] & 0xf0) == 0xe0 ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;   /* the NUL that ends the string stops here too */
+    return n;
+}
+
 /* s as a label value: backslash, quote and newline escaped as the format
  * wants; a byte that is not part of valid UTF-8 as the text \xNN (the
  * format is UTF-8). */
@@ -184,12 +201,8 @@ static void label_value(FILE *m, const char *s)
     const unsigned char *p = (const unsigned char *)s;
 
     while (*p) {
-        size_t n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 2
-                 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 4 : 0;
-        size_t i = 1;
-        while (i < n && (p[i] & 0xc0) == 0x80)
-            i++;
-        if (n == 0 || i < n) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
             fprintf(m, "\\\\x%02x", *p++);
         } else if (*p == '\\' || *p == '"') {
             fprintf(m, "\\%c", *p++);

@@ -50,7 +50,9 @@ weird=$(printf 'q"uo\\te\nx')
     C reserve recent 0.01 500 --aging 3600 --generations 3 &&
     C add urls u1 u2 u3 && C add "$weird" w1 && C add recent r1 r2
 } > "$dir/setup.out" 2>&1 || { cat "$dir/setup.out"; fail "setting up failed"; }
-redis-cli -s "$dir/s.sock" PING PONG > /dev/null   # one command more in the stats
+# A name that is not UTF-8: its byte reads back as the text \xff.
+printf 'BF.RESERVE "bin\\xffary" 0.01 100\nBF.ADD "bin\\xffary" b1\n' |
+    redis-cli -s "$dir/s.sock" > /dev/null || fail "BF.RESERVE bin\\xffary failed"
 
 C --json info > "$dir/info.json" && C --json info server > "$dir/server.json" &&
     C metrics > "$dir/metrics.txt" && C --json filters > "$dir/filters.json" ||
@@ -85,7 +87,7 @@ check(type(srv["uptime_in_seconds"]) is int, "uptime is an int")
 check(srv["instance"] == inst and type(srv["instance"]) is str, "a numeric-looking instance is a string")
 check(type(srv["ringbloom_version"]) is str, "the version is a string")
 check(type(info["clients"]["connected_clients"]) is int, "connected_clients is an int")
-check(info["bloom"]["filters"] == 3, "bloom.filters is 3")
+check(info["bloom"]["filters"] == 4, "bloom.filters is 4")
 check(type(info["bloom"]["filter_0"]) is str, "a filter line is a string")
 check(info["persistence"]["last_save_status"] in ("ok", "err"), "last_save_status is a string")
 check(type(info["stats"]["total_commands_processed"]) is int, "commands processed is an int")
@@ -130,9 +132,13 @@ check(value("ringbloom_connected_clients") >= 1, "this connection is counted")
 check(value("ringbloom_ring_nodes") == 3, "3 nodes")
 check(value("ringbloom_ring_points") > 0, "the ring has points")
 check(value("ringbloom_ring_mode", mode="xxh3") == 1, "the ring's mode is a label")
-check(value("ringbloom_filters") == 3, "3 filters")
-for f in json.load(open(d + "/filters.json")):
-    n = f["name"]
+check(value("ringbloom_filters") == 4, "4 filters")
+# --json filters passes a name's bytes through; metrics writes a byte that
+# is not UTF-8 as the text \xNN, which is what backslashreplace makes.
+filters = json.loads(open(d + "/filters.json", "rb").read().decode("utf-8", "surrogateescape"))
+check(len(filters) == 4, "4 filters listed")
+for f in filters:
+    n = f["name"].encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     for key in ("items", "capacity", "bytes", "layers"):
         check(value("ringbloom_filter_" + key, filter=n) == f[key], "%s of %r" % (key, n))
     check(value("ringbloom_filter_info", filter=n, kind=f["kind"], layout=f["layout"]) == 1,
@@ -142,6 +148,7 @@ for f in json.load(open(d + "/filters.json")):
     check(0 < fill < 1 and 0 <= fpr < 1, "fill and FPR of %r are ratios" % n)
 check(value("ringbloom_filter_items", filter=weird) == 1, "an escaped filter name reads back")
 check(value("ringbloom_filter_items", filter="urls") == 3, "urls has 3 items")
+check(value("ringbloom_filter_items", filter="bin\\xffary") == 1, "a byte not UTF-8 reads back as \\xff")
 
 stream = open(d + "/stream.json").read().splitlines()
 single = open(d + "/single.json").read().splitlines()
