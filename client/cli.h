@@ -5,9 +5,11 @@
  *
  * A file calls only files below it (docs/design.md, "The CLI"):
  *   main.c          options, usage, the subcommand table
+ *   metrics.c       metrics: INFO, the ring and the filters for Prometheus
  *   ring_offline.c  ring: a private ring, then reads.c's lookup stream
- *   reads.c         lookup, exists, nodes: from shared memory
- *   writes.c        add, load, node, reserve, info, shutdown: through the daemon
+ *   reads.c         lookup, exists, nodes, filters: from shared memory
+ *   writes.c        add, load, node, reserve, reset, shutdown: through the daemon
+ *   info.c          info: the daemon's INFO, fetched, walked, typed
  *   reach.c         the instance: its socket, the daemon's segment, a connection
  *   out.c           what is printed: escaped text, JSON strings, error lines
  */
@@ -69,6 +71,10 @@ static inline int cli_parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
+/* ---- metrics.c --------------------------------------------------------------- */
+
+cli_cmd_fn cmd_metrics;
+
 /* ---- ring_offline.c ---------------------------------------------------------- */
 
 cli_cmd_fn cmd_ring;
@@ -78,13 +84,35 @@ cli_cmd_fn cmd_ring;
 cli_cmd_fn cmd_lookup, cmd_exists, cmd_nodes, cmd_filters;
 
 /* lookup -: one key per line of standard input, "key<TAB>node" per output
- * line, through seg's ring; closes seg.  EX_YES, or EX_NO for an empty
+ * line (--json: {"key":KEY,"nodes":[NODE]} per line, as `lookup KEY`
+ * prints), through seg's ring; closes seg.  EX_YES, or EX_NO for an empty
  * ring (EX_FAIL for other errors), after the lines answered so far. */
-int cli_lookup_stream(rb_segment_t *seg);
+int cli_lookup_stream(const cli_t *cli, rb_segment_t *seg);
 
 /* ---- writes.c ---------------------------------------------------------------- */
 
-cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_reset, cmd_info, cmd_shutdown;
+cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_reset, cmd_shutdown;
+
+/* ---- info.c ------------------------------------------------------------------ */
+
+cli_cmd_fn cmd_info;
+
+/* INFO [section] (NULL: the daemon's default sections) into buf, as text
+ * ending in a NUL.  EX_YES, or the exit code after saying why on stderr. */
+int cli_info_fetch(cli_t *cli, const char *section, char *buf, size_t cap);
+
+/* Called for each line of INFO's text: a section's title, lower-cased,
+ * with key and value NULL; then each of its fields, section NULL for a
+ * field before the first title. */
+typedef void cli_info_fn(const char *section, const char *key, const char *value, void *arg);
+
+/* Walks INFO's text, cutting it into NUL-terminated pieces in place
+ * (they stay valid while text does). */
+void cli_info_each(char *text, cli_info_fn *fn, void *arg);
+
+/* Is the field a number (a JSON number literal, and not one of the
+ * fields that name something, listed in info.c)?  Otherwise a string. */
+int cli_info_is_number(const char *key, const char *value);
 
 /* ---- reach.c ----------------------------------------------------------------- */
 

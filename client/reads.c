@@ -11,7 +11,7 @@
 
 #include "cli.h"
 
-int cli_lookup_stream(rb_segment_t *seg)
+int cli_lookup_stream(const cli_t *cli, rb_segment_t *seg)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -28,9 +28,17 @@ int cli_lookup_stream(rb_segment_t *seg)
             ex = cli_fail(rc == RB_EEMPTY ? EX_NO : EX_FAIL, "lookup", rc);
             break;
         }
-        printf("%s\t", line);
-        cli_text_str(n.name, n.name_len);
-        putchar('\n');
+        if (cli->json) {
+            printf("{\"key\":");
+            cli_json_str(line, (size_t)len);
+            printf(",\"nodes\":[");
+            cli_json_str(n.name, n.name_len);
+            printf("]}\n");
+        } else {
+            printf("%s\t", line);
+            cli_text_str(n.name, n.name_len);
+            putchar('\n');
+        }
     }
     free(line);
     rb_segment_close(seg);
@@ -62,7 +70,7 @@ int cmd_lookup(cli_t *cli, int argc, char **argv)
     if ((ex = cli_attach(cli, &seg)) != EX_YES)
         return ex;
     if (strcmp(key, "-") == 0)
-        return cli_lookup_stream(seg);
+        return cli_lookup_stream(cli, seg);
     nodes = calloc(n, sizeof(*nodes));
     if (nodes == NULL) {
         rb_segment_close(seg);

@@ -27,7 +27,6 @@ int cmd_ring(cli_t *cli, int argc, char **argv)
     FILE *f;
     int rc, ex = EX_YES;
 
-    (void)cli;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
             i++;
@@ -91,5 +90,5 @@ int cmd_ring(cli_t *cli, int argc, char **argv)
         rb_segment_close(seg);
         return ex;
     }
-    return cli_lookup_stream(seg);
+    return cli_lookup_stream(cli, seg);
 }

@@ -1,7 +1,7 @@
 /*
  * writes.c - the subcommands that go to the daemon over its socket: the
- * changes (add, load, node, reserve) and the daemon's own commands (info,
- * shutdown).  The connection is made by cli_connect, after the socket's
+ * changes (add, load, node, reserve, reset) and shutdown (info, which only
+ * reads, is info.c).  The connection is made by cli_connect, after the socket's
  * directory has been judged; a failed request is said by cli_conn_fail.
  */
 #include "config.h"
@@ -306,44 +306,6 @@ int cmd_reset(cli_t *cli, int argc, char **argv)
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;
     return change_done(cli, c, "reset", rb_conn_command(c, 2, args, lens, buf, sizeof(buf)));
-}
-
-int cmd_info(cli_t *cli, int argc, char **argv)
-{
-    const char *args[2] = { "INFO", argc > 1 ? argv[1] : "" };
-    size_t lens[2] = { 4, argc > 1 ? strlen(argv[1]) : 0 };
-    static char buf[1 << 20];
-    rb_conn_t *c;
-    int rc, ex;
-
-    if ((ex = cli_connect(cli, &c)) != EX_YES)
-        return ex;
-    rc = rb_conn_command(c, argc > 1 ? 2 : 1, args, lens, buf, sizeof(buf));
-    if (rc != RB_OK) {
-        ex = cli_conn_fail(cli, c, "info", rc, 0);
-    } else if (cli->json) {
-        /* key:value lines as one JSON object; "# Section" lines dropped. */
-        char *save, *ln;
-        int first = 1;
-        putchar('{');
-        for (ln = strtok_r(buf, "\r\n", &save); ln; ln = strtok_r(NULL, "\r\n", &save)) {
-            char *colon = strchr(ln, ':');
-            if (ln[0] == '#' || colon == NULL)
-                continue;
-            printf("%s", first ? "" : ",");
-            cli_json_str(ln, (size_t)(colon - ln));
-            putchar(':');
-            cli_json_str(colon + 1, strlen(colon + 1));
-            first = 0;
-        }
-        printf("}\n");
-    } else {
-        fputs(buf, stdout);
-        if (buf[0] && buf[strlen(buf) - 1] != '\n')
-            putchar('\n');
-    }
-    rb_conn_close(c);
-    return ex;
 }
 
 int cmd_shutdown(cli_t *cli, int argc, char **argv)

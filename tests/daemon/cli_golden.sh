@@ -85,6 +85,7 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C reset nosuch
     printf 'user:1\nuser:2\nhttps://example.org/index.html\n' > "$dir/keys"
     run CIN "$dir/keys" lookup -
+    run CIN "$dir/keys" --json lookup -
     # Offline rings (no daemon).  The ketama lines are libmemcached's own
     # answers for these servers (memcached_generate_hash, KETAMA_WEIGHTED).
     printf '127.0.0.1:11211 1\n127.0.0.1:11212 2\n# a comment\n127.0.0.1:11213 3\n' > "$dir/nodes"
@@ -93,6 +94,7 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run CIN "$dir/k10" ring --mode nginx --nodes "$dir/nodes"
     run CIN "$dir/k10" ring --mode seed --nodes "$dir/nodes" --replicas 100
     run CIN "$dir/k10" ring --mode xxh3 --nodes "$dir/nodes"
+    run CIN "$dir/k10" --json ring --mode xxh3 --nodes "$dir/nodes"
     printf 'a b c\n' > "$dir/badnodes"
     run CIN "$dir/k10" ring --mode nginx --nodes "$dir/badnodes"
     run CIN "$dir/k10" ring --mode murmur --nodes "$dir/nodes"
@@ -128,8 +130,11 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C nodes
     run C --json nodes
     run C lookup key5 -n 4
+    run C --json info nosuch
     run C shutdown
     run C info
+    run C --json info
+    run C metrics
 } > "$out"
 
 if [ "${RB_GOLDEN_UPDATE:-0}" = 1 ]; then

@@ -1,0 +1,171 @@
+#!/bin/sh
+# The CLI's observability outputs, read by real parsers against a private
+# daemon: `--json info` through python3's json module (sections are
+# objects, integers are numbers, names stay strings: the instance is named
+# with digits only), `metrics` through prometheus_client's parser (the
+# Debian package python3-prometheus-client: every family's type, the
+# per-filter series against `--json filters`, escaped labels read back,
+# the ring), `--json lookup -` against `--json lookup KEY`, and `metrics`
+# printing nothing when the daemon is gone.
+set -u
+daemon=${RB_DAEMON:-../daemon/ringbloomd}
+cli=${RB_CLI:-../client/ringbloom}
+fail() { echo "$1"; echo "Checks: 1, Failures: 1, Errors: 0"; exit 1; }
+command -v redis-cli >/dev/null 2>&1 || fail "redis-cli not found (Debian package redis-tools)"
+# Debian's python3: the one python3-prometheus-client installs for (a
+# python3 earlier on PATH, as pyenv's, may not see it).
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" -c 'import prometheus_client.parser' 2>/dev/null ||
+    fail "python3's prometheus_client not found (Debian package python3-prometheus-client)"
+dir=$(mktemp -d /tmp/rbtest.obs.XXXXXX)
+inst="$$"   # digits only: INFO's instance must still be a JSON string
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+    rm -f "/dev/shm/ringbloom.$inst"
+    rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+cat > "$dir/conf" <<CONF
+instance $inst
+socket $dir/s.sock
+dir $dir/state
+pidfile $dir/pid
+CONF
+"$daemon" -f -c "$dir/conf" 2>"$dir/daemon.log" &
+pid=$!
+i=0
+while ! redis-cli -s "$dir/s.sock" PING >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -gt 200 ] && { cat "$dir/daemon.log"; fail "daemon did not start"; }
+    sleep 0.05
+done
+C() { "$cli" -i "$inst" -s "$dir/s.sock" "$@"; }
+# A quote, a backslash and a newline: escaped in a label, read back as they are.
+weird=$(printf 'q"uo\\te\nx')
+{
+    C node add cache-a:11211 && C node add cache-b:11211 2 && C node add cache-c:11211 &&
+    C reserve urls 0.001 1000 && C reserve "$weird" 0.01 100 --nonscaling &&
+    C reserve recent 0.01 500 --aging 3600 --generations 3 &&
+    C add urls u1 u2 u3 && C add "$weird" w1 && C add recent r1 r2
+} > "$dir/setup.out" 2>&1 || { cat "$dir/setup.out"; fail "setting up failed"; }
+# A name that is not UTF-8: its byte reads back as the text \xff.
+printf 'BF.RESERVE "bin\\xffary" 0.01 100\nBF.ADD "bin\\xffary" b1\n' |
+    redis-cli -s "$dir/s.sock" > /dev/null || fail "BF.RESERVE bin\\xffary failed"
+
+C --json info > "$dir/info.json" && C --json info server > "$dir/server.json" &&
+    C metrics > "$dir/metrics.txt" && C --json filters > "$dir/filters.json" ||
+    fail "info, metrics or filters failed"
+printf 'u1\nhttps://example.org/\n\nk"ey\n' > "$dir/keys"
+C --json lookup - < "$dir/keys" > "$dir/stream.json" || fail "--json lookup - failed"
+while IFS= read -r k; do C --json lookup "$k"; done < "$dir/keys" > "$dir/single.json"
+
+"$py" - "$dir" "$inst" "$pid" "$weird" <<'PY' || fail "a check failed"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+
+d, inst, pid, weird = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        print("FAILED:", what)
+        sys.exit(1)
+
+
+info = json.load(open(d + "/info.json"))
+check(isinstance(info, dict), "info is an object")
+for s in ("server", "clients", "memory", "persistence", "stats", "ring", "bloom"):
+    check(isinstance(info.get(s), dict), "section %s is an object" % s)
+srv = info["server"]
+check(type(srv["process_id"]) is int and srv["process_id"] == pid, "process_id is the daemon's pid")
+check(type(srv["uptime_in_seconds"]) is int, "uptime is an int")
+check(srv["instance"] == inst and type(srv["instance"]) is str, "a numeric-looking instance is a string")
+check(type(srv["ringbloom_version"]) is str, "the version is a string")
+check(type(info["clients"]["connected_clients"]) is int, "connected_clients is an int")
+check(info["bloom"]["filters"] == 4, "bloom.filters is 4")
+check(type(info["bloom"]["filter_0"]) is str, "a filter line is a string")
+check(info["persistence"]["last_save_status"] in ("ok", "err"), "last_save_status is a string")
+check(type(info["stats"]["total_commands_processed"]) is int, "commands processed is an int")
+check(json.load(open(d + "/server.json")).keys() == {"server"}, "info server: only that section")
+
+fams = {f.name: f for f in text_string_to_metric_families(open(d + "/metrics.txt").read())}
+types = {
+    "ringbloom_commands_processed": "counter", "ringbloom_protocol_errors": "counter",
+    "ringbloom_denied_commands": "counter", "ringbloom_rejected_connections": "counter",
+    "ringbloom_connected_clients": "gauge", "ringbloom_log_bytes": "gauge",
+    "ringbloom_log_fsyncs": "counter", "ringbloom_log_write_errors": "counter",
+    "ringbloom_snapshots": "counter", "ringbloom_last_snapshot_duration_seconds": "gauge",
+    "ringbloom_segment_used_bytes": "gauge", "ringbloom_uptime_seconds": "gauge",
+    "ringbloom_build_info": "gauge", "ringbloom_log_fsync_policy": "gauge",
+    "ringbloom_ring_nodes": "gauge", "ringbloom_ring_points": "gauge",
+    "ringbloom_ring_mode": "gauge", "ringbloom_filters": "gauge",
+    "ringbloom_filter_items": "gauge", "ringbloom_filter_capacity": "gauge",
+    "ringbloom_filter_bytes": "gauge", "ringbloom_filter_layers": "gauge",
+    "ringbloom_filter_fill_ratio": "gauge",
+    "ringbloom_filter_estimated_false_positive_ratio": "gauge",
+    "ringbloom_filter_rotations": "counter", "ringbloom_filter_info": "gauge",
+}
+for name, t in types.items():
+    check(name in fams and fams[name].type == t, "%s is a %s" % (name, t))
+for f in fams.values():
+    check(f.name.startswith("ringbloom_"), "%s is ringbloom_*" % f.name)
+    check(f.documentation != "", "%s has a HELP" % f.name)
+    for s in f.samples:
+        check(s.labels.get("ringbloom_instance") == inst, "%s is labelled with the instance" % s.name)
+        check(f.type != "counter" or s.name.endswith("_total"), "counter %s ends in _total" % s.name)
+
+
+def value(fam, **labels):
+    got = [s.value for s in fams[fam].samples
+           if all(s.labels.get(k) == v for k, v in labels.items())]
+    check(len(got) == 1, "one %s sample for %s" % (fam, labels))
+    return got[0]
+
+
+check(value("ringbloom_commands_processed") >= 10, "commands processed counted")
+check(value("ringbloom_connected_clients") >= 1, "this connection is counted")
+check(value("ringbloom_ring_nodes") == 3, "3 nodes")
+check(value("ringbloom_ring_points") > 0, "the ring has points")
+check(value("ringbloom_ring_mode", mode="xxh3") == 1, "the ring's mode is a label")
+check(value("ringbloom_filters") == 4, "4 filters")
+# --json filters passes a name's bytes through; metrics writes a byte that
+# is not UTF-8 as the text \xNN, which is what backslashreplace makes.
+filters = json.loads(open(d + "/filters.json", "rb").read().decode("utf-8", "surrogateescape"))
+check(len(filters) == 4, "4 filters listed")
+for f in filters:
+    n = f["name"].encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    for key in ("items", "capacity", "bytes", "layers"):
+        check(value("ringbloom_filter_" + key, filter=n) == f[key], "%s of %r" % (key, n))
+    check(value("ringbloom_filter_info", filter=n, kind=f["kind"], layout=f["layout"]) == 1,
+          "kind and layout of %r" % n)
+    fill = value("ringbloom_filter_fill_ratio", filter=n)
+    fpr = value("ringbloom_filter_estimated_false_positive_ratio", filter=n)
+    check(0 < fill < 1 and 0 <= fpr < 1, "fill and FPR of %r are ratios" % n)
+check(value("ringbloom_filter_items", filter=weird) == 1, "an escaped filter name reads back")
+check(value("ringbloom_filter_items", filter="urls") == 3, "urls has 3 items")
+check(value("ringbloom_filter_items", filter="bin\\xffary") == 1, "a byte not UTF-8 reads back as \\xff")
+
+stream = open(d + "/stream.json").read().splitlines()
+single = open(d + "/single.json").read().splitlines()
+check(len(stream) == 4 and stream == single, "lookup - prints what lookup KEY prints, per key")
+check([json.loads(l)["key"] for l in stream] == ["u1", "https://example.org/", "", 'k"ey'],
+      "lookup - keys read back")
+print("%d checks passed" % checks)
+PY
+
+C shutdown || fail "shutdown failed"
+i=0
+while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.05; done
+kill -0 "$pid" 2>/dev/null || pid=
+C metrics > "$dir/gone.txt" 2> "$dir/gone.err"
+rc=$?
+[ $rc -eq 3 ] || fail "metrics with no daemon: exit $rc, not 3"
+[ -s "$dir/gone.txt" ] && fail "metrics with no daemon printed to stdout"
+grep -q 'ringbloom: ' "$dir/gone.err" || fail "metrics with no daemon did not say why"
+echo "Checks: 1, Failures: 0, Errors: 0"
+exit 0
