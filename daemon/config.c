@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@
 #include "rbd_config.h"
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_RINGMODE,
-               T_IDS, T_GROUP } kind_t;
+               T_UIDS, T_GIDS, T_GROUP } kind_t;
 
 typedef struct setting {
     const char *name;
@@ -68,8 +69,9 @@ static const setting_t settings[] = {
     { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1 },
     { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0 },
     { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0 },
-    { "allow-write-uid", T_IDS, F(write_uids), 0, 0, 1 },
-    { "allow-write-gid", T_IDS, F(write_gids), 0, 0, 1 },
+    /* Names are resolved when read, as for the groups above. */
+    { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1 },
+    { "allow-write-gid", T_GIDS, F(write_gids), 0, 0, 1 },
     { "loglevel", T_LEVEL, F(loglevel), 0, 0, 1 },
     { "keep-segment", T_BOOL, F(keep_segment), 0, 0, 1 },
     { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1 },
@@ -174,26 +176,6 @@ static int parse_u64(const char *v, uint64_t *out, int sizes)
     return 0;
 }
 
-static int parse_ids(const char *v, rbd_ids_t *ids)
-{
-    char buf[1024], *tok, *save;
-    size_t count = 0;
-
-    if (strlen(v) >= sizeof(buf))
-        return -1;
-    strcpy(buf, v);
-    for (tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
-        uint64_t id;
-        if (strcmp(tok, "none") == 0)
-            continue;
-        if (parse_u64(tok, &id, 0) != 0 || id > UINT32_MAX - 1 || count == RBD_MAX_IDS)
-            return -1;
-        ids->id[count++] = (uint32_t)id;
-    }
-    ids->n = count;
-    return 0;
-}
-
 static const setting_t *find(const char *key)
 {
     for (size_t i = 0; i < NALIASES; i++)
@@ -259,29 +241,77 @@ static int set_number(const setting_t *s, const char *key, void *field, const ch
     return 0;
 }
 
-/* A group name, or a numeric gid (all digits; it need not have a name). */
-static int set_group(const char *key, gid_t *field, const char *value, char *err, size_t errlen)
+/* A user (users != 0) or group name, or a numeric id (all digits; it need
+ * not have a name): *id, or -1 with the reason in err. */
+static int parse_id(const char *key, int users, const char *value, uint32_t *id, char *err,
+                    size_t errlen)
 {
     char buf[4096];
-    struct group gr, *found = NULL;
+    struct passwd pw, *pwfound = NULL;
+    struct group gr, *grfound = NULL;
     uint64_t n;
     int e;
 
     if (parse_u64(value, &n, 0) == 0) {
-        if (n >= (gid_t)-1) {
-            snprintf(err, errlen, "%s: '%s' is not a gid", key, value);
+        if (n >= (uint32_t)-1) {
+            snprintf(err, errlen, "%s: '%s' is not a %s", key, value, users ? "uid" : "gid");
             return -1;
         }
-        *field = (gid_t)n;
+        *id = (uint32_t)n;
         return 0;
     }
-    e = getgrnam_r(value, &gr, buf, sizeof(buf), &found);
-    if (found == NULL) {
-        snprintf(err, errlen, "%s: no group '%s'%s%s", key, value, e != 0 ? ": " : "",
-                 e != 0 ? strerror(e) : "");
+    if (users) {
+        e = getpwnam_r(value, &pw, buf, sizeof(buf), &pwfound);
+        if (pwfound != NULL)
+            *id = pwfound->pw_uid;
+    } else {
+        e = getgrnam_r(value, &gr, buf, sizeof(buf), &grfound);
+        if (grfound != NULL)
+            *id = grfound->gr_gid;
+    }
+    if (pwfound == NULL && grfound == NULL) {
+        snprintf(err, errlen, "%s: no %s '%s'%s%s", key, users ? "user" : "group", value,
+                 e != 0 ? ": " : "", e != 0 ? strerror(e) : "");
         return -1;
     }
-    *field = found->gr_gid;
+    return 0;
+}
+
+static int set_group(const char *key, gid_t *field, const char *value, char *err, size_t errlen)
+{
+    uint32_t id;
+
+    if (parse_id(key, 0, value, &id, err, errlen) != 0)
+        return -1;
+    *field = (gid_t)id;
+    return 0;
+}
+
+/* A list of users or groups (names or numeric ids) separated by spaces or
+ * commas, or "none". */
+static int set_ids(const char *key, int users, rbd_ids_t *ids, const char *value, char *err,
+                   size_t errlen)
+{
+    char buf[1024], *tok, *save;
+    size_t count = 0;
+
+    if (strlen(value) >= sizeof(buf)) {
+        snprintf(err, errlen, "%s: the list is longer than %zu bytes", key, sizeof(buf) - 1);
+        return -1;
+    }
+    strcpy(buf, value);
+    for (tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+        if (strcmp(tok, "none") == 0)
+            continue;
+        if (count == RBD_MAX_IDS) {
+            snprintf(err, errlen, "%s: more than %d ids", key, RBD_MAX_IDS);
+            return -1;
+        }
+        if (parse_id(key, users, tok, &ids->id[count], err, errlen) != 0)
+            return -1;
+        count++;
+    }
+    ids->n = count;
     return 0;
 }
 
@@ -335,13 +365,9 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
         return 0;
     case T_GROUP:
         return set_group(key, field, value, err, errlen);
-    case T_IDS:
-        if (parse_ids(value, field) != 0) {
-            snprintf(err, errlen, "%s: '%s' is not a list of up to %d numeric ids (or none)",
-                     key, value, RBD_MAX_IDS);
-            return -1;
-        }
-        return 0;
+    case T_UIDS:
+    case T_GIDS:
+        return set_ids(key, s->kind == T_UIDS, field, value, err, errlen);
     }
     return -1;
 }
@@ -476,7 +502,8 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
     case T_RINGMODE:
         snprintf(v, cap, "%s", rb_ring_mode_name(*(const rb_ring_mode_t *)field));
         break;
-    case T_IDS:
+    case T_UIDS:
+    case T_GIDS:
         render_ids(v, cap, field);
         break;
     case T_GROUP:

@@ -45,6 +45,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -378,17 +379,42 @@ int rb_trusted_dir(const char *path, unsigned flags, mode_t create_mode, uid_t a
     return rc;
 }
 
+/* 1 if path names something (lstat succeeds). */
+static int exists(const char *path)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0;
+}
+
 int rb_daemon_uid(const char *instance, const char *socket_path, uid_t also, uid_t *uid,
                   char *why, size_t cap)
 {
-    rb_paths_t paths;
-    int rc;
+    const unsigned flags = RB_DIR_PARENT | RB_DIR_VOUCHED;
+    rb_paths_t def, sys;
+    uid_t def_uid, sys_uid;
+    int rc, sys_rc;
 
-    if (socket_path == NULL) {
-        rc = rb_default_paths(instance != NULL ? instance : "default", &paths);
-        if (rc != RB_OK)
-            return rc;
-        socket_path = paths.socket;
+    if (socket_path != NULL)
+        return rb_trusted_dir(socket_path, flags, 0, also, uid, why, cap);
+    instance = instance != NULL ? instance : "default";
+    if ((rc = rb_default_paths(instance, &def)) != RB_OK ||
+        (rc = rb_system_paths(instance, &sys)) != RB_OK)
+        return rc;
+    rc = rb_trusted_dir(def.socket, flags, 0, also, &def_uid, why, cap);
+    if (strcmp(def.socket, sys.socket) != 0 && (rc == RB_OK || rc == RB_ENOENT) &&
+        !(rc == RB_OK && exists(def.socket))) {
+        /* No default directory, or no socket in it: the system one if its
+         * socket is there, or if the default directory is missing too. */
+        sys_rc = rb_trusted_dir(sys.socket, flags, 0, also, &sys_uid, why, cap);
+        if (sys_rc == RB_OK && (rc == RB_ENOENT || exists(sys.socket))) {
+            def_uid = sys_uid;
+            rc = RB_OK;
+        } else if (rc == RB_ENOENT) {
+            rc = sys_rc;
+        }
     }
-    return rb_trusted_dir(socket_path, RB_DIR_PARENT | RB_DIR_VOUCHED, 0, also, uid, why, cap);
+    if (rc == RB_OK && uid != NULL)
+        *uid = def_uid;
+    return rc;
 }

@@ -71,15 +71,19 @@ RB_EXPORT RB_WUR int rb_trusted_dir(const char *path, unsigned flags, mode_t cre
                                     uid_t also, uid_t *owner, char *why, size_t cap);
 
 /* Any process.  The uid ringbloomd of `instance` runs as, for
- * rb_segment_attach_owned: the owner of the directory holding its socket
- * (socket_path, or the instance's default, rb_default_paths), after
- * rb_trusted_dir has judged that directory (trusting root, this process's
- * euid and `also`, with RB_DIR_VOUCHED: also the owner root gave a
- * directory in one only root can write, such as /run/ringbloom).  A daemon
- * listens only in a directory of its own uid or root that nobody else can
- * write (it refuses to start otherwise), so the owner is the daemon's uid,
- * whether the daemon is running or not, and asking costs no connection.  Errors: as rb_trusted_dir; RB_EINVAL for a
- * bad instance name. */
+ * rb_segment_attach_owned: the owner of the directory holding its socket,
+ * after rb_trusted_dir has judged that directory (trusting root, this
+ * process's euid and `also`, with RB_DIR_VOUCHED: also the owner root gave
+ * a directory in one only root can write, such as /run/ringbloom).  The
+ * socket is socket_path, or else looked up as rb_conn_open looks: the
+ * instance's default (rb_default_paths), then, where that directory or
+ * the socket in it does not exist, its system one (rb_system_paths); a
+ * default directory that fails the rule is reported, not passed over.  A
+ * daemon listens only in a directory of its own uid or root that nobody
+ * else can write (it refuses to start otherwise), or in one root made for
+ * it, so the owner is the daemon's uid, whether the daemon is running or
+ * not, and asking costs no connection.  Errors: as rb_trusted_dir;
+ * RB_EINVAL for a bad instance name. */
 RB_EXPORT RB_WUR int rb_daemon_uid(const char *instance, const char *socket_path, uid_t also,
                                    uid_t *uid, char *why, size_t cap);
 

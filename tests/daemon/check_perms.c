@@ -162,7 +162,7 @@ static void deploy(const char *extra)
     snprintf(conf, sizeof(conf),
              "socket %s\npidfile /run/ringbloom/%s.pid\nunixsocketgroup %s\n"
              "unixsocketperm 0660\nsegment-group %s\nsegment-mode 0640\nkeep-segment no\n"
-             "allow-write-gid %u\n%s", d.sock, d.inst, grp, grp, (unsigned)gid_of(grp),
+             "allow-write-gid %s\n%s", d.sock, d.inst, grp, grp, grp,  /* by name */
              extra != NULL ? extra : "");
     rbd_write_conf(&d, conf);
 }
@@ -295,20 +295,20 @@ START_TEST(test_perms_lookalike_directory_refused)
 }
 END_TEST
 
-/* An unknown group is a configuration error naming it (ringbloomd -t
- * too); a daemon that may not give its files the group (neither root nor
+/* An unknown group (of the socket, the segment, or among those who may
+ * write) is a configuration error naming it (ringbloomd -t too); a daemon that may not give its files the group (neither root nor
  * a member) does not start, and says why on stderr. */
 START_TEST(test_perms_bad_group_stops_the_start)
 {
     char out[4096], extra[200];
-    const char *words[] = { "unixsocketgroup", "segment-group" };
+    const char *words[] = { "unixsocketgroup", "segment-group", "allow-write-gid" };
     int status;
 
     if (getuid() != 0) {
         printf("permissions test needs root (users, uids, mounts); it checks nothing\n");
         return;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         snprintf(extra, sizeof(extra), "%s rbt-no-such-group-%d", words[i], (int)getpid());
         rbd_prepare(&d, extra);
         status = rbd_run_daemon(&d, out, sizeof(out));

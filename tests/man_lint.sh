@@ -1,0 +1,118 @@
+#!/bin/sh
+# man_lint.sh - the manual pages of man/ lint clean and cannot drift from
+# the sources: mandoc -T lint (warning level and up) finds nothing in any
+# page; every RB_EXPORT function of lib/ringbloom/*.h has a man3 page or a
+# .so link page leading to a page that names it (.Nm); every setting of
+# daemon/config.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
+# every command of the CLI's table (client/main.c) has one in ringbloom.1.
+# The lists come from the sources, so a new function, setting or command
+# without its entry fails here.  Link pages (one line, ".so man3/PAGE.3")
+# are checked by hand, not linted: mandoc calls every .so fragile.
+# Exit 0: all clean; 1: what is wrong is listed on stderr.
+set -u
+srcdir=${srcdir:-.}
+man=$srcdir/man
+fail=0
+bad() { echo "man_lint: $*" >&2; fail=1; }
+
+if ! command -v mandoc >/dev/null 2>&1; then
+    echo "man_lint: mandoc is not installed (Debian package mandoc: apt-get install mandoc)" >&2
+    exit 1
+fi
+for d in lib/ringbloom daemon client man/man1 man/man3 man/man5 man/man8; do
+    test -d "$srcdir/$d" || { echo "man_lint: $srcdir/$d is missing" >&2; exit 1; }
+done
+
+# (a) Lint every page that is not a link page, from man/ so that .Xr and
+# .so resolve as they would once installed.
+pages=0
+for p in "$man"/man[0-9]/*.[0-9]; do
+    test -f "$p" || continue
+    rel=${p#"$man"/}
+    if head -n 1 "$p" | grep -q '^\.so '; then
+        if test "$(wc -l < "$p")" -ne 1; then
+            bad "$rel: a link page is the one line .so man3/PAGE.3"
+        fi
+        target=$(sed -n '1s/^\.so //p' "$p")
+        test -f "$man/$target" || bad "$rel: links to $target, which does not exist"
+        continue
+    fi
+    pages=$((pages + 1))
+    out=$(cd "$man" && mandoc -T lint -W warning "$rel" 2>&1)
+    if test -n "$out"; then
+        printf '%s\n' "$out" >&2
+        bad "$rel: mandoc -T lint reports the above"
+    fi
+done
+# Every page is installed and distributed: named in Makefile.am.
+for p in "$man"/man[0-9]/*.[0-9]; do
+    rel=man/${p#"$man"/}
+    grep -q "$rel\( \|\$\)" "$srcdir/Makefile.am" || bad "$rel is not in Makefile.am's dist_man_MANS"
+done
+test "$pages" -ge 10 || bad "only $pages pages found under $man"
+
+# (b1) Every exported function: man3/NAME.3, itself the page or a link to
+# a page whose NAME section lists it.
+nfn=0
+for h in "$srcdir"/lib/ringbloom/*.h; do
+    for fn in $(sed -n 's/^RB_EXPORT[^(]*[ *]\(rb_[a-z0-9_]*\)(.*/\1/p' "$h"); do
+        nfn=$((nfn + 1))
+        page=$man/man3/$fn.3
+        if ! test -f "$page"; then
+            bad "$fn (${h#"$srcdir"/}) has no man3 page or link man/man3/$fn.3"
+            continue
+        fi
+        target=$(sed -n '1s/^\.so //p' "$page")
+        test -n "$target" && page=$man/$target
+        test -f "$page" || continue      # reported above
+        grep -Eq "^\.Nm $fn( ,)?\$" "$page" ||
+            bad "$fn: ${page#"$man"/} does not name it (.Nm $fn)"
+        grep -Eq "^\.(Fn|Fo) $fn( |\$)" "$page" ||
+            bad "$fn: ${page#"$man"/} has no synopsis of it (.Fn / .Fo $fn)"
+    done
+done
+# Every RB_EXPORT line names a function the sed above found: a
+# declaration split differently must not slip past the check.
+nexp=$(cat "$srcdir"/lib/ringbloom/*.h | grep -c '^RB_EXPORT')
+test "$nfn" -eq "$nexp" ||
+    bad "found $nfn functions on $nexp RB_EXPORT lines of lib/ringbloom/*.h"
+test "$nfn" -ge 50 || bad "only $nfn exported functions found (has the header format changed?)"
+
+# (b2) Every setting of config.c's table: rows like
+#     { "name", T_KIND, F(field), ...
+conf=$man/man5/ringbloomd.conf.5
+nset=0
+for s in $(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *T_[A-Z0-9]*,.*/\1/p' "$srcdir/daemon/config.c"); do
+    nset=$((nset + 1))
+    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/config.c) has no entry in ringbloomd.conf.5"
+done
+nrows=$(sed -n '/ settings\[\] = {/,/^};/p' "$srcdir/daemon/config.c" | grep -c '^[[:space:]]*{ *"')
+test "$nset" -eq "$nrows" || bad "read $nset settings from $nrows table rows of daemon/config.c"
+# ... and every other name of one (its aliases table: { "alias", "name" }).
+for s in $(sed -n '/ aliases\[\] = {/,/^};/s/^[[:space:]]*{ *"\([a-z0-9-]*\)", *"[a-z0-9-]*" *}.*/\1/p' \
+           "$srcdir/daemon/config.c"); do
+    nset=$((nset + 1))
+    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/config.c) has no entry in ringbloomd.conf.5"
+done
+test "$nset" -ge 20 || bad "only $nset settings found in daemon/config.c (has its table changed?)"
+
+# (b3) Every command of the CLI's table: rows like
+#     { "name", MIN, MAX, cmd_fn, HEADING,
+cli=$man/man1/ringbloom.1
+ncmd=0
+for c in $(sed -n 's/^[[:space:]]*{ *"\([a-z][a-z0-9-]*\)", *[-0-9A-Z]*, *[-0-9A-Z]*, *cmd_[a-z_]*,.*/\1/p' "$srcdir/client/main.c"); do
+    ncmd=$((ncmd + 1))
+    # An entry: ".It Cm NAME ...", or ".It Xo" then ".Cm NAME ...".
+    awk -v c="$c" '$1 == ".It" && $2 == "Cm" && $3 == c { found = 1 }
+                   prev == ".It Xo" && $1 == ".Cm" && $2 == c { found = 1 }
+                   { prev = $0 } END { exit !found }' "$cli" ||
+        bad "command $c (client/main.c) has no entry in ringbloom.1"
+done
+nrows=$(grep -c 'cmd_[a-z_]*, *[A-Z]*,' "$srcdir/client/main.c")
+test "$ncmd" -eq "$nrows" || bad "read $ncmd commands from $nrows table rows of client/main.c"
+test "$ncmd" -ge 10 || bad "only $ncmd commands found in client/main.c (has its table changed?)"
+
+if test "$fail" -eq 0; then
+    echo "man_lint: $pages pages lint clean; $nfn functions, $nset settings, $ncmd commands documented"
+fi
+exit $fail
