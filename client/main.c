@@ -74,9 +74,13 @@ static void usage(FILE *f)
     fputs("usage: ringbloom [--instance NAME] [--socket PATH] [--owner USER|UID]\n"
           "                 [--timeout SECONDS] [--json] COMMAND [ARGS]\n"
           "\n"
+          "  --instance   the daemon's instance (default 'default'); without --socket its\n"
+          "               socket is looked for in your runtime directory, then in\n"
+          "               /run/ringbloom\n"
           "  --owner      the daemon's user: reads use only a segment it owns (default:\n"
-          "               the owner of the socket's directory, which must be root's or\n"
-          "               yours)\n"
+          "               the owner of the socket's directory, which must be root's, yours,\n"
+          "               or one root made in a directory only root can write, as\n"
+          "               /run/ringbloom)\n"
           "  --timeout    seconds to wait for the daemon's answer (default 10)\n"
           "\n", f);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {

@@ -8,35 +8,8 @@ srcdir=${srcdir:-$(dirname "$0")/../..}
 golden="$srcdir/tests/golden/cli.out"
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
-if ! command -v redis-cli >/dev/null 2>&1; then
-    echo "redis-cli not found (Debian package redis-tools)"
-    echo "Checks: 1, Failures: 1, Errors: 0"
-    exit 1
-fi
-dir=$(mktemp -d /tmp/rbtest.cli.XXXXXX)
-inst="cli$$"
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-    rm -f "/dev/shm/ringbloom.$inst"
-    rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-cat > "$dir/conf" <<CONF
-instance $inst
-socket $dir/s.sock
-dir $dir/state
-pidfile $dir/pid
-ring-replicas 160
-CONF
-"$daemon" -f -c "$dir/conf" 2>"$dir/daemon.log" &
-pid=$!
-i=0
-while ! redis-cli -s "$dir/s.sock" PING >/dev/null 2>&1; do
-    i=$((i + 1))
-    if [ $i -gt 200 ]; then echo "daemon did not start"; cat "$dir/daemon.log"; exit 1; fi
-    sleep 0.05
-done
+. "$srcdir/tests/harness/private_daemon.sh"
+rbd_sh_start cli "cli$$" "ring-replicas 160"
 
 out="$dir/out"
 run() {   # run WORDS...: prints the command, its output and exit status

@@ -10,37 +10,17 @@
 set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
-fail() { echo "$1"; echo "Checks: 1, Failures: 1, Errors: 0"; exit 1; }
-command -v redis-cli >/dev/null 2>&1 || fail "redis-cli not found (Debian package redis-tools)"
+srcdir=${srcdir:-$(dirname "$0")/../..}
+. "$srcdir/tests/harness/private_daemon.sh"
+fail() { rbd_sh_fail "$1"; }
 # Debian's python3: the one python3-prometheus-client installs for (a
 # python3 earlier on PATH, as pyenv's, may not see it).
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" -c 'import prometheus_client.parser' 2>/dev/null ||
     fail "python3's prometheus_client not found (Debian package python3-prometheus-client)"
-dir=$(mktemp -d /tmp/rbtest.obs.XXXXXX)
-inst="$$"   # digits only: INFO's instance must still be a JSON string
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-    rm -f "/dev/shm/ringbloom.$inst"
-    rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-cat > "$dir/conf" <<CONF
-instance $inst
-socket $dir/s.sock
-dir $dir/state
-pidfile $dir/pid
-CONF
-"$daemon" -f -c "$dir/conf" 2>"$dir/daemon.log" &
-pid=$!
-i=0
-while ! redis-cli -s "$dir/s.sock" PING >/dev/null 2>&1; do
-    i=$((i + 1))
-    [ $i -gt 200 ] && { cat "$dir/daemon.log"; fail "daemon did not start"; }
-    sleep 0.05
-done
+# digits only: INFO's instance must still be a JSON string
+rbd_sh_start obs "$$"
 C() { "$cli" -i "$inst" -s "$dir/s.sock" "$@"; }
 # A quote, a backslash and a newline: escaped in a label, read back as they are.
 weird=$(printf 'q"uo\\te\nx')

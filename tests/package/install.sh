@@ -38,6 +38,7 @@ fails=0
 ok() { checks=$((checks + 1)); echo "ok: $1"; }
 bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $1"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
+quiet() { "$@" > /dev/null 2>&1; }
 
 if [ "$(id -u)" != 0 ]; then
     echo "install.sh: needs root" >&2
@@ -98,8 +99,8 @@ else
     echo "Checks: $checks, Failures: $fails"
     exit 1
 fi
-check "user ringbloom exists (sysusers.d)" getent passwd ringbloom
-check "group ringbloom exists" getent group ringbloom
+check "user ringbloom exists (sysusers.d)" quiet getent passwd ringbloom
+check "group ringbloom exists" quiet getent group ringbloom
 check "/run/ringbloom is ringbloom:ringbloom 750 (tmpfiles.d)" \
     test "$(stat -c '%U:%G %a' /run/ringbloom 2>&1)" = "ringbloom:ringbloom 750"
 check "/var/lib/ringbloom is ringbloom:ringbloom 750" \
@@ -118,7 +119,7 @@ for u in "$unit" "$(dirname "$unit")/ringbloomd@ci.service"; do
     fi
 done
 for page in ringbloomd.8 ringbloomd.conf.5 ringbloom.1 libringbloom.3 rb_segment_attach.3; do
-    check "man finds $page" man -w "${page%.*}" > /dev/null
+    check "man finds $page" quiet man -w "${page%.*}"
 done
 
 # ---- the daemon, as its unit starts it -------------------------------------
@@ -140,7 +141,7 @@ dpid=$!
 as() { local u=$1; shift; runuser -u "$u" -- "$@"; }
 up=
 for _ in $(seq 100); do
-    if as "$user" ringbloom ping > /dev/null 2>&1; then up=1; break; fi
+    if as "$user" ringbloom info server > /dev/null 2>&1; then up=1; break; fi
     kill -0 "$dpid" 2>/dev/null || break
     sleep 0.1
 done
