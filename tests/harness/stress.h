@@ -173,7 +173,7 @@ static inline int st_writer_bloom(st_shared_t *sh, const st_ops_t *ops, rb_bloom
     return 0;
 }
 
-/* Runs for `seconds`; `view` reads the published ring (the writer's own
+/* Runs for `seconds` (and on, as the loop says); `view` reads the published ring (the writer's own
  * segment, or a read-only attach of the daemon's).  Returns 0, or -1 after
  * printing why. */
 static inline int st_writer(st_shared_t *sh, const st_ops_t *ops, const rb_segment_t *view,
@@ -203,8 +203,13 @@ static inline int st_writer(st_shared_t *sh, const st_ops_t *ops, const rb_segme
         return st_fail("rb_ring_stat", rc);
     v = rs.version + 1;
     atomic_store(&sh->v_first, v);
+    /* Past `seconds` it goes on until the ring has once held max_nodes
+     * (the first target), at most 4 x seconds: on a loaded machine (a
+     * sanitizer build beside other work) the largest membership is still
+     * exercised, whatever the throughput. */
     while (!atomic_load(&sh->stop) && v - atomic_load(&sh->v_first) < ST_MAXV &&
-           (double)(st_now_ns() - t0) / 1e9 < seconds) {
+           ((double)(st_now_ns() - t0) / 1e9 < seconds ||
+            (sh->max_nodes_seen < max_nodes && (double)(st_now_ns() - t0) / 1e9 < 4 * seconds))) {
         uint64_t r = st_rand(&seed);
         uint32_t id, w;
         char op;
