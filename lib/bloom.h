@@ -94,7 +94,9 @@ typedef int (*rbi_bloom_fn)(const rbi_bloom_section_t *s, void *arg);
 
 /* ---- bloom_read.c ------------------------------------------------------- */
 
-/* Slot holding live filter `name` in m, or -1. */
+/* Writer: the slot holding live filter `name` in m, or -1.  Readers
+ * resolve names inside each slot's generation section instead (a slot
+ * may be deleted and reused under them: bloom_read.c, slot_read). */
 int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len);
 
 /* The handle's binding for the segment's current mapping.  stale: a

@@ -151,6 +151,20 @@ RB_EXPORT RB_WUR int rb_bloom_rotate_due(rb_bloom_t *bf, uint64_t now);
  * (as rb_bloom_rotate). */
 RB_EXPORT RB_WUR int rb_bloom_reset(rb_bloom_t *bf);
 
+/* Writer.  Deletes filter `name`: its directory slot is free for the next
+ * rb_bloom_reserve and its layers' arrays go back to the heap at once.
+ * Handles on it (in any process) answer RB_ENOENT from their next call,
+ * or, once a filter of the same name is reserved again, that new filter
+ * (a handle names a filter; it rebinds by name as after a restart).  A
+ * query running across the delete never answers from another filter's
+ * bits or secret: the slot's generation is published before the arrays
+ * are freed and never goes back when the slot is reused, so the query's
+ * re-check discards what it read and it retries (docs/design.md, "Filter
+ * directory", R1).  Errors: RB_EINVAL, RB_EROFS, RB_ENOENT, RB_ECORRUPT
+ * (the filter's layers fail validation: nothing changes).  Cost:
+ * O(directory). */
+RB_EXPORT RB_WUR int rb_bloom_delete(rb_segment_t *seg, const char *name, size_t len);
+
 /* Writer.  rb_bloom_add for n keys, in order (a key repeated in the batch
  * is new only the first time); out_new[i] = 1/0 if out_new is not NULL.
  * Returns the number of new keys, or a negative error: argument errors
