@@ -103,6 +103,27 @@ int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void 
     return RB_OK;
 }
 
+int rb_bloom_scan(const rb_segment_t *seg, uint64_t *cursor, size_t count,
+                  int (*fn)(const char *, size_t, void *), void *arg)
+{
+    const rbi_map_t *m;
+    char name[RB_FILTER_NAME_MAX + 1];
+    uint64_t i;
+
+    if (seg == NULL || cursor == NULL || fn == NULL || count == 0)
+        return RB_EINVAL;
+    m = rbi_reader_map(seg);
+    for (i = *cursor; i < m->dir_slots && i - *cursor < count; i++) {
+        int len = slot_read(rbi_dir_slot(m, i), name, NULL), rc;
+        if (len > 0 && (rc = fn(name, (size_t)len, arg)) != 0) {
+            *cursor = i + 1 < m->dir_slots ? i + 1 : 0;
+            return rc;
+        }
+    }
+    *cursor = i < m->dir_slots ? i : 0;
+    return RB_OK;
+}
+
 /* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM /
  * RB_EBUSY.  Each slot is read whole (slot_read), so a binding never holds
  * the secret or incarnation of a filter that replaced the one named. */

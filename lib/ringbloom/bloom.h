@@ -116,6 +116,18 @@ RB_EXPORT void rb_bloom_close(rb_bloom_t *bf);
 RB_EXPORT int rb_bloom_list(const rb_segment_t *seg,
                             int (*fn)(const char *name, size_t len, void *arg), void *arg);
 
+/* Reader or writer.  A step of a walk over the directory, as Redis's SCAN:
+ * visits the `count` (> 0) directory slots from *cursor on (0 starts the
+ * walk), calls fn(name, len, arg) for each live filter among them, and
+ * sets *cursor to the slot to go on from, or to 0 when the directory is
+ * done (a cursor past the directory also ends it).  If fn returns
+ * non-zero the step stops after that filter and returns it.  Filters do
+ * not move between slots, so a walk reports every filter that lived
+ * throughout it exactly once; one reserved or deleted meanwhile may or
+ * may not be reported.  RB_EINVAL.  Cost: O(count). */
+RB_EXPORT int rb_bloom_scan(const rb_segment_t *seg, uint64_t *cursor, size_t count,
+                            int (*fn)(const char *name, size_t len, void *arg), void *arg);
+
 /* Writer.  Test-and-add: if the key may already be in any layer, returns 0
  * and changes nothing; otherwise sets its k bits in the newest layer (a
  * plain load, OR and store of each word: no other thread stores bits) and
