@@ -24,6 +24,50 @@
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 #define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
 
+/* A character class: *pp at its '[', *plp the pattern left.  Leaves *pp at
+ * the class's ']' (or its last byte, if none closes it: the class ends
+ * with the pattern, as in Redis).  1 if c is in it (or not, for [^...]). */
+static int class_match(const unsigned char **pp, size_t *plp, unsigned char c)
+{
+    const unsigned char *p = *pp + 1;
+    size_t pl = *plp - 1;
+    int neg = pl > 0 && p[0] == '^', match = 0;
+
+    if (neg) {
+        p++;
+        pl--;
+    }
+    for (;; p++, pl--) {
+        if (pl == 0) {
+            p--;
+            pl++;
+            break;
+        }
+        if (p[0] == '\\' && pl >= 2) {
+            p++;
+            pl--;
+            match |= p[0] == c;
+        } else if (p[0] == ']') {
+            break;
+        } else if (pl >= 3 && p[1] == '-') {
+            unsigned lo = p[0], hi = p[2];
+            if (lo > hi) {
+                unsigned t = lo;
+                lo = hi;
+                hi = t;
+            }
+            match |= c >= lo && c <= hi;
+            p += 2;
+            pl -= 2;
+        } else {
+            match |= p[0] == c;
+        }
+    }
+    *pp = p;
+    *plp = pl;
+    return neg ? !match : match;
+}
+
 /* Redis's stringmatchlen: 1 if string s[0..sl) matches pattern p[0..pl).
  * *skip: set once the rest of the pattern matched nowhere in the rest of
  * the string, so that no earlier star needs to try a longer match (what
@@ -52,47 +96,10 @@ static int glob_match(const unsigned char *p, size_t pl, const unsigned char *s,
             return 0;
         case '?':
             break;
-        case '[': {
-            int neg, match = 0;
-            p++;
-            pl--;
-            neg = pl > 0 && p[0] == '^';
-            if (neg) {
-                p++;
-                pl--;
-            }
-            for (;; p++, pl--) {
-                if (pl == 0) {   /* no ']': the class ends with the pattern */
-                    p--;
-                    pl++;
-                    break;
-                }
-                if (p[0] == '\\' && pl >= 2) {
-                    p++;
-                    pl--;
-                    match |= p[0] == s[0];
-                } else if (p[0] == ']') {
-                    break;
-                } else if (pl >= 3 && p[1] == '-') {
-                    unsigned lo = p[0], hi = p[2];
-                    if (lo > hi) {
-                        unsigned t = lo;
-                        lo = hi;
-                        hi = t;
-                    }
-                    match |= s[0] >= lo && s[0] <= hi;
-                    p += 2;
-                    pl -= 2;
-                } else {
-                    match |= p[0] == s[0];
-                }
-            }
-            if (neg)
-                match = !match;
-            if (!match)
+        case '[':
+            if (!class_match(&p, &pl, s[0]))
                 return 0;
             break;
-        }
         case '\\':
             if (pl >= 2) {
                 p++;

@@ -23,7 +23,8 @@
  * so a reader's relaxed loads see each bit either before or after it was
  * set, and a key the writer acknowledged is found.
  * The non-monotonic changes (an array replaced by a rotation or a reset, a
- * scaling filter's layers dropped by a reset) publish through the slot's
+ * scaling filter's layers dropped by a reset, a filter deleted and its
+ * slot and arrays reused: R1, bloom_write.c) publish through the slot's
  * generation section (latch.h, G1 / G2): readers re-check gen after
  * probing and retry if it moved.
  */

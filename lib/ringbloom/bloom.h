@@ -105,7 +105,8 @@ RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
 /* Reader or writer.  Resolves filter `name` once; later calls use the
  * handle (which caches the immutable parameters and the secret).  The
  * handle must be closed before its segment.  Errors: RB_ENOENT, RB_ENOMEM,
- * RB_ECORRUPT.  Cost: O(directory) on open. */
+ * RB_ECORRUPT, RB_EBUSY (a directory slot kept changing under the lookup:
+ * RBI_READ_RETRIES deletes and reuses of it).  Cost: O(directory) on open. */
 RB_EXPORT RB_WUR int rb_bloom_open(const rb_segment_t *seg, const char *name,
                                    size_t len, rb_bloom_t **out);
 RB_EXPORT void rb_bloom_close(rb_bloom_t *bf);
