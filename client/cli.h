@@ -8,7 +8,7 @@
  *   metrics.c       metrics: INFO, the ring and the filters for Prometheus
  *   ring_offline.c  ring: a private ring, then reads.c's lookup stream
  *   reads.c         lookup, exists, nodes, filters: from shared memory
- *   writes.c        add, load, node, reserve, reset, shutdown: through the daemon
+ *   writes.c        add, load, node, reserve, reset, delete, shutdown: through the daemon
  *   info.c          info: the daemon's INFO, fetched, walked, typed
  *   reach.c         the instance: its socket, the daemon's segment, a connection
  *   out.c           what is printed: escaped text, JSON strings, error lines
@@ -91,7 +91,7 @@ int cli_lookup_stream(const cli_t *cli, rb_segment_t *seg);
 
 /* ---- writes.c ---------------------------------------------------------------- */
 
-cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_reset, cmd_shutdown;
+cli_cmd_fn cmd_add, cmd_load, cmd_node, cmd_reserve, cmd_reset, cmd_delete, cmd_shutdown;
 
 /* ---- info.c ------------------------------------------------------------------ */
 

@@ -54,6 +54,8 @@ static const struct command {
       "          [--layout standard|blocked] [--aging SECONDS [--generations N]]\n" },
     { "reset", 1, 1, cmd_reset, DAEMON,
       "  reset FILTER                 clear every bit of the filter\n" },
+    { "delete", 1, ANY, cmd_delete, DAEMON,
+      "  delete FILTER...             delete filters; prints deleted / absent per filter\n" },
     { "info", 0, 1, cmd_info, DAEMON,
       "  info [SECTION]               the daemon's INFO (--json: an object per section)\n" },
     { "metrics", 0, 0, cmd_metrics, DAEMON,

@@ -1,6 +1,6 @@
 /*
  * writes.c - the subcommands that go to the daemon over its socket: the
- * changes (add, load, node, reserve, reset) and shutdown (info, which only
+ * changes (add, load, node, reserve, reset, delete) and shutdown (info, which only
  * reads, is info.c).  The connection is made by cli_connect, after the socket's
  * directory has been judged; a failed request is said by cli_conn_fail.
  */
@@ -306,6 +306,49 @@ int cmd_reset(cli_t *cli, int argc, char **argv)
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;
     return change_done(cli, c, "reset", rb_conn_command(c, 2, args, lens, buf, sizeof(buf)));
+}
+
+/* delete FILTER...: one DEL per filter, in order; prints deleted / absent
+ * per filter.  Exit 0 if every filter was deleted, 1 if some did not
+ * exist; an error stops there (the filters before it stay deleted). */
+int cmd_delete(cli_t *cli, int argc, char **argv)
+{
+    rb_conn_t *c;
+    int ex = EX_YES;
+
+    if ((ex = cli_connect(cli, &c)) != EX_YES)
+        return ex;
+    if (cli->json)
+        putchar('[');
+    for (int i = 1; i < argc; i++) {
+        const char *args[2] = { "DEL", argv[i] };
+        size_t lens[2] = { 3, strlen(argv[i]) };
+        char buf[512];
+        int rc = rb_conn_command(c, 2, args, lens, buf, sizeof(buf)), gone;
+        if (rc != RB_OK) {
+            if (cli->json)
+                printf("]\n");
+            ex = cli_conn_fail(cli, c, "delete", rc, 1);
+            rb_conn_close(c);
+            return ex;
+        }
+        gone = strcmp(buf, "1") == 0;
+        if (!gone)
+            ex = EX_NO;
+        if (cli->json) {
+            printf("%s{\"filter\":", i > 1 ? "," : "");
+            cli_json_str(argv[i], lens[1]);
+            printf(",\"deleted\":%s}", gone ? "true" : "false");
+        } else {
+            printf("%s\t", gone ? "deleted" : "absent");
+            cli_text_str(argv[i], lens[1]);
+            putchar('\n');
+        }
+    }
+    if (cli->json)
+        printf("]\n");
+    rb_conn_close(c);
+    return ex;
 }
 
 int cmd_shutdown(cli_t *cli, int argc, char **argv)

@@ -15,7 +15,7 @@
 
 /* Searched in this order: the write path first. */
 static const rbd_command_t *const families[] = {
-    rbd_cmd_bf_table, rbd_cmd_ring_table, rbd_cmd_server_table,
+    rbd_cmd_bf_table, rbd_cmd_ring_table, rbd_cmd_server_table, rbd_cmd_keys_table,
 };
 
 static const rbd_command_t *lookup(const char *name, size_t len)

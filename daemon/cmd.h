@@ -54,6 +54,7 @@ struct rbd_command {
 extern const rbd_command_t rbd_cmd_bf_table[];
 extern const rbd_command_t rbd_cmd_ring_table[];
 extern const rbd_command_t rbd_cmd_server_table[];
+extern const rbd_command_t rbd_cmd_keys_table[];
 
 /* Runs one request of client c (argv[0] the command name): its reply, or
  * the reason it was refused, goes to c->out. */

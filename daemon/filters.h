@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ringbloom.h"
 
@@ -30,6 +32,22 @@ typedef struct rbd_filters {
 rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
                             size_t len, int *rc);
 void rbd_filters_close(rbd_filters_t *f);
+
+/* Closes and drops the handle of filter name, if one is open: after the
+ * filter is deleted, the next rbd_filters_get of the name opens whatever
+ * holds it then (nothing, or a filter made since).  Inline because its
+ * caller, the delete op (ops.c), lies below filters.c (docs/design.md,
+ * "Files and layers"). */
+static inline void rbd_filters_forget(rbd_filters_t *f, const char *name, size_t len)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (f->v[i].len == len && memcmp(f->v[i].name, name, len) == 0) {
+            rb_bloom_close(f->v[i].bf);
+            free(f->v[i].name);
+            f->v[i] = f->v[--f->n];
+            return;
+        }
+}
 
 /* Once a second: rotates (and logs, through ops.c) the aging filters of
  * st whose window has passed at now_unix; nothing while the log cannot be

@@ -193,6 +193,19 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
     return rb_bloom_reset(op->bf);
 }
 
+/* The filter's slot and arrays are freed (rb_bloom_delete) and its handle
+ * dropped; op->bf is not used after. */
+static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    int rc;
+
+    (void)live;
+    rc = rb_bloom_delete(st->seg, op->name, op->len);
+    if (rc == RB_OK)
+        rbd_filters_forget(&st->filters, op->name, op->len);
+    return rc;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define U32(m) { F_U32, offsetof(rbd_op_t, m) }
@@ -220,6 +233,7 @@ static const op_def_t ops[] = {
     [RBD_OP_BF_ADD] = { "BF.ADD", RBD_NAMES_FILTER, OP_PARTIAL, bf_add, NULL, { NAME, KEYS } },
     [RBD_OP_BF_ROTATE] = { "BF.ROTATE", RBD_NAMES_FILTER, 0, bf_rotate, NULL, { NAME } },
     [RBD_OP_BF_RESET] = { "BF.RESET", RBD_NAMES_FILTER, OP_SYNC, bf_reset, NULL, { NAME } },
+    [RBD_OP_BF_DELETE] = { "DEL", RBD_NAMES_FILTER, OP_SYNC, bf_delete, NULL, { NAME } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

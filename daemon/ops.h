@@ -24,6 +24,7 @@ typedef enum rbd_op_type {
     RBD_OP_BF_ADD = 6,
     RBD_OP_BF_ROTATE = 7,      /* an aging rotation because its window passed */
     RBD_OP_BF_RESET = 8,
+    RBD_OP_BF_DELETE = 9,      /* DEL / UNLINK of a filter */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its

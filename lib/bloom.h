@@ -23,7 +23,8 @@
  * so a reader's relaxed loads see each bit either before or after it was
  * set, and a key the writer acknowledged is found.
  * The non-monotonic changes (an array replaced by a rotation or a reset, a
- * scaling filter's layers dropped by a reset) publish through the slot's
+ * scaling filter's layers dropped by a reset, a filter deleted and its
+ * slot and arrays reused: R1, bloom_write.c) publish through the slot's
  * generation section (latch.h, G1 / G2): readers re-check gen after
  * probing and retry if it moved.
  */
@@ -94,7 +95,9 @@ typedef int (*rbi_bloom_fn)(const rbi_bloom_section_t *s, void *arg);
 
 /* ---- bloom_read.c ------------------------------------------------------- */
 
-/* Slot holding live filter `name` in m, or -1. */
+/* Writer: the slot holding live filter `name` in m, or -1.  Readers
+ * resolve names inside each slot's generation section instead (a slot
+ * may be deleted and reused under them: bloom_read.c, slot_read). */
 int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len);
 
 /* The handle's binding for the segment's current mapping.  stale: a

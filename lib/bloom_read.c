@@ -41,6 +41,38 @@ int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len)
     return -1;
 }
 
+/* Reader: slot f's name (and, if b is not NULL, its binding's words) read
+ * whole, inside the slot's generation section: the name length (1..255),
+ * 0 if the slot holds no live filter, or RB_EBUSY.  A slot can change
+ * under a reader: deleted and reserved again (another name, secret and
+ * incarnation); the delete publishes the slot's generation before the
+ * new filter's words are stored (rb_bloom_delete, R1), and the
+ * generation never goes back (reserve keeps it), so a read that saw any
+ * of the new words sees the generation move and is retried (G2): never a
+ * name, secret or incarnation of two filters at once. */
+static int slot_read(const rb_filter_shm_t *f, char *name, rbi_bloom_bind_t *b)
+{
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        uint64_t g = rbi_gen_read_begin(&f->gen), len;
+        int live;
+        /* Acquire pairs with the release store of LIVE in reserve: the
+         * slot's fields are complete. */
+        live = atomic_load_explicit(&f->state, memory_order_acquire) == RBI_FILTER_LIVE;
+        len = rbi_ld(&f->name_len);
+        if (live && len >= 1 && len <= RB_FILTER_NAME_MAX) {
+            rbi_copy_out(name, f->name, (len + 7) / 8);
+            if (b != NULL) {
+                b->incarnation = rbi_ld(&f->incarnation);
+                b->layout = (uint32_t)rbi_ld(&f->layout);
+                rbi_copy_out(b->secret, f->secret, RBI_SECRET_WORDS);
+            }
+        }
+        if (!rbi_gen_read_retry(&f->gen, g))
+            return live && len >= 1 && len <= RB_FILTER_NAME_MAX ? (int)len : 0;
+    }
+    return RB_EBUSY;
+}
+
 /* A layer descriptor a reader may probe and a writer may free: a whole
  * number of 64-byte blocks within the limits, a k we would make, inside
  * the segment's size bytes. */
@@ -62,45 +94,66 @@ int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void 
         return RB_EINVAL;
     m = rbi_reader_map(seg);
     for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rbi_dir_slot(m, i);
-        uint64_t len;
-        int rc;
-        if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE)
-            continue;
-        len = rbi_ld(&f->name_len);
-        if (len == 0 || len > RB_FILTER_NAME_MAX)
-            continue;
-        rbi_copy_out(name, f->name, (len + 7) / 8);
-        if ((rc = fn(name, len, arg)) != 0)
+        int len = slot_read(rbi_dir_slot(m, i), name, NULL), rc;
+        if (len <= 0)
+            continue;   /* free, or changing all the time: skipped */
+        if ((rc = fn(name, (size_t)len, arg)) != 0)
             return rc;
     }
     return RB_OK;
 }
 
-/* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM. */
+int rb_bloom_scan(const rb_segment_t *seg, uint64_t *cursor, size_t count,
+                  int (*fn)(const char *, size_t, void *), void *arg)
+{
+    const rbi_map_t *m;
+    char name[RB_FILTER_NAME_MAX + 1];
+    uint64_t i;
+
+    if (seg == NULL || cursor == NULL || fn == NULL || count == 0)
+        return RB_EINVAL;
+    m = rbi_reader_map(seg);
+    for (i = *cursor; i < m->dir_slots && i - *cursor < count; i++) {
+        int len = slot_read(rbi_dir_slot(m, i), name, NULL), rc;
+        if (len > 0 && (rc = fn(name, (size_t)len, arg)) != 0) {
+            *cursor = i + 1 < m->dir_slots ? i + 1 : 0;
+            return rc;
+        }
+    }
+    *cursor = i < m->dir_slots ? i : 0;
+    return RB_OK;
+}
+
+/* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM /
+ * RB_EBUSY.  Each slot is read whole (slot_read), so a binding never holds
+ * the secret or incarnation of a filter that replaced the one named. */
 static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, rbi_bloom_bind_t **out)
 {
-    int64_t i = rbi_bloom_dir_find(m, name, len);
-    rb_filter_shm_t *f;
-    rbi_bloom_bind_t *b;
+    char buf[RB_FILTER_NAME_MAX + 1];
+    rbi_bloom_bind_t *b = calloc(1, sizeof(*b));
 
-    if (i < 0)
-        return RB_ENOENT;
-    f = rbi_dir_slot(m, (uint64_t)i);
-    b = calloc(1, sizeof(*b));
     if (b == NULL)
         return RB_ENOMEM;
-    b->map = m;
-    b->slot = f;
-    b->incarnation = rbi_ld(&f->incarnation);
-    b->layout = (uint32_t)rbi_ld(&f->layout);
-    rbi_copy_out(b->secret, f->secret, RBI_SECRET_WORDS);
-    if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED) {
-        free(b);
-        return RB_ECORRUPT;
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        int n = slot_read(f, buf, b);
+        if (n == RB_EBUSY) {
+            free(b);
+            return RB_EBUSY;
+        }
+        if ((size_t)n != len || memcmp(buf, name, len) != 0)
+            continue;
+        if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED) {
+            free(b);
+            return RB_ECORRUPT;
+        }
+        b->map = m;
+        b->slot = f;
+        *out = b;
+        return RB_OK;
     }
-    *out = b;
-    return RB_OK;
+    free(b);
+    return RB_ENOENT;
 }
 
 int rb_bloom_open(const rb_segment_t *seg, const char *name, size_t len, rb_bloom_t **out)

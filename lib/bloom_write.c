@@ -1,6 +1,6 @@
 /*
  * bloom_write.c - Bloom filters, the writer side: reserve, add (one key,
- * many keys), aging rotation and reset.
+ * many keys), aging rotation, reset and delete.
  *
  * What: the single writer sets bits with a relaxed load, OR and store
  * (rbi_bloom_set, bloom.h: monotonic, so readers need no section for it;
@@ -9,7 +9,10 @@
  * (rotation, reset) by swapping in fresh zeroed ones under a generation
  * publish (latch.h), freeing the old ones only after it.  Every change
  * leaves the slot as a reader would accept it, in every state a writer
- * can stop in.  Workload: adds at the daemon's pace, batched (add_many:
+ * can stop in.  A delete frees the slot and its arrays after a generation
+ * publish, and reserve keeps a slot's generation, so a reader never takes
+ * a later filter's bits or words for its own (R1, rb_bloom_delete).
+ * Workload: adds at the daemon's pace, batched (add_many:
  * one section per batch, software-pipelined: hashes and prefetches PIPE
  * keys ahead of the key it adds).
  */
@@ -108,7 +111,10 @@ static void slot_publish(rb_header_shm_t *h, rb_filter_shm_t *f, const rb_bloom_
     else
         arc4random_buf(secret, sizeof(secret));
     rbi_st(&f->incarnation, inc);
-    rbi_gen_init(&f->gen);
+    /* gen is kept, never reset: a slot freed by rb_bloom_delete may still
+     * be read by a reader whose section began before the delete, and that
+     * reader must see a generation other than the one it began at (R1,
+     * rb_bloom_delete).  A slot never used holds 0, as created. */
     rbi_st(&f->layout, (uint64_t)p->layout);
     rbi_st(&f->flags, p->flags);
     rbi_st(&f->expansion, p->expansion ? p->expansion : RB_BLOOM_DEFAULT_EXPANSION);
@@ -495,4 +501,59 @@ int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len)
         return RB_EINVAL;
     rc = rb_bloom_add_many(bf, &k, 1, NULL);
     return (int)rc;
+}
+
+/* The live slot of name, its layers validated as a reader's section
+ * validates them (a writer that took the segment over frees only sound
+ * extents: writer_bind).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_ECORRUPT. */
+static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloom_bind_t *b,
+                       rbi_bloom_section_t *s)
+{
+    int64_t i;
+
+    if (seg == NULL || !rbi_bloom_name_ok(name, len))
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    memset(b, 0, sizeof(*b));
+    b->map = rbi_seg_map(seg);
+    if ((i = rbi_bloom_dir_find(b->map, name, len)) < 0)
+        return RB_ENOENT;
+    b->slot = rbi_dir_slot(b->map, (uint64_t)i);
+    b->incarnation = rbi_ld(&b->slot->incarnation);
+    b->layout = (uint32_t)rbi_ld(&b->slot->layout);
+    return rbi_bloom_section_begin(b, s);
+}
+
+/* R1 (why a deleted filter's slot and arrays may be reused while readers
+ * still hold handles on it): the delete stores FREE, then publishes the
+ * slot's generation (latch.h), and only then frees the arrays; reserve
+ * keeps the generation of the slot it reuses (slot_publish).  So the
+ * generation of a slot only grows across the filters it holds, and every
+ * store a later filter makes (its slot words, bits in the freed extents)
+ * comes after a publish that a reader's section did not begin at.  A
+ * reader whose loads saw any of those stores sees the generation move at
+ * its re-check (G2) and retries; the retry finds FREE or another
+ * incarnation and answers RB_ENOENT.  A reader that began after the
+ * publish sees FREE at once (G1). */
+int rb_bloom_delete(rb_segment_t *seg, const char *name, size_t len)
+{
+    uint64_t off[RB_BLOOM_MAX_LAYERS], bytes[RB_BLOOM_MAX_LAYERS];
+    rbi_bloom_section_t s;
+    rbi_bloom_bind_t b;
+    rb_filter_shm_t *f;
+    int rc = writer_slot(seg, name, len, &b, &s);
+
+    if (rc != RB_OK)
+        return rc;
+    f = b.slot;
+    for (uint32_t l = 0; l < s.nlayers; l++) {
+        off[l] = rbi_ld(&f->layer[l].array_off);
+        bytes[l] = rbi_ld(&f->layer[l].bits) / 8;
+    }
+    rbi_st(&f->state, RBI_FILTER_FREE);
+    rbi_gen_publish(&f->gen);   /* R1: before the arrays are freed */
+    for (uint32_t l = 0; l < s.nlayers; l++)
+        rbi_heap_free(seg, off[l], bytes[l]);
+    return RB_OK;
 }

@@ -178,7 +178,9 @@ static inline void rbi_gen_publish(rbi_gen_t *gen)
     atomic_thread_fence(memory_order_release);
 }
 
-/* Writer: a slot that nobody can read yet starts at generation 0. */
+/* Writer: a word that nobody can read yet starts at generation 0.  A
+ * directory slot is zero when its segment is made and then never reset:
+ * a slot reused after a delete keeps its generation (R1, bloom_write.c). */
 static inline void rbi_gen_init(rbi_gen_t *gen)
 {
     atomic_store_explicit(&gen->word, 0, memory_order_relaxed);

@@ -105,7 +105,8 @@ RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
 /* Reader or writer.  Resolves filter `name` once; later calls use the
  * handle (which caches the immutable parameters and the secret).  The
  * handle must be closed before its segment.  Errors: RB_ENOENT, RB_ENOMEM,
- * RB_ECORRUPT.  Cost: O(directory) on open. */
+ * RB_ECORRUPT, RB_EBUSY (a directory slot kept changing under the lookup:
+ * RBI_READ_RETRIES deletes and reuses of it).  Cost: O(directory) on open. */
 RB_EXPORT RB_WUR int rb_bloom_open(const rb_segment_t *seg, const char *name,
                                    size_t len, rb_bloom_t **out);
 RB_EXPORT void rb_bloom_close(rb_bloom_t *bf);
@@ -114,6 +115,18 @@ RB_EXPORT void rb_bloom_close(rb_bloom_t *bf);
  * directory order, until fn returns non-zero (which is then returned).
  * Cost: O(directory). */
 RB_EXPORT int rb_bloom_list(const rb_segment_t *seg,
+                            int (*fn)(const char *name, size_t len, void *arg), void *arg);
+
+/* Reader or writer.  A step of a walk over the directory, as Redis's SCAN:
+ * visits the `count` (> 0) directory slots from *cursor on (0 starts the
+ * walk), calls fn(name, len, arg) for each live filter among them, and
+ * sets *cursor to the slot to go on from, or to 0 when the directory is
+ * done (a cursor past the directory also ends it).  If fn returns
+ * non-zero the step stops after that filter and returns it.  Filters do
+ * not move between slots, so a walk reports every filter that lived
+ * throughout it exactly once; one reserved or deleted meanwhile may or
+ * may not be reported.  RB_EINVAL.  Cost: O(count). */
+RB_EXPORT int rb_bloom_scan(const rb_segment_t *seg, uint64_t *cursor, size_t count,
                             int (*fn)(const char *name, size_t len, void *arg), void *arg);
 
 /* Writer.  Test-and-add: if the key may already be in any layer, returns 0
@@ -150,6 +163,20 @@ RB_EXPORT RB_WUR int rb_bloom_rotate_due(rb_bloom_t *bf, uint64_t now);
  * back to its first layer).  RB_EROFS, RB_ENOSPC, RB_ENOENT, RB_ECORRUPT
  * (as rb_bloom_rotate). */
 RB_EXPORT RB_WUR int rb_bloom_reset(rb_bloom_t *bf);
+
+/* Writer.  Deletes filter `name`: its directory slot is free for the next
+ * rb_bloom_reserve and its layers' arrays go back to the heap at once.
+ * Handles on it (in any process) answer RB_ENOENT from their next call,
+ * or, once a filter of the same name is reserved again, that new filter
+ * (a handle names a filter; it rebinds by name as after a restart).  A
+ * query running across the delete never answers from another filter's
+ * bits or secret: the slot's generation is published before the arrays
+ * are freed and never goes back when the slot is reused, so the query's
+ * re-check discards what it read and it retries (docs/design.md, "Filter
+ * directory", R1).  Errors: RB_EINVAL, RB_EROFS, RB_ENOENT, RB_ECORRUPT
+ * (the filter's layers fail validation: nothing changes).  Cost:
+ * O(directory). */
+RB_EXPORT RB_WUR int rb_bloom_delete(rb_segment_t *seg, const char *name, size_t len);
 
 /* Writer.  rb_bloom_add for n keys, in order (a key repeated in the batch
  * is new only the first time); out_new[i] = 1/0 if out_new is not NULL.

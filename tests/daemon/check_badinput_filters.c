@@ -367,6 +367,34 @@ START_TEST(test_badinput_reads_of_unknown_filter)
 }
 END_TEST
 
+/* The keyspace commands: a bad SCAN changes nothing and says why as
+ * Redis does; deletes and reads of names no filter has (empty, too long,
+ * missing) are answers, not errors. */
+START_TEST(test_badinput_keyspace_commands)
+{
+    char longname[300];
+    state_t st;
+
+    memset(longname, 'x', sizeof(longname));
+    start(NULL);
+    seed();
+    capture(&st);
+    EXPECT_ERR(w, "ERR invalid cursor", A("SCAN"), A("x"));
+    EXPECT_ERR(w, "ERR invalid cursor", A("SCAN"), A("-1"));
+    EXPECT_ERR(w, "ERR invalid cursor", A("SCAN"), A("1x"));
+    EXPECT_ERR(w, "ERR syntax error", A("SCAN"), A("0"), A("COUNT"), A("0"));
+    EXPECT_ERR(w, "ERR value is not an integer or out of range", A("SCAN"), A("0"),
+               A("COUNT"), A("many"));
+    EXPECT_ERR(w, "ERR syntax error", A("SCAN"), A("0"), A("MATCH"));
+    EXPECT_ERR(w, "ERR syntax error", A("SCAN"), A("0"), A("FOO"), A("1"));
+    EXPECT(w, "0", A("DEL"), A("missing"), A(""), B(longname, sizeof(longname)));
+    EXPECT(w, "0", A("EXISTS"), A(""), B(longname, sizeof(longname)));
+    EXPECT(w, "none", A("TYPE"), B(longname, sizeof(longname)));
+    EXPECT(w, "", A("KEYS"), A("[unclosed"));
+    ASSERT_UNCHANGED(&st);
+}
+END_TEST
+
 TCase *badinput_filters_tcase(void)
 {
     return RB_TCASE("filters", 20, NULL, badinput_teardown,
@@ -382,5 +410,6 @@ TCase *badinput_filters_tcase(void)
                     test_badinput_scaling_filter_grows_until_max_memory,
                     test_badinput_scaling_filter_limits,
                     test_badinput_insert_nocreate_unknown_filter,
-                    test_badinput_reads_of_unknown_filter);
+                    test_badinput_reads_of_unknown_filter,
+                    test_badinput_keyspace_commands);
 }

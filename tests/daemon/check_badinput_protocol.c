@@ -352,6 +352,15 @@ START_TEST(test_badinput_wrong_arity)
         { "shutdown", { A("SHUTDOWN"), A("NOSAVE"), A("x") }, 3 },
         { "config", { A("CONFIG") }, 1 },
         { "config|get", { A("CONFIG"), A("GET") }, 2 },
+        { "del", { A("DEL") }, 1 },
+        { "unlink", { A("UNLINK") }, 1 },
+        { "exists", { A("EXISTS") }, 1 },
+        { "type", { A("TYPE") }, 1 },
+        { "type", { A("TYPE"), A("f"), A("g") }, 3 },
+        { "keys", { A("KEYS") }, 1 },
+        { "keys", { A("KEYS"), A("*"), A("x") }, 3 },
+        { "scan", { A("SCAN") }, 1 },
+        { "dbsize", { A("DBSIZE"), A("x") }, 2 },
     };
     state_t st;
 

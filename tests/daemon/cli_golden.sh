@@ -56,6 +56,12 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C --json filters
     run C reset recent
     run C reset nosuch
+    # A delete frees the filter: its name is absent then, and free to reuse.
+    run C reserve scratch 0.01 100
+    run C delete scratch nosuch
+    run C --json delete scratch
+    run C exists scratch k
+    run C filters
     printf 'user:1\nuser:2\nhttps://example.org/index.html\n' > "$dir/keys"
     run CIN "$dir/keys" lookup -
     run CIN "$dir/keys" --json lookup -

@@ -984,6 +984,10 @@ static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
             ck_assert_int_eq(rb_bloom_rotate(bf), RB_OK);
         rb_bloom_close(bf);
     }
+    if (round > 0) {   /* a delete, whose slot and arrays the reserve below reuses */
+        snprintf(key, sizeof(key), "new%d", round - 1);
+        ck_assert_int_eq(rb_bloom_delete(seg, key, strlen(key)), RB_OK);
+    }
     snprintf(key, sizeof(key), "new%d", round);
     ck_assert_int_eq(rb_bloom_reserve(seg, key, strlen(key), &p), RB_OK);
     for (int n = 0; n < 30; n++) {

@@ -1,0 +1,311 @@
+/*
+ * cmd_keys.c - the keyspace commands, as Redis names them, over the
+ * filters (the only keys ringbloomd has; ring nodes are not keys): DEL and
+ * UNLINK (the same here: a delete frees at once, in O(directory + layers)),
+ * EXISTS, TYPE, KEYS, SCAN and DBSIZE; their table and handlers.
+ *
+ * A delete is an op (ops.c: applied, logged, replayed); the rest only read
+ * the directory.  Patterns follow Redis's glob (stringmatchlen in its
+ * util.c: *, ?, [abc], [^a-z], \ escapes, on bytes, so names with NUL
+ * bytes match too).  A SCAN cursor is a directory slot: filters never move
+ * between slots, so a SCAN reports every filter that lived throughout it
+ * exactly once (Redis promises at least once).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cmd.h"
+#include "ops.h"
+
+#define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
+#define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
+#define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
+
+/* A character class: *pp at its '[', *plp the pattern left.  Leaves *pp at
+ * the class's ']' (or its last byte, if none closes it: the class ends
+ * with the pattern, as in Redis).  1 if c is in it (or not, for [^...]). */
+static int class_match(const unsigned char **pp, size_t *plp, unsigned char c)
+{
+    const unsigned char *p = *pp + 1;
+    size_t pl = *plp - 1;
+    int neg = pl > 0 && p[0] == '^', match = 0;
+
+    if (neg) {
+        p++;
+        pl--;
+    }
+    for (;; p++, pl--) {
+        if (pl == 0) {
+            p--;
+            pl++;
+            break;
+        }
+        if (p[0] == '\\' && pl >= 2) {
+            p++;
+            pl--;
+            match |= p[0] == c;
+        } else if (p[0] == ']') {
+            break;
+        } else if (pl >= 3 && p[1] == '-') {
+            unsigned lo = p[0], hi = p[2];
+            if (lo > hi) {
+                unsigned t = lo;
+                lo = hi;
+                hi = t;
+            }
+            match |= c >= lo && c <= hi;
+            p += 2;
+            pl -= 2;
+        } else {
+            match |= p[0] == c;
+        }
+    }
+    *pp = p;
+    *plp = pl;
+    return neg ? !match : match;
+}
+
+/* Redis's stringmatchlen: 1 if string s[0..sl) matches pattern p[0..pl).
+ * *skip: set once the rest of the pattern matched nowhere in the rest of
+ * the string, so that no earlier star needs to try a longer match (what
+ * keeps "a*a*a*a*b" from taking exponential time). */
+static int glob_match(const unsigned char *p, size_t pl, const unsigned char *s, size_t sl,
+                      int *skip, int depth)
+{
+    if (depth > MATCH_DEPTH)
+        return 0;
+    while (pl > 0 && sl > 0) {
+        switch (p[0]) {
+        case '*':
+            while (pl > 1 && p[1] == '*') {
+                p++;
+                pl--;
+            }
+            if (pl == 1)
+                return 1;
+            for (; sl > 0; s++, sl--) {
+                if (glob_match(p + 1, pl - 1, s, sl, skip, depth + 1))
+                    return 1;
+                if (*skip)
+                    return 0;
+            }
+            *skip = 1;
+            return 0;
+        case '?':
+            break;
+        case '[':
+            if (!class_match(&p, &pl, s[0]))
+                return 0;
+            break;
+        case '\\':
+            if (pl >= 2) {
+                p++;
+                pl--;
+            }
+            /* fall through */
+        default:
+            if (p[0] != s[0])
+                return 0;
+            break;
+        }
+        s++;
+        sl--;
+        p++;
+        pl--;
+        if (sl == 0)
+            while (pl > 0 && p[0] == '*') {
+                p++;
+                pl--;
+            }
+    }
+    return pl == 0 && sl == 0;
+}
+
+static int pattern_match(const char *p, size_t pl, const char *s, size_t sl)
+{
+    int skip = 0;
+
+    return glob_match((const unsigned char *)p, pl, (const unsigned char *)s, sl, &skip, 0);
+}
+
+/* The open handle of filter argv[i], or NULL if there is none (a name no
+ * filter can have included); *rc says why (RB_ENOENT: none). */
+static rb_bloom_t *filter_of(rbd_ctx_t *x, size_t i, int *rc)
+{
+    if (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX) {
+        *rc = RB_ENOENT;
+        return NULL;
+    }
+    return rbd_filters_get(&x->s->state.filters, x->s->state.seg, x->argv[i], x->argl[i], rc);
+}
+
+/* DEL / UNLINK key...: the number of filters deleted (a name given twice
+ * counts once, a missing one not at all).  Each delete is its own op and
+ * record; an error (a filter whose layers fail validation) stops there,
+ * the deletes before it stay done (and logged). */
+static void cmd_del(rbd_ctx_t *x)
+{
+    long long n = 0;
+
+    for (size_t i = 1; i < x->argc; i++) {
+        rbd_op_t op = { .type = RBD_OP_BF_DELETE, .name = x->argv[i], .len = x->argl[i] };
+        int rc;
+        if ((op.bf = filter_of(x, i, &rc)) == NULL && rc == RB_ENOENT)
+            continue;
+        if (op.bf == NULL || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
+            rbd_cmd_error(x, RBD_AT_FILTER, rc);
+            return;
+        }
+        n++;
+    }
+    rbi_resp_int(x->out, n);
+}
+
+/* EXISTS key...: how many of the names are filters (a name given twice
+ * counts twice, as Redis). */
+static void cmd_exists(rbd_ctx_t *x)
+{
+    long long n = 0;
+
+    for (size_t i = 1; i < x->argc; i++) {
+        int rc;
+        n += filter_of(x, i, &rc) != NULL;
+    }
+    rbi_resp_int(x->out, n);
+}
+
+/* TYPE key: RedisBloom's name for a Bloom filter, or none. */
+static void cmd_type(rbd_ctx_t *x)
+{
+    int rc;
+
+    rbi_resp_simple(x->out, filter_of(x, 1, &rc) != NULL ? BLOOM_TYPE : "none");
+}
+
+static int count_one(const char *name, size_t len, void *arg)
+{
+    (void)name;
+    (void)len;
+    (*(long long *)arg)++;
+    return 0;
+}
+
+/* DBSIZE: the number of filters. */
+static void cmd_dbsize(rbd_ctx_t *x)
+{
+    long long n = 0;
+
+    (void)rb_bloom_list(x->s->state.seg, count_one, &n);
+    rbi_resp_int(x->out, n);
+}
+
+/* What KEYS and SCAN report: the names that match (pattern NULL: all),
+ * counted (out NULL) or replied as bulk strings. */
+typedef struct listing {
+    const char *pattern;
+    size_t plen;
+    int none;          /* SCAN TYPE other than ours: nothing matches */
+    size_t n;
+    rbi_buf_t *out;
+} listing_t;
+
+static int list_one(const char *name, size_t len, void *arg)
+{
+    listing_t *l = arg;
+
+    if (l->none || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
+        return 0;
+    l->n++;
+    if (l->out != NULL)
+        rbi_resp_bulk(l->out, name, len);
+    return 0;
+}
+
+/* KEYS pattern: every filter whose name matches, in directory order.  Two
+ * walks, one to count and one to reply: the daemon is the only writer, so
+ * nothing changes in between. */
+static void cmd_keys(rbd_ctx_t *x)
+{
+    listing_t l = { x->argv[1], x->argl[1], 0, 0, NULL };
+
+    (void)rb_bloom_list(x->s->state.seg, list_one, &l);
+    rbi_resp_array(x->out, l.n);
+    l.out = x->out;
+    (void)rb_bloom_list(x->s->state.seg, list_one, &l);
+}
+
+/* SCAN's options after the cursor: 0, or replies and returns -1. */
+static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
+{
+    for (size_t i = 2; i < x->argc; i += 2) {
+        if (i + 1 >= x->argc) {
+            rbi_resp_error(x->out, "ERR syntax error");
+            return -1;
+        }
+        if (rbd_cmd_arg_is(x, i, "MATCH")) {
+            l->pattern = x->argv[i + 1];
+            l->plen = x->argl[i + 1];
+            /* "*" matches everything: skip the matching (Redis does too). */
+            if (l->plen == 1 && l->pattern[0] == '*')
+                l->pattern = NULL;
+        } else if (rbd_cmd_arg_is(x, i, "COUNT")) {
+            if (rbd_cmd_arg_ll(x, i + 1, count) != 0) {
+                rbi_resp_error(x->out, "ERR value is not an integer or out of range");
+                return -1;
+            }
+            if (*count < 1) {
+                rbi_resp_error(x->out, "ERR syntax error");
+                return -1;
+            }
+        } else if (rbd_cmd_arg_is(x, i, "TYPE")) {
+            l->none = !(x->argl[i + 1] == sizeof(BLOOM_TYPE) - 1 &&
+                        strncasecmp(x->argv[i + 1], BLOOM_TYPE, x->argl[i + 1]) == 0);
+        } else {
+            rbi_resp_error(x->out, "ERR syntax error");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the next cursor (0:
+ * done) and the matching filters among the COUNT directory slots from
+ * the cursor on (rb_bloom_scan). */
+static void cmd_scan(rbd_ctx_t *x)
+{
+    listing_t l = { NULL, 0, 0, 0, NULL };
+    long long cursor, count = SCAN_COUNT;
+    uint64_t next;
+    char buf[24];
+    int len;
+
+    if (rbd_cmd_arg_ll(x, 1, &cursor) != 0 || cursor < 0) {
+        rbi_resp_error(x->out, "ERR invalid cursor");
+        return;
+    }
+    if (scan_options(x, &l, &count) != 0)
+        return;
+    next = (uint64_t)cursor;
+    (void)rb_bloom_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
+    rbi_resp_array(x->out, 2);
+    len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)next);
+    rbi_resp_bulk(x->out, buf, (size_t)len);
+    rbi_resp_array(x->out, l.n);
+    l.out = x->out;
+    next = (uint64_t)cursor;
+    (void)rb_bloom_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
+}
+
+const rbd_command_t rbd_cmd_keys_table[] = {
+    RBD_COMMAND("DEL", -2, CMD_WRITE, cmd_del),
+    RBD_COMMAND("UNLINK", -2, CMD_WRITE, cmd_del),
+    RBD_COMMAND("EXISTS", -2, 0, cmd_exists),
+    RBD_COMMAND("TYPE", 2, 0, cmd_type),
+    RBD_COMMAND("KEYS", 2, 0, cmd_keys),
+    RBD_COMMAND("SCAN", -2, 0, cmd_scan),
+    RBD_COMMAND("DBSIZE", 1, 0, cmd_dbsize),
+    { NULL, 0, 0, 0, NULL },
+};
