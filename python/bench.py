@@ -17,7 +17,7 @@ issue's target (20x).
 
 Usage (from the build tree; not part of make check):
   /usr/bin/python3 python/bench.py [--daemon ./daemon/ringbloomd]
-      [--keys 200000] [--repeats 5]
+      [--keys 200000] [--repeats 5] [--capacity N]
   /usr/bin/python3 python/bench.py --instance NAME --socket PATH   (a running daemon)
 Without --instance it starts a private daemon (a temporary directory,
 removed at the end).  The package must be importable (pip install
@@ -103,6 +103,9 @@ def main():
     ap.add_argument("--socket")
     ap.add_argument("--keys", type=int, default=200000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--capacity", type=int, default=0,
+                    help="the filter's capacity (default: --keys); a large one makes "
+                         "the filter outgrow the caches")
     a = ap.parse_args()
 
     own = a.instance is None
@@ -111,16 +114,16 @@ def main():
     else:
         inst, sock = a.instance, a.socket or ringbloom.socket_path(a.instance)
     try:
-        run(inst, sock, a.keys, a.repeats)
+        run(inst, sock, a.keys, a.repeats, a.capacity or a.keys)
     finally:
         if own:
             stop_daemon(inst, proc, d)
 
 
-def run(inst, sock, nkeys, repeats):
+def run(inst, sock, nkeys, repeats, capacity):
     name = "pybench-%d" % os.getpid()
     cl = ringbloom.Client(inst, socket=sock)
-    cl.bf_reserve(name, 0.01, nkeys)
+    cl.bf_reserve(name, 0.01, capacity)
     keys = ["https://example.org/item/%d?ref=%d" % (i, i * 7919 % 1000) for i in range(nkeys)]
     cl.bf_madd(name, keys[::2])
     for n in ("bench-a", "bench-b", "bench-c"):
@@ -205,8 +208,9 @@ def run(inst, sock, nkeys, repeats):
         if ans != want:
             sys.exit("bench.py: %s answered differently from contains_many" % label)
     present = sum(ref)
-    print("ringbloom %s (Python %s), %d keys (%d present), %d repeats; keys/s median (min-max)"
-          % (ringbloom.version(), sys.version.split()[0], nkeys, present, repeats))
+    print("ringbloom %s (Python %s), %d keys (%d present), filter of %d bytes, %d repeats; "
+          "keys/s median (min-max)" % (ringbloom.version(), sys.version.split()[0], nkeys,
+                                       present, f.info()["bytes"], repeats))
     base = results["ringbloom contains_many (all keys)"][0]
     for label, _, n in rows:
         med, lo, hi = results[label]
