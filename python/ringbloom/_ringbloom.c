@@ -557,6 +557,7 @@ typedef struct {
     SegmentObject *segment;
     rb_bloom_t *bf;
     PyObject *name;   /* str */
+    char cname[RB_FILTER_NAME_MAX + 1];  /* the name's bytes, for error contexts */
     long busy;        /* contains_many calls without the GIL (changed under the GIL) */
 } FilterObject;
 
@@ -588,6 +589,7 @@ static int Filter_init(FilterObject *self, PyObject *args, PyObject *kw)
         rb_raise(rc, ctx);
         return -1;
     }
+    snprintf(self->cname, sizeof(self->cname), "%s", name);
     self->name = PyUnicode_DecodeUTF8(name, nlen, "surrogateescape");
     return self->name ? 0 : -1;
 }
@@ -625,7 +627,7 @@ static int filter_contains(FilterObject *self, PyObject *key)
     if (v.obj)
         PyBuffer_Release(&v);
     if (rc < 0) {
-        snprintf(ctx, sizeof(ctx), "filter '%.300s'", PyUnicode_AsUTF8(self->name));
+        snprintf(ctx, sizeof(ctx), "filter '%s'", self->cname);
         rb_raise(rc, ctx);
         return -1;
     }
@@ -694,7 +696,7 @@ static PyObject *Filter_contains_many(FilterObject *self, PyObject *iterable)
     self->busy--;
     Py_DECREF(self);
     if (rc < 0) {
-        snprintf(ctx, sizeof(ctx), "filter '%.300s'", PyUnicode_AsUTF8(self->name));
+        snprintf(ctx, sizeof(ctx), "filter '%s'", self->cname);
         rb_raise((int)rc, ctx);
         goto out;
     }

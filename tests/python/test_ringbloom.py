@@ -112,6 +112,12 @@ check("urls" in seg.filters() and seg.info()["writer_pid"] > 0, "Segment.filters
 f2 = rb.Filter(seg, "urls")
 check(f2.segment is seg and f2.contains_many(probe) == want, "a Filter on a shared Segment")
 
+client.execute("BF.RESERVE", b"bin\xffary", "0.01", "100")
+client.bf_add(b"bin\xffary", "k")
+fb = rb.Filter(INST, b"bin\xffary", socket=SOCK)
+check(fb.name == "bin\udcffary" and fb.contains("k") and not fb.contains("other") and
+      fb.name in seg.filters(), "a filter name that is not UTF-8: bytes in, surrogates out")
+
 # ---- errors --------------------------------------------------------------------------------
 e = raises(rb.NotFound, rb.Filter, INST, "no-such-filter", socket=SOCK)
 check(e is not None and e.code == rb._ringbloom.RB_ENOENT == -3 and e.name == "RB_ENOENT" and
