@@ -11,8 +11,9 @@
  * contains / contains_many / __contains__ / info.  A Ring or Filter given
  * an instance name attaches a Segment of its own and keeps it for its
  * life; given a Segment it shares it.  Plus strerror(code), version(),
- * socket_path(instance) (where the daemon listens, for the pure-Python
- * Client) and the RB_* error codes.
+ * socket_path(instance) and daemon_uid(instance, socket) (where the
+ * daemon listens and whether its directory is trusted, for the
+ * pure-Python Client) and the RB_* error codes.
  *
  * Errors: every negative RB_E* code becomes an exception built by
  * ringbloom._errors.from_code(code, message, context) (ringbloom.Error or
