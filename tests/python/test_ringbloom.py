@@ -1,0 +1,303 @@
+"""test_ringbloom.py - the Python package against a private ringbloomd:
+run by tests/python/python.sh (which builds the package, starts the daemon
+and passes INSTANCE SOCKET CLI), not alone.
+
+Checks, each counted: Ring.lookup / lookup_n equal `ringbloom lookup`;
+Filter.contains, `in` and contains_many equal `ringbloom exists` (and no
+added key is ever missed); str and bytes (and bytearray, memoryview) keys
+are one key; the library's errors arrive as ringbloom.Error subclasses
+with the RB_E* code and rb_strerror's text; contains_many releases the
+GIL (another thread runs during it) and close() refuses meanwhile; the
+Client's writes and its RESP parser; Admission; the Scrapy dupefilter,
+built by Scrapy's own scheduler from DUPEFILTER_CLASS.  Prints
+"Checks: N, Failures: F, Errors: 0" (tests/summarize.sh counts it).
+"""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import ringbloom as rb
+from ringbloom.client import RespParser, encode_command
+
+INST, SOCK, CLI = sys.argv[1], sys.argv[2], sys.argv[3]
+checks = failures = 0
+
+
+def check(cond, what):
+    global checks, failures
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAILED:", what)
+
+
+def cli(*args, stdin=None):
+    """Runs the CLI on the instance; returns (exit status, stdout bytes)."""
+    p = subprocess.run([CLI, "-i", INST, "-s", SOCK] + [a if isinstance(a, bytes) else a.encode()
+                                                          for a in args],
+                       input=stdin, capture_output=True)
+    return p.returncode, p.stdout
+
+
+def raises(exc_type, fn, *args, **kw):
+    try:
+        fn(*args, **kw)
+    except exc_type as e:
+        return e
+    except Exception as e:  # the wrong kind
+        print("  raised %r instead of %s" % (e, exc_type.__name__))
+        return None
+    return None
+
+
+client = rb.Client(INST, socket=SOCK)
+
+# ---- the ring -------------------------------------------------------------------
+for name, w in (("cache-a:11211", 1), ("cache-b:11211", 2), ("cache-c:11211", 1),
+                ("cache-d:11211", 3)):
+    client.ring_add(name, w)
+ring = rb.Ring(INST, socket=SOCK)
+check(sorted(ring.nodes()) == [("cache-a:11211", 1), ("cache-b:11211", 2),
+                               ("cache-c:11211", 1), ("cache-d:11211", 3)], "Ring.nodes")
+check(ring.stat()["nodes"] == 4 and ring.stat()["mode"] == "xxh3", "Ring.stat")
+keys = [("key-%d" % i).encode() for i in range(3000)] + \
+    ["é", "日本語", "", "https://example.org/?q=1&r=2"] + [b"\xff\xfe bytes not utf-8"]
+rc, out = cli("lookup", "-",
+              stdin=b"\n".join(k if isinstance(k, bytes) else k.encode() for k in keys) + b"\n")
+lines = out.split(b"\n")[:-1]
+check(rc == 0 and len(lines) == len(keys), "ringbloom lookup - answered every key")
+want = [ln.rsplit(b"\t", 1)[1].decode() for ln in lines]
+got = [ring.lookup(k) for k in keys]
+check(got == want, "Ring.lookup equals ringbloom lookup for %d keys" % len(keys))
+for k in ("key-1", "é", "https://example.org/?q=1&r=2"):
+    rc, out = cli("lookup", k, "-n", "3")
+    check(ring.lookup_n(k, 3) == out.decode().split(), "lookup_n(%r, 3) equals lookup -n 3" % k)
+check(len(ring.lookup_n("key-1", 10)) == 4 and ring.lookup_n("key-1", 1) == [ring.lookup("key-1")],
+      "lookup_n: at most the owners, and n=1 is lookup")
+check(ring.lookup("é") == ring.lookup("é".encode()) == ring.lookup(bytearray("é".encode()))
+      == ring.lookup(memoryview("é".encode())), "ring: str is its UTF-8 bytes")
+check(ring.lookup("a\0b") == ring.lookup(b"a\0b"), "ring: a NUL inside a key")
+
+# ---- filters: contains against the CLI ------------------------------------------------
+client.bf_reserve("urls", 0.01, 2000)
+added = ["https://example.org/page/%d" % i for i in range(2000)]
+new = client.bf_madd("urls", added)
+check(new.count(True) >= 1990 and len(new) == 2000, "bf_madd: the keys were new")
+f = rb.Filter(INST, "urls", socket=SOCK)
+check(f.name == "urls" and f.info()["items"] == new.count(True), "Filter.info items")
+probe = added[:1000] + ["https://example.net/other/%d" % i for i in range(1000)]
+rc, out = cli("exists", "urls", *probe)
+want = [ln.split(b"\t", 1)[0] == b"present" for ln in out.split(b"\n")[:-1]]
+check(len(want) == len(probe), "ringbloom exists answered every key")
+check([f.contains(k) for k in probe] == want, "Filter.contains equals ringbloom exists")
+check([k in f for k in probe] == want, "`in` equals ringbloom exists")
+check(f.contains_many(probe) == want, "contains_many equals ringbloom exists")
+check(f.contains_many(iter(probe)) == want, "contains_many takes any iterable")
+check(all(f.contains_many(added)), "no added key is missed")
+check(sum(want[1000:]) < 60, "false positives within reason (%d of 1000)" % sum(want[1000:]))
+check(f.contains_many([]) == [], "contains_many of nothing")
+client.bf_add("urls", "é")
+client.bf_add("urls", b"\xff\x00raw")
+check(f.contains("é") and f.contains("é".encode()) and bytearray("é".encode()) in f,
+      "filter: str is its UTF-8 bytes")
+check(f.contains_many([b"\xff\x00raw", memoryview(b"\xff\x00raw"), "é"]) == [True] * 3,
+      "contains_many: bytes, memoryview, str")
+check(client.bf_exists("urls", "é") and client.bf_mexists("urls", ["é", "zz-never"])[0],
+      "BF.EXISTS / BF.MEXISTS through the Client agree")
+seg = rb.Segment(INST, socket=SOCK)
+check("urls" in seg.filters() and seg.info()["writer_pid"] > 0, "Segment.filters / info")
+f2 = rb.Filter(seg, "urls")
+check(f2.segment is seg and f2.contains_many(probe) == want, "a Filter on a shared Segment")
+
+client.execute("BF.RESERVE", b"bin\xffary", "0.01", "100")
+client.bf_add(b"bin\xffary", "k")
+fb = rb.Filter(INST, b"bin\xffary", socket=SOCK)
+check(fb.name == "bin\udcffary" and fb.contains("k") and not fb.contains("other") and
+      fb.name in seg.filters(), "a filter name that is not UTF-8: bytes in, surrogates out")
+
+# ---- errors --------------------------------------------------------------------------------
+e = raises(rb.NotFound, rb.Filter, INST, "no-such-filter", socket=SOCK)
+check(e is not None and e.code == rb._ringbloom.RB_ENOENT == -3 and e.name == "RB_ENOENT" and
+      e.message == rb.strerror(-3) == "no such instance, filter or node" and
+      isinstance(e, rb.Error) and isinstance(e, LookupError) and "no-such-filter" in str(e),
+      "a missing filter: NotFound, RB_ENOENT, rb_strerror's text (%s)" % e)
+e = raises(rb.NotFound, rb.Segment, "no-such-instance-%d" % os.getpid(), owner=os.getuid())
+check(e is not None and e.code == -3, "a missing instance: NotFound")
+e = raises(rb.PermissionDenied, rb.Segment, INST, owner=os.getuid() + 4242)
+check(e is not None and e.code == -24 and e.message == rb.strerror(-24),
+      "a segment of another owner: PermissionDenied, RB_EOWNER")
+e = raises(rb.Error, rb.Segment, "bad/name", owner=os.getuid())
+check(e is not None and e.code == -2, "a bad instance name: RB_EINVAL")
+check(raises(TypeError, f.contains, 42) is not None and
+      raises(TypeError, f.contains_many, ["ok", 42]) is not None and
+      raises(TypeError, ring.lookup, None) is not None, "a key of another type: TypeError")
+check(raises(ValueError, ring.lookup_n, "k", 0) is not None, "lookup_n(k, 0): ValueError")
+e = raises(rb.ReplyError, client.bf_reserve, "urls", 0.01, 10)
+check(e is not None and e.code == -22 and "exists" in e.reply, "BF.RESERVE twice: ReplyError")
+e = raises(rb.ReplyError, client.execute, "NO.SUCH.COMMAND")
+check(e is not None and e.reply.startswith("ERR"), "an unknown command: ReplyError")
+check(client.ping(), "the connection survives error replies")
+e = raises(rb.DaemonError, rb.Client, INST, socket=SOCK + ".nobody")
+check(e is not None and e.code == -20 and isinstance(e, ConnectionError),
+      "nobody listening: DaemonError, RB_EDAEMON")
+with rb.Filter(INST, "urls", socket=SOCK) as g:
+    pass
+check(raises(ValueError, g.contains, "x") is not None, "a closed Filter: ValueError")
+
+# ---- the GIL ---------------------------------------------------------------------------------
+big = ["gil-key-%d" % i for i in range(400000)] * 4
+count = 0
+stop = False
+
+
+def counter():
+    global count
+    while not stop:
+        count += 1
+
+
+t = threading.Thread(target=counter)
+old = sys.getswitchinterval()
+t.start()
+time.sleep(0.05)
+# The other thread gets the GIL only when it is released or after a
+# second's switch interval: it advances during the call only if
+# contains_many released it.
+sys.setswitchinterval(1.0)
+time.sleep(0.01)
+before = count
+t0 = time.perf_counter()
+res = f.contains_many(big)
+spent = time.perf_counter() - t0
+after = count
+sys.setswitchinterval(old)
+stop = True
+t.join()
+check(len(res) == len(big), "the long contains_many answered")
+check(after > before, "another thread ran during contains_many (%d steps in %.0f ms)"
+      % (after - before, spent * 1e3))
+
+started = threading.Event()
+busy_seen = []
+
+
+def long_call():
+    started.set()
+    f2.contains_many(big)
+
+
+sys.setswitchinterval(1.0)
+t = threading.Thread(target=long_call)
+t.start()
+started.wait()
+e = raises(rb.Busy, f2.close)
+sys.setswitchinterval(old)
+t.join()
+check(e is not None and e.code == -11, "close() during another thread's contains_many: Busy")
+f2.close()
+check(f2.segment is None, "close() afterwards works")
+
+# ---- the Client and its parser ---------------------------------------------------------------
+check(encode_command("BF.ADD", "f", b"\x00k", 3) ==
+      b"*4\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$2\r\n\x00k\r\n$1\r\n3\r\n", "encode_command")
+stream = (b"+OK\r\n:42\r\n$4\r\na\r\nb\r\n$-1\r\n*3\r\n:1\r\n*1\r\n$0\r\n\r\n*-1\r\n"
+          b"-ERR boom\r\n*0\r\n")
+p = RespParser()
+replies = []
+for i in range(len(stream)):  # one byte at a time: every split point
+    p.feed(stream[i:i + 1])
+    while True:
+        r = p.get()
+        if r is RespParser.NEED:
+            break
+        replies.append(r)
+check(len(replies) == 7 and replies[:5] == [b"OK", 42, b"a\r\nb", None, [1, [b""], None]] and
+      replies[5].text == "ERR boom" and replies[6] == [],
+      "RespParser: every type, fed a byte at a time (%r)" % replies)
+for bad in (b"?x\r\n", b":12a\r\n", b"$3\r\nabcd\r\n", b"*-2\r\n"):
+    p = RespParser()
+    p.feed(bad)
+    check(raises(ValueError, p.get) is not None, "RespParser refuses %r" % bad)
+client.bf_reserve("cl", 0.001, 100, nonscaling=True)
+check(client.bf_add("cl", "a") is True and client.bf_add("cl", "a") is False, "bf_add: new, then not")
+check(client.bf_madd("cl", ["a", "b", "b"], batch=2) == [False, True, False], "bf_madd in batches")
+r = client.pipeline([("BF.ADD", "cl", "c"), ("NO.SUCH",), ("BF.EXISTS", "cl", "c")],
+                    raise_on_error=False)
+check(r[0] == 1 and isinstance(r[1], rb.ReplyError) and r[2] == 1,
+      "pipeline: replies in order, an error among them")
+check(raises(rb.ReplyError, client.pipeline, [("PING",), ("NO.SUCH",)]) is not None and
+      client.ping(), "pipeline raises after reading every reply")
+check(rb.Filter(INST, "cl", socket=SOCK).contains_many(["a", "b", "c", "d"]) ==
+      [True, True, True, False], "the Client's adds are in shared memory")
+default_client = rb.socket_path(INST)
+check(isinstance(default_client, str) and default_client.endswith(INST + ".sock"),
+      "socket_path: the instance's default socket")
+
+# ---- Admission ---------------------------------------------------------------------------------
+client.execute("BF.RESERVE", "adm", "0.01", "1000", "AGING", "0", "GENERATIONS", "2")
+adm = rb.Admission(seg, "adm", client=client)
+check([adm.admit("obj-1"), adm.admit("obj-1"), adm.admit("obj-1"), adm.admit("obj-2")] ==
+      [False, True, True, False], "Admission: the second hit is admitted")
+
+
+class RacedClient:
+    """A client whose add always finds the key present (another process
+    recorded it between our read and our add)."""
+
+    def bf_add(self, filter, key):
+        return False
+
+
+check(rb.Admission(seg, "adm", client=RacedClient()).admit("obj-3") is True,
+      "Admission: a key another process just recorded is admitted")
+
+# ---- the Scrapy dupefilter -----------------------------------------------------------------------
+from scrapy import Request, Spider  # noqa: E402
+from scrapy.core.scheduler import Scheduler  # noqa: E402
+from scrapy.dupefilters import RFPDupeFilter  # noqa: E402
+from scrapy.utils.test import get_crawler  # noqa: E402
+
+from ringbloom.scrapy import RingbloomDupeFilter  # noqa: E402
+
+settings = {"DUPEFILTER_CLASS": "ringbloom.scrapy.RingbloomDupeFilter",
+            "RINGBLOOM_INSTANCE": INST, "RINGBLOOM_SOCKET": SOCK,
+            "RINGBLOOM_FILTER": "scrapy-requests", "RINGBLOOM_CAPACITY": 10000,
+            "RINGBLOOM_ERROR_RATE": 1e-5, "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7"}
+crawler = get_crawler(Spider, settings)
+spider = crawler._create_spider("t")
+sched = Scheduler.from_crawler(crawler)
+check(isinstance(sched.df, RingbloomDupeFilter), "Scrapy's scheduler builds the dupefilter")
+sched.open(spider)
+urls = ["https://example.org/a", "https://example.org/b", "https://example.org/a",
+        "https://example.org/c?x=1&y=2", "https://example.org/c?y=2&x=1"]
+queued = [sched.enqueue_request(Request(u)) for u in urls]
+check(queued == [True, True, False, True, False], "the scheduler drops duplicates (%r)" % queued)
+check(crawler.stats.get_value("dupefilter/filtered") == 2, "dupefilter/filtered counted")
+df = sched.df
+ref = RFPDupeFilter.from_crawler(crawler)
+check(df.request_fingerprint(Request(urls[0])) == ref.request_fingerprint(Request(urls[0])),
+      "fingerprints are RFPDupeFilter's")
+rc, out = cli("exists", "scrapy-requests", df.request_fingerprint(Request(urls[1])))
+check(rc == 0 and out.startswith(b"present"), "the fingerprint is in the daemon's filter")
+other = RingbloomDupeFilter.from_crawler(get_crawler(Spider, settings))  # another process
+other.open()
+check(other.request_seen(Request(urls[1])) is True and
+      other.request_seen(Request("https://example.org/d")) is False and
+      df.request_seen(Request("https://example.org/d")) is True,
+      "two dupefilters share what they have seen")
+sched.close("finished")
+other.close("finished")
+check(df.filter is None and df.client is None, "close() releases the filter and connection")
+
+# ---- an empty ring -----------------------------------------------------------------------------
+for name, _ in ring.nodes():
+    client.ring_remove(name)
+e = raises(rb.Empty, ring.lookup, "k")
+check(e is not None and e.code == -13 and e.message == rb.strerror(-13),
+      "a ring without nodes: Empty, RB_EEMPTY")
+
+print("Checks: %d, Failures: %d, Errors: 0" % (checks, failures))
+sys.exit(1 if failures else 0)
