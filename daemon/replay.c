@@ -61,7 +61,7 @@ static int record_at(const log_bytes_t *m, size_t j)
 static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
 {
     uint64_t max = RBD_TXN_RECORD_MAX(cfg->max_request_bytes);
-    size_t left = m->len - i, real, z = m->len, b;
+    size_t left = m->len - i, real, z = m->len, b, from;
     int how;
 
     if (left < RBD_REC_HDR || rbd_get_u32(m->data + i) > left - 8) {
@@ -82,10 +82,16 @@ static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
         (m->data[i + 8] != RBD_OP_TXN &&
          rbd_get_u32(m->data + i) > cfg->max_request_bytes + 64)))
         return 0;
+    /* A torn TXN holds whole records of its own, its members: the search
+     * starts after those that are there. */
+    from = i + 1;
+    if (real - i >= RBD_REC_HDR && m->data[i + 8] == RBD_OP_TXN)
+        for (from = i + RBD_REC_HDR; record_at(m, from); from += 8 + rbd_get_u32(m->data + from))
+            ;
     /* Damage in the middle is followed by whole records; a torn tail is
      * not.  Look a bounded distance ahead (records are small; a longer
      * search would cost O(n^2) on garbage). */
-    for (size_t j = i + 1; j + RBD_REC_HDR <= m->len && j - i <= RESYNC_WINDOW; j++)
+    for (size_t j = from; j + RBD_REC_HDR <= m->len && j - i <= RESYNC_WINDOW; j++)
         if (rbd_get_u32(m->data + j) <= RESYNC_WINDOW && record_at(m, j))
             return 0;
     return how;
