@@ -10,8 +10,9 @@
  * transaction and EXEC then discards it (EXECABORT).  EXEC runs the queue
  * in one step of the event loop, so no other client's command comes
  * between its members, answers an array of their replies (an error among
- * them is one element) and logs their records as one TXN record
- * (ops.c): a crash keeps all of them or none (T1, docs/design.md).
+ * them is one element) and logs their records as one TXN record, with
+ * the segment's transaction mark set meanwhile (ops.c): a restart after a
+ * crash keeps all of them or none (T1, docs/design.md).
  * COMMAND describes the tables, so it lives here too.
  */
 #include "config.h"
@@ -198,10 +199,10 @@ static void cmd_exec(rbd_ctx_t *x)
         rbi_resp_error(x->out, "EXECABORT Transaction discarded because of: out of memory");
     else {
         rbi_resp_array(x->out, run.count);
-        start = rbd_op_txn_begin(&x->s->aof);
+        start = rbd_op_txn_begin(&x->s->state, &x->s->aof);
         while ((off = rbd_txn_next(&run, off, argv, argl, &argc)) != 0)
             rbd_cmd_execute(x->s, x->c, argc, argv, argl);
-        rbd_op_txn_end(&x->s->aof, start);
+        rbd_op_txn_end(&x->s->state, &x->s->aof, start);
     }
     free(argv);
     free(argl);

@@ -32,6 +32,7 @@
 #include "bytes.h"
 #include "ops.h"
 #include "rbd_log.h"
+#include "seg_txn.h"
 
 typedef enum field_kind {
     F_END = 0,
@@ -334,13 +335,15 @@ int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op)
     return rc;
 }
 
-size_t rbd_op_txn_begin(rbd_aof_t *aof)
+size_t rbd_op_txn_begin(rbd_state_t *st, rbd_aof_t *aof)
 {
+    rbi_segment_txn_begin(st->seg);
     return rbd_aof_record_begin(aof, RBD_OP_TXN);
 }
 
-void rbd_op_txn_end(rbd_aof_t *aof, size_t start)
+void rbd_op_txn_end(rbd_state_t *st, rbd_aof_t *aof, size_t start)
 {
+    rbi_segment_txn_end(st->seg);
     /* Each member asked for its own fsync (P2) as it was appended. */
     if (aof->pending.len == start + RBD_REC_HDR)
         aof->pending.len = start;

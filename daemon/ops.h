@@ -65,13 +65,17 @@ typedef struct rbd_op {
  * many).  RB_OK or the error of the apply (then nothing else changed). */
 int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op);
 
-/* A transaction (EXEC) is logged as one unit: rbd_op_txn_begin opens a
- * TXN record, the ops run meanwhile append their records inside it, and
- * rbd_op_txn_end closes it (one checksum over them all, so a crash keeps
- * all of them or none: replay.c), or drops it if none was appended.  Both
- * in one event-loop step, with no flush between. */
-size_t rbd_op_txn_begin(rbd_aof_t *aof);
-void rbd_op_txn_end(rbd_aof_t *aof, size_t start);
+/* A transaction (EXEC) is one unit in the log and in the segment:
+ * rbd_op_txn_begin opens a TXN record and sets st's segment's transaction
+ * mark (seg_txn.h), the ops run meanwhile append their records inside the
+ * TXN, and rbd_op_txn_end clears the mark and closes the record (one
+ * checksum over them all, so a crash keeps all of them or none: replay.c),
+ * or drops it if none was appended.  Both in one event-loop step, with no
+ * flush and no change of st->seg between (T1, T2).  A daemon that dies
+ * between them leaves the mark set, and its successor does not take that
+ * segment over (recovery.c). */
+size_t rbd_op_txn_begin(rbd_state_t *st, rbd_aof_t *aof);
+void rbd_op_txn_end(rbd_state_t *st, rbd_aof_t *aof, size_t start);
 
 /* The longest TXN record an EXEC can append: its requests' arguments are
  * at most max_request bytes, and a member record is at most its

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <poll.h>
+#include <sys/mman.h>
 
 #include "rbd_test.h"
 
@@ -28,21 +29,33 @@ static const char *cli(const char *proto, const char *args)
     return out;
 }
 
-/* Sends the bytes req on fd and asserts the replies are exactly want. */
-static void raw_expect(int fd, const char *req, const char *want)
+/* Sends the bytes req on fd and reads replies into got (cap bytes, NUL
+ * included) until want_len bytes came, the peer closed or 5 s passed.
+ * Asserts nothing, so a forked child may use it.  The bytes read. */
+static size_t raw_exchange(int fd, const char *req, size_t want_len, char *got, size_t cap)
 {
-    char got[4096];
-    size_t n = 0, len = strlen(want);
+    size_t n = 0;
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
-    ck_assert_int_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
-    while (n < len && poll(&pfd, 1, 5000) == 1) {
-        ssize_t r = recv(fd, got + n, sizeof(got) - 1 - n, 0);
+    got[0] = '\0';
+    if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+        return 0;
+    while (n < want_len && n + 1 < cap && poll(&pfd, 1, 5000) == 1) {
+        ssize_t r = recv(fd, got + n, cap - 1 - n, 0);
         if (r <= 0)
             break;
         n += (size_t)r;
     }
     got[n] = '\0';
+    return n;
+}
+
+/* Sends the bytes req on fd and asserts the replies are exactly want. */
+static void raw_expect(int fd, const char *req, const char *want)
+{
+    char got[4096];
+
+    raw_exchange(fd, req, strlen(want), got, sizeof(got));
     ck_assert_msg(strcmp(got, want) == 0, "sent [%s]: expected [%s], got [%s]", req, want, got);
 }
 
@@ -165,6 +178,59 @@ START_TEST(test_proto_multi_exec_semantics)
 }
 END_TEST
 
+/* A write queued by a client that may not write is refused at queue time
+ * (-NOPERM, as outside MULTI), which marks the transaction: EXEC answers
+ * EXECABORT and runs nothing, the queued read and the queued ring change
+ * included.  Needs root to switch uid. */
+START_TEST(test_proto_queued_noperm_aborts_exec)
+{
+    static const char req[] = "MULTI\r\nBF.EXISTS f a\r\nBF.ADD f b\r\nRING.ADD evil\r\n"
+                              "EXEC\r\n";
+    char want[512];
+    char *got;
+    rb_conn_t *c;
+    int status;
+    pid_t pid;
+
+    if (getuid() != 0) {
+        printf("NOPERM test needs root to switch uid; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    snprintf(want, sizeof(want), "+OK\r\n+QUEUED\r\n"
+             "-NOPERM this user (uid %u) has no permissions to run the 'bf.add' command\r\n"
+             "-NOPERM this user (uid %u) has no permissions to run the 'ring.add' command\r\n"
+             "-EXECABORT Transaction discarded because of previous errors.\r\n",
+             (unsigned)RB_TEST_OTHER_UID, (unsigned)RB_TEST_OTHER_UID);
+    got = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(got != MAP_FAILED);
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "BF.ADD", "f", "a");
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+        if (rb_test_become_other() != 0)
+            _exit(10);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        memcpy(sa.sun_path, d.sock, strlen(d.sock) + 1);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+            _exit(11);
+        raw_exchange(fd, req, strlen(want), got, 4096);
+        _exit(strcmp(got, want) == 0 ? 0 : 12);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child step %d: expected [%s], got [%s]", WEXITSTATUS(status), want, got);
+    munmap(got, 4096);
+    rbd_expect(c, "0", "BF.EXISTS", "f", "b");
+    rbd_expect(c, "", "RING.NODES");
+    rb_conn_close(c);
+}
+END_TEST
+
 /* A RESP2 pipeline through redis-cli: the transaction's replies come in
  * order with the rest. */
 START_TEST(test_proto_redis_cli_pipeline)
@@ -196,5 +262,6 @@ int main(void)
                                  test_proto_hello_switches_the_connection),
                         RB_TCASE("transactions", 60, NULL, rbd_teardown,
                                  test_proto_multi_exec_semantics,
+                                 test_proto_queued_noperm_aborts_exec,
                                  test_proto_redis_cli_pipeline));
 }

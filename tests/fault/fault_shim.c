@@ -11,16 +11,20 @@
  *
  *     CALL SUFFIX ERRNO
  *
- * CALL is write, pwrite, fsync, fdatasync or rename; the call fails with
- * ERRNO (EIO, ENOSPC, EDQUOT, EROFS or EFBIG) when its path ends with SUFFIX
- * - or, for ERRNO KILL, KILL-HALF or KILL-AFTER, the process dies by
- * SIGKILL in the call: before it does anything, after writing the first
- * half of the bytes (a write; any other call dies before), or after
- * writing all of them: the crash windows of a log write -
- * (for calls on a descriptor, the path /proc/self/fd names; for rename, the
- * new name).  Lines starting with '#' and unknown lines are ignored.  A
- * missing file means no faults.  Every injected failure is reported on
- * stderr (the daemon's log in the tests) as "fault_shim: CALL PATH: ERRNO".
+ * CALL is write, pwrite, fsync, fdatasync, ftruncate or rename; the call
+ * fails with ERRNO (EIO, ENOSPC, EDQUOT, EROFS or EFBIG) when its path ends
+ * with SUFFIX - or, for ERRNO KILL, KILL-HALF or KILL-AFTER, the process
+ * dies by SIGKILL in the call: before it does anything, after writing the
+ * first half of the bytes (a write; any other call dies before), or after
+ * writing all of them: the crash windows of a log write - (for calls on a
+ * descriptor, the path /proc/self/fd names; for rename, the new name).
+ * Lines starting with '#' and unknown lines are ignored.  A missing file
+ * means no faults.  Every injected failure is reported on stderr (the
+ * daemon's log in the tests) as "fault_shim: CALL PATH: ERRNO".
+ *
+ * ftruncate of the shm object (/dev/shm/ringbloom.<instance>) is the
+ * segment's growth, which a command makes before it changes anything: a
+ * KILL there inside an EXEC dies between two of its members (check_faults).
  *
  * Cost: a read of the control file per intercepted call; the shim is for
  * tests only and never installed.
@@ -167,6 +171,20 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
     if (inject_fd("pwrite", fd) != 0)
         return -1;
     return REAL(ssize_t, "pwrite64", int, const void *, size_t, off64_t)(fd, buf, n, off);
+}
+
+int ftruncate(int fd, off_t len)
+{
+    if (inject_fd("ftruncate", fd) != 0)
+        return -1;
+    return REAL(int, "ftruncate", int, off_t)(fd, len);
+}
+
+int ftruncate64(int fd, off64_t len)
+{
+    if (inject_fd("ftruncate", fd) != 0)
+        return -1;
+    return REAL(int, "ftruncate64", int, off64_t)(fd, len);
 }
 
 int fsync(int fd)
