@@ -7,9 +7,9 @@
  *      one reply: its pipeline pauses there (the rest of its requests wait,
  *      unread or unexecuted) until it reads; one reply that takes it past
  *      client-output-hard-limit closes it;
- *   B2 all clients' buffers together (input, parser, output) stay within
- *      max-client-memory: before a buffer grows past it, the client
- *      holding the most is closed.
+ *   B2 all clients' buffers together (input, parser, output, the queue of
+ *      a transaction) stay within max-client-memory: before a buffer
+ *      grows past it, the client holding the most is closed.
  * When its replies may go is the loop's business (server.c: group
  * commit); a client whose command appended a log record is marked
  * awaits_log here, and its replies wait for the log (P1).
@@ -34,7 +34,7 @@
 /* Brings c's share of client_mem up to date with its buffers. */
 static void client_account(server_t *s, client_t *c)
 {
-    uint64_t now = c->in.cap + c->out.cap + resp_parser_memory(&c->parser);
+    uint64_t now = c->in.cap + c->out.cap + c->txn.queue.cap + resp_parser_memory(&c->parser);
 
     s->client_mem = s->client_mem - c->mem + now;
     c->mem = now;
@@ -49,7 +49,11 @@ void rbd_client_free(server_t *s, client_t *c)
     s->client_mem -= c->mem;
     rbi_buf_free(&c->in);
     rbi_buf_free(&c->out);
+    rbd_txn_reset(&c->txn);
     resp_parser_free(&c->parser);
+    free(c->name);
+    free(c->lib_name);
+    free(c->lib_ver);
     free(c);
     if (s->accept_paused)
         s->accept_resume_ms = 0;   /* a descriptor is free: try again now */
@@ -87,7 +91,7 @@ void rbd_client_new(server_t *s, int fd, const struct ucred *cred, int can_write
     c->gid = cred->gid;
     c->pid = cred->pid;
     c->can_write = can_write;
-    c->last_active_ms = rbd_mono_ms();
+    c->last_active_ms = c->created_ms = rbd_mono_ms();
     resp_parser_init(&c->parser);
     s->clients[fd] = c;
     s->nclients++;
@@ -124,6 +128,7 @@ static void client_drop(server_t *s, client_t *c, const char *why)
 {
     rbi_buf_free(&c->in);
     rbi_buf_free(&c->out);
+    rbd_txn_reset(&c->txn);
     resp_parser_free(&c->parser);
     rbi_resp_error(&c->out, "ERR %s", why);
     c->closing = 1;

@@ -11,6 +11,7 @@
 
 #include "resp.h"
 #include "resp_enc.h"
+#include "txn.h"
 
 struct server;
 struct ucred;
@@ -23,7 +24,12 @@ typedef struct client {
     pid_t pid;
     rbi_buf_t in;        /* received, not yet executed */
     resp_parser_t parser;
-    rbi_buf_t out;       /* replies not yet sent */
+    rbi_buf_t out;       /* replies not yet sent; out.resp3: the protocol it chose
+                            (HELLO), in which every reply is encoded */
+    rbd_txn_t txn;       /* MULTI ... EXEC */
+    char *name;          /* CLIENT SETNAME / HELLO SETNAME, or NULL */
+    char *lib_name, *lib_ver; /* CLIENT SETINFO, or NULL */
+    uint64_t created_ms;
     uint64_t mem;         /* bytes of its buffers, counted in client_mem */
     uint64_t last_active_ms; /* last complete request or reply byte sent */
     int closing;          /* close once out is flushed */

@@ -4,23 +4,38 @@
  * permission, a working log), and runs its handler.  BF.* follow
  * RedisBloom (names, arguments, replies, error strings) so a client
  * written for Redis works unchanged; RING.* and our options are ours.
+ *
+ * Transactions, as Redis runs them (without WATCH): after MULTI a request
+ * passes the same checks and is queued (txn.c); a refusal marks the
+ * transaction and EXEC then discards it (EXECABORT).  EXEC runs the queue
+ * in one step of the event loop, so no other client's command comes
+ * between its members, answers an array of their replies (an error among
+ * them is one element) and logs their records as one TXN record, with
+ * the segment's transaction mark set meanwhile (ops.c): a restart after a
+ * crash keeps all of them or none (T1, docs/design.md).
+ * COMMAND describes the tables, so it lives here too.
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cmd.h"
+#include "ops.h"
+
+static const rbd_command_t dispatch_table[];
 
 /* Searched in this order: the write path first. */
 static const rbd_command_t *const families[] = {
-    rbd_cmd_bf_table, rbd_cmd_ring_table, rbd_cmd_server_table, rbd_cmd_keys_table,
+    rbd_cmd_bf_table, rbd_cmd_ring_table, rbd_cmd_server_table, rbd_cmd_keys_table, dispatch_table,
 };
+#define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
 static const rbd_command_t *lookup(const char *name, size_t len)
 {
-    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+    for (size_t f = 0; f < NFAMILIES; f++)
         for (const rbd_command_t *c = families[f]; c->name != NULL; c++)
             if (c->len == len && strncasecmp(name, c->name, len) == 0)
                 return c;
@@ -46,6 +61,13 @@ static void unknown_command(rbd_ctx_t *x)
                (int)(x->argl[0] < 128 ? x->argl[0] : 128), x->argv[0], args);
 }
 
+/* The refusal of a change while the log cannot be written, after prefix. */
+static void misconf(rbd_ctx_t *x, const char *prefix)
+{
+    rbi_resp_error(x->out, "%sMISCONF the log in %s cannot be written; changes are refused "
+                   "until it can (see the daemon's log)", prefix, x->s->aof.dir);
+}
+
 /* What the command's flags demand of the client and the log: 0, or
  * replies why not and returns -1. */
 static int allowed(rbd_ctx_t *x)
@@ -59,11 +81,54 @@ static int allowed(rbd_ctx_t *x)
         return -1;
     }
     if ((x->cmd->flags & CMD_WRITE) && rbd_aof_refuses(&x->s->aof)) {
-        rbi_resp_error(x->out, "MISCONF the log in %s cannot be written; changes are refused "
-                   "until it can (see the daemon's log)", x->s->aof.dir);
+        misconf(x, "");
         return -1;
     }
     return 0;
+}
+
+/* The checks before a command runs or is queued: it exists, its arity,
+ * its flags (allowed).  0 (x->cmd set), or -1 with the refusal replied. */
+static int check(rbd_ctx_t *x)
+{
+    x->cmd = lookup(x->argv[0], x->argl[0]);
+    if (x->cmd == NULL) {
+        unknown_command(x);
+        return -1;
+    }
+    if ((x->cmd->arity > 0 && x->argc != (size_t)x->cmd->arity) ||
+        (x->cmd->arity < 0 && x->argc < (size_t)-x->cmd->arity)) {
+        rbd_cmd_wrong_arity(x);
+        return -1;
+    }
+    return allowed(x);
+}
+
+/* Queues a checked request of a client in MULTI: +QUEUED, or the reason
+ * not (and the transaction is marked).  The queue counts against the
+ * client's buffers (B2) and is bounded: max-request-bytes of arguments,
+ * RBD_TXN_MAX_COMMANDS commands, which bound EXEC's log record. */
+static void queue(rbd_ctx_t *x)
+{
+    rbd_txn_t *t = &x->c->txn;
+    size_t bytes = 0;
+
+    for (size_t i = 0; i < x->argc; i++)
+        bytes += x->argl[i];
+    t->dirty = 1;
+    if (x->cmd->flags & CMD_NO_MULTI)
+        rbi_resp_error(x->out, "ERR Command not allowed inside a transaction");
+    else if (t->count >= RBD_TXN_MAX_COMMANDS || bytes > x->s->cfg.max_request_bytes - t->bytes)
+        rbi_resp_error(x->out, "ERR transaction too large: its queued commands may have at most "
+                       "%llu bytes of arguments (max-request-bytes) and be at most %u",
+                       (unsigned long long)x->s->cfg.max_request_bytes, RBD_TXN_MAX_COMMANDS);
+    else if (rbd_txn_queue(t, x->argc, x->argv, x->argl) != 0)
+        rbi_resp_error(x->out, "ERR out of memory");
+    else {
+        t->dirty = 0;
+        t->writes |= (x->cmd->flags & CMD_WRITE) != 0;
+        rbi_resp_simple(x->out, "QUEUED");
+    }
 }
 
 void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
@@ -72,17 +137,157 @@ void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
     rbd_ctx_t x = { s, c, argc, argv, argl, &c->out, NULL };
 
     s->commands++;
-    x.cmd = lookup(argv[0], argl[0]);
-    if (x.cmd == NULL) {
-        unknown_command(&x);
+    if (check(&x) != 0) {
+        if (c->txn.active)
+            c->txn.dirty = 1;
         return;
     }
-    if ((x.cmd->arity > 0 && argc != (size_t)x.cmd->arity) ||
-        (x.cmd->arity < 0 && argc < (size_t)-x.cmd->arity)) {
-        rbd_cmd_wrong_arity(&x);
+    if (c->txn.active && !(x.cmd->flags & CMD_TXN)) {
+        queue(&x);
         return;
     }
-    if (allowed(&x) != 0)
-        return;
     x.cmd->fn(&x);
 }
+
+/* ---- MULTI, EXEC, DISCARD ------------------------------------------------------ */
+
+static void cmd_multi(rbd_ctx_t *x)
+{
+    if (x->c->txn.active) {
+        rbi_resp_error(x->out, "ERR MULTI calls can not be nested");
+        return;
+    }
+    x->c->txn.active = 1;
+    rbi_resp_simple(x->out, "OK");
+}
+
+static void cmd_discard(rbd_ctx_t *x)
+{
+    if (!x->c->txn.active) {
+        rbi_resp_error(x->out, "ERR DISCARD without MULTI");
+        return;
+    }
+    rbd_txn_reset(&x->c->txn);
+    rbi_resp_simple(x->out, "OK");
+}
+
+/* EXEC: the queued commands run here, one after another, each checked
+ * again for permission (a SIGHUP may have taken it away: that command's
+ * element is the refusal, as Redis re-checks ACLs), inside one TXN record.
+ * A transaction with a mutation is refused whole while the log refuses
+ * changes: the log cannot fail between its members (it fails only when
+ * written, after this step), so the check before the first holds for
+ * all. */
+static void cmd_exec(rbd_ctx_t *x)
+{
+    rbd_txn_t run = x->c->txn;
+    const char **argv;
+    size_t *argl, argc, off = 0, start;
+
+    if (!run.active) {
+        rbi_resp_error(x->out, "ERR EXEC without MULTI");
+        return;
+    }
+    memset(&x->c->txn, 0, sizeof(x->c->txn));   /* the members run outside MULTI */
+    argv = malloc((run.max_argc + 1) * sizeof(*argv));
+    argl = malloc((run.max_argc + 1) * sizeof(*argl));
+    if (run.dirty)
+        rbi_resp_error(x->out, "EXECABORT Transaction discarded because of previous errors.");
+    else if (run.writes && rbd_aof_refuses(&x->s->aof))
+        misconf(x, "EXECABORT Transaction discarded because of: ");
+    else if (argv == NULL || argl == NULL)
+        rbi_resp_error(x->out, "EXECABORT Transaction discarded because of: out of memory");
+    else {
+        rbi_resp_array(x->out, run.count);
+        start = rbd_op_txn_begin(&x->s->state, &x->s->aof);
+        while ((off = rbd_txn_next(&run, off, argv, argl, &argc)) != 0)
+            rbd_cmd_execute(x->s, x->c, argc, argv, argl);
+        rbd_op_txn_end(&x->s->state, &x->s->aof, start);
+    }
+    free(argv);
+    free(argl);
+    rbd_txn_reset(&run);
+}
+
+/* ---- COMMAND -------------------------------------------------------------------- */
+
+/* A command as COMMAND INFO describes it (Redis 7's ten fields): BF.*
+ * name their filter first, the only key a command of ours takes. */
+static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
+{
+    char lower[32];
+    int key = strncasecmp(cmd->name, "BF.", 3) == 0;
+    const char *flag = (cmd->flags & CMD_WRITE) ? "write" : (cmd->flags & CMD_ADMIN)
+                       ? "admin" : key ? "readonly" : NULL;
+
+    rbi_resp_array(x->out, 10);
+    rbi_resp_bulk_str(x->out, rbd_cmd_lower(cmd, lower, sizeof(lower)));
+    rbi_resp_int(x->out, cmd->arity);
+    rbi_resp_set(x->out, flag != NULL);
+    if (flag != NULL)
+        rbi_resp_simple(x->out, flag);
+    rbi_resp_int(x->out, key);
+    rbi_resp_int(x->out, key);
+    rbi_resp_int(x->out, key);
+    rbi_resp_set(x->out, 0);     /* ACL categories */
+    rbi_resp_set(x->out, 0);     /* tips */
+    rbi_resp_array(x->out, 0);   /* key specs */
+    rbi_resp_array(x->out, 0);   /* subcommands */
+}
+
+/* Calls fn for every command; returns how many there are. */
+static size_t each_command(rbd_ctx_t *x, void (*fn)(rbd_ctx_t *x, const rbd_command_t *cmd))
+{
+    size_t n = 0;
+
+    for (size_t f = 0; f < NFAMILIES; f++)
+        for (const rbd_command_t *c = families[f]; c->name != NULL; c++, n++)
+            if (fn != NULL)
+                fn(x, c);
+    return n;
+}
+
+static void command_name(rbd_ctx_t *x, const rbd_command_t *cmd)
+{
+    char lower[32];
+
+    rbi_resp_bulk_str(x->out, rbd_cmd_lower(cmd, lower, sizeof(lower)));
+}
+
+/* COMMAND [COUNT | LIST | INFO name... | DOCS [name...]]: DOCS answers an
+ * empty map (redis-cli, which asks at start, then gives no hints). */
+static void cmd_command(rbd_ctx_t *x)
+{
+    if (x->argc == 1) {
+        rbi_resp_array(x->out, each_command(x, NULL));
+        each_command(x, command_info);
+    } else if (rbd_cmd_arg_is(x, 1, "COUNT") && x->argc == 2) {
+        rbi_resp_int(x->out, (long long)each_command(x, NULL));
+    } else if (rbd_cmd_arg_is(x, 1, "LIST") && x->argc == 2) {
+        rbi_resp_array(x->out, each_command(x, NULL));
+        each_command(x, command_name);
+    } else if (rbd_cmd_arg_is(x, 1, "INFO")) {
+        rbi_resp_array(x->out, x->argc - 2);
+        for (size_t i = 2; i < x->argc; i++) {
+            const rbd_command_t *cmd = lookup(x->argv[i], x->argl[i]);
+            if (cmd != NULL)
+                command_info(x, cmd);
+            else
+                rbi_resp_nil(x->out);
+        }
+    } else if (rbd_cmd_arg_is(x, 1, "DOCS")) {
+        rbi_resp_map(x->out, 0);
+    } else {
+        rbi_resp_error(x->out, "ERR unknown subcommand or wrong number of arguments for "
+                       "'%.*s'. Try COMMAND HELP.", (int)(x->argl[1] < 64 ? x->argl[1] : 64),
+                       x->argv[1]);
+    }
+}
+
+static const rbd_command_t dispatch_table[] = {
+    RBD_COMMAND("MULTI", 1, CMD_TXN, cmd_multi),
+    RBD_COMMAND("EXEC", 1, CMD_TXN, cmd_exec),
+    RBD_COMMAND("DISCARD", 1, CMD_TXN, cmd_discard),
+    RBD_COMMAND("COMMAND", -1, 0, cmd_command),
+    { NULL, 0, 0, 0, NULL },
+};

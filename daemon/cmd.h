@@ -2,7 +2,8 @@
  * cmd.h - ringbloomd's commands: what a handler gets (rbd_ctx_t), what a
  * command table row says (rbd_command_t, its flags), the helpers every
  * handler uses (cmd_util.c), the per-family tables (cmd_bf.c, cmd_ring.c,
- * cmd_server.c) and the dispatcher (cmd.c).
+ * cmd_server.c) and the dispatcher (cmd.c), which also runs transactions
+ * (MULTI / EXEC / DISCARD) and describes the tables (COMMAND).
  *
  * A command is one row in its family's table and one handler.  The
  * dispatcher has checked its arity (a range: the handler checks the rest)
@@ -26,6 +27,9 @@
 #define CMD_ADMIN 0x2u   /* needs write permission; logs nothing, so it runs
                             while the log is broken (SAVE: a snapshot is what
                             repairs it; SHUTDOWN) */
+#define CMD_TXN   0x4u   /* runs at once inside MULTI, never queued (MULTI,
+                            EXEC, DISCARD, QUIT, RESET) */
+#define CMD_NO_MULTI 0x8u /* refused inside MULTI (SAVE, SHUTDOWN, as Redis) */
 
 typedef struct rbd_command rbd_command_t;
 
@@ -57,7 +61,9 @@ extern const rbd_command_t rbd_cmd_server_table[];
 extern const rbd_command_t rbd_cmd_keys_table[];
 
 /* Runs one request of client c (argv[0] the command name): its reply, or
- * the reason it was refused, goes to c->out. */
+ * the reason it was refused, goes to c->out.  Inside MULTI a command
+ * passes the same checks (name, arity, permission, a working log) and is
+ * queued (+QUEUED); a refusal then also makes the EXEC abort. */
 void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
                      const size_t *argl);
 

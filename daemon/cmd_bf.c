@@ -116,13 +116,15 @@ static rb_bloom_params_t default_params(void)
     return p;
 }
 
-/* Appends the integer replies fresh[0 .. n), each 0 or 1 for an add
- * (rbi_resp_int for anything else), the same bytes as one rbi_resp_int
- * each, built in a chunk on the stack: formatting each through
- * rbi_resp_int's snprintf was a quarter of a bulk load's time (BF.MADD of
- * 1,000 keys, docs/performance.md "Bulk load"). */
+/* Appends the replies fresh[0 .. n), each 0 or 1 for an add (an integer
+ * for anything else): the same bytes as one rbi_resp_bool each (RESP2
+ * :0 / :1, RESP3 #f / #t, as RedisBloom answers), built in a chunk on the
+ * stack: formatting each through rbi_resp_int's snprintf was a quarter of
+ * a bulk load's time (BF.MADD of 1,000 keys, docs/performance.md "Bulk
+ * load"). */
 static void reply_fresh(rbi_buf_t *out, const uint8_t *fresh, size_t n)
 {
+    const char *yes = out->resp3 ? "#t\r\n" : ":1\r\n", *no = out->resp3 ? "#f\r\n" : ":0\r\n";
     char chunk[4 * 256];
     size_t at = 0;
 
@@ -133,7 +135,7 @@ static void reply_fresh(rbi_buf_t *out, const uint8_t *fresh, size_t n)
             rbi_resp_int(out, fresh[i]);
             continue;
         }
-        memcpy(chunk + at, fresh[i] ? ":1\r\n" : ":0\r\n", 4);
+        memcpy(chunk + at, fresh[i] ? yes : no, 4);
         at += 4;
         if (at == sizeof(chunk)) {
             rbi_buf_append(out, chunk, at);
@@ -457,7 +459,7 @@ static void exists_keys(rbd_ctx_t *x, size_t first, int as_array)
         rbi_resp_array(x->out, n);
     for (size_t i = 0; i < n; i++) {
         int r = bf ? rb_bloom_contains(bf, x->argv[first + i], x->argl[first + i]) : 0;
-        rbi_resp_int(x->out, r == 1);
+        rbi_resp_bool(x->out, r == 1);
     }
 }
 
@@ -472,10 +474,10 @@ static void cmd_bf_mexists(rbd_ctx_t *x)
 }
 
 /* BF.INFO's reply for the whole filter: RedisBloom's fields, then ours
- * for an aging filter. */
+ * for an aging filter; a map (RESP2: a flat array of pairs). */
 static void info_all(rbd_ctx_t *x, const rb_bloom_stat_t *st, const long long *v)
 {
-    rbi_resp_array(x->out, (st->flags & RB_BLOOM_AGING) ? 16 : 10);
+    rbi_resp_map(x->out, (st->flags & RB_BLOOM_AGING) ? 8 : 5);
     rbi_resp_simple(x->out, "Capacity");
     rbi_resp_int(x->out, v[0]);
     rbi_resp_simple(x->out, "Size");

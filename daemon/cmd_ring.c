@@ -188,7 +188,7 @@ static void cmd_ring_info(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_RING, rc);
         return;
     }
-    rbi_resp_array(x->out, 12);
+    rbi_resp_map(x->out, 6);
     rbi_resp_simple(x->out, "Mode");
     rbi_resp_bulk_str(x->out, rb_ring_mode_name(rb_ring_mode(x->s->state.ring)));
     rbi_resp_simple(x->out, "Replicas");

@@ -1,7 +1,9 @@
 /*
- * cmd_server.c - the server commands: PING, ECHO, QUIT, SELECT, COMMAND,
- * CLIENT (what Redis clients send on connecting), CONFIG GET, SAVE,
- * SHUTDOWN and INFO; their table and handlers.
+ * cmd_server.c - the server commands: the connection's (PING, ECHO, QUIT,
+ * SELECT, CLIENT, HELLO, AUTH, RESET, TIME: what Redis clients send on
+ * connecting), CONFIG GET, SAVE, BGSAVE, SHUTDOWN and INFO; their table
+ * and handlers.  HELLO chooses the connection's protocol (RESP2 or 3),
+ * which the encoder applies to every reply after it.
  */
 #include "config.h"
 
@@ -9,7 +11,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -44,23 +48,195 @@ static void cmd_select(rbd_ctx_t *x)
         rbi_resp_error(x->out, "ERR DB index is out of range");
 }
 
-static void cmd_command(rbd_ctx_t *x)
+/* A name for CLIENT SETNAME / SETINFO / HELLO SETNAME: printable ASCII
+ * without spaces, as Redis asks.  A copy goes to *slot (NULL for an empty
+ * name): 0, or replies why not (what: "Client names", "lib-name") and
+ * returns -1. */
+static int set_name(rbd_ctx_t *x, size_t i, const char *what, char **slot)
 {
-    /* redis-cli asks for COMMAND DOCS at start; an empty answer is fine. */
-    if (x->argc >= 2 && rbd_cmd_arg_is(x, 1, "COUNT"))
-        rbi_resp_int(x->out, 0);
-    else
-        rbi_resp_array(x->out, 0);
+    char *copy = NULL;
+
+    for (size_t k = 0; k < x->argl[i]; k++)
+        if (x->argv[i][k] < '!' || x->argv[i][k] > '~') {
+            rbi_resp_error(x->out, "ERR %s cannot contain spaces, newlines or special "
+                           "characters.", what);
+            return -1;
+        }
+    if (x->argl[i] > 0 && (copy = strndup(x->argv[i], x->argl[i])) == NULL) {
+        rbi_resp_error(x->out, "ERR out of memory");
+        return -1;
+    }
+    free(*slot);
+    *slot = copy;
+    return 0;
 }
 
+/* CLIENT INFO's line: Redis's fields that mean something here, and the
+ * peer's credentials. */
+static void client_info(rbd_ctx_t *x)
+{
+    const client_t *c = x->c;
+    uint64_t now = rbd_mono_ms();
+    char line[1024];
+    int n = snprintf(line, sizeof(line), "id=%llu addr=%s:0 laddr=%s:0 fd=%d name=%s age=%llu "
+                     "idle=%llu flags=%s db=0 multi=%d resp=%d lib-name=%s lib-ver=%s uid=%u "
+                     "pid=%d\n", (unsigned long long)c->id, x->s->cfg.socket, x->s->cfg.socket,
+                     c->fd, c->name ? c->name : "",
+                     (unsigned long long)(now - c->created_ms) / 1000,
+                     (unsigned long long)(now - c->last_active_ms) / 1000,
+                     c->txn.active ? "x" : "N", c->txn.active ? (int)c->txn.count : -1,
+                     c->out.resp3 ? 3 : 2, c->lib_name ? c->lib_name : "",
+                     c->lib_ver ? c->lib_ver : "", (unsigned)c->uid, (int)c->pid);
+
+    rbi_resp_verbatim(x->out, line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
+ * INFO: what Redis clients send on connecting (redis-py and node-redis
+ * send SETINFO and ignore its errors), answered as Redis 7.2 does. */
 static void cmd_client(rbd_ctx_t *x)
 {
-    if (rbd_cmd_arg_is(x, 1, "SETNAME") || rbd_cmd_arg_is(x, 1, "SETINFO"))
-        rbi_resp_simple(x->out, "OK");
-    else if (rbd_cmd_arg_is(x, 1, "ID"))
-        rbi_resp_int(x->out, (long long)x->c->id);
-    else
+    static const char *const subs[] = { "ID", "GETNAME", "SETNAME", "SETINFO", "INFO" };
+    static const size_t argcs[] = { 2, 2, 3, 4, 2 };
+    size_t sub = 0;
+    char **slot;
+
+    while (sub < 5 && !rbd_cmd_arg_is(x, 1, subs[sub]))
+        sub++;
+    if (sub == 5) {
         rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'.", (int)x->argl[1], x->argv[1]);
+        return;
+    }
+    if (x->argc != argcs[sub]) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for 'client|%s' command",
+                       sub == 0 ? "id" : sub == 1 ? "getname" : sub == 2 ? "setname"
+                       : sub == 3 ? "setinfo" : "info");
+        return;
+    }
+    switch (sub) {
+    case 0:
+        rbi_resp_int(x->out, (long long)x->c->id);
+        break;
+    case 1:
+        if (x->c->name != NULL)
+            rbi_resp_bulk_str(x->out, x->c->name);
+        else
+            rbi_resp_nil(x->out);
+        break;
+    case 2:
+        if (set_name(x, 2, "Client names", &x->c->name) == 0)
+            rbi_resp_simple(x->out, "OK");
+        break;
+    case 3:
+        slot = rbd_cmd_arg_is(x, 2, "LIB-NAME") ? &x->c->lib_name
+               : rbd_cmd_arg_is(x, 2, "LIB-VER") ? &x->c->lib_ver : NULL;
+        if (slot == NULL)
+            rbi_resp_error(x->out, "ERR Unrecognized option '%.*s'",
+                           (int)(x->argl[2] < 64 ? x->argl[2] : 64), x->argv[2]);
+        else if (set_name(x, 3, slot == &x->c->lib_name ? "lib-name" : "lib-ver", slot) == 0)
+            rbi_resp_simple(x->out, "OK");
+        break;
+    default:
+        client_info(x);
+    }
+}
+
+/* HELLO [protover [AUTH user pass] [SETNAME name]]: Redis 7's checks in
+ * its order, then the protocol switch and a map about the server (in
+ * RESP2 a flat array).  There are no passwords: AUTH succeeds for the
+ * user "default" with any password, as Redis without requirepass does,
+ * and fails for any other user. */
+static void cmd_hello(rbd_ctx_t *x)
+{
+    long long ver = 0;
+    size_t name = 0;
+
+    if (x->argc >= 2) {
+        if (rbd_cmd_arg_ll(x, 1, &ver) != 0) {
+            rbi_resp_error(x->out, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (ver < 2 || ver > 3) {
+            rbi_resp_error(x->out, "NOPROTO unsupported protocol version");
+            return;
+        }
+    }
+    for (size_t i = 2; i < x->argc; i++) {
+        size_t more = x->argc - 1 - i;
+        if (rbd_cmd_arg_is(x, i, "AUTH") && more >= 2) {
+            if (!rbd_cmd_arg_is(x, i + 1, "default")) {
+                rbi_resp_error(x->out, "WRONGPASS invalid username-password pair or user is "
+                               "disabled.");
+                return;
+            }
+            i += 2;
+        } else if (rbd_cmd_arg_is(x, i, "SETNAME") && more >= 1) {
+            name = ++i;
+        } else {
+            rbi_resp_error(x->out, "ERR Syntax error in HELLO option '%.*s'",
+                           (int)(x->argl[i] < 64 ? x->argl[i] : 64), x->argv[i]);
+            return;
+        }
+    }
+    if (name != 0 && set_name(x, name, "Client names", &x->c->name) != 0)
+        return;
+    if (ver != 0)
+        x->out->resp3 = ver == 3;
+    rbi_resp_map(x->out, 7);
+    rbi_resp_bulk_str(x->out, "server");
+    rbi_resp_bulk_str(x->out, "ringbloom");
+    rbi_resp_bulk_str(x->out, "version");
+    rbi_resp_bulk_str(x->out, PACKAGE_VERSION);
+    rbi_resp_bulk_str(x->out, "proto");
+    rbi_resp_int(x->out, x->out->resp3 ? 3 : 2);
+    rbi_resp_bulk_str(x->out, "id");
+    rbi_resp_int(x->out, (long long)x->c->id);
+    rbi_resp_bulk_str(x->out, "mode");
+    rbi_resp_bulk_str(x->out, "standalone");
+    rbi_resp_bulk_str(x->out, "role");
+    rbi_resp_bulk_str(x->out, "master");
+    rbi_resp_bulk_str(x->out, "modules");
+    rbi_resp_array(x->out, 0);
+}
+
+/* AUTH [user] password, answered as Redis answers it without
+ * requirepass. */
+static void cmd_auth(rbd_ctx_t *x)
+{
+    if (x->argc > 3)
+        rbi_resp_error(x->out, "ERR syntax error");
+    else if (x->argc == 2)
+        rbi_resp_error(x->out, "ERR AUTH <password> called without any password configured "
+                       "for the default user. Are you sure your configuration is correct?");
+    else if (rbd_cmd_arg_is(x, 1, "default"))
+        rbi_resp_simple(x->out, "OK");
+    else
+        rbi_resp_error(x->out, "WRONGPASS invalid username-password pair or user is disabled.");
+}
+
+/* RESET: the connection as it was at connect (no transaction, RESP2, no
+ * name); +RESET. */
+static void cmd_reset(rbd_ctx_t *x)
+{
+    rbd_txn_reset(&x->c->txn);
+    x->out->resp3 = 0;
+    free(x->c->name);
+    x->c->name = NULL;
+    rbi_resp_simple(x->out, "RESET");
+}
+
+/* TIME: unix seconds and microseconds, two bulk strings. */
+static void cmd_time(rbd_ctx_t *x)
+{
+    struct timespec ts;
+    char sec[32], usec[32];
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(sec, sizeof(sec), "%lld", (long long)ts.tv_sec);
+    snprintf(usec, sizeof(usec), "%ld", ts.tv_nsec / 1000);
+    rbi_resp_array(x->out, 2);
+    rbi_resp_bulk_str(x->out, sec);
+    rbi_resp_bulk_str(x->out, usec);
 }
 
 /* ---- CONFIG GET ------------------------------------------------------------------ */
@@ -116,7 +292,7 @@ static void cmd_config(rbd_ctx_t *x)
     snprintf(save, sizeof(save), "%u 1", x->s->cfg.save_seconds);
     rbd_config_each(&x->s->cfg, cfg_emit, &g);
     g.matches += cfg_match(x, "save") + cfg_match(x, "appendonly");
-    rbi_resp_array(x->out, 2 * g.matches);
+    rbi_resp_map(x->out, g.matches);
     g.count_only = 0;
     rbd_config_each(&x->s->cfg, cfg_emit, &g);
     if (cfg_match(x, "save")) {
@@ -403,21 +579,24 @@ static void cmd_info(rbd_ctx_t *x)
     if (ib.b.oom)
         rbi_resp_error(x->out, "ERR out of memory");
     else
-        rbi_resp_bulk(x->out, ib.b.data ? ib.b.data : "", ib.b.len);
+        rbi_resp_verbatim(x->out, ib.b.data ? ib.b.data : "", ib.b.len);
     rbi_buf_free(&ib.b);
 }
 
 const rbd_command_t rbd_cmd_server_table[] = {
     RBD_COMMAND("PING", -1, 0, cmd_ping),
     RBD_COMMAND("ECHO", 2, 0, cmd_echo),
-    RBD_COMMAND("QUIT", -1, 0, cmd_quit),
+    RBD_COMMAND("QUIT", -1, CMD_TXN, cmd_quit),
     RBD_COMMAND("SELECT", 2, 0, cmd_select),
-    RBD_COMMAND("COMMAND", -1, 0, cmd_command),
     RBD_COMMAND("CLIENT", -2, 0, cmd_client),
+    RBD_COMMAND("HELLO", -1, 0, cmd_hello),
+    RBD_COMMAND("AUTH", -2, 0, cmd_auth),
+    RBD_COMMAND("RESET", 1, CMD_TXN, cmd_reset),
+    RBD_COMMAND("TIME", 1, 0, cmd_time),
     RBD_COMMAND("CONFIG", -2, 0, cmd_config),
     RBD_COMMAND("INFO", -1, 0, cmd_info),
-    RBD_COMMAND("SAVE", 1, CMD_ADMIN, cmd_save),
+    RBD_COMMAND("SAVE", 1, CMD_ADMIN | CMD_NO_MULTI, cmd_save),
     RBD_COMMAND("BGSAVE", -1, CMD_ADMIN, cmd_bgsave),
-    RBD_COMMAND("SHUTDOWN", -1, CMD_ADMIN, cmd_shutdown),
+    RBD_COMMAND("SHUTDOWN", -1, CMD_ADMIN | CMD_NO_MULTI, cmd_shutdown),
     { NULL, 0, 0, 0, NULL },
 };

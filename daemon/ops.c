@@ -32,6 +32,7 @@
 #include "bytes.h"
 #include "ops.h"
 #include "rbd_log.h"
+#include "seg_txn.h"
 
 typedef enum field_kind {
     F_END = 0,
@@ -233,6 +234,9 @@ static const op_def_t ops[] = {
     [RBD_OP_BF_ADD] = { "BF.ADD", RBD_NAMES_FILTER, OP_PARTIAL, bf_add, NULL, { NAME, KEYS } },
     [RBD_OP_BF_ROTATE] = { "BF.ROTATE", RBD_NAMES_FILTER, 0, bf_rotate, NULL, { NAME } },
     [RBD_OP_BF_RESET] = { "BF.RESET", RBD_NAMES_FILTER, OP_SYNC, bf_reset, NULL, { NAME } },
+    /* Not an op: the frame of a transaction's records (rbd_op_txn_begin);
+     * replay.c replays its members. */
+    [RBD_OP_TXN] = { "TXN", RBD_NAMES_NOTHING, 0, NULL, NULL, { { F_END, 0 } } },
     [RBD_OP_BF_DELETE] = { "DEL", RBD_NAMES_FILTER, OP_SYNC, bf_delete, NULL, { NAME } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
@@ -343,6 +347,22 @@ int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op)
         put_field(aof, f, op);
     rbd_aof_record_end(aof, start, (d->flags & OP_SYNC) != 0);
     return rc;
+}
+
+size_t rbd_op_txn_begin(rbd_state_t *st, rbd_aof_t *aof)
+{
+    rbi_segment_txn_begin(st->seg);
+    return rbd_aof_record_begin(aof, RBD_OP_TXN);
+}
+
+void rbd_op_txn_end(rbd_state_t *st, rbd_aof_t *aof, size_t start)
+{
+    rbi_segment_txn_end(st->seg);
+    /* Each member asked for its own fsync (P2) as it was appended. */
+    if (aof->pending.len == start + RBD_REC_HDR)
+        aof->pending.len = start;
+    else
+        rbd_aof_record_end(aof, start, 0);
 }
 
 int rbd_op_replay(rbd_state_t *st, rbd_op_t *op)

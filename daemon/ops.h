@@ -11,6 +11,7 @@
 #include "aof.h"
 #include "ringbloom.h"
 #include "state.h"
+#include "txn.h"
 
 /* An op's type is its log record's type byte: part of the log format
  * (docs/design.md, "Files in the state directory"), never renumbered or
@@ -24,7 +25,8 @@ typedef enum rbd_op_type {
     RBD_OP_BF_ADD = 6,
     RBD_OP_BF_ROTATE = 7,      /* an aging rotation because its window passed */
     RBD_OP_BF_RESET = 8,
-    RBD_OP_BF_DELETE = 9,      /* DEL / UNLINK of a filter */
+    RBD_OP_TXN = 9,            /* a transaction: its members' whole records */
+    RBD_OP_BF_DELETE = 10,     /* DEL / UNLINK of a filter */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -63,6 +65,25 @@ typedef struct rbd_op {
  * part-way logs the keys added before the failure (op->nkeys says how
  * many).  RB_OK or the error of the apply (then nothing else changed). */
 int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op);
+
+/* A transaction (EXEC) is one unit in the log and in the segment:
+ * rbd_op_txn_begin opens a TXN record and sets st's segment's transaction
+ * mark (seg_txn.h), the ops run meanwhile append their records inside the
+ * TXN, and rbd_op_txn_end clears the mark and closes the record (one
+ * checksum over them all, so a crash keeps all of them or none: replay.c),
+ * or drops it if none was appended.  Both in one event-loop step, with no
+ * flush and no change of st->seg between (T1, T2).  A daemon that dies
+ * between them leaves the mark set, and its successor does not take that
+ * segment over (recovery.c). */
+size_t rbd_op_txn_begin(rbd_state_t *st, rbd_aof_t *aof);
+void rbd_op_txn_end(rbd_state_t *st, rbd_aof_t *aof, size_t start);
+
+/* The longest TXN record an EXEC can append: its requests' arguments are
+ * at most max_request bytes, and a member record is at most its
+ * arguments plus 256 bytes (BF_RESERVE's fields and secret, a header),
+ * for at most RBD_TXN_MAX_COMMANDS (txn.h) members. */
+#define RBD_TXN_RECORD_MAX(max_request) \
+    ((uint64_t)(max_request) + 256u * (uint64_t)RBD_TXN_MAX_COMMANDS + 64u)
 
 /* Replays op, decoded from a record: the same apply as rbd_op_run, without
  * publishing (start-up publishes once, at the end) or logging. */

@@ -1,7 +1,8 @@
 /*
  * recovery.c - ringbloomd's start-up: re-attach to the live segment a
  * predecessor left (the freshest state: every change was applied before it
- * was logged), or restore the snapshot into a hidden segment and replay the
+ * was logged) unless it died inside a transaction (T1: the segment's mark,
+ * seg_txn.h), or restore the snapshot into a hidden segment and replay the
  * log that continues it (replay.c); then publish the ring, make the
  * segment live and take the start-up snapshot (docs/design.md, "Start-up").
  *
@@ -30,6 +31,7 @@
 #include "rbd_log.h"
 #include "recovery.h"
 #include "replay.h"
+#include "seg_txn.h"
 
 /* The bytes of a state file, mmap'ed. */
 typedef struct mapped {
@@ -159,7 +161,8 @@ static uint64_t log_in_place(const char *path)
 
 /* Step 1: a live segment left by a predecessor.  1 if re-attached (the
  * ring loaded, aof->log_id the log in place), 0 if there is none or it was
- * unusable (removed), -1 with err if the start must be refused. */
+ * unusable or left inside a transaction (removed), -1 with err if the
+ * start must be refused. */
 static int reattach(const rbd_config_t *cfg, rbd_state_t *st, rbd_aof_t *aof,
                     const start_files_t *f, char *err, size_t errlen)
 {
@@ -179,6 +182,20 @@ static int reattach(const rbd_config_t *cfg, rbd_state_t *st, rbd_aof_t *aof,
                  "refusing to use it (name squatting?): check its owner with ls -l, remove "
                  "it, and start again", cfg->instance);
         return -1;
+    }
+    if (rc == RB_OK && rbi_segment_txn_open(st->seg)) {
+        /* T1: the predecessor died between two members of an EXEC (the
+         * mark is set before the first is applied and cleared after the
+         * last), so the segment may hold some of them, and the files
+         * hold none (the TXN record is written after the step, T2): they
+         * are the all-or-none state, so rebuild from them. */
+        rbd_log(LOG_WARNING, "the live segment's writer died inside a transaction (EXEC), "
+                "so it may hold part of one: replacing it from %s, which holds none of it",
+                aof->dir);
+        rb_segment_close(st->seg);
+        st->seg = NULL;
+        rb_segment_unlink(cfg->instance);
+        return 0;
     }
     if (rc == RB_OK && (rc = rb_ring_load(st->seg, &st->ring)) != RB_OK) {
         rbd_log(LOG_WARNING, "the live segment's ring cannot be loaded (%s)", rb_strerror(rc));

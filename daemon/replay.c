@@ -1,7 +1,8 @@
 /*
  * replay.c - replaying the append-only log at start-up: each whole,
  * checksummed record is decoded and applied through its op (ops.c), the
- * same code that applied it live; a torn tail (what a crash while
+ * same code that applied it live (a TXN record: each of its members, so a
+ * transaction is replayed whole or, torn, not at all); a torn tail (what a crash while
  * appending leaves, and only that) may be ignored; anything else that does
  * not parse or apply is corruption (docs/design.md, "Start-up": Records,
  * Torn tails).
@@ -53,13 +54,14 @@ static int record_at(const log_bytes_t *m, size_t j)
  *              unwritten extents), and blocks start at multiples of 512;
  * and the record's bytes before the cut or the zeros start a record we
  * could have written (a length in 1..max-request-bytes + 64, a known
- * type), with no whole record after i within RESYNC_WINDOW (a torn write
+ * type; a TXN up to RBD_TXN_RECORD_MAX, and so a record whose type was
+ * cut off), with no whole record after i within RESYNC_WINDOW (a torn write
  * is the last thing in the file).  0 otherwise: damage - a complete
  * record with a bad checksum included, last or not. */
 static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
 {
-    uint64_t max = cfg->max_request_bytes + 64;
-    size_t left = m->len - i, real, z = m->len, b;
+    uint64_t max = RBD_TXN_RECORD_MAX(cfg->max_request_bytes);
+    size_t left = m->len - i, real, z = m->len, b, from;
     int how;
 
     if (left < RBD_REC_HDR || rbd_get_u32(m->data + i) > left - 8) {
@@ -76,12 +78,20 @@ static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
     }
     if (real - i >= 4 && (rbd_get_u32(m->data + i) == 0 || rbd_get_u32(m->data + i) > max))
         return 0;
-    if (real - i >= RBD_REC_HDR && rbd_op_name(m->data[i + 8]) == NULL)
+    if (real - i >= RBD_REC_HDR && (rbd_op_name(m->data[i + 8]) == NULL ||
+        (m->data[i + 8] != RBD_OP_TXN &&
+         rbd_get_u32(m->data + i) > cfg->max_request_bytes + 64)))
         return 0;
+    /* A torn TXN holds whole records of its own, its members: the search
+     * starts after those that are there. */
+    from = i + 1;
+    if (real - i >= RBD_REC_HDR && m->data[i + 8] == RBD_OP_TXN)
+        for (from = i + RBD_REC_HDR; record_at(m, from); from += 8 + rbd_get_u32(m->data + from))
+            ;
     /* Damage in the middle is followed by whole records; a torn tail is
      * not.  Look a bounded distance ahead (records are small; a longer
      * search would cost O(n^2) on garbage). */
-    for (size_t j = i + 1; j + RBD_REC_HDR <= m->len && j - i <= RESYNC_WINDOW; j++)
+    for (size_t j = from; j + RBD_REC_HDR <= m->len && j - i <= RESYNC_WINDOW; j++)
         if (rbd_get_u32(m->data + j) <= RESYNC_WINDOW && record_at(m, j))
             return 0;
     return how;
@@ -157,6 +167,28 @@ static int replay_record(rbd_state_t *st, uint8_t type, const unsigned char *q, 
     return -1;
 }
 
+/* Replays the members of a TXN record, its payload q[0..n): whole,
+ * checksummed records of a known type other than TXN, each through
+ * replay_record.  The frame's checksum held, so a member that is not such
+ * a record is damage.  0, or -1 with err. */
+static int replay_txn(rbd_state_t *st, const unsigned char *q, size_t n, rbd_keys_t *keys,
+                      char *err, size_t errlen)
+{
+    const log_bytes_t inner = { q, n };
+    uint32_t len;
+
+    for (size_t j = 0; j < n; j += 8 + len) {
+        if (!record_at(&inner, j) || q[j + 8] == RBD_OP_TXN) {
+            snprintf(err, errlen, "record TXN holds no whole record at its byte %zu", j);
+            return -1;
+        }
+        len = rbd_get_u32(q + j);
+        if (replay_record(st, q[j + 8], q + j + RBD_REC_HDR, len - 1, keys, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* What no whole record at offset i means: a torn tail ignored (0, r->torn
  * set), or -1 with err. */
 static int replay_end(const rbd_config_t *cfg, const char *path, const log_bytes_t *m, size_t i,
@@ -202,8 +234,10 @@ static int replay_records(const rbd_config_t *cfg, rbd_state_t *st, const char *
             break;
         }
         len = rbd_get_u32(m->data + i);
-        if (replay_record(st, m->data[i + 8], m->data + i + RBD_REC_HDR, len - 1, &keys, why,
-                          sizeof(why)) != 0) {
+        if ((m->data[i + 8] == RBD_OP_TXN
+                 ? replay_txn(st, m->data + i + RBD_REC_HDR, len - 1, &keys, why, sizeof(why))
+                 : replay_record(st, m->data[i + 8], m->data + i + RBD_REC_HDR, len - 1, &keys,
+                                 why, sizeof(why))) != 0) {
             snprintf(err, errlen, "log %s is corrupt at offset %zu: %s", path, i, why);
             rc = -1;
             break;

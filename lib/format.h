@@ -59,13 +59,17 @@ typedef struct rb_header_shm {
     _Atomic uint64_t created;         /* 112 unix seconds */
     _Atomic uint64_t next_incarnation;/* 120 filter incarnation counter */
     _Atomic uint64_t flags;           /* 128 RBI_HDR_*, 0 before huge pages */
-    _Atomic uint64_t reserved0[15];   /* 136 */
+    _Atomic uint64_t txn_open;        /* 136 1 while the writer applies a unit
+                                         that must be kept whole (seg_txn.h);
+                                         0 in segments made before it */
+    _Atomic uint64_t reserved0[14];   /* 144 */
     rb_ring_hdr_shm_t ring;           /* 256 */
 } rb_header_shm_t;
 
 _Static_assert(offsetof(rb_header_shm_t, size) == 48, "header layout");
 _Static_assert(offsetof(rb_header_shm_t, dir_offset) == 88, "header layout");
 _Static_assert(offsetof(rb_header_shm_t, next_incarnation) == 120, "header layout");
+_Static_assert(offsetof(rb_header_shm_t, txn_open) == 136, "header layout");
 _Static_assert(offsetof(rb_header_shm_t, ring) == 256, "header layout");
 _Static_assert(sizeof(rb_header_shm_t) <= RBI_HEADER_SIZE, "header fits its page");
 

@@ -1,5 +1,5 @@
 /*
- * resp_enc.c - RESP2 encoding for every part of the project; see
+ * resp_enc.c - RESP encoding for every part of the project; see
  * resp_enc.h.  Lengths are decimal ASCII, every element ends in CRLF, and
  * an error reply is kept to one line (a CR or LF in its text would end the
  * element early and desynchronise the client).
@@ -15,8 +15,11 @@
 
 void rbi_buf_free(rbi_buf_t *b)
 {
+    int resp3 = b->resp3;
+
     free(b->data);
     memset(b, 0, sizeof(*b));
+    b->resp3 = resp3;
 }
 
 /* Room for len more bytes: 0, or -1 with oom set. */
@@ -108,12 +111,48 @@ void rbi_resp_bulk_str(rbi_buf_t *b, const char *s)
 
 void rbi_resp_nil(rbi_buf_t *b)
 {
-    rbi_buf_append(b, "$-1\r\n", 5);
+    if (b->resp3)
+        rbi_buf_append(b, "_\r\n", 3);
+    else
+        rbi_buf_append(b, "$-1\r\n", 5);
 }
 
 void rbi_resp_array(rbi_buf_t *b, size_t n)
 {
     header(b, '*', (long long)n);
+}
+
+void rbi_resp_map(rbi_buf_t *b, size_t pairs)
+{
+    if (b->resp3)
+        header(b, '%', (long long)pairs);
+    else
+        header(b, '*', (long long)(2 * pairs));
+}
+
+void rbi_resp_set(rbi_buf_t *b, size_t n)
+{
+    header(b, b->resp3 ? '~' : '*', (long long)n);
+}
+
+void rbi_resp_bool(rbi_buf_t *b, int v)
+{
+    if (b->resp3)
+        rbi_buf_append(b, v ? "#t\r\n" : "#f\r\n", 4);
+    else
+        rbi_buf_append(b, v ? ":1\r\n" : ":0\r\n", 4);
+}
+
+void rbi_resp_verbatim(rbi_buf_t *b, const void *data, size_t len)
+{
+    if (!b->resp3) {
+        rbi_resp_bulk(b, data, len);
+        return;
+    }
+    header(b, '=', (long long)len + 4);
+    rbi_buf_append(b, "txt:", 4);
+    rbi_buf_append(b, data, len);
+    rbi_buf_append(b, "\r\n", 2);
 }
 
 /* Decimal digits of n. */

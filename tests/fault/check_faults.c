@@ -15,7 +15,8 @@
  *   shim  faults a disk seldom produces, through fault_shim.c
  *         (LD_PRELOAD): the snapshot's log rename, fdatasync (in the reply
  *         path and in the everysec thread), a log outage that must not
- *         make the daemon spin.
+ *         make the daemon spin, an EXEC killed in its log write or
+ *         between its members (all or none after a restart).
  *
  * The torn log tail is in check_daemon (test_daemon_torn_tail_accepted_
  * middle_damage_refused, which cuts a real record at every offset), the

@@ -2,7 +2,8 @@
  * check_faults_shim.c - check_faults' shim TCase: faults a disk seldom
  * produces, through fault_shim.c (LD_PRELOAD): the snapshot's log rename,
  * fdatasync in the reply path and in the everysec thread, a log outage
- * that must not make the daemon spin.  Shared with the other files:
+ * that must not make the daemon spin, an EXEC killed in its log write and
+ * between its members (T1).  Shared with the other files:
  * faults.h.
  */
 #include "faults.h"
@@ -336,11 +337,179 @@ START_TEST(test_faults_log_outage_does_not_spin)
 }
 END_TEST
 
+/* One transaction of round r: MULTI, two adds and a new node - with
+ * grow, a large new filter between the node and the second add (its
+ * reserve grows the segment) - EXEC, sent on a raw connection (the
+ * daemon may die before it answers). */
+static int send_txn(int r, int grow)
+{
+    char a[16], b[16], n[16], g[16];
+    int fd = rbd_raw_connect(&d);
+
+    snprintf(a, sizeof(a), "k%da", r);
+    snprintf(b, sizeof(b), "k%db", r);
+    snprintf(n, sizeof(n), "n%d", r);
+    snprintf(g, sizeof(g), "g%d", r);
+    raw_send(fd, "MULTI", (const char *)NULL);
+    raw_send(fd, "BF.ADD", "f", a, (const char *)NULL);
+    raw_send(fd, "RING.ADD", n, (const char *)NULL);
+    if (grow)
+        raw_send(fd, "BF.RESERVE", g, "0.01", "1000000", (const char *)NULL);
+    raw_send(fd, "BF.ADD", "f", b, (const char *)NULL);
+    raw_send(fd, "EXEC", (const char *)NULL);
+    return fd;
+}
+
+/* Asserts that round r's transaction is there whole (all) or not at all. */
+static void assert_txn(rb_conn_t *c, int r, int all)
+{
+    char a[16], b[16], nodes[256];
+    const char *got;
+    int rc;
+
+    snprintf(a, sizeof(a), "k%da", r);
+    snprintf(b, sizeof(b), "k%db", r);
+    rbd_expect(c, all ? "1\n1" : "0\n0", "BF.MEXISTS", "f", a, b);
+    got = rbd_cmd(c, &rc, "RING.NODES", (const char *)NULL);
+    snprintf(nodes, sizeof(nodes), "n%d\n", r);
+    ck_assert_msg((strstr(got, nodes) != NULL) == all, "round %d: nodes [%s]", r, got);
+}
+
+/* T1: a transaction killed mid-EXEC restarts with all of it or none.  The
+ * daemon dies by SIGKILL in the write of the EXEC's log record: before
+ * any byte of it (applied, not logged, not answered), after half of it (a
+ * torn TXN record), after all of it (logged, not answered).  Restarted
+ * from the files alone (the segment removed, as a machine crash would),
+ * the first two find none of it - the torn record is a torn tail, not
+ * half a transaction - and the last all of it; restarted onto the
+ * segment it left, the first finds all of it (every member was applied
+ * before the record was written).  Transactions before stay. */
+START_TEST(test_faults_txn_killed_keeps_all_or_none)
+{
+    static const struct {
+        const char *rule;
+        int keep_segment, all;
+    } rounds[] = {
+        { "write appendonly.rbl KILL\n", 0, 0 },
+        { "write appendonly.rbl KILL-HALF\n", 0, 0 },
+        { "write appendonly.rbl KILL-AFTER\n", 0, 1 },
+        { "write appendonly.rbl KILL\n", 1, 1 },
+    };
+    const char *shim = shim_path();
+    char buf[256];
+    rb_conn_t *c;
+    int fd;
+
+    if (shim == NULL)
+        return;
+    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000");
+    rb_conn_close(c);
+    fd = send_txn(100, 0);
+    ck_assert_uint_gt(raw_wait(fd, buf, sizeof(buf), 10, 5000), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "*3\r\n:1\r\n+OK\r\n:1\r\n"));
+    close(fd);
+    for (int r = 0; r < 4; r++) {
+        fault_set(rounds[r].rule);
+        fd = send_txn(r, 0);
+        /* Some of the replies of MULTI and the three queued may come
+         * (the requests may arrive in several reads); EXEC's never does. */
+        memset(buf, 0, sizeof(buf));
+        raw_wait(fd, buf, sizeof(buf) - 1, 5, 3000);
+        ck_assert_ptr_null(strstr(buf, "*3"));
+        rbd_stop(&d, SIGKILL);
+        close(fd);
+        fault_set("");
+        if (!rounds[r].keep_segment)
+            ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+        relaunch_with_shim(shim);
+        c = rbd_connect(&d);
+        assert_txn(c, 100, 1);
+        assert_txn(c, r, rounds[r].all);
+        rb_conn_close(c);
+    }
+    ck_assert_int_ge(rbd_log_count(&d, "torn record"), 1);
+}
+END_TEST
+
+/* T1 between members: the daemon dies by SIGKILL after an EXEC's first
+ * members are applied and before the rest are (in the segment growth of
+ * the third, a large BF.RESERVE: the shim's ftruncate rule on the shm
+ * object).  The segment it leaves holds the first add (readers saw it)
+ * and the transaction mark; the log holds nothing of the transaction.
+ * Restarted onto that segment, the daemon must not take it over (the
+ * takeover would keep half a transaction): it rebuilds from the files and
+ * finds none of it; restarted from the files alone, none as well.  A
+ * transaction before stays whole, and the next one runs and is kept. */
+START_TEST(test_faults_txn_killed_between_members_keeps_none)
+{
+    const char *shim = shim_path();
+    char buf[256], rule[128];
+    rb_segment_t *seg;
+    rb_bloom_t *bf;
+    rb_conn_t *c;
+    int fd, rc;
+
+    if (shim == NULL)
+        return;
+    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000");
+    rb_conn_close(c);
+    fd = send_txn(100, 0);
+    ck_assert_uint_gt(raw_wait(fd, buf, sizeof(buf), 10, 5000), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "*3\r\n:1\r\n+OK\r\n:1\r\n"));
+    close(fd);
+    snprintf(rule, sizeof(rule), "ftruncate ringbloom.%s KILL\n", d.inst);
+    for (int keep_segment = 1; keep_segment >= 0; keep_segment--) {
+        int r = keep_segment;
+        fault_set(rule);
+        fd = send_txn(r, 1);
+        memset(buf, 0, sizeof(buf));
+        raw_wait(fd, buf, sizeof(buf) - 1, 6, 3000);
+        ck_assert_ptr_null(strstr(buf, "*4"));
+        rbd_stop(&d, SIGKILL);
+        close(fd);
+        fault_set("");
+        /* What readers saw: the first member, applied before the death. */
+        snprintf(buf, sizeof(buf), "k%da", r);
+        ck_assert_int_eq(rb_segment_attach(d.inst, RB_ATTACH_STALE_OK, &seg), RB_OK);
+        ck_assert_int_eq(rb_bloom_open(seg, "f", 1, &bf), RB_OK);
+        ck_assert_int_eq(rb_bloom_contains(bf, buf, strlen(buf)), 1);
+        rb_bloom_close(bf);
+        rb_segment_close(seg);
+        if (!keep_segment)
+            ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+        relaunch_with_shim(shim);
+        c = rbd_connect(&d);
+        assert_txn(c, 100, 1);
+        assert_txn(c, r, 0);
+        snprintf(buf, sizeof(buf), "g%d", r);
+        rbd_cmd(c, &rc, "BF.INFO", buf, (const char *)NULL);
+        ck_assert_int_ne(rc, RB_OK);
+        rb_conn_close(c);
+    }
+    ck_assert_int_eq(rbd_log_count(&d, "inside a transaction"), 1);
+    fd = send_txn(200, 1);
+    ck_assert_uint_gt(raw_wait(fd, buf, sizeof(buf), 11, 5000), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "*4\r\n:1\r\n+OK\r\n+OK\r\n:1\r\n"));
+    close(fd);
+    rbd_stop(&d, SIGKILL);
+    relaunch_with_shim(shim);
+    c = rbd_connect(&d);
+    assert_txn(c, 200, 1);
+    rb_conn_close(c);
+}
+END_TEST
+
 TCase *faults_shim_tcase(void)
 {
     return RB_TCASE("shim", 60, NULL, faults_teardown,
                     test_faults_log_rename_failure_after_snapshot,
                     test_faults_fsync_failure_holds_reply_until_snapshot,
                     test_faults_everysec_fsync_failure_forces_snapshot,
-                    test_faults_log_outage_does_not_spin);
+                    test_faults_log_outage_does_not_spin,
+                    test_faults_txn_killed_keeps_all_or_none,
+                    test_faults_txn_killed_between_members_keeps_none);
 }

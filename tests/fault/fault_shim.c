@@ -11,12 +11,20 @@
  *
  *     CALL SUFFIX ERRNO
  *
- * CALL is write, pwrite, fsync, fdatasync or rename; the call fails with
- * ERRNO (EIO, ENOSPC, EDQUOT, EROFS or EFBIG) when its path ends with SUFFIX
- * (for calls on a descriptor, the path /proc/self/fd names; for rename, the
- * new name).  Lines starting with '#' and unknown lines are ignored.  A
- * missing file means no faults.  Every injected failure is reported on
- * stderr (the daemon's log in the tests) as "fault_shim: CALL PATH: ERRNO".
+ * CALL is write, pwrite, fsync, fdatasync, ftruncate or rename; the call
+ * fails with ERRNO (EIO, ENOSPC, EDQUOT, EROFS or EFBIG) when its path ends
+ * with SUFFIX - or, for ERRNO KILL, KILL-HALF or KILL-AFTER, the process
+ * dies by SIGKILL in the call: before it does anything, after writing the
+ * first half of the bytes (a write; any other call dies before), or after
+ * writing all of them: the crash windows of a log write - (for calls on a
+ * descriptor, the path /proc/self/fd names; for rename, the new name).
+ * Lines starting with '#' and unknown lines are ignored.  A missing file
+ * means no faults.  Every injected failure is reported on stderr (the
+ * daemon's log in the tests) as "fault_shim: CALL PATH: ERRNO".
+ *
+ * ftruncate of the shm object (/dev/shm/ringbloom.<instance>) is the
+ * segment's growth, which a command makes before it changes anything: a
+ * KILL there inside an EXEC dies between two of its members (check_faults).
  *
  * Cost: a read of the control file per intercepted call; the shim is for
  * tests only and never installed.
@@ -25,6 +33,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +45,7 @@ static const struct {
 } errnos[] = {
     { "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EDQUOT", EDQUOT }, { "EROFS", EROFS },
     { "EFBIG", EFBIG },
+    { "KILL", -1 }, { "KILL-HALF", -2 }, { "KILL-AFTER", -3 },
 };
 
 /* Reads the control file with raw system calls (not stdio, not the
@@ -101,7 +111,20 @@ static void report(const char *call, const char *path, int e)
         (void)!real(2, msg, (size_t)len);
 }
 
-/* 0 if the call may go on, else -1 with errno set (and reported). */
+/* Dies by SIGKILL in a write of buf[0..n) to fd, as rule kill (-1, -2,
+ * -3) says. */
+static void die_in_write(int fd, const void *buf, size_t n, int kill)
+{
+    ssize_t (*real)(int, const void *, size_t) =
+        (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+
+    if (kill != -1 && real != NULL)
+        (void)!real(fd, buf, kill == -2 ? n / 2 : n);
+    raise(SIGKILL);
+}
+
+/* 0 if the call may go on, else -1 with errno set (and reported), or a
+ * KILL rule's value (< -1: the caller dies in it; -1 dies here). */
 static int inject_fd(const char *call, int fd)
 {
     const char *path;
@@ -113,6 +136,10 @@ static int inject_fd(const char *call, int fd)
     e = fault_for(call, path);
     if (e == 0)
         return 0;
+    if (e < 0 && (e == -1 || strcmp(call, "write") != 0))
+        raise(SIGKILL);
+    if (e < 0)
+        return e;
     report(call, path, e);
     errno = e;
     return -1;
@@ -123,7 +150,11 @@ static int inject_fd(const char *call, int fd)
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
-    if (inject_fd("write", fd) != 0)
+    int e = inject_fd("write", fd);
+
+    if (e < -1)
+        die_in_write(fd, buf, n, e);
+    if (e != 0)
         return -1;
     return REAL(ssize_t, "write", int, const void *, size_t)(fd, buf, n);
 }
@@ -140,6 +171,20 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
     if (inject_fd("pwrite", fd) != 0)
         return -1;
     return REAL(ssize_t, "pwrite64", int, const void *, size_t, off64_t)(fd, buf, n, off);
+}
+
+int ftruncate(int fd, off_t len)
+{
+    if (inject_fd("ftruncate", fd) != 0)
+        return -1;
+    return REAL(int, "ftruncate", int, off_t)(fd, len);
+}
+
+int ftruncate64(int fd, off64_t len)
+{
+    if (inject_fd("ftruncate", fd) != 0)
+        return -1;
+    return REAL(int, "ftruncate64", int, off64_t)(fd, len);
 }
 
 int fsync(int fd)
@@ -160,6 +205,8 @@ int rename(const char *from, const char *to)
 {
     int e = fault_for("rename", to);
 
+    if (e < 0)
+        raise(SIGKILL);
     if (e != 0) {
         report("rename", to, e);
         errno = e;

@@ -1,7 +1,8 @@
-/* check_resp.c - RESP2: ringbloomd's request parser (daemon/resp.c), whose
+/* check_resp.c - RESP: ringbloomd's request parser (daemon/resp.c), whose
  * verdict on a request never depends on how its bytes were split (cases
  * from fuzz_resp: tests/fuzz/corpus/fuzz_resp/regress-*), and the project's
- * one encoder (lib/resp_enc.c), whose requests that parser reads back. */
+ * one encoder (lib/resp_enc.c), whose requests that parser reads back and
+ * whose typed replies are RESP3's or, byte for byte, Redis 7's RESP2. */
 #include "resp.h"
 #include "resp_enc.h"
 #include "rb_test.h"
@@ -172,6 +173,42 @@ START_TEST(test_resp_encoded_requests_parse_back)
 }
 END_TEST
 
+/* Appends one of each typed reply to b, in b's protocol. */
+static void typed_replies(rbi_buf_t *b)
+{
+    rbi_resp_map(b, 2);
+    rbi_resp_simple(b, "k");
+    rbi_resp_bool(b, 1);
+    rbi_resp_bulk_str(b, "n");
+    rbi_resp_nil(b);
+    rbi_resp_set(b, 1);
+    rbi_resp_bool(b, 0);
+    rbi_resp_verbatim(b, "a:1\r\n", 5);
+}
+
+/* The typed elements: RESP3's where the buffer speaks it, Redis 7's RESP2
+ * forms otherwise (a map as a flat array, booleans as 0 / 1, a null bulk,
+ * verbatim text as a bulk string); the protocol survives rbi_buf_free. */
+START_TEST(test_resp_typed_replies_follow_the_protocol)
+{
+    static const char resp2[] = "*4\r\n+k\r\n:1\r\n$1\r\nn\r\n$-1\r\n*1\r\n:0\r\n$5\r\na:1\r\n\r\n";
+    static const char resp3[] = "%2\r\n+k\r\n#t\r\n$1\r\nn\r\n_\r\n~1\r\n#f\r\n=9\r\ntxt:a:1\r\n\r\n";
+    rbi_buf_t b = { 0 };
+
+    typed_replies(&b);
+    ck_assert_uint_eq(b.len, sizeof(resp2) - 1);
+    ck_assert(memcmp(b.data, resp2, b.len) == 0);
+    rbi_buf_free(&b);
+    b.resp3 = 1;
+    rbi_buf_free(&b);
+    ck_assert_int_eq(b.resp3, 1);
+    typed_replies(&b);
+    ck_assert_uint_eq(b.len, sizeof(resp3) - 1);
+    ck_assert(memcmp(b.data, resp3, b.len) == 0);
+    rbi_buf_free(&b);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("resp",
@@ -179,5 +216,6 @@ int main(void)
                                  test_resp_malformed_number_is_an_error_at_once,
                                  test_resp_request_limit_holds_however_split),
                         RB_TCASE("encoder", 0, NULL, NULL,
-                                 test_resp_encoded_requests_parse_back));
+                                 test_resp_encoded_requests_parse_back,
+                                 test_resp_typed_replies_follow_the_protocol));
 }

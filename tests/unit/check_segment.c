@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "rb_test.h"
+#include "seg_txn.h"
 
 static char inst[96];
 static rb_segment_t *wseg;
@@ -886,6 +887,44 @@ END_TEST
  * library's answer for key-0 .. key-199.  Restored by this library, the
  * ring answers the same, the filter holds its keys, and the restored
  * segment is of this layout (its dump restores again). */
+/* The transaction mark (seg_txn.h, header word 136): set and cleared by
+ * the writer only, kept by a takeover (the new writer decides what it
+ * means), never carried by a dump into a restored segment, and 0 in a new
+ * segment. */
+START_TEST(test_segment_txn_mark_survives_takeover_not_restore)
+{
+    char inst2[96];
+    rb_segment_t *r, *copy;
+    dump_buf_t d;
+
+    create_default();
+    ck_assert_int_eq(rbi_segment_txn_open(wseg), 0);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    rbi_segment_txn_begin(r);   /* a reader's handle: ignored */
+    ck_assert_int_eq(rbi_segment_txn_open(wseg), 0);
+    rbi_segment_txn_begin(wseg);
+    ck_assert_int_eq(rbi_segment_txn_open(r), 1);
+    rbi_segment_txn_end(r);
+    ck_assert_int_eq(rbi_segment_txn_open(wseg), 1);
+
+    memset(&d, 0, sizeof(d));
+    ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &d), RB_OK);
+    rb_test_instance(inst2, sizeof(inst2));
+    ck_assert_int_eq(rb_segment_restore(inst2, NULL, d.data, d.len, &copy), RB_OK);
+    ck_assert_int_eq(rbi_segment_txn_open(copy), 0);
+    rb_segment_close(copy);
+    rb_segment_unlink(inst2);
+    free(d.data);
+
+    rb_segment_close(wseg);   /* the writer goes with the mark set */
+    ck_assert_int_eq(rb_segment_open_writer(inst, &wseg), RB_OK);
+    ck_assert_int_eq(rbi_segment_txn_open(wseg), 1);
+    rbi_segment_txn_end(wseg);
+    ck_assert_int_eq(rbi_segment_txn_open(r), 0);
+    rb_segment_close(r);
+}
+END_TEST
+
 START_TEST(test_segment_restore_layout1_dump)
 {
     const char *dir = getenv("srcdir");
@@ -1137,6 +1176,7 @@ int main(void)
                                  test_segment_reader_follows_restarted_writer,
                                  test_segment_dump_restore_roundtrip_and_corruption,
                                  test_segment_takeover_forgets_inactive_copy,
+                                 test_segment_txn_mark_survives_takeover_not_restore,
                                  test_segment_restore_layout1_dump,
                                  test_segment_snap_is_the_state_at_begin),
                         protection,
