@@ -29,6 +29,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "bloom.h"   /* lib: the dump formats (bloom_dump.c) */
 #include "bytes.h"
 #include "ops.h"
 #include "rbd_log.h"
@@ -41,6 +42,7 @@ typedef enum field_kind {
     F_NAME,         /* u16 length, bytes: op->name, op->len */
     F_SECRET,       /* RB_BLOOM_SECRET_BYTES bytes: op->params.secret */
     F_KEYS,         /* u32 count, count x (u32 length, bytes): op->keys, op->nkeys */
+    F_BLOB,         /* u32 length, bytes: op->data, op->dlen */
 } field_kind_t;
 
 typedef struct field {
@@ -193,6 +195,24 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
     return rb_bloom_reset(op->bf);
 }
 
+/* A header chunk (iter 1, no such filter) creates the filter, live at
+ * once with zeroed arrays; a data chunk stores its bytes into the arrays
+ * (bloom_dump.c).  Its handle is looked up here, not by the replay's name
+ * resolution: which one a record needs depends on its iterator. */
+static int bf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    rb_bloom_t *bf;
+    int rc;
+
+    (void)live;
+    bf = rbd_filters_get(&st->filters, st->seg, op->name, op->len, &rc);
+    if (bf == NULL && rc == RB_ENOENT && op->iter == 1)
+        return rbi_bloom_load_header(st->seg, op->name, op->len, op->data, op->dlen, &op->why);
+    if (bf == NULL)
+        return rc;
+    return rbi_bloom_load_chunk(bf, op->iter, op->data, op->dlen, &op->why);
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define U32(m) { F_U32, offsetof(rbd_op_t, m) }
@@ -201,6 +221,7 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
 #define NAME   { F_NAME, 0 }
 #define SECRET { F_SECRET, 0 }
 #define KEYS   { F_KEYS, 0 }
+#define BLOB   { F_BLOB, 0 }
 
 _Static_assert(sizeof(rb_bloom_layout_t) == sizeof(uint32_t), "layout is logged as a u32");
 
@@ -220,6 +241,8 @@ static const op_def_t ops[] = {
     [RBD_OP_BF_ADD] = { "BF.ADD", RBD_NAMES_FILTER, OP_PARTIAL, bf_add, NULL, { NAME, KEYS } },
     [RBD_OP_BF_ROTATE] = { "BF.ROTATE", RBD_NAMES_FILTER, 0, bf_rotate, NULL, { NAME } },
     [RBD_OP_BF_RESET] = { "BF.RESET", RBD_NAMES_FILTER, OP_SYNC, bf_reset, NULL, { NAME } },
+    [RBD_OP_BF_LOADCHUNK] = { "BF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC, bf_loadchunk, NULL,
+                              { NAME, U64(iter), BLOB } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -311,6 +334,10 @@ static void put_field(rbd_aof_t *aof, const field_t *f, const rbd_op_t *op)
     case F_KEYS:
         put_keys(aof, op);
         break;
+    case F_BLOB:
+        put_int(aof, (const char *)&(uint32_t){ (uint32_t)op->dlen }, 4);
+        rbd_aof_put(aof, op->data, op->dlen);
+        break;
     case F_END:
         break;
     }
@@ -374,7 +401,8 @@ static int get_field(const field_t *f, const unsigned char *p, size_t n, size_t 
                      rbd_op_t *op, rbd_keys_t *scratch)
 {
     static const size_t fixed[] = { [F_U32] = 4, [F_U64] = 8, [F_F64] = 8, [F_NAME] = 2,
-                                    [F_SECRET] = RB_BLOOM_SECRET_BYTES, [F_KEYS] = 4 };
+                                    [F_SECRET] = RB_BLOOM_SECRET_BYTES, [F_KEYS] = 4,
+                                    [F_BLOB] = 4 };
     char *m = (char *)op + f->off;
     uint32_t u32;
     uint64_t u64;
@@ -403,6 +431,13 @@ static int get_field(const field_t *f, const unsigned char *p, size_t n, size_t 
         break;
     case F_KEYS:
         return get_keys(p, n, i, op, scratch);
+    case F_BLOB:
+        op->dlen = rbd_get_u32(p + *i);
+        if (n - *i - 4 < op->dlen)
+            return RB_ETRUNC;
+        op->data = p + *i + 4;
+        *i += op->dlen;
+        break;
     case F_END:
         break;
     }

@@ -24,6 +24,7 @@ typedef enum rbd_op_type {
     RBD_OP_BF_ADD = 6,
     RBD_OP_BF_ROTATE = 7,      /* an aging rotation because its window passed */
     RBD_OP_BF_RESET = 8,
+    RBD_OP_BF_LOADCHUNK = 12,  /* 9-11 left to ops of other work in flight */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -47,6 +48,9 @@ typedef struct rbd_op {
     rb_bloom_params_t params;  /* BF_RESERVE, secret included */
     const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it */
     size_t nkeys;
+    int64_t iter;              /* BF_LOADCHUNK: the chunk's iterator (1 with a header) */
+    const unsigned char *data; /* BF_LOADCHUNK: the chunk */
+    size_t dlen;
     /* not logged */
     rb_bloom_t *bf;            /* RBD_NAMES_FILTER: the filter's handle */
     uint64_t now;              /* BF_ROTATE run live: rotate if the window passed at now */
@@ -54,6 +58,7 @@ typedef struct rbd_op {
     int publish_failed;        /* out, ring ops: the change applied, but its publish
                                   failed (and it was undone) */
     int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due) */
+    const char *why;           /* out, BF_LOADCHUNK refused: the reply's words */
 } rbd_op_t;
 
 /* Runs op live: applies it to st (a ring change is published, and undone
