@@ -588,8 +588,7 @@ static void cmd_bf_reset(rbd_ctx_t *x)
 /* ---- dumps ------------------------------------------------------------------------- */
 
 /* The largest data chunk BF.SCANDUMP returns: RedisBloom's 16 MiB, less if
- * max-request-bytes would not let BF.LOADCHUNK take it back (the command,
- * the name and the iterator need a little room). */
+ * max-request-bytes would not let BF.LOADCHUNK take it back. */
 static size_t dump_chunk_max(const rbd_ctx_t *x)
 {
     size_t room = x->s->cfg.max_request_bytes > 1024 ? x->s->cfg.max_request_bytes - 512 : 512;
@@ -611,37 +610,29 @@ static void cmd_bf_scandump(rbd_ctx_t *x)
     int64_t next;
     rb_bloom_t *bf;
     int rc, want_rb = -1;
+    size_t out0 = x->out->len;
 
-    if (x->argc != 3 && !(x->argc == 5 && rbd_cmd_arg_is(x, 3, "FORMAT"))) {
+    if (x->argc != 3 && !(x->argc == 5 && rbd_cmd_arg_is(x, 3, "FORMAT")))
         rbd_cmd_wrong_arity(x);
-        return;
-    }
-    if (x->argc == 5) {
-        want_rb = rbd_cmd_arg_is(x, 4, "redisbloom") ? 1
-                  : rbd_cmd_arg_is(x, 4, "ringbloom") ? 0 : -2;
-        if (want_rb == -2) {
-            rbi_resp_error(x->out, "ERR FORMAT must be redisbloom or ringbloom");
-            return;
-        }
-    }
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
+    else if (x->argc == 5 && (want_rb = rbd_cmd_arg_is(x, 4, "redisbloom") ? 1
+                                   : rbd_cmd_arg_is(x, 4, "ringbloom") ? 0 : -2) == -2)
+        rbi_resp_error(x->out, "ERR FORMAT must be redisbloom or ringbloom");
+    if (x->out->len != out0 || rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
         return;
     bf = filter_arg(x, 1, &rc);
     if (bf == NULL || (rc = rb_bloom_info(bf, &st)) != RB_OK) {
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
         return;
     }
-    if (rbd_cmd_arg_ll(x, 2, &iter) != 0) {
+    if (rbd_cmd_arg_ll(x, 2, &iter) != 0)
         rbi_resp_error(x->out, "Second argument must be numeric");
+    else if (want_rb >= 0 && want_rb != (st.layout == RB_BLOOM_REDISBLOOM))
+        rbi_resp_error(x->out, want_rb ? "ERR only LAYOUT redisbloom filters dump in RedisBloom's "
+                                         "format: this one hashes and lays out bits as ours"
+                                       : "ERR a LAYOUT redisbloom filter dumps in RedisBloom's "
+                                         "format only");
+    if (x->out->len != out0)
         return;
-    }
-    if (want_rb >= 0 && want_rb != (st.layout == RB_BLOOM_REDISBLOOM)) {
-        rbi_resp_error(x->out, want_rb
-                       ? "ERR only LAYOUT redisbloom filters dump in RedisBloom's format: this "
-                         "filter's hashing and bit layout are ringbloom's (see README)"
-                       : "ERR a LAYOUT redisbloom filter dumps in RedisBloom's format only");
-        return;
-    }
     if ((rc = rbi_bloom_dump(bf, iter, dump_chunk_max(x), NULL, &len, &next)) != RB_OK ||
         (buf = malloc(len ? len : 1)) == NULL ||
         (rc = rbi_bloom_dump(bf, iter, dump_chunk_max(x), buf, &len, &next)) != RB_OK) {
@@ -678,14 +669,12 @@ static void cmd_bf_loadchunk(rbd_ctx_t *x)
     if (bf != NULL && iter == 1 && rbi_bloom_dump_format(op.data, op.dlen) != 0 &&
         rb_bloom_info(bf, &st) == RB_OK) {
         rbi_resp_error(x->out, rbi_bloom_dump_format(op.data, op.dlen) == 2 &&
-                                       st.layout != RB_BLOOM_REDISBLOOM
-                       ? "ERR a RedisBloom dump loads only into a new filter (it becomes LAYOUT "
-                         "redisbloom); this one exists with ringbloom's layout"
+                       st.layout != RB_BLOOM_REDISBLOOM ? "ERR a RedisBloom dump loads only "
+                       "into a new filter; this one exists with ringbloom's layout"
                        : "ERR item exists: a dump's header loads only into a new filter");
         return;
     }
-    rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
-    if (rc == RB_OK)
+    if ((rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) == RB_OK)
         rbi_resp_simple(x->out, "OK");
     else if (rc == RB_EINVAL && op.why != NULL)
         rbi_resp_error(x->out, "%s", op.why);

@@ -197,20 +197,23 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
 
 /* A header chunk (iter 1, no such filter) creates the filter, live at
  * once with zeroed arrays; a data chunk stores its bytes into the arrays
- * (bloom_dump.c).  Its handle is looked up here, not by the replay's name
- * resolution: which one a record needs depends on its iterator. */
+ * (bloom_dump.c).  Which a record needs depends on its iterator, so the
+ * filter is opened here (a handle of its own, closed after), not by the
+ * replay's name resolution. */
 static int bf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
 {
     rb_bloom_t *bf;
     int rc;
 
     (void)live;
-    bf = rbd_filters_get(&st->filters, st->seg, op->name, op->len, &rc);
-    if (bf == NULL && rc == RB_ENOENT && op->iter == 1)
+    rc = rb_bloom_open(st->seg, op->name, op->len, &bf);
+    if (rc == RB_ENOENT && op->iter == 1)
         return rbi_bloom_load_header(st->seg, op->name, op->len, op->data, op->dlen, &op->why);
-    if (bf == NULL)
+    if (rc != RB_OK)
         return rc;
-    return rbi_bloom_load_chunk(bf, op->iter, op->data, op->dlen, &op->why);
+    rc = rbi_bloom_load_chunk(bf, op->iter, op->data, op->dlen, &op->why);
+    rb_bloom_close(bf);
+    return rc;
 }
 
 /* ---- the table ---------------------------------------------------------------------- */
