@@ -29,6 +29,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "bloom.h"   /* lib: the dump formats (bloom_dump.c) */
 #include "bytes.h"
 #include "ops.h"
 #include "rbd_log.h"
@@ -42,6 +43,7 @@ typedef enum field_kind {
     F_NAME,         /* u16 length, bytes: op->name, op->len */
     F_SECRET,       /* RB_BLOOM_SECRET_BYTES bytes: op->params.secret */
     F_KEYS,         /* u32 count, count x (u32 length, bytes): op->keys, op->nkeys */
+    F_BLOB,         /* u32 length, bytes: op->data, op->dlen */
 } field_kind_t;
 
 typedef struct field {
@@ -207,6 +209,27 @@ static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
     return rc;
 }
 
+/* A header chunk (iter 1, no such filter) creates the filter, live at
+ * once with zeroed arrays; a data chunk stores its bytes into the arrays
+ * (bloom_dump.c).  Which a record needs depends on its iterator, so the
+ * filter is opened here (a handle of its own, closed after), not by the
+ * replay's name resolution. */
+static int bf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    rb_bloom_t *bf;
+    int rc;
+
+    (void)live;
+    rc = rb_bloom_open(st->seg, op->name, op->len, &bf);
+    if (rc == RB_ENOENT && op->iter == 1)
+        return rbi_bloom_load_header(st->seg, op->name, op->len, op->data, op->dlen, &op->why);
+    if (rc != RB_OK)
+        return rc;
+    rc = rbi_bloom_load_chunk(bf, op->iter, op->data, op->dlen, &op->why);
+    rb_bloom_close(bf);
+    return rc;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define U32(m) { F_U32, offsetof(rbd_op_t, m) }
@@ -215,6 +238,7 @@ static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
 #define NAME   { F_NAME, 0 }
 #define SECRET { F_SECRET, 0 }
 #define KEYS   { F_KEYS, 0 }
+#define BLOB   { F_BLOB, 0 }
 
 _Static_assert(sizeof(rb_bloom_layout_t) == sizeof(uint32_t), "layout is logged as a u32");
 
@@ -238,6 +262,8 @@ static const op_def_t ops[] = {
      * replay.c replays its members. */
     [RBD_OP_TXN] = { "TXN", RBD_NAMES_NOTHING, 0, NULL, NULL, { { F_END, 0 } } },
     [RBD_OP_BF_DELETE] = { "DEL", RBD_NAMES_FILTER, OP_SYNC, bf_delete, NULL, { NAME } },
+    [RBD_OP_BF_LOADCHUNK] = { "BF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC, bf_loadchunk, NULL,
+                              { NAME, U64(iter), BLOB } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -329,6 +355,10 @@ static void put_field(rbd_aof_t *aof, const field_t *f, const rbd_op_t *op)
     case F_KEYS:
         put_keys(aof, op);
         break;
+    case F_BLOB:
+        put_int(aof, (const char *)&(uint32_t){ (uint32_t)op->dlen }, 4);
+        rbd_aof_put(aof, op->data, op->dlen);
+        break;
     case F_END:
         break;
     }
@@ -408,7 +438,8 @@ static int get_field(const field_t *f, const unsigned char *p, size_t n, size_t 
                      rbd_op_t *op, rbd_keys_t *scratch)
 {
     static const size_t fixed[] = { [F_U32] = 4, [F_U64] = 8, [F_F64] = 8, [F_NAME] = 2,
-                                    [F_SECRET] = RB_BLOOM_SECRET_BYTES, [F_KEYS] = 4 };
+                                    [F_SECRET] = RB_BLOOM_SECRET_BYTES, [F_KEYS] = 4,
+                                    [F_BLOB] = 4 };
     char *m = (char *)op + f->off;
     uint32_t u32;
     uint64_t u64;
@@ -437,6 +468,13 @@ static int get_field(const field_t *f, const unsigned char *p, size_t n, size_t 
         break;
     case F_KEYS:
         return get_keys(p, n, i, op, scratch);
+    case F_BLOB:
+        op->dlen = rbd_get_u32(p + *i);
+        if (n - *i - 4 < op->dlen)
+            return RB_ETRUNC;
+        op->data = p + *i + 4;
+        *i += op->dlen;
+        break;
     case F_END:
         break;
     }

@@ -27,6 +27,7 @@ typedef enum rbd_op_type {
     RBD_OP_BF_RESET = 8,
     RBD_OP_TXN = 9,            /* a transaction: its members' whole records */
     RBD_OP_BF_DELETE = 10,     /* DEL / UNLINK of a filter */
+    RBD_OP_BF_LOADCHUNK = 11,  /* a chunk of BF.LOADCHUNK (header or data) */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -50,6 +51,9 @@ typedef struct rbd_op {
     rb_bloom_params_t params;  /* BF_RESERVE, secret included */
     const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it */
     size_t nkeys;
+    int64_t iter;              /* BF_LOADCHUNK: the chunk's iterator (1 with a header) */
+    const unsigned char *data; /* BF_LOADCHUNK: the chunk */
+    size_t dlen;
     /* not logged */
     rb_bloom_t *bf;            /* RBD_NAMES_FILTER: the filter's handle */
     uint64_t now;              /* BF_ROTATE run live: rotate if the window passed at now */
@@ -57,6 +61,7 @@ typedef struct rbd_op {
     int publish_failed;        /* out, ring ops: the change applied, but its publish
                                   failed (and it was undone) */
     int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due) */
+    const char *why;           /* out, BF_LOADCHUNK refused: the reply's words */
 } rbd_op_t;
 
 /* Runs op live: applies it to st (a ring change is published, and undone

@@ -16,7 +16,13 @@
  *     are 9-bit slices of h2 (seven per word, then of a remix), so a query
  *     costs one cache miss and no serial arithmetic.  Blocked filters are
  *     sized up so that their FPR, which suffers from the uneven load of
- *     blocks, still meets p.
+ *     blocks, still meets p;
+ *   - redisbloom: RedisBloom 2.6's filter, to the bit: h1/h2 from the
+ *     unkeyed MurmurHash64A (h2 not forced odd), probe i is bit
+ *     (h1 + i*h2) mod m, the same positions in every layer, m a multiple
+ *     of 64; bit x is bit x%8 of byte x/8, which is bit x%64 of our word
+ *     x/64 read little-endian: RedisBloom's arrays and ours hold the same
+ *     bytes (bloom_dump.c).
  *
  * Why it is safe without a lock: adds only ever set bits (the single
  * writer's relaxed load, OR and relaxed store of the word: rbi_bloom_set),
@@ -47,6 +53,8 @@
 #define RBI_BLOCK_WORDS  8u
 #define RBI_BLOOM_MAX_K  64u                   /* probes per key, at most */
 #define RBI_PROBE_MULT   0x9E3779B97F4A7C15ULL
+#define RBI_RB_SEED      0xc6a4a7935bd1e995ULL   /* redisbloom: MurmurHash64A's first seed */
+#define RBI_RB_LN2       0.693147180559945       /* redisbloom: its ln 2, for k */
 
 /* What a handle knows of its filter in one mapping: immutable, replaced
  * (never modified) when the segment handle moves to a new object or the
@@ -115,6 +123,75 @@ int rbi_bloom_section_begin(const rbi_bloom_bind_t *b, rbi_bloom_section_t *s);
  * handle knew is gone (the daemon restarted with a new segment, say). */
 int rbi_bloom_read(const rb_bloom_t *bf, rbi_bloom_fn fn, void *arg);
 
+/* ---- bloom_write.c ------------------------------------------------------ */
+
+/* A filter as a dump describes it (bloom_dump.c): the slot's parameters
+ * and counters, its secret, and each layer's shape and count. */
+typedef struct rbi_bloom_image_layer {
+    uint64_t bits, k, capacity, items;
+    double error;
+} rbi_bloom_image_layer_t;
+
+typedef struct rbi_bloom_image {
+    rb_bloom_layout_t layout;
+    uint32_t flags, expansion, nlayers, current;
+    uint64_t items, capacity, window, rotations, rotated_at, created;
+    double error_rate;
+    unsigned char secret[RBI_SECRET_BYTES];
+    rbi_bloom_image_layer_t layer[RB_BLOOM_MAX_LAYERS];
+} rbi_bloom_image_t;
+
+/* Writer.  Creates filter name as im describes it, its arrays zeroed (a
+ * dump's data chunks fill them: rbi_bloom_load_chunk), and makes it live
+ * at once.  The layers' shapes are checked as a reader would check them,
+ * and the flags as rb_bloom_reserve checks them.  RB_EINVAL, RB_EROFS,
+ * RB_EEXIST, RB_ESLOTS, RB_ENOSPC (the arrays do not fit in what is left
+ * of max-memory: nothing stays allocated). */
+int rbi_bloom_reserve_image(rb_segment_t *seg, const char *name, size_t len,
+                            const rbi_bloom_image_t *im);
+
+/* ---- bloom_dump.c ------------------------------------------------------- */
+
+#define RBI_DUMP_CHUNK_MAX (16u << 20)  /* RedisBloom's MAX_SCANDUMP_SIZE */
+#define RBI_DUMP_HEADER_MAX (20u + 53u * RB_BLOOM_MAX_LAYERS)  /* either format (RedisBloom's is longer) */
+
+/* BF.SCANDUMP of filter bf at iterator iter: iter 0 gives the header
+ * (*next = 1), iter >= 1 the array bytes from position iter - 1 (all
+ * layers' arrays back to back, each little-endian), at most max_chunk of
+ * them and never across a layer, *next = iter + *len; past the end (or
+ * iter < 0) *len = 0 and *next = 0: RedisBloom's iterator.  A filter of
+ * layout redisbloom dumps in RedisBloom's format, others in ours
+ * (docs/design.md, "Dumps").  buf NULL: only *len and *next (the caller
+ * sizes its buffer: RBI_DUMP_HEADER_MAX for a header).  RB_ENOENT,
+ * RB_ECORRUPT, RB_EBUSY. */
+int rbi_bloom_dump(const rb_bloom_t *bf, int64_t iter, size_t max_chunk, unsigned char *buf,
+                   size_t *len, int64_t *next);
+
+/* The format of a header chunk p[0 .. n): 1 ours, 2 RedisBloom's (by its
+ * shape: the size its filter count implies), 0 neither. */
+int rbi_bloom_dump_format(const void *p, size_t n);
+
+/* Writer.  BF.LOADCHUNK: a header (iter 1, no filter name yet) creates the
+ * filter as the header describes it, its arrays zeroed, live at once; a
+ * data chunk (bf: the filter's handle) stores p[0 .. n) at the position
+ * iter - n - 1 of its arrays (RedisBloom's iterator: the one SCANDUMP gave
+ * with the chunk).  Every declared size is checked before anything is
+ * allocated: RB_EINVAL for a header neither format describes exactly or a
+ * chunk that does not fall inside one layer (*why: what is wrong, for the
+ * reply), RB_ENOSPC past max-memory, RB_EEXIST, RB_ESLOTS, RB_EROFS;
+ * RB_ENOENT, RB_ECORRUPT (a chunk's filter). */
+int rbi_bloom_load_header(rb_segment_t *seg, const char *name, size_t len, const void *p,
+                          size_t n, const char **why);
+int rbi_bloom_load_chunk(rb_bloom_t *bf, int64_t iter, const void *p, size_t n,
+                         const char **why);
+
+/* ---- bloom_size.c ------------------------------------------------------- */
+
+/* RedisBloom's bits per entry for error rate p (its calc_bpe, the same
+ * double): -ln p / ln(2)^2.  Layout redisbloom sizes with it, and a dump
+ * header's bpe must equal it (bloom_dump.c). */
+double rbi_bloom_rb_bpe(double p);
+
 /* ---- small shared helpers ----------------------------------------------- */
 
 static inline int rbi_bloom_name_ok(const char *name, size_t len)
@@ -182,16 +259,24 @@ static inline uint64_t rbi_fmix64(uint64_t x)
 static inline rbi_h128_t rbi_bloom_key_hash(const rbi_bloom_bind_t *b, const void *key,
                                             size_t len)
 {
-    rbi_h128_t h = rbi_hash_keyed128(b->secret, sizeof(b->secret), key, len);
+    rbi_h128_t h;
+
+    if (b->layout == RB_BLOOM_REDISBLOOM) {   /* RedisBloom's bloom_calc_hash64 */
+        h.h1 = rbi_hash_murmur64a(key, len, RBI_RB_SEED);
+        h.h2 = rbi_hash_murmur64a(key, len, h.h1);
+        return h;
+    }
+    h = rbi_hash_keyed128(b->secret, sizeof(b->secret), key, len);
     h.h2 |= 1;
     return h;
 }
 
 /* Layer l > 0 probes with a remix of the key's hash, so layers do not
- * share probe positions. */
-static inline rbi_h128_t rbi_bloom_layer_hash(rbi_h128_t h, uint64_t l)
+ * share probe positions (not redisbloom: RedisBloom probes every layer at
+ * the same positions). */
+static inline rbi_h128_t rbi_bloom_layer_hash(uint32_t layout, rbi_h128_t h, uint64_t l)
 {
-    if (l != 0) {
+    if (l != 0 && layout != RB_BLOOM_REDISBLOOM) {
         h.h1 = rbi_fmix64(h.h1 + l * RBI_PROBE_MULT);
         h.h2 = rbi_fmix64(h.h2 ^ (l * 0xC2B2AE3D27D4EB4FULL)) | 1;
     }
@@ -226,6 +311,8 @@ static inline void rbi_bloom_probe(uint32_t layout, uint64_t bits, rbi_h128_t h,
     if (layout == RB_BLOOM_BLOCKED)
         bit = rbi_fastrange64(h.h1, bits / RBI_BLOCK_BITS) * RBI_BLOCK_BITS +
               rbi_block_bit(base, x, i);
+    else if (layout == RB_BLOOM_REDISBLOOM)
+        bit = (h.h1 + (uint64_t)i * h.h2) % bits;
     else
         bit = rbi_fastrange64(h.h1 + (uint64_t)i * h.h2, bits);
     *word = bit >> 6;
@@ -282,6 +369,9 @@ static inline void rbi_bloom_prefetch_layer(uint32_t layout, const rbi_bloom_lay
     if (layout == RB_BLOOM_BLOCKED) {
         p1 = base + rbi_fastrange64(h.h1, lv->bits / RBI_BLOCK_BITS) * 64;
         p2 = NULL;
+    } else if (layout == RB_BLOOM_REDISBLOOM) {
+        p1 = base + (h.h1 % lv->bits >> 6) * 8;
+        p2 = base + ((h.h1 + h.h2) % lv->bits >> 6) * 8;
     } else {
         p1 = base + (rbi_fastrange64(h.h1, lv->bits) >> 6) * 8;
         p2 = base + (rbi_fastrange64(h.h1 + h.h2, lv->bits) >> 6) * 8;
@@ -328,7 +418,8 @@ static inline void rbi_bloom_set_block(_Atomic uint64_t *blk, uint64_t h2, uint3
 static inline int rbi_bloom_section_test(const rbi_bloom_section_t *s, rbi_h128_t h)
 {
     for (uint32_t l = 0; l < s->nlayers; l++)
-        if (rbi_bloom_test_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(h, l)))
+        if (rbi_bloom_test_layer(s->b->layout, &s->layer[l],
+                                 rbi_bloom_layer_hash(s->b->layout, h, l)))
             return 1;
     return 0;
 }

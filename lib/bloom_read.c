@@ -74,14 +74,15 @@ static int slot_read(const rb_filter_shm_t *f, char *name, rbi_bloom_bind_t *b)
 }
 
 /* A layer descriptor a reader may probe and a writer may free: a whole
- * number of 64-byte blocks within the limits, a k we would make, inside
- * the segment's size bytes. */
+ * number of 64-byte blocks (redisbloom: of 64-bit words) within the
+ * limits, a k we would make, inside the segment's size bytes. */
 static int layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
 {
     uint64_t off = rbi_ld(&f->layer[l].array_off), bits = rbi_ld(&f->layer[l].bits);
     uint64_t k = rbi_ld(&f->layer[l].k);
+    uint64_t unit = rbi_ld(&f->layout) == RB_BLOOM_REDISBLOOM ? 64 : RBI_BLOCK_BITS;
 
-    return bits != 0 && bits % RBI_BLOCK_BITS == 0 && bits <= RB_BLOOM_MAX_BITS && k != 0 &&
+    return bits != 0 && bits % unit == 0 && bits <= RB_BLOOM_MAX_BITS && k != 0 &&
            k <= RBI_BLOOM_MAX_K && rbi_span_ok(size, off, bits / 8);
 }
 
@@ -143,7 +144,8 @@ static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, rbi_bl
         }
         if ((size_t)n != len || memcmp(buf, name, len) != 0)
             continue;
-        if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED) {
+        if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED &&
+            b->layout != RB_BLOOM_REDISBLOOM) {
             free(b);
             return RB_ECORRUPT;
         }
@@ -362,7 +364,8 @@ static int contains_fn(const rbi_bloom_section_t *s, void *arg)
             rbi_h128_t x = rbi_bloom_key_hash(s->b, a->keys[i].ptr, a->keys[i].len);
             h[i % PIPE] = x;
             for (uint32_t l = 0; l < s->nlayers; l++)
-                rbi_bloom_prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(x, l), 0);
+                rbi_bloom_prefetch_layer(s->b->layout, &s->layer[l],
+                                         rbi_bloom_layer_hash(s->b->layout, x, l), 0);
         }
     }
     return RB_OK;
@@ -506,17 +509,20 @@ static int stat_fn(const rbi_bloom_section_t *s, void *arg)
             double fill = 1.0 - exp(-(double)lv->k * n / (double)lv->bits);
             a->predicted_fill_bits += fill * (double)lv->bits;
             est = pow(fill, lv->k);
+        } else if (s->b->layout != RB_BLOOM_BLOCKED) {
+            /* By words: a redisbloom layer's m is a multiple of 64 only. */
+            for (uint64_t w = 0; w < lv->bits / 64; w++)
+                lones += (uint64_t)__builtin_popcountll(rbi_ld(&lv->arr[w]));
+            est = pow((double)lones / (double)lv->bits, lv->k);
         } else {
             for (uint64_t blk = 0; blk < nblocks; blk++) {
                 uint64_t pc = 0;
                 for (uint32_t w = 0; w < RBI_BLOCK_WORDS; w++)
                     pc += (uint64_t)__builtin_popcountll(rbi_ld(&lv->arr[blk * RBI_BLOCK_WORDS + w]));
                 lones += pc;
-                if (s->b->layout == RB_BLOOM_BLOCKED)
-                    est += pow((double)pc / RBI_BLOCK_BITS, lv->k);
+                est += pow((double)pc / RBI_BLOCK_BITS, lv->k);
             }
-            est = s->b->layout == RB_BLOOM_BLOCKED ? est / (double)nblocks
-                                                   : pow((double)lones / (double)lv->bits, lv->k);
+            est /= (double)nblocks;
         }
         a->ones += lones;
         a->bits += lv->bits;
@@ -603,6 +609,6 @@ static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
 }
 
 const rbi_kind_t rbi_kind_bloom = {
-    .layout_first = RB_BLOOM_STANDARD, .layout_last = RB_BLOOM_BLOCKED,
+    .layout_first = RB_BLOOM_STANDARD, .layout_last = RB_BLOOM_REDISBLOOM,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes,
 };

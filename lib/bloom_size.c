@@ -4,7 +4,8 @@
  *
  * What: standard layouts take the textbook formula; blocked layouts a
  * model of their uneven load (the keys per 512-bit block are Poisson),
- * bisected over a grid of bits per key (docs/design.md, "Sizing").  Why
+ * bisected over a grid of bits per key (docs/design.md, "Sizing");
+ * LAYOUT redisbloom RedisBloom 2.6's own arithmetic, to the bit.  Why
  * here alone: it is pure arithmetic, used by the writer for every new
  * layer (bloom_write.c) and by anyone planning a filter.  Workload: runs in
  * the daemon's event loop for every new layer, so it is kept cheap (about a
@@ -112,6 +113,39 @@ static int blocked_bpk(double p, double *bpk, uint32_t *k, double *fpr)
     return RB_OK;
 }
 
+double rbi_bloom_rb_bpe(double p)
+{
+    /* RedisBloom's calc_bpe, the same operations in the same order, so the
+     * same double: -(ln p / ln(2)^2), its sign dropped. */
+    double bpe = -(log(p) / 0.480453013918201);
+
+    return bpe < 0 ? -bpe : bpe;
+}
+
+/* RedisBloom 2.6's bloom_init with BLOOM_OPT_NOROUND (what its BF.RESERVE,
+ * BF.ADD and BF.INSERT create): bits = trunc(n * bpe), at least 1, rounded
+ * up to whole 64-bit words; k = ceil(ln 2 * bpe). */
+static int redisbloom_size(uint64_t n, double p, rb_bloom_sizing_t *out)
+{
+    double bpe = rbi_bloom_rb_bpe(p), nb = (double)n * bpe;
+    uint64_t bits;
+    double k = ceil(RBI_RB_LN2 * bpe);
+
+    if (k > RBI_BLOOM_MAX_K)
+        return RB_EPRECISION;
+    if (!(nb < (double)RB_BLOOM_MAX_BITS))
+        return RB_ERANGE;
+    bits = (uint64_t)nb;
+    if (bits == 0)
+        bits = 1;
+    bits = (bits + 63) / 64 * 64;
+    out->bits = bits;
+    out->k = (uint32_t)k;
+    out->bytes = bits / 8;
+    out->fpr = rb_bloom_fpr_formula(bits, out->k, n);
+    return RB_OK;
+}
+
 int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layout, rb_bloom_sizing_t *out)
 {
     double bpk, m, fpr = 0.0;
@@ -119,8 +153,11 @@ int rb_bloom_size(uint64_t n, double p, rb_bloom_layout_t layout, rb_bloom_sizin
     int rc;
 
     if (out == NULL || n == 0 || !(p > 0.0 && p < 1.0) ||
-        (layout != RB_BLOOM_STANDARD && layout != RB_BLOOM_BLOCKED))
+        (layout != RB_BLOOM_STANDARD && layout != RB_BLOOM_BLOCKED &&
+         layout != RB_BLOOM_REDISBLOOM))
         return RB_EINVAL;
+    if (layout == RB_BLOOM_REDISBLOOM)
+        return redisbloom_size(n, p, out);
     if (layout == RB_BLOOM_STANDARD) {
         /* The fewest bits per key at which k probes meet p by the formula
          * (-n ln p / (ln 2)^2 for the real-valued optimum k; a little more

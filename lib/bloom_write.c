@@ -69,7 +69,8 @@ static uint32_t params_generations(const rb_bloom_params_t *p)
     if ((p->flags & ~(RB_BLOOM_NONSCALING | RB_BLOOM_OVERFILL | RB_BLOOM_AGING)) != 0 ||
         ((p->flags & RB_BLOOM_OVERFILL) && !(p->flags & RB_BLOOM_NONSCALING)) ||
         ((p->flags & RB_BLOOM_AGING) && p->flags != RB_BLOOM_AGING) ||
-        gens > RB_BLOOM_MAX_LAYERS || p->expansion > RB_BLOOM_MAX_EXPANSION)
+        gens > RB_BLOOM_MAX_LAYERS || p->expansion > RB_BLOOM_MAX_EXPANSION ||
+        (p->layout == RB_BLOOM_REDISBLOOM && (p->flags & ~RB_BLOOM_NONSCALING) != 0))
         return 0;
     return gens;
 }
@@ -98,9 +99,9 @@ static int first_layers(rb_segment_t *seg, rb_filter_shm_t *f, const rb_bloom_pa
     return RB_OK;
 }
 
-/* Fills slot f (its layers made) and makes it live. */
-static void slot_publish(rb_header_shm_t *h, rb_filter_shm_t *f, const rb_bloom_params_t *p,
-                         const char *name, size_t len)
+/* Fills slot f (its layers made) from p; the caller makes it live. */
+static void slot_fill(rb_header_shm_t *h, rb_filter_shm_t *f, const rb_bloom_params_t *p,
+                      const char *name, size_t len)
 {
     unsigned char secret[RBI_SECRET_BYTES];
     uint64_t inc = rbi_ld(&h->next_incarnation);
@@ -129,9 +130,27 @@ static void slot_publish(rb_header_shm_t *h, rb_filter_shm_t *f, const rb_bloom_
     rbi_st(&f->rotated_at, (uint64_t)time(NULL));
     rbi_copy_in(f->name, name, len);
     rbi_copy_in(f->secret, secret, sizeof(secret));
+}
+
+/* Makes slot f live. */
+static void slot_live(rb_filter_shm_t *f)
+{
     /* Release: readers that acquire LIVE (rbi_bloom_dir_find) see every
-     * field above. */
+     * field stored before. */
     atomic_store_explicit(&f->state, RBI_FILTER_LIVE, memory_order_release);
+}
+
+/* A free slot of m for a new filter name: RB_EEXIST, RB_ESLOTS. */
+static int slot_free(rbi_map_t *m, const char *name, size_t len, rb_filter_shm_t **out)
+{
+    if (rbi_bloom_dir_find(m, name, len) >= 0)
+        return RB_EEXIST;
+    for (uint64_t i = 0; i < m->dir_slots; i++)
+        if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE) {
+            *out = rbi_dir_slot(m, i);
+            return RB_OK;
+        }
+    return RB_ESLOTS;
 }
 
 int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
@@ -154,16 +173,93 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     if (rc != RB_OK)
         return rc;
     m = rbi_seg_map(seg);
-    if (rbi_bloom_dir_find(m, name, len) >= 0)
-        return RB_EEXIST;
-    for (uint64_t i = 0; i < m->dir_slots && f == NULL; i++)
-        if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE)
-            f = rbi_dir_slot(m, i);
-    if (f == NULL)
-        return RB_ESLOTS;
+    if ((rc = slot_free(m, name, len, &f)) != RB_OK)
+        return rc;
     if ((rc = first_layers(seg, f, params, gens)) != RB_OK)
         return rc;
-    slot_publish(rbi_hdr(m), f, params, name, len);
+    slot_fill(rbi_hdr(m), f, params, name, len);
+    slot_live(f);
+    return RB_OK;
+}
+
+/* Layers as an image gives them (zeroed arrays); nothing stays allocated
+ * on error. */
+static int image_layers(rb_segment_t *seg, rb_filter_shm_t *f, const rbi_bloom_image_t *im)
+{
+    rbi_map_t *m = rbi_seg_map(seg);
+    uint64_t unit = im->layout == RB_BLOOM_REDISBLOOM ? 64 : RBI_BLOCK_BITS;
+    int rc = RB_OK;
+    uint32_t l;
+
+    for (l = 0; l < im->nlayers && rc == RB_OK; l++) {
+        const rbi_bloom_image_layer_t *il = &im->layer[l];
+        _Atomic uint64_t *arr;
+        uint64_t off;
+        if (il->bits == 0 || il->bits % unit != 0 || il->bits > RB_BLOOM_MAX_BITS ||
+            il->k == 0 || il->k > RBI_BLOOM_MAX_K || il->capacity == 0 ||
+            !(il->error > 0.0 && il->error < 1.0)) {
+            rc = RB_EINVAL;
+            break;
+        }
+        if ((rc = rbi_heap_alloc(seg, il->bits / 8, &off)) != RB_OK)
+            break;
+        arr = rbi_word_at(m, off);
+        rbi_snap_touch(seg, arr, il->bits / 8);   /* S1 (snap.h) */
+        for (uint64_t i = 0; i < il->bits / 64; i++)
+            rbi_st(&arr[i], 0);
+        rbi_st(&f->layer[l].array_off, off);
+        rbi_st(&f->layer[l].bits, il->bits);
+        rbi_st(&f->layer[l].k, il->k);
+        rbi_st(&f->layer[l].capacity, il->capacity);
+        rbi_st(&f->layer[l].items, il->items);
+        rbi_store_double(&f->layer[l].error_bits, il->error);
+    }
+    if (rc != RB_OK)
+        while (l-- > 0)
+            rbi_heap_free(seg, rbi_ld(&f->layer[l].array_off), rbi_ld(&f->layer[l].bits) / 8);
+    return rc;
+}
+
+int rbi_bloom_reserve_image(rb_segment_t *seg, const char *name, size_t len,
+                            const rbi_bloom_image_t *im)
+{
+    rb_bloom_params_t p;
+    rb_filter_shm_t *f = NULL;
+    rbi_map_t *m;
+    int rc;
+
+    memset(&p, 0, sizeof(p));
+    p.capacity = im->capacity;
+    p.error_rate = im->error_rate;
+    p.layout = im->layout;
+    p.flags = im->flags;
+    p.expansion = im->expansion;
+    p.secret = im->secret;
+    p.generations = (im->flags & RB_BLOOM_AGING) ? im->nlayers : 2;
+    p.window = (uint32_t)im->window;
+    if (seg == NULL || !rbi_bloom_name_ok(name, len) || params_generations(&p) < 2 ||
+        im->nlayers == 0 || im->nlayers > RB_BLOOM_MAX_LAYERS || im->expansion == 0 ||
+        im->capacity == 0 || !(im->error_rate > 0.0 && im->error_rate < 1.0) ||
+        ((im->flags & RB_BLOOM_AGING) ? im->nlayers < 2 || im->current >= im->nlayers
+                                      : im->current != 0) ||
+        im->window > UINT32_MAX)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    m = rbi_seg_map(seg);
+    if ((rc = slot_free(m, name, len, &f)) != RB_OK)
+        return rc;
+    if ((rc = image_layers(seg, f, im)) != RB_OK)
+        return rc;
+    slot_fill(rbi_hdr(m), f, &p, name, len);
+    rbi_st(&f->items, im->items);
+    rbi_st(&f->current, im->current);
+    rbi_st(&f->rotations, im->rotations);
+    rbi_st(&f->rotated_at, im->rotated_at);
+    rbi_st(&f->created, im->created);
+    /* Release: pairs with rbi_bloom_layer_count's acquire. */
+    atomic_store_explicit(&f->nlayers, im->nlayers, memory_order_release);
+    slot_live(f);
     return RB_OK;
 }
 
@@ -360,7 +456,8 @@ static int add_aging(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h, int fre
      * positive of it) is written into the current one too, else it would
      * vanish when that generation is cleared while the caller was told
      * "seen": the window runs from the last add.  It is still not new. */
-    if (!rbi_bloom_test_layer(s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur))) {
+    if (!rbi_bloom_test_layer(s->b->layout, &s->layer[cur],
+                              rbi_bloom_layer_hash(s->b->layout, h, cur))) {
         if (rbi_ld(&f->layer[cur].items) >= rbi_ld(&f->layer[cur].capacity)) {
             int rc = rotate(a->seg, f);
             if (rc == RB_OK)
@@ -369,7 +466,8 @@ static int add_aging(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h, int fre
                 return rc;
             cur = rbi_ld(&f->current) % s->nlayers;
         }
-        set_layer(a->seg, s->b->layout, &s->layer[cur], rbi_bloom_layer_hash(h, cur));
+        set_layer(a->seg, s->b->layout, &s->layer[cur],
+                  rbi_bloom_layer_hash(s->b->layout, h, cur));
         rbi_st(&f->layer[cur].items, rbi_ld(&f->layer[cur].items) + 1);
     }
     if (fresh) {
@@ -406,7 +504,7 @@ static int add_new(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h)
             return rc;
         last++;
     }
-    set_layer(a->seg, s->b->layout, &s->layer[last], rbi_bloom_layer_hash(h, last));
+    set_layer(a->seg, s->b->layout, &s->layer[last], rbi_bloom_layer_hash(s->b->layout, h, last));
     rbi_st(&f->layer[last].items, rbi_ld(&f->layer[last].items) + 1);
     rbi_st(&f->items, rbi_ld(&f->items) + 1);
     a->added++;
@@ -418,8 +516,8 @@ static int add_new(rbi_bloom_section_t *s, add_arg_t *a, rbi_h128_t h)
 static void add_prefetch(const rbi_bloom_section_t *s, uint64_t target, rbi_h128_t h)
 {
     for (uint32_t l = 0; l < s->nlayers; l++)
-        rbi_bloom_prefetch_layer(s->b->layout, &s->layer[l], rbi_bloom_layer_hash(h, l),
-                                 l == target);
+        rbi_bloom_prefetch_layer(s->b->layout, &s->layer[l],
+                                 rbi_bloom_layer_hash(s->b->layout, h, l), l == target);
 }
 
 /* Writer's "section": the writer is the only one changing the slot, so

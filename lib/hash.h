@@ -15,6 +15,11 @@
  *   - rbi_hash_keyed128: XXH3-128 with a per-filter random 192-byte secret,
  *     split into (h1, h2) for double hashing.  The secret stops remote users
  *     from crafting keys that collide in a filter.
+ *   - rbi_hash_murmur64a: MurmurHash64A (Austin Appleby's, little-endian
+ *     words), which LAYOUT redisbloom filters hash with as RedisBloom 2.6
+ *     does: h1 = M(key, 0xc6a4a7935bd1e995), h2 = M(key, h1).  Unkeyed: a
+ *     filter of that layout answers exactly as RedisBloom's, crafted keys
+ *     included.
  */
 #ifndef RBI_HASH_H
 #define RBI_HASH_H
@@ -44,6 +49,37 @@ static inline rbi_h128_t rbi_hash_keyed128(const void *secret, size_t secret_len
     XXH128_hash_t h = XXH3_128bits_withSecret(key, len, secret, secret_len);
     rbi_h128_t r = { h.low64, h.high64 };
     return r;
+}
+
+/* MurmurHash64A of key[0 .. len) with seed, reading 8-byte words
+ * little-endian whatever the host's order (RedisBloom reads them in the
+ * host's order: on a little-endian host, the same). */
+static inline uint64_t rbi_hash_murmur64a(const void *key, size_t len, uint64_t seed)
+{
+    const uint64_t m = 0xc6a4a7935bd1e995ULL;
+    const unsigned char *p = key;
+    uint64_t h = seed ^ ((uint64_t)len * m);
+    size_t words = len / 8;
+
+    for (size_t i = 0; i < words; i++, p += 8) {
+        uint64_t k = 0;
+        for (int b = 7; b >= 0; b--)
+            k = (k << 8) | p[b];
+        k *= m;
+        k ^= k >> 47;
+        k *= m;
+        h ^= k;
+        h *= m;
+    }
+    if (len & 7) {
+        for (size_t b = len & 7; b-- > 0;)
+            h ^= (uint64_t)p[b] << (8 * b);
+        h *= m;
+    }
+    h ^= h >> 47;
+    h *= m;
+    h ^= h >> 47;
+    return h;
 }
 
 uint64_t rbi_hash_seed(const void *key, size_t len, uint64_t salt);

@@ -19,7 +19,15 @@ extern "C" {
 
 typedef enum rb_bloom_layout {
     RB_BLOOM_STANDARD = 0,  /* k probes over the whole array */
-    RB_BLOOM_BLOCKED  = 1   /* all k probes in one 64-byte cache line */
+    RB_BLOOM_BLOCKED  = 1,  /* all k probes in one 64-byte cache line */
+    RB_BLOOM_REDISBLOOM = 2 /* RedisBloom 2.6's own filter, bit for bit: its
+                               unkeyed MurmurHash64A, its sizing (bits per
+                               key -ln p / ln(2)^2, not rounded; m a multiple
+                               of 64), the same probe positions in every
+                               layer; so its dumps (BF.SCANDUMP) load into
+                               RedisBloom and RedisBloom's into it.  Not
+                               keyed: crafted keys can collide.  No AGING or
+                               OVERFILL */
 } rb_bloom_layout_t;
 
 #define RB_FILTER_NAME_MAX 255
@@ -27,7 +35,7 @@ typedef enum rb_bloom_layout {
 #define RB_BLOOM_BLOCKED_MAX_BPK 4096   /* blocked: the most bits per key */
 
 typedef struct rb_bloom_sizing {
-    uint64_t bits;    /* m, a multiple of 512 */
+    uint64_t bits;    /* m, a multiple of 512 (RB_BLOOM_REDISBLOOM: of 64) */
     uint32_t k;       /* probes per key, 1..64 */
     uint64_t bytes;   /* m / 8 */
     double   fpr;     /* predicted false-positive rate at capacity, <= p */
@@ -38,7 +46,9 @@ typedef struct rb_bloom_sizing {
  * m whose (1 - e^(-kn/m))^k <= p (about -n ln p / (ln 2)^2).  blocked: the
  * smallest m (on a grid of 0.5% steps of bits per key) and best k whose
  * predicted FPR, accounting for the Poisson spread of keys over 512-bit
- * blocks, is <= 0.95 p.  Cost: O(1) standard; blocked about a dozen
+ * blocks, is <= 0.95 p.  redisbloom: RedisBloom 2.6's bloom_init with
+ * NOROUND: b = -ln p / ln(2)^2 bits per key, m = trunc(n b) rounded up to a
+ * multiple of 64, k = ceil(ln 2 * b) (RB_EPRECISION past 64).  Cost: O(1) standard; blocked about a dozen
  * evaluations of the model (0.1-0.5 ms for p <= 1%, up to ~3.5 ms as p
  * nears 1).
  * Errors: RB_EINVAL (n == 0, p out of range), RB_ERANGE (m would exceed
