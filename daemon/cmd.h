@@ -59,6 +59,7 @@ extern const rbd_command_t rbd_cmd_bf_table[];
 extern const rbd_command_t rbd_cmd_ring_table[];
 extern const rbd_command_t rbd_cmd_server_table[];
 extern const rbd_command_t rbd_cmd_keys_table[];
+extern const rbd_command_t rbd_cmd_bf_dump_table[];
 
 /* Runs one request of client c (argv[0] the command name): its reply, or
  * the reason it was refused, goes to c->out.  Inside MULTI a command
@@ -101,5 +102,21 @@ typedef enum rbd_err_at {
 
 /* Replies library error rc as the error-code-to-reply table says for at. */
 void rbd_cmd_error(rbd_ctx_t *x, rbd_err_at_t at, int rc);
+
+/* RB_ENOSPC has two causes the library cannot tell apart: max-memory used
+ * up, or /dev/shm (a tmpfs) full.  If /dev/shm has less room than the
+ * reservation still leaves, replies so and returns 1; else returns 0 and
+ * the caller names max-memory. */
+int rbd_cmd_shm_full(rbd_ctx_t *x);
+
+/* RB_ENOSPC from making or growing a filter: names the limit that was hit,
+ * /dev/shm (when it has less room than max-memory still leaves) or
+ * max-memory. */
+void rbd_cmd_no_space(rbd_ctx_t *x);
+
+/* Why a filter could not be made, for the causes BF.RESERVE, an add that
+ * creates and BF.LOADCHUNK share (max-filters, then the error table);
+ * RB_ENOSPC is rbd_cmd_no_space's. */
+void rbd_cmd_create_error(rbd_ctx_t *x, int rc);
 
 #endif /* RBD_CMD_H */

@@ -1,9 +1,8 @@
 /*
  * cmd_bf.c - the BF.* commands (RedisBloom's, with our options LAYOUT,
- * AGING, GENERATIONS, and BF.RESET; BF.SCANDUMP / BF.LOADCHUNK in
- * RedisBloom's format for LAYOUT redisbloom, ours for the rest): their
- * table and handlers.  Filters
- * change only through ops (ops.c); the handles come from filters.c.
+ * AGING, GENERATIONS, and BF.RESET; BF.SCANDUMP / BF.LOADCHUNK are
+ * cmd_bf_dump.c's): their table and handlers.  Filters change only
+ * through ops (ops.c); the handles come from filters.c.
  */
 #include "config.h"
 
@@ -11,7 +10,6 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "bloom.h"   /* lib: the dump formats (bloom_dump.c) */
 #include "cmd.h"
@@ -37,52 +35,6 @@ static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_bloom_pa
     return rbd_op_run(&x->s->state, &x->s->aof, &op);
 }
 
-/* RB_ENOSPC has two causes the library cannot tell apart: the segment's
- * reservation (max-memory) is used up, or /dev/shm (a tmpfs) is full.  If
- * /dev/shm has less room than the reservation still leaves, that is the
- * limit that was hit: replies so and returns 1, so the operator is sent to
- * the right one; otherwise returns 0 (the caller names max-memory). */
-static int reply_if_shm_full(rbd_ctx_t *x)
-{
-    rb_segment_info_t si;
-    struct statvfs fs;
-    unsigned long long free_bytes, left;
-
-    if (rb_segment_info(x->s->state.seg, &si) != RB_OK || statvfs("/dev/shm", &fs) != 0)
-        return 0;
-    free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
-    left = si.max_size - si.size;
-    if (free_bytes >= left)
-        return 0;
-    rbi_resp_error(x->out, "ERR out of memory for the filter: /dev/shm is full (%llu bytes free "
-               "there; max-memory leaves %llu)", free_bytes, left);
-    return 1;
-}
-
-/* RB_ENOSPC from an add or the create of a missing filter: names the limit
- * that was hit, /dev/shm or max-memory. */
-static void reply_no_space(rbd_ctx_t *x)
-{
-    if (!reply_if_shm_full(x))
-        rbi_resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
-                   (unsigned long long)x->s->cfg.max_memory);
-}
-
-/* Replies why a filter could not be created (BF.RESERVE, or an add that
- * creates it), for the causes both share; RB_ENOSPC is the caller's. */
-static void create_error(rbd_ctx_t *x, int rc)
-{
-    rb_segment_info_t si;
-
-    /* The directory's size is the segment's (max-filters when it was
-     * made), not a library constant: the one reply the table cannot hold. */
-    if (rc == RB_ESLOTS && rb_segment_info(x->s->state.seg, &si) == RB_OK)
-        rbi_resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
-                   si.max_filters);
-    else
-        rbd_cmd_error(x, RBD_AT_CREATE, rc);
-}
-
 /* The filter for an add, created with the configured defaults if missing
  * (RedisBloom's BF.ADD/MADD/INSERT behaviour).  Replies on error. */
 static rb_bloom_t *filter_for_add(rbd_ctx_t *x, size_t i, const rb_bloom_params_t *create)
@@ -101,9 +53,9 @@ static rb_bloom_t *filter_for_add(rbd_ctx_t *x, size_t i, const rb_bloom_params_
     if (bf == NULL && rc == RB_ENOENT)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else if (bf == NULL && rc == RB_ENOSPC)
-        reply_no_space(x);
+        rbd_cmd_no_space(x);
     else if (bf == NULL)
-        create_error(x, rc);
+        rbd_cmd_create_error(x, rc);
     return bf;
 }
 
@@ -176,7 +128,7 @@ static void add_keys(rbd_ctx_t *x, rb_bloom_t *bf, size_t first, size_t n, int a
         rbi_resp_array(x->out, op.nkeys + (rc < 0));
     reply_fresh(x->out, fresh, op.nkeys);
     if (rc == RB_ENOSPC)
-        reply_no_space(x);
+        rbd_cmd_no_space(x);
     else if (rc < 0)
         rbd_cmd_error(x, RBD_AT_ADD, rc);
 out:
@@ -327,11 +279,11 @@ static void cmd_bf_reserve(rbd_ctx_t *x)
     rc = reserve(x, x->argv[1], x->argl[1], &p);
     if (rc == RB_OK)
         rbi_resp_simple(x->out, "OK");
-    else if (rc == RB_ENOSPC && !reply_if_shm_full(x))
+    else if (rc == RB_ENOSPC && !rbd_cmd_shm_full(x))
         rbi_resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
                    "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
     else if (rc != RB_ENOSPC)   /* RB_EEXIST: "item exists" */
-        create_error(x, rc);
+        rbd_cmd_create_error(x, rc);
 }
 
 /* ---- adds ------------------------------------------------------------------------ */
@@ -587,105 +539,6 @@ static void cmd_bf_reset(rbd_ctx_t *x)
     rbi_resp_simple(x->out, "OK");
 }
 
-/* ---- dumps ------------------------------------------------------------------------- */
-
-/* The largest data chunk BF.SCANDUMP returns: RedisBloom's 16 MiB, less if
- * max-request-bytes would not let BF.LOADCHUNK take it back. */
-static size_t dump_chunk_max(const rbd_ctx_t *x)
-{
-    size_t room = x->s->cfg.max_request_bytes > 1024 ? x->s->cfg.max_request_bytes - 512 : 512;
-
-    return room < RBI_DUMP_CHUNK_MAX ? room : RBI_DUMP_CHUNK_MAX;
-}
-
-/* BF.SCANDUMP name iter [FORMAT redisbloom|ringbloom]: [next iter, bytes]
- * (RedisBloom's iterator: 0 gives the header, the bytes then follow from
- * 1; [0, ""] at the end).  A redisbloom filter dumps in RedisBloom's
- * format, others in ours; FORMAT (ours) asks for one and is refused if the
- * filter's layout has no such form. */
-static void cmd_bf_scandump(rbd_ctx_t *x)
-{
-    long long iter;
-    rb_bloom_stat_t st;
-    unsigned char *buf;
-    size_t len;
-    int64_t next;
-    rb_bloom_t *bf;
-    int rc, want_rb = -1;
-    size_t out0 = x->out->len;
-
-    if (x->argc != 3 && !(x->argc == 5 && rbd_cmd_arg_is(x, 3, "FORMAT")))
-        rbd_cmd_wrong_arity(x);
-    else if (x->argc == 5 && (want_rb = rbd_cmd_arg_is(x, 4, "redisbloom") ? 1
-                                   : rbd_cmd_arg_is(x, 4, "ringbloom") ? 0 : -2) == -2)
-        rbi_resp_error(x->out, "ERR FORMAT must be redisbloom or ringbloom");
-    if (x->out->len != out0 || rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
-        return;
-    bf = filter_arg(x, 1, &rc);
-    if (bf == NULL || (rc = rb_bloom_info(bf, &st)) != RB_OK) {
-        rbd_cmd_error(x, RBD_AT_FILTER, rc);
-        return;
-    }
-    if (rbd_cmd_arg_ll(x, 2, &iter) != 0)
-        rbi_resp_error(x->out, "Second argument must be numeric");
-    else if (want_rb >= 0 && want_rb != (st.layout == RB_BLOOM_REDISBLOOM))
-        rbi_resp_error(x->out, want_rb ? "ERR only LAYOUT redisbloom filters dump in RedisBloom's "
-                                         "format: this one hashes and lays out bits as ours"
-                                       : "ERR a LAYOUT redisbloom filter dumps in RedisBloom's "
-                                         "format only");
-    if (x->out->len != out0)
-        return;
-    if ((rc = rbi_bloom_dump(bf, iter, dump_chunk_max(x), NULL, &len, &next)) != RB_OK ||
-        (buf = malloc(len ? len : 1)) == NULL ||
-        (rc = rbi_bloom_dump(bf, iter, dump_chunk_max(x), buf, &len, &next)) != RB_OK) {
-        rbd_cmd_error(x, RBD_AT_FILTER, rc == RB_OK ? RB_ENOMEM : rc);
-        return;
-    }
-    rbi_resp_array(x->out, 2);
-    rbi_resp_int(x->out, next);
-    rbi_resp_bulk(x->out, buf, len);
-    free(buf);
-}
-
-/* BF.LOADCHUNK name iter data: iter 1 with no such filter takes a header
- * (either format: it makes the filter, live at once, its bits zero until
- * the data chunks come), else data at the iterator SCANDUMP gave with it.
- * A mutation: logged (ops.c) and replayed. */
-static void cmd_bf_loadchunk(rbd_ctx_t *x)
-{
-    rbd_op_t op = { .type = RBD_OP_BF_LOADCHUNK, .name = x->argv[1], .len = x->argl[1],
-                    .data = (const unsigned char *)x->argv[3], .dlen = x->argl[3] };
-    rb_bloom_stat_t st;
-    long long iter;
-    rb_bloom_t *bf;
-    int rc;
-
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
-        return;
-    if (rbd_cmd_arg_ll(x, 2, &iter) != 0) {
-        rbi_resp_error(x->out, "ERR Second argument must be numeric");
-        return;
-    }
-    op.iter = iter;
-    bf = filter_arg(x, 1, &rc);
-    if (bf != NULL && iter == 1 && rbi_bloom_dump_format(op.data, op.dlen) != 0 &&
-        rb_bloom_info(bf, &st) == RB_OK) {
-        rbi_resp_error(x->out, rbi_bloom_dump_format(op.data, op.dlen) == 2 &&
-                       st.layout != RB_BLOOM_REDISBLOOM ? "ERR a RedisBloom dump loads only "
-                       "into a new filter; this one exists with ringbloom's layout"
-                       : "ERR item exists: a dump's header loads only into a new filter");
-        return;
-    }
-    if ((rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) == RB_OK)
-        rbi_resp_simple(x->out, "OK");
-    else if (rc == RB_EINVAL && op.why != NULL)
-        rbi_resp_error(x->out, "%s", op.why);
-    else if (rc == RB_ENOSPC)
-        reply_no_space(x);
-    else
-        create_error(x, rc);
-}
-
 const rbd_command_t rbd_cmd_bf_table[] = {
     RBD_COMMAND("BF.ADD", 3, CMD_WRITE, cmd_bf_add),
     RBD_COMMAND("BF.MADD", -3, CMD_WRITE, cmd_bf_madd),
@@ -696,7 +549,5 @@ const rbd_command_t rbd_cmd_bf_table[] = {
     RBD_COMMAND("BF.INFO", -2, 0, cmd_bf_info),
     RBD_COMMAND("BF.CARD", 2, 0, cmd_bf_card),
     RBD_COMMAND("BF.RESET", 2, CMD_WRITE, cmd_bf_reset),
-    RBD_COMMAND("BF.SCANDUMP", -3, 0, cmd_bf_scandump),
-    RBD_COMMAND("BF.LOADCHUNK", 4, CMD_WRITE, cmd_bf_loadchunk),
     { NULL, 0, 0, 0, NULL },
 };

@@ -2,7 +2,7 @@
  * cmd_util.c - what every command handler uses: argument parsing in
  * Redis's rules, the checks of keys and names, the arity error, and the
  * one table that turns a library error into the reply for where it came
- * from.
+ * from, and the replies of a filter that could not be made or grown.
  */
 #include "config.h"
 
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/statvfs.h>
 
 #include "cmd.h"
 
@@ -172,4 +173,52 @@ void rbd_cmd_error(rbd_ctx_t *x, rbd_err_at_t at, int rc)
             rbi_resp_error(x->out, "%s", e->text);
         return;
     }
+}
+
+/* ---- replies of a filter that could not be made or grown ------------------------ */
+
+/* RB_ENOSPC has two causes the library cannot tell apart: the segment's
+ * reservation (max-memory) is used up, or /dev/shm (a tmpfs) is full.  If
+ * /dev/shm has less room than the reservation still leaves, that is the
+ * limit that was hit: replies so and returns 1, so the operator is sent to
+ * the right one; otherwise returns 0 (the caller names max-memory). */
+int rbd_cmd_shm_full(rbd_ctx_t *x)
+{
+    rb_segment_info_t si;
+    struct statvfs fs;
+    unsigned long long free_bytes, left;
+
+    if (rb_segment_info(x->s->state.seg, &si) != RB_OK || statvfs("/dev/shm", &fs) != 0)
+        return 0;
+    free_bytes = (unsigned long long)fs.f_bavail * fs.f_frsize;
+    left = si.max_size - si.size;
+    if (free_bytes >= left)
+        return 0;
+    rbi_resp_error(x->out, "ERR out of memory for the filter: /dev/shm is full (%llu bytes free "
+               "there; max-memory leaves %llu)", free_bytes, left);
+    return 1;
+}
+
+/* RB_ENOSPC from an add or the create of a missing filter: names the limit
+ * that was hit, /dev/shm or max-memory. */
+void rbd_cmd_no_space(rbd_ctx_t *x)
+{
+    if (!rbd_cmd_shm_full(x))
+        rbi_resp_error(x->out, "ERR out of memory for the filter (max-memory is %llu bytes)",
+                   (unsigned long long)x->s->cfg.max_memory);
+}
+
+/* Replies why a filter could not be created (BF.RESERVE, or an add that
+ * creates it), for the causes both share; RB_ENOSPC is the caller's. */
+void rbd_cmd_create_error(rbd_ctx_t *x, int rc)
+{
+    rb_segment_info_t si;
+
+    /* The directory's size is the segment's (max-filters when it was
+     * made), not a library constant: the one reply the table cannot hold. */
+    if (rc == RB_ESLOTS && rb_segment_info(x->s->state.seg, &si) == RB_OK)
+        rbi_resp_error(x->out, "ERR max number of filters reached (max-filters is %u)",
+                   si.max_filters);
+    else
+        rbd_cmd_error(x, RBD_AT_CREATE, rc);
 }
