@@ -71,7 +71,9 @@ static int set_name(rbd_ctx_t *x, size_t i, const char *what, char **slot)
     return 0;
 }
 
-/* CLIENT INFO's line: Redis's fields that mean something here, and the
+/* CLIENT INFO's line: every field of Redis 7.2's, in its order (redis-py's
+ * parser reads sub, psub, qbuf, obl, omem, tot-mem ... as integers and
+ * fails on a missing one), with what it means here or zero, then the
  * peer's credentials. */
 static void client_info(rbd_ctx_t *x)
 {
@@ -79,14 +81,19 @@ static void client_info(rbd_ctx_t *x)
     uint64_t now = rbd_mono_ms();
     char line[1024];
     int n = snprintf(line, sizeof(line), "id=%llu addr=%s:0 laddr=%s:0 fd=%d name=%s age=%llu "
-                     "idle=%llu flags=%s db=0 multi=%d resp=%d lib-name=%s lib-ver=%s uid=%u "
-                     "pid=%d\n", (unsigned long long)c->id, x->s->cfg.socket, x->s->cfg.socket,
+                     "idle=%llu flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=%zu "
+                     "qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 obl=0 oll=0 omem=%zu "
+                     "tot-mem=%llu events=r cmd=client|info user=default redir=-1 resp=%d "
+                     "lib-name=%s lib-ver=%s uid=%u pid=%d\n",
+                     (unsigned long long)c->id, x->s->cfg.socket, x->s->cfg.socket,
                      c->fd, c->name ? c->name : "",
                      (unsigned long long)(now - c->created_ms) / 1000,
                      (unsigned long long)(now - c->last_active_ms) / 1000,
                      c->txn.active ? "x" : "N", c->txn.active ? (int)c->txn.count : -1,
-                     c->out.resp3 ? 3 : 2, c->lib_name ? c->lib_name : "",
-                     c->lib_ver ? c->lib_ver : "", (unsigned)c->uid, (int)c->pid);
+                     c->in.len, c->in.cap - c->in.len, c->in.cap, c->out.len,
+                     (unsigned long long)c->mem, c->out.resp3 ? 3 : 2,
+                     c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "",
+                     (unsigned)c->uid, (int)c->pid);
 
     rbi_resp_verbatim(x->out, line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }

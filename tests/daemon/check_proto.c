@@ -137,6 +137,36 @@ START_TEST(test_proto_hello_switches_the_connection)
 }
 END_TEST
 
+/* CLIENT INFO carries every field of Redis 7.2's line, in its order, each
+ * as name=value: redis-py's client_info() reads sub, psub, qbuf, obl, omem,
+ * tot-mem ... as integers and raised KeyError on a missing one. */
+START_TEST(test_proto_client_info_has_redis_fields)
+{
+    static const char *const fields[] = {
+        "id=", " addr=", " laddr=", " fd=", " name=app ", " age=", " idle=", " flags=N ",
+        " db=0 ", " sub=0 ", " psub=0 ", " ssub=0 ", " multi=-1 ", " qbuf=", " qbuf-free=",
+        " argv-mem=", " multi-mem=", " rbs=", " rbp=", " obl=", " oll=", " omem=",
+        " tot-mem=", " events=", " cmd=client|info ", " user=default ", " redir=-1 ",
+        " resp=2 ", " lib-name=redis-py ", " lib-ver= ", " uid=", " pid=" };
+    rb_conn_t *c;
+    const char *line, *at;
+    int rc;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "CLIENT", "SETNAME", "app");
+    rbd_expect(c, "OK", "CLIENT", "SETINFO", "LIB-NAME", "redis-py");
+    line = rbd_cmd(c, &rc, "CLIENT", "INFO", (const char *)NULL);
+    at = line;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        const char *f = strstr(at, fields[i]);
+        ck_assert_msg(f != NULL, "no %s after [%s] in [%s]", fields[i], at, line);
+        at = f + 1;
+    }
+    rb_conn_close(c);
+}
+END_TEST
+
 /* MULTI / EXEC / DISCARD as Redis answers them: queued, an array of the
  * members' replies (a runtime error one of them), nothing of a
  * transaction with a refused command, nesting and strays refused. */
@@ -259,7 +289,8 @@ int main(void)
     return RB_TEST_MAIN("proto",
                         RB_TCASE("resp3", 60, NULL, rbd_teardown,
                                  test_proto_resp3_through_redis_cli,
-                                 test_proto_hello_switches_the_connection),
+                                 test_proto_hello_switches_the_connection,
+                                 test_proto_client_info_has_redis_fields),
                         RB_TCASE("transactions", 60, NULL, rbd_teardown,
                                  test_proto_multi_exec_semantics,
                                  test_proto_queued_noperm_aborts_exec,
