@@ -321,7 +321,7 @@ static int set_word(const setting_t *s, const char *key, int *field, const char 
 {
     static const char *const expected[] = {
         [T_FSYNC] = "always, everysec or no", [T_BOOL] = "yes or no",
-        [T_LEVEL] = "debug, info or warning",
+        [T_LEVEL] = "debug, info, notice or warning",
     };
 
     for (size_t i = 0; i < NWORDS; i++) {
