@@ -24,7 +24,8 @@
 #include "ringbloom.h"
 
 /* Exit codes (documented in --help and README):
- *   0 ok / yes (every key present)    1 no (some key not present)
+ *   0 ok / yes (every key present)    1 no (some key not present, no
+ *                                        such filter, an empty ring)
  *   2 usage error                      3 daemon unreachable / no answer in
  *                                        time / no trusted segment
  *   4 the daemon refused (error reply, no permission)
@@ -154,6 +155,10 @@ void cli_json_str(const char *s, size_t len);
  * line or a field.  (`lookup -` echoes its input lines as they are: they
  * hold no newline, and the node after the last tab is escaped.) */
 void cli_text_str(const char *s, size_t len);
+
+/* A filter layout's name as reserve --layout takes it ("standard",
+ * "blocked", "redisbloom"). */
+const char *cli_layout_name(rb_bloom_layout_t layout);
 
 /* "ringbloom: what: <rb_strerror(rc)>" on stderr; returns code. */
 int cli_fail(int code, const char *what, int rc);

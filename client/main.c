@@ -2,10 +2,11 @@
  * main.c - the ringbloom command-line client: its global options, its
  * usage, and the table of subcommands that dispatches to their handlers.
  *
- * Reads (lookup, exists, nodes: reads.c) are answered from shared memory,
- * with no round trip to the daemon; changes (add, load, node, reserve:
- * writes.c) go to the daemon over its socket; ring (ring_offline.c) needs
- * no daemon.  A subcommand is one row of the table below (its name, its
+ * Reads (lookup, exists, nodes, filters: reads.c) are answered from
+ * shared memory, with no round trip to the daemon; changes (add, load,
+ * node, reserve, reset, delete, shutdown: writes.c) go to the daemon over
+ * its socket, and so do info (info.c) and metrics (metrics.c); ring
+ * (ring_offline.c) needs no daemon.  A subcommand is one row of the table below (its name, its
  * handler, its usage lines under their heading) and one handler; the exit
  * codes are in cli.h.
  */
@@ -51,7 +52,7 @@ static const struct command {
       "  node weight NAME WEIGHT      change a node's weight\n" },
     { "reserve", 3, ANY, cmd_reserve, DAEMON,
       "  reserve FILTER ERROR CAPACITY [--nonscaling] [--expansion N]\n"
-      "          [--layout standard|blocked] [--aging SECONDS [--generations N]]\n" },
+      "          [--layout standard|blocked|redisbloom] [--aging SECONDS [--generations N]]\n" },
     { "reset", 1, 1, cmd_reset, DAEMON,
       "  reset FILTER                 clear every bit of the filter\n" },
     { "delete", 1, ANY, cmd_delete, DAEMON,
@@ -96,7 +97,8 @@ static void usage(FILE *f)
           "node names print with C escapes (\\t \\n \\\\ \\xNN) for control bytes and\n"
           "backslashes; --json prints them as JSON strings\n"
           "\n"
-          "exit status: 0 ok / all present, 1 some key not present, 2 usage,\n"
+          "exit status: 0 ok / all present, 1 some key not present, no such filter\n"
+          "             or an empty ring, 2 usage,\n"
           "             3 daemon or segment unreachable (or no answer in time),\n"
           "             4 refused by the daemon, 5 other\n", f);
 }

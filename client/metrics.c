@@ -346,7 +346,7 @@ static void print_filters(FILE *m, const gathered_t *g)
         label(m, "filter", st->name);
         label(m, "kind", (st->flags & RB_BLOOM_AGING) ? "aging"
               : (st->flags & RB_BLOOM_NONSCALING) ? "non-scaling" : "scaling");
-        label(m, "layout", st->layout == RB_BLOOM_STANDARD ? "standard" : "blocked");
+        label(m, "layout", cli_layout_name(st->layout));
         value_u64(m, 1);
     }
 }

@@ -1,6 +1,7 @@
 /*
  * out.c - what the CLI prints for any subcommand: names and keys escaped
- * for line-oriented output, JSON strings, and its error lines.
+ * for line-oriented output, JSON strings, layout names, and its error
+ * lines.
  *
  * Node names come from the segment, which any writer the daemon allows can
  * fill: cli_text_str escapes them, so a name cannot forge a line or a
@@ -44,6 +45,13 @@ void cli_text_str(const char *s, size_t len)
         else
             putchar(c);
     }
+}
+
+const char *cli_layout_name(rb_bloom_layout_t layout)
+{
+    return layout == RB_BLOOM_STANDARD     ? "standard"
+           : layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
+                                           : "blocked";
 }
 
 int cli_fail(int code, const char *what, int rc)

@@ -216,7 +216,7 @@ static int print_filter(const char *name, size_t len, void *arg)
     if (rb_bloom_open(a->seg, name, len, &bf) != RB_OK)
         return 0;   /* deleted meanwhile */
     if (rb_bloom_info(bf, &st) == RB_OK) {
-        const char *layout = st.layout == RB_BLOOM_STANDARD ? "standard" : "blocked";
+        const char *layout = cli_layout_name(st.layout);
         if (a->cli->json) {
             printf("%s{\"name\":", a->n ? "," : "");
             cli_json_str(name, len);

@@ -219,7 +219,7 @@ static int reserve_option(int argc, char **argv, int *i, rb_bloom_params_t *p)
     if (strcmp(opt, "--expansion") != 0 && strcmp(opt, "--layout") != 0 &&
         strcmp(opt, "--aging") != 0 && strcmp(opt, "--generations") != 0) {
         fprintf(stderr, "ringbloom: reserve: unknown option '%s' (options: --nonscaling, "
-                "--expansion N, --layout standard|blocked, --aging SECONDS, "
+                "--expansion N, --layout standard|blocked|redisbloom, --aging SECONDS, "
                 "--generations N)\n", opt);
         return EX_USAGE;
     }
@@ -229,12 +229,17 @@ static int reserve_option(int argc, char **argv, int *i, rb_bloom_params_t *p)
     }
     (*i)++;
     if (strcmp(opt, "--layout") == 0) {
-        if (strcmp(val, "standard") != 0 && strcmp(val, "blocked") != 0) {
-            fprintf(stderr, "ringbloom: reserve: --layout is standard or blocked, not '%s'\n",
-                    val);
+        if (strcmp(val, "standard") == 0)
+            p->layout = RB_BLOOM_STANDARD;
+        else if (strcmp(val, "blocked") == 0)
+            p->layout = RB_BLOOM_BLOCKED;
+        else if (strcmp(val, "redisbloom") == 0)
+            p->layout = RB_BLOOM_REDISBLOOM;
+        else {
+            fprintf(stderr, "ringbloom: reserve: --layout is standard, blocked or redisbloom, "
+                    "not '%s'\n", val);
             return EX_USAGE;
         }
-        p->layout = strcmp(val, "standard") == 0 ? RB_BLOOM_STANDARD : RB_BLOOM_BLOCKED;
         return EX_YES;
     }
     if (strcmp(opt, "--aging") == 0) {

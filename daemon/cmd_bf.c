@@ -288,9 +288,19 @@ static void cmd_bf_reserve(rbd_ctx_t *x)
 
 /* ---- adds ------------------------------------------------------------------------ */
 
+/* What an add that finds no filter creates: the defaults in the layout
+ * of bf-default-layout (read per command, so a reload applies at once). */
+static rb_bloom_params_t create_params(const rbd_ctx_t *x)
+{
+    rb_bloom_params_t p = default_params();
+
+    p.layout = (rb_bloom_layout_t)x->s->cfg.bf_default_layout;
+    return p;
+}
+
 static void cmd_bf_add(rbd_ctx_t *x)
 {
-    rb_bloom_params_t def = default_params();
+    rb_bloom_params_t def = create_params(x);
     rb_bloom_t *bf;
 
     if (rbd_cmd_arg_key(x, 2) != 0 || (bf = filter_for_add(x, 1, &def)) == NULL)
@@ -300,7 +310,7 @@ static void cmd_bf_add(rbd_ctx_t *x)
 
 static void cmd_bf_madd(rbd_ctx_t *x)
 {
-    rb_bloom_params_t def = default_params();
+    rb_bloom_params_t def = create_params(x);
     rb_bloom_t *bf;
 
     if (rbd_cmd_arg_keys(x, 2) != 0 || (bf = filter_for_add(x, 1, &def)) == NULL)
@@ -374,7 +384,7 @@ static int insert_options(rbd_ctx_t *x, rb_bloom_params_t *p, long long *cap, lo
  * ours. */
 static void cmd_bf_insert(rbd_ctx_t *x)
 {
-    rb_bloom_params_t p = default_params();
+    rb_bloom_params_t p = create_params(x);
     long long cap = (long long)p.capacity, exp = (long long)p.expansion;
     int nocreate = 0;
     size_t items = 0;

@@ -521,6 +521,14 @@ static void printable(char *out, size_t cap, const char *s, size_t len)
     out[w] = '\0';
 }
 
+/* A layout's name as BF.RESERVE's LAYOUT takes it. */
+static const char *layout_name(rb_bloom_layout_t layout)
+{
+    return layout == RB_BLOOM_STANDARD     ? "standard"
+           : layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
+                                           : "blocked";
+}
+
 static int info_filter(const char *fname, size_t len, void *arg)
 {
     info_buf_t *ib = arg;
@@ -535,7 +543,7 @@ static int info_filter(const char *fname, size_t len, void *arg)
     printable(name, sizeof(name), fname, len);
     info_line(ib, "filter_%zu:name=%s,layout=%s,kind=%s,capacity=%llu,error_rate=%g,"
               "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu",
-              ib->filters++, name, st.layout == RB_BLOOM_BLOCKED ? "blocked" : "standard",
+              ib->filters++, name, layout_name(st.layout),
               (st.flags & RB_BLOOM_AGING) ? "aging" : (st.flags & RB_BLOOM_NONSCALING)
               ? "nonscaling" : "scaling", (unsigned long long)st.capacity, st.error_rate,
               st.layers, (unsigned long long)st.items, (unsigned long long)st.bytes, st.fill,

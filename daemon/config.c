@@ -24,7 +24,7 @@
 
 #include "rbd_config.h"
 
-typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_RINGMODE,
+typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_RINGMODE,
                T_UIDS, T_GIDS, T_GROUP } kind_t;
 
 typedef struct setting {
@@ -69,6 +69,7 @@ static const setting_t settings[] = {
     { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1 },
     { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0 },
     { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0 },
+    { "bf-default-layout", T_LAYOUT, F(bf_default_layout), 0, 0, 1 },
     /* Names are resolved when read, as for the groups above. */
     { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1 },
     { "allow-write-gid", T_GIDS, F(write_gids), 0, 0, 1 },
@@ -88,7 +89,7 @@ static const struct alias {
 #define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
 
 /* The words of the settings that take one of a few (T_FSYNC, T_BOOL,
- * T_LEVEL): a value's first word is the one CONFIG GET shows. */
+ * T_LEVEL, T_LAYOUT): a value's first word is the one CONFIG GET shows. */
 typedef struct word {
     kind_t kind;
     const char *word;
@@ -101,6 +102,8 @@ static const word_t words[] = {
     { T_BOOL, "yes", 1 }, { T_BOOL, "no", 0 },
     { T_LEVEL, "info", LOG_INFO }, { T_LEVEL, "notice", LOG_INFO },
     { T_LEVEL, "debug", LOG_DEBUG }, { T_LEVEL, "warning", LOG_WARNING },
+    { T_LAYOUT, "blocked", RB_BLOOM_BLOCKED }, { T_LAYOUT, "standard", RB_BLOOM_STANDARD },
+    { T_LAYOUT, "redisbloom", RB_BLOOM_REDISBLOOM },
 };
 #define NWORDS (sizeof(words) / sizeof(words[0]))
 
@@ -136,6 +139,7 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->save_log_bytes = 64u << 20;
     c->ring_mode = RB_RING_XXH3;
     c->ring_replicas = RB_RING_DEFAULT_REPLICAS;
+    c->bf_default_layout = RB_BLOOM_BLOCKED;
     c->write_uids.id[0] = getuid();
     c->write_uids.n = 1;
     if (getuid() != 0)
@@ -315,13 +319,14 @@ static int set_ids(const char *key, int users, rbd_ids_t *ids, const char *value
     return 0;
 }
 
-/* T_FSYNC, T_BOOL, T_LEVEL: one of the words of the kind. */
+/* T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT: one of the words of the kind. */
 static int set_word(const setting_t *s, const char *key, int *field, const char *value,
                     char *err, size_t errlen)
 {
     static const char *const expected[] = {
         [T_FSYNC] = "always, everysec or no", [T_BOOL] = "yes or no",
-        [T_LEVEL] = "debug, info or warning",
+        [T_LEVEL] = "debug, info, notice or warning",
+        [T_LAYOUT] = "blocked, standard or redisbloom",
     };
 
     for (size_t i = 0; i < NWORDS; i++) {
@@ -355,6 +360,7 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
     case T_FSYNC:
     case T_BOOL:
     case T_LEVEL:
+    case T_LAYOUT:
         return set_word(s, key, field, value, err, errlen);
     case T_RINGMODE:
         if (rb_ring_mode_parse(value, strlen(value), field) != RB_OK) {
@@ -493,6 +499,7 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
     case T_FSYNC:
     case T_BOOL:
     case T_LEVEL:
+    case T_LAYOUT:
         for (size_t i = 0; i < NWORDS; i++)
             if (words[i].kind == s->kind && words[i].value == *(const int *)field) {
                 snprintf(v, cap, "%s", words[i].word);

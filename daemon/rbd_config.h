@@ -51,6 +51,8 @@ typedef struct rbd_config {
     uint64_t save_log_bytes;     /* ... or when the log grows past this */
     rb_ring_mode_t ring_mode;    /* for a ring that does not exist yet */
     uint32_t ring_replicas;
+    int bf_default_layout;       /* rb_bloom_layout_t of a filter BF.ADD, BF.MADD
+                                    or BF.INSERT creates without LAYOUT */
     rbd_ids_t write_uids;        /* may run mutations, by uid */
     rbd_ids_t write_gids;        /* ... or by gid */
     int loglevel;                /* LOG_DEBUG .. LOG_WARNING */

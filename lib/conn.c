@@ -410,7 +410,9 @@ int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len, const rb_bloo
         arg_add_u32(argv, argl, &argc, "AGING", p->window, num[1]);
     if ((p->flags & RB_BLOOM_AGING) && p->generations != 0)
         arg_add_u32(argv, argl, &argc, "GENERATIONS", p->generations, num[2]);
-    layout = p->layout == RB_BLOOM_STANDARD ? "standard" : "blocked";
+    layout = p->layout == RB_BLOOM_STANDARD     ? "standard"
+             : p->layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
+                                                : "blocked";
     arg_add(argv, argl, &argc, "LAYOUT", 6);
     arg_add(argv, argl, &argc, layout, strlen(layout));
     rc = send_cmd(c, argc, argv, argl);

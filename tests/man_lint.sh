@@ -4,7 +4,9 @@
 # page; every RB_EXPORT function of lib/ringbloom/*.h has a man3 page or a
 # .so link page leading to a page that names it (.Nm); every setting of
 # daemon/config.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
-# every command of the CLI's table (client/main.c) has one in ringbloom.1.
+# every command of the CLI's table (client/main.c) has one in ringbloom.1;
+# every command of the daemon's tables (daemon/cmd*.c) has one in
+# ringbloomd.8, marked (W) exactly when it changes state.
 # The lists come from the sources, so a new function, setting or command
 # without its entry fails here.  Link pages (one line, ".so man3/PAGE.3")
 # are checked by hand, not linted: mandoc calls every .so fragile.
@@ -112,7 +114,57 @@ nrows=$(grep -c 'cmd_[a-z_]*, *[A-Z]*,' "$srcdir/client/main.c")
 test "$ncmd" -eq "$nrows" || bad "read $ncmd commands from $nrows table rows of client/main.c"
 test "$ncmd" -ge 10 || bad "only $ncmd commands found in client/main.c (has its table changed?)"
 
+# (b4) Every command of the daemon's tables (daemon/cmd*.c), rows like
+#     RBD_COMMAND("NAME", ARITY, FLAGS, cmd_fn),
+# has an entry in ringbloomd.8's COMMANDS: ".It Cm NAME ...", or ".It Xo"
+# then ".Cm NAME ...", where NAME may be one of "A | B" alternatives that
+# open the entry; an entry of a command flagged CMD_WRITE or CMD_ADMIN says
+# (W), any other entry of it does not.
+daemon8=$man/man8/ringbloomd.8
+rows=$(sed -n 's/.*RBD_COMMAND("\([A-Z][A-Z.]*\)", *-*[0-9]*, *\([A-Z_0-9 |]*\), *cmd_[a-z0-9_]*).*/\1 \2/p' \
+       "$srcdir"/daemon/cmd*.c)
+nrbd=$(printf '%s\n' "$rows" | grep -c .)
+nrows=$(cat "$srcdir"/daemon/cmd*.c | grep -c 'RBD_COMMAND("')
+test "$nrbd" -eq "$nrows" || bad "read $nrbd commands from $nrows RBD_COMMAND rows of daemon/cmd*.c"
+test "$nrbd" -ge 40 || bad "only $nrbd commands found in daemon/cmd*.c (has the table format changed?)"
+# Each entry of the COMMANDS section as "NAME... <tab> W|-": the names
+# that open it, and whether it says (W).
+entries=$(awk '/^\.Sh / { in_cmds = ($2 == "COMMANDS") }
+    !in_cmds { next }
+    function open_entry(head, text,    t, n, i, names) {
+        n = split(head, t, " ")
+        names = t[1]
+        for (i = 2; i + 1 <= n && t[i] == "|"; i += 2)
+            names = names " " t[i + 1]
+        cur = names; w = (text ~ /\(W\)/)
+    }
+    function close_entry() { if (cur != "") print cur "\t" (w ? "W" : "-"); cur = "" }
+    $1 == ".It" && $2 == "Cm" { close_entry(); open_entry(substr($0, 8), $0); next }
+    $0 == ".It Xo" { close_entry(); xo = 1; next }
+    xo && $1 == ".Cm" { open_entry(substr($0, 5), $0); xo = 0; next }
+    $1 == ".It" || $1 == ".El" { close_entry(); next }
+    cur != "" && /\(W\)/ { w = 1 }
+    END { close_entry() }' "$daemon8")
+problems=$(printf '%s\n' "$rows" | while read -r name flags; do
+    test -n "$name" || continue
+    want=-
+    case $flags in *CMD_WRITE* | *CMD_ADMIN*) want=W ;; esac
+    marks=$(printf '%s\n' "$entries" | awk -F '\t' -v c="$name" \
+            '{ n = split($1, t, " "); for (i = 1; i <= n; i++) if (t[i] == c) print $2 }')
+    if test -z "$marks"; then
+        echo "command $name (daemon/cmd*.c) has no entry in ringbloomd.8"
+    elif printf '%s\n' "$marks" | grep -qv "^$want\$"; then
+        test "$want" = W && echo "command $name changes state: its ringbloomd.8 entry lacks (W)"
+        test "$want" = - && echo "command $name changes nothing: its ringbloomd.8 entry says (W)"
+    fi
+done)
+if test -n "$problems"; then
+    printf '%s\n' "$problems" | sed 's/^/man_lint: /' >&2
+    fail=1
+fi
+
 if test "$fail" -eq 0; then
-    echo "man_lint: $pages pages lint clean; $nfn functions, $nset settings, $ncmd commands documented"
+    echo "man_lint: $pages pages lint clean; $nfn functions, $nset settings, $ncmd commands," \
+         "$nrbd daemon commands documented"
 fi
 exit $fail

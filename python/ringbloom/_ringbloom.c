@@ -721,7 +721,10 @@ out:
 static PyObject *stat_dict(const rb_bloom_stat_t *s)
 {
     return Py_BuildValue("{sssssIsIsIsIsIsKsIsKsKsKsdsKsKsdsdsK}", "name", s->name, "layout",
-                         s->layout == RB_BLOOM_BLOCKED ? "blocked" : "standard", "flags",
+                         s->layout == RB_BLOOM_BLOCKED      ? "blocked"
+                         : s->layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
+                                                            : "standard",
+                         "flags",
                          (unsigned)s->flags, "expansion", (unsigned)s->expansion, "layers",
                          (unsigned)s->layers, "current", (unsigned)s->current, "window",
                          (unsigned)s->window, "rotations", (unsigned long long)s->rotations, "k",

@@ -259,6 +259,8 @@ START_TEST(test_daemon_conn_reserve_sends_every_parameter)
                                   .layout = RB_BLOOM_STANDARD, .expansion = 4 };
     rb_bloom_params_t over = { .capacity = 1000, .error_rate = 0.01, .layout = RB_BLOOM_STANDARD,
                                .flags = RB_BLOOM_NONSCALING | RB_BLOOM_OVERFILL };
+    rb_bloom_params_t rbl = { .capacity = 1000, .error_rate = 0.01,
+                              .layout = RB_BLOOM_REDISBLOOM };
     rb_segment_t *seg;
     rb_bloom_stat_t st;
     rb_bloom_t *bf;
@@ -269,6 +271,7 @@ START_TEST(test_daemon_conn_reserve_sends_every_parameter)
     ck_assert_int_eq(rb_conn_bf_reserve(c, "aging", 5, &aging), RB_OK);
     ck_assert_int_eq(rb_conn_bf_reserve(c, "scaling", 7, &scaling), RB_OK);
     ck_assert_int_eq(rb_conn_bf_reserve(c, "over", 4, &over), RB_EINVAL);
+    ck_assert_int_eq(rb_conn_bf_reserve(c, "rbl", 3, &rbl), RB_OK);
     rbd_expect(c, "ERR not found", "BF.INFO", "over");
     ck_assert_int_eq(rb_segment_attach(d.inst, 0, &seg), RB_OK);
     ck_assert_int_eq(rb_bloom_open(seg, "aging", 5, &bf), RB_OK);
@@ -283,6 +286,10 @@ START_TEST(test_daemon_conn_reserve_sends_every_parameter)
     ck_assert_uint_eq(st.flags, 0);
     ck_assert_uint_eq(st.expansion, 4);
     ck_assert_uint_eq(st.layout, RB_BLOOM_STANDARD);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_bloom_open(seg, "rbl", 3, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+    ck_assert_uint_eq(st.layout, RB_BLOOM_REDISBLOOM);
     rb_bloom_close(bf);
     rb_segment_close(seg);
     rb_conn_close(c);
@@ -413,6 +420,55 @@ START_TEST(test_daemon_segment_lock_stops_a_second_writer)
             d.dir, d.dir, d.dir);
     fclose(f);
     ck_assert_ptr_nonnull(strstr(rbd_start_fails(conf2), "in use by another writer"));
+}
+END_TEST
+
+/* The layout of filter name in d's segment. */
+static rb_bloom_layout_t layout_of(const char *name)
+{
+    rb_segment_t *seg = rbd_attach(&d);
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+
+    ck_assert_int_eq(rb_bloom_open(seg, name, strlen(name), &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_info(bf, &st), RB_OK);
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+    return st.layout;
+}
+
+/* bf-default-layout: the layout of the filters BF.ADD, BF.MADD and
+ * BF.INSERT create (BF.INSERT's LAYOUT and BF.RESERVE's own default
+ * aside); a reload changes it for the next creation. */
+START_TEST(test_daemon_sighup_reloads_bf_default_layout)
+{
+    rb_conn_t *c;
+
+    rbd_start(&d, "bf-default-layout redisbloom");
+    c = rbd_connect(&d);
+    rbd_expect(c, "bf-default-layout\nredisbloom", "CONFIG", "GET", "bf-default-layout");
+    rbd_expect(c, "1", "BF.ADD", "a", "k");
+    rbd_expect(c, "1", "BF.MADD", "m", "k");
+    rbd_expect(c, "1", "BF.INSERT", "i", "ITEMS", "k");
+    rbd_expect(c, "1", "BF.INSERT", "is", "LAYOUT", "standard", "ITEMS", "k");
+    rbd_expect(c, "OK", "BF.RESERVE", "r", "0.01", "100");
+    ck_assert_int_eq(layout_of("a"), RB_BLOOM_REDISBLOOM);
+    ck_assert_int_eq(layout_of("m"), RB_BLOOM_REDISBLOOM);
+    ck_assert_int_eq(layout_of("i"), RB_BLOOM_REDISBLOOM);
+    ck_assert_int_eq(layout_of("is"), RB_BLOOM_STANDARD);
+    ck_assert_int_eq(layout_of("r"), RB_BLOOM_BLOCKED);
+    rbd_write_conf(&d, "bf-default-layout standard");
+    kill(d.pid, SIGHUP);
+    usleep(300000);
+    rbd_expect(c, "1", "BF.ADD", "a2", "k");
+    ck_assert_int_eq(layout_of("a2"), RB_BLOOM_STANDARD);
+    ck_assert_int_eq(layout_of("a"), RB_BLOOM_REDISBLOOM);   /* made before: as it was */
+    rbd_write_conf(&d, NULL);
+    kill(d.pid, SIGHUP);
+    usleep(300000);
+    rbd_expect(c, "1", "BF.ADD", "a3", "k");
+    ck_assert_int_eq(layout_of("a3"), RB_BLOOM_BLOCKED);
+    rb_conn_close(c);
 }
 END_TEST
 
@@ -693,6 +749,7 @@ int main(void)
                                  test_daemon_second_daemon_same_instance_refused,
                                  test_daemon_segment_lock_stops_a_second_writer,
                                  test_daemon_sighup_reloads_write_access,
+                                 test_daemon_sighup_reloads_bf_default_layout,
                                  test_daemon_sighup_rereads_relative_config_path,
                                  test_daemon_restart_applies_segment_mode),
                         RB_TCASE("segment lifecycle", 120, NULL, rbd_teardown,

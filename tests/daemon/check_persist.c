@@ -11,6 +11,10 @@
  * of both headers, logs of other snapshots, missing files, records cut
  * out of or duplicated in a log, a crafted record, cut and zero-filled
  * tails, and files rewritten in the old format (1) byte for byte.
+ *
+ * Filters made by BF.LOADCHUNK (RedisBloom's golden dumps and ours) and
+ * LAYOUT redisbloom filters come back from a snapshot (SAVE, BGSAVE)
+ * answering every probe as before and dumping the same chunks.
  */
 #include <dirent.h>
 
@@ -1047,6 +1051,259 @@ START_TEST(test_persist_large_madd_replays)
 }
 END_TEST
 
+/* ---- dumped and loaded filters ------------------------------------------------ */
+
+#define DUMP_PROBES 20000
+
+/* A dump of one filter: its chunks (header first) and the iterator
+ * BF.SCANDUMP returned with each. */
+typedef struct dump {
+    size_t n;
+    long long iter[8];
+    size_t len[8];
+    char *data[8];
+} dump_t;
+
+static void dump_free(dump_t *dp)
+{
+    for (size_t i = 0; i < dp->n; i++)
+        free(dp->data[i]);
+    dp->n = 0;
+}
+
+/* The offset just past the first "\r\n" of buf[from, have), or 0. */
+static size_t past_crlf(const char *buf, size_t from, size_t have)
+{
+    for (size_t i = from; i + 1 < have; i++)
+        if (buf[i] == '\r' && buf[i + 1] == '\n')
+            return i + 2;
+    return 0;
+}
+
+/* Sends argv/argl on fd as one RESP request and reads the whole reply
+ * (one line, or BF.SCANDUMP's *2 :iter $len bytes) into buf; returns its
+ * length. */
+static size_t raw_call(int fd, size_t argc, const char *const *argv, const size_t *argl,
+                       char *buf, size_t cap)
+{
+    size_t have = 0;
+    char head[64];
+
+    ck_assert_int_gt(dprintf(fd, "*%zu\r\n", argc), 0);
+    for (size_t i = 0; i < argc; i++) {
+        int n = snprintf(head, sizeof(head), "$%zu\r\n", argl[i]);
+        ck_assert_int_eq(write(fd, head, (size_t)n), n);
+        ck_assert_int_eq(write(fd, argv[i], argl[i]), (ssize_t)argl[i]);
+        ck_assert_int_eq(write(fd, "\r\n", 2), 2);
+    }
+    for (;;) {
+        size_t want = 0, a = past_crlf(buf, 0, have), b, e;
+        ssize_t got;
+        if (a != 0 && buf[0] != '*')
+            want = a;
+        else if (a != 0 && (b = past_crlf(buf, a, have)) != 0 &&
+                 (e = past_crlf(buf, b, have)) != 0)
+            want = e + strtoul(buf + b + 1, NULL, 10) + 2;
+        if (want != 0 && have >= want)
+            return want;
+        ck_assert_uint_lt(have, cap);
+        got = read(fd, buf + have, cap - have);
+        ck_assert_int_gt(got, 0);
+        have += (size_t)got;
+    }
+}
+
+/* Every chunk of filter name, by BF.SCANDUMP until it answers 0. */
+static void scandump_all(const char *name, dump_t *dp)
+{
+    static char buf[1 << 20];
+    int fd = rbd_raw_connect(&d);
+    long long iter = 0;
+
+    memset(dp, 0, sizeof(*dp));
+    for (;;) {
+        char it[32], *end;
+        const char *argv[3] = { "BF.SCANDUMP", name, it };
+        size_t argl[3] = { 11, strlen(name), 0 }, len;
+
+        argl[2] = (size_t)snprintf(it, sizeof(it), "%lld", iter);
+        raw_call(fd, 3, argv, argl, buf, sizeof(buf));
+        ck_assert_msg(strncmp(buf, "*2\r\n:", 5) == 0, "BF.SCANDUMP %s: %.40s", name, buf);
+        iter = strtoll(buf + 5, &end, 10);
+        if (iter == 0)
+            break;
+        ck_assert_uint_lt(dp->n, 8);
+        len = strtoul(end + 3, &end, 10);
+        dp->iter[dp->n] = iter;
+        dp->len[dp->n] = len;
+        dp->data[dp->n] = malloc(len + 1);
+        memcpy(dp->data[dp->n++], end + 2, len);
+    }
+    close(fd);
+}
+
+static void assert_same_dump(const dump_t *a, const dump_t *b, const char *name)
+{
+    ck_assert_uint_eq(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        ck_assert_int_eq(a->iter[i], b->iter[i]);
+        ck_assert_uint_eq(a->len[i], b->len[i]);
+        ck_assert_msg(memcmp(a->data[i], b->data[i], a->len[i]) == 0, "%s: chunk %zu differs",
+                      name, i);
+    }
+}
+
+static void loadchunks(rb_conn_t *c, const char *name, const dump_t *dp)
+{
+    char it[32], buf[256];
+
+    for (size_t i = 0; i < dp->n; i++) {
+        const char *argv[4] = { "BF.LOADCHUNK", name, it, dp->data[i] };
+        size_t argl[4] = { 12, strlen(name), 0, dp->len[i] };
+        argl[2] = (size_t)snprintf(it, sizeof(it), "%lld", dp->iter[i]);
+        ck_assert_int_eq(rb_conn_command(c, 4, argv, argl, buf, sizeof(buf)), RB_OK);
+        ck_assert_str_eq(buf, "OK");
+    }
+}
+
+/* RedisBloom's dump of golden case name (tests/golden/redisbloom): the
+ * header's iterator is 1, each later chunk's is 1 + the bit-array bytes
+ * dumped up to its end (manifest.json lists the same). */
+static void golden_dump(const char *name, dump_t *dp)
+{
+    const char *dir = getenv("srcdir");
+    char path[512];
+
+    memset(dp, 0, sizeof(*dp));
+    for (long long iter = 1;; dp->n++) {
+        snprintf(path, sizeof(path), "%s/tests/golden/redisbloom/%s.%zu.chunk",
+                 dir != NULL ? dir : ".", name, dp->n);
+        if (access(path, F_OK) != 0)
+            break;
+        dp->data[dp->n] = rbd_read_file(path, &dp->len[dp->n]);
+        iter += dp->n == 0 ? 0 : (long long)dp->len[dp->n];
+        dp->iter[dp->n] = iter;
+    }
+    ck_assert_uint_ge(dp->n, 2);
+}
+
+/* Bit i of out: the answer of filter name to "<tag>:probe:i" (and then
+ * ":key:i") in d's segment, for the DUMP_PROBES of each. */
+static void answers(const char *name, const char *tag, uint8_t *out)
+{
+    rb_segment_t *seg = rbd_attach(&d);
+    rb_bloom_t *bf;
+    char key[96];
+
+    ck_assert_int_eq(rb_bloom_open(seg, name, strlen(name), &bf), RB_OK);
+    for (size_t i = 0; i < 2 * DUMP_PROBES; i++) {
+        int len = snprintf(key, sizeof(key), "%s:%s:%zu", tag,
+                           i < DUMP_PROBES ? "probe" : "key", i % DUMP_PROBES);
+        int r = rb_bloom_contains(bf, key, (size_t)len);
+        ck_assert_int_ge(r, 0);
+        out[i] = (uint8_t)r;
+    }
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+}
+
+/* BF.MADD of "<name>:key:0" .. ":key:n-1", in batches of 500. */
+static void madd_keys(rb_conn_t *c, const char *name, size_t n)
+{
+    static char kb[500][48];
+    rb_key_t keys[500];
+    uint8_t fresh[500];
+
+    for (size_t from = 0; from < n; from += 500) {
+        size_t m = n - from < 500 ? n - from : 500;
+        for (size_t i = 0; i < m; i++) {
+            keys[i].ptr = kb[i];
+            keys[i].len = (size_t)snprintf(kb[i], sizeof(kb[i]), "%s:key:%zu", name, from + i);
+        }
+        ck_assert_int_ge(rb_conn_bf_add_many(c, name, strlen(name), keys, m, fresh), 0);
+    }
+}
+
+/* The state after SAVE, or after a BGSAVE has finished, restored from
+ * the files alone (the daemon killed, its segment removed). */
+static void restart_from_snapshot(int background)
+{
+    rb_conn_t *c = rbd_connect(&d);
+    long long count = persistence(c, "snapshots");
+
+    if (background) {
+        rbd_expect(c, "Background saving started", "BGSAVE");
+        for (int i = 0; i < 1000 && persistence(c, "snapshots") == count; i++)
+            usleep(10000);
+        ck_assert_int_eq(persistence(c, "snapshots"), count + 1);
+    } else {
+        rbd_expect(c, "OK", "SAVE");
+    }
+    rb_conn_close(c);
+    crash();
+    ck_assert_int_eq(file_size(log_path), 32);   /* a log header, no record: the snapshot */
+    started(NULL);
+}
+
+/* Filters loaded by BF.LOADCHUNK - RedisBloom's golden "scaling" (four
+ * layers) and a copy of one of ours - and a LAYOUT redisbloom filter made
+ * by adds, through SAVE and a restart, then BGSAVE and a restart: every
+ * probe and key answers as before, the loaded copy as its source, and
+ * each dumps the same chunks (the redisbloom one RedisBloom's bytes). */
+START_TEST(test_persist_dumped_and_loaded_filters_survive_snapshots)
+{
+    static const char *const names[] = { "scaling", "copy", "plain" };
+    static const char *const tags[] = { "scaling", "ours", "plain" };
+    uint8_t *before = malloc(3 * 2 * DUMP_PROBES), *after = malloc(2 * DUMP_PROBES);
+    dump_t golden, ours, was[3], now;
+    size_t hits = 0;
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    golden_dump("scaling", &golden);
+    loadchunks(c, "scaling", &golden);
+    rbd_expect(c, "OK", "BF.RESERVE", "ours", "0.05", "300");
+    madd_keys(c, "ours", 1000);
+    scandump_all("ours", &ours);
+    loadchunks(c, "copy", &ours);
+    rbd_expect(c, "OK", "BF.RESERVE", "plain", "0.01", "1000", "LAYOUT", "redisbloom");
+    madd_keys(c, "plain", 1000);
+    rb_conn_close(c);
+    for (size_t f = 0; f < 3; f++) {
+        answers(names[f], tags[f], before + f * 2 * DUMP_PROBES);
+        scandump_all(names[f], &was[f]);
+        for (size_t i = 0; i < DUMP_PROBES; i++)
+            hits += before[f * 2 * DUMP_PROBES + i];
+    }
+    ck_assert_uint_gt(hits, 0);   /* the comparisons cover some positives */
+    answers("ours", "ours", after);
+    ck_assert(memcmp(after, before + 2 * DUMP_PROBES, 2 * DUMP_PROBES) == 0);
+    golden_dump("plain", &now);
+    assert_same_dump(&now, &was[2], "plain before the restart");
+    dump_free(&now);
+
+    for (int background = 0; background <= 1; background++) {
+        restart_from_snapshot(background);
+        for (size_t f = 0; f < 3; f++) {
+            answers(names[f], tags[f], after);
+            ck_assert_msg(memcmp(after, before + f * 2 * DUMP_PROBES, 2 * DUMP_PROBES) == 0,
+                          "%s answers differently after %s and a restart", names[f],
+                          background ? "BGSAVE" : "SAVE");
+            scandump_all(names[f], &now);
+            assert_same_dump(&was[f], &now, names[f]);
+            dump_free(&now);
+        }
+    }
+    for (size_t f = 0; f < 3; f++)
+        dump_free(&was[f]);
+    dump_free(&golden);
+    dump_free(&ours);
+    free(before);
+    free(after);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("persist",
@@ -1069,5 +1326,7 @@ int main(void)
                                  test_persist_large_madd_replays),
                         RB_TCASE("old format", 300, NULL, rbd_teardown,
                                  test_persist_format2_snapshot_starts_with_its_data,
-                                 test_persist_old_format_state_starts_with_its_data));
+                                 test_persist_old_format_state_starts_with_its_data),
+                        RB_TCASE("dumped and loaded filters", 300, NULL, rbd_teardown,
+                                 test_persist_dumped_and_loaded_filters_survive_snapshots));
 }

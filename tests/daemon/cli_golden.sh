@@ -38,6 +38,8 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C lookup https://example.org/index.html -n 3
     run C reserve urls 0.0001 1000
     run C reserve recent 0.01 500 --aging 3600 --generations 3
+    run C reserve rb 0.01 1000 --layout redisbloom
+    run C reserve bad 0.01 500 --layout bloom
     run C reserve bad 0.01 500 --agin 3
     run C reserve bad 0.01 500 --aging
     run C reserve bad 0.01 500 --aging 60 --nonscaling
