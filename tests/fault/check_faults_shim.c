@@ -360,6 +360,25 @@ static int send_txn(int r, int grow)
     return fd;
 }
 
+/* The daemon under the shim, log fsync'd on every change, filter f, and a
+ * first transaction (round 100) applied and answered: what each kill
+ * round must keep. */
+static void txn_start(const char *shim)
+{
+    char buf[256];
+    rb_conn_t *c;
+    int fd;
+
+    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000");
+    rb_conn_close(c);
+    fd = send_txn(100, 0);
+    ck_assert_uint_gt(raw_wait(fd, buf, sizeof(buf), 10, 5000), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "*3\r\n:1\r\n+OK\r\n:1\r\n"));
+    close(fd);
+}
+
 /* Asserts that round r's transaction is there whole (all) or not at all. */
 static void assert_txn(rb_conn_t *c, int r, int all)
 {
@@ -402,14 +421,7 @@ START_TEST(test_faults_txn_killed_keeps_all_or_none)
 
     if (shim == NULL)
         return;
-    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
-    c = rbd_connect(&d);
-    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000");
-    rb_conn_close(c);
-    fd = send_txn(100, 0);
-    ck_assert_uint_gt(raw_wait(fd, buf, sizeof(buf), 10, 5000), 0);
-    ck_assert_ptr_nonnull(strstr(buf, "*3\r\n:1\r\n+OK\r\n:1\r\n"));
-    close(fd);
+    txn_start(shim);
     for (int r = 0; r < 4; r++) {
         fault_set(rounds[r].rule);
         fd = send_txn(r, 0);
@@ -453,14 +465,7 @@ START_TEST(test_faults_txn_killed_between_members_keeps_none)
 
     if (shim == NULL)
         return;
-    start_with_shim(shim, "appendfsync always\nsave-seconds 0");
-    c = rbd_connect(&d);
-    rbd_expect(c, "OK", "BF.RESERVE", "f", "0.01", "1000");
-    rb_conn_close(c);
-    fd = send_txn(100, 0);
-    ck_assert_uint_gt(raw_wait(fd, buf, sizeof(buf), 10, 5000), 0);
-    ck_assert_ptr_nonnull(strstr(buf, "*3\r\n:1\r\n+OK\r\n:1\r\n"));
-    close(fd);
+    txn_start(shim);
     snprintf(rule, sizeof(rule), "ftruncate ringbloom.%s KILL\n", d.inst);
     for (int keep_segment = 1; keep_segment >= 0; keep_segment--) {
         int r = keep_segment;

@@ -13,54 +13,11 @@
 #include "ops.h"
 #include "rb_test.h"
 #include "replay.h"
-
-/* A server in this process and the client its requests come from. */
-typedef struct tsrv {
-    server_t s;
-    client_t c;
-    char dir[64];
-    char reply[4096];
-    int flushed;        /* the last request's group commit: 0, or -1 (replies held) */
-} tsrv_t;
+#include "tsrv.h"
 
 static void tsrv_open(tsrv_t *t)
 {
-    rb_segment_opts_t o;
-    char err[512];
-
-    memset(t, 0, sizeof(*t));
-    snprintf(t->dir, sizeof(t->dir), "/tmp/rbtest.%d.XXXXXX", (int)rb_test_main_pid);
-    ck_assert_ptr_nonnull(mkdtemp(t->dir));
-    ck_assert_int_eq(rbd_config_defaults(&t->s.cfg, "checkcmd"), RB_OK);
-    memset(&o, 0, sizeof(o));
-    o.mode = 0600;
-    o.max_size = 8u << 20;
-    o.max_filters = 16;
-    ck_assert_int_eq(rb_segment_create(NULL, &o, &t->s.state.seg), RB_OK);
-    ck_assert_int_eq(rb_ring_new(t->s.cfg.ring_mode, t->s.cfg.ring_replicas, &t->s.state.ring),
-                     RB_OK);
-    ck_assert_int_eq(rbd_aof_open(&t->s.aof, t->dir, FSYNC_NO, err, sizeof(err)), 0);
-    /* The first snapshot makes the log, as at start-up. */
-    ck_assert_int_eq(rbd_snapshot_save(&t->s.snaps, &t->s.aof, t->s.state.seg, err,
-                                       sizeof(err)), 0);
-    t->c.uid = getuid();
-    t->c.can_write = 1;
-}
-
-static void tsrv_close(tsrv_t *t)
-{
-    char path[128];
-
-    rbd_filters_close(&t->s.state.filters);
-    rbd_aof_close(&t->s.aof);
-    rb_segment_close(t->s.state.seg);
-    rb_ring_free(t->s.state.ring);
-    rbi_buf_free(&t->c.out);
-    snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_SNAP_FILE);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_LOG_FILE);
-    unlink(path);
-    ck_assert_int_eq(rmdir(t->dir), 0);
+    tsrv_open_sized(t, "checkcmd", 8u << 20, 16);
 }
 
 /* Runs the request of the NULL-terminated words as t's client, then the
@@ -68,14 +25,11 @@ static void tsrv_close(tsrv_t *t)
 static const char *run(tsrv_t *t, const char *word, ...)
 {
     const char *argv[16];
-    size_t argl[16], n = 0;
+    size_t argl[16], n;
     va_list ap;
 
     va_start(ap, word);
-    for (const char *w = word; w != NULL && n < 16; w = va_arg(ap, const char *)) {
-        argv[n] = w;
-        argl[n++] = strlen(w);
-    }
+    n = tsrv_words(argv, argl, 16, word, ap);
     va_end(ap);
     t->c.out.len = 0;
     rbd_cmd_execute(&t->s, &t->c, n, argv, argl);
