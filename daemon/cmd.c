@@ -13,7 +13,8 @@
  * them is one element) and logs their records as one TXN record, with
  * the segment's transaction mark set meanwhile (ops.c): a restart after a
  * crash keeps all of them or none (T1, docs/design.md).
- * COMMAND describes the tables, so it lives here too.
+ * COMMAND describes the tables, so it lives here too; COMMAND DOCS's
+ * map of a command comes from its row's syntax (cmd_docs.c).
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@
 #include <strings.h>
 
 #include "cmd.h"
+#include "cmd_docs.h"
 #include "ops.h"
 
 static const rbd_command_t dispatch_table[];
@@ -34,7 +36,7 @@ static const rbd_command_t *const families[] = {
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
-static const rbd_command_t *lookup(const char *name, size_t len)
+const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len)
 {
     for (size_t f = 0; f < NFAMILIES; f++)
         for (const rbd_command_t *c = families[f]; c->name != NULL; c++)
@@ -92,7 +94,7 @@ static int allowed(rbd_ctx_t *x)
  * its flags (allowed).  0 (x->cmd set), or -1 with the refusal replied. */
 static int check(rbd_ctx_t *x)
 {
-    x->cmd = lookup(x->argv[0], x->argl[0]);
+    x->cmd = rbd_cmd_lookup(x->argv[0], x->argl[0]);
     if (x->cmd == NULL) {
         unknown_command(x);
         return -1;
@@ -255,8 +257,35 @@ static void command_name(rbd_ctx_t *x, const rbd_command_t *cmd)
     rbi_resp_bulk_str(x->out, rbd_cmd_lower(cmd, lower, sizeof(lower)));
 }
 
-/* COMMAND [COUNT | LIST | INFO name... | DOCS [name...]]: DOCS answers an
- * empty map (redis-cli, which asks at start, then gives no hints). */
+/* A command as COMMAND DOCS describes it: its name, then its doc map. */
+static void command_docs(rbd_ctx_t *x, const rbd_command_t *cmd)
+{
+    command_name(x, cmd);
+    rbd_doc_reply(x->out, cmd);
+}
+
+/* COMMAND DOCS [name...]: every command, or those named, unknown names
+ * left out (as Redis does; a name given twice comes twice). */
+static void command_docs_named(rbd_ctx_t *x)
+{
+    size_t n = 0;
+
+    if (x->argc == 2) {
+        rbi_resp_map(x->out, each_command(x, NULL));
+        each_command(x, command_docs);
+        return;
+    }
+    for (size_t i = 2; i < x->argc; i++)
+        n += rbd_cmd_lookup(x->argv[i], x->argl[i]) != NULL;
+    rbi_resp_map(x->out, n);
+    for (size_t i = 2; i < x->argc; i++) {
+        const rbd_command_t *cmd = rbd_cmd_lookup(x->argv[i], x->argl[i]);
+        if (cmd != NULL)
+            command_docs(x, cmd);
+    }
+}
+
+/* COMMAND [COUNT | LIST | INFO name... | DOCS [name...]]. */
 static void cmd_command(rbd_ctx_t *x)
 {
     if (x->argc == 1) {
@@ -270,14 +299,14 @@ static void cmd_command(rbd_ctx_t *x)
     } else if (rbd_cmd_arg_is(x, 1, "INFO")) {
         rbi_resp_array(x->out, x->argc - 2);
         for (size_t i = 2; i < x->argc; i++) {
-            const rbd_command_t *cmd = lookup(x->argv[i], x->argl[i]);
+            const rbd_command_t *cmd = rbd_cmd_lookup(x->argv[i], x->argl[i]);
             if (cmd != NULL)
                 command_info(x, cmd);
             else
                 rbi_resp_nil(x->out);
         }
     } else if (rbd_cmd_arg_is(x, 1, "DOCS")) {
-        rbi_resp_map(x->out, 0);
+        command_docs_named(x);
     } else {
         rbi_resp_error(x->out, "ERR unknown subcommand or wrong number of arguments for "
                        "'%.*s'. Try COMMAND HELP.", (int)(x->argl[1] < 64 ? x->argl[1] : 64),
@@ -286,9 +315,17 @@ static void cmd_command(rbd_ctx_t *x)
 }
 
 static const rbd_command_t dispatch_table[] = {
-    RBD_COMMAND("MULTI", 1, CMD_TXN, cmd_multi),
-    RBD_COMMAND("EXEC", 1, CMD_TXN, cmd_exec),
-    RBD_COMMAND("DISCARD", 1, CMD_TXN, cmd_discard),
-    RBD_COMMAND("COMMAND", -1, 0, cmd_command),
-    { NULL, 0, 0, 0, NULL },
+    RBD_COMMAND("MULTI", 1, CMD_TXN, cmd_multi, "transactions",
+                "Starts a transaction",
+                ""),
+    RBD_COMMAND("EXEC", 1, CMD_TXN, cmd_exec, "transactions",
+                "Runs the commands queued since MULTI",
+                ""),
+    RBD_COMMAND("DISCARD", 1, CMD_TXN, cmd_discard, "transactions",
+                "Drops the commands queued since MULTI",
+                ""),
+    RBD_COMMAND("COMMAND", -1, 0, cmd_command, "server",
+                "Describes the commands",
+                "[COUNT|LIST|INFO [command-name...]|DOCS [command-name...]]"),
+    RBD_COMMAND_END,
 };

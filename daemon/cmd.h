@@ -49,10 +49,17 @@ struct rbd_command {
     int arity;                    /* > 0: exactly; < 0: at least -arity (name included) */
     unsigned flags;               /* CMD_* */
     void (*fn)(rbd_ctx_t *x);
+    /* What COMMAND DOCS says of it (cmd_docs.c): */
+    const char *group;            /* Redis's group ("server", "generic"...), or ours ("bf", "ring") */
+    const char *summary;          /* one line */
+    const char *syntax;           /* its arguments, as Redis's docs write them ("" if none) */
 };
 
 /* A table row: the name's length is computed from the literal. */
-#define RBD_COMMAND(name, arity, flags, fn) { name, sizeof(name) - 1, arity, flags, fn }
+#define RBD_COMMAND(name, arity, flags, fn, group, summary, syntax) \
+    { name, sizeof(name) - 1, arity, flags, fn, group, summary, syntax }
+/* The row that ends a table. */
+#define RBD_COMMAND_END { NULL, 0, 0, 0, NULL, NULL, NULL, NULL }
 
 /* The families' tables, each ended by a row with a NULL name. */
 extern const rbd_command_t rbd_cmd_bf_table[];
@@ -60,6 +67,9 @@ extern const rbd_command_t rbd_cmd_ring_table[];
 extern const rbd_command_t rbd_cmd_server_table[];
 extern const rbd_command_t rbd_cmd_keys_table[];
 extern const rbd_command_t rbd_cmd_bf_dump_table[];
+
+/* The command named by the len bytes at name (any case), or NULL. */
+const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len);
 
 /* Runs one request of client c (argv[0] the command name): its reply, or
  * the reason it was refused, goes to c->out.  Inside MULTI a command

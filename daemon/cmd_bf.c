@@ -550,14 +550,36 @@ static void cmd_bf_reset(rbd_ctx_t *x)
 }
 
 const rbd_command_t rbd_cmd_bf_table[] = {
-    RBD_COMMAND("BF.ADD", 3, CMD_WRITE, cmd_bf_add),
-    RBD_COMMAND("BF.MADD", -3, CMD_WRITE, cmd_bf_madd),
-    RBD_COMMAND("BF.EXISTS", 3, 0, cmd_bf_exists),
-    RBD_COMMAND("BF.MEXISTS", -3, 0, cmd_bf_mexists),
-    RBD_COMMAND("BF.RESERVE", -4, CMD_WRITE, cmd_bf_reserve),
-    RBD_COMMAND("BF.INSERT", -4, CMD_WRITE, cmd_bf_insert),
-    RBD_COMMAND("BF.INFO", -2, 0, cmd_bf_info),
-    RBD_COMMAND("BF.CARD", 2, 0, cmd_bf_card),
-    RBD_COMMAND("BF.RESET", 2, CMD_WRITE, cmd_bf_reset),
-    { NULL, 0, 0, 0, NULL },
+    RBD_COMMAND("BF.ADD", 3, CMD_WRITE, cmd_bf_add, "bf",
+                "Adds an item to a Bloom filter, creating it if missing",
+                "key item"),
+    RBD_COMMAND("BF.MADD", -3, CMD_WRITE, cmd_bf_madd, "bf",
+                "Adds items to a Bloom filter, creating it if missing",
+                "key item..."),
+    RBD_COMMAND("BF.EXISTS", 3, 0, cmd_bf_exists, "bf",
+                "Checks whether an item may have been added to a Bloom filter",
+                "key item"),
+    RBD_COMMAND("BF.MEXISTS", -3, 0, cmd_bf_mexists, "bf",
+                "Checks whether items may have been added to a Bloom filter",
+                "key item..."),
+    RBD_COMMAND("BF.RESERVE", -4, CMD_WRITE, cmd_bf_reserve, "bf",
+                "Creates a Bloom filter",
+                "key error_rate:double capacity:integer [EXPANSION expansion:integer] "
+                "[NONSCALING] [LAYOUT (STANDARD|BLOCKED|REDISBLOOM)] "
+                "[AGING window:integer] [GENERATIONS generations:integer]"),
+    RBD_COMMAND("BF.INSERT", -4, CMD_WRITE, cmd_bf_insert, "bf",
+                "Adds items to a Bloom filter, creating it with the options given if missing",
+                "key [CAPACITY capacity:integer] [ERROR error:double] "
+                "[EXPANSION expansion:integer] [NOCREATE] [NONSCALING] "
+                "[LAYOUT (STANDARD|BLOCKED|REDISBLOOM)] ITEMS item..."),
+    RBD_COMMAND("BF.INFO", -2, 0, cmd_bf_info, "bf",
+                "Returns a Bloom filter's figures, or one of them",
+                "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]"),
+    RBD_COMMAND("BF.CARD", 2, 0, cmd_bf_card, "bf",
+                "Returns the number of items added to a Bloom filter",
+                "key"),
+    RBD_COMMAND("BF.RESET", 2, CMD_WRITE, cmd_bf_reset, "bf",
+                "Clears every bit of a Bloom filter",
+                "key"),
+    RBD_COMMAND_END,
 };

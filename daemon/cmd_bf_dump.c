@@ -116,7 +116,11 @@ static void cmd_bf_loadchunk(rbd_ctx_t *x)
 }
 
 const rbd_command_t rbd_cmd_bf_dump_table[] = {
-    RBD_COMMAND("BF.SCANDUMP", -3, 0, cmd_bf_scandump),
-    RBD_COMMAND("BF.LOADCHUNK", 4, CMD_WRITE, cmd_bf_loadchunk),
-    { NULL, 0, 0, 0, NULL },
+    RBD_COMMAND("BF.SCANDUMP", -3, 0, cmd_bf_scandump, "bf",
+                "Returns the next chunk of a Bloom filter's dump",
+                "key iterator:integer [FORMAT (REDISBLOOM|RINGBLOOM)]"),
+    RBD_COMMAND("BF.LOADCHUNK", 4, CMD_WRITE, cmd_bf_loadchunk, "bf",
+                "Restores a chunk of a Bloom filter's dump",
+                "key iterator:integer data"),
+    RBD_COMMAND_END,
 };

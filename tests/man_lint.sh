@@ -115,13 +115,13 @@ test "$ncmd" -eq "$nrows" || bad "read $ncmd commands from $nrows table rows of 
 test "$ncmd" -ge 10 || bad "only $ncmd commands found in client/main.c (has its table changed?)"
 
 # (b4) Every command of the daemon's tables (daemon/cmd*.c), rows like
-#     RBD_COMMAND("NAME", ARITY, FLAGS, cmd_fn),
+#     RBD_COMMAND("NAME", ARITY, FLAGS, cmd_fn, "group", "summary", "syntax"),
 # has an entry in ringbloomd.8's COMMANDS: ".It Cm NAME ...", or ".It Xo"
 # then ".Cm NAME ...", where NAME may be one of "A | B" alternatives that
 # open the entry; an entry of a command flagged CMD_WRITE or CMD_ADMIN says
 # (W), any other entry of it does not.
 daemon8=$man/man8/ringbloomd.8
-rows=$(sed -n 's/.*RBD_COMMAND("\([A-Z][A-Z.]*\)", *-*[0-9]*, *\([A-Z_0-9 |]*\), *cmd_[a-z0-9_]*).*/\1 \2/p' \
+rows=$(sed -n 's/.*RBD_COMMAND("\([A-Z][A-Z.]*\)", *-*[0-9]*, *\([A-Z_0-9 |]*\), *cmd_[a-z0-9_]*, *"[a-z]*",.*/\1 \2/p' \
        "$srcdir"/daemon/cmd*.c)
 nrbd=$(printf '%s\n' "$rows" | grep -c .)
 nrows=$(cat "$srcdir"/daemon/cmd*.c | grep -c 'RBD_COMMAND("')

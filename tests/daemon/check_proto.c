@@ -1,11 +1,14 @@
 /* check_proto.c - the protocol as Redis clients meet it: HELLO and RESP3
  * replies (through the real redis-cli -3), RESP2 unchanged for the same
  * commands, and transactions (MULTI / EXEC / DISCARD) as Redis answers
- * them, read byte for byte on a raw connection. */
+ * them, read byte for byte on a raw connection; redis-cli's hints, which
+ * come from COMMAND DOCS, typed on a pseudo-terminal. */
 #include "config.h"
 
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <termios.h>
 
 #include "rbd_test.h"
 
@@ -284,13 +287,76 @@ START_TEST(test_proto_redis_cli_pipeline)
 }
 END_TEST
 
+/* Reads the terminal fd into out (cap bytes, NUL included) until want
+ * appears or 10 s passed: 1 if it did. */
+static int tty_wait(int fd, char *out, size_t cap, size_t *n, const char *want)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+    for (int i = 0; i < 100 && strstr(out, want) == NULL; i++) {
+        ssize_t r = poll(&pfd, 1, 100) == 1 ? read(fd, out + *n, cap - 1 - *n) : 0;
+        if (r < 0)
+            break;
+        *n += (size_t)r;
+        out[*n] = '\0';
+    }
+    return strstr(out, want) != NULL;
+}
+
+/* Interactive redis-cli on a pseudo-terminal (of 200 columns: with none,
+ * linenoise asks the terminal for its width and reads the answer from
+ * what is typed): "BF.RESERVE " shows the arguments COMMAND DOCS gave. */
+START_TEST(test_proto_redis_cli_hints_from_command_docs)
+{
+    struct winsize ws = { .ws_row = 24, .ws_col = 200 };
+    char out[16384] = "";
+    size_t n = 0;
+    int prompt, hint, status, master;
+    pid_t pid;
+
+    if (redis_cli_missing())
+        return;
+    rbd_start(&d, NULL);
+    master = posix_openpt(O_RDWR | O_NOCTTY);
+    ck_assert_int_ge(master, 0);
+    ck_assert_int_eq(grantpt(master), 0);
+    ck_assert_int_eq(unlockpt(master), 0);
+    ck_assert_int_eq(ioctl(master, TIOCSWINSZ, &ws), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int slave;
+        setsid();
+        slave = open(ptsname(master), O_RDWR);
+        if (slave < 0 || dup2(slave, 0) < 0 || dup2(slave, 1) < 0 || dup2(slave, 2) < 0)
+            _exit(10);
+        setenv("REDISCLI_HISTFILE", "/dev/null", 1);
+        setenv("REDISCLI_RCFILE", "/dev/null", 1);
+        setenv("TERM", "xterm", 1);
+        execlp("redis-cli", "redis-cli", "-s", d.sock, (char *)NULL);
+        _exit(11);
+    }
+    prompt = tty_wait(master, out, sizeof(out), &n, "> ");
+    if (prompt)
+        ck_assert_int_eq(write(master, "BF.RESERVE ", 11), 11);
+    hint = prompt && tty_wait(master, out, sizeof(out), &n,
+                              "key error_rate capacity [EXPANSION expansion] [NONSCALING] "
+                              "[LAYOUT STANDARD|BLOCKED|REDISBLOOM]");
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    close(master);
+    ck_assert_msg(hint, "no hint in [%s]", out);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("proto",
                         RB_TCASE("resp3", 60, NULL, rbd_teardown,
                                  test_proto_resp3_through_redis_cli,
                                  test_proto_hello_switches_the_connection,
-                                 test_proto_client_info_has_redis_fields),
+                                 test_proto_client_info_has_redis_fields,
+                                 test_proto_redis_cli_hints_from_command_docs),
                         RB_TCASE("transactions", 60, NULL, rbd_teardown,
                                  test_proto_multi_exec_semantics,
                                  test_proto_queued_noperm_aborts_exec,

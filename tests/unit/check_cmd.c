@@ -10,6 +10,7 @@
 #include <syslog.h>
 
 #include "cmd.h"
+#include "cmd_docs.h"
 #include "ops.h"
 #include "rb_test.h"
 #include "replay.h"
@@ -201,12 +202,154 @@ START_TEST(test_cmd_ring_add_record_replays_to_the_same_ring)
 }
 END_TEST
 
+/* Argument i of d: its name, type, token ("" for none) and flags. */
+static void expect_arg(const rbd_doc_t *d, int i, const char *name, rbd_doc_type_t type,
+                       const char *token, unsigned flags)
+{
+    ck_assert_int_ge(i, 0);
+    ck_assert_str_eq(d->arg[i].name, name);
+    ck_assert_int_eq(d->arg[i].type, type);
+    ck_assert_str_eq(d->arg[i].token, token);
+    ck_assert_uint_eq(d->arg[i].flags, flags);
+}
+
+/* BF.RESERVE's row parses into Redis 7's tree: values with their types,
+ * keyword-and-value arguments, a pure token, a oneof under a token; and
+ * COMMAND DOCS answers it (names and tokens as redis-cli joins them). */
+START_TEST(test_cmd_docs_bf_reserve_tree)
+{
+    const rbd_command_t *cmd = rbd_cmd_lookup("bf.reserve", 10);
+    const unsigned opt = RBD_DOC_OPTIONAL;
+    rbd_doc_t d;
+    int i, l;
+    tsrv_t t;
+
+    ck_assert_ptr_nonnull(cmd);
+    ck_assert_int_eq(rbd_doc_parse(cmd->syntax, &d), 0);
+    expect_arg(&d, i = d.first, "key", RBD_DOC_KEY, "", 0);
+    expect_arg(&d, i = d.arg[i].next, "error_rate", RBD_DOC_DOUBLE, "", 0);
+    expect_arg(&d, i = d.arg[i].next, "capacity", RBD_DOC_INTEGER, "", 0);
+    expect_arg(&d, i = d.arg[i].next, "expansion", RBD_DOC_INTEGER, "EXPANSION", opt);
+    expect_arg(&d, i = d.arg[i].next, "nonscaling", RBD_DOC_PURE_TOKEN, "NONSCALING", opt);
+    expect_arg(&d, l = i = d.arg[i].next, "layout", RBD_DOC_ONEOF, "LAYOUT", opt);
+    expect_arg(&d, i = d.arg[i].next, "window", RBD_DOC_INTEGER, "AGING", opt);
+    expect_arg(&d, i = d.arg[i].next, "generations", RBD_DOC_INTEGER, "GENERATIONS", opt);
+    ck_assert_int_eq(d.arg[i].next, -1);
+    expect_arg(&d, i = d.arg[l].child, "standard", RBD_DOC_PURE_TOKEN, "STANDARD", 0);
+    expect_arg(&d, i = d.arg[i].next, "blocked", RBD_DOC_PURE_TOKEN, "BLOCKED", 0);
+    expect_arg(&d, i = d.arg[i].next, "redisbloom", RBD_DOC_PURE_TOKEN, "REDISBLOOM", 0);
+    ck_assert_int_eq(d.arg[i].next, -1);
+
+    /* A block under a keyword, a repeated value, nesting; and what is not
+     * a syntax. */
+    ck_assert_int_eq(rbd_doc_parse("[INFO [name...]|DOCS x:integer]", &d), 0);
+    expect_arg(&d, i = d.first, "info-x", RBD_DOC_ONEOF, "", opt);
+    expect_arg(&d, i = d.arg[i].child, "info", RBD_DOC_BLOCK, "", 0);
+    expect_arg(&d, d.arg[i].next, "x", RBD_DOC_INTEGER, "DOCS", 0);
+    expect_arg(&d, i = d.arg[i].child, "info", RBD_DOC_PURE_TOKEN, "INFO", 0);
+    expect_arg(&d, d.arg[i].next, "name", RBD_DOC_STRING, "", opt | RBD_DOC_MULTIPLE);
+    ck_assert_int_eq(rbd_doc_parse("", &d), 0);
+    ck_assert_int_eq(d.first, -1);
+    ck_assert_int_eq(rbd_doc_parse("a|b", &d), -1);
+    ck_assert_int_eq(rbd_doc_parse("[a", &d), -1);
+    ck_assert_int_eq(rbd_doc_parse("a []", &d), -1);
+    ck_assert_int_eq(rbd_doc_parse("a:float", &d), -1);
+    ck_assert_int_eq(rbd_doc_parse("A:integer", &d), -1);
+
+    tsrv_open(&t);
+    ck_assert_str_eq(run(&t, "COMMAND", "DOCS", "nope", "BF.CARD", NULL),
+                     "*2\r\n$7\r\nbf.card\r\n*8\r\n$7\r\nsummary\r\n"
+                     "$51\r\nReturns the number of items added to a Bloom filter\r\n"
+                     "$5\r\nsince\r\n$5\r\n0.1.0\r\n$5\r\ngroup\r\n$2\r\nbf\r\n"
+                     "$9\r\narguments\r\n*1\r\n*4\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+                     "$4\r\ntype\r\n$3\r\nkey\r\n");
+    ck_assert_str_eq(run(&t, "COMMAND", "DOCS", "nope", NULL), "*0\r\n");
+    t.c.out.resp3 = 1;
+    ck_assert_str_eq(run(&t, "COMMAND", "DOCS", "bgsave", NULL),
+                     "%1\r\n$6\r\nbgsave\r\n%4\r\n$7\r\nsummary\r\n"
+                     "$35\r\nWrites a snapshot in the background\r\n"
+                     "$5\r\nsince\r\n$5\r\n0.1.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+                     "$9\r\narguments\r\n*1\r\n%4\r\n$4\r\nname\r\n$8\r\nschedule\r\n"
+                     "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$8\r\nSCHEDULE\r\n"
+                     "$5\r\nflags\r\n~1\r\n+optional\r\n");
+    ck_assert_str_eq(run(&t, "COMMAND", "DOCS", "multi", NULL),
+                     "%1\r\n$5\r\nmulti\r\n%3\r\n$7\r\nsummary\r\n$20\r\nStarts a transaction\r\n"
+                     "$5\r\nsince\r\n$5\r\n0.1.0\r\n$5\r\ngroup\r\n$12\r\ntransactions\r\n");
+    tsrv_close(&t);
+}
+END_TEST
+
+/* The fewest (*min) and most (*max, SIZE_MAX: no limit) words the
+ * arguments from i on take. */
+static void words(const rbd_doc_t *d, int i, int oneof, size_t *min, size_t *max)
+{
+    *min = oneof ? SIZE_MAX : 0;
+    *max = 0;
+    for (; i >= 0; i = d->arg[i].next) {
+        const rbd_doc_arg_t *a = &d->arg[i];
+        size_t lo = 1, hi = 1;
+        if (a->child >= 0)
+            words(d, a->child, a->type == RBD_DOC_ONEOF, &lo, &hi);
+        else if (a->type == RBD_DOC_PURE_TOKEN)
+            lo = hi = 0;
+        lo += a->token[0] != '\0';
+        if (hi != SIZE_MAX)
+            hi += a->token[0] != '\0';
+        if (a->flags & RBD_DOC_OPTIONAL)
+            lo = 0;
+        if (a->flags & RBD_DOC_MULTIPLE)
+            hi = SIZE_MAX;
+        *min = oneof ? (lo < *min ? lo : *min) : *min + lo;
+        *max = oneof ? (hi > *max ? hi : *max)
+               : (*max == SIZE_MAX || hi == SIZE_MAX ? SIZE_MAX : *max + hi);
+    }
+}
+
+/* Every command COMMAND LIST names has a summary, a group and a syntax
+ * that parses and agrees with its arity: a fixed arity takes exactly
+ * arity - 1 words, a least one at least -arity - 1 (the handler checks
+ * the rest); COMMAND DOCS has "arguments" exactly when it takes any. */
+START_TEST(test_cmd_docs_every_command_agrees_with_its_arity)
+{
+    char names[sizeof(((tsrv_t *)0)->reply)], *p, *end;
+    size_t n = 0, min, max;
+    tsrv_t t;
+
+    tsrv_open(&t);
+    snprintf(names, sizeof(names), "%s", run(&t, "COMMAND", "LIST", NULL));
+    for (p = strchr(names, '$'); p != NULL; p = strchr(end, '$'), n++) {
+        size_t len = strtoul(p + 1, &end, 10);
+        const rbd_command_t *cmd = rbd_cmd_lookup(end + 2, len);
+        rbd_doc_t d;
+        end += 2 + len;
+        ck_assert_ptr_nonnull(cmd);
+        ck_assert_msg(cmd->summary[0] != '\0' && cmd->group[0] != '\0', "%s", cmd->name);
+        ck_assert_msg(rbd_doc_parse(cmd->syntax, &d) == 0, "%s: %s", cmd->name, cmd->syntax);
+        words(&d, d.first, 0, &min, &max);
+        if (cmd->arity > 0)
+            ck_assert_msg(min == (size_t)cmd->arity - 1 && max == min, "%s: %zu..%zu words",
+                          cmd->name, min, max);
+        else
+            ck_assert_msg(min >= (size_t)-cmd->arity - 1, "%s: %zu words", cmd->name, min);
+        run(&t, "COMMAND", "DOCS", cmd->name, NULL);
+        ck_assert_msg((strstr(t.reply, "$9\r\narguments\r\n") != NULL) == (d.first >= 0), "%s",
+                      cmd->name);
+    }
+    snprintf(names, sizeof(names), ":%zu\r\n", n);
+    ck_assert_str_eq(run(&t, "COMMAND", "COUNT", NULL), names);
+    tsrv_close(&t);
+}
+END_TEST
+
 int main(void)
 {
     rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
     return RB_TEST_MAIN("cmd",
                         RB_TCASE("replies", 0, NULL, NULL,
                                  test_cmd_bf_add_and_exists_reply_as_redisbloom),
+                        RB_TCASE("docs", 0, NULL, NULL,
+                                 test_cmd_docs_bf_reserve_tree,
+                                 test_cmd_docs_every_command_agrees_with_its_arity),
                         RB_TCASE("flags", 0, NULL, NULL,
                                  test_cmd_flags_refuse_writes_without_permission,
                                  test_cmd_flags_refuse_writes_while_the_log_is_broken),
