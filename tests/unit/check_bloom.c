@@ -992,7 +992,7 @@ static int scan_collect(const char *name, size_t len, void *arg)
 START_TEST(test_bloom_scan_walks_slots)
 {
     rb_bloom_params_t bp = { .capacity = 100, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
-    char name[4], seen[8] = { 0 };
+    char name[16], seen[8] = { 0 };
     uint64_t cursor = 0;
     int steps = 0;
 
