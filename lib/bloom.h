@@ -194,6 +194,18 @@ double rbi_bloom_rb_bpe(double p);
 
 /* ---- small shared helpers ----------------------------------------------- */
 
+/* The shape a layer of `layout` must have, wherever its descriptor comes
+ * from (the segment: layer_sound; a dump's image: image_layers): a whole
+ * number of 64-byte blocks (redisbloom: of 64-bit words), at most
+ * RB_BLOOM_MAX_BITS, and a k we would make. */
+static inline int rbi_bloom_layer_shape_ok(uint64_t layout, uint64_t bits, uint64_t k)
+{
+    uint64_t unit = layout == RB_BLOOM_REDISBLOOM ? 64 : RBI_BLOCK_BITS;
+
+    return bits != 0 && bits % unit == 0 && bits <= RB_BLOOM_MAX_BITS && k != 0 &&
+           k <= RBI_BLOOM_MAX_K;
+}
+
 static inline int rbi_bloom_name_ok(const char *name, size_t len)
 {
     return name != NULL && len >= 1 && len <= RB_FILTER_NAME_MAX;

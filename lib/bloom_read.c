@@ -73,17 +73,15 @@ static int slot_read(const rb_filter_shm_t *f, char *name, rbi_bloom_bind_t *b)
     return RB_EBUSY;
 }
 
-/* A layer descriptor a reader may probe and a writer may free: a whole
- * number of 64-byte blocks (redisbloom: of 64-bit words) within the
- * limits, a k we would make, inside the segment's size bytes. */
+/* A layer descriptor a reader may probe and a writer may free: the shape
+ * of its layout (rbi_bloom_layer_shape_ok), inside the segment's size
+ * bytes. */
 static int layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
 {
     uint64_t off = rbi_ld(&f->layer[l].array_off), bits = rbi_ld(&f->layer[l].bits);
-    uint64_t k = rbi_ld(&f->layer[l].k);
-    uint64_t unit = rbi_ld(&f->layout) == RB_BLOOM_REDISBLOOM ? 64 : RBI_BLOCK_BITS;
 
-    return bits != 0 && bits % unit == 0 && bits <= RB_BLOOM_MAX_BITS && k != 0 &&
-           k <= RBI_BLOOM_MAX_K && rbi_span_ok(size, off, bits / 8);
+    return rbi_bloom_layer_shape_ok(rbi_ld(&f->layout), bits, rbi_ld(&f->layer[l].k)) &&
+           rbi_span_ok(size, off, bits / 8);
 }
 
 int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void *), void *arg)

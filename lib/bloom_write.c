@@ -187,7 +187,6 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
 static int image_layers(rb_segment_t *seg, rb_filter_shm_t *f, const rbi_bloom_image_t *im)
 {
     rbi_map_t *m = rbi_seg_map(seg);
-    uint64_t unit = im->layout == RB_BLOOM_REDISBLOOM ? 64 : RBI_BLOCK_BITS;
     int rc = RB_OK;
     uint32_t l;
 
@@ -195,8 +194,7 @@ static int image_layers(rb_segment_t *seg, rb_filter_shm_t *f, const rbi_bloom_i
         const rbi_bloom_image_layer_t *il = &im->layer[l];
         _Atomic uint64_t *arr;
         uint64_t off;
-        if (il->bits == 0 || il->bits % unit != 0 || il->bits > RB_BLOOM_MAX_BITS ||
-            il->k == 0 || il->k > RBI_BLOOM_MAX_K || il->capacity == 0 ||
+        if (!rbi_bloom_layer_shape_ok(im->layout, il->bits, il->k) || il->capacity == 0 ||
             !(il->error > 0.0 && il->error < 1.0)) {
             rc = RB_EINVAL;
             break;

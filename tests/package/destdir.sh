@@ -11,12 +11,8 @@
 # Prints "Checks: N, Failures: F".
 set -u
 d=${1:?usage: destdir.sh DESTDIR}
-checks=0
-fails=0
-ok() { checks=$((checks + 1)); echo "ok: $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $1"; }
-check() { local t=$1; shift; if "$@"; then ok "$t"; else bad "$t"; fi; }
-quiet() { "$@" > /dev/null 2>&1; }
+# shellcheck source=tests/package/checks.sh
+. "$(dirname "$0")/checks.sh"
 rm -rf "$d"
 # The service's configuration names the group ringbloom, which
 # systemd-sysusers makes on a real install: made here for `ringbloomd -t`

@@ -33,12 +33,8 @@ debdir=$(cd "$debdir" && pwd) || exit 1
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=$(cd "$here/../.." && pwd)
 
-checks=0
-fails=0
-ok() { checks=$((checks + 1)); echo "ok: $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $1"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
-quiet() { "$@" > /dev/null 2>&1; }
+# shellcheck source=tests/package/checks.sh
+. "$here/checks.sh"
 
 if [ "$(id -u)" != 0 ]; then
     echo "install.sh: needs root" >&2
