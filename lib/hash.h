@@ -20,6 +20,9 @@
  *     does: h1 = M(key, 0xc6a4a7935bd1e995), h2 = M(key, h1).  Unkeyed: a
  *     filter of that layout answers exactly as RedisBloom's, crafted keys
  *     included.
+ *   - rbi_hash_crc16 / rbi_hash_keyslot: CRC-16/XMODEM and Redis Cluster's
+ *     key slot (CRC16 of the key, or of its {hash tag}, mod 16384), bit
+ *     for bit as redis-server's keyHashSlot: the slots ring mode.
  */
 #ifndef RBI_HASH_H
 #define RBI_HASH_H
@@ -89,5 +92,14 @@ uint64_t rbi_hash_seed(const void *key, size_t len, uint64_t salt);
  * zlib's crc32 continued from crc (nginx's hash ... consistent). */
 uint32_t rbi_hash_md5_le32(const void *data, size_t len, unsigned word);
 uint32_t rbi_hash_crc32(uint32_t crc, const void *data, size_t len);
+
+/* Redis Cluster's slots: RBI_KEYSLOTS of them.  A key's slot is the
+ * CRC-16/XMODEM of the key mod 16384, or, when the key holds a '{' with a
+ * '}' after it and at least one byte between the first '{' and the first
+ * '}' after it, of those bytes only (the hash tag), as keyHashSlot in
+ * redis-server's cluster.c. */
+#define RBI_KEYSLOTS 16384u
+uint16_t rbi_hash_crc16(const void *data, size_t len);
+uint16_t rbi_hash_keyslot(const void *key, size_t len);
 
 #endif /* RBI_HASH_H */

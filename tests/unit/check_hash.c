@@ -72,6 +72,29 @@ END_TEST
 /* XXH3 mixes a length-dependent window of the secret: bytes 0..15 for 1-3
  * byte keys, up to all 192 for long ones.  Flipping a byte inside the
  * window must change the hash; the same secret must repeat. */
+/* Key slots as redis-server 7.0.15's CLUSTER KEYSLOT answered them
+ * (a cluster-enabled redis-server asked for each key); the hash-tag rules'
+ * edge cases included.  tests/daemon/redis_cluster.sh compares 20,000
+ * more keys with a live cluster. */
+START_TEST(test_hash_keyslot_matches_redis)
+{
+    static const struct {
+        const char *key;
+        unsigned slot;
+    } v[] = {
+        {"somekey", 11058}, {"foo{hash_tag}", 2515}, {"foo", 12182},
+        {"{user1000}.following", 3443}, {"foo{}{bar}", 8363}, {"foo{{bar}}zap", 4015},
+        {"foo{bar}{zap}", 5061}, {"{}", 15257}, {"{", 4092}, {"a}b{", 6027}, {"", 0},
+    };
+
+    ck_assert_uint_eq(rbi_hash_crc16("123456789", 9), 0x31C3);
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        ck_assert_msg(rbi_hash_keyslot(v[i].key, strlen(v[i].key)) == v[i].slot,
+                      "slot of '%s'", v[i].key);
+    ck_assert_uint_eq(rbi_hash_keyslot("{user1000}.followers", 20), 3443);
+}
+END_TEST
+
 START_TEST(test_hash_keyed128_depends_on_secret)
 {
     static const struct {
@@ -106,5 +129,6 @@ int main(void)
                                  test_hash_md5_words_match_reference,
                                  test_hash_seed_matches_python_reference,
                                  test_hash_seed_invalid_utf8_hashes_bytes,
-                                 test_hash_keyed128_depends_on_secret));
+                                 test_hash_keyed128_depends_on_secret,
+                                 test_hash_keyslot_matches_redis));
 }
