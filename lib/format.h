@@ -130,7 +130,9 @@ _Static_assert(RB_RING_MAX_NODES <= (1u << RBI_RING_MAX_INDEX_BITS), "owner fits
 /* Node states, at word states_w of a copy (in-place sequence, latch.h):
  *   word 0: the sequence q, odd while the writer changes the words below in
  *           the active copy (a state change publishes without a flip: the
- *           points are the same);
+ *           points are the same); 0 when the copy is written, so q / 2
+ *           counts the state changes since, and the version readers see
+ *           is the copy's version + q / 2 (every publish is the next one);
  *   word 1: down | up_owners << 32: nodes not up, and nodes that own >= 1
  *           point and are up (lookup_n's bound);
  *   then ceil(nnodes / 32) words, 2 bits per node (node i: word 2 + i / 32,

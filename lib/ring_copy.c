@@ -141,6 +141,19 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     write_states(r, &d[L->states_w]);
 }
 
+/* The version readers see in copy c: its publish's, plus one per state
+ * change written in place since (half its state sequence, format.h), so
+ * that every publish, of either kind, is the next version. */
+static uint64_t copy_version(const rb_ring_copy_shm_t *c)
+{
+    uint64_t sw = rbi_ld(&c->states_w);
+    const _Atomic uint64_t *d = c->data - RBI_RING_COPY_HDR_WORDS;
+
+    if (sw == 0 || sw >= rbi_ld(&c->words))
+        return rbi_ld(&c->version);
+    return rbi_ld(&c->version) + rbi_ld(&d[sw]) / 2;
+}
+
 /* Writes r's states into the active copy of seg in place, under its
  * sequence (latch.h, Q1), if that copy is the one r last published and
  * nothing but the states changed since: 1 if done, 0 if a full publish is
@@ -196,7 +209,7 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
     active = (unsigned)(s & 1);
     w = active ^ 1;                               /* the inactive copy */
     if (rbi_ld(&h->ring.copy_off[active]) != 0)
-        version = rbi_ld(&rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[active]))->version) + 1;
+        version = copy_version(rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[active]))) + 1;
     off = rbi_ld(&h->ring.copy_off[w]);
     cap = rbi_ld(&h->ring.copy_cap[w]);
     if (off == 0 || cap < bytes) {

@@ -305,7 +305,7 @@ static int skip_not_up(const rbi_ring_view_t *v, uint64_t *pt, uint64_t *o)
 static int lookup_fn(const rbi_ring_view_t *v, void *arg)
 {
     lookup_arg_t *a = arg;
-    uint64_t pt, o;
+    uint64_t pt, o, qv = 0;
     int rc = key_point(v, a, &pt);
 
     if (rc != RB_OK)
@@ -314,7 +314,10 @@ static int lookup_fn(const rbi_ring_view_t *v, void *arg)
     if (v->states_w != 0) {
         /* Down nodes are rare: the counts word says whether to look. */
         const _Atomic uint64_t *q = &v->d[v->states_w];
-        uint64_t qv = rbi_seq_read_begin(q), counts = rbi_ld(&q[1]);
+        uint64_t counts;
+
+        qv = rbi_seq_read_begin(q);
+        counts = rbi_ld(&q[1]);
 
         if ((counts & 0xFFFFFFFFu) != 0)
             rc = (counts >> 32) == 0 ? RB_EEMPTY : skip_not_up(v, &pt, &o);
@@ -323,7 +326,9 @@ static int lookup_fn(const rbi_ring_view_t *v, void *arg)
         if (rc != RB_OK)
             return rc;
     }
-    return rbi_ring_view_node(v, o, a->out);
+    rc = rbi_ring_view_node(v, o, a->out);
+    a->out->version += qv / 2;   /* each state change is a version (format.h) */
+    return rc;
 }
 
 int rb_ring_lookup(const rb_segment_t *seg, const void *key, size_t len, rb_node_t *out)
@@ -360,7 +365,7 @@ static int lookup_n_fn(const rbi_ring_view_t *v, void *arg)
                 rc = rbi_ring_view_node(v, o, &a->out[a->got]);
                 if (rc != RB_OK)
                     return rc;
-                a->got++;
+                a->out[a->got++].version += qv / 2;
             }
         }
         if (++pt == v->npoints)
@@ -404,6 +409,7 @@ static int stat_fn(const rbi_ring_view_t *v, void *arg)
         uint64_t qv = rbi_seq_read_begin(q);
 
         st->down = (uint32_t)(rbi_ld(&q[1]) & 0xFFFFFFFFu);
+        st->version += qv / 2;
         if (rbi_seq_read_retry(q, qv))
             return RBI_RING_RETRY;
     }
@@ -434,8 +440,10 @@ static int nodes_fn(const rbi_ring_view_t *v, void *arg)
         int rc = rbi_ring_view_node(v, i, &a->out[i]);
         if (rc != RB_OK)
             return rc;
-        if (q != NULL)
+        if (q != NULL) {
             a->out[i].state = (uint32_t)view_state(v, i);
+            a->out[i].version += qv / 2;
+        }
     }
     return q != NULL && rbi_seq_read_retry(q, qv) ? RBI_RING_RETRY : RB_OK;
 }
