@@ -27,6 +27,7 @@ static int d_ring(void *ctx, char op, const char *name, uint32_t weight, rb_ring
     (void)model;
     rc = op == 'a' ? rb_conn_ring_add(c, name, strlen(name), weight)
        : op == 'r' ? rb_conn_ring_remove(c, name, strlen(name))
+       : op == 's' ? rb_conn_ring_state(c, name, strlen(name), (rb_node_state_t)weight)
        : rb_conn_ring_weight(c, name, strlen(name), weight);
     if (rc != RB_OK)
         fprintf(stderr, "ring change %c %s: %d %s\n", op, name, rc, rb_conn_error(c));

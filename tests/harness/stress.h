@@ -4,7 +4,9 @@
  * check_stress (ringbloomd is the writer, readers are other processes).
  *
  * The writer walks the ring through random memberships (1 to max_nodes
- * nodes of random weight 1-4, the size drifting towards a random target)
+ * nodes of random weight 1-4, the size drifting towards a random target,
+ * nodes flipping between up, down and draining: written in place, each
+ * the next version as any change)
  * and, between ring changes, adds batches to three filters: "stable"
  * (never cleared), "reset" (cleared every ST_RESET_EVERY changes) and
  * "aging" (3 generations of 500 keys, rotating when full).
@@ -80,7 +82,8 @@ typedef struct st_shared {
     uint16_t expected[ST_MAXV][ST_KEYS];
     st_reader_stats_t r[ST_READERS];
     /* the writer's figures */
-    uint64_t changes, adds, removes, weights, max_nodes_seen, resets, rotations, keys_added;
+    uint64_t changes, adds, removes, weights, states, max_nodes_seen, resets, rotations,
+        keys_added;
     double seconds;
 } st_shared_t;
 
@@ -182,7 +185,8 @@ static inline int st_writer(st_shared_t *sh, const st_ops_t *ops, const rb_segme
 {
     static uint8_t in[ST_POOL];
     static uint8_t weight[ST_POOL];
-    uint32_t present[ST_POOL], n = 0, target = 1;
+    static uint8_t state[ST_POOL];   /* rb_node_state_t of a present node */
+    uint32_t present[ST_POOL], n = 0, target = 1, ndown = 0;
     uint64_t targets = 0;
     rb_segment_t *priv;
     rb_ring_t *model;
@@ -193,6 +197,7 @@ static inline int st_writer(st_shared_t *sh, const st_ops_t *ops, const rb_segme
     int rc;
 
     memset(in, 0, sizeof(in));
+    memset(state, 0, sizeof(state));
     if (max_nodes > ST_POOL)
         max_nodes = ST_POOL;
     if ((rc = rb_ring_new(RB_RING_XXH3, replicas, &model)) != RB_OK)
@@ -232,15 +237,23 @@ static inline int st_writer(st_shared_t *sh, const st_ops_t *ops, const rb_segme
             op = 'r';
         } else {
             id = present[st_rand(&seed) % n];
-            op = 'w';
+            /* Half of the other changes flip a node's state (in place,
+             * latch.h Q1), keeping one node up (else lookups are empty). */
+            op = r % 8 < 4 && (state[id] != RB_NODE_UP || n - ndown >= 2) ? 's' : 'w';
         }
+        if (op == 'r' && state[id] == RB_NODE_UP && n - ndown == 1)
+            op = 'w';   /* the last node up stays */
         snprintf(name, sizeof(name), "node-%04u", id);
         w = 1 + (uint32_t)(st_rand(&seed) % 4);
         if (op == 'w' && w == weight[id])
             w = w % 4 + 1;
+        if (op == 's')   /* the new state travels as the weight */
+            w = state[id] != RB_NODE_UP ? RB_NODE_UP
+              : r % 16 < 12 ? RB_NODE_DOWN : RB_NODE_DRAIN;
         /* The model, then the answers it gives, then the change itself. */
         rc = op == 'a' ? rb_ring_add(model, name, strlen(name), w)
            : op == 'r' ? rb_ring_remove(model, name, strlen(name))
+           : op == 's' ? rb_ring_set_state(model, name, strlen(name), (rb_node_state_t)w)
            : rb_ring_set_weight(model, name, strlen(name), w);
         if (rc != RB_OK)
             return st_fail("model change", rc);
@@ -272,12 +285,18 @@ static inline int st_writer(st_shared_t *sh, const st_ops_t *ops, const rb_segme
             sh->adds++;
         } else if (op == 'r') {
             in[id] = 0;
+            ndown -= state[id] != RB_NODE_UP;
+            state[id] = RB_NODE_UP;
             for (uint32_t i = 0; i < n; i++)
                 if (present[i] == id) {
                     present[i] = present[--n];
                     break;
                 }
             sh->removes++;
+        } else if (op == 's') {
+            ndown = ndown - (state[id] != RB_NODE_UP) + (w != RB_NODE_UP);
+            state[id] = (uint8_t)w;
+            sh->states++;
         } else {
             weight[id] = (uint8_t)w;
             sh->weights++;
@@ -509,10 +528,11 @@ static inline st_totals_t st_sum(const st_shared_t *sh, int readers)
 static inline void st_print(const char *tag, const st_shared_t *sh, const st_totals_t *t,
                             int readers)
 {
-    printf("%s: %.1f s, %llu ring changes (%llu adds, %llu removes, %llu weights; up to %llu "
-           "nodes), %llu Bloom keys added, %llu resets, %llu rotations\n",
+    printf("%s: %.1f s, %llu ring changes (%llu adds, %llu removes, %llu weights, %llu state "
+           "flips; up to %llu nodes), %llu Bloom keys added, %llu resets, %llu rotations\n",
            tag, sh->seconds, (unsigned long long)sh->changes, (unsigned long long)sh->adds,
            (unsigned long long)sh->removes, (unsigned long long)sh->weights,
+           (unsigned long long)sh->states,
            (unsigned long long)sh->max_nodes_seen, (unsigned long long)sh->keys_added,
            (unsigned long long)sh->resets, (unsigned long long)sh->rotations);
     printf("%s: %d readers: %llu ring answers checked (fewest per reader %llu), %llu invalid, "
@@ -560,6 +580,7 @@ static inline void st_verdict(const char *tag, const st_shared_t *sh, int reader
     st_print(tag, sh, &t, readers);
     fflush(stdout);
     ck_assert_int_eq(wrc, 0);
+    ck_assert_uint_gt(sh->states, 0);   /* state flips were among the changes */
     ck_assert_uint_eq(t.ring_invalid, 0);
     ck_assert_uint_eq(t.ring_errors, 0);
     ck_assert_uint_eq(t.acked_missed, 0);
