@@ -343,7 +343,7 @@ START_TEST(test_badinput_wrong_arity)
         { "ring.get", { A("RING.GET") }, 1 },
         { "ring.get", { A("RING.GET"), A("a"), A("b") }, 3 },
         { "ring.getn", { A("RING.GETN"), A("k") }, 2 },
-        { "ring.nodes", { A("RING.NODES"), A("x") }, 2 },
+        { "ring.nodes", { A("RING.NODES"), A("WITHSTATES"), A("x") }, 3 },
         { "ring.info", { A("RING.INFO"), A("x") }, 2 },
         { "ping", { A("PING"), A("a"), A("b") }, 3 },
         { "ping", { A("PiNg"), A("a"), A("b") }, 3 },

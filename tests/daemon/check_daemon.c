@@ -156,8 +156,8 @@ START_TEST(test_daemon_ring_commands)
         peak1 = rbd_proc_kb(d.pid, "VmPeak:");
         ck_assert_msg(peak1 - peak0 < 4096, "VmPeak grew by %ld KiB", peak1 - peak0);
     }
-    rbd_expect(c, "Mode\nxxh3\nReplicas\n100\nNodes\n2\nPoints\n500\nVersion\n4\nBytes per copy\n"
-               "5208", "RING.INFO");
+    rbd_expect(c, "Mode\nxxh3\nReplicas\n100\nNodes\n2\nNodes not up\n0\nPoints\n500\nVersion\n4\n"
+               "Bytes per copy\n5232", "RING.INFO");
     rbd_expect(c, "OK", "RING.MODE", "seed");
     rbd_expect(c, "ERR unknown ring mode 'nope' (xxh3, ketama, nginx or seed)", "RING.MODE", "nope");
     rbd_expect(c, "OK", "RING.REMOVE", "alpha");

@@ -672,6 +672,50 @@ START_TEST(test_persist_crash_in_first_and_reattach_snapshots_starts)
 }
 END_TEST
 
+/* Node states are ring changes like the others: logged (record 12),
+ * replayed from the log alone, carried by a snapshot and by the live
+ * segment; RING.DOWN of an unknown node is refused and logs nothing. */
+START_TEST(test_persist_node_states_replay)
+{
+    const char *want = "n1\n1\nup\nn2\n1\ndown\nn3\n2\ndrain";
+    rb_conn_t *c;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "n1");
+    rbd_expect(c, "OK", "RING.ADD", "n2");
+    rbd_expect(c, "OK", "RING.ADD", "n3", "2");
+    rbd_expect(c, "OK", "RING.DOWN", "n2");
+    rbd_expect(c, "OK", "RING.DRAIN", "n1");
+    rbd_expect(c, "OK", "RING.UP", "n1");
+    rbd_expect(c, "OK", "RING.DRAIN", "n3");
+    rbd_expect(c, "ERR no such node", "RING.DOWN", "n9");
+    rbd_expect(c, "ERR syntax error (RING.NODES [WITHSTATES])", "RING.NODES", "x");
+    rbd_expect(c, want, "RING.NODES", "WITHSTATES");
+    rbd_expect(c, "n1\n1\nn2\n1\nn3\n2", "RING.NODES");
+    rbd_expect(c, "n1", "RING.GETN", "k", "3");
+    rb_conn_close(c);
+    crash();                  /* from the log alone */
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, want, "RING.NODES", "WITHSTATES");
+    rbd_expect(c, "OK", "SAVE");
+    rb_conn_close(c);
+    crash();                  /* from the snapshot */
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, want, "RING.NODES", "WITHSTATES");
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);    /* the live segment, re-attached */
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, want, "RING.NODES", "WITHSTATES");
+    rbd_expect(c, "OK", "RING.UP", "n2");
+    rbd_expect(c, "n1\n1\nup\nn2\n1\nup\nn3\n2\ndrain", "RING.NODES", "WITHSTATES");
+    rb_conn_close(c);
+}
+END_TEST
+
 /* ---- records ------------------------------------------------------------------- */
 
 /* A checksummed record that names a filter or node that does not exist,
@@ -1318,7 +1362,8 @@ int main(void)
                                  test_persist_crash_in_snapshot_windows_starts,
                                  test_persist_crash_after_snapshot_replays_its_log_from_the_freeze,
                                  test_persist_background_snapshot_keeps_every_change,
-                                 test_persist_crash_in_first_and_reattach_snapshots_starts),
+                                 test_persist_crash_in_first_and_reattach_snapshots_starts,
+                                 test_persist_node_states_replay),
                         RB_TCASE("records", 300, NULL, rbd_teardown,
                                  test_persist_record_for_missing_filter_or_node_refused,
                                  test_persist_corrupt_last_record_refused,

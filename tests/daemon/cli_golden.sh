@@ -32,6 +32,13 @@ CIN() { f=$1; shift; "$cli" -i "$inst" -s "$dir/s.sock" "$@" < "$f"; echo $? > "
     run C lookup https://example.org/index.html
     run C lookup https://example.org/index.html -n 3
     run C --json lookup user:1001 -n 2
+    run C node down cache-b.example:11211
+    run C node drain cache-x.example:11211
+    run C node sideways cache-a.example:11211
+    run C nodes
+    run C --json nodes
+    run C lookup https://example.org/index.html -n 3
+    run C node up cache-b.example:11211
     run C node weight cache-a.example:11211 3
     run C node remove cache-c.example:11211
     run C node remove cache-c.example:11211
