@@ -65,7 +65,7 @@ static const struct command {
     { "shutdown", 0, 0, cmd_shutdown, DAEMON,
       "  shutdown                     snapshot and stop the daemon\n" },
     { "ring", 0, ANY, cmd_ring, OFFLINE,
-      "  ring --mode xxh3|ketama|nginx|seed --nodes FILE [--replicas R] < KEYS\n"
+      "  ring --mode xxh3|ketama|nginx|seed|maglev|slots --nodes FILE [--replicas R] < KEYS\n"
       "                               KEY<TAB>NODE per input line; FILE has one\n"
       "                               NAME [WEIGHT] per line (host:port for ketama/nginx,\n"
       "                               in the other side's server order)\n" },
