@@ -49,7 +49,8 @@ static const struct command {
     { "node", 2, 3, cmd_node, DAEMON,
       "  node add NAME [WEIGHT]       join the ring (default weight 1)\n"
       "  node remove NAME             leave the ring\n"
-      "  node weight NAME WEIGHT      change a node's weight\n" },
+      "  node weight NAME WEIGHT      change a node's weight\n"
+      "  node down|up|drain NAME      change a node's state (its points stay)\n" },
     { "reserve", 3, ANY, cmd_reserve, DAEMON,
       "  reserve FILTER ERROR CAPACITY [--nonscaling] [--expansion N]\n"
       "          [--layout standard|blocked|redisbloom] [--aging SECONDS [--generations N]]\n" },

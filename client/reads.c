@@ -179,10 +179,15 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
         if (cli->json) {
             printf("%s{\"name\":", i ? "," : "");
             cli_json_str(nodes[i].name, nodes[i].name_len);
-            printf(",\"weight\":%u}", nodes[i].weight);
+            printf(",\"weight\":%u,\"state\":\"%s\"}", nodes[i].weight,
+                   rb_node_state_name((rb_node_state_t)nodes[i].state));
         } else {
+            /* A node that is not up says so in a third column. */
             cli_text_str(nodes[i].name, nodes[i].name_len);
-            printf("\t%u\n", nodes[i].weight);
+            printf("\t%u", nodes[i].weight);
+            if (nodes[i].state != RB_NODE_UP)
+                printf("\t%s", rb_node_state_name((rb_node_state_t)nodes[i].state));
+            printf("\n");
         }
     }
     if (cli->json)

@@ -182,10 +182,14 @@ static int change_done(const cli_t *cli, rb_conn_t *c, const char *what, int rc)
 int cmd_node(cli_t *cli, int argc, char **argv)
 {
     uint32_t w = 1;
+    rb_node_state_t st;
     rb_conn_t *c;
-    int rc, ex;
+    int rc, ex, state = rb_node_state_parse(argv[1], strlen(argv[1]), &st) == RB_OK;
 
-    if ((strcmp(argv[1], "add") == 0 && argc == 4) || strcmp(argv[1], "weight") == 0) {
+    if (state) {
+        if (argc != 3)
+            return CLI_USAGE;
+    } else if ((strcmp(argv[1], "add") == 0 && argc == 4) || strcmp(argv[1], "weight") == 0) {
         if (argc != 4 || cli_parse_u32(argv[3], &w) != 0) {
             fprintf(stderr, "ringbloom: weight must be a positive integer\n");
             return EX_USAGE;
@@ -195,7 +199,9 @@ int cmd_node(cli_t *cli, int argc, char **argv)
     }
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;
-    if (strcmp(argv[1], "add") == 0)
+    if (state)
+        rc = rb_conn_ring_state(c, argv[2], strlen(argv[2]), st);
+    else if (strcmp(argv[1], "add") == 0)
         rc = rb_conn_ring_add(c, argv[2], strlen(argv[2]), w);
     else if (strcmp(argv[1], "remove") == 0)
         rc = rb_conn_ring_remove(c, argv[2], strlen(argv[2]));

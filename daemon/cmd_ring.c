@@ -80,6 +80,22 @@ static void cmd_ring_weight(rbd_ctx_t *x)
         run(x, &op);
 }
 
+/* RING.UP / RING.DOWN / RING.DRAIN node: the state is the command's
+ * name after "RING." (rb_node_state_parse). */
+static void cmd_ring_state(rbd_ctx_t *x)
+{
+    rbd_op_t op = { .type = RBD_OP_RING_STATE, .name = x->argv[1], .len = x->argl[1] };
+    rb_node_state_t st;
+
+    if (rb_node_state_parse(x->argv[0] + 5, x->argl[0] - 5, &st) != RB_OK) {
+        rbi_resp_error(x->out, "ERR unknown node state");   /* a table row out of step */
+        return;
+    }
+    op.state = (uint32_t)st;
+    if (node_name_ok(x, 1) == 0)
+        run(x, &op);
+}
+
 static void cmd_ring_mode(rbd_ctx_t *x)
 {
     rbd_op_t op = { .type = RBD_OP_RING_MODE };
@@ -107,12 +123,24 @@ static void cmd_ring_mode(rbd_ctx_t *x)
     run(x, &op);
 }
 
+/* RING.NODES [WITHSTATES]: [name, weight] per node, or [name, weight,
+ * state] (the shape of before stays the default). */
 static void cmd_ring_nodes(rbd_ctx_t *x)
 {
     rb_ring_stat_t st;
     rb_node_t *nodes = NULL;
     size_t count = 0;
-    int rc = rb_ring_stat(x->s->state.seg, &st);
+    int with = x->argc == 2, rc;
+
+    if (x->argc > 2) {
+        rbd_cmd_wrong_arity(x);
+        return;
+    }
+    if (with && !rbd_cmd_arg_is(x, 1, "WITHSTATES")) {
+        rbi_resp_error(x->out, "ERR syntax error (RING.NODES [WITHSTATES])");
+        return;
+    }
+    rc = rb_ring_stat(x->s->state.seg, &st);
 
     if (rc == RB_OK && st.nodes > 0) {
         nodes = malloc(st.nodes * sizeof(*nodes));
@@ -125,9 +153,11 @@ static void cmd_ring_nodes(rbd_ctx_t *x)
     }
     rbi_resp_array(x->out, count);
     for (size_t i = 0; i < count; i++) {
-        rbi_resp_array(x->out, 2);
+        rbi_resp_array(x->out, with ? 3 : 2);
         rbi_resp_bulk(x->out, nodes[i].name, nodes[i].name_len);
         rbi_resp_int(x->out, nodes[i].weight);
+        if (with)
+            rbi_resp_bulk_str(x->out, rb_node_state_name((rb_node_state_t)nodes[i].state));
     }
     free(nodes);
 }
@@ -188,13 +218,15 @@ static void cmd_ring_info(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_RING, rc);
         return;
     }
-    rbi_resp_map(x->out, 6);
+    rbi_resp_map(x->out, 7);
     rbi_resp_simple(x->out, "Mode");
     rbi_resp_bulk_str(x->out, rb_ring_mode_name(rb_ring_mode(x->s->state.ring)));
     rbi_resp_simple(x->out, "Replicas");
     rbi_resp_int(x->out, rb_ring_replicas(x->s->state.ring));
     rbi_resp_simple(x->out, "Nodes");
     rbi_resp_int(x->out, st.nodes);
+    rbi_resp_simple(x->out, "Nodes not up");
+    rbi_resp_int(x->out, st.down);
     rbi_resp_simple(x->out, "Points");
     rbi_resp_int(x->out, st.points);
     rbi_resp_simple(x->out, "Version");
@@ -216,9 +248,18 @@ const rbd_command_t rbd_cmd_ring_table[] = {
     RBD_COMMAND("RING.MODE", -2, CMD_WRITE, cmd_ring_mode, "ring",
                 "Changes the ring's hash mode and replicas",
                 "(XXH3|KETAMA|NGINX|SEED) [replicas:integer]"),
-    RBD_COMMAND("RING.NODES", 1, 0, cmd_ring_nodes, "ring",
-                "Returns the ring's nodes and weights",
-                ""),
+    RBD_COMMAND("RING.DOWN", 2, CMD_WRITE, cmd_ring_state, "ring",
+                "Marks a node down: its keys go to the next node clockwise",
+                "node"),
+    RBD_COMMAND("RING.UP", 2, CMD_WRITE, cmd_ring_state, "ring",
+                "Marks a node up: it owns its keys again",
+                "node"),
+    RBD_COMMAND("RING.DRAIN", 2, CMD_WRITE, cmd_ring_state, "ring",
+                "Marks a node draining: new keys avoid it",
+                "node"),
+    RBD_COMMAND("RING.NODES", -1, 0, cmd_ring_nodes, "ring",
+                "Returns the ring's nodes, weights and, with WITHSTATES, states",
+                "[WITHSTATES]"),
     RBD_COMMAND("RING.GET", 2, 0, cmd_ring_get, "ring",
                 "Returns the node that owns a key",
                 "key:string"),

@@ -53,7 +53,7 @@ typedef struct field {
 
 /* What undoing a ring op needs: the node's weight and the mode before it. */
 typedef struct ring_prev {
-    uint32_t weight, mode, replicas;
+    uint32_t weight, mode, replicas, state;
 } ring_prev_t;
 
 #define OP_SYNC    0x1u   /* its record is fsync'd before the reply (P2) */
@@ -101,6 +101,12 @@ static int ring_mode(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
     return rc;
 }
 
+static int ring_state(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
+{
+    return rb_ring_set_state(r, op->name, op->len,
+                             (rb_node_state_t)(undo ? undo->state : op->state));
+}
+
 /* Weight of a node in the published ring (the model before the change),
  * or 0. */
 static uint32_t node_weight(const rb_segment_t *seg, const char *name, size_t len)
@@ -126,13 +132,17 @@ static uint32_t node_weight(const rb_segment_t *seg, const char *name, size_t le
  * publish's (op->publish_failed). */
 static int ring_apply(rbd_state_t *st, const op_def_t *d, rbd_op_t *op, int live)
 {
-    ring_prev_t prev = { 0, (uint32_t)rb_ring_mode(st->ring), rb_ring_replicas(st->ring) };
+    ring_prev_t prev = { 0, (uint32_t)rb_ring_mode(st->ring), rb_ring_replicas(st->ring), 0 };
     int rc;
 
     if (!live)
         return d->ring(st->ring, op, NULL);
     if (op->type == RBD_OP_RING_REMOVE || op->type == RBD_OP_RING_WEIGHT)
         prev.weight = node_weight(st->seg, op->name, op->len);
+    if (op->type == RBD_OP_RING_STATE) {
+        int was = rb_ring_state(st->ring, op->name, op->len);
+        prev.state = was >= 0 ? (uint32_t)was : RB_NODE_UP;
+    }
     rc = d->ring(st->ring, op, NULL);
     if (rc != RB_OK)
         return rc;
@@ -264,6 +274,8 @@ static const op_def_t ops[] = {
     [RBD_OP_BF_DELETE] = { "DEL", RBD_NAMES_FILTER, OP_SYNC, bf_delete, NULL, { NAME } },
     [RBD_OP_BF_LOADCHUNK] = { "BF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC, bf_loadchunk, NULL,
                               { NAME, U64(iter), BLOB } },
+    [RBD_OP_RING_STATE] = { "RING.STATE", RBD_NAMES_NODE, OP_SYNC, NULL, ring_state,
+                            { U32(state), NAME } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

@@ -28,6 +28,7 @@ typedef enum rbd_op_type {
     RBD_OP_TXN = 9,            /* a transaction: its members' whole records */
     RBD_OP_BF_DELETE = 10,     /* DEL / UNLINK of a filter */
     RBD_OP_BF_LOADCHUNK = 11,  /* a chunk of BF.LOADCHUNK (header or data) */
+    RBD_OP_RING_STATE = 12,    /* RING.UP / DOWN / DRAIN: a node's state */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -48,6 +49,7 @@ typedef struct rbd_op {
     size_t len;
     uint32_t weight;           /* RING_ADD, RING_WEIGHT */
     uint32_t mode, replicas;   /* RING_MODE (replicas 0: keep; the count in force is logged) */
+    uint32_t state;            /* RING_STATE: rb_node_state_t */
     rb_bloom_params_t params;  /* BF_RESERVE, secret included */
     const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it */
     size_t nkeys;

@@ -11,11 +11,12 @@
  * (rbi_heap_rebuild, which then rebuilds the free list from them).  Why
  * here: this is the one place that needs the ring, the filter kinds and the
  * heap at once, so it sits above them all and nothing below calls up.
- * A dump of segment layout 1 (the previous library's ring copies) is
+ * A dump of segment layout 1 (an older library's ring copies) is
  * restored too: its ring's membership is read from the old copy and
- * published in this layout, so a snapshot survives an upgrade.  A live
- * layout-1 segment is not taken over (RB_EVERSION): ringbloomd then starts
- * from its snapshot and log, which hold the same state.
+ * published in this layout, so a snapshot survives an upgrade; a dump of
+ * layout 2 (copies without node states) is taken as it is.  A live
+ * segment of another layout is not taken over (RB_EVERSION): ringbloomd
+ * then starts from its snapshot and log, which hold the same state.
  * Workload: once per daemon start (takeover) or snapshot load (restore).
  */
 #include "config.h"
@@ -106,17 +107,22 @@ static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh)
     return RB_OK;
 }
 
-/* A dump of segment layout 1 differs from this layout in its ring copies
- * only (format.h), so its header is checked as this layout's: a copy of
- * the header page with the version word replaced.  RB_OK with *layout1
- * set for such a dump, else what rbi_segment_check_header says. */
+/* A dump of segment layout 1 or 2 differs from this layout in its ring
+ * copies only (format.h), so its header is checked as this layout's: a
+ * copy of the header page with the version word replaced.  A layout-2
+ * copy is a layout-3 copy without node states (word 11 is 0: every node
+ * up), restored as it is; a layout-1 copy is rebuilt (*layout1 set).
+ * Else what rbi_segment_check_header says. */
 static int check_dump_header(const rb_header_shm_t *dh, size_t len, int *layout1)
 {
     _Alignas(64) unsigned char page[RBI_HEADER_SIZE];
     rb_header_shm_t *copy = (rb_header_shm_t *)(void *)page;
 
+    int older = rbi_ld(&dh->magic) == RBI_MAGIC &&
+                rbi_ld(&dh->version) == RBI_LAYOUT_VERSION_2;
+
     *layout1 = rbi_ld(&dh->magic) == RBI_MAGIC && rbi_ld(&dh->version) == RBI_LAYOUT_VERSION_1;
-    if (!*layout1)
+    if (!*layout1 && !older)
         return rbi_segment_check_header(dh, -1, len);
     memcpy(page, dh, sizeof(page));
     rbi_st(&copy->version, RBI_LAYOUT_VERSION);

@@ -368,6 +368,17 @@ int rb_conn_ring_weight(rb_conn_t *c, const char *name, size_t len, uint32_t wei
     return ring_cmd(c, "RING.WEIGHT", name, len, 1, weight);
 }
 
+int rb_conn_ring_state(rb_conn_t *c, const char *name, size_t len, rb_node_state_t state)
+{
+    static const char *const cmds[] = {
+        [RB_NODE_UP] = "RING.UP", [RB_NODE_DOWN] = "RING.DOWN", [RB_NODE_DRAIN] = "RING.DRAIN",
+    };
+
+    if ((unsigned)state >= sizeof(cmds) / sizeof(cmds[0]))
+        return RB_EINVAL;
+    return ring_cmd(c, cmds[state], name, len, 0, 0);
+}
+
 /* Appends argument s (len bytes) to a command being built. */
 static void arg_add(const char **argv, size_t *argl, size_t *argc, const char *s, size_t len)
 {

@@ -20,7 +20,9 @@
 #include "ringbloom.h"
 
 #define RBI_MAGIC          0x314D4C42474E4952ULL /* bytes "RINGBLM1" little-endian */
-#define RBI_LAYOUT_VERSION 2u   /* 2: ring point words (owner inside), no owners array */
+#define RBI_LAYOUT_VERSION 3u   /* 3: node states in the ring copy (word 11) */
+#define RBI_LAYOUT_VERSION_2 2u /* 2: ring point words (owner inside), no owners array;
+                                   word 11 is 0, so it reads as 3 without states */
 #define RBI_LAYOUT_VERSION_1 1u /* what rb_segment_restore still takes (adopt.c) */
 #define RBI_HEADER_SIZE    4096u
 #define RBI_ALIGN          64u                   /* heap allocation unit */
@@ -88,7 +90,9 @@ typedef struct rb_ring_copy_shm {
     _Atomic uint64_t nodes_w;     /* 64 word offsets, relative to the copy */
     _Atomic uint64_t names_w;     /* 72 */
     _Atomic uint64_t points_w;    /* 80 point words (below) */
-    _Atomic uint64_t unused11;    /* 88 0 (was the owners array, layout 1) */
+    _Atomic uint64_t states_w;    /* 88 the node states (below); 0: none, every
+                                     node up (a layout-2 copy; layout 1 had
+                                     its owners array here) */
     _Atomic uint64_t index_w;     /* 96 */
     _Atomic uint64_t names_bytes; /* 104 */
     _Atomic uint64_t owners;      /* 112 nodes that own >= 1 point (a ketama
@@ -122,6 +126,23 @@ _Static_assert(offsetof(rb_ring_copy_shm_t, data) == 128, "ring copy layout");
  * positions, and a key at position h is compared as h << b. */
 #define RBI_RING_MAX_INDEX_BITS 24
 _Static_assert(RB_RING_MAX_NODES <= (1u << RBI_RING_MAX_INDEX_BITS), "owner fits in b bits");
+
+/* Node states, at word states_w of a copy (in-place sequence, latch.h):
+ *   word 0: the sequence q, odd while the writer changes the words below in
+ *           the active copy (a state change publishes without a flip: the
+ *           points are the same); 0 when the copy is written, so q / 2
+ *           counts the state changes since, and the version readers see
+ *           is the copy's version + q / 2 (every publish is the next one);
+ *   word 1: down | up_owners << 32: nodes not up, and nodes that own >= 1
+ *           point and are up (lookup_n's bound);
+ *   then ceil(nnodes / 32) words, 2 bits per node (node i: word 2 + i / 32,
+ *           bits 2 (i % 32)): rb_node_state_t.
+ * A lookup whose owner is not up walks clockwise to the first point of an
+ * up node; the states change no point, so a node brought back up owns
+ * exactly its keys of before. */
+#define RBI_STATES_HDR_WORDS 2
+#define RBI_STATES_PER_WORD  32
+#define RBI_STATES_WORDS(nnodes) (RBI_STATES_HDR_WORDS + ((nnodes) + 31) / 32)
 
 /* ---- filter directory slot --------------------------------------------- */
 #define RBI_SECRET_BYTES RB_BLOOM_SECRET_BYTES

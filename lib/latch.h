@@ -1,7 +1,8 @@
 /*
- * latch.h - the two read protocols of the segment, header-only: the
- * two-copy latch (the ring) and the generation section (a filter's
- * arrays), with the relaxed accessors every read section uses.
+ * latch.h - the read protocols of the segment, header-only: the two-copy
+ * latch (the ring), the generation section (a filter's arrays) and the
+ * in-place sequence (a ring copy's node states), with the relaxed
+ * accessors every read section uses.
  *
  * All words are _Atomic uint64_t in shared memory; readers map them
  * PROT_READ, so only plain atomic loads (never RMW) are used on their side.
@@ -64,6 +65,28 @@
  * Invariant G2: a reader whose loads observed a store to memory replaced
  *   at a publish after g (its reuse by a later allocation) observes
  *   gen != g in read_retry, and so discards what it read.
+ *
+ * ---- The in-place sequence (a classic seqlock, ck_sequence's) ----------
+ *
+ * What: one 64-bit word guarding a few words the writer changes in place,
+ * odd while it is inside (a ring copy's node states, format.h).  Why not
+ * the latch: flipping one node's state would rewrite a whole copy
+ * (O(points)); the guarded words are a few, stored in nanoseconds, so a
+ * reader that meets the writer inside simply retries (bounded, as every
+ * section).
+ *
+ * Writer (the one thread that writes the words):
+ *     rbi_seq_write_begin(&q);   ... store the guarded words ...
+ *     rbi_seq_write_end(&q);
+ * Reader (inside any other section, whose own re-check still applies):
+ *     do { v = rbi_seq_read_begin(&q); ... relaxed loads ...
+ *     } while (rbi_seq_read_retry(&q, v));
+ *
+ * Invariant Q1: a reader whose section began at an even value v and
+ *   re-checked v saw every store made before q became v and none made
+ *   after: a store after write_begin is ordered after the odd value by the
+ *   writer's release fence, which pairs with the reader's acquire fence
+ *   before the re-load, so seeing such a store means re-loading q != v.
  */
 #ifndef RBI_LATCH_H
 #define RBI_LATCH_H
@@ -184,6 +207,41 @@ static inline void rbi_gen_publish(rbi_gen_t *gen)
 static inline void rbi_gen_init(rbi_gen_t *gen)
 {
     atomic_store_explicit(&gen->word, 0, memory_order_relaxed);
+}
+
+/* ---- in-place sequence ------------------------------------------------- */
+
+static inline uint64_t rbi_seq_read_begin(const _Atomic uint64_t *q)
+{
+    /* Acquire pairs with rbi_seq_write_end's release store: the words
+     * stored before q became even are visible to the loads that follow. */
+    return atomic_load_explicit(q, memory_order_acquire);
+}
+
+/* True if the section must be read again: it began while the writer was
+ * inside (odd), or the writer has been inside since (Q1). */
+static inline bool rbi_seq_read_retry(const _Atomic uint64_t *q, uint64_t v)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return (v & 1) != 0 || atomic_load_explicit(q, memory_order_relaxed) != v;
+}
+
+static inline void rbi_seq_write_begin(_Atomic uint64_t *q)
+{
+    uint64_t v = atomic_load_explicit(q, memory_order_relaxed);
+
+    atomic_store_explicit(q, v + 1, memory_order_relaxed);
+    /* Release fence: the stores that follow are not observed without the
+     * odd value (Q1; pairs with rbi_seq_read_retry's acquire fence). */
+    atomic_thread_fence(memory_order_release);
+}
+
+static inline void rbi_seq_write_end(_Atomic uint64_t *q)
+{
+    uint64_t v = atomic_load_explicit(q, memory_order_relaxed);
+
+    /* Release: the stores above are visible to readers acquiring v + 1. */
+    atomic_store_explicit(q, v + 1, memory_order_release);
 }
 
 #endif /* RBI_LATCH_H */

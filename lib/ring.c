@@ -28,6 +28,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "heap.h"
 #include "latch.h"
@@ -329,7 +330,53 @@ int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
     if (r == NULL || rbi_ring_mode_ops((uint64_t)mode) == NULL ||
         replicas > RB_RING_MAX_REPLICAS)
         return RB_EINVAL;
+    r->changes++;
     return rebuild(r, mode, replicas ? replicas : r->replicas);
+}
+
+static const char *const state_names[] = {
+    [RB_NODE_UP] = "up", [RB_NODE_DOWN] = "down", [RB_NODE_DRAIN] = "drain",
+};
+#define NSTATES (sizeof(state_names) / sizeof(state_names[0]))
+
+const char *rb_node_state_name(rb_node_state_t state)
+{
+    return (unsigned)state < NSTATES ? state_names[state] : "unknown";
+}
+
+int rb_node_state_parse(const char *s, size_t len, rb_node_state_t *out)
+{
+    for (size_t i = 0; s != NULL && out != NULL && i < NSTATES; i++) {
+        if (strlen(state_names[i]) == len && strncasecmp(state_names[i], s, len) == 0) {
+            *out = (rb_node_state_t)i;
+            return RB_OK;
+        }
+    }
+    return RB_EINVAL;
+}
+
+/* A state is not a change of `changes`: the points stay (ring_model.h). */
+int rb_ring_set_state(rb_ring_t *r, const char *name, size_t len, rb_node_state_t state)
+{
+    size_t at;
+
+    if (r == NULL || !name_valid(name, len) || (unsigned)state >= NSTATES)
+        return RB_EINVAL;
+    if (!rbi_ring_node_find(r, name, len, &at))
+        return RB_ENOENT;
+    r->nodes[at].state = (uint8_t)state;
+    return RB_OK;
+}
+
+int rb_ring_state(const rb_ring_t *r, const char *name, size_t len)
+{
+    size_t at;
+
+    if (r == NULL || !name_valid(name, len))
+        return RB_EINVAL;
+    if (!rbi_ring_node_find(r, name, len, &at))
+        return RB_ENOENT;
+    return r->nodes[at].state;
 }
 
 /* Whether the membership after a change (weight changed by delta_w, node
@@ -383,10 +430,11 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
     memcpy(copy, name, len);
     copy[len] = '\0';
     memmove(&r->nodes[at + 1], &r->nodes[at], (r->nnodes - at) * sizeof(ring_node_t));
-    r->nodes[at] = (ring_node_t){ copy, (uint32_t)len, weight, r->next_seq++, 1 };
+    r->nodes[at] = (ring_node_t){ copy, (uint32_t)len, weight, r->next_seq++, 1, RB_NODE_UP, 0 };
     r->nnodes++;
     r->nfresh++;
     r->weights += weight;
+    r->changes++;
     if (r->ops->resize_all)
         r->stale = 1;   /* every node's share changed: rebuilt when next needed */
     return RB_OK;
@@ -413,6 +461,7 @@ int rb_ring_remove(rb_ring_t *r, const char *name, size_t len)
     r->nnodes--;
     r->nfresh -= gone.fresh;
     r->weights -= gone.weight;
+    r->changes++;
     free(gone.name);
     return RB_OK;
 }
@@ -429,6 +478,7 @@ int rb_ring_set_weight(rb_ring_t *r, const char *name, size_t len, uint32_t weig
         return RB_ERANGE;
     r->weights = r->weights - r->nodes[at].weight + weight;
     r->nodes[at].weight = weight;
+    r->changes++;
     if (r->ops->resize_all)
         r->stale = 1;
     else if (!r->nodes[at].fresh)

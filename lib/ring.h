@@ -21,7 +21,19 @@ typedef struct rbi_ring_view {
     uint64_t (*key_pos)(const void *key, size_t len);  /* the copy's mode's */
     uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
     uint64_t nodes_w, names_w, points_w, index_w;
+    uint64_t states_w;             /* 0: no states (every node up) */
 } rbi_ring_view_t;
+
+/* What a read section's function returns when the node states changed
+ * under it (their in-place sequence moved, latch.h Q1): rbi_ring_read runs
+ * it again, as when the latch moved.  Never returned to a caller. */
+#define RBI_RING_RETRY 1
+
+/* The states of view v's nodes, 2 bits each as the copy holds them
+ * (format.h), into out[(nnodes + 31) / 32] with the counts word in *counts
+ * (down | up_owners << 32), inside their sequence: RB_OK (no states: all
+ * zero, counts 0 | owners << 32) or RBI_RING_RETRY. */
+int rbi_ring_view_states(const rbi_ring_view_t *v, uint64_t *out, uint64_t *counts);
 
 static inline rb_ring_copy_shm_t *rbi_ring_copy_at(const rbi_map_t *m, uint64_t off)
 {

@@ -48,35 +48,52 @@ static uint32_t index_bits_for(size_t npts, size_t nnodes)
 }
 
 typedef struct copy_layout {
-    uint64_t nodes_w, names_w, points_w, index_w, words, names_bytes;
+    uint64_t nodes_w, names_w, points_w, index_w, states_w, words, names_bytes;
     uint64_t owners;   /* distinct nodes owning points */
     uint32_t bits;
 } copy_layout_t;
 
-static void layout_for(const rb_ring_t *r, copy_layout_t *L)
+/* Also records which nodes own points (ring_node_t.owns). */
+static void layout_for(rb_ring_t *r, copy_layout_t *L)
 {
     uint64_t names = 0;
-    unsigned char *owns = calloc(r->nnodes ? r->nnodes : 1, 1);
 
-    for (size_t i = 0; i < r->nnodes; i++)
+    for (size_t i = 0; i < r->nnodes; i++) {
         names += rbi_round_up(r->nodes[i].len, 8);
+        r->nodes[i].owns = 0;
+    }
     L->owners = 0;
     for (size_t i = 0; i < r->npts; i++) {
-        if (owns == NULL) {
-            L->owners = r->nnodes;   /* (no memory: assume all own points) */
-            break;
-        }
-        L->owners += !owns[r->pts[i].node];
-        owns[r->pts[i].node] = 1;
+        L->owners += !r->nodes[r->pts[i].node].owns;
+        r->nodes[r->pts[i].node].owns = 1;
     }
-    free(owns);
     L->bits = index_bits_for(r->npts, r->nnodes);
     L->names_bytes = names;
     L->nodes_w = RBI_RING_COPY_HDR_WORDS;
     L->names_w = L->nodes_w + RBI_NODE_WORDS * r->nnodes;
     L->points_w = L->names_w + names / 8;
     L->index_w = L->points_w + r->npts;
-    L->words = L->index_w + (((uint64_t)1 << L->bits) + 2) / 2;
+    L->states_w = L->index_w + (((uint64_t)1 << L->bits) + 2) / 2;
+    L->words = L->states_w + RBI_STATES_WORDS(r->nnodes);
+}
+
+/* The state words of r (format.h, "Node states") after word 0: the
+ * counts, then 2 bits per node. */
+static void write_states(const rb_ring_t *r, _Atomic uint64_t *q)
+{
+    uint64_t down = 0, up_owners = 0, acc = 0;
+
+    for (size_t i = 0; i < r->nnodes; i++) {
+        uint64_t st = r->nodes[i].state;
+        down += st != RB_NODE_UP;
+        up_owners += st == RB_NODE_UP && r->nodes[i].owns;
+        acc |= st << (2 * (i % RBI_STATES_PER_WORD));
+        if (i % RBI_STATES_PER_WORD == RBI_STATES_PER_WORD - 1 || i + 1 == r->nnodes) {
+            rbi_st(&q[RBI_STATES_HDR_WORDS + i / RBI_STATES_PER_WORD], acc);
+            acc = 0;
+        }
+    }
+    rbi_st(&q[1], down | up_owners << 32);
 }
 
 /* Stores the whole table into copy c (relaxed stores; the latch orders
@@ -88,7 +105,7 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     /* The header words, in rb_ring_copy_shm_t's order (format.h). */
     const uint64_t hdr[] = {
         RBI_RING_COPY_MAGIC, version, (uint64_t)r->mode, r->replicas, r->nnodes, r->npts,
-        L->bits, L->words, L->nodes_w, L->names_w, L->points_w, 0, L->index_w,
+        L->bits, L->words, L->nodes_w, L->names_w, L->points_w, L->states_w, L->index_w,
         L->names_bytes, L->owners,
     };
     const uint32_t b = L->bits;
@@ -120,6 +137,49 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
             acc = 0;
         }
     }
+    rbi_st(&d[L->states_w], 0);   /* an even sequence: no write inside */
+    write_states(r, &d[L->states_w]);
+}
+
+/* The version readers see in copy c: its publish's, plus one per state
+ * change written in place since (half its state sequence, format.h), so
+ * that every publish, of either kind, is the next version. */
+static uint64_t copy_version(const rb_ring_copy_shm_t *c)
+{
+    uint64_t sw = rbi_ld(&c->states_w);
+    const _Atomic uint64_t *d = c->data - RBI_RING_COPY_HDR_WORDS;
+
+    if (sw == 0 || sw >= rbi_ld(&c->words))
+        return rbi_ld(&c->version);
+    return rbi_ld(&c->version) + rbi_ld(&d[sw]) / 2;
+}
+
+/* Writes r's states into the active copy of seg in place, under its
+ * sequence (latch.h, Q1), if that copy is the one r last published and
+ * nothing but the states changed since: 1 if done, 0 if a full publish is
+ * needed.  O(nodes). */
+static int publish_states(rb_ring_t *r, rb_segment_t *seg)
+{
+    rbi_map_t *m = rbi_seg_map(seg);
+    rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t off = rbi_ld(&h->ring.copy_off[rbi_ld(&h->ring.seq) & 1]);
+    rb_ring_copy_shm_t *c;
+    _Atomic uint64_t *q;
+    uint64_t sw;
+
+    if (off == 0 || r->changes != r->pub_changes || r->pub_map != m->id)
+        return 0;
+    c = rbi_ring_copy_at(m, off);
+    sw = rbi_ld(&c->states_w);
+    if (rbi_ld(&c->version) != r->pub_version || rbi_ld(&c->nnodes) != r->nnodes || sw == 0 ||
+        sw + RBI_STATES_WORDS(r->nnodes) > rbi_ld(&c->words))
+        return 0;
+    q = c->data - RBI_RING_COPY_HDR_WORDS + sw;
+    rbi_snap_touch(seg, q, RBI_STATES_WORDS(r->nnodes) * 8);   /* S1 */
+    rbi_seq_write_begin(q);
+    write_states(r, q);
+    rbi_seq_write_end(q);
+    return 1;
 }
 
 /* ---- publish / load ------------------------------------------------------- */
@@ -139,6 +199,8 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
         return RB_EROFS;
     if ((rc = rbi_ring_fresh_points(r)) != RB_OK)
         return rc;
+    if (publish_states(r, seg))
+        return RB_OK;
     m = rbi_seg_map(seg);
     h = rbi_hdr(m);
     layout_for(r, &L);
@@ -147,7 +209,7 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
     active = (unsigned)(s & 1);
     w = active ^ 1;                               /* the inactive copy */
     if (rbi_ld(&h->ring.copy_off[active]) != 0)
-        version = rbi_ld(&rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[active]))->version) + 1;
+        version = copy_version(rbi_ring_copy_at(m, rbi_ld(&h->ring.copy_off[active]))) + 1;
     off = rbi_ld(&h->ring.copy_off[w]);
     cap = rbi_ld(&h->ring.copy_cap[w]);
     if (off == 0 || cap < bytes) {
@@ -164,6 +226,9 @@ int rb_ring_publish(rb_ring_t *r, rb_segment_t *seg)
     rbi_latch_publish(&h->ring.seq, s);            /* readers -> copy w */
     if (newoff != 0 && off != 0)
         rbi_heap_free(seg, off, cap);
+    r->pub_changes = r->changes;
+    r->pub_version = version;
+    r->pub_map = m->id;
     return RB_OK;
 }
 
@@ -181,6 +246,23 @@ static int seq_cmp(const void *a, const void *b)
 {
     const load_node_t *x = a, *y = b;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The states of the copy's nodes into r, whose nodes are the copy's in
+ * the same (name) order.  RB_OK, RBI_RING_RETRY, RB_ENOMEM. */
+static int load_states(const rbi_ring_view_t *v, rb_ring_t *r)
+{
+    size_t n = (size_t)(v->nnodes + RBI_STATES_PER_WORD - 1) / RBI_STATES_PER_WORD;
+    uint64_t *w = malloc((n ? n : 1) * sizeof(*w)), counts;
+    int rc = w ? rbi_ring_view_states(v, w, &counts) : RB_ENOMEM;
+
+    for (size_t i = 0; rc == RB_OK && i < r->nnodes; i++) {
+        uint64_t st = (w[i / RBI_STATES_PER_WORD] >> (2 * (i % RBI_STATES_PER_WORD))) & 3;
+        if (rb_ring_set_state(r, r->nodes[i].name, r->nodes[i].len, (rb_node_state_t)st) != RB_OK)
+            rc = RB_ECORRUPT;   /* a state no writer stores */
+    }
+    free(w);
+    return rc;
 }
 
 static int load_fn(const rbi_ring_view_t *v, void *arg)
@@ -221,8 +303,10 @@ static int load_fn(const rbi_ring_view_t *v, void *arg)
     r->next_seq = (uint32_t)v->nnodes;
     free(nodes);
     a->ring = r;
+    if (rc == RB_OK)
+        rc = load_states(v, r);
     a->npoints = v->npoints;
-    return rc == RB_OK ? RB_OK : RB_ECORRUPT;
+    return rc == RB_OK || rc == RBI_RING_RETRY || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
 }
 
 int rbi_ring_from_view(const rbi_ring_view_t *v, rb_ring_t **out)

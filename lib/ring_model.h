@@ -18,6 +18,8 @@ typedef struct ring_node {
     uint32_t seq;    /* order of addition: the "server list" order */
     uint32_t fresh;  /* added (or re-weighted) since the points were last
                         settled: none of pts[] is its */
+    uint8_t state;   /* rb_node_state_t; 0 (up) for a node just added */
+    uint8_t owns;    /* owned >= 1 point at the last full publish */
 } ring_node_t;
 
 typedef rbi_ring_point_t ring_point_t;
@@ -37,6 +39,12 @@ struct rb_ring {
                               by name) index the settled nodes, i.e. the
                               nodes that are not fresh, in name order */
     size_t npts, pcap;
+    /* What a publish needs to write the states alone (ring_copy.c): the
+     * active copy of pub_map (a mapping id) is the one this model wrote
+     * at version pub_version, when `changes` was pub_changes. */
+    uint64_t changes;      /* bumped by every change a copy shows besides
+                              the states: nodes, weights, mode, points */
+    uint64_t pub_changes, pub_version, pub_map;
 };
 
 /* Binary search by name: 1 and *at = index if found, else 0 and *at =

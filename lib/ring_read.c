@@ -18,6 +18,7 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "latch.h"
@@ -27,6 +28,12 @@
 #include "util.h"
 
 _Thread_local uint32_t rbi_ring_last_retries;
+
+/* rb_node_t and rb_ring_stat_t took their state fields in padding: the
+ * structs kept the size and offsets of before (the ABI of .so.1). */
+_Static_assert(offsetof(rb_node_t, version) == 272 && sizeof(rb_node_t) == 280, "rb_node_t");
+_Static_assert(offsetof(rb_ring_stat_t, bytes) == 32 && sizeof(rb_ring_stat_t) == 40,
+               "rb_ring_stat_t");
 
 static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
 {
@@ -86,7 +93,9 @@ static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
     v->points_w = rbi_ld(&c->points_w);
     v->index_w = rbi_ld(&c->index_w);
     v->owners = rbi_ld(&c->owners);
-    if (v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) ||
+    v->states_w = rbi_ld(&c->states_w);
+    if ((v->states_w != 0 && !sect_ok(v->states_w, RBI_STATES_WORDS(v->nnodes), v->words)) ||
+        v->owners > v->nnodes || (v->owners == 0) != (v->npoints == 0) ||
         v->bits < 1 || v->bits > RBI_RING_MAX_INDEX_BITS || v->nnodes > (1ULL << v->bits) ||
         !sect_ok(v->points_w, v->npoints, v->words) ||
         !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
@@ -109,6 +118,13 @@ static inline __attribute__((always_inline)) uint64_t view_index(const rbi_ring_
 static inline __attribute__((always_inline)) uint64_t view_owner(const rbi_ring_view_t *v, uint64_t i)
 {
     return rbi_ld(&v->d[v->points_w + i]) & ((1ULL << v->bits) - 1);
+}
+
+/* The state of node o (< nnodes) of a view with states (format.h). */
+static inline uint64_t view_state(const rbi_ring_view_t *v, uint64_t o)
+{
+    return (rbi_ld(&v->d[v->states_w + RBI_STATES_HDR_WORDS + o / RBI_STATES_PER_WORD]) >>
+            (2 * (o % RBI_STATES_PER_WORD))) & 3;
 }
 
 /* The point index owning position h: lower bound, wrapping to 0.  The
@@ -192,6 +208,7 @@ int rbi_ring_view_node(const rbi_ring_view_t *v, uint64_t idx, rb_node_t *out)
     out->name_len = (uint32_t)nlen;
     out->index = (uint32_t)idx;
     out->weight = (uint32_t)weight;
+    out->state = RB_NODE_UP;   /* a caller that read the states sets them */
     out->version = v->version;
     return RB_OK;
 }
@@ -223,7 +240,7 @@ ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)
         }
         if (rc == RB_OK)
             rc = fn(v, arg);
-        if (!rbi_latch_read_retry(seq, s)) {
+        if (!rbi_latch_read_retry(seq, s) && rc != RBI_RING_RETRY) {
             if (!cached && rc != RB_ECORRUPT) {
                 tl_view.v = fresh;
                 tl_view.seq = s;
@@ -268,15 +285,50 @@ static inline __attribute__((always_inline)) int key_point(const rbi_ring_view_t
     return view_find(v, arg_hash(a, v), pt);
 }
 
+/* From point *pt owned by *o, on clockwise to the first point of an up
+ * node (a view with states, inside their sequence).  RB_EEMPTY if no node
+ * is up; RB_ECORRUPT for an owner out of range (a torn read). */
+static int skip_not_up(const rbi_ring_view_t *v, uint64_t *pt, uint64_t *o)
+{
+    for (uint64_t step = 0; step < v->npoints; step++) {
+        if (*o >= v->nnodes)
+            return RB_ECORRUPT;
+        if (view_state(v, *o) == RB_NODE_UP)
+            return RB_OK;
+        if (++*pt == v->npoints)
+            *pt = 0;
+        *o = view_owner(v, *pt);
+    }
+    return RB_EEMPTY;
+}
+
 static int lookup_fn(const rbi_ring_view_t *v, void *arg)
 {
     lookup_arg_t *a = arg;
-    uint64_t pt;
+    uint64_t pt, o, qv = 0;
     int rc = key_point(v, a, &pt);
 
     if (rc != RB_OK)
         return rc;
-    return rbi_ring_view_node(v, view_owner(v, pt), a->out);
+    o = view_owner(v, pt);
+    if (v->states_w != 0) {
+        /* Down nodes are rare: the counts word says whether to look. */
+        const _Atomic uint64_t *q = &v->d[v->states_w];
+        uint64_t counts;
+
+        qv = rbi_seq_read_begin(q);
+        counts = rbi_ld(&q[1]);
+
+        if ((counts & 0xFFFFFFFFu) != 0)
+            rc = (counts >> 32) == 0 ? RB_EEMPTY : skip_not_up(v, &pt, &o);
+        if (rbi_seq_read_retry(q, qv))
+            return RBI_RING_RETRY;
+        if (rc != RB_OK)
+            return rc;
+    }
+    rc = rbi_ring_view_node(v, o, a->out);
+    a->out->version += qv / 2;   /* each state change is a version (format.h) */
+    return rc;
 }
 
 int rb_ring_lookup(const rb_segment_t *seg, const void *key, size_t len, rb_node_t *out)
@@ -292,7 +344,10 @@ static int lookup_n_fn(const rbi_ring_view_t *v, void *arg)
 {
     lookup_arg_t *a = arg;
     uint64_t seen[(RB_RING_MAX_NODES + 64) / 64];
-    size_t want = a->n < v->owners ? a->n : (size_t)v->owners;
+    const _Atomic uint64_t *q = v->states_w != 0 ? &v->d[v->states_w] : NULL;
+    uint64_t qv = q ? rbi_seq_read_begin(q) : 0;
+    uint64_t up = q ? rbi_ld(&q[1]) >> 32 : v->owners;   /* up nodes owning points */
+    size_t want = a->n < up ? a->n : (size_t)up;
     uint64_t pt;
     int rc = key_point(v, a, &pt);
 
@@ -306,16 +361,22 @@ static int lookup_n_fn(const rbi_ring_view_t *v, void *arg)
             return RB_ECORRUPT;
         if (!(seen[o / 64] & (1ULL << (o % 64)))) {
             seen[o / 64] |= 1ULL << (o % 64);
-            rc = rbi_ring_view_node(v, o, &a->out[a->got]);
-            if (rc != RB_OK)
-                return rc;
-            a->got++;
+            if (q == NULL || view_state(v, o) == RB_NODE_UP) {
+                rc = rbi_ring_view_node(v, o, &a->out[a->got]);
+                if (rc != RB_OK)
+                    return rc;
+                a->out[a->got++].version += qv / 2;
+            }
         }
         if (++pt == v->npoints)
             pt = 0;
     }
-    /* `owners` nodes own points, so a walk that finds fewer than `want`
-     * distinct owners read a torn table. */
+    if (q != NULL && rbi_seq_read_retry(q, qv))
+        return RBI_RING_RETRY;
+    if (want == 0)
+        return RB_EEMPTY;   /* points, but no node up */
+    /* `up` nodes own points and are up, so a walk that finds fewer than
+     * `want` of them read a torn table. */
     return a->got == want ? RB_OK : RB_ECORRUPT;
 }
 
@@ -342,6 +403,16 @@ static int stat_fn(const rbi_ring_view_t *v, void *arg)
     st->points = (uint32_t)v->npoints;
     st->index_bits = (uint32_t)v->bits;
     st->bytes = v->words * 8;
+    st->down = 0;
+    if (v->states_w != 0) {
+        const _Atomic uint64_t *q = &v->d[v->states_w];
+        uint64_t qv = rbi_seq_read_begin(q);
+
+        st->down = (uint32_t)(rbi_ld(&q[1]) & 0xFFFFFFFFu);
+        st->version += qv / 2;
+        if (rbi_seq_read_retry(q, qv))
+            return RBI_RING_RETRY;
+    }
     return RB_OK;
 }
 
@@ -361,13 +432,20 @@ static int nodes_fn(const rbi_ring_view_t *v, void *arg)
 {
     nodes_arg_t *a = arg;
 
+    const _Atomic uint64_t *q = v->states_w != 0 ? &v->d[v->states_w] : NULL;
+    uint64_t qv = q ? rbi_seq_read_begin(q) : 0;
+
     a->count = (size_t)v->nnodes;
     for (uint64_t i = 0; i < v->nnodes && i < a->cap; i++) {
         int rc = rbi_ring_view_node(v, i, &a->out[i]);
         if (rc != RB_OK)
             return rc;
+        if (q != NULL) {
+            a->out[i].state = (uint32_t)view_state(v, i);
+            a->out[i].version += qv / 2;
+        }
     }
-    return RB_OK;
+    return q != NULL && rbi_seq_read_retry(q, qv) ? RBI_RING_RETRY : RB_OK;
 }
 
 int rb_ring_nodes(const rb_segment_t *seg, rb_node_t *out, size_t cap, size_t *count)
@@ -392,6 +470,25 @@ int rbi_ring_validate(const rb_segment_t *seg)
      * or one a dead writer left half-written, and is rewritten before it
      * is ever made active. */
     return view_open(m, (unsigned)(rbi_ld(&rbi_hdr(m)->ring.seq) & 1), &v);
+}
+
+int rbi_ring_view_states(const rbi_ring_view_t *v, uint64_t *out, uint64_t *counts)
+{
+    size_t n = (size_t)(v->nnodes + RBI_STATES_PER_WORD - 1) / RBI_STATES_PER_WORD;
+    const _Atomic uint64_t *q;
+    uint64_t qv;
+
+    if (v->states_w == 0) {
+        memset(out, 0, n * sizeof(*out));
+        *counts = v->owners << 32;
+        return RB_OK;
+    }
+    q = &v->d[v->states_w];
+    qv = rbi_seq_read_begin(q);
+    *counts = rbi_ld(&q[1]);
+    for (size_t i = 0; i < n; i++)
+        out[i] = rbi_ld(&q[RBI_STATES_HDR_WORDS + i]);
+    return rbi_seq_read_retry(q, qv) ? RBI_RING_RETRY : RB_OK;
 }
 
 int rbi_ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)

@@ -12,6 +12,7 @@
 
 #include "core.h"
 #include "bloom.h"
+#include "ring.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +53,11 @@ RB_EXPORT RB_WUR int rb_conn_ring_add(rb_conn_t *c, const char *name, size_t len
 RB_EXPORT RB_WUR int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t len);
 RB_EXPORT RB_WUR int rb_conn_ring_weight(rb_conn_t *c, const char *name, size_t len,
                                          uint32_t weight);
+/* RING.UP / RING.DOWN / RING.DRAIN: the node's state (rb_node_state_t;
+ * ringbloom/ring.h says what each does to lookups).  Errors as
+ * rb_conn_ring_add (RB_ENOENT: no such node; RB_EINVAL: a bad state). */
+RB_EXPORT RB_WUR int rb_conn_ring_state(rb_conn_t *c, const char *name, size_t len,
+                                        rb_node_state_t state);
 
 /* BF.RESERVE with p's capacity, error rate, layout and flags: NONSCALING,
  * or EXPANSION (scaling), or AGING with its window and GENERATIONS.

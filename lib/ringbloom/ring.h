@@ -46,6 +46,24 @@ RB_EXPORT RB_WUR int rb_ring_mode_parse(const char *s, size_t len, rb_ring_mode_
 #define RB_RING_MAX_POINTS   (1u << 24)
 #define RB_RING_DEFAULT_REPLICAS 160
 
+/* A node's state, published with the ring (RING.DOWN / UP / DRAIN).  A
+ * lookup skips the points of a node that is not up: its keys go to the
+ * next up node clockwise and no other key moves; up again, it owns
+ * exactly the keys it owned before (its points never moved).  Draining
+ * routes like down: new keys avoid the node; a caller that keeps sessions
+ * reads the state (rb_ring_nodes) and lets a session on a draining node
+ * finish there. */
+typedef enum rb_node_state {
+    RB_NODE_UP = 0,
+    RB_NODE_DOWN = 1,
+    RB_NODE_DRAIN = 2
+} rb_node_state_t;
+
+/* Any process.  "up", "down", "drain" (case-insensitive), and back
+ * ("unknown" for a bad value; parse: RB_EINVAL). */
+RB_EXPORT const char *rb_node_state_name(rb_node_state_t state);
+RB_EXPORT RB_WUR int rb_node_state_parse(const char *s, size_t len, rb_node_state_t *out);
+
 /* A node as a reader sees it; the name is copied out of shared memory and
  * NUL-terminated (names may contain no NUL themselves). */
 typedef struct rb_node {
@@ -54,6 +72,8 @@ typedef struct rb_node {
     uint32_t weight;
     uint32_t name_len;
     char     name[RB_NODE_NAME_MAX + 1];
+    uint32_t state;     /* rb_node_state_t (a lookup's answer is up); in the
+                           padding of before, so the struct kept its size */
     uint64_t version;   /* the ring version (rb_ring_stat) this answer was
                            read from, in the same read section */
 } rb_node_t;
@@ -92,6 +112,16 @@ RB_EXPORT RB_WUR int rb_ring_set_weight(rb_ring_t *ring, const char *name,
  * Errors: RB_EINVAL, RB_ERANGE (point limit), RB_ENOMEM; nothing changes
  * on error. */
 RB_EXPORT RB_WUR int rb_ring_set_mode(rb_ring_t *ring, rb_ring_mode_t mode, uint32_t replicas);
+/* Sets a node's state (rb_node_state_t).  No point moves: the next
+ * rb_ring_publish writes the states into the active copy in place
+ * (O(nodes), readers retry a section that met it) when nothing else
+ * changed since the model's last publish into that segment, else with the
+ * rest.  A node added starts up; a removed one forgets its state.
+ * Errors: RB_EINVAL, RB_ENOENT. */
+RB_EXPORT RB_WUR int rb_ring_set_state(rb_ring_t *ring, const char *name, size_t len,
+                                       rb_node_state_t state);
+/* The node's state in the model (>= 0), or RB_EINVAL, RB_ENOENT. */
+RB_EXPORT RB_WUR int rb_ring_state(const rb_ring_t *ring, const char *name, size_t len);
 /* The model's mode and replica count. */
 RB_EXPORT rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring);
 RB_EXPORT uint32_t rb_ring_replicas(const rb_ring_t *ring);
@@ -102,7 +132,9 @@ RB_EXPORT size_t rb_ring_point_count(const rb_ring_t *ring);
 /* Writer.  Publishes the model into the segment through the two-copy latch:
  * the inactive copy is rewritten while readers keep using the active one,
  * then one flip makes it active, so readers never wait and never see a
- * mixed table.  A copy grows (reallocated in the segment) when the table
+ * mixed table.  When only node states changed since this model's last
+ * publish into seg, they are written into the active copy in place
+ * instead (rb_ring_set_state).  A copy grows (reallocated in the segment) when the table
  * outgrows it.  Cost: O(points) stores, once, after making the points of
  * nodes added or re-weighted since the last publish.
  * Errors: RB_EROFS, RB_ENOSPC (segment full: nothing changed for readers),
@@ -116,7 +148,9 @@ RB_EXPORT RB_WUR int rb_ring_load(const rb_segment_t *seg, rb_ring_t **out);
 /* Reader.  The node owning key: the first point clockwise from the key's
  * position (lower bound, wrapping to the first point).  Lock-free; cost: one
  * hash, an index probe and a short search (~2-3 cache lines) plus copying
- * the name.  Returns 0, RB_EEMPTY (no nodes), RB_EBUSY (raced the writer
+ * the name; a key whose owner is not up walks on clockwise to the first
+ * point of an up node (O(points walked)).  Returns 0, RB_EEMPTY (no nodes,
+ * or none up), RB_EBUSY (raced the writer
  * past the retry bound), RB_ECORRUPT. */
 RB_EXPORT RB_WUR int rb_ring_lookup(const rb_segment_t *seg, const void *key,
                                     size_t len, rb_node_t *out);
@@ -124,7 +158,8 @@ RB_EXPORT RB_WUR int rb_ring_lookup(const rb_segment_t *seg, const void *key,
 /* Reader.  The first min(n, owners) distinct nodes clockwise from key (a
  * replica / preference list), owners being the nodes that own at least one
  * point (every node, but for a ketama node of small weight); out[0] is
- * what rb_ring_lookup returns.
+ * what rb_ring_lookup returns.  Nodes that are not up are skipped, and
+ * owners counts the up ones.
  * Returns the number of nodes written (>= 1) or a negative error as
  * rb_ring_lookup.  Cost: O(points walked * n). */
 RB_EXPORT RB_WUR int rb_ring_lookup_n(const rb_segment_t *seg, const void *key,
@@ -137,6 +172,8 @@ typedef struct rb_ring_stat {
     uint32_t nodes;
     uint32_t points;
     uint32_t index_bits; /* buckets = 2^index_bits */
+    uint32_t down;       /* nodes not up (down or draining); in the padding
+                            of before */
     uint64_t bytes;      /* bytes of one copy of the table */
 } rb_ring_stat_t;
 
