@@ -10,6 +10,11 @@
 #       the live backends stay where they were, the dead one's keys go to
 #       the second node of their preference list ("ringbloom lookup KEY -n
 #       3"), and they return to it once it is back (after fail_timeout);
+#       the ring itself is not touched;
+#   (c) report=2: killed again, the backend's node is marked down on the
+#       ring (RING.DOWN; "ringbloom nodes" says so, "ringbloom lookup" moves
+#       its keys to their second node, and nginx follows), and once it is
+#       back a probe after report_timeout marks it up (RING.UP);
 #   (b) bounded loads: a Zipf trace (2000 requests over 200 keys, s = 1.1,
 #       seed 1) sent by 32 concurrent clients to 30 ms backends, once
 #       without and once with balance_factor=1.25: prints max / mean
@@ -348,12 +353,17 @@ http {
         ringbloom_hash \$arg_k balance_factor=1.25;
         $servers
     }
+    upstream reported {
+        ringbloom_hash \$arg_k report=2 report_timeout=2s;
+        $servers
+    }
     server {
         listen 127.0.0.1:$front;
         proxy_next_upstream error timeout http_502;
         proxy_connect_timeout 2s;
         location /ring/ { proxy_pass http://ring; }
         location /bounded/ { proxy_pass http://bounded; }
+        location /reported/ { proxy_pass http://reported; }
     }
 }
 CONF
@@ -419,6 +429,8 @@ moved=$(awk -F'\t' -v dead="127.0.0.1:$b2" '$2 == dead' "$dir/first" | wc -l)
 check "(a) backend down: 200 keys answered, the $moved keys of the dead one by their second node, the others unmoved ($2 wrong)" \
     test "$1" -eq 200 -a "$2" -eq 0
 check "(a) the dead backend owned keys ($moved)" test "$moved" -gt 0
+check "(a) without report= the ring is not touched: no node down" \
+    sh -c "! '$cli' -i '$inst' -s '$sock' nodes | grep -q down"
 
 start_backend "$b2" || die "backend $b2 did not restart"
 sleep 2.2   # fail_timeout=2s
@@ -427,6 +439,40 @@ back() {
     cmp -s "$dir/a2" "$dir/first"
 }
 check "(a) backend back: after fail_timeout its keys return to it (every key on its first node)" wait_for 50 back
+
+# ---- (c) report=2: RING.DOWN after two failures, RING.UP after a probe ------------
+eval "kill -KILL \$bpid_$b2"
+node_down() {   # node_down PORT: "ringbloom nodes" says it is down
+    C nodes | grep -q "^127.0.0.1:$1	.*down"
+}
+reported_down() {
+    lb keys "$front" /reported/ < "$keys" > "$dir/c0"
+    node_down "$b2"
+}
+check "(c) backend $b2 killed: report=2 marks its node down on the ring" wait_for 100 reported_down
+check "(c) the worker logged it: ringbloom_hash: RING.DOWN 127.0.0.1:$b2" \
+    grep -q "ringbloom_hash: RING.DOWN 127.0.0.1:$b2" "$dir/error.log"
+check "(c) no request failed on the way ($(grep -c ERROR "$dir/c0"))" \
+    sh -c "! grep -q ERROR '$dir/c0'"
+ring_moved() {  # nginx (an upstream without report) and the CLI agree
+    lb keys "$front" /ring/ < "$keys" > "$dir/c1"
+    C lookup - < "$keys" > "$dir/c1.cli"
+    cmp -s "$dir/c1" "$dir/c1.cli"
+}
+check "(c) node down: every key where the ring now puts it (nginx = ringbloom lookup)" wait_for 30 ring_moved
+check "(c) node down: the ring gives its keys to their second node" \
+    sh -c "awk -F'\t' -v dead=127.0.0.1:$b2 '{ print \$1 \"\t\" ((\$2 == dead) ? \$3 : \$2) }' '$dir/prefs' | cmp -s - '$dir/c1.cli'"
+start_backend "$b2" || die "backend $b2 did not restart"
+reported_up() {
+    lb keys "$front" /reported/ < "$keys" > /dev/null
+    ! node_down "$b2"
+}
+check "(c) backend back: a probe after report_timeout marks its node up (RING.UP)" wait_for 100 reported_up
+check "(c) the worker logged it: ringbloom_hash: RING.UP 127.0.0.1:$b2" \
+    grep -q "ringbloom_hash: RING.UP 127.0.0.1:$b2" "$dir/error.log"
+check "(c) node up: every key on its first node again" wait_for 50 back
+check "(c) the daemon refused no report" \
+    sh -c "! grep -q 'refused an admit or report' '$dir/error.log'"
 
 # ---- (b) bounded loads --------------------------------------------------------------
 lb zipf 2000 1.1 1 < "$keys" > "$dir/trace"
