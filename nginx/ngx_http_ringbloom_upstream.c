@@ -17,19 +17,22 @@
  *     "report" says so;
  *   - with balance_factor=c (bounded loads, Mirrokni, Thorup, Zadimoghaddam
  *     2018), a peer is passed over while its requests in flight plus this
- *     one would exceed ceil(c * (total in flight + 1) / live peers); the
- *     counts are shared by all workers (this upstream's zone); if every
- *     live peer of the list is over the bound, the first live one is used;
+ *     one would exceed ceil(c * (total in flight + 1) / live peers), live
+ *     being those neither down nor failed; the counts are shared by all
+ *     workers (this upstream's zone); if every usable peer of the list is
+ *     over the bound, the first usable one is used;
  *   - with report=N, the Nth consecutive failure of a peer (counted in the
  *     zone across all workers, reset by a success) queues "RING.DOWN
  *     <server>" on the admits' connection to the daemon, which then leaves
  *     the node out of every lookup; once report_timeout (default: the
- *     peer's fail_timeout) has passed, one request at a time tries the peer
- *     first (a probe: on failure proxy_next_upstream goes on to the key's
- *     list), and the first success queues "RING.UP <server>";
- *   - without the segment (daemon never seen), when a lookup fails, or when
- *     no node of the list is a live peer, the request goes to nginx's round
- *     robin over the same peers (its counts and reports kept as above).
+ *     peer's fail_timeout) has passed, one request per report_timeout, of
+ *     any key and worker, tries the peer first (a probe: on failure
+ *     proxy_next_upstream goes on to the key's list), and the first
+ *     success queues "RING.UP <server>";
+ *   - without the segment (daemon never seen), when a lookup fails, for an
+ *     empty key or a single peer, or when no node of the list is a usable
+ *     peer, the request goes to nginx's round robin over the same peers
+ *     (its counts and reports kept as above).
  *
  * Cost per try: one rb_ring_lookup_n (points walked * list length) and a
  * walk of the peer list per node of the list, under the peers' read lock.
@@ -201,7 +204,8 @@ ngx_http_ringbloom_probe(ngx_http_ringbloom_peer_data_t *rp, time_t now,
 
 /*
  * The bound on a peer's requests in flight with this one: ceil(c * (total
- * + 1) / live), live being the peers nginx would use now; 0: no bound.
+ * + 1) / live), live being the peers neither down nor failed; 0: no
+ * bound.
  */
 static ngx_uint_t
 ngx_http_ringbloom_bound(ngx_http_ringbloom_peer_data_t *rp, time_t now)
