@@ -7,6 +7,11 @@
  *
  *   ngx_http_ringbloom_module.c      directives, configuration, hooks;
  *                                    the only file naming the ngx_module_t
+ *   ngx_http_ringbloom_upstream_conf.c  ringbloom_hash's parameters, peers
+ *                                    and shared zone (configuration time)
+ *   ngx_http_ringbloom_upstream.c    ringbloom_hash per request: the peer
+ *                                    from the key's preference list, bounded
+ *                                    loads, RING.DOWN / RING.UP reports
  *   ngx_http_ringbloom_admit.c       ringbloom_admit: what is queued, drops,
  *                                    $ringbloom_admit_drops / _errors
  *   ngx_http_ringbloom_admit_conn.c  the connection to the daemon: connect,
@@ -16,8 +21,9 @@
  *   ngx_http_ringbloom_worker.c      the worker's state: set up, released
  *
  * Handlers below the module file find their configuration in what nginx
- * hands them (a variable's data, the admit of the request's location), so
- * they never look the module up.
+ * hands them (a variable's data, the admit of the request's location, the
+ * upstream configuration the module file's peer init passes), so they
+ * never look the module up.
  */
 
 #ifndef _NGX_HTTP_RINGBLOOM_H_INCLUDED_
@@ -43,9 +49,60 @@ typedef struct {
     size_t                       admit_buffer;
     ngx_array_t                  filters;    /* ngx_str_t, NUL-terminated */
     ngx_uint_t                   generation;
-    ngx_flag_t                   used;       /* a variable or admit exists */
+    ngx_flag_t                   used;       /* a variable, admit or
+                                                ringbloom_hash exists */
     ngx_flag_t                   admit_used;
+    ngx_flag_t                   report_used; /* a ringbloom_hash report=:
+                                                 the admit buffer and
+                                                 connection carry it */
 } ngx_http_ringbloom_main_conf_t;
+
+
+/* One peer's shared state, in this upstream's zone. */
+typedef struct {
+    ngx_atomic_t                 inflight;  /* its requests in flight */
+    ngx_atomic_t                 fails;     /* consecutive failures */
+    ngx_atomic_t                 down;      /* when RING.DOWN was queued;
+                                               0: not reported down */
+    ngx_atomic_t                 probe;     /* a probe is due at or after */
+} ngx_http_ringbloom_slot_t;
+
+
+/*
+ * An upstream's zone: slot[i] belongs to the i-th peer of the upstream's
+ * (non-backup) list.  total is the sum of the slots' inflight.  Each
+ * increment is undone on the same slot of the same zone, so after a reload
+ * that kept the zone (same peer count) the counts stay exact; the report
+ * state is cleared when the peers' names changed (names: their crc32).
+ */
+typedef struct ngx_http_ringbloom_shm_s {
+    ngx_atomic_t                 total;
+    ngx_uint_t                   npeers;
+    uint32_t                     names;
+    ngx_http_ringbloom_slot_t    slot[1];
+} ngx_http_ringbloom_shm_t;
+
+
+/*
+ * What ringbloom_hash sets in one upstream {} (the module's server
+ * configuration there; unused elsewhere).
+ */
+typedef struct {
+    ngx_http_ringbloom_main_conf_t *conf;    /* NULL: no ringbloom_hash */
+    ngx_http_complex_value_t     key;
+    ngx_uint_t                   balance;    /* c in thousandths (>= 1000);
+                                                0: loads not bounded */
+    ngx_uint_t                   report;     /* failures before RING.DOWN;
+                                                0: no reports */
+    time_t                       report_timeout; /* 0: the peer's
+                                                    fail_timeout */
+    ngx_uint_t                   npeers;     /* the round robin's peers */
+    uint32_t                     names;      /* crc32 of their servers */
+    ngx_shm_zone_t              *zone;       /* balance or report, else
+                                                NULL */
+    ngx_http_ringbloom_shm_t    *shm;        /* the zone's state, set when
+                                                the zone is */
+} ngx_http_ringbloom_upstream_conf_t;
 
 
 /*
@@ -94,9 +151,9 @@ typedef struct {
 
     /*
      * The admit buffer: start <= pos <= sent <= last <= end.  [pos, last)
-     * are whole queued commands, each a RESP array of three bulk strings
-     * (BF.ADD FILTER KEY: admit.c writes them, admit_conn.c measures
-     * them); [pos, sent) is the part of the command at pos that the socket
+     * are whole queued commands, each a RESP array of bulk strings
+     * (BF.ADD FILTER KEY, RING.DOWN / RING.UP NODE: admit.c writes them,
+     * admit_conn.c measures them); [pos, sent) is the part of the command at pos that the socket
      * already took (never a whole command: pos moves past every command
      * sent completely).  So after a lost connection re-sending from pos
      * repeats no command the daemon ran and sends none of them cut short.
@@ -152,10 +209,25 @@ void ngx_http_ringbloom_admit_exit(ngx_http_ringbloom_worker_t *w,
     ngx_log_t *log);
 
 /* ngx_http_ringbloom_admit.c */
+void ngx_http_ringbloom_admit_command(ngx_http_ringbloom_worker_t *w,
+    int argc, const char **argv, const size_t *argl, ngx_log_t *log);
 ngx_int_t ngx_http_ringbloom_admit_request(ngx_http_request_t *r,
     ngx_http_ringbloom_key_t *admit);
 ngx_int_t ngx_http_ringbloom_admit_variables(ngx_conf_t *cf,
     ngx_http_ringbloom_main_conf_t *rmcf);
+
+/* ngx_http_ringbloom_upstream_conf.c */
+char *ngx_http_ringbloom_upstream_directive(ngx_conf_t *cf,
+    ngx_http_ringbloom_upstream_conf_t *ucf,
+    ngx_http_ringbloom_main_conf_t *rmcf, ngx_http_upstream_init_pt init);
+ngx_int_t ngx_http_ringbloom_upstream_init(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us,
+    ngx_http_ringbloom_upstream_conf_t *ucf);
+
+/* ngx_http_ringbloom_upstream.c */
+ngx_int_t ngx_http_ringbloom_upstream_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us,
+    ngx_http_ringbloom_upstream_conf_t *ucf);
 
 
 #endif /* _NGX_HTTP_RINGBLOOM_H_INCLUDED_ */

@@ -2,7 +2,8 @@
  * ngx_http_ringbloom_admit.c - ringbloom_admit: after the response, queues
  * "BF.ADD FILTER KEY" for the daemon in the worker's bounded buffer
  * (ringbloom_admit_buffer, 1m), unless the filter already holds the key;
- * ngx_http_ringbloom_admit_conn.c takes it from there.  When the buffer
+ * ngx_http_ringbloom_admit_conn.c takes it from there.  ringbloom_hash's
+ * reports (RING.DOWN / RING.UP) take the same buffer and connection.  When the buffer
  * is full the key is dropped and counted ($ringbloom_admit_drops; the
  * first drop is logged, then at most one a minute).  Admits are at most
  * once: a heuristic that routing never waits for.
@@ -43,37 +44,49 @@ ngx_http_ringbloom_admit_room(ngx_http_ringbloom_worker_t *w, size_t need)
 }
 
 
-/* Queues "BF.ADD filter key"; drops (and counts) it if there is no room. */
+/*
+ * Queues one command (argc bulk strings); drops (and counts) it if there
+ * is no room.
+ */
 static void
-ngx_http_ringbloom_admit_enqueue(ngx_http_ringbloom_worker_t *w,
-    ngx_str_t *filter, ngx_str_t *key, ngx_log_t *log)
+ngx_http_ringbloom_admit_enqueue(ngx_http_ringbloom_worker_t *w, int argc,
+    const char **argv, const size_t *argl, ngx_log_t *log)
 {
-    size_t       argl[3];
-    const char  *argv[3];
-
     /* Encoded by the project's one RESP encoder (lib/resp_enc.h). */
-    argv[0] = "BF.ADD";
-    argl[0] = sizeof("BF.ADD") - 1;
-    argv[1] = (const char *) filter->data;
-    argl[1] = filter->len;
-    argv[2] = (const char *) key->data;
-    argl[2] = key->len;
-
-    if (!ngx_http_ringbloom_admit_room(w, rbi_resp_command_size(3, argl))) {
+    if (!ngx_http_ringbloom_admit_room(w, rbi_resp_command_size(argc, argl))) {
         w->drops++;
 
         if (ngx_http_ringbloom_admit_log_due(w->drops, &w->drops_logged)) {
             ngx_log_error(NGX_LOG_WARN, log, 0,
                           "ringbloom: admit buffer full (%uz bytes "
-                          "waiting for \"%V\"), key dropped (%uL dropped "
+                          "waiting for \"%V\"), %s dropped (%uL dropped "
                           "so far)", (size_t) (w->last - w->pos),
-                          &w->conf->socket, w->drops);
+                          &w->conf->socket, argv[0], w->drops);
         }
 
         return;
     }
 
-    w->last = (u_char *) rbi_resp_command_put((char *) w->last, 3, argv, argl);
+    w->last = (u_char *) rbi_resp_command_put((char *) w->last, argc, argv,
+                                              argl);
+}
+
+
+/*
+ * Queues a command for the daemon on the admits' buffer and connection
+ * (ringbloom_hash's RING.DOWN / RING.UP reports) and moves it on without
+ * waiting; at most once, as admits.
+ */
+void
+ngx_http_ringbloom_admit_command(ngx_http_ringbloom_worker_t *w, int argc,
+    const char **argv, const size_t *argl, ngx_log_t *log)
+{
+    if (w->start == NULL) {
+        return;     /* no buffer: nothing in this configuration sends */
+    }
+
+    ngx_http_ringbloom_admit_enqueue(w, argc, argv, argl, log);
+    ngx_http_ringbloom_admit_kick(w, log);
 }
 
 
@@ -112,7 +125,9 @@ ngx_int_t
 ngx_http_ringbloom_admit_request(ngx_http_request_t *r,
     ngx_http_ringbloom_key_t *admit)
 {
+    size_t                        argl[3];
     ngx_str_t                     key;
+    const char                   *argv[3];
     ngx_http_ringbloom_filter_t  *f;
     ngx_http_ringbloom_worker_t  *w;
 
@@ -134,9 +149,14 @@ ngx_http_ringbloom_admit_request(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    ngx_http_ringbloom_admit_enqueue(w, w->filters[admit->filter].name, &key,
-                                     r->connection->log);
-    ngx_http_ringbloom_admit_kick(w, r->connection->log);
+    argv[0] = "BF.ADD";
+    argl[0] = sizeof("BF.ADD") - 1;
+    argv[1] = (const char *) w->filters[admit->filter].name->data;
+    argl[1] = w->filters[admit->filter].name->len;
+    argv[2] = (const char *) key.data;
+    argl[2] = key.len;
+
+    ngx_http_ringbloom_admit_command(w, 3, argv, argl, r->connection->log);
 
     return NGX_OK;
 }

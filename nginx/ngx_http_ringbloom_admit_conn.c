@@ -13,7 +13,8 @@
  *     it took whole is sent again;
  *   - replies are read and discarded; error replies are counted
  *     ($ringbloom_admit_errors) and logged: the first, then at most one a
- *     minute.
+ *     minute.  Every reply the daemon gives to what is queued (BF.ADD,
+ *     RING.DOWN, RING.UP) is a single line.
  */
 
 #include "ngx_http_ringbloom.h"
@@ -284,19 +285,25 @@ ngx_http_ringbloom_admit_io_error(ngx_http_ringbloom_worker_t *w,
 /* ---- commands out, replies in -------------------------------------------- */
 
 /*
- * Length of the queued command at p: a RESP array of three bulk strings,
- * as ngx_http_ringbloom_admit.c queues them.
+ * Length of the queued command at p: a RESP array of bulk strings, as
+ * ngx_http_ringbloom_admit.c queues them ("*<n>\r\n", then n times
+ * "$<len>\r\n<len bytes>\r\n").
  */
 static size_t
 ngx_http_ringbloom_command_len(u_char *p, u_char *last)
 {
-    size_t   len;
+    size_t   len, n, i;
     u_char  *q;
-    int      i;
 
-    q = p + sizeof("*3\r\n") - 1;
+    n = 0;
 
-    for (i = 0; i < 3 && q < last; i++) {
+    for (q = p + 1; q < last && *q >= '0' && *q <= '9'; q++) {
+        n = n * 10 + (size_t) (*q - '0');
+    }
+
+    q += 2;
+
+    for (i = 0; i < n && q < last; i++) {
         len = 0;
 
         /* q is at "$<digits>\r\n" */
@@ -358,7 +365,8 @@ ngx_http_ringbloom_admit_flush(ngx_http_ringbloom_worker_t *w)
 
 /*
  * Takes the reply bytes [p, last).  Replies to BF.ADD are single lines:
- * ":0" / ":1", or "-ERR ..." which are counted, the first and then one a
+ * ":0" / ":1", to RING.DOWN / RING.UP "+OK" or ":n", or "-ERR ..." which
+ * are counted, the first and then one a
  * minute logged.  A line may go on in the next read.
  */
 static void
@@ -384,7 +392,7 @@ ngx_http_ringbloom_admit_replies(ngx_http_ringbloom_worker_t *w, u_char *p,
                                                     &w->errors_logged))
             {
                 ngx_log_error(NGX_LOG_WARN, log, 0,
-                              "ringbloom: the daemon refused an admit: "
+                              "ringbloom: the daemon refused an admit or report: "
                               "\"%*s\" (%uL refused so far)",
                               w->error_len, w->error_text, w->errors);
             }

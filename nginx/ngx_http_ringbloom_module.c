@@ -12,6 +12,9 @@
  * "BF.ADD FILTER KEY" on one non-blocking Unix-socket connection per
  * worker to the daemon (ngx_http_ringbloom_admit.c).
  *
+ * "ringbloom_hash KEY" in an upstream {} picks its server from the key's
+ * preference list on the ring (ngx_http_ringbloom_upstream*.c).
+ *
  * Why: proxy_pass http://$node routes by the shared ring without a round
  * trip, and proxy_no_cache / proxy_cache_bypass driven by $seen cache an
  * object only on its second request (the first one records it).
@@ -52,6 +55,9 @@ static char *ngx_http_ringbloom_seen(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_ringbloom_admit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_ringbloom_owner(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void *ngx_http_ringbloom_create_srv_conf(ngx_conf_t *cf);
+static char *ngx_http_ringbloom_hash(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_ringbloom_init_process(ngx_cycle_t *cycle);
 static void ngx_http_ringbloom_exit_process(ngx_cycle_t *cycle);
@@ -108,6 +114,13 @@ static ngx_command_t  ngx_http_ringbloom_commands[] = {
       0,
       NULL },
 
+    { ngx_string("ringbloom_hash"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      ngx_http_ringbloom_hash,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -119,7 +132,7 @@ static ngx_http_module_t  ngx_http_ringbloom_module_ctx = {
     ngx_http_ringbloom_create_main_conf,   /* create main configuration */
     ngx_http_ringbloom_init_main_conf,     /* init main configuration */
 
-    NULL,                                  /* create server configuration */
+    ngx_http_ringbloom_create_srv_conf,    /* create server configuration */
     NULL,                                  /* merge server configuration */
 
     ngx_http_ringbloom_create_loc_conf,    /* create location configuration */
@@ -530,6 +543,55 @@ ngx_http_ringbloom_owner(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     rmcf->owner = (ngx_uid_t) uid;
 
     return NGX_CONF_OK;
+}
+
+
+/* ---- ringbloom_hash -------------------------------------------------------- */
+
+/* Used in an upstream {} only: what its ringbloom_hash sets. */
+static void *
+ngx_http_ringbloom_create_srv_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_ringbloom_upstream_conf_t));
+}
+
+
+/* An upstream's peer.init and init_upstream, its configuration handed on. */
+static ngx_int_t
+ngx_http_ringbloom_init_upstream_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    return ngx_http_ringbloom_upstream_init_peer(r, us,
+               ngx_http_conf_upstream_srv_conf(us, ngx_http_ringbloom_module));
+}
+
+
+static ngx_int_t
+ngx_http_ringbloom_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    if (ngx_http_ringbloom_upstream_init(cf, us,
+            ngx_http_conf_upstream_srv_conf(us, ngx_http_ringbloom_module))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    us->peer.init = ngx_http_ringbloom_init_upstream_peer;
+
+    return NGX_OK;
+}
+
+
+/* ringbloom_hash KEY [PARAMETER=VALUE ...], in an upstream {} */
+static char *
+ngx_http_ringbloom_hash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    (void) cmd;
+
+    return ngx_http_ringbloom_upstream_directive(cf, conf,
+        ngx_http_conf_get_module_main_conf(cf, ngx_http_ringbloom_module),
+        ngx_http_ringbloom_init_upstream);
 }
 
 

@@ -87,7 +87,7 @@ ngx_http_ringbloom_worker_init(ngx_http_ringbloom_worker_t *w,
         }
     }
 
-    if (rmcf->admit_used) {
+    if (rmcf->admit_used || rmcf->report_used) {
         w->start = ngx_alloc(rmcf->admit_buffer, log);
         if (w->start == NULL) {
             goto failed;

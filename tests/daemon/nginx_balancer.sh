@@ -1,0 +1,516 @@
+#!/bin/sh
+# End-to-end test of the nginx module's upstream balancer (ringbloom_hash,
+# nginx/ngx_http_ringbloom_upstream.c): builds the module as
+# nginx_module.sh does (or takes RB_NGINX_MODULE), runs a private ringbloomd,
+# three python3 HTTP backends on loopback (each answers its own ring node
+# name, sleeps d ms if asked, and counts its requests and its most requests
+# in flight at once) and the packaged nginx in front, then checks that
+#   (a) every key goes to the ring's first choice; with one backend killed
+#       while requests flow none fails (proxy_next_upstream), the keys of
+#       the live backends stay where they were, the dead one's keys go to
+#       the second node of their preference list ("ringbloom lookup KEY -n
+#       3"), and they return to it once it is back (after fail_timeout);
+#       the ring itself is not touched;
+#   (c) report=2: killed again, the backend's node is marked down on the
+#       ring (RING.DOWN; "ringbloom nodes" says so, "ringbloom lookup" moves
+#       its keys to their second node, and nginx follows), and once it is
+#       back a probe after report_timeout marks it up (RING.UP);
+#   (b) bounded loads: a Zipf trace (2000 requests over 200 keys, s = 1.1,
+#       seed 1) sent by 32 concurrent clients to 30 ms backends, once
+#       without and once with balance_factor=1.25: prints max / mean
+#       in-flight and requests per backend and the share of requests that
+#       left their first choice; the bounded run's max in flight stays
+#       within ceil(c * clients / backends) + 1 (one more for the other
+#       worker's race) and below the unbounded run's.
+# Timing decides nothing but those in-flight figures.  Needs nginx,
+# nginx-dev (unless RB_NGINX_MODULE) and python3; skipped (77) without
+# them.  Ends with "Checks: N, Failures: F".
+# shellcheck disable=SC2317  # functions called through check / wait_for / trap
+set -u
+srcdir=${srcdir:-$(dirname "$0")/../..}
+daemon=${RB_DAEMON:-./daemon/ringbloomd}
+cli=${RB_CLI:-./client/ringbloom}
+nginx=${RB_NGINX:-/usr/sbin/nginx}
+
+if [ ! -x "$nginx" ]; then
+    echo "SKIP: nginx is not installed ($nginx; Debian package nginx)"
+    exit 77
+fi
+if [ -z "${RB_NGINX_MODULE:-}" ] && [ ! -f /usr/share/nginx/src/conf_flags ]; then
+    echo "SKIP: nginx-dev is not installed (/usr/share/nginx/src/conf_flags; Debian package nginx-dev)"
+    exit 77
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "SKIP: python3 not found (the test's backends and clients)"
+    exit 77
+fi
+rbcore="$(dirname "$daemon")/../lib/.libs/librbcore.a"
+if [ -z "${RB_NGINX_MODULE:-}" ] && nm "$rbcore" 2>/dev/null | grep -q '__[at]san_'; then
+    echo "SKIP: the library is built with a sanitizer; nginx cannot load a module made from it"
+    exit 77
+fi
+
+dir=$(mktemp -d /tmp/rbtest.nginxlb.XXXXXX) || exit 1
+chmod 755 "$dir"    # nginx workers (nobody) reach the socket through it
+inst="ngxlb$$"
+sock="$dir/s.sock"
+dpid=
+npid=
+bpids=
+cleanup() {
+    if [ -n "$npid" ]; then
+        # nginx runs in its own session (setsid): its process group holds
+        # the master and the workers.
+        kill -TERM "$npid" "-$npid" 2>/dev/null
+        i=0
+        while { kill -0 "$npid" || kill -0 "-$npid"; } 2>/dev/null && [ "$i" -lt 30 ]; do
+            i=$((i + 1))
+            sleep 0.1
+        done
+        kill -KILL "$npid" "-$npid" 2>/dev/null
+    fi
+    [ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null
+    for p in $bpids; do
+        kill -KILL "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -f "/dev/shm/ringbloom.$inst"
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+checks=0
+failures=0
+check() {   # check DESCRIPTION COMMAND...: one check, passed if COMMAND succeeds
+    desc=$1
+    shift
+    checks=$((checks + 1))
+    if "$@"; then
+        echo "ok   $desc"
+    else
+        failures=$((failures + 1))
+        echo "FAIL $desc"
+    fi
+}
+finish() {
+    if [ "$failures" -ne 0 ] && [ -f "$dir/error.log" ]; then
+        echo "--- nginx error.log (last 30 lines)"
+        tail -n 30 "$dir/error.log"
+    fi
+    echo "Checks: $checks, Failures: $failures, Errors: 0"
+    [ "$failures" -eq 0 ] && exit 0
+    exit 1
+}
+die() {     # die MESSAGE: the test cannot go on; counts as a failed check
+    echo "FAIL $*"
+    checks=$((checks + 1))
+    failures=$((failures + 1))
+    finish
+}
+
+# ---- the module ---------------------------------------------------------------
+if [ -n "${RB_NGINX_MODULE:-}" ]; then
+    module=$RB_NGINX_MODULE
+else
+    module=$dir/ngx_http_ringbloom_module.so
+    builddir=$(cd "$(dirname "$daemon")/.." && pwd)
+    if ! RINGBLOOM_SRCDIR="$srcdir" RINGBLOOM_BUILDDIR="$builddir" \
+            bash "$srcdir/nginx/build.sh" "$module" > "$dir/build.log" 2>&1; then
+        cat "$dir/build.log"
+        die "nginx/build.sh could not build the module"
+    fi
+fi
+
+# ---- helpers --------------------------------------------------------------------
+cat > "$dir/lb.py" <<'PY'
+# backend PORT NAME: serves until killed.  GET /stats: "COUNT MAXINFLIGHT";
+#   GET /reset: zeroes them; anything else: sleeps d ms (query d=) and
+#   answers NAME, counted.
+# keys PORT PATH: for each key on stdin one GET PATH?k=KEY; prints
+#   "KEY<TAB>BODY" (BODY "ERROR <status>" if it was not a 200).
+# loop PORT PATH STOPFILE: GETs the keys of stdin round and round until
+#   STOPFILE exists; prints "REQUESTS FAILED".
+# zipf N S SEED: N keys of stdin drawn with P(rank r) ~ 1 / r^S (the first
+#   line is rank 1), one per line.
+# load PORT PATH CLIENTS: the keys of stdin sent by CLIENTS concurrent
+#   clients (each one request at a time); prints "KEY<TAB>BODY" per request.
+# bounded FIRST RESULTS CLIENTS BACKENDS STATS...: the figures of a load
+#   run (FIRST: "KEY<TAB>NODE" per key; STATS: "COUNT MAX" per backend);
+#   prints "MAXINFLIGHT MAXMEAN COUNTMAXMEAN LEFTFIRST".
+# ports N: N distinct free loopback ports.
+import http.client, http.server, os, random, socket, socketserver, sys
+import threading, time, urllib.parse
+
+def get(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read().decode("utf-8", "replace")
+        return r.status, body
+    except (OSError, http.client.HTTPException):
+        return 0, "ERROR"
+    finally:
+        c.close()
+
+def answer(port, path, key):
+    status, body = get(port, path + "?k=" + urllib.parse.quote(key) + "&d=" + os.environ.get("D", "0"))
+    return body if status == 200 else "ERROR %d" % status
+
+cmd = sys.argv[1]
+if cmd == "backend":
+    port, name = int(sys.argv[2]), sys.argv[3]
+    lock = threading.Lock()
+    state = {"count": 0, "now": 0, "max": 0}
+    class H(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+        def reply(self, text):
+            data = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        def do_GET(self):
+            u = urllib.parse.urlsplit(self.path)
+            if u.path == "/stats":
+                with lock:
+                    self.reply("%d %d" % (state["count"], state["max"]))
+                return
+            if u.path == "/reset":
+                with lock:
+                    state["count"] = state["max"] = 0
+                self.reply("reset")
+                return
+            d = int(urllib.parse.parse_qs(u.query).get("d", ["0"])[0])
+            with lock:
+                state["count"] += 1
+                state["now"] += 1
+                state["max"] = max(state["max"], state["now"])
+            try:
+                time.sleep(d / 1000.0)
+                self.reply(name)
+            finally:
+                with lock:
+                    state["now"] -= 1
+    class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        request_queue_size = 256
+        allow_reuse_address = True
+    S(("127.0.0.1", port), H).serve_forever()
+elif cmd == "keys":
+    port, path = int(sys.argv[2]), sys.argv[3]
+    for line in sys.stdin:
+        key = line.rstrip("\n")
+        print("%s\t%s" % (key, answer(port, path, key)))
+elif cmd == "loop":
+    port, path, stop = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    keys = [l.rstrip("\n") for l in sys.stdin]
+    n = bad = 0
+    while not os.path.exists(stop):
+        for key in keys[:50]:
+            n += 1
+            if answer(port, path, key).startswith("ERROR"):
+                bad += 1
+    print(n, bad)
+elif cmd == "zipf":
+    n, s, seed = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+    keys = [l.rstrip("\n") for l in sys.stdin]
+    rng = random.Random(seed)
+    weights = [1.0 / (r ** s) for r in range(1, len(keys) + 1)]
+    for key in rng.choices(keys, weights, k=n):
+        print(key)
+elif cmd == "load":
+    port, path, clients = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    trace = [l.rstrip("\n") for l in sys.stdin]
+    out = [None] * len(trace)
+    nxt = [0]
+    lock = threading.Lock()
+    def client():
+        while True:
+            with lock:
+                i = nxt[0]
+                nxt[0] += 1
+            if i >= len(trace):
+                return
+            out[i] = answer(port, path, trace[i])
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for key, body in zip(trace, out):
+        print("%s\t%s" % (key, body))
+elif cmd == "bounded":
+    first = dict(l.rstrip("\n").split("\t")[:2] for l in open(sys.argv[2]))
+    results = [l.rstrip("\n").split("\t") for l in open(sys.argv[3])]
+    clients, backends = int(sys.argv[4]), int(sys.argv[5])
+    stats = [tuple(map(int, s.split())) for s in sys.argv[6:]]
+    counts = [c for c, _ in stats]
+    maxin = max(m for _, m in stats)
+    left = sum(1 for k, b in results if first.get(k) != b) / float(len(results))
+    print("%d %.3f %.3f %.3f" % (maxin, maxin / (clients / float(backends)),
+                                 max(counts) / (sum(counts) / float(len(counts))), left))
+elif cmd == "ports":
+    socks, ports = [], []
+    for _ in range(int(sys.argv[2])):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(str(s.getsockname()[1]))
+    print(" ".join(ports))
+PY
+lb() { python3 "$dir/lb.py" "$@"; }
+C() { "$cli" -i "$inst" -s "$sock" "$@"; }
+
+wait_for() {    # wait_for TENTHS COMMAND...: until COMMAND succeeds
+    n=$1
+    shift
+    i=0
+    while ! "$@"; do
+        i=$((i + 1))
+        [ $i -ge "$n" ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+ports=$(lb ports 4)
+[ "$(echo "$ports" | wc -w)" -eq 4 ] || die "no free loopback ports ($ports)"
+# shellcheck disable=SC2086  # four words
+set -- $ports
+front=$1
+b1=$2
+b2=$3
+b3=$4
+
+port_open() {
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$1" 2>/dev/null
+}
+start_backend() {   # start_backend PORT: a backend named 127.0.0.1:PORT
+    # python3 itself, not a function's subshell: $! is the backend.
+    python3 "$dir/lb.py" backend "$1" "127.0.0.1:$1" 2>>"$dir/backend.log" &
+    bpids="$bpids $!"
+    eval "bpid_$1=$!"
+    wait_for 50 port_open "$1"
+}
+
+keys="$dir/keys"
+i=0
+while [ $i -lt 200 ]; do
+    echo "key-$i-$(( (i * 2654435761) % 1000003 ))"
+    i=$((i + 1))
+done > "$keys"
+
+if [ "$(id -u)" -eq 0 ]; then
+    user_line="user nobody nogroup;"
+    writers="0 $(id -u nobody)"
+else
+    user_line=
+    writers=$(id -u)
+fi
+
+cat > "$dir/ringbloomd.conf" <<CONF
+instance $inst
+socket $sock
+dir $dir/state
+pidfile $dir/ringbloomd.pid
+keep-segment no
+socket-mode 0666
+segment-mode 0644
+allow-write-uid $writers
+CONF
+
+servers="server 127.0.0.1:$b1 max_fails=1 fail_timeout=2s;
+        server 127.0.0.1:$b2 max_fails=1 fail_timeout=2s;
+        server 127.0.0.1:$b3 max_fails=1 fail_timeout=2s;"
+cat > "$dir/nginx.conf" <<CONF
+load_module $module;
+daemon off;
+master_process on;
+worker_processes 2;
+$user_line
+error_log $dir/error.log notice;
+pid $dir/nginx.pid;
+events { worker_connections 512; }
+http {
+    access_log off;
+    client_body_temp_path $dir/tmp-body;
+    proxy_temp_path $dir/tmp-proxy;
+    fastcgi_temp_path $dir/tmp-fastcgi;
+    uwsgi_temp_path $dir/tmp-uwsgi;
+    scgi_temp_path $dir/tmp-scgi;
+
+    ringbloom_instance $inst;
+    ringbloom_socket $sock;
+
+    upstream ring {
+        ringbloom_hash \$arg_k;
+        $servers
+    }
+    upstream bounded {
+        ringbloom_hash \$arg_k balance_factor=1.25;
+        $servers
+    }
+    upstream reported {
+        ringbloom_hash \$arg_k report=2 report_timeout=2s;
+        $servers
+    }
+    server {
+        listen 127.0.0.1:$front;
+        proxy_next_upstream error timeout http_502;
+        proxy_connect_timeout 2s;
+        location /ring/ { proxy_pass http://ring; }
+        location /bounded/ { proxy_pass http://bounded; }
+        location /reported/ { proxy_pass http://reported; }
+    }
+}
+CONF
+
+# ---- start: daemon with the three nodes, backends, nginx ------------------------
+"$daemon" -f -c "$dir/ringbloomd.conf" 2>>"$dir/daemon.log" &
+dpid=$!
+wait_for 100 sh -c "'$cli' -i '$inst' -s '$sock' info >/dev/null 2>&1" ||
+    { cat "$dir/daemon.log"; die "ringbloomd did not start"; }
+for b in $b1 $b2 $b3; do
+    C node add "127.0.0.1:$b" >/dev/null || die "node add failed"
+    start_backend "$b" || die "backend $b did not start"
+done
+
+if command -v setsid >/dev/null 2>&1; then
+    setsid "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
+else
+    "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
+fi
+npid=$!
+nginx_up() {   # up, or gone (then the wait ends at once)
+    kill -0 "$npid" 2>/dev/null || return 0
+    echo probe | lb keys "$front" /ring/ | grep -q '	127'
+}
+wait_for 100 nginx_up
+if ! kill -0 "$npid" 2>/dev/null || ! nginx_up; then
+    cat "$dir/nginx.stderr"
+    die "nginx did not come up"
+fi
+[ -s "$dir/nginx.pid" ] && npid=$(cat "$dir/nginx.pid")
+
+# Each key's preference list: KEY<TAB>FIRST<TAB>SECOND<TAB>THIRD.
+while read -r k; do
+    printf '%s\t%s\n' "$k" "$(C lookup "$k" -n 3 | paste -s -)"
+done < "$keys" > "$dir/prefs"
+cut -f1,2 "$dir/prefs" > "$dir/first"
+
+# ---- (a) a backend killed and brought back ----------------------------------------
+lb keys "$front" /ring/ < "$keys" > "$dir/a0"
+check "(a) 200 keys: each answered by its first node on the ring" cmp -s "$dir/a0" "$dir/first"
+used=$(cut -f2 "$dir/a0" | sort -u | wc -l)
+check "(a) the keys spread over the 3 backends ($used)" test "$used" -eq 3
+
+lb loop "$front" /ring/ "$dir/stop" < "$keys" > "$dir/loop.out" &
+lpid=$!
+sleep 0.5
+eval "kill -KILL \$bpid_$b2"
+sleep 1
+touch "$dir/stop"
+wait "$lpid"
+# shellcheck disable=SC2046  # "REQUESTS FAILED"
+set -- $(cat "$dir/loop.out") 0 -1
+check "(a) backend $b2 killed while requests flow: none failed ($2 of $1)" test "$1" -gt 0 -a "$2" -eq 0
+
+lb keys "$front" /ring/ < "$keys" > "$dir/a1"
+awk -F'\t' -v dead="127.0.0.1:$b2" '
+    NR == FNR { want[$1] = ($2 == dead) ? $3 : $2; next }
+    { n++; if ($2 != want[$1]) { bad++; if (bad <= 5) print "  " $1 ": " $2 " (wanted " want[$1] ")" } }
+    END { print n + 0, bad + 0 > "/dev/stderr" }' "$dir/prefs" "$dir/a1" 2> "$dir/a1.sum"
+# shellcheck disable=SC2046  # "KEYS WRONG"
+set -- $(cat "$dir/a1.sum")
+moved=$(awk -F'\t' -v dead="127.0.0.1:$b2" '$2 == dead' "$dir/first" | wc -l)
+check "(a) backend down: 200 keys answered, the $moved keys of the dead one by their second node, the others unmoved ($2 wrong)" \
+    test "$1" -eq 200 -a "$2" -eq 0
+check "(a) the dead backend owned keys ($moved)" test "$moved" -gt 0
+check "(a) without report= the ring is not touched: no node down" \
+    sh -c "! '$cli' -i '$inst' -s '$sock' nodes | grep -q down"
+
+start_backend "$b2" || die "backend $b2 did not restart"
+sleep 2.2   # fail_timeout=2s
+back() {
+    lb keys "$front" /ring/ < "$keys" > "$dir/a2"
+    cmp -s "$dir/a2" "$dir/first"
+}
+check "(a) backend back: after fail_timeout its keys return to it (every key on its first node)" wait_for 50 back
+
+# ---- (c) report=2: RING.DOWN after two failures, RING.UP after a probe ------------
+eval "kill -KILL \$bpid_$b2"
+node_down() {   # node_down PORT: "ringbloom nodes" says it is down
+    C nodes | grep -q "^127.0.0.1:$1	.*down"
+}
+reported_down() {
+    lb keys "$front" /reported/ < "$keys" > "$dir/c0"
+    node_down "$b2"
+}
+check "(c) backend $b2 killed: report=2 marks its node down on the ring" wait_for 100 reported_down
+check "(c) the worker logged it: ringbloom_hash: RING.DOWN 127.0.0.1:$b2" \
+    grep -q "ringbloom_hash: RING.DOWN 127.0.0.1:$b2" "$dir/error.log"
+check "(c) no request failed on the way ($(grep -c ERROR "$dir/c0"))" \
+    sh -c "! grep -q ERROR '$dir/c0'"
+ring_moved() {  # nginx (an upstream without report) and the CLI agree
+    lb keys "$front" /ring/ < "$keys" > "$dir/c1"
+    C lookup - < "$keys" > "$dir/c1.cli"
+    cmp -s "$dir/c1" "$dir/c1.cli"
+}
+check "(c) node down: every key where the ring now puts it (nginx = ringbloom lookup)" wait_for 30 ring_moved
+check "(c) node down: the ring gives its keys to their second node" \
+    sh -c "awk -F'\t' -v dead=127.0.0.1:$b2 '{ print \$1 \"\t\" ((\$2 == dead) ? \$3 : \$2) }' '$dir/prefs' | cmp -s - '$dir/c1.cli'"
+start_backend "$b2" || die "backend $b2 did not restart"
+reported_up() {
+    lb keys "$front" /reported/ < "$keys" > /dev/null
+    ! node_down "$b2"
+}
+check "(c) backend back: a probe after report_timeout marks its node up (RING.UP)" wait_for 100 reported_up
+check "(c) the worker logged it: ringbloom_hash: RING.UP 127.0.0.1:$b2" \
+    grep -q "ringbloom_hash: RING.UP 127.0.0.1:$b2" "$dir/error.log"
+check "(c) node up: every key on its first node again" wait_for 50 back
+check "(c) the daemon refused no report" \
+    sh -c "! grep -q 'refused an admit or report' '$dir/error.log'"
+
+# ---- (b) bounded loads --------------------------------------------------------------
+lb zipf 2000 1.1 1 < "$keys" > "$dir/trace"
+run_load() {    # run_load PATH OUT: prints the figures of one run
+    for b in $b1 $b2 $b3; do
+        echo x | lb keys "$b" /reset > /dev/null
+    done
+    D=30 lb load "$front" "$1" 32 < "$dir/trace" > "$2"
+    stats=
+    for b in $b1 $b2 $b3; do
+        stats="$stats '$(python3 -c "
+import http.client
+c = http.client.HTTPConnection('127.0.0.1', $b, timeout=10)
+c.request('GET', '/stats')
+print(c.getresponse().read().decode())")'"
+    done
+    eval "lb bounded '$dir/first' '$2' 32 3 $stats"
+}
+# shellcheck disable=SC2046  # "MAXINFLIGHT MAXMEAN COUNTMAXMEAN LEFTFIRST"
+set -- $(run_load /ring/ "$dir/b0")
+u_max=$1 u_ratio=$2 u_count=$3 u_left=$4
+# shellcheck disable=SC2046
+set -- $(run_load /bounded/ "$dir/b1")
+c_max=$1 c_ratio=$2 c_count=$3 c_left=$4
+echo "     zipf 2000 requests, 200 keys, s=1.1, 32 clients, 3 backends (mean 10.67 in flight each):"
+echo "     without bound:       max in flight $u_max, max/mean $u_ratio; requests max/mean $u_count; left first choice $u_left"
+echo "     balance_factor=1.25: max in flight $c_max, max/mean $c_ratio; requests max/mean $c_count; left first choice $c_left"
+errors=$(cat "$dir/b0" "$dir/b1" | grep -c 'ERROR')
+check "(b) 4000 requests answered ($errors failed)" test "$errors" -eq 0
+# ceil(1.25 * 32 / 3) = 14, plus one for the other worker's race: 15,
+# i.e. max/mean <= 1.25 + 0.16.
+check "(b) balance_factor=1.25: max in flight $c_max <= 15 (max/mean $c_ratio <= 1.25 + 0.16)" \
+    test "$c_max" -le 15
+check "(b) bounded max in flight ($c_max) below the unbounded one ($u_max)" test "$c_max" -lt "$u_max"
+check "(b) without the bound every request went to its first choice ($u_left)" \
+    awk "BEGIN { exit !($u_left == 0) }"
+
+crashes=$(grep -c -E '\[(alert|emerg|crit)\]|exited on signal' "$dir/error.log")
+check "nginx error.log: no alert, crit or crashed worker ($crashes)" test "$crashes" -eq 0
+
+finish
