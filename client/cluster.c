@@ -12,7 +12,8 @@
  * import is refused naming the unassigned ranges, since a ring that
  * answers no node for some keys is worse than the ring it replaces.
  *
- * The transaction, in this order: MULTI; RING.MODE slots; RING.ADD of
+ * The transaction, in this order: MULTI; RING.MODE slots (unless the ring
+ * is in that mode already: a switch drops the slot map); RING.ADD of
  * each master not yet in the ring; RING.SLOTS with every range; RING.REMOVE
  * of each ring node that is no longer a master (after RING.SLOTS, so the
  * node removed owns no slot by then); EXEC.  A refusal while queueing
@@ -432,9 +433,10 @@ static void emit_slots(sink_t *k, const cmap_t *m, size_t *ranges)
     free(num);
 }
 
-/* The ring's members now: *nodes (count), from the segment.  With
- * --dry-run an instance that cannot be read counts as an empty ring. */
-static int ring_members(cli_t *cli, int dry, rb_node_t **nodes, size_t *count)
+/* The ring's members now: *nodes (count), and whether it is in the slots
+ * mode already (*slots), from the segment.  With --dry-run an instance
+ * that cannot be read counts as an empty ring. */
+static int ring_members(cli_t *cli, int dry, rb_node_t **nodes, size_t *count, int *slots)
 {
     rb_segment_t *seg;
     rb_ring_stat_t st;
@@ -442,6 +444,7 @@ static int ring_members(cli_t *cli, int dry, rb_node_t **nodes, size_t *count)
 
     *nodes = NULL;
     *count = 0;
+    *slots = 0;
     if (ex != EX_YES) {
         if (dry)
             fprintf(stderr, "ringbloom: import-cluster: --dry-run: printing the commands for "
@@ -450,6 +453,7 @@ static int ring_members(cli_t *cli, int dry, rb_node_t **nodes, size_t *count)
     }
     rc = rb_ring_stat(seg, &st);
     if (rc == RB_OK) {
+        *slots = strcmp(rb_ring_mode_name((rb_ring_mode_t)st.mode), "slots") == 0;
         *nodes = calloc(st.nodes ? st.nodes : 1, sizeof(**nodes));
         rc = *nodes ? rb_ring_nodes(seg, *nodes, st.nodes, count) : RB_ENOMEM;
         if (*count > st.nodes)
@@ -462,10 +466,14 @@ static int ring_members(cli_t *cli, int dry, rb_node_t **nodes, size_t *count)
 /* The transaction into k (see the top of the file); *added, *removed,
  * *ranges: what it does. */
 static void transaction(sink_t *k, const cmap_t *m, const rb_node_t *ring, size_t nring,
-                        size_t *added, size_t *removed, size_t *ranges)
+                        int slots, size_t *added, size_t *removed, size_t *ranges)
 {
     emit_words(k, "MULTI", NULL, 0);
-    emit_words(k, "RING.MODE", "slots", 5);
+    /* A switch, even to the mode in force, drops the explicit slot map:
+     * a ring in the slots mode keeps its map until RING.SLOTS replaces
+     * it, so its readers never see a balanced one meanwhile. */
+    if (!slots)
+        emit_words(k, "RING.MODE", "slots", 5);
     for (size_t i = 0; i < m->masters; i++) {
         size_t j = 0;
         while (j < nring && strcmp(ring[j].name, m->name[i]) != 0)
@@ -521,7 +529,7 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
     rb_node_t *ring = NULL;
     sink_t k = { .cli = cli };
     cmap_t *m;
-    int dry = 0, ex;
+    int dry = 0, slots = 0, ex;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--dry-run") == 0)
@@ -539,9 +547,9 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
         return cli_fail(EX_FAIL, "import-cluster", RB_ENOMEM);
     m->host = host;
     if ((ex = read_map(cli, host, port, m)) == EX_YES &&
-        (ex = ring_members(cli, dry, &ring, &nring)) == EX_YES &&
+        (ex = ring_members(cli, dry, &ring, &nring, &slots)) == EX_YES &&
         (dry || (ex = cli_connect(cli, &k.c)) == EX_YES)) {
-        transaction(&k, m, ring, nring, &added, &removed, &ranges);
+        transaction(&k, m, ring, nring, slots, &added, &removed, &ranges);
         if (k.ex != EX_YES && k.c != NULL) {
             char buf[64];
             static const char *const d[1] = { "DISCARD" };
