@@ -31,7 +31,7 @@ int cmd_ring(cli_t *cli, int argc, char **argv)
         if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
             i++;
             if (rb_ring_mode_parse(argv[i], strlen(argv[i]), &mode) != RB_OK) {
-                fprintf(stderr, "ringbloom: unknown mode '%s' (xxh3, ketama, nginx, seed)\n",
+                fprintf(stderr, "ringbloom: unknown mode '%s' (xxh3, ketama, nginx, seed, maglev, slots)\n",
                         argv[i]);
                 return EX_USAGE;
             }

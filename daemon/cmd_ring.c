@@ -80,6 +80,42 @@ static void cmd_ring_weight(rbd_ctx_t *x)
         run(x, &op);
 }
 
+/* The largest maglev table: the largest prime <= 2^24 (RB_RING_MAX_POINTS). */
+#define MAGLEV_MAX_M 16777213
+
+static int is_prime(long long n)
+{
+    for (long long d = 2; d * d <= n; d++)
+        if (n % d == 0)
+            return 0;
+    return n >= 2;
+}
+
+/* RING.MODE's second argument: the replica count, or maglev's table size
+ * (slots takes none).  0 and *v set, or -1 and the error replied. */
+static int parse_mode_arg(rbd_ctx_t *x, rb_ring_mode_t mode, long long *v)
+{
+    if (mode == RB_RING_SLOTS) {
+        rbi_resp_error(x->out, "ERR slots mode takes no replicas or table size");
+        return -1;
+    }
+    if (mode == RB_RING_MAGLEV) {
+        if (rbd_cmd_arg_ll(x, 2, v) != 0 || *v < 2 || *v > MAGLEV_MAX_M || !is_prime(*v)) {
+            rbi_resp_error(x->out, "ERR table size must be a prime in [2, %d]", MAGLEV_MAX_M);
+            return -1;
+        }
+        return 0;
+    }
+    if (rbd_cmd_arg_ll(x, 2, v) != 0 || *v < 1 || *v > RB_RING_MAX_REPLICAS) {
+        rbi_resp_error(x->out, "ERR replicas must be an integer in [1, %d]", RB_RING_MAX_REPLICAS);
+        return -1;
+    }
+    return 0;
+}
+
+/* RING.MODE mode [replicas | table_size]: maglev without a size has an
+ * automatic one (op.replicas 0: logged as such, unlike the vnode modes'
+ * 0 that keeps the count in force). */
 static void cmd_ring_mode(rbd_ctx_t *x)
 {
     rbd_op_t op = { .type = RBD_OP_RING_MODE };
@@ -91,20 +127,128 @@ static void cmd_ring_mode(rbd_ctx_t *x)
         return;
     }
     if (rb_ring_mode_parse(x->argv[1], x->argl[1], &mode) != RB_OK) {
-        rbi_resp_error(x->out, "ERR unknown ring mode '%.*s' (xxh3, ketama, nginx or seed)",
-                   (int)x->argl[1], x->argv[1]);
+        rbi_resp_error(x->out,
+                       "ERR unknown ring mode '%.*s' (xxh3, ketama, nginx, seed, maglev or slots)",
+                       (int)x->argl[1], x->argv[1]);
         return;
     }
     if (x->argc == 3) {
-        if (rbd_cmd_arg_ll(x, 2, &v) != 0 || v < 1 || v > RB_RING_MAX_REPLICAS) {
-            rbi_resp_error(x->out, "ERR replicas must be an integer in [1, %d]",
-                       RB_RING_MAX_REPLICAS);
+        if (parse_mode_arg(x, mode, &v) != 0)
             return;
-        }
         op.replicas = (uint32_t)v;
     }
     op.mode = (uint32_t)mode;
     run(x, &op);
+}
+
+/* RING.SLOTS with no argument: [start, end, node] per run of slots with
+ * one owner, read from the published ring as any reader's (its node list
+ * and its table read again if a publish came between them). */
+static void reply_slots(rbd_ctx_t *x)
+{
+    rb_ring_range_t *rg = malloc(RB_RING_SLOT_COUNT * sizeof(*rg));
+    rb_node_t *nodes = NULL;
+    rb_ring_stat_t st;
+    size_t nn = 0, nr = 0;
+    int rc = rg ? RB_EBUSY : RB_ENOMEM;
+
+    for (int t = 0; t < 8 && rc == RB_EBUSY; t++) {
+        free(nodes);
+        nodes = NULL;
+        if ((rc = rb_ring_stat(x->s->state.seg, &st)) != RB_OK)
+            break;
+        if (st.mode != RB_RING_SLOTS) {
+            rbi_resp_error(x->out, "ERR the ring is not in slots mode");
+            free(rg);
+            return;
+        }
+        nodes = malloc((st.nodes ? st.nodes : 1) * sizeof(*nodes));
+        rc = nodes ? rb_ring_nodes(x->s->state.seg, nodes, st.nodes, &nn) : RB_ENOMEM;
+        if (rc == RB_OK)
+            rc = rb_ring_ranges(x->s->state.seg, rg, RB_RING_SLOT_COUNT, &nr);
+        if (rc == RB_OK && (nn > st.nodes || nr > RB_RING_SLOT_COUNT ||
+                            (nr > 0 && (nn == 0 || rg[0].version != nodes[0].version))))
+            rc = RB_EBUSY;   /* a publish between the reads */
+    }
+    if (rc != RB_OK) {
+        rbd_cmd_error(x, RBD_AT_RING, rc);
+    } else {
+        rbi_resp_array(x->out, nr);
+        for (size_t i = 0; i < nr; i++) {
+            rbi_resp_array(x->out, 3);
+            rbi_resp_int(x->out, rg[i].start);
+            rbi_resp_int(x->out, rg[i].end);
+            rbi_resp_bulk(x->out, nodes[rg[i].node].name, nodes[rg[i].node].name_len);
+        }
+    }
+    free(nodes);
+    free(rg);
+}
+
+/* A slot number argument: 0 and *v, or -1 and the error replied. */
+static int parse_slot(rbd_ctx_t *x, size_t i, uint32_t *v)
+{
+    long long n;
+
+    if (rbd_cmd_arg_ll(x, i, &n) != 0 || n < 0 || n >= RB_RING_SLOT_COUNT) {
+        rbi_resp_error(x->out, "ERR slot must be an integer in [0, %d]", RB_RING_SLOT_COUNT - 1);
+        return -1;
+    }
+    *v = (uint32_t)n;
+    return 0;
+}
+
+/* RING.SLOTS start end node [start end node ...] | BALANCE: all the
+ * ranges or none (ops.c puts the model back if one fails). */
+static void cmd_ring_slots(rbd_ctx_t *x)
+{
+    rbd_op_t op = { .type = RBD_OP_RING_SLOTS };
+    size_t n = (x->argc - 1) / 3;
+    unsigned char *buf;
+    rb_key_t *keys;
+
+    if (x->argc == 1) {
+        reply_slots(x);
+        return;
+    }
+    if (rb_ring_mode(x->s->state.ring) != RB_RING_SLOTS) {
+        rbi_resp_error(x->out, "ERR the ring is not in slots mode");
+        return;
+    }
+    if (x->argc == 2 && rbd_cmd_arg_is(x, 1, "BALANCE")) {
+        run(x, &op);
+        return;
+    }
+    if ((x->argc - 1) % 3 != 0) {
+        rbi_resp_error(x->out, "ERR syntax error: RING.SLOTS start end node [start end node ...]");
+        return;
+    }
+    keys = malloc(n * sizeof(*keys));
+    buf = malloc(n * (RBD_SLOTS_RANGE_HDR + RB_NODE_NAME_MAX));
+    if (keys == NULL || buf == NULL) {
+        rbi_resp_error(x->out, "ERR out of memory");
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t a = 1 + 3 * i;
+        uint32_t start, end;
+        unsigned char *b = buf + i * (RBD_SLOTS_RANGE_HDR + RB_NODE_NAME_MAX);
+        if (parse_slot(x, a, &start) != 0 || parse_slot(x, a + 1, &end) != 0 ||
+            node_name_ok(x, a + 2) != 0)
+            break;
+        if (start > end) {
+            rbi_resp_error(x->out, "ERR start slot %u is after end slot %u", start, end);
+            break;
+        }
+        keys[i] = (rb_key_t){ b, rbd_slots_range(b, start, end, x->argv[a + 2], x->argl[a + 2]) };
+        op.nkeys = i + 1;
+    }
+    if (n > 0 && op.nkeys == n) {
+        op.keys = keys;
+        run(x, &op);
+    }
+    free(keys);
+    free(buf);
 }
 
 static void cmd_ring_nodes(rbd_ctx_t *x)
@@ -214,8 +358,11 @@ const rbd_command_t rbd_cmd_ring_table[] = {
                 "Changes a node's weight",
                 "node weight:integer"),
     RBD_COMMAND("RING.MODE", -2, CMD_WRITE, cmd_ring_mode, "ring",
-                "Changes the ring's hash mode and replicas",
-                "(XXH3|KETAMA|NGINX|SEED) [replicas:integer]"),
+                "Changes the ring's hash mode and replicas (maglev: its table size)",
+                "(XXH3|KETAMA|NGINX|SEED|MAGLEV|SLOTS) [replicas:integer]"),
+    RBD_COMMAND("RING.SLOTS", -1, CMD_WRITE, cmd_ring_slots, "ring",
+                "Assigns slots to nodes or balances them (slots mode); lists them",
+                "[BALANCE | (start:integer end:integer node)...]"),
     RBD_COMMAND("RING.NODES", 1, 0, cmd_ring_nodes, "ring",
                 "Returns the ring's nodes and weights",
                 ""),

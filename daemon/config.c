@@ -364,8 +364,8 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
         return set_word(s, key, field, value, err, errlen);
     case T_RINGMODE:
         if (rb_ring_mode_parse(value, strlen(value), field) != RB_OK) {
-            snprintf(err, errlen, "ring-mode: '%s' is not a ring mode (xxh3, ketama, nginx or "
-                     "seed)", value);
+            snprintf(err, errlen, "ring-mode: '%s' is not a ring mode (xxh3, ketama, nginx, seed, "
+                     "maglev or slots)", value);
             return -1;
         }
         return 0;

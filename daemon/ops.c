@@ -101,6 +101,62 @@ static int ring_mode(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
     return rc;
 }
 
+size_t rbd_slots_range(unsigned char *buf, uint32_t start, uint32_t end, const char *name,
+                       size_t len)
+{
+    buf[0] = (unsigned char)start;
+    buf[1] = (unsigned char)(start >> 8);
+    buf[2] = (unsigned char)end;
+    buf[3] = (unsigned char)(end >> 8);
+    memcpy(buf + RBD_SLOTS_RANGE_HDR, name, len);
+    return RBD_SLOTS_RANGE_HDR + len;
+}
+
+/* Assigns each range in turn, or with none balances the slots.  Its undo
+ * (and a failure part-way) is ring_apply's reload of the published ring. */
+static int ring_slots(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
+{
+    if (undo)
+        return RB_EINVAL;
+    if (op->nkeys == 0)
+        return rb_ring_balance_slots(r);
+    for (size_t i = 0; i < op->nkeys; i++) {
+        const unsigned char *k = op->keys[i].ptr;
+        int rc;
+        if (op->keys[i].len <= RBD_SLOTS_RANGE_HDR)
+            return RB_EINVAL;
+        rc = rb_ring_set_slots(r, k[0] | (uint32_t)k[1] << 8, k[2] | (uint32_t)k[3] << 8,
+                               (const char *)k + RBD_SLOTS_RANGE_HDR,
+                               op->keys[i].len - RBD_SLOTS_RANGE_HDR);
+        if (rc != RB_OK)
+            return rc;
+    }
+    return RB_OK;
+}
+
+/* Whether undoing op on a model in prev's mode takes a reload of the
+ * published ring: a RING.SLOTS, or any change to an explicit slot map (a
+ * removed node's slots, a switch away from it) that the op alone cannot
+ * put back. */
+static int undo_by_reload(const rbd_op_t *op, const ring_prev_t *prev)
+{
+    return op->type == RBD_OP_RING_SLOTS || (prev->mode == RB_RING_SLOTS && prev->replicas != 0);
+}
+
+/* The model back to the published ring (which the failed change never
+ * reached); RB_OK or rb_ring_load's error (the model then stays). */
+static int reload(rbd_state_t *st)
+{
+    rb_ring_t *back;
+    int rc = rb_ring_load(st->seg, &back);
+
+    if (rc == RB_OK) {
+        rb_ring_free(st->ring);
+        st->ring = back;
+    }
+    return rc;
+}
+
 /* Weight of a node in the published ring (the model before the change),
  * or 0. */
 static uint32_t node_weight(const rb_segment_t *seg, const char *name, size_t len)
@@ -134,14 +190,17 @@ static int ring_apply(rbd_state_t *st, const op_def_t *d, rbd_op_t *op, int live
     if (op->type == RBD_OP_RING_REMOVE || op->type == RBD_OP_RING_WEIGHT)
         prev.weight = node_weight(st->seg, op->name, op->len);
     rc = d->ring(st->ring, op, NULL);
-    if (rc != RB_OK)
+    if (rc != RB_OK) {
+        if (op->type == RBD_OP_RING_SLOTS && reload(st) != RB_OK)   /* failed part-way */
+            rbd_log(LOG_WARNING, "ring model and segment diverged after a failed RING.SLOTS");
         return rc;
+    }
     rc = rb_ring_publish(st->ring, st->seg);
     if (rc == RB_OK) {
         st->ring_changes++;
         return RB_OK;
     }
-    if (d->ring(st->ring, op, &prev) != RB_OK)
+    if ((undo_by_reload(op, &prev) ? reload(st) : d->ring(st->ring, op, &prev)) != RB_OK)
         rbd_log(LOG_WARNING, "ring model and segment diverged after a failed publish");
     op->publish_failed = 1;
     return rc;
@@ -264,6 +323,8 @@ static const op_def_t ops[] = {
     [RBD_OP_BF_DELETE] = { "DEL", RBD_NAMES_FILTER, OP_SYNC, bf_delete, NULL, { NAME } },
     [RBD_OP_BF_LOADCHUNK] = { "BF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC, bf_loadchunk, NULL,
                               { NAME, U64(iter), BLOB } },
+    [RBD_OP_RING_SLOTS] = { "RING.SLOTS", RBD_NAMES_NOTHING, OP_SYNC, NULL, ring_slots,
+                            { KEYS } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

@@ -28,6 +28,8 @@ typedef enum rbd_op_type {
     RBD_OP_TXN = 9,            /* a transaction: its members' whole records */
     RBD_OP_BF_DELETE = 10,     /* DEL / UNLINK of a filter */
     RBD_OP_BF_LOADCHUNK = 11,  /* a chunk of BF.LOADCHUNK (header or data) */
+    /* 12: the node states' (another branch) */
+    RBD_OP_RING_SLOTS = 13,    /* RING.SLOTS: slot ranges assigned, or none: BALANCE */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -49,7 +51,8 @@ typedef struct rbd_op {
     uint32_t weight;           /* RING_ADD, RING_WEIGHT */
     uint32_t mode, replicas;   /* RING_MODE (replicas 0: keep; the count in force is logged) */
     rb_bloom_params_t params;  /* BF_RESERVE, secret included */
-    const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it */
+    const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it;
+                                  RING_SLOTS: one per range, rbd_slots_range's bytes */
     size_t nkeys;
     int64_t iter;              /* BF_LOADCHUNK: the chunk's iterator (1 with a header) */
     const unsigned char *data; /* BF_LOADCHUNK: the chunk */
@@ -99,6 +102,13 @@ typedef struct rbd_keys {
     rb_key_t *v;
     size_t cap;
 } rbd_keys_t;
+
+/* A RING.SLOTS range as a "key" of its record: u16 start, u16 end (both
+ * little-endian), then the node's name.  RBD_SLOTS_RANGE_HDR + the name's
+ * length bytes into buf. */
+#define RBD_SLOTS_RANGE_HDR 4
+size_t rbd_slots_range(unsigned char *buf, uint32_t start, uint32_t end, const char *name,
+                       size_t len);
 
 /* Decodes the payload p[0..n) of a record of type (a known one:
  * rbd_op_name is not NULL) into op (names and keys point into p; keys'

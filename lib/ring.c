@@ -22,7 +22,9 @@
  * ~10^3/s), each O(points) when published; adds only mark the node fresh,
  * and its points are generated and merged when next needed, so a bulk
  * load (many adds, one publish) is O(points log points) once; a mode that
- * re-sizes every node on a change rebuilds the table once, likewise.
+ * re-sizes every node on a change rebuilds the table once, likewise.  A
+ * table mode (maglev, slots) is one of those: its whole table of slots is
+ * made again (ring_table.c), O(slots).
  */
 #include "config.h"
 
@@ -64,6 +66,7 @@ void rb_ring_free(rb_ring_t *ring)
         return;
     for (size_t i = 0; i < ring->nnodes; i++)
         free(ring->nodes[i].name);
+    free(ring->map);
     free(ring->nodes);
     free(ring->pts);
     free(ring);
@@ -88,7 +91,7 @@ rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring)
 
 uint32_t rb_ring_replicas(const rb_ring_t *ring)
 {
-    return ring->replicas;
+    return ring->ops->table ? ring->tparam : ring->replicas;
 }
 
 static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
@@ -226,32 +229,51 @@ static int gen_points(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops, uint32
     return RB_OK;
 }
 
-/* Regenerates every point for mode/replicas; nothing changes on error. */
-static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
+/* Every point of a vnode mode, sorted, in a new array (*n, *cap). */
+static int gen_all(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops, uint32_t replicas,
+                   ring_point_t **out, size_t *n, size_t *cap)
 {
-    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops((uint64_t)mode);
     uint64_t weights = r->weights, bound = ops->points_bound(weights, r->nnodes, replicas);
     ring_point_t *pts;
-    size_t n = 0, cap;
 
     if (bound > RB_RING_MAX_POINTS)
         return RB_ERANGE;
-    cap = (size_t)bound + 1;
-    pts = malloc(cap * sizeof(*pts));
+    *cap = (size_t)bound + 1;
+    *n = 0;
+    pts = malloc(*cap * sizeof(*pts));
     if (pts == NULL)
         return RB_ENOMEM;
     for (size_t i = 0; i < r->nnodes; i++) {
         ring_point_t *one;
         size_t c;
-        if (gen_points(r, ops, replicas, i, weights, &one, &c) != RB_OK || n + c > cap) {
+        if (gen_points(r, ops, replicas, i, weights, &one, &c) != RB_OK || *n + c > *cap) {
             free(pts);
             return RB_ENOMEM;
         }
-        memcpy(pts + n, one, c * sizeof(*one));
-        n += c;
+        memcpy(pts + *n, one, c * sizeof(*one));
+        *n += c;
         free(one);
     }
-    rbi_ring_sort_points(pts, n);
+    rbi_ring_sort_points(pts, *n);
+    *out = pts;
+    return RB_OK;
+}
+
+/* Regenerates every point for mode/replicas (a table mode: for its
+ * parameter tparam, and r's explicit map if it has one); nothing changes
+ * on error. */
+static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas, uint32_t tparam)
+{
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops((uint64_t)mode);
+    ring_point_t *pts;
+    size_t n = 0, cap = 0;
+    int rc = ops->table ? rbi_ring_table_points(r, ops, tparam, &pts, &n)
+                        : gen_all(r, ops, replicas, &pts, &n, &cap);
+
+    if (rc != RB_OK)
+        return rc;
+    if (ops->table)
+        cap = n ? n : 1;
     free(r->pts);
     r->pts = pts;
     r->npts = n;
@@ -259,6 +281,7 @@ static int rebuild(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
     r->mode = mode;
     r->ops = ops;
     r->replicas = replicas;
+    r->tparam = tparam;
     r->stale = 0;
     clear_fresh(r);
     return RB_OK;
@@ -321,15 +344,63 @@ static int settle(rb_ring_t *r)
  * rebuilds them, the others settle the fresh nodes. */
 int rbi_ring_fresh_points(rb_ring_t *r)
 {
-    return r->stale ? rebuild(r, r->mode, r->replicas) : settle(r);
+    return r->stale ? rebuild(r, r->mode, r->replicas, r->tparam) : settle(r);
 }
 
+/* A switch drops the explicit map (if the rebuild succeeds: nothing
+ * changes on error).  Into a table mode, replicas is its parameter and
+ * the vnode count stays. */
 int rb_ring_set_mode(rb_ring_t *r, rb_ring_mode_t mode, uint32_t replicas)
 {
-    if (r == NULL || rbi_ring_mode_ops((uint64_t)mode) == NULL ||
-        replicas > RB_RING_MAX_REPLICAS)
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops((uint64_t)mode);
+    uint32_t *map;
+    int rc;
+
+    if (r == NULL || ops == NULL ||
+        (ops->table ? !ops->param_ok(replicas) : replicas > RB_RING_MAX_REPLICAS))
         return RB_EINVAL;
-    return rebuild(r, mode, replicas ? replicas : r->replicas);
+    map = r->map;
+    r->map = NULL;
+    rc = ops->table ? rebuild(r, mode, r->replicas, replicas)
+                    : rebuild(r, mode, replicas ? replicas : r->replicas, 0);
+    if (rc != RB_OK) {
+        r->map = map;
+        return rc;
+    }
+    free(map);
+    r->nmap = 0;
+    return RB_OK;
+}
+
+int rb_ring_set_slots(rb_ring_t *r, uint32_t start, uint32_t end, const char *name, size_t len)
+{
+    size_t at;
+    int rc;
+
+    if (r == NULL || !r->ops->map_settable || !name_valid(name, len) || start > end ||
+        end >= r->ops->table_size(1, 1))
+        return RB_EINVAL;
+    if (!rbi_ring_node_find(r, name, len, &at))
+        return RB_ENOENT;
+    if ((rc = rbi_ring_table_make_explicit(r)) != RB_OK)
+        return rc;
+    for (uint64_t s = start; s <= end; s++)
+        r->map[s] = (uint32_t)at;
+    r->tparam = 1;
+    r->stale = 1;
+    return RB_OK;
+}
+
+int rb_ring_balance_slots(rb_ring_t *r)
+{
+    if (r == NULL || !r->ops->map_settable)
+        return RB_EINVAL;
+    free(r->map);
+    r->map = NULL;
+    r->nmap = 0;
+    r->tparam = 0;
+    r->stale = 1;
+    return RB_OK;
 }
 
 /* Whether the membership after a change (weight changed by delta_w, node
@@ -338,6 +409,8 @@ static int points_fit_after(const rb_ring_t *r, int64_t delta_w, int delta_n)
 {
     uint64_t w = (uint64_t)((int64_t)r->weights + delta_w);
 
+    if (r->ops->table)
+        return 1;   /* a table of at most RB_RING_MAX_POINTS slots */
     return r->ops->points_bound(w, (size_t)((int64_t)r->nnodes + delta_n), r->replicas) <=
            RB_RING_MAX_POINTS;
 }
@@ -387,6 +460,7 @@ int rb_ring_add(rb_ring_t *r, const char *name, size_t len, uint32_t weight)
     r->nnodes++;
     r->nfresh++;
     r->weights += weight;
+    rbi_ring_table_node_added(r, at);   /* an explicit map: it owns no slot */
     if (r->ops->resize_all)
         r->stale = 1;   /* every node's share changed: rebuilt when next needed */
     return RB_OK;
@@ -402,6 +476,7 @@ int rb_ring_remove(rb_ring_t *r, const char *name, size_t len)
     if (!rbi_ring_node_find(r, name, len, &at))
         return RB_ENOENT;
     gone = r->nodes[at];
+    rbi_ring_table_node_removing(r, at);   /* an explicit map: its slots pass on */
     if (r->ops->resize_all) {
         r->stale = 1;
     } else if (!gone.fresh) {

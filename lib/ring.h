@@ -20,6 +20,7 @@ typedef struct rbi_ring_view {
     const _Atomic uint64_t *d;     /* word 0 of the copy */
     uint64_t (*key_pos)(const void *key, size_t len);  /* the copy's mode's */
     uint64_t version, mode, replicas, nnodes, npoints, bits, words, names_bytes, owners;
+    int table;                     /* a table mode's copy (ring_mode.h) */
     uint64_t nodes_w, names_w, points_w, index_w;
 } rbi_ring_view_t;
 
@@ -47,8 +48,16 @@ static inline uint32_t rbi_ring_view_seq(const rbi_ring_view_t *v, uint64_t idx)
     return (uint32_t)(rbi_ld(&v->d[v->nodes_w + RBI_NODE_WORDS * idx + 1]) >> 32);
 }
 
+/* The owner of point i < npoints of view v: the low b bits of its word
+ * (format.h); the caller checks it against nnodes. */
+static inline uint64_t rbi_ring_view_owner(const rbi_ring_view_t *v, uint64_t i)
+{
+    return rbi_ld(&v->d[v->points_w + i]) & ((1ULL << v->bits) - 1);
+}
+
 /* A writer's model of view v's membership (mode, replicas, nodes with
- * their weights, in their order of addition): what rb_ring_load makes of
+ * their weights, in their order of addition; a table mode's parameter and
+ * explicit map): what rb_ring_load makes of
  * the active copy.  RB_OK, RB_ECORRUPT, RB_ENOMEM. */
 int rbi_ring_from_view(const rbi_ring_view_t *v, rb_ring_t **out);
 

@@ -5,7 +5,9 @@
  *
  * What: the copy's layout for a model (node records, names, point words,
  * the index), its stores into the inactive copy, the flip; the load
- * re-adds the copy's nodes in their order of addition.
+ * re-adds the copy's nodes in their order of addition, and takes a table
+ * mode's parameter from the replicas word and an explicit slot map from
+ * the points' owners (in a table mode, the points are the table).
  *
  * Workload: one publish per membership change, O(points).
  */
@@ -87,7 +89,7 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     _Atomic uint64_t *d = c->data - RBI_RING_COPY_HDR_WORDS;
     /* The header words, in rb_ring_copy_shm_t's order (format.h). */
     const uint64_t hdr[] = {
-        RBI_RING_COPY_MAGIC, version, (uint64_t)r->mode, r->replicas, r->nnodes, r->npts,
+        RBI_RING_COPY_MAGIC, version, (uint64_t)r->mode, rb_ring_replicas(r), r->nnodes, r->npts,
         L->bits, L->words, L->nodes_w, L->names_w, L->points_w, 0, L->index_w,
         L->names_bytes, L->owners,
     };
@@ -183,16 +185,51 @@ static int seq_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* A table mode's parameter (the copy's replicas word) into the loaded
+ * model r, whose nodes are in: maglev's table size; for a mode whose map
+ * may be set, 1 means the points' owners are an explicit map. */
+static int load_table(const rbi_ring_view_t *v, rb_ring_t *r)
+{
+    const rbi_ring_mode_ops_t *ops = r->ops;
+    uint32_t param = (uint32_t)v->replicas;
+
+    if (param > ops->param_max)
+        return RB_ECORRUPT;
+    if (!ops->map_settable || param == 0) {
+        if (!ops->param_ok(param))
+            return RB_ECORRUPT;
+        r->tparam = param;
+        return RB_OK;
+    }
+    if (v->npoints != ops->table_size(param, r->nnodes) || v->npoints == 0 || v->points_w == 0)
+        return RB_ECORRUPT;
+    r->map = malloc(v->npoints * sizeof(*r->map));
+    if (r->map == NULL)
+        return RB_ENOMEM;
+    r->nmap = (size_t)v->npoints;
+    for (uint64_t i = 0; i < v->npoints; i++) {
+        uint64_t o = rbi_ring_view_owner(v, i);
+        if (o >= r->nnodes)
+            return RB_ECORRUPT;
+        r->map[i] = (uint32_t)o;
+    }
+    r->tparam = param;
+    return RB_OK;
+}
+
 static int load_fn(const rbi_ring_view_t *v, void *arg)
 {
     load_arg_t *a = arg;
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops(v->mode);
     load_node_t *nodes;
     rb_ring_t *r;
     int rc;
 
     rb_ring_free(a->ring);
     a->ring = NULL;
-    rc = rb_ring_new((rb_ring_mode_t)v->mode, (uint32_t)v->replicas, &r);
+    /* (view_open checked the mode; a table mode's replicas word is its
+     * parameter, set by load_table) */
+    rc = rb_ring_new((rb_ring_mode_t)v->mode, ops->table ? 0 : (uint32_t)v->replicas, &r);
     if (rc != RB_OK)
         return rc;
     nodes = malloc((v->nnodes ? v->nnodes : 1) * sizeof(*nodes));
@@ -219,10 +256,12 @@ static int load_fn(const rbi_ring_view_t *v, void *arg)
             r->nodes[at].seq = (uint32_t)i;
     }
     r->next_seq = (uint32_t)v->nnodes;
+    if (rc == RB_OK && ops->table)
+        rc = load_table(v, r);
     free(nodes);
     a->ring = r;
     a->npoints = v->npoints;
-    return rc == RB_OK ? RB_OK : RB_ECORRUPT;
+    return rc == RB_OK || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
 }
 
 int rbi_ring_from_view(const rbi_ring_view_t *v, rb_ring_t **out)

@@ -13,6 +13,8 @@ static const rbi_ring_mode_ops_t *const modes[] = {
     [RB_RING_KETAMA] = &rbi_ring_mode_ketama,
     [RB_RING_NGINX] = &rbi_ring_mode_nginx,
     [RB_RING_SEED] = &rbi_ring_mode_seed,
+    [RB_RING_MAGLEV] = &rbi_ring_mode_maglev,
+    [RB_RING_SLOTS] = &rbi_ring_mode_slots,
 };
 
 #define NMODES (sizeof(modes) / sizeof(modes[0]))

@@ -10,6 +10,12 @@
  * extern below and its entry in ring_mode.c's table (and the file in
  * Makefile.am).  Positions are part of what compatible clients compute, so
  * a mode never changes once published.
+ *
+ * Table modes (maglev, slots: `table` set) publish a table of M slots as
+ * the copy's points: point i sits at position i << RBI_RING_TABLE_SHIFT
+ * and is owned by table[i]; a key sits at (key_pos(key) mod M) <<
+ * RBI_RING_TABLE_SHIFT.  Their points are not per node: fill makes the
+ * whole table from the membership at once, on every change.
  */
 #ifndef RBI_RING_MODE_H
 #define RBI_RING_MODE_H
@@ -20,6 +26,21 @@
 #include <string.h>
 
 #include "ringbloom.h"
+
+/* A node as the model keeps it (ring_model.h) and a table mode's fill
+ * reads it. */
+typedef struct rbi_ring_node {
+    char    *name;
+    uint32_t len;
+    uint32_t weight;
+    uint32_t seq;    /* order of addition: the "server list" order */
+    uint32_t fresh;  /* added (or re-weighted) since the points were last
+                        settled: none of the model's points is its */
+} rbi_ring_node_t;
+
+/* A table mode's slot i is the point at position i << RBI_RING_TABLE_SHIFT
+ * (M <= 2^24 = RB_RING_MAX_POINTS slots, so positions fit in 64 bits). */
+#define RBI_RING_TABLE_SHIFT 40
 
 /* One point of the model: a position and its owner. */
 typedef struct rbi_ring_point {
@@ -58,12 +79,44 @@ typedef struct rbi_ring_mode_ops {
      * the model marks its points stale and rebuilds them all when next
      * needed, instead of merging or dropping one node's points. */
     int resize_all;
+    /* A table mode (maglev, slots): its points are the M slots of a table
+     * (point i at i << RBI_RING_TABLE_SHIFT), a key's position is
+     * (key_pos(key) mod M) << RBI_RING_TABLE_SHIFT, and a reader finds the
+     * key's point as pos >> RBI_RING_TABLE_SHIFT without a search.  Such a
+     * mode also sets resize_all, leaves points/place/vnode_hash NULL and
+     * sets the three members below. */
+    int table;
+    /* Table modes: the largest value of the mode's parameter, which the
+     * copy's replicas word carries instead of a replica count (maglev: the
+     * table size asked for, 0 automatic; slots: 1 if the slot map was set
+     * explicitly, 0 if it is balanced by weight). */
+    uint32_t param_max;
+    /* Table modes: M, the table's size, for a membership of nnodes nodes
+     * and the mode's parameter (already checked by param_ok); 0 for no
+     * nodes.  At most RB_RING_MAX_POINTS. */
+    uint64_t (*table_size)(uint32_t param, size_t nnodes);
+    /* Table modes: whether param is one the writer may set (maglev: 0 or
+     * a prime table size). */
+    int (*param_ok)(uint32_t param);
+    /* Table modes: table[0 .. m) = the owner (an index into nodes[], which
+     * is sorted by name) of each slot, made from the names, weights and
+     * seqs of the n >= 1 nodes alone, so that the same membership always
+     * gives the same table whatever the order of its changes.  RB_OK,
+     * RB_ENOMEM. */
+    int (*fill)(const rbi_ring_node_t *nodes, size_t n, uint64_t m, uint32_t *table);
+    /* Table modes: the table may also be set slot by slot
+     * (rb_ring_set_slots): the model then keeps it as an explicit map,
+     * which membership changes edit instead of refilling (ring_table.c),
+     * and its parameter is 1. */
+    int map_settable;
 } rbi_ring_mode_ops_t;
 
 extern const rbi_ring_mode_ops_t rbi_ring_mode_xxh3;    /* ring_mode_xxh3.c */
 extern const rbi_ring_mode_ops_t rbi_ring_mode_ketama;  /* ring_mode_ketama.c */
 extern const rbi_ring_mode_ops_t rbi_ring_mode_nginx;   /* ring_mode_nginx.c */
 extern const rbi_ring_mode_ops_t rbi_ring_mode_seed;    /* ring_mode_seed.c */
+extern const rbi_ring_mode_ops_t rbi_ring_mode_maglev;  /* ring_mode_maglev.c */
+extern const rbi_ring_mode_ops_t rbi_ring_mode_slots;   /* ring_mode_slots.c */
 
 /* The operations of mode value `mode` (a model's, or a published copy's
  * mode word), or NULL if there is no such mode. */

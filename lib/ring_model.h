@@ -11,14 +11,7 @@
 
 #include "ring_mode.h"
 
-typedef struct ring_node {
-    char    *name;
-    uint32_t len;
-    uint32_t weight;
-    uint32_t seq;    /* order of addition: the "server list" order */
-    uint32_t fresh;  /* added (or re-weighted) since the points were last
-                        settled: none of pts[] is its */
-} ring_node_t;
+typedef rbi_ring_node_t ring_node_t;
 
 typedef rbi_ring_point_t ring_point_t;
 
@@ -37,6 +30,17 @@ struct rb_ring {
                               by name) index the settled nodes, i.e. the
                               nodes that are not fresh, in name order */
     size_t npts, pcap;
+    /* Table modes (ops->table): the mode's parameter, published in the
+     * copy's replicas word (ring_mode.h: maglev's table size asked for, 0
+     * automatic; slots: 1 while `map` is set, else 0).  `replicas` stays
+     * the vnode count for a later switch to another mode. */
+    uint32_t tparam;
+    /* An explicit table (ops->map_settable, rb_ring_set_slots): the owner
+     * of each of its nmap slots, an index into nodes[]; NULL while the
+     * mode's fill makes the table.  Set only in a map_settable mode, every
+     * entry < nnodes. */
+    uint32_t *map;
+    size_t nmap;
 };
 
 /* Binary search by name: 1 and *at = index if found, else 0 and *at =
@@ -46,5 +50,25 @@ int rbi_ring_node_find(const rb_ring_t *r, const char *name, size_t len, size_t 
 /* The points, brought up to date: a mode that re-sizes every node
  * rebuilds them, the others settle the fresh nodes.  RB_OK, RB_ENOMEM. */
 int rbi_ring_fresh_points(rb_ring_t *r);
+
+/* ---- table modes (ring_table.c) -------------------------------------- */
+
+/* The points of r's membership under table mode ops with parameter param:
+ * slot i at i << RBI_RING_TABLE_SHIFT, owned by r->map[i] if r has an
+ * explicit map, else by the mode's fill; in a new array (*n of them, 0
+ * for no nodes).  RB_OK, RB_ENOMEM. */
+int rbi_ring_table_points(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops, uint32_t param,
+                          ring_point_t **out, size_t *n);
+
+/* Makes r's table (its mode's fill: r has nodes) its explicit map, if it
+ * has none yet.  RB_OK, RB_ENOMEM. */
+int rbi_ring_table_make_explicit(rb_ring_t *r);
+
+/* Keeps r's explicit map (if any) pointing at the same nodes: a node was
+ * inserted at index at (it owns no slot), or node at is about to be
+ * removed (its slots pass to the owner of the first slot clockwise it did
+ * not own; if it owned them all, the map is dropped: balanced again). */
+void rbi_ring_table_node_added(rb_ring_t *r, size_t at);
+void rbi_ring_table_node_removing(rb_ring_t *r, size_t at);
 
 #endif /* RBI_RING_MODEL_H */

@@ -33,6 +33,14 @@ static int sect_ok(uint64_t start, uint64_t len, uint64_t words)
     return start >= RBI_RING_COPY_HDR_WORDS && start <= words && len <= words - start;
 }
 
+/* The replicas word: a replica count, or a table mode's parameter. */
+static int replicas_ok(const rbi_ring_mode_ops_t *ops, uint64_t replicas)
+{
+    if (ops->table)
+        return replicas <= ops->param_max;
+    return replicas != 0 && replicas <= RB_RING_MAX_REPLICAS;
+}
+
 /* Reads and bounds-checks what every layout's copy `which` of m holds in
  * the same words: the header's identity and sizes, the node records and
  * names.  1 if the copy was never published (v empty), 0 if checked, -1
@@ -62,7 +70,7 @@ static int view_members(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
     v->names_bytes = rbi_ld(&c->names_bytes);
     if (rbi_ld(&c->magic) != RBI_RING_COPY_MAGIC || rbi_ring_mode_ops(v->mode) == NULL ||
         v->words > cap / 8 || v->words < RBI_RING_COPY_HDR_WORDS ||
-        v->replicas == 0 || v->replicas > RB_RING_MAX_REPLICAS ||
+        !replicas_ok(rbi_ring_mode_ops(v->mode), v->replicas) ||
         v->nnodes > RB_RING_MAX_NODES || v->npoints > RB_RING_MAX_POINTS ||
         (v->npoints == 0) != (v->nnodes == 0) || (v->names_bytes & 7) != 0 ||
         !sect_ok(v->nodes_w, RBI_NODE_WORDS * v->nnodes, v->words) ||
@@ -92,6 +100,7 @@ static int view_open(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
         !sect_ok(v->index_w, (((uint64_t)1 << v->bits) + 2) / 2, v->words))
         return RB_ECORRUPT;
     v->key_pos = rbi_ring_mode_ops(v->mode)->key_pos;
+    v->table = rbi_ring_mode_ops(v->mode)->table;
     return RB_OK;
 }
 
@@ -119,6 +128,12 @@ static inline __attribute__((always_inline)) int view_find(const rbi_ring_view_t
     uint64_t j, lo, hi, key, g;
     const _Atomic uint64_t *pw;
 
+    /* A table mode's point i sits at i << RBI_RING_TABLE_SHIFT, so the
+     * lower bound of a slot's position is that slot's point. */
+    if (v->table && (h >> RBI_RING_TABLE_SHIFT) < v->npoints) {
+        *pt = h >> RBI_RING_TABLE_SHIFT;
+        return RB_OK;
+    }
     j = h >> (64 - v->bits);
     lo = view_index(v, j);
     hi = view_index(v, j + 1);
@@ -259,13 +274,19 @@ static inline __attribute__((always_inline)) uint64_t arg_hash(lookup_arg_t *a,
     return a->h;
 }
 
-/* The point owning a's key in v; RB_EEMPTY for a ring without points. */
+/* The point owning a's key in v; RB_EEMPTY for a ring without points.  In
+ * a table mode the key's slot is its hash mod the table's size. */
 static inline __attribute__((always_inline)) int key_point(const rbi_ring_view_t *v,
                                                           lookup_arg_t *a, uint64_t *pt)
 {
+    uint64_t h;
+
     if (v->npoints == 0)
         return RB_EEMPTY;
-    return view_find(v, arg_hash(a, v), pt);
+    h = arg_hash(a, v);
+    if (v->table)
+        h = (h % v->npoints) << RBI_RING_TABLE_SHIFT;
+    return view_find(v, h, pt);
 }
 
 static int lookup_fn(const rbi_ring_view_t *v, void *arg)
@@ -350,6 +371,47 @@ int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
     return ring_read(rbi_reader_map(seg), stat_fn, out);
+}
+
+typedef struct ranges_arg {
+    rb_ring_range_t *out;
+    size_t cap, count;
+} ranges_arg_t;
+
+static int ranges_fn(const rbi_ring_view_t *v, void *arg)
+{
+    ranges_arg_t *a = arg;
+    uint64_t start = 0;
+
+    a->count = 0;
+    if (v->d != NULL && !v->table)
+        return RB_EINVAL;   /* (a ring never published has no mode yet) */
+    for (uint64_t i = 0; i < v->npoints; i++) {
+        uint64_t o = view_owner(v, i);
+        if (o >= v->nnodes)
+            return RB_ECORRUPT;
+        if (i + 1 < v->npoints && view_owner(v, i + 1) == o)
+            continue;
+        if (a->count < a->cap)
+            a->out[a->count] = (rb_ring_range_t){ (uint32_t)start, (uint32_t)i, (uint32_t)o,
+                                                  v->version };
+        a->count++;
+        start = i + 1;
+    }
+    return RB_OK;
+}
+
+int rb_ring_ranges(const rb_segment_t *seg, rb_ring_range_t *out, size_t cap, size_t *count)
+{
+    ranges_arg_t a = { out, cap, 0 };
+    int rc;
+
+    if (seg == NULL || count == NULL || (out == NULL && cap != 0))
+        return RB_EINVAL;
+    rc = ring_read(rbi_reader_map(seg), ranges_fn, &a);
+    if (rc == RB_OK)
+        *count = a.count;
+    return rc;
 }
 
 typedef struct nodes_arg {

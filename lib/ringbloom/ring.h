@@ -27,10 +27,19 @@ typedef enum rb_ring_mode {
     RB_RING_NGINX = 2,   /* nginx "hash $key consistent", byte-exact: nodes
                             are the upstream's server strings, 160 x weight
                             CRC-32 points; replicas is not used              */
-    RB_RING_SEED = 3     /* the teaching document's hash_str ring (64-bit)  */
+    RB_RING_SEED = 3,    /* the teaching document's hash_str ring (64-bit)  */
+    RB_RING_MAGLEV = 4,  /* Maglev (NSDI 2016) lookup table of M slots, M
+                            prime, weighted; replicas is the table size
+                            (0: automatic, >= 100 slots a node)             */
+    RB_RING_SLOTS = 5    /* Redis Cluster's 16384 key slots (hash tags
+                            included), balanced by weight or assigned with
+                            rb_ring_set_slots; replicas is not used          */
 } rb_ring_mode_t;
 
-/* Any process.  "xxh3", "ketama", "nginx", "seed" for a mode, and back
+/* The slots of RB_RING_SLOTS mode: a key's slot is Redis Cluster's. */
+#define RB_RING_SLOT_COUNT 16384
+
+/* Any process.  "xxh3", "ketama", "nginx", "seed", "maglev", "slots" for a mode, and back
  * (case-insensitive).  In the compatible modes (ketama, nginx) equal
  * points are ordered by the order nodes were added, which must therefore
  * follow the other side's server list; in the others by node name.
@@ -63,7 +72,9 @@ typedef struct rb_node {
 typedef struct rb_ring rb_ring_t;
 
 /* Any process.  A new empty ring: `replicas` virtual nodes per unit of
- * weight (1..RB_RING_MAX_REPLICAS; 0 -> RB_RING_DEFAULT_REPLICAS).
+ * weight (1..RB_RING_MAX_REPLICAS; 0 -> RB_RING_DEFAULT_REPLICAS).  A
+ * table mode starts automatic (maglev's table size, balanced slots) and
+ * keeps replicas for a later switch.
  * Errors: RB_EINVAL, RB_ENOMEM. */
 RB_EXPORT RB_WUR int rb_ring_new(rb_ring_mode_t mode, uint32_t replicas,
                                  rb_ring_t **out);
@@ -89,10 +100,36 @@ RB_EXPORT RB_WUR int rb_ring_set_weight(rb_ring_t *ring, const char *name,
                                         size_t len, uint32_t weight);
 /* Switches the model to another mode and/or replica count, regenerating
  * every point (O(points log points)).  replicas 0 keeps the current count.
- * Errors: RB_EINVAL, RB_ERANGE (point limit), RB_ENOMEM; nothing changes
- * on error. */
+ * For RB_RING_MAGLEV, replicas is the table size instead: a prime up to
+ * 16777213, fixed whatever the membership, or 0 for automatic (the
+ * largest prime <= 2^(16+k) + 1 that is >= 100 x nodes, k >= 0: 65537 up
+ * to 655 nodes); the replica count in force is kept for a later switch.
+ * For RB_RING_SLOTS, replicas must be 0, and the slots are balanced by
+ * weight.  A switch (to any mode, slots included) drops an explicit slot
+ * map.  Errors: RB_EINVAL, RB_ERANGE (point limit), RB_ENOMEM; nothing
+ * changes on error. */
 RB_EXPORT RB_WUR int rb_ring_set_mode(rb_ring_t *ring, rb_ring_mode_t mode, uint32_t replicas);
-/* The model's mode and replica count. */
+
+/* Any process, one thread per ring; RB_RING_SLOTS mode only.  Assigns
+ * slots start .. end (inclusive, 0 <= start <= end < RB_RING_SLOT_COUNT)
+ * to node name.  The first assignment makes the map explicit, starting
+ * from the balanced one; from then on membership changes edit it instead
+ * of rebalancing: an added node owns no slot until assigned some (as in
+ * Redis Cluster), a removed node's slots pass, range by range, to the
+ * owner of the first slot clockwise (wrapping after 16383) that it did not
+ * own; a node re-weighted keeps its slots.  Removing the only node that
+ * owns slots makes the map balanced again.  An explicit map is published
+ * with the ring and rb_ring_load restores it.  Errors: RB_EINVAL (another
+ * mode, a bad range or name), RB_ENOENT (no such node), RB_ENOMEM;
+ * nothing changes on error. */
+RB_EXPORT RB_WUR int rb_ring_set_slots(rb_ring_t *ring, uint32_t start, uint32_t end,
+                                       const char *name, size_t len);
+/* RB_RING_SLOTS mode only: back to the map balanced by weight, which
+ * follows every membership change (RB_EINVAL in another mode). */
+RB_EXPORT RB_WUR int rb_ring_balance_slots(rb_ring_t *ring);
+/* The model's mode and replica count (RB_RING_MAGLEV: the table size
+ * asked for, 0 automatic; RB_RING_SLOTS: 1 if the slot map is explicit,
+ * else 0). */
 RB_EXPORT rb_ring_mode_t rb_ring_mode(const rb_ring_t *ring);
 RB_EXPORT uint32_t rb_ring_replicas(const rb_ring_t *ring);
 /* Number of nodes / points in the model. */
@@ -133,7 +170,7 @@ RB_EXPORT RB_WUR int rb_ring_lookup_n(const rb_segment_t *seg, const void *key,
 typedef struct rb_ring_stat {
     uint64_t version;    /* publish counter; changes on every publish */
     uint32_t mode;       /* rb_ring_mode_t */
-    uint32_t replicas;
+    uint32_t replicas;   /* table modes: rb_ring_replicas' parameter */
     uint32_t nodes;
     uint32_t points;
     uint32_t index_bits; /* buckets = 2^index_bits */
@@ -142,6 +179,22 @@ typedef struct rb_ring_stat {
 
 /* Reader.  Consistent snapshot of the ring's figures. */
 RB_EXPORT RB_WUR int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out);
+
+/* A run of consecutive slots of a table mode's ring (RB_RING_MAGLEV,
+ * RB_RING_SLOTS) with one owner. */
+typedef struct rb_ring_range {
+    uint32_t start, end;   /* slots start .. end, inclusive */
+    uint32_t node;         /* the owner's index in rb_ring_nodes' order */
+    uint64_t version;      /* the ring version (rb_ring_stat) it was read from */
+} rb_ring_range_t;
+
+/* Reader.  The published table of a table mode as runs of slots with one
+ * owner, in slot order: copies up to cap into out and stores their number
+ * in *count (which may exceed cap).  Consistent snapshot; pair it with
+ * rb_ring_nodes of the same version.  RB_EINVAL if the ring is not in a
+ * table mode; an empty ring has none.  Cost: O(slots). */
+RB_EXPORT RB_WUR int rb_ring_ranges(const rb_segment_t *seg, rb_ring_range_t *out,
+                                    size_t cap, size_t *count);
 
 /* Reader.  Copies up to cap nodes (sorted by name) into out and stores the
  * total in *count (which may exceed cap).  Consistent snapshot. */

@@ -370,9 +370,9 @@ START_TEST(test_badinput_ring_bad_mode_replicas_count)
     start(NULL);
     seed();
     capture(&st);
-    EXPECT_ERR(w, "ERR unknown ring mode 'nope' (xxh3, ketama, nginx or seed)", A("RING.MODE"),
+    EXPECT_ERR(w, "ERR unknown ring mode 'nope' (xxh3, ketama, nginx, seed, maglev or slots)", A("RING.MODE"),
                A("nope"));
-    EXPECT_ERR(w, "ERR unknown ring mode '' (xxh3, ketama, nginx or seed)", A("RING.MODE"), A(""));
+    EXPECT_ERR(w, "ERR unknown ring mode '' (xxh3, ketama, nginx, seed, maglev or slots)", A("RING.MODE"), A(""));
     EXPECT_ERR(w, "ERR replicas must be an integer in [1, 4096]", A("RING.MODE"), A("seed"),
                A("0"));
     EXPECT_ERR(w, "ERR replicas must be an integer in [1, 4096]", A("RING.MODE"), A("xxh3"),

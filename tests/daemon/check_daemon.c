@@ -159,9 +159,71 @@ START_TEST(test_daemon_ring_commands)
     rbd_expect(c, "Mode\nxxh3\nReplicas\n100\nNodes\n2\nPoints\n500\nVersion\n4\nBytes per copy\n"
                "5208", "RING.INFO");
     rbd_expect(c, "OK", "RING.MODE", "seed");
-    rbd_expect(c, "ERR unknown ring mode 'nope' (xxh3, ketama, nginx or seed)", "RING.MODE", "nope");
+    rbd_expect(c, "ERR unknown ring mode 'nope' (xxh3, ketama, nginx, seed, maglev or slots)",
+               "RING.MODE", "nope");
     rbd_expect(c, "OK", "RING.REMOVE", "alpha");
     rbd_expect(c, "beta", "RING.GET", "k");
+    rb_segment_close(seg);
+    rb_conn_close(c);
+}
+END_TEST
+
+/* The table modes through RESP: RING.MODE maglev [table_size] and slots,
+ * RING.SLOTS's assignments, listing, BALANCE and refusals, and the
+ * daemon's answers equal the segment's. */
+START_TEST(test_daemon_ring_table_modes)
+{
+    rb_segment_t *seg;
+    rb_node_t n;
+    rb_conn_t *c;
+    int rc;
+    const char *got;
+
+    rbd_start(&d, "");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "a");
+    rbd_expect(c, "OK", "RING.ADD", "b", "2");
+    rbd_expect(c, "OK", "RING.ADD", "c");
+    rbd_expect(c, "ERR the ring is not in slots mode", "RING.SLOTS");
+    rbd_expect(c, "ERR the ring is not in slots mode", "RING.SLOTS", "0", "1", "a");
+    rbd_expect(c, "ERR table size must be a prime in [2, 16777213]", "RING.MODE", "maglev", "1000");
+    rbd_expect(c, "ERR table size must be a prime in [2, 16777213]", "RING.MODE", "maglev",
+               "16777259");
+    rbd_expect(c, "OK", "RING.MODE", "maglev", "1009");
+    rbd_expect(c, "Mode\nmaglev\nReplicas\n1009\nNodes\n3\nPoints\n1009\nVersion\n5\n"
+               "Bytes per copy\n10328", "RING.INFO");
+    got = rbd_cmd(c, &rc, "RING.GET", "some-key", (const char *)NULL);
+    seg = rbd_attach(&d);
+    ck_assert_int_eq(rb_ring_lookup(seg, "some-key", 8, &n), RB_OK);
+    ck_assert_str_eq(got, n.name);
+    rbd_expect(c, "OK", "RING.MODE", "maglev");
+    rbd_expect(c, "Mode\nmaglev\nReplicas\n0\nNodes\n3\nPoints\n65537\nVersion\n6\n"
+               "Bytes per copy\n786648", "RING.INFO");
+    rbd_expect(c, "ERR slots mode takes no replicas or table size", "RING.MODE", "slots", "1");
+    rbd_expect(c, "OK", "RING.MODE", "slots");
+    /* Balanced by weight: a 1, b 2, c 1 of 16384. */
+    rbd_expect(c, "0\n4095\na\n4096\n12287\nb\n12288\n16383\nc", "RING.SLOTS");
+    rbd_expect(c, "OK", "RING.SLOTS", "0", "100", "c", "200", "300", "a");
+    rbd_expect(c, "0\n100\nc\n101\n4095\na\n4096\n12287\nb\n12288\n16383\nc", "RING.SLOTS");
+    rbd_expect(c, "Mode\nslots\nReplicas\n1\nNodes\n3\nPoints\n16384\nVersion\n8\n"
+               "Bytes per copy\n196816", "RING.INFO");
+    /* All or nothing: a bad range, an unknown node refuse every range. */
+    rbd_expect(c, "ERR slot must be an integer in [0, 16383]", "RING.SLOTS", "0", "1", "a", "5",
+               "16384", "b");
+    rbd_expect(c, "ERR start slot 9 is after end slot 8", "RING.SLOTS", "9", "8", "a");
+    rbd_expect(c, "ERR syntax error: RING.SLOTS start end node [start end node ...]",
+               "RING.SLOTS", "0", "1");
+    rbd_expect(c, "ERR no such node", "RING.SLOTS", "0", "16383", "a", "5", "6", "zz");
+    rbd_expect(c, "0\n100\nc\n101\n4095\na\n4096\n12287\nb\n12288\n16383\nc", "RING.SLOTS");
+    /* An added node owns nothing; a removed node's slots go clockwise. */
+    rbd_expect(c, "OK", "RING.ADD", "d");
+    rbd_expect(c, "OK", "RING.REMOVE", "a");
+    rbd_expect(c, "0\n100\nc\n101\n12287\nb\n12288\n16383\nc", "RING.SLOTS");
+    ck_assert_int_eq(rb_ring_lookup(seg, "{user1}.x", 9, &n), RB_OK);
+    got = rbd_cmd(c, &rc, "RING.GET", "{user1}.x", (const char *)NULL);
+    ck_assert_str_eq(got, n.name);
+    rbd_expect(c, "OK", "RING.SLOTS", "balance");
+    rbd_expect(c, "0\n8191\nb\n8192\n12287\nc\n12288\n16383\nd", "RING.SLOTS");
     rb_segment_close(seg);
     rb_conn_close(c);
 }
@@ -744,6 +806,7 @@ int main(void)
                                  test_daemon_answers_redis_clients_basics,
                                  test_daemon_bf_replies_match_redisbloom,
                                  test_daemon_ring_commands,
+                                 test_daemon_ring_table_modes,
                                  test_daemon_limits_give_clear_errors,
                                  test_daemon_aging_filter_and_reset,
                                  test_daemon_conn_reserve_sends_every_parameter,

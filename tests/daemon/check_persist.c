@@ -576,6 +576,59 @@ START_TEST(test_persist_crash_after_snapshot_replays_its_log_from_the_freeze)
 }
 END_TEST
 
+/* The table modes survive restarts: an explicit slot map from the log
+ * (replay), from a snapshot's ring (rb_ring_load) with the log after it,
+ * and from the live segment; a maglev table size likewise. */
+START_TEST(test_persist_table_modes_survive_restarts)
+{
+    const char *const map1 = "0\n100\nc\n101\n4095\na\n4096\n12287\nb\n12288\n16383\nc";
+    const char *const map2 = "0\n100\nc\n101\n12287\nb\n12288\n16383\nc";
+    char owner[64];
+    rb_conn_t *c;
+    int rc;
+
+    start("appendfsync always\nsave-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.MODE", "slots");
+    rbd_expect(c, "OK", "RING.ADD", "a");
+    rbd_expect(c, "OK", "RING.ADD", "b", "2");
+    rbd_expect(c, "OK", "RING.ADD", "c");
+    rbd_expect(c, "OK", "RING.SLOTS", "0", "100", "c", "200", "300", "a");
+    rbd_expect(c, map1, "RING.SLOTS");
+    rb_conn_close(c);
+    crash();                       /* the log alone */
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, map1, "RING.SLOTS");
+    rbd_expect(c, "OK", "SAVE");
+    rbd_expect(c, "OK", "RING.ADD", "d");   /* after the snapshot: owns nothing */
+    rbd_expect(c, "OK", "RING.REMOVE", "a");
+    rbd_expect(c, map2, "RING.SLOTS");
+    rb_conn_close(c);
+    crash();                       /* the snapshot's ring, then its log */
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, map2, "RING.SLOTS");
+    rbd_expect(c, "OK", "RING.ADD", "e");   /* still explicit: owns nothing */
+    rbd_expect(c, map2, "RING.SLOTS");
+    rbd_expect(c, "OK", "RING.MODE", "maglev", "1009");
+    snprintf(owner, sizeof(owner), "%s", rbd_cmd(c, &rc, "RING.GET", "k", (const char *)NULL));
+    rb_conn_close(c);
+    rbd_stop(&d, SIGKILL);         /* the live segment */
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, owner, "RING.GET", "k");
+    rbd_expect(c, "OK", "RING.ADD", "f");
+    rb_conn_close(c);
+    crash();
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "Mode\nmaglev\nReplicas\n1009\nNodes\n5\nPoints\n1009\nVersion\n6\n"
+               "Bytes per copy\n10376", "RING.INFO");
+    rb_conn_close(c);
+}
+END_TEST
+
 /* Background snapshots (BGSAVE) while keys are added: the daemon killed at
  * different moments - right after the freeze, while the thread writes,
  * after the install - restarts with every key it acknowledged, and adds
@@ -1323,7 +1376,8 @@ int main(void)
                                  test_persist_record_for_missing_filter_or_node_refused,
                                  test_persist_corrupt_last_record_refused,
                                  test_persist_cut_or_zeroed_tail_is_torn,
-                                 test_persist_large_madd_replays),
+                                 test_persist_large_madd_replays,
+                                 test_persist_table_modes_survive_restarts),
                         RB_TCASE("old format", 300, NULL, rbd_teardown,
                                  test_persist_format2_snapshot_starts_with_its_data,
                                  test_persist_old_format_state_starts_with_its_data),
