@@ -566,8 +566,8 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
             printf("{\"masters\":%zu,\"ranges\":%zu,\"added\":%zu,\"removed\":%zu}\n",
                    m->masters, ranges, added, removed);
         else
-            printf("imported %s:%s: %zu masters, %zu slot ranges (%zu nodes added, %zu "
-                   "removed)\n", host, port, m->masters, ranges, added, removed);
+            printf("imported %s:%s: %zu masters, %zu slot ranges; ring nodes added: %zu, "
+                   "removed: %zu\n", host, port, m->masters, ranges, added, removed);
     }
     free(ring);
     free(m->name);

@@ -12,7 +12,8 @@
 #      20,000 keys the node `ringbloom lookup -` names is the one that
 #      takes the key without -MOVED (EXISTS, pipelined with redis-py to
 #      each node); 1000 slots resharded from one master to another,
-#      imported again, all agree again; after each import the nodes are
+#      imported again, all agree again; a fourth master (no slots, then
+#      1000 from another) likewise; after each import the nodes are
 #      the masters (a member that was none removed) and the daemon's
 #      RING.SLOTS lists what CLUSTER SLOTS does.
 # Exit 77 without redis-server (Debian package redis-server).
@@ -205,6 +206,19 @@ C import-cluster 127.0.0.1 "$B" > "$dir/import.out" 2>&1 || { cat "$dir/import.o
 cat "$dir/import.out"
 check "after reshard"
 same "after reshard"
+# A fourth master: it joins the ring with no slots, then takes 1000.
+rc_add_master
+D=$(echo $rc_ports | cut -d' ' -f4)
+C import-cluster 127.0.0.1 "$A" > "$dir/import.out" 2>&1 || { cat "$dir/import.out"; fail "the import with 4 masters failed"; }
+cat "$dir/import.out"
+[ "$(C nodes | wc -l)" -eq 4 ] || { C nodes; fail "the new master did not join the ring"; }
+check "with a master without slots"
+rc_reshard "$B" "$D" 1000
+echo "resharded 1000 slots from 127.0.0.1:$B to 127.0.0.1:$D"
+C import-cluster 127.0.0.1 "$D" > "$dir/import.out" 2>&1 || { cat "$dir/import.out"; fail "the fourth import failed"; }
+cat "$dir/import.out"
+check "after the second reshard"
+same "after the second reshard"
 C nodes
 echo "redis_cluster: done in $(( $(date +%s) - start )) s"
 echo "Checks: 1, Failures: 0, Errors: 0"

@@ -4,7 +4,8 @@
 # ports python3 picks ($rc_ports, bus ports $rc_bus), each in its own
 # directory of a temporary one ($rc_dir, logs $rc_dir/PORT.log), joins
 # them with redis-cli --cluster create and waits until every node says
-# cluster_state:ok and all give the same CLUSTER SLOTS.  rc_reshard FROM
+# cluster_state:ok and all give the same CLUSTER SLOTS.  rc_add_master
+# adds a master without slots (its port appended).  rc_reshard FROM
 # TO N moves N slots from master port FROM to master port TO (redis-cli
 # --cluster reshard) and waits for that agreement again.  rc_id PORT is a
 # node's id.  An EXIT trap kills every redis-server it started and removes
@@ -89,6 +90,38 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1") || rc_fail "no free 
     done
     timeout 30 redis-cli --cluster create $_addrs --cluster-replicas 0 --cluster-yes \
         > "$rc_dir/create.log" 2>&1 || { cat "$rc_dir/create.log"; rc_fail "redis-cli --cluster create failed"; }
+    rc_wait_agree
+}
+# rc_add_master: one more master, with no slots (redis-cli --cluster
+# add-node), its port appended to $rc_ports; waits until every node knows
+# every other.
+rc_add_master() {
+    set -- $(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(2)]
+for s in ss:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))') || rc_fail "no free ports"
+    rc_start_node "$1" "$2"
+    _i=0
+    while ! rc_cli "$1" PING >/dev/null 2>&1; do
+        _i=$((_i + 1))
+        [ $_i -gt 100 ] && { cat "$rc_dir/$1.log"; rc_fail "redis-server on $1 did not start"; }
+        sleep 0.05
+    done
+    set -- "$1" $rc_ports
+    timeout 30 redis-cli --cluster add-node "127.0.0.1:$1" "127.0.0.1:$2" \
+        > "$rc_dir/add-node.log" 2>&1 || { cat "$rc_dir/add-node.log"; rc_fail "redis-cli --cluster add-node failed"; }
+    rc_ports="$rc_ports $1"
+    _n=$(echo $rc_ports | wc -w)
+    _i=0
+    for _port in $rc_ports; do
+        while [ "$(rc_cli "$_port" CLUSTER NODES 2>/dev/null | grep -c 'master')" -ne "$_n" ]; do
+            _i=$((_i + 1))
+            [ $_i -gt 200 ] && rc_fail "the nodes did not all learn of the new master within 20 s"
+            sleep 0.1
+        done
+    done
     rc_wait_agree
 }
 # rc_reshard FROM_PORT TO_PORT N
