@@ -5,7 +5,9 @@
  *   2. skew (max - min share of keys) against virtual nodes per node;
  *   3. measured false-positive rate against (1 - e^(-kn/m))^k as a filter
  *      fills from 10% to 200% of its capacity;
- *   4. sizing for n = 10^6, 10^7 at p = 1%, 0.1%.
+ *   4. sizing for n = 10^6, 10^7 at p = 1%, 0.1%;
+ *   5. the maglev table mode beside the xxh3 ring: keys moved when one
+ *      node joins or leaves, and skew (max / mean keys per node).
  *
  * Every figure that has a reference (the seed's number or the formula) is
  * printed beside it with a tolerance and ok/FAIL; --check makes a FAIL the
@@ -51,8 +53,10 @@ static void die(const char *what, int rc)
     exit(1);
 }
 
-/* Owner index of every key on a ring of nodes[0..n) (names), in `mode`. */
-static void owners(rb_ring_mode_t mode, uint32_t replicas, char names[][48], int n, int *out)
+/* Owner index of every key "key0".. of nkeys on a ring of nodes[0..n)
+ * (names), in `mode`. */
+static void owners_of(rb_ring_mode_t mode, uint32_t replicas, char names[][48], int n, int *out,
+                      int nkeys)
 {
     rb_segment_t *seg;
     rb_ring_t *ring;
@@ -67,7 +71,7 @@ static void owners(rb_ring_mode_t mode, uint32_t replicas, char names[][48], int
     if ((rc = rb_segment_create(NULL, NULL, &seg)) != RB_OK ||
         (rc = rb_ring_publish(ring, seg)) != RB_OK)
         die("publish", rc);
-    for (int k = 0; k < NKEYS; k++) {
+    for (int k = 0; k < nkeys; k++) {
         rb_node_t node;
         snprintf(key, sizeof(key), "key%d", k);
         if ((rc = rb_ring_lookup(seg, key, strlen(key), &node)) != RB_OK)
@@ -79,6 +83,11 @@ static void owners(rb_ring_mode_t mode, uint32_t replicas, char names[][48], int
     }
     rb_segment_close(seg);
     rb_ring_free(ring);
+}
+
+static void owners(rb_ring_mode_t mode, uint32_t replicas, char names[][48], int n, int *out)
+{
+    owners_of(mode, replicas, names, n, out, NKEYS);
 }
 
 static double ring_moved(rb_ring_mode_t mode, char names[][48], int from)
@@ -291,6 +300,83 @@ static FILE *open_dat(const char *dir, const char *name)
     return f;
 }
 
+#define TABLE_KEYS 100000
+
+/* The owners of TABLE_KEYS keys on names[0..n) without node `drop` (-1:
+ * none), as indices into names. */
+static void owners_without(rb_ring_mode_t mode, char names[][48], int n, int drop, int *out)
+{
+    static char sub[128][48];
+    int map[128], m = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (i == drop)
+            continue;
+        memcpy(sub[m], names[i], 48);
+        map[m++] = i;
+    }
+    owners_of(mode, 100, sub, m, out, TABLE_KEYS);
+    for (int k = 0; k < TABLE_KEYS; k++)
+        out[k] = out[k] >= 0 ? map[out[k]] : -1;
+}
+
+/* Fraction of keys whose owner differs between a and b; skew of a. */
+static double moved_frac(const int *a, const int *b)
+{
+    int moved = 0;
+
+    for (int k = 0; k < TABLE_KEYS; k++)
+        moved += a[k] != b[k];
+    return (double)moved / TABLE_KEYS;
+}
+
+static double max_over_mean(const int *o, int n)
+{
+    static int count[128];
+    int mx = 0;
+
+    memset(count, 0, sizeof(count));
+    for (int k = 0; k < TABLE_KEYS; k++)
+        count[o[k]]++;
+    for (int i = 0; i < n; i++)
+        mx = count[i] > mx ? count[i] : mx;
+    return mx / ((double)TABLE_KEYS / n);
+}
+
+/* Maglev (automatic table: 65537 slots up to 655 nodes) and the xxh3 ring
+ * (100 vnodes per node) on N nodes: one node joins (N -> N + 1, the last
+ * in name order) or leaves (N -> N - 1, the middle one).  Printed, not
+ * checked: Maglev trades a little extra movement for its even spread. */
+static void table_maglev(void)
+{
+    static const int sizes[] = { 10, 100 };
+    static char hosts[128][48];
+    static int base[TABLE_KEYS], other[TABLE_KEYS];
+    static const rb_ring_mode_t modes[] = { RB_RING_XXH3, RB_RING_MAGLEV };
+
+    for (int i = 0; i < 128; i++)
+        snprintf(hosts[i], sizeof(hosts[i]), "cache-%03d.pool.example.net", i);
+    printf("5. Maglev beside the xxh3 ring: keys moved (%d keys) and skew (max / mean keys "
+           "per node)\n\n", TABLE_KEYS);
+    printf("  %-6s %-7s %-11s %-11s %-11s %-11s %s\n", "nodes", "mode", "join moved", "(ideal)",
+           "leave moved", "(ideal)", "skew");
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        int n = sizes[s];
+        for (size_t m = 0; m < 2; m++) {
+            double join, leave, sk;
+            owners_without(modes[m], hosts, n, -1, base);
+            sk = max_over_mean(base, n);
+            owners_without(modes[m], hosts, n + 1, -1, other);
+            join = moved_frac(base, other);
+            owners_without(modes[m], hosts, n, n / 2, other);
+            leave = moved_frac(base, other);
+            printf("  %-6d %-7s %-11.4f %-11.4f %-11.4f %-11.4f %.3f\n", n,
+                   rb_ring_mode_name(modes[m]), join, 1.0 / (n + 1), leave, 1.0 / n, sk);
+        }
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     int check = 0;
@@ -311,6 +397,7 @@ int main(int argc, char **argv)
     table_skew();
     table_fpr();
     table_sizing();
+    table_maglev();
     printf("Checks: %d, Failures: %d, Errors: 0\n", checks, failures);
     if (moved_dat) {
         fclose(moved_dat);

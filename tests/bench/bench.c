@@ -3,7 +3,9 @@
  * instead, in one run, as ratios of the same run.
  *
  *   1. ring lookup, 10 / 100 / 1000 nodes x 160 vnodes, 10^6 URL-like keys:
- *      ringbloom xxh3, ringbloom ketama, libmemcached memcached_generate_hash
+ *      ringbloom xxh3, ringbloom ketama, the table modes (maglev's
+ *      automatic table, Redis Cluster slots: one load of the slot's point
+ *      instead of a search), libmemcached memcached_generate_hash
  *      (KETAMA_WEIGHTED) and a plain sorted-array binary search (the seed's
  *      get_node) over the same points as the xxh3 ring; plus md5-only, the
  *      libmd MD5 of each key and nothing else: the work any ketama lookup
@@ -464,12 +466,12 @@ static void bench_ring(void)
         int nodes = sizes[s];
         char (*names)[40] = calloc((size_t)nodes, 40);
         char (*kt)[40] = calloc((size_t)nodes, 40);
-        double v[6][32];
+        double v[8][32];
         memcached_st *memc = NULL;
         plain_ring_t plain;
-        rb_segment_t *sx, *sk;
-        size_t px, pk;
-        uint64_t bx, bk;
+        rb_segment_t *sx, *sk, *sm, *ss;
+        size_t px, pk, pt;
+        uint64_t bx, bk, bt;
         char title[80];
 
         for (int i = 0; i < nodes; i++) {
@@ -479,6 +481,9 @@ static void bench_ring(void)
         plain_build(&plain, kt, nodes, 160);
         sx = rb_ring_of(RB_RING_XXH3, kt, nodes, &px, &bx);
         sk = rb_ring_of(RB_RING_KETAMA, kt, nodes, &pk, &bk);
+        /* The table modes: maglev's automatic table, Redis Cluster slots. */
+        sm = rb_ring_of(RB_RING_MAGLEV, kt, nodes, &pt, &bt);
+        ss = rb_ring_of(RB_RING_SLOTS, kt, nodes, &pt, &bt);
         ring_bytes_per_point[s] = (double)bx / (double)px;
         if (nodes <= 100) {   /* libmemcached aborts past 100 servers */
             memc = memcached_create(NULL);
@@ -493,19 +498,27 @@ static void bench_ring(void)
             v[3][r] = time_rb(sk);
             v[4][r] = time_md5_only();
             v[5][r] = bench_md5_libcrypto(keys, klen, NKEYS);
+            v[6][r] = time_rb(sm);
+            v[7][r] = time_rb(ss);
         }
         {
-            cell_t c[6] = { { "libmemcached", memc ? median(v[0], reps) : NAN,
+            cell_t c[8] = { { "libmemcached", memc ? median(v[0], reps) : NAN,
                               "asserts past 100 servers" },
                             { "binary-search", median(v[1], reps), NULL },
                             { "rb-xxh3", median(v[2], reps), NULL },
                             { "rb-ketama", median(v[3], reps), NULL },
                             { "md5-only", median(v[4], reps), NULL },
-                            { "md5-libcrypto", median(v[5], reps), "built without libcrypto" } };
+                            { "md5-libcrypto", median(v[5], reps), "built without libcrypto" },
+                            { "rb-maglev", median(v[6], reps), NULL },
+                            { "rb-slots", median(v[7], reps), NULL } };
+            double q[3], u[3];
             snprintf(title, sizeof(title), "lookup, %d nodes x 160 vnodes", nodes);
-            row("ring", title, "M/s", 1, memc ? 0 : 1, c, 6);
+            row("ring", title, "M/s", 1, memc ? 0 : 1, c, 8);
+            ratio_spread(v[6], v[2], reps, q);
+            ratio_spread(v[7], v[2], reps, u);
+            printf("  %-34s  rb-maglev / rb-xxh3: %.2fx (runs %.2f-%.2f), rb-slots / rb-xxh3: "
+                   "%.2fx (runs %.2f-%.2f)\n", "", q[0], q[1], q[2], u[0], u[1], u[2]);
             if (memc) {
-                double q[3];
                 ratio_spread(v[3], v[0], reps, q);
                 printf("  %-34s  rb-ketama / libmemcached: %.2fx (runs %.2f-%.2f)\n", "", q[0],
                        q[1], q[2]);
@@ -515,6 +528,8 @@ static void bench_ring(void)
             memcached_free(memc);
         rb_segment_close(sx);
         rb_segment_close(sk);
+        rb_segment_close(sm);
+        rb_segment_close(ss);
         free(plain.pos);
         free(plain.owner);
         free(names);
