@@ -5,6 +5,8 @@
  *
  * A file calls only files below it (docs/design.md, "The CLI"):
  *   main.c          options, usage, the subcommand table
+ *   cluster.c       import-cluster: a Redis Cluster's slot map into the ring; keyslot
+ *   redis_node.c    a Redis server over TCP: one command, its reply as a tree
  *   metrics.c       metrics: INFO, the ring and the filters for Prometheus
  *   ring_offline.c  ring: a private ring, then reads.c's lookup stream
  *   reads.c         lookup, exists, nodes, filters: from shared memory
@@ -71,6 +73,47 @@ static inline int cli_parse_u32(const char *s, uint32_t *out)
     *out = (uint32_t)v;
     return 0;
 }
+
+/* ---- cluster.c --------------------------------------------------------------- */
+
+cli_cmd_fn cmd_import_cluster, cmd_keyslot;
+
+/* ---- redis_node.c ------------------------------------------------------------ */
+
+/* A RESP2 reply read from a Redis server, as a tree.  type is the RESP2
+ * type byte ('+' simple string, '-' error, ':' integer, '$' bulk string,
+ * '*' array) or '_' for a nil bulk or array.  s (NUL-terminated, len
+ * bytes) holds a string's bytes; n an integer, or an array's length, of
+ * which el[0 .. count) were read (count == n once the reply is whole). */
+typedef struct cli_rv {
+    char type;
+    long long n;
+    char *s;
+    size_t len;
+    struct cli_rv *el;
+    size_t count;
+} cli_rv_t;
+
+typedef struct cli_redis cli_redis_t;
+
+/* Connects to host:port (a name or an address, IPv4 or IPv6) within
+ * timeout_s seconds, which then bounds every send and receive.  EX_YES,
+ * or EX_UNREACH / EX_FAIL with the reason in why (naming host:port). */
+int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_redis_t **out,
+                   char *why, size_t cap);
+void cli_redis_close(cli_redis_t *r);
+
+/* Sends one command (argc NUL-terminated words) and reads its reply into
+ * *reply (an error reply is a reply: type '-').  The reply is bounded
+ * (a line 64 KiB, a bulk string 1 MiB, 2^20 elements, nesting 8): a
+ * reply past a bound, or not RESP2, is EX_FAIL, a broken connection or
+ * no answer within the timeout EX_UNREACH, each with the reason in why;
+ * *reply is then empty.  Free it with cli_rv_free. */
+int cli_redis_call(cli_redis_t *r, size_t argc, const char *const *argv, cli_rv_t *reply,
+                   char *why, size_t cap);
+
+/* Frees what v holds (not v itself). */
+void cli_rv_free(cli_rv_t *v);
 
 /* ---- metrics.c --------------------------------------------------------------- */
 

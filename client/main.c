@@ -5,8 +5,9 @@
  * Reads (lookup, exists, nodes, filters: reads.c) are answered from
  * shared memory, with no round trip to the daemon; changes (add, load,
  * node, reserve, reset, delete, shutdown: writes.c) go to the daemon over
- * its socket, and so do info (info.c) and metrics (metrics.c); ring
- * (ring_offline.c) needs no daemon.  A subcommand is one row of the table below (its name, its
+ * its socket, and so do info (info.c), metrics (metrics.c) and
+ * import-cluster (cluster.c, which reads a Redis Cluster node over TCP
+ * first); ring (ring_offline.c) and keyslot (cluster.c) need no daemon.  A subcommand is one row of the table below (its name, its
  * handler, its usage lines under their heading) and one handler; the exit
  * codes are in cli.h.
  */
@@ -64,11 +65,18 @@ static const struct command {
       "  metrics                      INFO, ring and filters as Prometheus text\n" },
     { "shutdown", 0, 0, cmd_shutdown, DAEMON,
       "  shutdown                     snapshot and stop the daemon\n" },
+    { "import-cluster", 2, 3, cmd_import_cluster, DAEMON,
+      "  import-cluster HOST PORT [--dry-run]\n"
+      "                               the slots ring from a Redis Cluster node's slot map,\n"
+      "                               in one transaction (--dry-run: print the commands)\n" },
     { "ring", 0, ANY, cmd_ring, OFFLINE,
       "  ring --mode xxh3|ketama|nginx|seed|maglev|slots --nodes FILE [--replicas R] < KEYS\n"
       "                               KEY<TAB>NODE per input line; FILE has one\n"
       "                               NAME [WEIGHT] per line (host:port for ketama/nginx,\n"
       "                               in the other side's server order)\n" },
+    { "keyslot", 1, ANY, cmd_keyslot, OFFLINE,
+      "  keyslot KEY...               Redis Cluster's slot of each KEY (CLUSTER KEYSLOT)\n"
+      "  keyslot -                    KEY<TAB>SLOT for every line of standard input\n" },
 };
 
 static void usage(FILE *f)
