@@ -165,12 +165,36 @@ static const uint16_t crc16_table[256] = {
     0x6e17, 0x7e36, 0x4e55, 0x5e74, 0x2e93, 0x3eb2, 0x0ed1, 0x1ef0,
 };
 
+/* Slicing by 8: crc16_slice[k][x] is the CRC of byte x followed by k zero
+ * bytes, so that 8 bytes b0..b7 taken into state c give
+ *   slice[7][hi(c) ^ b0] ^ slice[6][lo(c) ^ b1] ^ slice[5][b2] ^ ... ^ slice[0][b7]
+ * (a 16-bit state is shifted out entirely by two bytes; the rest is the
+ * linearity of the CRC): eight independent loads instead of a chain of
+ * eight.  Filled once, when the library is loaded, from crc16_table. */
+static uint16_t crc16_slice[8][256];
+
+__attribute__((constructor)) static void crc16_slice_init(void)
+{
+    for (unsigned x = 0; x < 256; x++) {
+        crc16_slice[0][x] = crc16_table[x];
+        for (unsigned k = 1; k < 8; k++) {
+            uint16_t c = crc16_slice[k - 1][x];
+            crc16_slice[k][x] = (uint16_t)(c << 8) ^ crc16_table[c >> 8];
+        }
+    }
+}
+
 uint16_t rbi_hash_crc16(const void *data, size_t len)
 {
     const unsigned char *p = data;
     uint16_t crc = 0;
+    size_t i = 0;
 
-    for (size_t i = 0; i < len; i++)
+    for (; i + 8 <= len; i += 8)
+        crc = crc16_slice[7][(crc >> 8) ^ p[i]] ^ crc16_slice[6][(crc & 0xff) ^ p[i + 1]] ^
+              crc16_slice[5][p[i + 2]] ^ crc16_slice[4][p[i + 3]] ^ crc16_slice[3][p[i + 4]] ^
+              crc16_slice[2][p[i + 5]] ^ crc16_slice[1][p[i + 6]] ^ crc16_slice[0][p[i + 7]];
+    for (; i < len; i++)
         crc = (uint16_t)(crc << 8) ^ crc16_table[((crc >> 8) ^ p[i]) & 0xff];
     return crc;
 }

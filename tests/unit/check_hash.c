@@ -95,6 +95,29 @@ START_TEST(test_hash_keyslot_matches_redis)
 }
 END_TEST
 
+/* The sliced CRC-16 (8 bytes a step) against the bitwise definition, for
+ * every length up to 70 and every offset of the tail. */
+START_TEST(test_hash_crc16_sliced_equals_bitwise)
+{
+    unsigned char buf[70];
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+
+    for (size_t i = 0; i < sizeof(buf); i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (unsigned char)x;
+    }
+    for (size_t len = 0; len <= sizeof(buf); len++) {
+        uint16_t c = 0;
+        for (size_t i = 0; i < len; i++) {
+            c ^= (uint16_t)(buf[i] << 8);
+            for (int b = 0; b < 8; b++)
+                c = (uint16_t)(c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1);
+        }
+        ck_assert_uint_eq(rbi_hash_crc16(buf, len), c);
+    }
+}
+END_TEST
+
 START_TEST(test_hash_keyed128_depends_on_secret)
 {
     static const struct {
@@ -130,5 +153,6 @@ int main(void)
                                  test_hash_seed_matches_python_reference,
                                  test_hash_seed_invalid_utf8_hashes_bytes,
                                  test_hash_keyed128_depends_on_secret,
-                                 test_hash_keyslot_matches_redis));
+                                 test_hash_keyslot_matches_redis,
+                                 test_hash_crc16_sliced_equals_bitwise));
 }
