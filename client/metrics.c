@@ -112,7 +112,7 @@ static const struct info_metric {
     { "bf_new_items", "bloom_new_items_total", "counter", NUM, 1, NULL,
       "Keys added to a filter that were not in it before." },
     { "ring_changes", "ring_changes_total", "counter", NUM, 1, NULL,
-      "Changes to the ring (node add, remove, weight, mode)." },
+      "Changes to the ring (node add, remove, weight, state, mode, slots)." },
     { "max_filters", "max_filters", "gauge", NUM, 1, NULL,
       "Filters the segment's directory holds at most." },
 };
@@ -273,6 +273,7 @@ static void print_ring(FILE *m, const gathered_t *g)
     const rb_ring_stat_t *r = &g->ring;
     const struct { const char *name, *help; unsigned long long v; } rows[] = {
         { "ring_nodes", "Nodes in the ring.", r->nodes },
+        { "ring_nodes_not_up", "Nodes down or draining (RING.DOWN, RING.DRAIN).", r->down },
         { "ring_points", "Points (virtual nodes) on the ring.", r->points },
         { "ring_replicas", "Points per unit of weight.", r->replicas },
         { "ring_version", "The ring's publish counter (changes on every publish).", r->version },

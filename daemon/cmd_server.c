@@ -501,6 +501,7 @@ static void info_ring(server_t *s, info_buf_t *ib)
     info_line(ib, "ring_mode:%s", rb_ring_mode_name(rb_ring_mode(s->state.ring)));
     info_line(ib, "ring_replicas:%u", rb_ring_replicas(s->state.ring));
     info_line(ib, "ring_nodes:%u", rs.nodes);
+    info_line(ib, "ring_nodes_not_up:%u", rs.down);
     info_line(ib, "ring_points:%u", rs.points);
     info_line(ib, "ring_version:%llu", (unsigned long long)rs.version);
     info_line(ib, "ring_bytes_per_copy:%llu", (unsigned long long)rs.bytes);

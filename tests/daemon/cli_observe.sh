@@ -26,6 +26,7 @@ C() { "$cli" -i "$inst" -s "$dir/s.sock" "$@"; }
 weird=$(printf 'q"uo\\te\nx')
 {
     C node add cache-a:11211 && C node add cache-b:11211 2 && C node add cache-c:11211 &&
+    C node drain cache-c:11211 &&
     C reserve urls 0.001 1000 && C reserve "$weird" 0.01 100 --nonscaling &&
     C reserve recent 0.01 500 --aging 3600 --generations 3 &&
     C add urls u1 u2 u3 && C add "$weird" w1 && C add recent r1 r2
@@ -83,6 +84,7 @@ types = {
     "ringbloom_segment_used_bytes": "gauge", "ringbloom_uptime_seconds": "gauge",
     "ringbloom_build_info": "gauge", "ringbloom_log_fsync_policy": "gauge",
     "ringbloom_ring_nodes": "gauge", "ringbloom_ring_points": "gauge",
+    "ringbloom_ring_nodes_not_up": "gauge",
     "ringbloom_ring_mode": "gauge", "ringbloom_filters": "gauge",
     "ringbloom_filter_items": "gauge", "ringbloom_filter_capacity": "gauge",
     "ringbloom_filter_bytes": "gauge", "ringbloom_filter_layers": "gauge",
@@ -110,6 +112,8 @@ def value(fam, **labels):
 check(value("ringbloom_commands_processed") >= 10, "commands processed counted")
 check(value("ringbloom_connected_clients") >= 1, "this connection is counted")
 check(value("ringbloom_ring_nodes") == 3, "3 nodes")
+check(value("ringbloom_ring_nodes_not_up") == 1, "1 node draining")
+check(info["ring"]["ring_nodes_not_up"] == 1, "ring.ring_nodes_not_up is 1")
 check(value("ringbloom_ring_points") > 0, "the ring has points")
 check(value("ringbloom_ring_mode", mode="xxh3") == 1, "the ring's mode is a label")
 check(value("ringbloom_filters") == 4, "4 filters")
