@@ -64,7 +64,9 @@ static int adopt_contents(rb_segment_t *seg)
     if (rc == RB_OK)
         rc = rbi_heap_rebuild(seg, live, nlive + nfilters);
     free(live);
-    return rc == RB_OK ? rbi_ring_validate(seg) : rc;
+    if (rc == RB_OK)
+        rc = rbi_ring_validate(seg);
+    return rc == RB_OK ? rbi_ring_repair_states(seg) : rc;
 }
 
 int rb_segment_open_writer(const char *instance, rb_segment_t **out)

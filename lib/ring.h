@@ -82,6 +82,14 @@ int rbi_ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg);
 /* The ring copies' heap extents (at most 2), for rbi_heap_rebuild. */
 void rbi_ring_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
 
+/* A writer taking over: if the dead writer stopped inside a state change
+ * of the active copy (its sequence odd, latch.h Q1), each state word holds
+ * either its old or its new value (one 64-bit store each), so the states
+ * as they are stand: their counts are recomputed from them and the points
+ * and the sequence made even, which ends the readers' retries.  RB_OK,
+ * RB_ECORRUPT, RB_ENOMEM.  After rbi_ring_validate. */
+int rbi_ring_repair_states(rb_segment_t *seg);
+
 /* RB_OK if the active ring copy of seg is sound (RB_ECORRUPT otherwise). */
 int rbi_ring_validate(const rb_segment_t *seg);
 

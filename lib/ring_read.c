@@ -19,12 +19,14 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "latch.h"
 #include "ring.h"
 #include "ring_mode.h"
 #include "segment.h"
+#include "snap.h"
 #include "util.h"
 
 _Thread_local uint32_t rbi_ring_last_retries;
@@ -532,6 +534,47 @@ int rbi_ring_validate(const rb_segment_t *seg)
      * or one a dead writer left half-written, and is rewritten before it
      * is ever made active. */
     return view_open(m, (unsigned)(rbi_ld(&rbi_hdr(m)->ring.seq) & 1), &v);
+}
+
+int rbi_ring_repair_states(rb_segment_t *seg)
+{
+    const rbi_map_t *m = rbi_seg_map(seg);
+    rbi_ring_view_t v;
+    _Atomic uint64_t *q;
+    unsigned char *owns;
+    uint64_t down = 0, up_owners = 0;
+    int rc = view_open(m, (unsigned)(rbi_ld(&rbi_hdr(m)->ring.seq) & 1), &v);
+
+    if (rc != RB_OK || v.d == NULL || v.states_w == 0)
+        return rc;
+    q = (_Atomic uint64_t *)&v.d[v.states_w];
+    if ((rbi_ld(q) & 1) == 0)
+        return RB_OK;              /* the dead writer was not inside */
+    owns = calloc(v.nnodes ? v.nnodes : 1, 1);
+    if (owns == NULL)
+        return RB_ENOMEM;
+    for (uint64_t i = 0; i < v.npoints; i++) {
+        uint64_t o = view_owner(&v, i);
+        if (o >= v.nnodes) {
+            free(owns);
+            return RB_ECORRUPT;
+        }
+        owns[o] = 1;
+    }
+    for (uint64_t i = 0; i < v.nnodes && rc == RB_OK; i++) {
+        uint64_t st = view_state(&v, i);
+        if (st > RB_NODE_DRAIN)
+            rc = RB_ECORRUPT;     /* no writer stores it */
+        down += st != RB_NODE_UP;
+        up_owners += st == RB_NODE_UP && owns[i];
+    }
+    free(owns);
+    if (rc != RB_OK)
+        return rc;
+    rbi_snap_touch(seg, q, 16);   /* S1 */
+    rbi_st(&q[1], down | up_owners << 32);
+    rbi_seq_write_end(q);         /* even again: readers take the words as they are */
+    return RB_OK;
 }
 
 int rbi_ring_view_states(const rbi_ring_view_t *v, uint64_t *out, uint64_t *counts)

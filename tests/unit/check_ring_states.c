@@ -316,6 +316,54 @@ START_TEST(test_states_dump_restore_and_layout2)
 }
 END_TEST
 
+/* A writer that dies inside a state change leaves the sequence odd: the
+ * next writer (takeover) takes the states as they are, recomputes their
+ * counts and makes the sequence even, so readers stop retrying and a
+ * model loads. */
+START_TEST(test_states_writer_dead_mid_change_is_repaired)
+{
+    rb_ring_t *r = six(RB_RING_XXH3), *back;
+    char inst[96];
+    rb_segment_t *w, *rd, *w2;
+    rb_header_shm_t *h;
+    rb_ring_copy_shm_t *c;
+    _Atomic uint64_t *q;
+    rb_ring_stat_t st;
+    rb_node_t n;
+
+    rb_test_instance(inst, sizeof(inst));
+    ck_assert_int_eq(rb_segment_create(inst, NULL, &w), RB_OK);
+    ck_assert_int_eq(rb_ring_publish(r, w), RB_OK);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &rd), RB_OK);
+    /* What a writer stopped inside rb_ring_publish's in-place write leaves:
+     * q odd, node 2's bits stored as down, the counts not yet. */
+    h = rbi_hdr(rbi_seg_map(w));
+    c = (rb_ring_copy_shm_t *)(void *)rbi_word_at(rbi_seg_map(w),
+                                                  rbi_ld(&h->ring.copy_off[rbi_ld(&h->ring.seq) & 1]));
+    q = c->data - RBI_RING_COPY_HDR_WORDS + rbi_ld(&c->states_w);
+    rbi_st(q, rbi_ld(q) + 1);
+    rbi_st(&q[RBI_STATES_HDR_WORDS], (uint64_t)RB_NODE_DOWN << 4);   /* sorted index 2 */
+    ck_assert_int_eq(rb_ring_lookup(rd, "k", 1, &n), RB_EBUSY);       /* readers retry */
+    rb_segment_close(w);                                              /* the writer "dies" */
+    ck_assert_int_eq(rb_segment_open_writer(inst, &w2), RB_OK);
+    ck_assert_int_eq(rb_ring_stat(rd, &st), RB_OK);
+    ck_assert_uint_eq(st.down, 1);
+    ck_assert_int_eq(rb_ring_load(w2, &back), RB_OK);
+    ck_assert_int_eq(rb_ring_state(back, node_name(2), strlen(node_name(2))), RB_NODE_DOWN);
+    for (unsigned long i = 0; i < 2000; i++) {
+        char key[64];
+        size_t len = rb_test_key(key, sizeof(key), "w", i);
+        ck_assert_int_eq(rb_ring_lookup(rd, key, len, &n), RB_OK);
+        ck_assert_str_ne(n.name, node_name(2));
+    }
+    rb_ring_free(back);
+    rb_ring_free(r);
+    rb_segment_close(rd);
+    rb_segment_close(w2);
+    rb_segment_unlink(inst);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("ring_states",
@@ -323,5 +371,6 @@ int main(void)
                                  test_states_down_moves_only_its_keys_in_every_mode,
                                  test_states_all_down_is_empty_and_bad_input,
                                  test_states_survive_full_publish_load_and_remove,
-                                 test_states_dump_restore_and_layout2));
+                                 test_states_dump_restore_and_layout2,
+                                 test_states_writer_dead_mid_change_is_repaired));
 }
