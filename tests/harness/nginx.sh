@@ -16,12 +16,14 @@
 #   ngx_sh_conf_head LEVEL: the first lines of an nginx.conf loading it
 #     (error_log at LEVEL), up to ringbloom_socket inside http { }.
 #   start_daemon, start_nginx (its wait asks the test's nginx_answers),
-#     ngx_sh_ports N (N free loopback ports), ngx_sh_keys SUFFIX (200
-#     keys), C (the CLI on the instance), wait_for TENTHS COMMAND...,
+#     ngx_sh_ports N ($ports: N free loopback ports, ports.sh),
+#     ngx_sh_keys SUFFIX (200 keys), C (the CLI on the instance),
+#     wait_for TENTHS COMMAND...,
 #     check DESCRIPTION COMMAND..., die MESSAGE, ngx_sh_no_crashes (the
 #     last check: nothing alarming in error.log) and finish (prints
 #     "Checks: N, Failures: F" and exits).
 # shellcheck disable=SC2317  # functions called through check / wait_for / trap
+. "$srcdir/tests/harness/ports.sh"
 daemon=${RB_DAEMON:-./daemon/ringbloomd}
 cli=${RB_CLI:-./client/ringbloom}
 nginx=${RB_NGINX:-/usr/sbin/nginx}
@@ -174,12 +176,8 @@ CONF
 }
 
 ngx_sh_ports() {
-    python3 -c '
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+    ports=$(rb_free_ports "$1")
+    [ "$(echo "$ports" | wc -w)" -eq "$1" ] || die "no free loopback ports ($ports)"
 }
 
 ngx_sh_keys() {
