@@ -1,10 +1,11 @@
 #!/bin/sh
 # End-to-end test of the nginx module's upstream balancer (ringbloom_hash,
-# nginx/ngx_http_ringbloom_upstream.c): builds the module as
-# nginx_module.sh does (or takes RB_NGINX_MODULE), runs a private ringbloomd,
-# three python3 HTTP backends on loopback (each answers its own ring node
-# name, sleeps d ms if asked, and counts its requests and its most requests
-# in flight at once) and the packaged nginx in front, then checks that
+# nginx/ngx_http_ringbloom_upstream.c): with tests/harness/nginx.sh, as
+# nginx_module.sh, builds the module (or takes RB_NGINX_MODULE), runs a
+# private ringbloomd, three python3 HTTP backends on loopback (each
+# answers its own ring node name, sleeps d ms if asked, and counts its
+# requests and its most requests in flight at once) and the packaged nginx
+# in front, then checks that
 #   (a) every key goes to the ring's first choice; with one backend killed
 #       while requests flow none fails (proxy_next_upstream), the keys of
 #       the live backends stay where they were, the dead one's keys go to
@@ -28,99 +29,10 @@
 # shellcheck disable=SC2317  # functions called through check / wait_for / trap
 set -u
 srcdir=${srcdir:-$(dirname "$0")/../..}
-daemon=${RB_DAEMON:-./daemon/ringbloomd}
-cli=${RB_CLI:-./client/ringbloom}
-nginx=${RB_NGINX:-/usr/sbin/nginx}
-
-if [ ! -x "$nginx" ]; then
-    echo "SKIP: nginx is not installed ($nginx; Debian package nginx)"
-    exit 77
-fi
-if [ -z "${RB_NGINX_MODULE:-}" ] && [ ! -f /usr/share/nginx/src/conf_flags ]; then
-    echo "SKIP: nginx-dev is not installed (/usr/share/nginx/src/conf_flags; Debian package nginx-dev)"
-    exit 77
-fi
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "SKIP: python3 not found (the test's backends and clients)"
-    exit 77
-fi
-rbcore="$(dirname "$daemon")/../lib/.libs/librbcore.a"
-if [ -z "${RB_NGINX_MODULE:-}" ] && nm "$rbcore" 2>/dev/null | grep -q '__[at]san_'; then
-    echo "SKIP: the library is built with a sanitizer; nginx cannot load a module made from it"
-    exit 77
-fi
-
-dir=$(mktemp -d /tmp/rbtest.nginxlb.XXXXXX) || exit 1
-chmod 755 "$dir"    # nginx workers (nobody) reach the socket through it
-inst="ngxlb$$"
-sock="$dir/s.sock"
-dpid=
-npid=
-bpids=
-cleanup() {
-    if [ -n "$npid" ]; then
-        # nginx runs in its own session (setsid): its process group holds
-        # the master and the workers.
-        kill -TERM "$npid" "-$npid" 2>/dev/null
-        i=0
-        while { kill -0 "$npid" || kill -0 "-$npid"; } 2>/dev/null && [ "$i" -lt 30 ]; do
-            i=$((i + 1))
-            sleep 0.1
-        done
-        kill -KILL "$npid" "-$npid" 2>/dev/null
-    fi
-    [ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null
-    for p in $bpids; do
-        kill -KILL "$p" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -f "/dev/shm/ringbloom.$inst"
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-checks=0
-failures=0
-check() {   # check DESCRIPTION COMMAND...: one check, passed if COMMAND succeeds
-    desc=$1
-    shift
-    checks=$((checks + 1))
-    if "$@"; then
-        echo "ok   $desc"
-    else
-        failures=$((failures + 1))
-        echo "FAIL $desc"
-    fi
-}
-finish() {
-    if [ "$failures" -ne 0 ] && [ -f "$dir/error.log" ]; then
-        echo "--- nginx error.log (last 30 lines)"
-        tail -n 30 "$dir/error.log"
-    fi
-    echo "Checks: $checks, Failures: $failures, Errors: 0"
-    [ "$failures" -eq 0 ] && exit 0
-    exit 1
-}
-die() {     # die MESSAGE: the test cannot go on; counts as a failed check
-    echo "FAIL $*"
-    checks=$((checks + 1))
-    failures=$((failures + 1))
-    finish
-}
-
-# ---- the module ---------------------------------------------------------------
-if [ -n "${RB_NGINX_MODULE:-}" ]; then
-    module=$RB_NGINX_MODULE
-else
-    module=$dir/ngx_http_ringbloom_module.so
-    builddir=$(cd "$(dirname "$daemon")/.." && pwd)
-    if ! RINGBLOOM_SRCDIR="$srcdir" RINGBLOOM_BUILDDIR="$builddir" \
-            bash "$srcdir/nginx/build.sh" "$module" > "$dir/build.log" 2>&1; then
-        cat "$dir/build.log"
-        die "nginx/build.sh could not build the module"
-    fi
-fi
+. "$srcdir/tests/harness/nginx.sh"
+ngx_sh_skip "the test's backends and clients"
+ngx_sh_setup nginxlb "ngxlb$$"
+ngx_sh_module
 
 # ---- helpers --------------------------------------------------------------------
 cat > "$dir/lb.py" <<'PY'
@@ -138,8 +50,7 @@ cat > "$dir/lb.py" <<'PY'
 # bounded FIRST RESULTS CLIENTS BACKENDS STATS...: the figures of a load
 #   run (FIRST: "KEY<TAB>NODE" per key; STATS: "COUNT MAX" per backend);
 #   prints "MAXINFLIGHT MAXMEAN COUNTMAXMEAN LEFTFIRST".
-# ports N: N distinct free loopback ports.
-import http.client, http.server, os, random, socket, socketserver, sys
+import http.client, http.server, os, random, socketserver, sys
 import threading, time, urllib.parse
 
 def get(port, path):
@@ -252,32 +163,10 @@ elif cmd == "bounded":
     left = sum(1 for k, b in results if first.get(k) != b) / float(len(results))
     print("%d %.3f %.3f %.3f" % (maxin, maxin / (clients / float(backends)),
                                  max(counts) / (sum(counts) / float(len(counts))), left))
-elif cmd == "ports":
-    socks, ports = [], []
-    for _ in range(int(sys.argv[2])):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(str(s.getsockname()[1]))
-    print(" ".join(ports))
 PY
 lb() { python3 "$dir/lb.py" "$@"; }
-C() { "$cli" -i "$inst" -s "$sock" "$@"; }
 
-wait_for() {    # wait_for TENTHS COMMAND...: until COMMAND succeeds
-    n=$1
-    shift
-    i=0
-    while ! "$@"; do
-        i=$((i + 1))
-        [ $i -ge "$n" ] && return 1
-        sleep 0.1
-    done
-    return 0
-}
-
-ports=$(lb ports 4)
-[ "$(echo "$ports" | wc -w)" -eq 4 ] || die "no free loopback ports ($ports)"
+ngx_sh_ports 4
 # shellcheck disable=SC2086  # four words
 set -- $ports
 front=$1
@@ -291,59 +180,18 @@ port_open() {
 start_backend() {   # start_backend PORT: a backend named 127.0.0.1:PORT
     # python3 itself, not a function's subshell: $! is the backend.
     python3 "$dir/lb.py" backend "$1" "127.0.0.1:$1" 2>>"$dir/backend.log" &
-    bpids="$bpids $!"
+    ngx_pids="$ngx_pids $!"
     eval "bpid_$1=$!"
     wait_for 50 port_open "$1"
 }
 
 keys="$dir/keys"
-i=0
-while [ $i -lt 200 ]; do
-    echo "key-$i-$(( (i * 2654435761) % 1000003 ))"
-    i=$((i + 1))
-done > "$keys"
-
-if [ "$(id -u)" -eq 0 ]; then
-    user_line="user nobody nogroup;"
-    writers="0 $(id -u nobody)"
-else
-    user_line=
-    writers=$(id -u)
-fi
-
-cat > "$dir/ringbloomd.conf" <<CONF
-instance $inst
-socket $sock
-dir $dir/state
-pidfile $dir/ringbloomd.pid
-keep-segment no
-socket-mode 0666
-segment-mode 0644
-allow-write-uid $writers
-CONF
+ngx_sh_keys "" > "$keys"
 
 servers="server 127.0.0.1:$b1 max_fails=1 fail_timeout=2s;
         server 127.0.0.1:$b2 max_fails=1 fail_timeout=2s;
         server 127.0.0.1:$b3 max_fails=1 fail_timeout=2s;"
-cat > "$dir/nginx.conf" <<CONF
-load_module $module;
-daemon off;
-master_process on;
-worker_processes 2;
-$user_line
-error_log $dir/error.log notice;
-pid $dir/nginx.pid;
-events { worker_connections 512; }
-http {
-    access_log off;
-    client_body_temp_path $dir/tmp-body;
-    proxy_temp_path $dir/tmp-proxy;
-    fastcgi_temp_path $dir/tmp-fastcgi;
-    uwsgi_temp_path $dir/tmp-uwsgi;
-    scgi_temp_path $dir/tmp-scgi;
-
-    ringbloom_instance $inst;
-    ringbloom_socket $sock;
+{ ngx_sh_conf_head notice; cat <<CONF; } > "$dir/nginx.conf"
 
     upstream ring {
         ringbloom_hash \$arg_k;
@@ -369,31 +217,14 @@ http {
 CONF
 
 # ---- start: daemon with the three nodes, backends, nginx ------------------------
-"$daemon" -f -c "$dir/ringbloomd.conf" 2>>"$dir/daemon.log" &
-dpid=$!
-wait_for 100 sh -c "'$cli' -i '$inst' -s '$sock' info >/dev/null 2>&1" ||
-    { cat "$dir/daemon.log"; die "ringbloomd did not start"; }
+start_daemon
 for b in $b1 $b2 $b3; do
     C node add "127.0.0.1:$b" >/dev/null || die "node add failed"
     start_backend "$b" || die "backend $b did not start"
 done
 
-if command -v setsid >/dev/null 2>&1; then
-    setsid "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
-else
-    "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
-fi
-npid=$!
-nginx_up() {   # up, or gone (then the wait ends at once)
-    kill -0 "$npid" 2>/dev/null || return 0
-    echo probe | lb keys "$front" /ring/ | grep -q '	127'
-}
-wait_for 100 nginx_up
-if ! kill -0 "$npid" 2>/dev/null || ! nginx_up; then
-    cat "$dir/nginx.stderr"
-    die "nginx did not come up"
-fi
-[ -s "$dir/nginx.pid" ] && npid=$(cat "$dir/nginx.pid")
+nginx_answers() { echo probe | lb keys "$front" /ring/ | grep -q '	127'; }
+start_nginx
 
 # Each key's preference list: KEY<TAB>FIRST<TAB>SECOND<TAB>THIRD.
 while read -r k; do
@@ -510,7 +341,6 @@ check "(b) bounded max in flight ($c_max) below the unbounded one ($u_max)" test
 check "(b) without the bound every request went to its first choice ($u_left)" \
     awk "BEGIN { exit !($u_left == 0) }"
 
-crashes=$(grep -c -E '\[(alert|emerg|crit)\]|exited on signal' "$dir/error.log")
-check "nginx error.log: no alert, crit or crashed worker ($crashes)" test "$crashes" -eq 0
+ngx_sh_no_crashes
 
 finish

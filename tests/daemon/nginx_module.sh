@@ -21,104 +21,11 @@
 # shellcheck disable=SC2317  # functions called through check / wait_for / trap
 set -u
 srcdir=${srcdir:-$(dirname "$0")/../..}
-daemon=${RB_DAEMON:-./daemon/ringbloomd}
-cli=${RB_CLI:-./client/ringbloom}
-nginx=${RB_NGINX:-/usr/sbin/nginx}
-
-if [ ! -x "$nginx" ]; then
-    echo "SKIP: nginx is not installed ($nginx; Debian package nginx)"
-    exit 77
-fi
-if [ -z "${RB_NGINX_MODULE:-}" ] && [ ! -f /usr/share/nginx/src/conf_flags ]; then
-    echo "SKIP: nginx-dev is not installed (/usr/share/nginx/src/conf_flags; Debian package nginx-dev)"
-    exit 77
-fi
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "SKIP: python3 not found (the test's HTTP client)"
-    exit 77
-fi
-# A sanitizer build (.ci/run's ASan/TSan trees) makes a module the packaged,
-# uninstrumented nginx cannot load.
-rbcore="$(dirname "$daemon")/../lib/.libs/librbcore.a"
-if [ -z "${RB_NGINX_MODULE:-}" ] && nm "$rbcore" 2>/dev/null | grep -q '__[at]san_'; then
-    echo "SKIP: the library is built with a sanitizer; nginx cannot load a module made from it"
-    exit 77
-fi
-
-dir=$(mktemp -d /tmp/rbtest.nginx.XXXXXX) || exit 1
-chmod 755 "$dir"    # nginx workers (nobody) reach the socket through it
-inst="ngx$$"
-sock="$dir/s.sock"
-dpid=
-npid=
+. "$srcdir/tests/harness/nginx.sh"
+ngx_sh_skip "the test's HTTP client"
+ngx_sh_setup nginx "ngx$$"
 spid=
-cleanup() {
-    if [ -n "$npid" ]; then
-        # nginx runs in its own session (setsid): its process group holds
-        # the master, the workers and the cache helpers.
-        kill -TERM "$npid" "-$npid" 2>/dev/null
-        i=0
-        while { kill -0 "$npid" || kill -0 "-$npid"; } 2>/dev/null && [ "$i" -lt 30 ]; do
-            i=$((i + 1))
-            sleep 0.1
-        done
-        kill -KILL "$npid" "-$npid" 2>/dev/null
-    fi
-    if [ -n "$dpid" ]; then
-        kill -CONT "$dpid" 2>/dev/null
-        kill -KILL "$dpid" 2>/dev/null
-    fi
-    [ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null
-    wait 2>/dev/null
-    rm -f "/dev/shm/ringbloom.$inst"
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-checks=0
-failures=0
-check() {   # check DESCRIPTION COMMAND...: one check, passed if COMMAND succeeds
-    desc=$1
-    shift
-    checks=$((checks + 1))
-    if "$@"; then
-        echo "ok   $desc"
-    else
-        failures=$((failures + 1))
-        echo "FAIL $desc"
-    fi
-}
-finish() {
-    if [ "$failures" -ne 0 ] && [ -f "$dir/error.log" ]; then
-        echo "--- nginx error.log (last 30 lines)"
-        tail -n 30 "$dir/error.log"
-    fi
-    echo "Checks: $checks, Failures: $failures, Errors: 0"
-    [ "$failures" -eq 0 ] && exit 0
-    exit 1
-}
-die() {     # die MESSAGE: the test cannot go on; counts as a failed check
-    echo "FAIL $*"
-    checks=$((checks + 1))
-    failures=$((failures + 1))
-    finish
-}
-
-# ---- the module ---------------------------------------------------------------
-if [ -n "${RB_NGINX_MODULE:-}" ]; then
-    module=$RB_NGINX_MODULE
-else
-    module=$dir/ngx_http_ringbloom_module.so
-    builddir=$(cd "$(dirname "$daemon")/.." && pwd)
-    t0=$(date +%s)
-    if ! RINGBLOOM_SRCDIR="$srcdir" RINGBLOOM_BUILDDIR="$builddir" \
-            bash "$srcdir/nginx/build.sh" "$module" > "$dir/build.log" 2>&1; then
-        cat "$dir/build.log"
-        die "nginx/build.sh could not build the module"
-    fi
-    echo "module built with nginx/build.sh in $(($(date +%s) - t0)) s"
-fi
+ngx_sh_module
 
 # ---- helpers --------------------------------------------------------------------
 cat > "$dir/httpc.py" <<'PY'
@@ -128,8 +35,7 @@ cat > "$dir/httpc.py" <<'PY'
 # flood PORT N LEN: N requests to /admit/?k=<LEN-byte key> and then /drops,
 #   on one keep-alive connection (one worker); prints "OK SECONDS DROPS" if
 #   every request got 200.
-# ports N: N distinct free loopback ports.
-import http.client, socket, sys, time
+import http.client, sys, time
 
 def get(port, path, conn=None):
     c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -164,44 +70,11 @@ elif cmd == "flood":
     seconds = time.time() - t0
     status, _, drops = get(port, "/drops", c)
     print("%s %.2f %s" % ("OK" if ok and status == 200 else "FAILED", seconds, drops))
-elif cmd == "ports":
-    socks, ports = [], []
-    for _ in range(int(sys.argv[2])):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(str(s.getsockname()[1]))
-    print(" ".join(ports))
 PY
 http() { python3 "$dir/httpc.py" "$@"; }
-C() { "$cli" -i "$inst" -s "$sock" "$@"; }
-
-# Waits up to $1 tenths of a second for COMMAND... to succeed.
-wait_for() {
-    n=$1
-    shift
-    i=0
-    while ! "$@"; do
-        i=$((i + 1))
-        [ $i -ge "$n" ] && return 1
-        sleep 0.1
-    done
-    return 0
-}
-
-daemon_up() { C info >/dev/null 2>&1; }
-start_daemon() {
-    "$daemon" -f -c "$dir/ringbloomd.conf" 2>>"$dir/daemon.log" &
-    dpid=$!
-    wait_for 100 daemon_up || { cat "$dir/daemon.log"; die "ringbloomd did not start"; }
-}
 
 keys="$dir/keys"
-i=0
-while [ $i -lt 200 ]; do
-    echo "key-$i-$(( (i * 2654435761) % 1000003 )).example"
-    i=$((i + 1))
-done > "$keys"
+ngx_sh_keys .example > "$keys"
 
 # Every key answered by nginx as by the CLI (and no request failed).
 route_agrees() {
@@ -210,8 +83,7 @@ route_agrees() {
     cmp -s "$dir/nginx.out" "$dir/cli.out"
 }
 
-ports=$(http ports 6)
-[ "$(echo "$ports" | wc -w)" -eq 6 ] || die "no free loopback ports ($ports)"
+ngx_sh_ports 6
 # shellcheck disable=SC2086  # six words
 set -- $ports
 front=$1
@@ -221,45 +93,8 @@ b3=$4
 fb=$5
 sq=$6
 
-if [ "$(id -u)" -eq 0 ]; then
-    user_line="user nobody nogroup;"
-    writers="0 $(id -u nobody)"
-else
-    user_line=
-    writers=$(id -u)
-fi
-
-cat > "$dir/ringbloomd.conf" <<CONF
-instance $inst
-socket $sock
-dir $dir/state
-pidfile $dir/ringbloomd.pid
-keep-segment no
-socket-mode 0666
-segment-mode 0644
-allow-write-uid $writers
-CONF
-
-cat > "$dir/nginx.conf" <<CONF
-load_module $module;
-daemon off;
-master_process on;
-worker_processes 2;
-$user_line
-error_log $dir/error.log info;
-pid $dir/nginx.pid;
-events { worker_connections 512; }
-http {
-    access_log off;
-    client_body_temp_path $dir/tmp-body;
-    proxy_temp_path $dir/tmp-proxy;
-    fastcgi_temp_path $dir/tmp-fastcgi;
-    uwsgi_temp_path $dir/tmp-uwsgi;
-    scgi_temp_path $dir/tmp-scgi;
+{ ngx_sh_conf_head info; cat <<CONF; } > "$dir/nginx.conf"
     proxy_cache_path $dir/cache keys_zone=rbtest:1m;
-
-    ringbloom_instance $inst;
-    ringbloom_socket $sock;
     ringbloom_admit_buffer 64k;
     ringbloom_node \$rb_node \$arg_k 127.0.0.1:$fb;
     ringbloom_seen \$rb_seen seen \$arg_k;
@@ -329,33 +164,21 @@ CONF
     setpriv --reuid "$(id -u nobody)" --regid "$(id -g nobody)" --clear-groups \
         "$daemon" -f -c "$squat/ringbloomd.conf" 2>>"$dir/squatter.log" &
     spid=$!
+    ngx_pids=$spid
     S() { "$cli" -i "$inst" -s "$squat/s.sock" --owner nobody "$@"; }
     wait_for 100 S info >/dev/null 2>&1 || { cat "$dir/squatter.log"; die "the squatter's ringbloomd did not start"; }
     S node add "127.0.0.1:$sq" >/dev/null || die "squatter: node add failed"
     kill -TERM "$spid"
     wait "$spid" 2>/dev/null
     spid=
+    ngx_pids=
     [ -f "/dev/shm/ringbloom.$inst" ] || die "the squatter's segment did not stay"
     squatted=yes
 fi
 
 # ---- 1. no daemon: the fallback, logged once, then recovery ------------------
-if command -v setsid >/dev/null 2>&1; then
-    setsid "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
-else
-    "$nginx" -p "$dir/" -c "$dir/nginx.conf" 2>"$dir/nginx.stderr" &
-fi
-npid=$!
-nginx_up() {   # up, or gone (then the wait ends at once)
-    kill -0 "$npid" 2>/dev/null || return 0
-    [ "$(http get "$front" /?k=probe | cut -f1)" = 200 ]
-}
-wait_for 100 nginx_up
-if ! kill -0 "$npid" 2>/dev/null || [ "$(http get "$front" /?k=probe | cut -f1)" != 200 ]; then
-    cat "$dir/nginx.stderr"
-    die "nginx did not come up"
-fi
-[ -s "$dir/nginx.pid" ] && npid=$(cat "$dir/nginx.pid")
+nginx_answers() { [ "$(http get "$front" /?k=probe | cut -f1)" = 200 ]; }
+start_nginx
 
 fallback_ok() {
     for k in a b c d e f g h i j; do
@@ -442,7 +265,6 @@ t0=$(date +%s)
 check "daemon restarted: nginx follows its new segment (node added back)" wait_for 100 route_agrees
 echo "     (followed in about $(($(date +%s) - t0)) s)"
 
-crashes=$(grep -c -E '\[(alert|emerg|crit)\]|exited on signal' "$dir/error.log")
-check "nginx error.log: no alert, crit or crashed worker ($crashes)" test "$crashes" -eq 0
+ngx_sh_no_crashes
 
 finish

@@ -84,7 +84,7 @@ expect() {
     cat "$dir/out" "$dir/err"
     fail "$*: exit $_got (wanted $_want and '$_pat' on stderr)"
 }
-plain=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+plain=$(rb_free_ports 1)
 redis-server --bind 127.0.0.1 --port "$plain" --save "" --appendonly no --dir "$rc_dir" \
     --logfile "$rc_dir/plain.log" --daemonize no &
 rc_pids="$rc_pids $!"

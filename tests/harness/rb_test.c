@@ -30,6 +30,16 @@ size_t rb_test_key(char *buf, size_t cap, const char *tag, unsigned long i)
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
+int rb_test_dump_fn(const void *data, size_t len, void *arg)
+{
+    rb_test_dump_t *d = arg;
+
+    d->data = aligned_alloc(64, rbi_round_up(len, 64));
+    memcpy(d->data, data, len);
+    d->len = len;
+    return 0;
+}
+
 uint64_t rb_test_now_ms(void)
 {
     struct timespec ts;

@@ -73,4 +73,13 @@ int rb_test_become_other(void);
  * segment) as RB_TEST_OTHER_UID, from a forked child.  Needs root. */
 void rb_test_squat_segment(const char *inst);
 
+/* A segment dump (rb_segment_dump) copied out: rb_test_dump_fn is the
+ * callback, its arg an rb_test_dump_t; data is 64-byte aligned (as
+ * rb_segment_restore wants it), the caller frees it. */
+typedef struct rb_test_dump {
+    unsigned char *data;
+    size_t len;
+} rb_test_dump_t;
+int rb_test_dump_fn(const void *data, size_t len, void *arg);
+
 #endif /* RB_TEST_H */

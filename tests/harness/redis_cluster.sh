@@ -11,9 +11,11 @@
 # node's id.  An EXIT trap kills every redis-server it started and removes
 # $rc_dir, and also runs rbd_sh_cleanup when private_daemon.sh's daemon
 # was started first (start it first: its rbd_sh_start sets its own trap).
-# Every wait is bounded; a failure prints why and exits 1 with a
-# Check-style count.  Needs redis-server, redis-cli and python3 (a test
-# that sources this exits 77 first when redis-server is missing).
+# Free ports come from ports.sh.  Every wait is bounded; a failure prints
+# why and exits 1 with a Check-style count.  Needs redis-server, redis-cli
+# and python3 (a test that sources this exits 77 first when redis-server
+# is missing).
+. "$srcdir/tests/harness/ports.sh"
 rc_fail() { echo "$1"; echo "Checks: 1, Failures: 1, Errors: 0"; exit 1; }
 rc_cleanup() {
     for _p in ${rc_pids:-}; do kill -9 "$_p" 2>/dev/null; done
@@ -41,6 +43,15 @@ rc_wait_agree() {
         sleep 0.1
     done
 }
+# rc_wait_ping PORT: until the node on PORT answers PING (at most ~5 s).
+rc_wait_ping() {
+    _i=0
+    while ! rc_cli "$1" PING >/dev/null 2>&1; do
+        _i=$((_i + 1))
+        [ $_i -gt 100 ] && { cat "$rc_dir/$1.log"; rc_fail "redis-server on $1 did not start"; }
+        sleep 0.05
+    done
+}
 # The bus port is given (cluster-port), so no port+10000 need be free.
 rc_start_node() {
     mkdir -p "$rc_dir/$1" || rc_fail "mkdir failed"
@@ -57,14 +68,9 @@ rc_start() {
     rc_pids=
     trap rc_cleanup EXIT
     trap 'exit 1' INT TERM
-    # 2N ports the kernel gave out free at once; another process may take
-    # one before redis-server binds it: then its start fails, said below.
-    _ports=$(python3 -c '
-import socket, sys
-ss = [socket.socket() for _ in range(2 * int(sys.argv[1]))]
-for s in ss:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1") || rc_fail "no free ports"
+    # Another process may take a port before redis-server binds it: then
+    # its start fails, said by rc_wait_ping.
+    _ports=$(rb_free_ports $((2 * $1))) || rc_fail "no free ports"
     rc_ports= rc_bus= _addrs= _i=0
     for _port in $_ports; do
         if [ $_i -lt "$1" ]; then
@@ -81,12 +87,7 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1") || rc_fail "no free 
         shift
     done
     for _port in $rc_ports; do
-        _i=0
-        while ! rc_cli "$_port" PING >/dev/null 2>&1; do
-            _i=$((_i + 1))
-            [ $_i -gt 100 ] && { cat "$rc_dir/$_port.log"; rc_fail "redis-server on $_port did not start"; }
-            sleep 0.05
-        done
+        rc_wait_ping "$_port"
     done
     timeout 30 redis-cli --cluster create $_addrs --cluster-replicas 0 --cluster-yes \
         > "$rc_dir/create.log" 2>&1 || { cat "$rc_dir/create.log"; rc_fail "redis-cli --cluster create failed"; }
@@ -96,19 +97,10 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1") || rc_fail "no free 
 # add-node), its port appended to $rc_ports; waits until every node knows
 # every other.
 rc_add_master() {
-    set -- $(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))') || rc_fail "no free ports"
+    _ports=$(rb_free_ports 2) || rc_fail "no free ports"
+    set -- $_ports
     rc_start_node "$1" "$2"
-    _i=0
-    while ! rc_cli "$1" PING >/dev/null 2>&1; do
-        _i=$((_i + 1))
-        [ $_i -gt 100 ] && { cat "$rc_dir/$1.log"; rc_fail "redis-server on $1 did not start"; }
-        sleep 0.05
-    done
+    rc_wait_ping "$1"
     set -- "$1" $rc_ports
     timeout 30 redis-cli --cluster add-node "127.0.0.1:$1" "127.0.0.1:$2" \
         > "$rc_dir/add-node.log" 2>&1 || { cat "$rc_dir/add-node.log"; rc_fail "redis-cli --cluster add-node failed"; }

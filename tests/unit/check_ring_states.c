@@ -236,21 +236,6 @@ START_TEST(test_states_survive_full_publish_load_and_remove)
 }
 END_TEST
 
-typedef struct dump_buf {
-    unsigned char *data;
-    size_t len;
-} dump_buf_t;
-
-static int dump_fn(const void *data, size_t len, void *arg)
-{
-    dump_buf_t *d = arg;
-
-    d->data = aligned_alloc(64, (len + 63) / 64 * 64);
-    memcpy(d->data, data, len);
-    d->len = len;
-    return 0;
-}
-
 /* A dump keeps the states; a dump of layout 2 (this layout less the
  * states: version 2, word 11 of each copy 0) restores with every node up. */
 START_TEST(test_states_dump_restore_and_layout2)
@@ -260,13 +245,13 @@ START_TEST(test_states_dump_restore_and_layout2)
     rb_segment_t *copy;
     rb_ring_stat_t st;
     rb_node_t a, b;
-    dump_buf_t d;
+    rb_test_dump_t d;
 
     ck_assert_int_eq(rb_ring_publish(r, seg), RB_OK);
     ck_assert_int_eq(rb_ring_set_state(r, node_name(3), strlen(node_name(3)), RB_NODE_DOWN),
                      RB_OK);
     ck_assert_int_eq(rb_ring_publish(r, seg), RB_OK);
-    ck_assert_int_eq(rb_segment_dump(seg, dump_fn, &d), RB_OK);
+    ck_assert_int_eq(rb_segment_dump(seg, rb_test_dump_fn, &d), RB_OK);
     rb_test_instance(inst, sizeof(inst));
     ck_assert_int_eq(rb_segment_restore(inst, NULL, d.data, d.len, &copy), RB_OK);
     for (unsigned long i = 0; i < 2000; i++) {

@@ -747,20 +747,6 @@ START_TEST(test_segment_reader_follows_only_its_first_owner)
 }
 END_TEST
 
-typedef struct dump_buf {
-    unsigned char *data;
-    size_t len;
-} dump_buf_t;
-
-static int dump_fn(const void *data, size_t len, void *arg)
-{
-    dump_buf_t *d = arg;
-    d->data = aligned_alloc(64, rbi_round_up(len, 64));
-    memcpy(d->data, data, len);
-    d->len = len;
-    return 0;
-}
-
 START_TEST(test_segment_dump_restore_roundtrip_and_corruption)
 {
     rb_bloom_params_t p = { .capacity = 5000, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
@@ -769,7 +755,7 @@ START_TEST(test_segment_dump_restore_roundtrip_and_corruption)
     rb_ring_t *ring;
     rb_bloom_t *bf;
     rb_node_t a, b;
-    dump_buf_t d;
+    rb_test_dump_t d;
     rb_filter_shm_t *f;
 
     create_default();
@@ -782,7 +768,7 @@ START_TEST(test_segment_dump_restore_roundtrip_and_corruption)
     for (unsigned long i = 0; i < 12000; i++)   /* spills into a second layer */
         ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "d", i)), 0);
     rb_bloom_close(bf);
-    ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &d), RB_OK);
+    ck_assert_int_eq(rb_segment_dump(wseg, rb_test_dump_fn, &d), RB_OK);
 
     rb_test_instance(inst2, sizeof(inst2));
     ck_assert_int_eq(rb_segment_restore(inst2, NULL, d.data, d.len, &copy), RB_OK);
@@ -837,7 +823,7 @@ START_TEST(test_segment_takeover_forgets_inactive_copy)
     rb_header_shm_t *h;
     rb_ring_t *ring;
     rb_node_t a, b;
-    dump_buf_t d;
+    rb_test_dump_t d;
     unsigned inactive;
     int fd;
 
@@ -861,7 +847,7 @@ START_TEST(test_segment_takeover_forgets_inactive_copy)
         ck_assert_int_eq(rb_ring_add(ring, key, (size_t)snprintf(key, sizeof(key), "m%zu", i), 1),
                          RB_OK);
         ck_assert_int_eq(rb_ring_publish(ring, w), RB_OK);
-        ck_assert_int_eq(rb_segment_dump(w, dump_fn, &d), RB_OK);
+        ck_assert_int_eq(rb_segment_dump(w, rb_test_dump_fn, &d), RB_OK);
         ck_assert_msg(rb_segment_restore(inst2, NULL, d.data, d.len, &copy) == RB_OK, "cap %zu", i);
         for (unsigned long k = 0; k < 200; k++) {
             size_t len = rb_test_key(key, sizeof(key), "k", k);
@@ -895,7 +881,7 @@ START_TEST(test_segment_txn_mark_survives_takeover_not_restore)
 {
     char inst2[96];
     rb_segment_t *r, *copy;
-    dump_buf_t d;
+    rb_test_dump_t d;
 
     create_default();
     ck_assert_int_eq(rbi_segment_txn_open(wseg), 0);
@@ -908,7 +894,7 @@ START_TEST(test_segment_txn_mark_survives_takeover_not_restore)
     ck_assert_int_eq(rbi_segment_txn_open(wseg), 1);
 
     memset(&d, 0, sizeof(d));
-    ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &d), RB_OK);
+    ck_assert_int_eq(rb_segment_dump(wseg, rb_test_dump_fn, &d), RB_OK);
     rb_test_instance(inst2, sizeof(inst2));
     ck_assert_int_eq(rb_segment_restore(inst2, NULL, d.data, d.len, &copy), RB_OK);
     ck_assert_int_eq(rbi_segment_txn_open(copy), 0);
@@ -933,7 +919,7 @@ START_TEST(test_segment_restore_layout1_dump)
     rb_segment_t *copy, *again;
     rb_bloom_t *bf;
     rb_node_t n;
-    dump_buf_t d;
+    rb_test_dump_t d;
     gzFile gz;
     FILE *f;
     int len, count = 0;
@@ -960,7 +946,7 @@ START_TEST(test_segment_restore_layout1_dump)
     for (int i = 0; i < 500; i++)
         ck_assert_int_eq(rb_bloom_contains(bf, key, (size_t)snprintf(key, sizeof(key), "url-%d", i)), 1);
     rb_bloom_close(bf);
-    ck_assert_int_eq(rb_segment_dump(copy, dump_fn, &d), RB_OK);
+    ck_assert_int_eq(rb_segment_dump(copy, rb_test_dump_fn, &d), RB_OK);
     ck_assert_uint_eq(rbi_ld(&((rb_header_shm_t *)(void *)d.data)->version), RBI_LAYOUT_VERSION);
     rb_segment_close(copy);
     ck_assert_int_eq(rb_segment_unlink(inst2), RB_OK);
@@ -1052,7 +1038,7 @@ START_TEST(test_segment_snap_is_the_state_at_begin)
     rb_segment_snap_t *snap;
     rb_segment_t *copy;
     rb_ring_t *ring;
-    dump_buf_t ref;
+    rb_test_dump_t ref;
     snap_out_t out;
     uint64_t saved;
     pthread_t t;
@@ -1066,7 +1052,7 @@ START_TEST(test_segment_snap_is_the_state_at_begin)
     snap_churn(wseg, ring, 0);
 
     for (int mode = 0; mode < 3; mode++) {   /* changes before / during / none */
-        ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &ref), RB_OK);
+        ck_assert_int_eq(rb_segment_dump(wseg, rb_test_dump_fn, &ref), RB_OK);
         ck_assert_int_eq(rb_segment_snap_begin(wseg, &snap), RB_OK);
         ck_assert_int_eq(rb_segment_snap_begin(wseg, &(rb_segment_snap_t *){ NULL }), RB_EBUSY);
         ck_assert_uint_eq(rb_segment_snap_size(snap), ref.len);
@@ -1093,10 +1079,10 @@ START_TEST(test_segment_snap_is_the_state_at_begin)
             /* The test can fail: the writer did change the dumped bytes
              * (mode 0: all before the dump began, so every page it stored
              * into was saved; mode 1: some, as the race goes). */
-            dump_buf_t now;
+            rb_test_dump_t now;
             if (mode == 0)
                 ck_assert_uint_gt(saved, 0);
-            ck_assert_int_eq(rb_segment_dump(wseg, dump_fn, &now), RB_OK);
+            ck_assert_int_eq(rb_segment_dump(wseg, rb_test_dump_fn, &now), RB_OK);
             ck_assert(now.len != ref.len || memcmp(now.data, ref.data, ref.len) != 0);
             free(now.data);
         } else {
