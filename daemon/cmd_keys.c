@@ -1,6 +1,7 @@
 /*
  * cmd_keys.c - the keyspace commands, as Redis names them, over the
- * filters (the only keys ringbloomd has; ring nodes are not keys): DEL and
+ * filters (Bloom filters and HyperLogLog counters, one namespace: the only
+ * keys ringbloomd has; ring nodes are not keys): DEL and
  * UNLINK (the same here: a delete frees at once, in O(directory + layers)),
  * EXISTS, TYPE, KEYS, SCAN and DBSIZE; their table and handlers.
  *
@@ -21,6 +22,7 @@
 #include "ops.h"
 
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
+#define HLL_TYPE     "string"      /* Redis's for a HyperLogLog (it is a string there) */
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 #define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
 
@@ -132,7 +134,8 @@ static int pattern_match(const char *p, size_t pl, const char *s, size_t sl)
 }
 
 /* The open handle of filter argv[i], or NULL if there is none (a name no
- * filter can have included); *rc says why (RB_ENOENT: none). */
+ * filter can have included); *rc says why (RB_ENOENT: none,
+ * RBD_EWRONGTYPE: a HyperLogLog counter). */
 static rb_bloom_t *filter_of(rbd_ctx_t *x, size_t i, int *rc)
 {
     if (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX) {
@@ -152,10 +155,12 @@ static void cmd_del(rbd_ctx_t *x)
 
     for (size_t i = 1; i < x->argc; i++) {
         rbd_op_t op = { .type = RBD_OP_BF_DELETE, .name = x->argv[i], .len = x->argl[i] };
-        int rc;
+        int rc = RB_OK;   /* a handle found open leaves it */
         if ((op.bf = filter_of(x, i, &rc)) == NULL && rc == RB_ENOENT)
             continue;
-        if (op.bf == NULL || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
+        if (op.bf == NULL && rc == RBD_EWRONGTYPE)
+            rc = RB_OK;   /* a counter: op.bf NULL says so to the delete */
+        if (rc != RB_OK || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
             rbd_cmd_error(x, RBD_AT_FILTER, rc);
             return;
         }
@@ -172,17 +177,19 @@ static void cmd_exists(rbd_ctx_t *x)
 
     for (size_t i = 1; i < x->argc; i++) {
         int rc;
-        n += filter_of(x, i, &rc) != NULL;
+        n += filter_of(x, i, &rc) != NULL || rc == RBD_EWRONGTYPE;
     }
     rbi_resp_int(x->out, n);
 }
 
-/* TYPE key: RedisBloom's name for a Bloom filter, or none. */
+/* TYPE key: RedisBloom's name for a Bloom filter, Redis's for a
+ * HyperLogLog ("string"), or none. */
 static void cmd_type(rbd_ctx_t *x)
 {
     int rc;
 
-    rbi_resp_simple(x->out, filter_of(x, 1, &rc) != NULL ? BLOOM_TYPE : "none");
+    rbi_resp_simple(x->out, filter_of(x, 1, &rc) != NULL ? BLOOM_TYPE
+                            : rc == RBD_EWRONGTYPE ? HLL_TYPE : "none");
 }
 
 static int count_one(const char *name, size_t len, void *arg)

@@ -6,7 +6,8 @@
  *
  *   - a consistent-hash ring (virtual nodes, integer weights) answering
  *     "which node owns this key?", and
- *   - Bloom filters answering "was this key (maybe) seen before?".
+ *   - Bloom filters answering "was this key (maybe) seen before?", and
+ *   - HyperLogLog counters answering "how many distinct keys?".
  *
  * One process, the *writer* (normally the daemon ringbloomd), creates the
  * segment and is the only one that changes it.  Any number of *readers* map
@@ -38,6 +39,7 @@
 #include "ringbloom/paths.h"    /* an instance's paths, trusted directories, the daemon's uid */
 #include "ringbloom/ring.h"     /* the consistent-hash ring */
 #include "ringbloom/bloom.h"    /* Bloom filters */
+#include "ringbloom/hll.h"      /* HyperLogLog counters */
 #include "ringbloom/conn.h"     /* the write path: a connection to the daemon */
 
 #endif /* RINGBLOOM_H */
