@@ -16,9 +16,7 @@
  * before or after any store, and registers never go down, so every
  * register a reader sees is at least its value when the read began and
  * at most its value when it ended: the registers it counts are a state
- * between two writes, and the count of such a state is never less than
- * the count at the read's start (the estimate is monotonic in each
- * register).  A delete frees the registers after publishing the slot's
+ * between two writes (H1).  A delete frees the registers after publishing the slot's
  * generation (R1, bloom_write.c's rb_bloom_delete), and readers read a
  * slot inside its generation section, so a count never mixes a deleted
  * counter's memory reused by another.
