@@ -23,6 +23,7 @@
 
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
 #define HLL_TYPE     "string"      /* Redis's for a HyperLogLog (it is a string there) */
+enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_NONE };   /* what SCAN TYPE lists */
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 #define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
 
@@ -214,7 +215,8 @@ static void cmd_dbsize(rbd_ctx_t *x)
 typedef struct listing {
     const char *pattern;
     size_t plen;
-    int none;          /* SCAN TYPE other than ours: nothing matches */
+    int type;          /* SCAN TYPE: TYPE_ANY, or the one kind listed */
+    const rb_segment_t *seg;
     size_t n;
     rbi_buf_t *out;
 } listing_t;
@@ -223,7 +225,9 @@ static int list_one(const char *name, size_t len, void *arg)
 {
     listing_t *l = arg;
 
-    if (l->none || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
+    if (l->type == TYPE_NONE || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
+        return 0;
+    if (l->type != TYPE_ANY && rbd_filters_is_hll(l->seg, name, len) != (l->type == TYPE_HLL))
         return 0;
     l->n++;
     if (l->out != NULL)
@@ -236,12 +240,23 @@ static int list_one(const char *name, size_t len, void *arg)
  * nothing changes in between. */
 static void cmd_keys(rbd_ctx_t *x)
 {
-    listing_t l = { x->argv[1], x->argl[1], 0, 0, NULL };
+    listing_t l = { x->argv[1], x->argl[1], TYPE_ANY, NULL, 0, NULL };
 
     (void)rb_bloom_list(x->s->state.seg, list_one, &l);
     rbi_resp_array(x->out, l.n);
     l.out = x->out;
     (void)rb_bloom_list(x->s->state.seg, list_one, &l);
+}
+
+/* SCAN TYPE's argument i: the kind it lists (Redis's type names, any
+ * case), TYPE_NONE for a type no key here has. */
+static int type_arg(const rbd_ctx_t *x, size_t i)
+{
+    if (x->argl[i] == sizeof(BLOOM_TYPE) - 1 && strncasecmp(x->argv[i], BLOOM_TYPE, x->argl[i]) == 0)
+        return TYPE_BLOOM;
+    if (x->argl[i] == sizeof(HLL_TYPE) - 1 && strncasecmp(x->argv[i], HLL_TYPE, x->argl[i]) == 0)
+        return TYPE_HLL;
+    return TYPE_NONE;
 }
 
 /* SCAN's options after the cursor: 0, or replies and returns -1. */
@@ -268,8 +283,7 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
                 return -1;
             }
         } else if (rbd_cmd_arg_is(x, i, "TYPE")) {
-            l->none = !(x->argl[i + 1] == sizeof(BLOOM_TYPE) - 1 &&
-                        strncasecmp(x->argv[i + 1], BLOOM_TYPE, x->argl[i + 1]) == 0);
+            l->type = type_arg(x, i + 1);
         } else {
             rbi_resp_error(x->out, "ERR syntax error");
             return -1;
@@ -283,7 +297,7 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
  * the cursor on (rb_bloom_scan). */
 static void cmd_scan(rbd_ctx_t *x)
 {
-    listing_t l = { NULL, 0, 0, 0, NULL };
+    listing_t l = { NULL, 0, TYPE_ANY, x->s->state.seg, 0, NULL };
     long long cursor, count = SCAN_COUNT;
     uint64_t next;
     char buf[24];

@@ -7,7 +7,8 @@
 # distinct elements, several keys, duplicates.  Then the daemon is killed,
 # its segment removed, and restarted: the log's PFADD / PFMERGE records
 # (types 14, 15) replayed after its snapshot must give the same counts.  Also TYPE
-# ("string", as Redis), EXISTS, KEYS, DEL, and WRONGTYPE both ways.
+# ("string", as Redis), EXISTS, KEYS, SCAN TYPE, DEL, and WRONGTYPE both
+# ways.
 # Prints each count beside the true number, with the relative error and
 # Redis's documented standard error (0.81%).
 # Exit 77 without redis-server (Debian package redis-server) or python3's
@@ -132,6 +133,11 @@ if D.type("hll:1") != b"string" or D.type("bf:x") != b"MBbloom--":
 keys = sorted(D.keys("hll:*"))
 if keys != sorted(k.encode() for k in list(truth) + ["hll:m", "hll:m2"]):
     bad.append(("KEYS", "every counter", keys))
+for t, want in (("string", sorted(k.encode() for k in list(truth) + ["hll:m", "hll:m2"])),
+                ("MBbloom--", [b"bf:x"]), ("list", [])):
+    got = sorted(D.execute_command("SCAN", 0, "COUNT", 1000, "TYPE", t)[1])
+    if got != want:
+        bad.append(("SCAN TYPE " + t, want, got))
 if D.delete("hll:m2", "bf:x") != 2 or D.exists("hll:m2") != 0 or D.pfcount("hll:m2") != 0:
     bad.append(("DEL", 2, "counter not deleted"))
 for b in bad:
