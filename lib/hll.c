@@ -1,6 +1,7 @@
 /*
  * hll.c - HyperLogLog counters (ringbloom/hll.h): the writer's PFADD,
- * PFMERGE and delete, the readers' lock-free count, Redis 7's estimator,
+ * PFMERGE and delete, the readers' lock-free count (by names, or through a
+ * handle that remembers its counter's slot), Redis 7's estimator,
  * and the kind's entry in the filter-kind table (kind.h).
  *
  * What: a counter is a directory slot of layout RBI_LAYOUT_HLL (format.h)
@@ -25,6 +26,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -186,6 +188,73 @@ int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n, uint6
         if (rc < 0)
             return rc;
     }
+    *out = rb_hll_estimate(acc);
+    return RB_OK;
+}
+
+struct rb_hll {
+    const rb_segment_t *seg;
+    _Atomic uint64_t hint;     /* the slot it was last found in (a hint:
+                                  slot_take checks the name each time) */
+    size_t len;
+    char name[RB_FILTER_NAME_MAX + 1];
+};
+
+/* Reader: take() through h's hint, refreshed when the name moved. */
+static int take_hinted(const rb_hll_t *ch, const rbi_map_t *m, uint8_t *acc)
+{
+    rb_hll_t *h = (rb_hll_t *)ch;
+    uint64_t hint = atomic_load_explicit(&h->hint, memory_order_relaxed);
+    int rc = 0;
+
+    if (hint < m->dir_slots &&
+        (rc = slot_take(m, rbi_dir_slot(m, hint), h->name, h->len, acc)) != 0)
+        return rc;
+    for (uint64_t i = 0; i < m->dir_slots; i++)
+        if (i != hint && (rc = slot_take(m, rbi_dir_slot(m, i), h->name, h->len, acc)) != 0) {
+            atomic_store_explicit(&h->hint, i, memory_order_relaxed);
+            return rc;
+        }
+    return 0;
+}
+
+int rb_hll_open(const rb_segment_t *seg, const char *name, size_t len, rb_hll_t **out)
+{
+    uint8_t acc[RB_HLL_REGISTERS];
+    rb_hll_t *h;
+    int rc;
+
+    if (seg == NULL || out == NULL || !rbi_bloom_name_ok(name, len))
+        return RB_EINVAL;
+    if ((h = calloc(1, sizeof(*h))) == NULL)
+        return RB_ENOMEM;
+    h->seg = seg;
+    h->len = len;
+    memcpy(h->name, name, len);
+    memset(acc, 0, sizeof(acc));
+    if ((rc = take_hinted(h, rbi_reader_map(seg), acc)) != 1) {
+        free(h);
+        return rc == 0 ? RB_ENOENT : rc;
+    }
+    *out = h;
+    return RB_OK;
+}
+
+void rb_hll_close(rb_hll_t *h)
+{
+    free(h);
+}
+
+int rb_hll_card(const rb_hll_t *h, uint64_t *out)
+{
+    uint8_t acc[RB_HLL_REGISTERS];
+    int rc;
+
+    if (h == NULL || out == NULL)
+        return RB_EINVAL;
+    memset(acc, 0, sizeof(acc));
+    if ((rc = take_hinted(h, rbi_reader_map(h->seg), acc)) < 0)
+        return rc;
     *out = rb_hll_estimate(acc);
     return RB_OK;
 }

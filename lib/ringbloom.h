@@ -24,7 +24,7 @@
  *     segment, from any number of threads at once on one handle.
  *   - "Writer" functions may only be called by the process that created or
  *     re-opened the segment for writing, from one thread at a time.
- *   - Handles (rb_segment_t, rb_ring_t, rb_bloom_t) are owned by the caller
+ *   - Handles (rb_segment_t, rb_ring_t, rb_bloom_t, rb_hll_t) are owned by the caller
  *     that obtained them and released with the matching close/free function.
  *   - Keys are arbitrary bytes (NUL and non-UTF-8 bytes included) given as
  *     pointer + length.

@@ -62,6 +62,23 @@ RB_EXPORT RB_WUR int rb_hll_delete(rb_segment_t *seg, const char *name, size_t l
 RB_EXPORT RB_WUR int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n,
                                   uint64_t *out);
 
+/* Reader.  A handle on counter name (its name kept, and a hint of its
+ * directory slot, so a count need not walk the directory): RB_OK, or
+ * RB_EINVAL, RB_ENOENT (no such name now), RB_EEXIST (a filter of another
+ * kind), RB_ENOMEM, RB_EBUSY.  The handle names the counter by its name: if
+ * the counter is deleted and made again, or the segment handle follows a
+ * restarted daemon, the handle counts whatever counter bears the name then
+ * (0 while there is none).  Close with rb_hll_close; any number of threads
+ * may count through one handle at once. */
+typedef struct rb_hll rb_hll_t;
+RB_EXPORT RB_WUR int rb_hll_open(const rb_segment_t *seg, const char *name, size_t len,
+                                 rb_hll_t **out);
+RB_EXPORT void rb_hll_close(rb_hll_t *h);
+
+/* Reader.  PFCOUNT of the one counter h names: rb_hll_count's answer and
+ * errors. */
+RB_EXPORT RB_WUR int rb_hll_card(const rb_hll_t *h, uint64_t *out);
+
 /* Reader.  Copies counter name's registers into out[0 .. RB_HLL_REGISTERS)
  * (each 0..51), as they were at one moment between two writer stores.
  * 1 if name is a counter, 0 if there is no such name (out all 0).

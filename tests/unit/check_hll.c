@@ -236,6 +236,7 @@ START_TEST(test_hll_kinds_keep_their_names_and_delete)
     rb_bloom_params_t p = { .capacity = 100, .error_rate = 0.01, .layout = RB_BLOOM_BLOCKED };
     rb_key_t names[2] = { { "h", 1 }, { "bf", 2 } };
     rb_segment_info_t i0, i1;
+    rb_hll_t *h;
     rb_bloom_t *bf;
     uint64_t c;
 
@@ -250,16 +251,32 @@ START_TEST(test_hll_kinds_keep_their_names_and_delete)
     ck_assert_int_eq(rb_bloom_reserve(seg, "h", 1, &p), RB_EEXIST);
     ck_assert_int_ne(rb_bloom_open(seg, "h", 1, &bf), RB_OK);
     ck_assert_int_eq(rb_hll_count(seg, names, 0, &c), RB_EINVAL);
+    ck_assert_int_eq(rb_hll_open(seg, "bf", 2, &h), RB_EEXIST);
+    ck_assert_int_eq(rb_hll_open(seg, "nosuch", 6, &h), RB_ENOENT);
+    ck_assert_int_eq(rb_hll_open(seg, "h", 1, &h), RB_OK);
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_OK);
+    ck_assert_uint_eq(c, count(seg, "h", NULL));
     /* Delete: the name and the registers go; the slot and bytes are free. */
     ck_assert_int_eq(rb_hll_delete(seg, "h", 1), RB_OK);
     ck_assert_int_eq(rb_hll_delete(seg, "h", 1), RB_ENOENT);
     ck_assert_uint_eq(count(seg, "h", NULL), 0);
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_OK);
+    ck_assert_uint_eq(c, 0);
     ck_assert_int_eq(rb_bloom_delete(seg, "bf", 2), RB_OK);
     ck_assert_int_eq(rb_segment_info(seg, &i1), RB_OK);
     ck_assert_uint_eq(i1.used, i0.used);
     ck_assert_uint_eq(i1.filters, 0);
+    /* The handle follows its name: made again in another slot, then a
+     * Bloom filter under it. */
+    add_range(seg, "h", "f", 0, 10);
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_OK);
+    ck_assert_uint_eq(c, count(seg, "h", NULL));
+    ck_assert_uint_gt(c, 0);
+    ck_assert_int_eq(rb_hll_delete(seg, "h", 1), RB_OK);
     ck_assert_int_eq(rb_bloom_reserve(seg, "h", 1, &p), RB_OK);
     ck_assert_int_eq(rb_hll_add(seg, "h", 1, NULL, 0), RB_EEXIST);
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_EEXIST);
+    rb_hll_close(h);
 }
 END_TEST
 
