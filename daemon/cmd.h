@@ -1,8 +1,8 @@
 /*
  * cmd.h - ringbloomd's commands: what a handler gets (rbd_ctx_t), what a
  * command table row says (rbd_command_t, its flags), the helpers every
- * handler uses (cmd_util.c), the per-family tables (cmd_bf.c, cmd_ring.c,
- * cmd_server.c) and the dispatcher (cmd.c), which also runs transactions
+ * handler uses (cmd_util.c), the per-family tables (cmd_bf.c, cmd_hll.c,
+ * cmd_ring.c, cmd_server.c) and the dispatcher (cmd.c), which also runs transactions
  * (MULTI / EXEC / DISCARD) and describes the tables (COMMAND).
  *
  * A command is one row in its family's table and one handler.  The
@@ -67,6 +67,7 @@ extern const rbd_command_t rbd_cmd_ring_table[];
 extern const rbd_command_t rbd_cmd_server_table[];
 extern const rbd_command_t rbd_cmd_keys_table[];
 extern const rbd_command_t rbd_cmd_bf_dump_table[];
+extern const rbd_command_t rbd_cmd_hll_table[];
 
 /* The command named by the len bytes at name (any case), or NULL. */
 const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len);

@@ -1,6 +1,7 @@
 /*
  * cmd_keys.c - the keyspace commands, as Redis names them, over the
- * filters (the only keys ringbloomd has; ring nodes are not keys): DEL and
+ * filters (Bloom filters and HyperLogLog counters, one namespace: the only
+ * keys ringbloomd has; ring nodes are not keys): DEL and
  * UNLINK (the same here: a delete frees at once, in O(directory + layers)),
  * EXISTS, TYPE, KEYS, SCAN and DBSIZE; their table and handlers.
  *
@@ -21,6 +22,8 @@
 #include "ops.h"
 
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
+#define HLL_TYPE     "string"      /* Redis's for a HyperLogLog (it is a string there) */
+enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_NONE };   /* what SCAN TYPE lists */
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 #define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
 
@@ -132,7 +135,8 @@ static int pattern_match(const char *p, size_t pl, const char *s, size_t sl)
 }
 
 /* The open handle of filter argv[i], or NULL if there is none (a name no
- * filter can have included); *rc says why (RB_ENOENT: none). */
+ * filter can have included); *rc says why (RB_ENOENT: none,
+ * RBD_EWRONGTYPE: a HyperLogLog counter). */
 static rb_bloom_t *filter_of(rbd_ctx_t *x, size_t i, int *rc)
 {
     if (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX) {
@@ -152,10 +156,12 @@ static void cmd_del(rbd_ctx_t *x)
 
     for (size_t i = 1; i < x->argc; i++) {
         rbd_op_t op = { .type = RBD_OP_BF_DELETE, .name = x->argv[i], .len = x->argl[i] };
-        int rc;
+        int rc = RB_OK;   /* a handle found open leaves it */
         if ((op.bf = filter_of(x, i, &rc)) == NULL && rc == RB_ENOENT)
             continue;
-        if (op.bf == NULL || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
+        if (op.bf == NULL && rc == RBD_EWRONGTYPE)
+            rc = RB_OK;   /* a counter: op.bf NULL says so to the delete */
+        if (rc != RB_OK || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
             rbd_cmd_error(x, RBD_AT_FILTER, rc);
             return;
         }
@@ -172,17 +178,19 @@ static void cmd_exists(rbd_ctx_t *x)
 
     for (size_t i = 1; i < x->argc; i++) {
         int rc;
-        n += filter_of(x, i, &rc) != NULL;
+        n += filter_of(x, i, &rc) != NULL || rc == RBD_EWRONGTYPE;
     }
     rbi_resp_int(x->out, n);
 }
 
-/* TYPE key: RedisBloom's name for a Bloom filter, or none. */
+/* TYPE key: RedisBloom's name for a Bloom filter, Redis's for a
+ * HyperLogLog ("string"), or none. */
 static void cmd_type(rbd_ctx_t *x)
 {
     int rc;
 
-    rbi_resp_simple(x->out, filter_of(x, 1, &rc) != NULL ? BLOOM_TYPE : "none");
+    rbi_resp_simple(x->out, filter_of(x, 1, &rc) != NULL ? BLOOM_TYPE
+                            : rc == RBD_EWRONGTYPE ? HLL_TYPE : "none");
 }
 
 static int count_one(const char *name, size_t len, void *arg)
@@ -207,7 +215,8 @@ static void cmd_dbsize(rbd_ctx_t *x)
 typedef struct listing {
     const char *pattern;
     size_t plen;
-    int none;          /* SCAN TYPE other than ours: nothing matches */
+    int type;          /* SCAN TYPE: TYPE_ANY, or the one kind listed */
+    const rb_segment_t *seg;
     size_t n;
     rbi_buf_t *out;
 } listing_t;
@@ -216,7 +225,9 @@ static int list_one(const char *name, size_t len, void *arg)
 {
     listing_t *l = arg;
 
-    if (l->none || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
+    if (l->type == TYPE_NONE || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
+        return 0;
+    if (l->type != TYPE_ANY && rbd_filters_is_hll(l->seg, name, len) != (l->type == TYPE_HLL))
         return 0;
     l->n++;
     if (l->out != NULL)
@@ -229,12 +240,23 @@ static int list_one(const char *name, size_t len, void *arg)
  * nothing changes in between. */
 static void cmd_keys(rbd_ctx_t *x)
 {
-    listing_t l = { x->argv[1], x->argl[1], 0, 0, NULL };
+    listing_t l = { x->argv[1], x->argl[1], TYPE_ANY, NULL, 0, NULL };
 
     (void)rb_bloom_list(x->s->state.seg, list_one, &l);
     rbi_resp_array(x->out, l.n);
     l.out = x->out;
     (void)rb_bloom_list(x->s->state.seg, list_one, &l);
+}
+
+/* SCAN TYPE's argument i: the kind it lists (Redis's type names, any
+ * case), TYPE_NONE for a type no key here has. */
+static int type_arg(const rbd_ctx_t *x, size_t i)
+{
+    if (x->argl[i] == sizeof(BLOOM_TYPE) - 1 && strncasecmp(x->argv[i], BLOOM_TYPE, x->argl[i]) == 0)
+        return TYPE_BLOOM;
+    if (x->argl[i] == sizeof(HLL_TYPE) - 1 && strncasecmp(x->argv[i], HLL_TYPE, x->argl[i]) == 0)
+        return TYPE_HLL;
+    return TYPE_NONE;
 }
 
 /* SCAN's options after the cursor: 0, or replies and returns -1. */
@@ -261,8 +283,7 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
                 return -1;
             }
         } else if (rbd_cmd_arg_is(x, i, "TYPE")) {
-            l->none = !(x->argl[i + 1] == sizeof(BLOOM_TYPE) - 1 &&
-                        strncasecmp(x->argv[i + 1], BLOOM_TYPE, x->argl[i + 1]) == 0);
+            l->type = type_arg(x, i + 1);
         } else {
             rbi_resp_error(x->out, "ERR syntax error");
             return -1;
@@ -276,7 +297,7 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
  * the cursor on (rb_bloom_scan). */
 static void cmd_scan(rbd_ctx_t *x)
 {
-    listing_t l = { NULL, 0, 0, 0, NULL };
+    listing_t l = { NULL, 0, TYPE_ANY, x->s->state.seg, 0, NULL };
     long long cursor, count = SCAN_COUNT;
     uint64_t next;
     char buf[24];

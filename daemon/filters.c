@@ -16,6 +16,13 @@
 #include "ops.h"
 #include "rbd_log.h"
 
+int rbd_filters_is_hll(const rb_segment_t *seg, const char *name, size_t len)
+{
+    uint8_t regs[RB_HLL_REGISTERS];
+
+    return rb_hll_registers(seg, name, len, regs) == 1;
+}
+
 rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
                             size_t len, int *rc)
 {
@@ -41,6 +48,9 @@ rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const cha
         return NULL;
     }
     *rc = rb_bloom_open(seg, name, len, &r->bf);
+    /* A slot of another kind fails the Bloom filter's validation. */
+    if (*rc == RB_ECORRUPT && rbd_filters_is_hll(seg, name, len))
+        *rc = RBD_EWRONGTYPE;
     if (*rc != RB_OK) {
         free(r->name);
         return NULL;

@@ -266,12 +266,16 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
 }
 
 /* The filter's slot and arrays are freed (rb_bloom_delete) and its handle
- * dropped; op->bf is not used after. */
+ * dropped; op->bf is not used after.  op->bf NULL: the name holds a
+ * HyperLogLog counter (the name resolved to RBD_EWRONGTYPE), freed by
+ * rb_hll_delete. */
 static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
 {
     int rc;
 
     (void)live;
+    if (op->bf == NULL)
+        return rb_hll_delete(st->seg, op->name, op->len);
     rc = rb_bloom_delete(st->seg, op->name, op->len);
     if (rc == RB_OK)
         rbd_filters_forget(&st->filters, op->name, op->len);
@@ -297,6 +301,24 @@ static int bf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
     rc = rbi_bloom_load_chunk(bf, op->iter, op->data, op->dlen, &op->why);
     rb_bloom_close(bf);
     return rc;
+}
+
+/* PFADD: live, a PFADD that created nothing and raised no register is a
+ * no-op (logged as nothing: its replay would change nothing either). */
+static int pf_add(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    int rc = rb_hll_add(st->seg, op->name, op->len, op->keys, op->nkeys);
+
+    if (rc < 0)
+        return rc;
+    op->noop = live && rc == 0;
+    return RB_OK;
+}
+
+static int pf_merge(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    (void)live;
+    return rb_hll_merge(st->seg, op->name, op->len, op->keys, op->nkeys);
 }
 
 /* ---- the table ---------------------------------------------------------------------- */
@@ -337,6 +359,10 @@ static const op_def_t ops[] = {
                             { U32(state), NAME } },
     [RBD_OP_RING_SLOTS] = { "RING.SLOTS", RBD_NAMES_NOTHING, OP_SYNC, NULL, ring_slots,
                             { KEYS } },
+    /* Both create their counter if missing, so they name nothing to
+     * resolve; a counter is no rb_bloom_t. */
+    [RBD_OP_PFADD] = { "PFADD", RBD_NAMES_NOTHING, 0, pf_add, NULL, { NAME, KEYS } },
+    [RBD_OP_PFMERGE] = { "PFMERGE", RBD_NAMES_NOTHING, 0, pf_merge, NULL, { NAME, KEYS } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

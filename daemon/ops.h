@@ -30,6 +30,8 @@ typedef enum rbd_op_type {
     RBD_OP_BF_LOADCHUNK = 11,  /* a chunk of BF.LOADCHUNK (header or data) */
     RBD_OP_RING_STATE = 12,    /* RING.UP / DOWN / DRAIN: a node's state */
     RBD_OP_RING_SLOTS = 13,    /* RING.SLOTS: slot ranges assigned, or none: BALANCE */
+    RBD_OP_PFADD = 14,         /* PFADD: a counter's name and the elements */
+    RBD_OP_PFMERGE = 15,       /* PFMERGE: the destination and the sources (as keys) */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -53,7 +55,8 @@ typedef struct rbd_op {
     uint32_t state;            /* RING_STATE: rb_node_state_t */
     rb_bloom_params_t params;  /* BF_RESERVE, secret included */
     const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it;
-                                  RING_SLOTS: one per range, rbd_slots_range's bytes */
+                                  RING_SLOTS: one per range, rbd_slots_range's bytes;
+                                  PFADD: the elements; PFMERGE: the sources' names */
     size_t nkeys;
     int64_t iter;              /* BF_LOADCHUNK: the chunk's iterator (1 with a header) */
     const unsigned char *data; /* BF_LOADCHUNK: the chunk */
@@ -64,7 +67,8 @@ typedef struct rbd_op {
     uint8_t *fresh;            /* BF_ADD run live: per key 1 new, 0 not, RB_BLOOM_NOT_ADDED */
     int publish_failed;        /* out, ring ops: the change applied, but its publish
                                   failed (and it was undone) */
-    int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due) */
+    int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due,
+                                  a PFADD that changed no register) */
     const char *why;           /* out, BF_LOADCHUNK refused: the reply's words */
 } rbd_op_t;
 

@@ -144,8 +144,13 @@ static int replay_record(rbd_state_t *st, uint8_t type, const unsigned char *q, 
         snprintf(err, errlen, "record %s is shorter than its fields", rbd_op_name(type));
         return -1;
     }
-    if (rc == RB_OK && names == RBD_NAMES_FILTER)
+    if (rc == RB_OK && names == RBD_NAMES_FILTER) {
         op.bf = rbd_filters_get(&st->filters, st->seg, op.name, op.len, &rc);
+        /* A HyperLogLog counter: the apply decides (DEL deletes it with
+         * op.bf NULL; a Bloom op refuses it, RB_EINVAL). */
+        if (rc == RBD_EWRONGTYPE)
+            rc = RB_OK;
+    }
     if (rc == RB_OK)
         rc = rbd_op_replay(st, &op);
     if (rc >= 0)

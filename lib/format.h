@@ -151,6 +151,16 @@ _Static_assert(RB_RING_MAX_NODES <= (1u << RBI_RING_MAX_INDEX_BITS), "owner fits
 
 enum { RBI_FILTER_FREE = 0, RBI_FILTER_LIVE = 1 };
 
+/* Values of a slot's `layout` word, by kind (kind.c's table claims them):
+ *   0 .. 2  the Bloom filter's (rb_bloom_layout_t);
+ *   3 .. 15 free;
+ *   16      a HyperLogLog counter (hll.c): layer[0].array_off names its
+ *           RBI_HLL_BYTES register bytes, nlayers is 0, the other Bloom
+ *           words are 0 (docs/design.md, "HyperLogLog");
+ *   17, 18  taken for the count-min sketch. */
+#define RBI_LAYOUT_HLL 16u
+#define RBI_HLL_BYTES  16384u   /* RB_HLL_REGISTERS registers, one byte each */
+
 /* One layer of a filter: its own bit array, sized for its own capacity and
  * error rate.  A scaling filter appends layers; an aging filter rotates
  * them.  Written before nlayers (or gen) publishes it. */
@@ -168,10 +178,8 @@ typedef struct rb_layer_shm {
  * secret, which every filter kind keeps where they are; the other words
  * are the Bloom filter's, and another kind may use them its own way.  The
  * `layout`
- * word names the kind and its variant: 0 and 1 are the Bloom filter's
- * layouts (rb_bloom_layout_t); other values are free for future kinds (a
- * cuckoo filter, a count-min sketch, HyperLogLog), each claiming its values
- * in kind.c's table.  A writer adopting a segment refuses a live slot of a
+ * word names the kind and its variant (the values above); a kind claims
+ * its values in kind.c's table.  A writer adopting a segment refuses a live slot of a
  * kind it does not know (it could not tell which heap extents it holds). */
 typedef struct rb_filter_shm {
     _Atomic uint64_t state;        /*   0 RBI_FILTER_* (published last) */

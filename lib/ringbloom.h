@@ -6,7 +6,8 @@
  *
  *   - a consistent-hash ring (virtual nodes, integer weights) answering
  *     "which node owns this key?", and
- *   - Bloom filters answering "was this key (maybe) seen before?".
+ *   - Bloom filters answering "was this key (maybe) seen before?", and
+ *   - HyperLogLog counters answering "how many distinct keys?".
  *
  * One process, the *writer* (normally the daemon ringbloomd), creates the
  * segment and is the only one that changes it.  Any number of *readers* map
@@ -23,7 +24,7 @@
  *     segment, from any number of threads at once on one handle.
  *   - "Writer" functions may only be called by the process that created or
  *     re-opened the segment for writing, from one thread at a time.
- *   - Handles (rb_segment_t, rb_ring_t, rb_bloom_t) are owned by the caller
+ *   - Handles (rb_segment_t, rb_ring_t, rb_bloom_t, rb_hll_t) are owned by the caller
  *     that obtained them and released with the matching close/free function.
  *   - Keys are arbitrary bytes (NUL and non-UTF-8 bytes included) given as
  *     pointer + length.
@@ -38,6 +39,7 @@
 #include "ringbloom/paths.h"    /* an instance's paths, trusted directories, the daemon's uid */
 #include "ringbloom/ring.h"     /* the consistent-hash ring */
 #include "ringbloom/bloom.h"    /* Bloom filters */
+#include "ringbloom/hll.h"      /* HyperLogLog counters */
 #include "ringbloom/conn.h"     /* the write path: a connection to the daemon */
 
 #endif /* RINGBLOOM_H */

@@ -990,6 +990,25 @@ static void *snap_thread(void *arg)
  * aging), new layers, arrays replaced by resets and rotations (whose freed
  * space the next allocations reuse), a new filter, ring copies rewritten
  * and moved. */
+/* HyperLogLog's stores (hll.c): registers raised by adds and a merge, a
+ * counter made (its registers zeroed) and one deleted. */
+static void snap_churn_hll(rb_segment_t *seg, int round)
+{
+    char key[160], name[32];
+    rb_key_t e = { key, 0 }, src = { "hll", 3 };
+
+    for (unsigned long i = 0; i < 3000; i++) {
+        e.len = rb_test_key(key, sizeof(key), "h", (unsigned long)round * 3000 + i);
+        ck_assert_int_ge(rb_hll_add(seg, "hll", 3, &e, 1), 0);
+    }
+    snprintf(name, sizeof(name), "hll%d", round);
+    ck_assert_int_eq(rb_hll_merge(seg, name, strlen(name), &src, 1), RB_OK);
+    if (round > 0) {
+        snprintf(name, sizeof(name), "hll%d", round - 1);
+        ck_assert_int_eq(rb_hll_delete(seg, name, strlen(name)), RB_OK);
+    }
+}
+
 static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
 {
     static const char *names[] = { "std", "blk", "age" };
@@ -1015,6 +1034,7 @@ static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
     }
     snprintf(key, sizeof(key), "new%d", round);
     ck_assert_int_eq(rb_bloom_reserve(seg, key, strlen(key), &p), RB_OK);
+    snap_churn_hll(seg, round);
     for (int n = 0; n < 30; n++) {
         snprintf(key, sizeof(key), "node-%d-%d", round, n);
         ck_assert_int_eq(rb_ring_add(ring, key, strlen(key), 1 + (unsigned)n % 3), RB_OK);

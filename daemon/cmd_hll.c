@@ -1,0 +1,136 @@
+/*
+ * cmd_hll.c - the HyperLogLog commands, with Redis's names, arguments and
+ * replies (PFADD, PFCOUNT, PFMERGE): their table and handlers.  Counters
+ * change only through ops (ops.c: PFADD and PFMERGE records, types 14 and
+ * 15); PFCOUNT reads the segment as any reader does (rb_hll_count).
+ *
+ * Counters and Bloom filters share one namespace, as Redis's keys do: a
+ * command that meets the other kind answers WRONGTYPE (a Bloom command
+ * meeting a counter: filters.c's RBD_EWRONGTYPE).  A name no counter can
+ * have (longer than RB_FILTER_NAME_MAX) reads as a missing key, as a
+ * source or in PFCOUNT; as the key written it is refused.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "cmd.h"
+#include "ops.h"
+
+#define STACK_KEYS 16   /* up to this many arguments need no allocation */
+
+/* Arguments argv[first ..] as keys into v (allocated if more than
+ * STACK_KEYS: *heap), the ones no counter can be named left out if
+ * names_only.  Their count, or -1 (out of memory: replied). */
+static long args_keys(rbd_ctx_t *x, size_t first, int names_only, rb_key_t *stack,
+                      rb_key_t **v)
+{
+    size_t n = x->argc - first, k = 0;
+
+    *v = n <= STACK_KEYS ? stack : malloc(n * sizeof(**v));
+    if (*v == NULL) {
+        rbi_resp_error(x->out, "ERR out of memory");
+        return -1;
+    }
+    for (size_t i = first; i < x->argc; i++) {
+        if (names_only && (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX))
+            continue;
+        (*v)[k].ptr = x->argv[i];
+        (*v)[k++].len = x->argl[i];
+    }
+    return (long)k;
+}
+
+/* The reply to a library error of a counter command. */
+static void hll_error(rbd_ctx_t *x, int rc)
+{
+    if (rc == RB_EEXIST)
+        rbd_cmd_error(x, RBD_AT_FILTER, RBD_EWRONGTYPE);
+    else if (rc == RB_ENOSPC)
+        rbd_cmd_no_space(x);
+    else
+        rbd_cmd_create_error(x, rc);
+}
+
+/* PFADD key [element ...]: 1 if the counter was created or a register
+ * changed, else 0.  A PFADD that changes nothing logs nothing. */
+static void cmd_pfadd(rbd_ctx_t *x)
+{
+    rb_key_t stack[STACK_KEYS], *v;
+    rbd_op_t op = { .type = RBD_OP_PFADD, .name = x->argv[1], .len = x->argl[1] };
+    long n;
+    int rc;
+
+    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
+        (n = args_keys(x, 2, 0, stack, &v)) < 0)
+        return;
+    op.keys = v;
+    op.nkeys = (size_t)n;
+    rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
+    if (rc == RB_OK)
+        rbi_resp_int(x->out, !op.noop);
+    else
+        hll_error(x, rc);
+    if (v != stack)
+        free(v);
+}
+
+/* PFCOUNT key [key ...]: the estimate of the union, nothing changed (a
+ * missing key is an empty counter). */
+static void cmd_pfcount(rbd_ctx_t *x)
+{
+    rb_key_t stack[STACK_KEYS], *v;
+    uint64_t count = 0;
+    long n;
+    int rc = RB_OK;
+
+    if ((n = args_keys(x, 1, 1, stack, &v)) < 0)
+        return;
+    if (n > 0)
+        rc = rb_hll_count(x->s->state.seg, v, (size_t)n, &count);
+    if (rc == RB_EEXIST)
+        rbd_cmd_error(x, RBD_AT_FILTER, RBD_EWRONGTYPE);
+    else if (rc != RB_OK)
+        rbd_cmd_error(x, RBD_AT_FILTER, rc);
+    else
+        rbi_resp_int(x->out, (long long)count);
+    if (v != stack)
+        free(v);
+}
+
+/* PFMERGE destkey [sourcekey ...]: destkey's registers become the maxima
+ * of its own and the sources' (missing ones skipped); created if missing.
+ * OK. */
+static void cmd_pfmerge(rbd_ctx_t *x)
+{
+    rb_key_t stack[STACK_KEYS], *v;
+    rbd_op_t op = { .type = RBD_OP_PFMERGE, .name = x->argv[1], .len = x->argl[1] };
+    long n;
+    int rc;
+
+    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
+        (n = args_keys(x, 2, 1, stack, &v)) < 0)
+        return;
+    op.keys = v;
+    op.nkeys = (size_t)n;
+    rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
+    if (rc == RB_OK)
+        rbi_resp_simple(x->out, "OK");
+    else
+        hll_error(x, rc);
+    if (v != stack)
+        free(v);
+}
+
+const rbd_command_t rbd_cmd_hll_table[] = {
+    RBD_COMMAND("PFADD", -2, CMD_WRITE, cmd_pfadd, "hyperloglog",
+                "Adds elements to a HyperLogLog counter, creating it if missing",
+                "key [element...]"),
+    RBD_COMMAND("PFCOUNT", -2, 0, cmd_pfcount, "hyperloglog",
+                "Returns the estimated number of distinct elements of the union of counters",
+                "key..."),
+    RBD_COMMAND("PFMERGE", -2, CMD_WRITE, cmd_pfmerge, "hyperloglog",
+                "Merges HyperLogLog counters into one, creating it if missing",
+                "destkey [sourcekey...]"),
+    RBD_COMMAND_END,
+};
