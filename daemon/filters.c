@@ -16,11 +16,16 @@
 #include "ops.h"
 #include "rbd_log.h"
 
+/* Opening a handle reads the slot's kind, not its 16 KiB of registers
+ * (the aging tick asks this of every HLL each second). */
 int rbd_filters_is_hll(const rb_segment_t *seg, const char *name, size_t len)
 {
-    uint8_t regs[RB_HLL_REGISTERS];
+    rb_hll_t *h;
 
-    return rb_hll_registers(seg, name, len, regs) == 1;
+    if (rb_hll_open(seg, name, len, &h) != RB_OK)
+        return 0;
+    rb_hll_close(h);
+    return 1;
 }
 
 rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
