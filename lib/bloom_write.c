@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "bloom.h"
+#include "cms_impl.h"
 #include "snap.h"
 
 #define TIGHTENING   0.5   /* each new layer: half the previous error rate */
@@ -601,7 +602,8 @@ int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len)
 
 /* The live slot of name, its layers validated as a reader's section
  * validates them (a writer that took the segment over frees only sound
- * extents: writer_bind).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_ECORRUPT. */
+ * extents: writer_bind).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE
+ * (a count-min sketch: cms_write.c deletes it), RB_ECORRUPT. */
 static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloom_bind_t *b,
                        rbi_bloom_section_t *s)
 {
@@ -618,6 +620,8 @@ static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloo
     b->slot = rbi_dir_slot(b->map, (uint64_t)i);
     b->incarnation = rbi_ld(&b->slot->incarnation);
     b->layout = (uint32_t)rbi_ld(&b->slot->layout);
+    if (rbi_cms_layout(b->layout))
+        return RB_EWRONGTYPE;
     return rbi_bloom_section_begin(b, s);
 }
 

@@ -31,6 +31,7 @@ typedef struct rbi_kind {
 } rbi_kind_t;
 
 extern const rbi_kind_t rbi_kind_bloom;   /* bloom_read.c */
+extern const rbi_kind_t rbi_kind_cms;     /* cms.c */
 
 /* For a writer adopting m: the heap extents of every live slot in out
  * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.

@@ -38,6 +38,7 @@
 #include "ringbloom/paths.h"    /* an instance's paths, trusted directories, the daemon's uid */
 #include "ringbloom/ring.h"     /* the consistent-hash ring */
 #include "ringbloom/bloom.h"    /* Bloom filters */
+#include "ringbloom/cms.h"      /* count-min sketches, TinyLFU admission */
 #include "ringbloom/conn.h"     /* the write path: a connection to the daemon */
 
 #endif /* RINGBLOOM_H */
