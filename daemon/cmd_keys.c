@@ -21,6 +21,7 @@
 #include "ops.h"
 
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
+#define CMS_TYPE     "CMSk-TYPE"   /* ... and for a count-min sketch */
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 #define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
 
@@ -155,7 +156,10 @@ static void cmd_del(rbd_ctx_t *x)
         int rc;
         if ((op.bf = filter_of(x, i, &rc)) == NULL && rc == RB_ENOENT)
             continue;
-        if (op.bf == NULL || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
+        /* A count-min sketch has no Bloom handle: the op deletes it by
+         * name (ops.c, bf_delete). */
+        if ((op.bf == NULL && rc != RB_EWRONGTYPE) ||
+            (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
             rbd_cmd_error(x, RBD_AT_FILTER, rc);
             return;
         }
@@ -164,25 +168,38 @@ static void cmd_del(rbd_ctx_t *x)
     rbi_resp_int(x->out, n);
 }
 
-/* EXISTS key...: how many of the names are filters (a name given twice
- * counts twice, as Redis). */
+/* Whether argv[i] names a count-min sketch. */
+static int is_sketch(rbd_ctx_t *x, size_t i)
+{
+    rb_cms_info_t in;
+
+    return x->argl[i] >= 1 && x->argl[i] <= RB_FILTER_NAME_MAX &&
+           rb_cms_info(x->s->state.seg, x->argv[i], x->argl[i], &in) == RB_OK;
+}
+
+/* EXISTS key...: how many of the names are filters or sketches (a name
+ * given twice counts twice, as Redis). */
 static void cmd_exists(rbd_ctx_t *x)
 {
     long long n = 0;
 
     for (size_t i = 1; i < x->argc; i++) {
         int rc;
-        n += filter_of(x, i, &rc) != NULL;
+        n += filter_of(x, i, &rc) != NULL || (rc == RB_EWRONGTYPE && is_sketch(x, i));
     }
     rbi_resp_int(x->out, n);
 }
 
-/* TYPE key: RedisBloom's name for a Bloom filter, or none. */
+/* TYPE key: RedisBloom's name for a Bloom filter or a count-min sketch,
+ * or none. */
 static void cmd_type(rbd_ctx_t *x)
 {
     int rc;
 
-    rbi_resp_simple(x->out, filter_of(x, 1, &rc) != NULL ? BLOOM_TYPE : "none");
+    if (filter_of(x, 1, &rc) != NULL)
+        rbi_resp_simple(x->out, BLOOM_TYPE);
+    else
+        rbi_resp_simple(x->out, rc == RB_EWRONGTYPE && is_sketch(x, 1) ? CMS_TYPE : "none");
 }
 
 static int count_one(const char *name, size_t len, void *arg)

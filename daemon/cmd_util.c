@@ -124,7 +124,12 @@ typedef struct err_row {
     const char *tail;
 } err_row_t;
 
+#define WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
+
 static const err_row_t errors[] = {
+    { RB_EWRONGTYPE, RBD_AT_FILTER, WRONGTYPE, 0, NULL },
+    { RB_EWRONGTYPE, RBD_AT_ADD, WRONGTYPE, 0, NULL },
+    { RB_EWRONGTYPE, RBD_AT_CREATE, WRONGTYPE, 0, NULL },
     { RB_ENOENT, RBD_AT_FILTER, "ERR not found", 0, NULL },
     { RB_OK, RBD_AT_FILTER, "ERR ", 0, NULL },
 

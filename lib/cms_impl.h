@@ -99,4 +99,9 @@ static inline uint64_t rbi_cms_halve(const rbi_cms_shape_t *s, uint64_t w)
 int rbi_cms_rows(const rb_segment_t *seg, const char *name, size_t len, const void *key,
                  size_t klen, uint64_t *rows, uint32_t *depth);
 
+/* Writer (cms_write.c): the secret of sketch name into out
+ * (RB_BLOOM_SECRET_BYTES), for a sketch made to merge with it (the
+ * daemon's LIKE).  RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EROFS. */
+int rbi_cms_secret(rb_segment_t *seg, const char *name, size_t len, unsigned char *out);
+
 #endif /* RBI_CMS_IMPL_H */

@@ -244,6 +244,25 @@ static uint64_t merge_fn(uint64_t i, void *arg)
     return out;
 }
 
+int rbi_cms_secret(rb_segment_t *seg, const char *name, size_t len, unsigned char *out)
+{
+    wview_t v;
+    int rc = wbind(seg, name, len, &v);
+
+    if (rc == RB_OK)
+        rbi_copy_out(out, v.f->secret, RBI_SECRET_WORDS);
+    return rc;
+}
+
+/* Whether sketches a and b hash keys alike (one secret). */
+static int same_secret(const wview_t *a, const wview_t *b)
+{
+    for (unsigned i = 0; i < RBI_SECRET_WORDS; i++)
+        if (rbi_ld(&a->f->secret[i]) != rbi_ld(&b->f->secret[i]))
+            return 0;
+    return 1;
+}
+
 int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen, const char *const *src,
                  const size_t *slen, size_t n, const uint64_t *weights)
 {
@@ -264,6 +283,8 @@ int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen, const char *c
             (rbi_ld(&sv[k].f->layout) != rbi_ld(&d.f->layout) || sv[k].s.width != d.s.width ||
              sv[k].s.depth != d.s.depth))
             rc = RB_EINVAL;
+        if (rc == RB_OK && !same_secret(&sv[k], &sv[0]))
+            rc = RB_EPERM;
         c = rc == RB_OK ? rbi_ld(RBI_CMS_COUNT(sv[k].f)) : 0;
         count = sat_add(count, wt != 0 && c > UINT64_MAX / wt ? UINT64_MAX : c * wt, UINT64_MAX);
     }
@@ -271,6 +292,11 @@ int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen, const char *c
     a.weights = weights;
     a.n = n;
     if (rc == RB_OK && (rc = array_new(seg, &d.s, merge_fn, &a, &off)) == RB_OK) {
+        unsigned char secret[RBI_SECRET_BYTES];
+        /* The new counters are keyed by the sources' secret: both change
+         * under one publish (a reader that read either retries). */
+        rbi_copy_out(secret, sv[0].f->secret, RBI_SECRET_WORDS);
+        rbi_copy_in(d.f->secret, secret, sizeof(secret));
         rbi_st(RBI_CMS_COUNT(d.f), count);
         array_swap(seg, &d, off);
     }

@@ -80,8 +80,12 @@ RB_EXPORT RB_WUR int rb_cms_incrby(rb_segment_t *seg, const char *name, size_t l
 /* Writer.  dest's counters become sum over i of weights[i] x src i's
  * (weights NULL: all 1; each counter saturates), its count the same sum of
  * counts; all must have dest's width, depth and counter size (dest may be
- * among the sources).  Published whole, as an aging step.  RB_EINVAL
- * (shapes differ, n == 0), RB_ENOENT, RB_EWRONGTYPE, RB_ENOSPC, RB_EROFS. */
+ * among the sources), and the sources one secret (counters of sketches
+ * keyed differently do not line up: create them with the same
+ * rb_cms_params_t.secret, the daemon's LIKE).  dest takes the sources'
+ * secret.  Published whole, as an aging step.  RB_EINVAL (shapes differ,
+ * n == 0), RB_EPERM (the sources' secrets differ), RB_ENOENT, RB_EWRONGTYPE, RB_ENOSPC,
+ * RB_EROFS. */
 RB_EXPORT RB_WUR int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen,
                                   const char *const *src, const size_t *slen, size_t n,
                                   const uint64_t *weights);
