@@ -304,7 +304,7 @@ const rbd_command_t rbd_cmd_cms_table[] = {
                 "key error:double probability:double [SMALL] [AGING window:integer] [LIKE sketch]"),
     RBD_COMMAND("CMS.INCRBY", -4, CMD_WRITE, cmd_cms_incrby, "cms",
                 "Increases the counts of items in a count-min sketch",
-                "key item increment:integer [item increment:integer ...]"),
+                "key (item increment:integer)..."),
     RBD_COMMAND("CMS.QUERY", -3, 0, cmd_cms_query, "cms",
                 "Returns the estimated counts of items in a count-min sketch",
                 "key item..."),
