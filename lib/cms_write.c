@@ -168,9 +168,11 @@ static void age(rb_segment_t *seg, wview_t *v)
     array_swap(seg, v, off);
 }
 
+/* a + b, at most max (a <= max). */
 static uint64_t sat_add(uint64_t a, uint64_t b, uint64_t max)
 {
-    return a > max - (b > max ? max : b) ? max : a + b;
+    b = b > max ? max : b;
+    return a > max - b ? max : a + b;
 }
 
 /* Adds incr to key's counters; its estimate after. */

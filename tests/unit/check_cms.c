@@ -326,6 +326,11 @@ START_TEST(test_cms_small_counters_saturate)
     by = 1000;
     ck_assert_int_eq(rb_cms_incrby(seg, "s", 1, &k, &by, 1, &e), RB_OK);
     ck_assert_uint_eq(e, 15);
+    /* An increment past the maximum from zero saturates too. */
+    k.ptr = "cold";
+    k.len = 4;
+    ck_assert_int_eq(rb_cms_incrby(seg, "s", 1, &k, &by, 1, &e), RB_OK);
+    ck_assert_uint_eq(e, 15);
     for (uint32_t i = 0; i < 200; i++)
         ck_assert_uint_le(query(seg, "s", i), 15);
     ck_assert_int_eq(rb_cms_info(seg, "s", 1, &in), RB_OK);
