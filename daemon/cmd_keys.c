@@ -225,15 +225,22 @@ typedef struct listing {
     const char *pattern;
     size_t plen;
     int none;          /* SCAN TYPE other than ours: nothing matches */
+    int sketches;      /* SCAN TYPE: 1 only sketches (CMS_TYPE), 0 only Bloom
+                          filters, -1 (KEYS, no TYPE) both */
     size_t n;
     rbi_buf_t *out;
+    const rb_segment_t *seg;
 } listing_t;
 
 static int list_one(const char *name, size_t len, void *arg)
 {
     listing_t *l = arg;
 
+    rb_cms_info_t in;
+
     if (l->none || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
+        return 0;
+    if (l->sketches >= 0 && (rb_cms_info(l->seg, name, len, &in) == RB_OK) != l->sketches)
         return 0;
     l->n++;
     if (l->out != NULL)
@@ -246,7 +253,7 @@ static int list_one(const char *name, size_t len, void *arg)
  * nothing changes in between. */
 static void cmd_keys(rbd_ctx_t *x)
 {
-    listing_t l = { x->argv[1], x->argl[1], 0, 0, NULL };
+    listing_t l = { x->argv[1], x->argl[1], 0, -1, 0, NULL, x->s->state.seg };
 
     (void)rb_bloom_list(x->s->state.seg, list_one, &l);
     rbi_resp_array(x->out, l.n);
@@ -278,8 +285,8 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
                 return -1;
             }
         } else if (rbd_cmd_arg_is(x, i, "TYPE")) {
-            l->none = !(x->argl[i + 1] == sizeof(BLOOM_TYPE) - 1 &&
-                        strncasecmp(x->argv[i + 1], BLOOM_TYPE, x->argl[i + 1]) == 0);
+            l->sketches = rbd_cmd_arg_is(x, i + 1, CMS_TYPE);
+            l->none = !l->sketches && !rbd_cmd_arg_is(x, i + 1, BLOOM_TYPE);
         } else {
             rbi_resp_error(x->out, "ERR syntax error");
             return -1;
@@ -293,7 +300,7 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
  * the cursor on (rb_bloom_scan). */
 static void cmd_scan(rbd_ctx_t *x)
 {
-    listing_t l = { NULL, 0, 0, 0, NULL };
+    listing_t l = { NULL, 0, 0, -1, 0, NULL, x->s->state.seg };
     long long cursor, count = SCAN_COUNT;
     uint64_t next;
     char buf[24];
@@ -318,13 +325,13 @@ static void cmd_scan(rbd_ctx_t *x)
 
 const rbd_command_t rbd_cmd_keys_table[] = {
     RBD_COMMAND("DEL", -2, CMD_WRITE, cmd_del, "generic",
-                "Deletes Bloom filters",
+                "Deletes Bloom filters and count-min sketches",
                 "key..."),
     RBD_COMMAND("UNLINK", -2, CMD_WRITE, cmd_del, "generic",
-                "Deletes Bloom filters",
+                "Deletes Bloom filters and count-min sketches",
                 "key..."),
     RBD_COMMAND("EXISTS", -2, 0, cmd_exists, "generic",
-                "Counts the names that are Bloom filters",
+                "Counts the names that are Bloom filters or count-min sketches",
                 "key..."),
     RBD_COMMAND("TYPE", 2, 0, cmd_type, "generic",
                 "Returns the type of a key",

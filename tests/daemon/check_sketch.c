@@ -57,6 +57,9 @@ START_TEST(test_sketch_commands_as_redisbloom)
     rbd_expect(c, "2", "DEL", "c2", "bf");
     rbd_expect(c, "0", "EXISTS", "c2");
     rbd_expect(c, "c\np\nm\no\ns", "KEYS", "*");
+    rbd_expect(c, "1", "BF.ADD", "bf", "y");
+    rbd_expect(c, "0\nbf", "SCAN", "0", "COUNT", "1000", "TYPE", "mbbloom--");
+    rbd_expect(c, "0\nc\np\nm\no\ns", "SCAN", "0", "COUNT", "1000", "TYPE", "CMSk-TYPE");
     rb_conn_close(c);
 }
 END_TEST

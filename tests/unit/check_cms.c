@@ -217,6 +217,22 @@ START_TEST(test_cms_merge_refuses_other_shapes)
     ck_assert_int_eq(rb_cms_merge(seg, "a", 1, src, slen, 1, NULL), RB_EINVAL);
     src[0] = "x";
     ck_assert_int_eq(rb_cms_merge(seg, "a", 1, src, slen, 1, NULL), RB_ENOENT);
+    /* Sources keyed differently do not line up. */
+    {
+        rb_cms_params_t p = { .width = 500, .depth = 4 };   /* a random secret */
+        const char *two[2] = { "a", "r" };
+        size_t tl[2] = { 1, 1 };
+        ck_assert_int_eq(rb_cms_create(seg, "r", 1, &p), RB_OK);
+        ck_assert_int_eq(rb_cms_merge(seg, "a", 1, two, tl, 2, NULL), RB_EPERM);
+        /* dest takes the sources' secret: a sketch merged from "r" alone
+         * answers as "r" does. */
+        rb_key_t k = { "key", 3 };
+        uint64_t by = 5, e;
+        ck_assert_int_eq(rb_cms_incrby(seg, "r", 1, &k, &by, 1, NULL), RB_OK);
+        ck_assert_int_eq(rb_cms_merge(seg, "a", 1, &two[1], &tl[1], 1, NULL), RB_OK);
+        ck_assert_int_eq(rb_cms_query(seg, "a", 1, "key", 3, &e), RB_OK);
+        ck_assert_uint_eq(e, 5);
+    }
 }
 END_TEST
 
