@@ -166,19 +166,20 @@ typedef struct rb_layer_shm {
 /* A directory slot.  The directory, a reader's binding and its read
  * section use only state, incarnation, gen, layout, name_len, name and
  * secret, which every filter kind keeps where they are; the other words
- * are the Bloom filter's, and another kind may use them its own way.  The
- * `layout`
- * word names the kind and its variant: 0 and 1 are the Bloom filter's
- * layouts (rb_bloom_layout_t); other values are free for future kinds (a
- * cuckoo filter, a count-min sketch, HyperLogLog), each claiming its values
- * in kind.c's table.  A writer adopting a segment refuses a live slot of a
+ * are the Bloom filter's, and another kind may use them its own way (the
+ * count-min sketch: cms_impl.h).  The `layout` word names the kind and its
+ * variant: 0 to 2 are the Bloom filter's layouts (rb_bloom_layout_t), 16
+ * HyperLogLog's, 17 and 18 the count-min sketch's (32-bit and 4-bit
+ * counters); other values are free for future kinds, each claiming its
+ * values in kind.c's table.  A writer adopting a segment refuses a live slot of a
  * kind it does not know (it could not tell which heap extents it holds). */
 typedef struct rb_filter_shm {
     _Atomic uint64_t state;        /*   0 RBI_FILTER_* (published last) */
     _Atomic uint64_t incarnation;  /*   8 unique per reserve */
     rbi_gen_t        gen;          /*  16 generation section (latch.h): bumped
                                           when an array is replaced */
-    _Atomic uint64_t layout;       /*  24 kind and variant: rb_bloom_layout_t */
+    _Atomic uint64_t layout;       /*  24 kind and variant: rb_bloom_layout_t,
+                                          RBI_CMS_LAYOUT* (cms_impl.h) */
     _Atomic uint64_t flags;        /*  32 RB_BLOOM_NONSCALING ... */
     _Atomic uint64_t expansion;    /*  40 capacity factor of each new layer */
     _Atomic uint64_t nlayers;      /*  48 1..RB_BLOOM_MAX_LAYERS */
