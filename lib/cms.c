@@ -106,6 +106,7 @@ typedef struct query_arg {
     size_t klen;
     uint64_t est;
     uint64_t *rows;     /* NULL, or each row's counter */
+    uint64_t *again;    /* NULL, or each row's counter read a second time */
     uint32_t depth;
 } query_arg_t;
 
@@ -126,12 +127,17 @@ static void query_fn(const cms_view_t *v, void *arg)
     }
     a->est = est;
     a->depth = v->s.depth;
+    for (uint32_t r = 0; a->again != NULL && r < v->s.depth; r++) {
+        unsigned sh;
+        uint64_t w = rbi_cms_word(&v->s, r, rbi_cms_col(h, r, v->s.width), &sh);
+        a->again[r] = (rbi_ld(&v->arr[w]) >> sh) & v->s.mask;
+    }
 }
 
 int rbi_cms_rows(const rb_segment_t *seg, const char *name, size_t len, const void *key,
-                 size_t klen, uint64_t *rows, uint32_t *depth)
+                 size_t klen, uint64_t *rows, uint64_t *again, uint32_t *depth)
 {
-    query_arg_t a = { key, klen, 0, rows, 0 };
+    query_arg_t a = { key, klen, 0, rows, again, 0 };
     int rc;
 
     if (rows == NULL || depth == NULL || (key == NULL && klen != 0))
@@ -144,7 +150,7 @@ int rbi_cms_rows(const rb_segment_t *seg, const char *name, size_t len, const vo
 int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len, const void *key,
                  size_t klen, uint64_t *out)
 {
-    query_arg_t a = { key, klen, 0, NULL, 0 };
+    query_arg_t a = { key, klen, 0, NULL, NULL, 0 };
     int rc;
 
     if (out == NULL || (key == NULL && klen != 0))

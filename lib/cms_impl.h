@@ -94,10 +94,12 @@ static inline uint64_t rbi_cms_halve(const rbi_cms_shape_t *s, uint64_t w)
 
 /* Any process (cms.c): key's depth counters in sketch name, read in one
  * section (rows[r] for r < *depth; rows has RB_CMS_MAX_DEPTH entries): the
- * estimate is their minimum.  Errors as rb_cms_query.  For tests that
- * check what one reading can see. */
+ * estimate is their minimum; if again is not NULL, the same counters read
+ * a second time after the first pass, in the same section.  Errors as
+ * rb_cms_query.  For tests that check what one reading can see (within a
+ * section counters never go down: nothing lowers a published array). */
 int rbi_cms_rows(const rb_segment_t *seg, const char *name, size_t len, const void *key,
-                 size_t klen, uint64_t *rows, uint32_t *depth);
+                 size_t klen, uint64_t *rows, uint64_t *again, uint32_t *depth);
 
 /* Writer (cms_write.c): the secret of sketch name into out
  * (RB_BLOOM_SECRET_BYTES), for a sketch made to merge with it (the
