@@ -11,8 +11,8 @@
  * (a BF.ADD record); a key it holds is counted in the sketch (a
  * CMS.INCRBY record), and if that count made the sketch age, the
  * doorkeeper is cleared too (a BF.RESET record), so the doorkeeper only
- * remembers keys seen since the last halving.  The records replay the
- * same steps.  A reader's estimate of a key is the sketch's + 1 if the
+ * remembers keys seen since the last halving.  A touch's records are one
+ * TXN record (T1), and replay the same steps.  A reader's estimate of a key is the sketch's + 1 if the
  * doorkeeper holds it; rb_tinylfu_admit (ADMIT.QUERY) admits a candidate
  * iff its estimate beats the victim's.
  */
@@ -24,6 +24,7 @@
 #include "cmd.h"
 #include "filters.h"
 #include "ops.h"
+#include "seg_txn.h"   /* lib: whether an EXEC holds the log unit */
 
 #define TINYLFU_DEPTH        4u
 #define TINYLFU_WINDOW_MULT  10u   /* W = 10 x the cache's capacity (TinyLFU's sample) */
@@ -106,7 +107,8 @@ static void cmd_admit_touch(rbd_ctx_t *x)
     rb_cms_info_t before, after;
     uint64_t one = 1, est = 0;
     uint8_t fresh;
-    int rc, held;
+    size_t start;
+    int rc, held, own;
 
     if (dlen == 0 || rbd_cmd_arg_key(x, 2) != 0)
         return;
@@ -119,6 +121,11 @@ static void cmd_admit_touch(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_FILTER, op.bf == NULL || rc != RB_OK ? rc : held);
         return;
     }
+    /* One unit in the log (a TXN record, unless an EXEC's holds it
+     * already): an increment that halved the sketch is never replayed
+     * without the doorkeeper's reset. */
+    own = !rbi_segment_txn_open(x->s->state.seg);
+    start = own ? rbd_op_txn_begin(&x->s->state, &x->s->aof) : 0;
     if (!held) {
         if ((rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) == RB_OK)
             rc = rb_cms_query(x->s->state.seg, x->argv[1], x->argl[1], key.ptr, key.len, &est);
@@ -129,6 +136,8 @@ static void cmd_admit_touch(rbd_ctx_t *x)
         op.type = RBD_OP_BF_RESET;   /* the sketch aged: the doorkeeper starts over */
         rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
     }
+    if (own)
+        rbd_op_txn_end(&x->s->state, &x->s->aof, start);
     if (rc != RB_OK)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else

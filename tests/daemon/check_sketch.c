@@ -86,6 +86,16 @@ START_TEST(test_sketch_admit_touch_and_query)
     rbd_expect(c, "2", "CMS.QUERY", "t", "a");
     rbd_expect(c, "0", "BF.EXISTS", "t:dk", "a");
     rbd_expect(c, "ERR item exists", "ADMIT.RESERVE", "t", "100");
+    rbd_expect(c, "1", "ADMIT.TOUCH", "t", "b");     /* the cleared doorkeeper takes b again */
+    rb_conn_close(c);
+    /* The log alone gives the same pair (each touch one TXN record). */
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    rbd_launch(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "2\n0", "CMS.QUERY", "t", "a", "b");
+    rbd_expect(c, "0\n1", "BF.MEXISTS", "t:dk", "a", "b");
+    rbd_expect(c, "1", "ADMIT.QUERY", "t", "a", "b");
     rb_conn_close(c);
 }
 END_TEST
