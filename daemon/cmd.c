@@ -214,12 +214,14 @@ static void cmd_exec(rbd_ctx_t *x)
 
 /* ---- COMMAND -------------------------------------------------------------------- */
 
-/* A command as COMMAND INFO describes it (Redis 7's ten fields): BF.*
- * name their filter first, the only key a command of ours takes. */
+/* A command as COMMAND INFO describes it (Redis 7's ten fields): BF.*,
+ * CMS.* and ADMIT.* name their filter or sketch first, the only key a
+ * command of ours gives there (CMS.MERGE's sources are not given). */
 static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
 {
     char lower[32];
-    int key = strncasecmp(cmd->name, "BF.", 3) == 0;
+    int key = strncasecmp(cmd->name, "BF.", 3) == 0 || strncasecmp(cmd->name, "CMS.", 4) == 0 ||
+              strncasecmp(cmd->name, "ADMIT.", 6) == 0;
     const char *flag = (cmd->flags & CMD_WRITE) ? "write" : (cmd->flags & CMD_ADMIN)
                        ? "admin" : key ? "readonly" : NULL;
 
