@@ -381,6 +381,17 @@ START_TEST(test_cms_kind_checks_and_delete)
     ck_assert_int_eq(rb_cms_query(seg, "no", 2, "x", 1, &e), RB_ENOENT);
     ck_assert_int_eq(rb_segment_info(seg, &si), RB_OK);
     ck_assert_uint_eq(si.filters, 2);
+    {
+        rb_cms_info_t in;
+        rb_bloom_stat_t bs;
+        ck_assert_int_eq(rb_cms_info(seg, "c", 1, &in), RB_OK);
+        ck_assert_uint_eq(in.bytes, 3 * 50 * 8);   /* 3 rows of 100 counters, 2 a word */
+        ck_assert_int_eq(rb_bloom_open(seg, "bf", 2, &bf), RB_OK);
+        ck_assert_int_eq(rb_bloom_info(bf, &bs), RB_OK);
+        rb_bloom_close(bf);
+        /* The kind's heap_bytes: the array, in whole 64-byte units. */
+        ck_assert_uint_eq(si.used, si0.used + (in.bytes + 63) / 64 * 64 + (bs.bytes + 63) / 64 * 64);
+    }
     ck_assert_int_eq(rb_cms_delete(seg, "c", 1), RB_OK);
     ck_assert_int_eq(rb_cms_query(seg, "c", 1, "x", 1, &e), RB_ENOENT);
     ck_assert_int_eq(rb_bloom_delete(seg, "bf", 2), RB_OK);
