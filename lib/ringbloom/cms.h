@@ -72,7 +72,9 @@ RB_EXPORT RB_WUR int rb_cms_create(rb_segment_t *seg, const char *name, size_t l
  * counters before the halving or after it, never a mix).  est (if not
  * NULL) gets each key's estimate after its increment.  Deterministic: the
  * same calls on the same sketch give the same counters (replay relies on
- * it).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE. */
+ * it; a halving put off for want of memory is retried at the next
+ * increment).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT
+ * (nothing changed on any error). */
 RB_EXPORT RB_WUR int rb_cms_incrby(rb_segment_t *seg, const char *name, size_t len,
                                    const rb_key_t *keys, const uint64_t *incr, size_t n,
                                    uint64_t *est);
@@ -84,14 +86,16 @@ RB_EXPORT RB_WUR int rb_cms_incrby(rb_segment_t *seg, const char *name, size_t l
  * keyed differently do not line up: create them with the same
  * rb_cms_params_t.secret, the daemon's LIKE).  dest takes the sources'
  * secret.  Published whole, as an aging step.  RB_EINVAL (shapes differ,
- * n == 0), RB_EPERM (the sources' secrets differ), RB_ENOENT, RB_EWRONGTYPE, RB_ENOSPC,
- * RB_EROFS. */
+ * n == 0), RB_EPERM (the sources' secrets differ), RB_ENOENT,
+ * RB_EWRONGTYPE, RB_ECORRUPT, RB_ENOSPC, RB_ENOMEM, RB_EROFS (nothing
+ * changed on any error). */
 RB_EXPORT RB_WUR int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen,
                                   const char *const *src, const size_t *slen, size_t n,
                                   const uint64_t *weights);
 
 /* Writer.  Deletes sketch name and frees its counters (readers that hold
- * a query in flight retry and find it gone).  RB_ENOENT, RB_EWRONGTYPE. */
+ * a query in flight retry and find it gone).  RB_EINVAL, RB_EROFS,
+ * RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT. */
 RB_EXPORT RB_WUR int rb_cms_delete(rb_segment_t *seg, const char *name, size_t len);
 
 /* Any process, lock-free, wait-free but for a bounded retry if the sketch
@@ -110,8 +114,10 @@ RB_EXPORT RB_WUR int rb_cms_info(const rb_segment_t *seg, const char *name, size
 /* Any process.  TinyLFU's admission test on the pair made by the daemon's
  * ADMIT.RESERVE name: sketch "name" and its doorkeeper Bloom filter "name"
  * RB_TINYLFU_DOORKEEPER_SUFFIX (none: every doorkeeper bit is 0).
- * estimate(k) = the sketch's estimate, + 1 if the doorkeeper holds k.  *admit = 1 iff
- * estimate(candidate) > estimate(victim).  Errors as rb_cms_query. */
+ * estimate(k) = the sketch's estimate, + 1 if the doorkeeper holds k.
+ * *admit = 1 iff estimate(candidate) > estimate(victim).  Errors as
+ * rb_cms_query, and the doorkeeper's (rb_bloom_open, rb_bloom_contains).
+ * Cost: two directory scans and two doorkeeper opens. */
 RB_EXPORT RB_WUR int rb_tinylfu_admit(const rb_segment_t *seg, const char *name, size_t len,
                                       const void *candidate, size_t clen, const void *victim,
                                       size_t vlen, int *admit);
