@@ -62,7 +62,8 @@ RB_EXPORT RB_WUR int rb_cms_dims(double error, double probability, uint32_t *wid
                                  uint32_t *depth);
 
 /* Writer.  Creates sketch name with zero counters.  RB_EINVAL, RB_EROFS,
- * RB_EEXIST (the name holds a filter or a sketch), RB_ESLOTS, RB_ENOSPC. */
+ * RB_EEXIST (the name holds a filter or a sketch), RB_ESLOTS, RB_ENOSPC,
+ * RB_ENOMEM (nothing allocated on any error). */
 RB_EXPORT RB_WUR int rb_cms_create(rb_segment_t *seg, const char *name, size_t len,
                                    const rb_cms_params_t *params);
 
