@@ -68,6 +68,8 @@ extern const rbd_command_t rbd_cmd_server_table[];
 extern const rbd_command_t rbd_cmd_keys_table[];
 extern const rbd_command_t rbd_cmd_bf_dump_table[];
 extern const rbd_command_t rbd_cmd_hll_table[];
+extern const rbd_command_t rbd_cmd_cms_table[];
+extern const rbd_command_t rbd_cmd_admit_table[];
 
 /* The command named by the len bytes at name (any case), or NULL. */
 const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len);
@@ -95,6 +97,12 @@ int rbd_cmd_arg_keys(rbd_ctx_t *x, size_t first);
 /* A name argument (what: "filter", "node") of 1..max bytes: 0, or replies
  * and returns -1. */
 int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max);
+
+/* Runs a CMS.INCRBY op (cmd_cms.c): n items of sketch name, each by by[i],
+ * their estimates after into est (NULL: not wanted).  RB_OK or the op's
+ * error (nothing changed then). */
+int rbd_cmd_cms_incrby(rbd_ctx_t *x, const char *name, size_t len, const rb_key_t *items,
+                       const uint64_t *by, size_t n, uint64_t *est);
 
 /* The command's name in lower case, as Redis names its own commands. */
 const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap);

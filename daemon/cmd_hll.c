@@ -5,8 +5,8 @@
  * 15); PFCOUNT reads the segment as any reader does (rb_hll_count).
  *
  * Counters and Bloom filters share one namespace, as Redis's keys do: a
- * command that meets the other kind answers WRONGTYPE (a Bloom command
- * meeting a counter: filters.c's RBD_EWRONGTYPE).  A name no counter can
+ * command that meets another kind answers WRONGTYPE (the library's
+ * RB_EWRONGTYPE, cmd_util.c's words).  A name no counter can
  * have (longer than RB_FILTER_NAME_MAX) reads as a missing key, as a
  * source or in PFCOUNT; as the key written it is refused.
  */
@@ -44,8 +44,8 @@ static long args_keys(rbd_ctx_t *x, size_t first, int names_only, rb_key_t *stac
 /* The reply to a library error of a counter command. */
 static void hll_error(rbd_ctx_t *x, int rc)
 {
-    if (rc == RB_EEXIST)
-        rbd_cmd_error(x, RBD_AT_FILTER, RBD_EWRONGTYPE);
+    if (rc == RB_EWRONGTYPE)
+        rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else if (rc == RB_ENOSPC)
         rbd_cmd_no_space(x);
     else
@@ -88,9 +88,7 @@ static void cmd_pfcount(rbd_ctx_t *x)
         return;
     if (n > 0)
         rc = rb_hll_count(x->s->state.seg, v, (size_t)n, &count);
-    if (rc == RB_EEXIST)
-        rbd_cmd_error(x, RBD_AT_FILTER, RBD_EWRONGTYPE);
-    else if (rc != RB_OK)
+    if (rc != RB_OK)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else
         rbi_resp_int(x->out, (long long)count);

@@ -1,7 +1,7 @@
 /*
  * cmd_keys.c - the keyspace commands, as Redis names them, over the
- * filters (Bloom filters and HyperLogLog counters, one namespace: the only
- * keys ringbloomd has; ring nodes are not keys): DEL and
+ * filters (Bloom filters, HyperLogLog counters and count-min sketches, one
+ * namespace: the only keys ringbloomd has; ring nodes are not keys): DEL and
  * UNLINK (the same here: a delete frees at once, in O(directory + layers)),
  * EXISTS, TYPE, KEYS, SCAN and DBSIZE; their table and handlers.
  *
@@ -23,7 +23,9 @@
 
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
 #define HLL_TYPE     "string"      /* Redis's for a HyperLogLog (it is a string there) */
-enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_NONE };   /* what SCAN TYPE lists */
+#define CMS_TYPE     "CMSk-TYPE"   /* RedisBloom's for a count-min sketch */
+/* A name's kind, and what SCAN TYPE lists (TYPE_ANY: every kind). */
+enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_NONE };
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 #define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
 
@@ -136,7 +138,7 @@ static int pattern_match(const char *p, size_t pl, const char *s, size_t sl)
 
 /* The open handle of filter argv[i], or NULL if there is none (a name no
  * filter can have included); *rc says why (RB_ENOENT: none,
- * RBD_EWRONGTYPE: a HyperLogLog counter). */
+ * RB_EWRONGTYPE: a filter of another kind, kind_of tells which). */
 static rb_bloom_t *filter_of(rbd_ctx_t *x, size_t i, int *rc)
 {
     if (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX) {
@@ -159,8 +161,8 @@ static void cmd_del(rbd_ctx_t *x)
         int rc = RB_OK;   /* a handle found open leaves it */
         if ((op.bf = filter_of(x, i, &rc)) == NULL && rc == RB_ENOENT)
             continue;
-        if (op.bf == NULL && rc == RBD_EWRONGTYPE)
-            rc = RB_OK;   /* a counter: op.bf NULL says so to the delete */
+        if (op.bf == NULL && rc == RB_EWRONGTYPE)
+            rc = RB_OK;   /* a counter or a sketch: op.bf NULL says so to the delete */
         if (rc != RB_OK || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
             rbd_cmd_error(x, RBD_AT_FILTER, rc);
             return;
@@ -170,27 +172,49 @@ static void cmd_del(rbd_ctx_t *x)
     rbi_resp_int(x->out, n);
 }
 
-/* EXISTS key...: how many of the names are filters (a name given twice
- * counts twice, as Redis). */
+/* The kind of live filter name other than a Bloom filter: TYPE_HLL,
+ * TYPE_CMS, or TYPE_BLOOM when it is neither. */
+static int other_kind(const rb_segment_t *seg, const char *name, size_t len)
+{
+    rb_cms_info_t in;
+
+    if (rbd_filters_is_hll(seg, name, len))
+        return TYPE_HLL;
+    return rb_cms_info(seg, name, len, &in) == RB_OK ? TYPE_CMS : TYPE_BLOOM;
+}
+
+/* The kind of argv[i]: TYPE_BLOOM, TYPE_HLL, TYPE_CMS or TYPE_NONE. */
+static int kind_of(rbd_ctx_t *x, size_t i)
+{
+    int rc, k;
+
+    if (filter_of(x, i, &rc) != NULL)
+        return TYPE_BLOOM;
+    if (rc != RB_EWRONGTYPE)
+        return TYPE_NONE;
+    k = other_kind(x->s->state.seg, x->argv[i], x->argl[i]);
+    return k == TYPE_BLOOM ? TYPE_NONE : k;
+}
+
+/* EXISTS key...: how many of the names are filters, counters or sketches
+ * (a name given twice counts twice, as Redis). */
 static void cmd_exists(rbd_ctx_t *x)
 {
     long long n = 0;
 
-    for (size_t i = 1; i < x->argc; i++) {
-        int rc;
-        n += filter_of(x, i, &rc) != NULL || rc == RBD_EWRONGTYPE;
-    }
+    for (size_t i = 1; i < x->argc; i++)
+        n += kind_of(x, i) != TYPE_NONE;
     rbi_resp_int(x->out, n);
 }
 
-/* TYPE key: RedisBloom's name for a Bloom filter, Redis's for a
- * HyperLogLog ("string"), or none. */
+/* TYPE key: RedisBloom's name for a Bloom filter or a count-min sketch,
+ * Redis's for a HyperLogLog ("string"), or none. */
 static void cmd_type(rbd_ctx_t *x)
 {
-    int rc;
+    static const char *const names[] = { [TYPE_BLOOM] = BLOOM_TYPE, [TYPE_HLL] = HLL_TYPE,
+                                         [TYPE_CMS] = CMS_TYPE, [TYPE_NONE] = "none" };
 
-    rbi_resp_simple(x->out, filter_of(x, 1, &rc) != NULL ? BLOOM_TYPE
-                            : rc == RBD_EWRONGTYPE ? HLL_TYPE : "none");
+    rbi_resp_simple(x->out, names[kind_of(x, 1)]);
 }
 
 static int count_one(const char *name, size_t len, void *arg)
@@ -227,7 +251,7 @@ static int list_one(const char *name, size_t len, void *arg)
 
     if (l->type == TYPE_NONE || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
         return 0;
-    if (l->type != TYPE_ANY && rbd_filters_is_hll(l->seg, name, len) != (l->type == TYPE_HLL))
+    if (l->type != TYPE_ANY && other_kind(l->seg, name, len) != l->type)
         return 0;
     l->n++;
     if (l->out != NULL)
@@ -256,6 +280,8 @@ static int type_arg(const rbd_ctx_t *x, size_t i)
         return TYPE_BLOOM;
     if (x->argl[i] == sizeof(HLL_TYPE) - 1 && strncasecmp(x->argv[i], HLL_TYPE, x->argl[i]) == 0)
         return TYPE_HLL;
+    if (x->argl[i] == sizeof(CMS_TYPE) - 1 && strncasecmp(x->argv[i], CMS_TYPE, x->argl[i]) == 0)
+        return TYPE_CMS;
     return TYPE_NONE;
 }
 
@@ -322,13 +348,13 @@ static void cmd_scan(rbd_ctx_t *x)
 
 const rbd_command_t rbd_cmd_keys_table[] = {
     RBD_COMMAND("DEL", -2, CMD_WRITE, cmd_del, "generic",
-                "Deletes Bloom filters",
+                "Deletes Bloom filters, HyperLogLog counters and count-min sketches",
                 "key..."),
     RBD_COMMAND("UNLINK", -2, CMD_WRITE, cmd_del, "generic",
-                "Deletes Bloom filters",
+                "Deletes Bloom filters, HyperLogLog counters and count-min sketches",
                 "key..."),
     RBD_COMMAND("EXISTS", -2, 0, cmd_exists, "generic",
-                "Counts the names that are Bloom filters",
+                "Counts the names that are Bloom filters, counters or sketches",
                 "key..."),
     RBD_COMMAND("TYPE", 2, 0, cmd_type, "generic",
                 "Returns the type of a key",

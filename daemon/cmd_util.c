@@ -124,7 +124,12 @@ typedef struct err_row {
     const char *tail;
 } err_row_t;
 
+#define WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
+
 static const err_row_t errors[] = {
+    { RB_EWRONGTYPE, RBD_AT_FILTER, WRONGTYPE, 0, NULL },
+    { RB_EWRONGTYPE, RBD_AT_ADD, WRONGTYPE, 0, NULL },
+    { RB_EWRONGTYPE, RBD_AT_CREATE, WRONGTYPE, 0, NULL },
     { RB_ENOENT, RBD_AT_FILTER, "ERR not found", 0, NULL },
     { RB_OK, RBD_AT_FILTER, "ERR ", 0, NULL },
 
@@ -161,11 +166,6 @@ static const err_row_t errors[] = {
 
 void rbd_cmd_error(rbd_ctx_t *x, rbd_err_at_t at, int rc)
 {
-    if (rc == RBD_EWRONGTYPE) {   /* wherever it came from: Redis's words */
-        rbi_resp_error(x->out, "WRONGTYPE Operation against a key holding the wrong kind of "
-                       "value");
-        return;
-    }
     for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
         const err_row_t *e = &errors[i];
         if (e->at != at || (e->rc != rc && e->rc != RB_OK))

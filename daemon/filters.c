@@ -17,7 +17,7 @@
 #include "rbd_log.h"
 
 /* Opening a handle reads the slot's kind, not its 16 KiB of registers
- * (the aging tick asks this of every HLL each second). */
+ * (SCAN TYPE and TYPE ask this of names, cmd_keys.c). */
 int rbd_filters_is_hll(const rb_segment_t *seg, const char *name, size_t len)
 {
     rb_hll_t *h;
@@ -53,9 +53,6 @@ rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const cha
         return NULL;
     }
     *rc = rb_bloom_open(seg, name, len, &r->bf);
-    /* A slot of another kind fails the Bloom filter's validation. */
-    if (*rc == RB_ECORRUPT && rbd_filters_is_hll(seg, name, len))
-        *rc = RBD_EWRONGTYPE;
     if (*rc != RB_OK) {
         free(r->name);
         return NULL;

@@ -15,11 +15,6 @@
 struct rbd_state;
 struct rbd_aof;
 
-/* rbd_filters_get's *rc when the name holds a HyperLogLog counter, not a
- * Bloom filter: a daemon code, never a library one (rbd_cmd_error replies
- * Redis's WRONGTYPE for it). */
-#define RBD_EWRONGTYPE (-1000)
-
 typedef struct rbd_filter_ref {
     char *name;
     size_t len;
@@ -33,7 +28,7 @@ typedef struct rbd_filters {
 } rbd_filters_t;
 
 /* The open handle of filter name in seg, opened on first use, or NULL
- * (*rc: RB_ENOENT, RBD_EWRONGTYPE: a HyperLogLog counter, or an error). */
+ * (*rc: RB_ENOENT, RB_EWRONGTYPE: a filter of another kind, or an error). */
 rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
                             size_t len, int *rc);
 void rbd_filters_close(rbd_filters_t *f);

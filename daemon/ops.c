@@ -267,15 +267,17 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
 
 /* The filter's slot and arrays are freed (rb_bloom_delete) and its handle
  * dropped; op->bf is not used after.  op->bf NULL: the name holds a
- * HyperLogLog counter (the name resolved to RBD_EWRONGTYPE), freed by
- * rb_hll_delete. */
+ * filter of another kind (it resolved to RB_EWRONGTYPE), a HyperLogLog
+ * counter or a count-min sketch, freed by its kind's delete. */
 static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
 {
     int rc;
 
     (void)live;
-    if (op->bf == NULL)
-        return rb_hll_delete(st->seg, op->name, op->len);
+    if (op->bf == NULL) {
+        rc = rb_hll_delete(st->seg, op->name, op->len);
+        return rc == RB_ENOENT ? rb_cms_delete(st->seg, op->name, op->len) : rc;
+    }
     rc = rb_bloom_delete(st->seg, op->name, op->len);
     if (rc == RB_OK)
         rbd_filters_forget(&st->filters, op->name, op->len);
@@ -321,6 +323,79 @@ static int pf_merge(rbd_state_t *st, rbd_op_t *op, int live)
     return rb_hll_merge(st->seg, op->name, op->len, op->keys, op->nkeys);
 }
 
+/* ---- count-min sketch ops --------------------------------------------------------- */
+
+size_t rbd_cms_pair(unsigned char *buf, uint64_t v, const void *p, size_t len)
+{
+    for (int b = 0; b < 8; b++)
+        buf[b] = (unsigned char)(v >> (8 * b));
+    memcpy(buf + RBD_CMS_PAIR_HDR, p, len);
+    return RBD_CMS_PAIR_HDR + len;
+}
+
+/* Splits op's pairs into values and the bytes after them (keys[i] then
+ * names the item or source).  RB_EINVAL for a pair without its value. */
+static int cms_pairs(const rbd_op_t *op, rb_key_t *keys, uint64_t *v)
+{
+    for (size_t i = 0; i < op->nkeys; i++) {
+        const unsigned char *k = op->keys[i].ptr;
+        if (op->keys[i].len < RBD_CMS_PAIR_HDR)
+            return RB_EINVAL;
+        v[i] = rbd_get_u64(k);
+        keys[i].ptr = k + RBD_CMS_PAIR_HDR;
+        keys[i].len = op->keys[i].len - RBD_CMS_PAIR_HDR;
+    }
+    return RB_OK;
+}
+
+static int cms_init(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    rb_cms_params_t p = op->cms;
+
+    (void)live;   /* live, the caller chose the secret, so the log can replay it */
+    p.secret = op->params.secret;
+    return rb_cms_create(st->seg, op->name, op->len, &p);
+}
+
+/* The increments all apply or none does (rb_cms_incrby fails only before
+ * its first change). */
+static int cms_incrby(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    rb_key_t *keys = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*keys));
+    uint64_t *v = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*v));
+    int rc = keys == NULL || v == NULL ? RB_ENOMEM : cms_pairs(op, keys, v);
+
+    if (rc == RB_OK)
+        rc = rb_cms_incrby(st->seg, op->name, op->len, keys, v, op->nkeys,
+                           live ? op->est : NULL);
+    free(keys);
+    free(v);
+    return rc;
+}
+
+static int cms_merge(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    rb_key_t *keys = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*keys));
+    uint64_t *w = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*w));
+    const char **src = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*src));
+    size_t *slen = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*slen));
+    int rc = keys == NULL || w == NULL || src == NULL || slen == NULL ? RB_ENOMEM
+             : cms_pairs(op, keys, w);
+
+    (void)live;
+    for (size_t i = 0; rc == RB_OK && i < op->nkeys; i++) {
+        src[i] = keys[i].ptr;
+        slen[i] = keys[i].len;
+    }
+    if (rc == RB_OK)
+        rc = rb_cms_merge(st->seg, op->name, op->len, src, slen, op->nkeys, w);
+    free(keys);
+    free(w);
+    free(src);
+    free(slen);
+    return rc;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 #define U32(m) { F_U32, offsetof(rbd_op_t, m) }
@@ -332,6 +407,7 @@ static int pf_merge(rbd_state_t *st, rbd_op_t *op, int live)
 #define BLOB   { F_BLOB, 0 }
 
 _Static_assert(sizeof(rb_bloom_layout_t) == sizeof(uint32_t), "layout is logged as a u32");
+_Static_assert(sizeof(int) == sizeof(uint32_t), "cms.small is logged as a u32");
 
 static const op_def_t ops[] = {
     [RBD_OP_RING_ADD] = { "RING.ADD", RBD_NAMES_NODE, OP_SYNC, NULL, ring_add,
@@ -363,6 +439,14 @@ static const op_def_t ops[] = {
      * resolve; a counter is no rb_bloom_t. */
     [RBD_OP_PFADD] = { "PFADD", RBD_NAMES_NOTHING, 0, pf_add, NULL, { NAME, KEYS } },
     [RBD_OP_PFMERGE] = { "PFMERGE", RBD_NAMES_NOTHING, 0, pf_merge, NULL, { NAME, KEYS } },
+    /* Sketches are not Bloom handles: their ops resolve their names. */
+    [RBD_OP_CMS_INIT] = { "CMS.INIT", RBD_NAMES_NOTHING, OP_SYNC, cms_init, NULL,
+                          { NAME, U32(cms.width), U32(cms.depth), U32(cms.small),
+                            U64(cms.aging), SECRET } },
+    [RBD_OP_CMS_INCRBY] = { "CMS.INCRBY", RBD_NAMES_NOTHING, 0, cms_incrby, NULL,
+                            { NAME, KEYS } },
+    [RBD_OP_CMS_MERGE] = { "CMS.MERGE", RBD_NAMES_NOTHING, OP_SYNC, cms_merge, NULL,
+                           { NAME, KEYS } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

@@ -32,6 +32,10 @@ typedef enum rbd_op_type {
     RBD_OP_RING_SLOTS = 13,    /* RING.SLOTS: slot ranges assigned, or none: BALANCE */
     RBD_OP_PFADD = 14,         /* PFADD: a counter's name and the elements */
     RBD_OP_PFMERGE = 15,       /* PFMERGE: the destination and the sources (as keys) */
+    RBD_OP_CMS_INIT = 16,      /* CMS.INITBYDIM / INITBYPROB, ADMIT.RESERVE's sketch */
+    RBD_OP_CMS_INCRBY = 17,    /* CMS.INCRBY, ADMIT.TOUCH past the doorkeeper; the
+                                  halvings it causes are replayed with it (no record) */
+    RBD_OP_CMS_MERGE = 18,     /* CMS.MERGE */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -53,10 +57,13 @@ typedef struct rbd_op {
     uint32_t weight;           /* RING_ADD, RING_WEIGHT */
     uint32_t mode, replicas;   /* RING_MODE (replicas 0: keep; the count in force is logged) */
     uint32_t state;            /* RING_STATE: rb_node_state_t */
-    rb_bloom_params_t params;  /* BF_RESERVE, secret included */
+    rb_bloom_params_t params;  /* BF_RESERVE, secret included; CMS_INIT: the secret */
+    rb_cms_params_t cms;       /* CMS_INIT (its secret is params.secret) */
     const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it;
                                   RING_SLOTS: one per range, rbd_slots_range's bytes;
-                                  PFADD: the elements; PFMERGE: the sources' names */
+                                  PFADD: the elements; PFMERGE: the sources' names;
+                                  CMS_INCRBY: per item, CMS_MERGE: per source,
+                                  rbd_cms_pair's bytes */
     size_t nkeys;
     int64_t iter;              /* BF_LOADCHUNK: the chunk's iterator (1 with a header) */
     const unsigned char *data; /* BF_LOADCHUNK: the chunk */
@@ -65,6 +72,7 @@ typedef struct rbd_op {
     rb_bloom_t *bf;            /* RBD_NAMES_FILTER: the filter's handle */
     uint64_t now;              /* BF_ROTATE run live: rotate if the window passed at now */
     uint8_t *fresh;            /* BF_ADD run live: per key 1 new, 0 not, RB_BLOOM_NOT_ADDED */
+    uint64_t *est;             /* CMS_INCRBY run live: per item its estimate after, or NULL */
     int publish_failed;        /* out, ring ops: the change applied, but its publish
                                   failed (and it was undone) */
     int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due,
@@ -114,6 +122,12 @@ typedef struct rbd_keys {
 #define RBD_SLOTS_RANGE_HDR 4
 size_t rbd_slots_range(unsigned char *buf, uint32_t start, uint32_t end, const char *name,
                        size_t len);
+
+/* A CMS.INCRBY item or a CMS.MERGE source as a "key" of its record: the
+ * u64 increment or weight (little-endian), then the item's or source's
+ * bytes.  RBD_CMS_PAIR_HDR + len bytes into buf. */
+#define RBD_CMS_PAIR_HDR 8
+size_t rbd_cms_pair(unsigned char *buf, uint64_t v, const void *p, size_t len);
 
 /* Decodes the payload p[0..n) of a record of type (a known one:
  * rbd_op_name is not NULL) into op (names and keys point into p; keys'

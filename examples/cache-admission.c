@@ -1,13 +1,22 @@
 /*
- * cache-admission.c - "cache on the second hit": an aging Bloom filter as
- * the admission policy of an LRU cache.
+ * cache-admission.c - admission policies of an LRU cache compared: admit
+ * every miss, "cache on the second hit" (an aging Bloom filter), and
+ * TinyLFU (an aging count-min sketch with a doorkeeper Bloom filter).
  *
- * What: replays one request trace through two LRU caches of the same size.
- * The plain one stores every miss.  The other stores a missed object only
- * if an aging Bloom filter says it was requested before; a first request is
- * only recorded in the filter.  Both are fed the same requests in the same
- * pass; the report gives hit ratio and cache writes (insertions: disk or
- * flash writes in a CDN cache) for each.
+ * What: replays one request trace through three LRU caches of the same
+ * size.  The plain one stores every miss.  The second stores a missed
+ * object only if an aging Bloom filter says it was requested before; a
+ * first request is only recorded in the filter.  The third records every
+ * request in a TinyLFU pair (the doorkeeper takes a key's first request,
+ * the 4-bit sketch counts the rest, and both are halved / cleared every
+ * W = 10 x cache counted requests: ringbloomd's ADMIT.TOUCH, done here
+ * in-process) and, when full, stores a missed object only if its estimated
+ * frequency beats the LRU victim's (rb_tinylfu_admit).  All are fed the
+ * same requests in the same pass; the report gives hit ratio and cache
+ * writes (insertions: disk or flash writes in a CDN cache) for each, on
+ * two traces: the Zipf trace, and the same with its popularity shifted
+ * half-way (a phase change: the ranks map to other objects), where a
+ * frequency policy must forget the old favourites (TinyLFU's aging).
  *
  * Why: most objects of a web trace are requested once and never again
  * (one-hit wonders: about three quarters of the objects in Akamai's CDN,
@@ -126,6 +135,10 @@ typedef struct lru {
     uint32_t  mask, cap, used, head, tail;
     uint64_t  hits, misses, writes;
 } lru_t;
+
+/* The key the next put would evict, or UINT64_MAX if the cache is not
+ * full. */
+#define LRU_VICTIM(l) ((l)->used < (l)->cap ? UINT64_MAX : (l)->key[(l)->tail])
 
 #define NIL UINT32_MAX
 
@@ -261,8 +274,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: cache-admission [options]\n"
-            "Replays a Zipf trace with one-hit wonders through an LRU cache, without and\n"
-            "with an aging Bloom filter as admission policy (cache on the second hit).\n"
+            "Replays a Zipf trace with one-hit wonders, then the same with its popularity\n"
+            "shifted half-way, through LRU caches admitting every miss, on the second hit\n"
+            "(an aging Bloom filter) and by TinyLFU (an aging count-min sketch).\n"
             "  -r, --requests N      requests in the trace (default 3000000)\n"
             "  -k, --catalog N       objects with Zipf popularity (default 100000)\n"
             "  -a, --alpha A         Zipf exponent (default 0.8)\n"
@@ -333,107 +347,184 @@ static void print_row(const char *name, const lru_t *l, uint64_t requests)
            (double)l->writes / (double)requests);
 }
 
-int main(int argc, char **argv)
-{
-    options_t o;
-    trace_t t = { 0 };
-    lru_t plain = { 0 }, second = { 0 };
-    rb_segment_t *seg = NULL;
-    rb_bloom_t *bf = NULL;
-    rb_bloom_stat_t st;
-    rb_bloom_params_t bp;
-    unsigned char secret[RB_BLOOM_SECRET_BYTES];
-    uint64_t sstate;
-    uint32_t *seen = NULL;      /* requests per catalogue object, for the trace summary */
-    uint64_t distinct, once;
-    double t0, secs, saved;
-    int rc, status = 1;
+/* The three caches' policies' state, in a private segment. */
+typedef struct policies {
+    rb_segment_t *seg;
+    rb_bloom_t *bf;       /* second hit: the aging filter */
+    rb_bloom_t *dk;       /* TinyLFU: the doorkeeper "tlfu:dk" of sketch "tlfu" */
+    lru_t plain, second, tlfu;
+} policies_t;
 
-    ex_init(PROG);
-    if (parse_options(argc, argv, &o) != 0)
-        return 2;
-    if (trace_init(&t, o.catalog, o.alpha, o.wonders, o.seed) != 0 ||
-        lru_init(&plain, (uint32_t)o.cache) != 0 || lru_init(&second, (uint32_t)o.cache) != 0 ||
-        (seen = calloc(o.catalog, sizeof(*seen))) == NULL) {
-        fprintf(stderr, PROG ": out of memory\n");
-        goto out;
-    }
-    /* The filter's hash secret comes from the seed, so that a replay is
-     * repeatable down to its false positives; a server keeps the default
-     * (secret == NULL: random), which stops clients from crafting keys
-     * that collide. */
-    sstate = ~o.seed;
+/* One request recorded in the TinyLFU pair, as ADMIT.TOUCH does: a key
+ * the doorkeeper did not hold goes there; one it held is counted in the
+ * sketch, and a count that halved the sketch clears the doorkeeper. */
+static int tlfu_touch(policies_t *p, uint64_t key)
+{
+    rb_key_t k = { &key, sizeof(key) };
+    rb_cms_info_t a, b;
+    uint64_t one = 1;
+    int rc = rb_bloom_add(p->dk, &key, sizeof(key));
+
+    if (rc != 0)
+        return rc < 0 ? rc : RB_OK;
+    if ((rc = rb_cms_info(p->seg, "tlfu", 4, &a)) != RB_OK ||
+        (rc = rb_cms_incrby(p->seg, "tlfu", 4, &k, &one, 1, NULL)) != RB_OK ||
+        (rc = rb_cms_info(p->seg, "tlfu", 4, &b)) != RB_OK)
+        return rc;
+    return a.agings != b.agings ? rb_bloom_reset(p->dk) : RB_OK;
+}
+
+/* Makes the private segment, the second-hit filter and the TinyLFU pair
+ * (secrets from the seed, so that a replay is repeatable down to its
+ * false positives; a server keeps the default, secret == NULL: random,
+ * which stops clients from crafting keys that collide). */
+static int policies_make(policies_t *p, const options_t *o)
+{
+    rb_segment_opts_t so = { .max_filters = 4 };
+    unsigned char secret[RB_BLOOM_SECRET_BYTES];
+    uint64_t sstate = ~o->seed;
+    rb_bloom_params_t bp;
+    rb_cms_params_t cp;
+    int rc;
+
     for (size_t i = 0; i < sizeof(secret); i += 8) {
         uint64_t x = next_u64(&sstate);
         memcpy(secret + i, &x, 8);
     }
-    bp = (rb_bloom_params_t){ .capacity = o.gen_capacity, .error_rate = o.error_rate,
+    bp = (rb_bloom_params_t){ .capacity = o->gen_capacity, .error_rate = o->error_rate,
                               .layout = RB_BLOOM_BLOCKED, .flags = RB_BLOOM_AGING,
-                              .secret = secret, .generations = (uint32_t)o.generations,
+                              .secret = secret, .generations = (uint32_t)o->generations,
                               .window = 0 };
-    if ((rc = rb_segment_create(NULL, NULL, &seg)) != RB_OK ||
-        (rc = rb_bloom_reserve(seg, "admit", 5, &bp)) != RB_OK ||
-        (rc = rb_bloom_open(seg, "admit", 5, &bf)) != RB_OK) {
-        fprintf(stderr, PROG ": filter: %s\n", rb_strerror(rc));
+    if ((rc = rb_segment_create(NULL, &so, &p->seg)) != RB_OK ||
+        (rc = rb_bloom_reserve(p->seg, "admit", 5, &bp)) != RB_OK ||
+        (rc = rb_bloom_open(p->seg, "admit", 5, &p->bf)) != RB_OK)
+        return rc;
+    bp = (rb_bloom_params_t){ .capacity = 10 * o->cache, .error_rate = o->error_rate,
+                              .layout = RB_BLOOM_BLOCKED, .secret = secret };
+    cp = (rb_cms_params_t){ .width = o->cache * 2 < 64 ? 64 : (uint32_t)o->cache * 2,
+                            .depth = 4, .small = 1, .aging = 10 * o->cache, .secret = secret };
+    if ((rc = rb_bloom_reserve(p->seg, "tlfu" RB_TINYLFU_DOORKEEPER_SUFFIX, 7, &bp)) != RB_OK ||
+        (rc = rb_bloom_open(p->seg, "tlfu" RB_TINYLFU_DOORKEEPER_SUFFIX, 7, &p->dk)) != RB_OK)
+        return rc;
+    return rb_cms_create(p->seg, "tlfu", 4, &cp);
+}
+
+static void policies_free(policies_t *p)
+{
+    rb_bloom_close(p->bf);
+    rb_bloom_close(p->dk);
+    rb_segment_close(p->seg);
+    lru_free(&p->plain);
+    lru_free(&p->second);
+    lru_free(&p->tlfu);
+}
+
+/* One request through the three caches. */
+static int request(policies_t *p, uint64_t key)
+{
+    int rc, admit = 1;
+
+    if (!lru_get(&p->plain, key))
+        lru_put(&p->plain, key);
+    if (!lru_get(&p->second, key)) {
+        /* Test-and-add: 1 = first request in the filter's memory (only
+         * record it), 0 = seen before: admit. */
+        if ((rc = rb_bloom_add(p->bf, &key, sizeof(key))) < 0)
+            return rc;
+        if (rc == 0)
+            lru_put(&p->second, key);
+    }
+    if ((rc = tlfu_touch(p, key)) != RB_OK)
+        return rc;
+    if (!lru_get(&p->tlfu, key)) {
+        uint64_t victim = LRU_VICTIM(&p->tlfu);
+        if (victim != UINT64_MAX &&
+            (rc = rb_tinylfu_admit(p->seg, "tlfu", 4, &key, sizeof(key), &victim,
+                                   sizeof(victim), &admit)) != RB_OK)
+            return rc;
+        if (admit)
+            lru_put(&p->tlfu, key);
+    }
+    return RB_OK;
+}
+
+/* Replays the trace (shifted: from half-way on, catalogue rank i is
+ * object (i + catalog / 2) mod catalog) and reports; 0, or -1. */
+static int replay(const options_t *o, int shifted)
+{
+    policies_t p = { 0 };
+    trace_t t = { 0 };
+    uint32_t *seen = NULL;      /* requests per catalogue object, for the trace summary */
+    uint64_t distinct, once;
+    double t0, secs, saved;
+    int rc = RB_OK, status = -1;
+
+    if (trace_init(&t, o->catalog, o->alpha, o->wonders, o->seed) != 0 ||
+        lru_init(&p.plain, (uint32_t)o->cache) != 0 ||
+        lru_init(&p.second, (uint32_t)o->cache) != 0 ||
+        lru_init(&p.tlfu, (uint32_t)o->cache) != 0 ||
+        (seen = calloc(o->catalog, sizeof(*seen))) == NULL) {
+        fprintf(stderr, PROG ": out of memory\n");
         goto out;
     }
-
+    if ((rc = policies_make(&p, o)) != RB_OK) {
+        fprintf(stderr, PROG ": filters: %s\n", rb_strerror(rc));
+        goto out;
+    }
     t0 = ex_now_s();
-    for (uint64_t r = 0; r < o.requests; r++) {
+    for (uint64_t r = 0; r < o->requests && rc == RB_OK; r++) {
         uint64_t key = trace_next(&t);
-
-        if (key < o.catalog)
+        if (key < o->catalog && shifted && r >= o->requests / 2)
+            key = (key + o->catalog / 2) % o->catalog;
+        if (key < o->catalog)
             seen[key]++;
-        if (!lru_get(&plain, key))
-            lru_put(&plain, key);
-        if (!lru_get(&second, key)) {
-            /* Test-and-add: 1 = first request in the filter's memory (only
-             * record it), 0 = seen before: admit. */
-            if ((rc = rb_bloom_add(bf, &key, sizeof(key))) < 0) {
-                fprintf(stderr, PROG ": bloom add: %s\n", rb_strerror(rc));
-                goto out;
-            }
-            if (rc == 0)
-                lru_put(&second, key);
-        }
+        rc = request(&p, key);
     }
     secs = ex_now_s() - t0;
-    if ((rc = rb_bloom_stat(bf, &st)) != RB_OK) {
-        fprintf(stderr, PROG ": bloom stat: %s\n", rb_strerror(rc));
+    if (rc != RB_OK) {
+        fprintf(stderr, PROG ": admission: %s\n", rb_strerror(rc));
         goto out;
     }
-
-    distinct = once = t.next_wonder - o.catalog;
-    for (uint64_t i = 0; i < o.catalog; i++) {
+    distinct = once = t.next_wonder - o->catalog;
+    for (uint64_t i = 0; i < o->catalog; i++) {
         distinct += seen[i] != 0;
         once += seen[i] == 1;
     }
+    printf("\ntrace: %s\n", shifted ? "shifted (popularity moves half-way)" : "zipf");
+    printf("  %" PRIu64 " distinct objects, %.1f%% of them requested only once\n", distinct,
+           100.0 * (double)once / (double)distinct);
+    printf("  %-28s %10s %12s %12s\n", "policy", "hit ratio", "cache writes", "writes/req");
+    print_row("LRU, admit every miss", &p.plain, o->requests);
+    print_row("LRU, admit on second hit", &p.second, o->requests);
+    print_row("LRU, TinyLFU admission", &p.tlfu, o->requests);
+    saved = 1.0 - (double)p.second.writes / (double)p.plain.writes;
+    printf("writes saved: %.1f%%; hit ratio %.2f%% -> %.2f%% (%+.2f points); "
+           "replayed in %.2f s\n", 100 * saved, 100.0 * (double)p.plain.hits / (double)o->requests,
+           100.0 * (double)p.second.hits / (double)o->requests,
+           100.0 * ((double)p.second.hits - (double)p.plain.hits) / (double)o->requests, secs);
+    status = 0;
+out:
+    policies_free(&p);
+    free(seen);
+    free(t.cdf);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    options_t o;
+
+    ex_init(PROG);
+    if (parse_options(argc, argv, &o) != 0)
+        return 2;
     printf(PROG ": %" PRIu64 " requests (seed %" PRIu64 "): Zipf alpha %.2f over %" PRIu64
            " objects, %.0f%% to one-hit wonders\n", o.requests, o.seed, o.alpha, o.catalog,
            100 * o.wonders);
-    printf("  %" PRIu64 " distinct objects, %.1f%% of them requested only once\n", distinct,
-           100.0 * (double)once / (double)distinct);
-    printf("  LRU cache of %" PRIu64 " objects\n", o.cache);
-    printf("  filter: aging, %" PRIu64 " generations of %" PRIu64 " keys, p = %g: %.3f MB "
-           "(%.1f bits per key it remembers), rotated %" PRIu64 " times\n", o.generations,
-           o.gen_capacity, o.error_rate, (double)st.bytes / 1e6,
-           8.0 * (double)st.bytes / (double)(o.generations * o.gen_capacity), st.rotations);
-    printf("\n  %-28s %10s %12s %12s\n", "policy", "hit ratio", "cache writes", "writes/req");
-    print_row("LRU, admit every miss", &plain, o.requests);
-    print_row("LRU, admit on second hit", &second, o.requests);
-    saved = 1.0 - (double)second.writes / (double)plain.writes;
-    printf("\nwrites saved: %.1f%%; hit ratio %.2f%% -> %.2f%% (%+.2f points); "
-           "replayed in %.2f s\n", 100 * saved, 100.0 * (double)plain.hits / (double)o.requests,
-           100.0 * (double)second.hits / (double)o.requests,
-           100.0 * ((double)second.hits - (double)plain.hits) / (double)o.requests, secs);
-    status = 0;
-
-out:
-    rb_bloom_close(bf);
-    rb_segment_close(seg);
-    free(seen);
-    free(t.cdf);
-    lru_free(&plain);
-    lru_free(&second);
-    return status;
+    printf("  LRU caches of %" PRIu64 " objects\n", o.cache);
+    printf("  second hit: aging Bloom filter, %" PRIu64 " generations of %" PRIu64
+           " keys, p = %g\n", o.generations, o.gen_capacity, o.error_rate);
+    printf("  TinyLFU: 4-bit sketch, 4 rows of %" PRIu64 " counters, halved every %" PRIu64
+           " counted requests; doorkeeper p = %g\n", o.cache * 2 < 64 ? 64 : o.cache * 2,
+           10 * o.cache, o.error_rate);
+    return replay(&o, 0) == 0 && replay(&o, 1) == 0 ? 0 : 1;
 }

@@ -144,8 +144,9 @@ static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, rbi_bl
             continue;
         if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED &&
             b->layout != RB_BLOOM_REDISBLOOM) {
+            int other = rbi_layout_other_kind(b->layout);
             free(b);
-            return RB_ECORRUPT;
+            return other ? RB_EWRONGTYPE : RB_ECORRUPT;
         }
         b->map = m;
         b->slot = f;

@@ -601,7 +601,9 @@ int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len)
 
 /* The live slot of name, its layers validated as a reader's section
  * validates them (a writer that took the segment over frees only sound
- * extents: writer_bind).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_ECORRUPT. */
+ * extents: writer_bind).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE
+ * (a HyperLogLog counter or a count-min sketch: hll.c, cms_write.c delete
+ * them), RB_ECORRUPT. */
 static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloom_bind_t *b,
                        rbi_bloom_section_t *s)
 {
@@ -618,6 +620,8 @@ static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloo
     b->slot = rbi_dir_slot(b->map, (uint64_t)i);
     b->incarnation = rbi_ld(&b->slot->incarnation);
     b->layout = (uint32_t)rbi_ld(&b->slot->layout);
+    if (rbi_layout_other_kind(b->layout))
+        return RB_EWRONGTYPE;
     return rbi_bloom_section_begin(b, s);
 }
 

@@ -157,9 +157,19 @@ enum { RBI_FILTER_FREE = 0, RBI_FILTER_LIVE = 1 };
  *   16      a HyperLogLog counter (hll.c): layer[0].array_off names its
  *           RBI_HLL_BYTES register bytes, nlayers is 0, the other Bloom
  *           words are 0 (docs/design.md, "HyperLogLog");
- *   17, 18  taken for the count-min sketch. */
+ *   17, 18  the count-min sketch's, 32-bit and 4-bit counters (cms_impl.h).
+ * A Bloom filter call meeting a layout of another kind answers
+ * RB_EWRONGTYPE (rbi_layout_other_kind), one of no kind RB_ECORRUPT. */
 #define RBI_LAYOUT_HLL 16u
+#define RBI_LAYOUT_CMS32 17u
+#define RBI_LAYOUT_CMS4 18u
 #define RBI_HLL_BYTES  16384u   /* RB_HLL_REGISTERS registers, one byte each */
+
+/* 1 if layout is a known kind's other than the Bloom filter's. */
+static inline int rbi_layout_other_kind(uint64_t layout)
+{
+    return layout >= RBI_LAYOUT_HLL && layout <= RBI_LAYOUT_CMS4;
+}
 
 /* One layer of a filter: its own bit array, sized for its own capacity and
  * error rate.  A scaling filter appends layers; an aging filter rotates
@@ -176,17 +186,20 @@ typedef struct rb_layer_shm {
 /* A directory slot.  The directory, a reader's binding and its read
  * section use only state, incarnation, gen, layout, name_len, name and
  * secret, which every filter kind keeps where they are; the other words
- * are the Bloom filter's, and another kind may use them its own way.  The
- * `layout`
- * word names the kind and its variant (the values above); a kind claims
- * its values in kind.c's table.  A writer adopting a segment refuses a live slot of a
+ * are the Bloom filter's, and another kind may use them its own way (the
+ * count-min sketch: cms_impl.h).  The `layout` word names the kind and its
+ * variant: 0 to 2 are the Bloom filter's layouts (rb_bloom_layout_t), 16
+ * HyperLogLog's, 17 and 18 the count-min sketch's (32-bit and 4-bit
+ * counters); other values are free for future kinds, each claiming its
+ * values in kind.c's table.  A writer adopting a segment refuses a live slot of a
  * kind it does not know (it could not tell which heap extents it holds). */
 typedef struct rb_filter_shm {
     _Atomic uint64_t state;        /*   0 RBI_FILTER_* (published last) */
     _Atomic uint64_t incarnation;  /*   8 unique per reserve */
     rbi_gen_t        gen;          /*  16 generation section (latch.h): bumped
                                           when an array is replaced */
-    _Atomic uint64_t layout;       /*  24 kind and variant: rb_bloom_layout_t */
+    _Atomic uint64_t layout;       /*  24 kind and variant: rb_bloom_layout_t,
+                                          RBI_CMS_LAYOUT* (cms_impl.h) */
     _Atomic uint64_t flags;        /*  32 RB_BLOOM_NONSCALING ... */
     _Atomic uint64_t expansion;    /*  40 capacity factor of each new layer */
     _Atomic uint64_t nlayers;      /*  48 1..RB_BLOOM_MAX_LAYERS */

@@ -118,7 +118,7 @@ static void regs_max(uint8_t *acc, const uint64_t *w)
 /* ---- readers ------------------------------------------------------------ */
 
 /* Reader: if slot f holds name, its registers max'ed into acc (1), or
- * RB_EEXIST (another kind holds it), RB_ECORRUPT; 0 if it holds another
+ * RB_EWRONGTYPE (another kind holds it), RB_ECORRUPT; 0 if it holds another
  * name or nothing; RB_EBUSY.  Everything, name and registers, is read in
  * one generation section of the slot (latch.h), so a slot deleted and
  * reused meanwhile is read again, never mixed (G2, R1). */
@@ -139,7 +139,7 @@ static int slot_take(const rbi_map_t *m, const rb_filter_shm_t *f, const char *n
             if (memcmp(buf, name, len) == 0) {
                 uint64_t off = rbi_ld(&f->layer[0].array_off);
                 if (rbi_ld(&f->layout) != RBI_LAYOUT_HLL)
-                    rc = RB_EEXIST;
+                    rc = RB_EWRONGTYPE;
                 else if (!rbi_span_ok(rbi_seg_size(m), off, RBI_HLL_BYTES))
                     rc = RB_ECORRUPT;
                 else {
@@ -270,7 +270,7 @@ int rb_hll_registers(const rb_segment_t *seg, const char *name, size_t len, uint
 /* ---- the writer ----------------------------------------------------------- */
 
 /* Writer: the registers of live counter name: RB_ENOENT (no such name),
- * RB_EEXIST (another kind), RB_ECORRUPT (the extent is not one a reader
+ * RB_EWRONGTYPE (another kind), RB_ECORRUPT (the extent is not one a reader
  * would accept: never stored into); *fp its slot if not NULL. */
 static int writer_regs(rb_segment_t *seg, const char *name, size_t len, rb_filter_shm_t **fp,
                        _Atomic uint64_t **arr)
@@ -285,7 +285,7 @@ static int writer_regs(rb_segment_t *seg, const char *name, size_t len, rb_filte
     f = rbi_dir_slot(m, (uint64_t)i);
     off = rbi_ld(&f->layer[0].array_off);
     if (rbi_ld(&f->layout) != RBI_LAYOUT_HLL)
-        return RB_EEXIST;
+        return RB_EWRONGTYPE;
     if (!rbi_span_ok(rbi_seg_size(m), off, RBI_HLL_BYTES))
         return RB_ECORRUPT;
     if (fp != NULL)
@@ -403,7 +403,7 @@ int rb_hll_add(rb_segment_t *seg, const char *name, size_t len, const rb_key_t *
 }
 
 /* Writer: the registers of sources[0 .. n) max'ed into acc (missing ones
- * skipped).  RB_EEXIST, RB_ECORRUPT. */
+ * skipped).  RB_EWRONGTYPE, RB_ECORRUPT. */
 static int merge_sources(rb_segment_t *seg, const rb_key_t *sources, size_t n, uint8_t *acc)
 {
     uint64_t w[WORDS];
@@ -469,7 +469,7 @@ int rb_hll_delete(rb_segment_t *seg, const char *name, size_t len)
     if (!seg->writable)
         return RB_EROFS;
     if ((rc = writer_regs(seg, name, len, &f, &arr)) != RB_OK)
-        return rc == RB_EEXIST ? RB_ENOENT : rc;
+        return rc == RB_EWRONGTYPE ? RB_ENOENT : rc;
     off = rbi_ld(&f->layer[0].array_off);   /* sound: writer_regs checked it */
     rbi_st(&f->state, RBI_FILTER_FREE);
     rbi_gen_publish(&f->gen);   /* R1: before the registers are freed */

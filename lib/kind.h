@@ -32,6 +32,7 @@ typedef struct rbi_kind {
 
 extern const rbi_kind_t rbi_kind_bloom;   /* bloom_read.c */
 extern const rbi_kind_t rbi_kind_hll;     /* hll.c */
+extern const rbi_kind_t rbi_kind_cms;     /* cms.c */
 
 /* For a writer adopting m: the heap extents of every live slot in out
  * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.

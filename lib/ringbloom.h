@@ -40,6 +40,7 @@
 #include "ringbloom/ring.h"     /* the consistent-hash ring */
 #include "ringbloom/bloom.h"    /* Bloom filters */
 #include "ringbloom/hll.h"      /* HyperLogLog counters */
+#include "ringbloom/cms.h"      /* count-min sketches, TinyLFU admission */
 #include "ringbloom/conn.h"     /* the write path: a connection to the daemon */
 
 #endif /* RINGBLOOM_H */

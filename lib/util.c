@@ -46,6 +46,7 @@ const char *rb_strerror(int code)
     case RB_ELAYERS:  return "scaling filter has its maximum number of layers";
     case RB_EPRECISION: return "error rate below what the filter's layout can reach";
     case RB_ESLOTS:   return "no free filter slot: the segment holds its maximum number of filters";
+    case RB_EWRONGTYPE: return "the name holds a filter of another kind";
     default:          return "unknown error";
     }
 }

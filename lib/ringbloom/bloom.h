@@ -115,7 +115,7 @@ RB_EXPORT RB_WUR int rb_bloom_reserve(rb_segment_t *seg, const char *name,
 /* Reader or writer.  Resolves filter `name` once; later calls use the
  * handle (which caches the immutable parameters and the secret).  The
  * handle must be closed before its segment.  Errors: RB_ENOENT, RB_ENOMEM,
- * RB_ECORRUPT, RB_EBUSY (a directory slot kept changing under the lookup:
+ * RB_EWRONGTYPE (name holds a filter of another kind: a HyperLogLog counter or a count-min sketch), RB_ECORRUPT, RB_EBUSY (a directory slot kept changing under the lookup:
  * RBI_READ_RETRIES deletes and reuses of it).  Cost: O(directory) on open. */
 RB_EXPORT RB_WUR int rb_bloom_open(const rb_segment_t *seg, const char *name,
                                    size_t len, rb_bloom_t **out);
@@ -183,7 +183,8 @@ RB_EXPORT RB_WUR int rb_bloom_reset(rb_bloom_t *bf);
  * bits or secret: the slot's generation is published before the arrays
  * are freed and never goes back when the slot is reused, so the query's
  * re-check discards what it read and it retries (docs/design.md, "Filter
- * directory", R1).  Errors: RB_EINVAL, RB_EROFS, RB_ENOENT, RB_ECORRUPT
+ * directory", R1).  Errors: RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE
+ * (a count-min sketch: rb_cms_delete), RB_ECORRUPT
  * (the filter's layers fail validation: nothing changes).  Cost:
  * O(directory). */
 RB_EXPORT RB_WUR int rb_bloom_delete(rb_segment_t *seg, const char *name, size_t len);

@@ -92,6 +92,8 @@ extern "C" {
                               needed); RB_BLOOM_STANDARD reaches any p */
 #define RB_ESLOTS    -28   /* no free filter directory slot: the segment
                               holds max_filters filters already */
+#define RB_EWRONGTYPE -29  /* the name holds a filter of another kind (a
+                              Bloom filter, not a count-min sketch, say) */
 
 /* A static English description of code; never NULL. */
 RB_EXPORT const char *rb_strerror(int code);

@@ -33,7 +33,7 @@ extern "C" {
 /* Writer.  PFADD: adds the n elements to counter name (1..RB_FILTER_NAME_MAX
  * bytes), creating it (all registers 0) if there is no such name.  Returns
  * 1 if the counter was created or any register grew, 0 if none did.
- * Errors: RB_EINVAL, RB_EROFS, RB_EEXIST (name holds a filter of another
+ * Errors: RB_EINVAL, RB_EROFS, RB_EWRONGTYPE (name holds a filter of another
  * kind: nothing changes), RB_ESLOTS (directory full), RB_ENOSPC (the
  * registers do not fit), RB_ECORRUPT (its slot fails validation). */
 RB_EXPORT RB_WUR int rb_hll_add(rb_segment_t *seg, const char *name, size_t len,
@@ -42,7 +42,7 @@ RB_EXPORT RB_WUR int rb_hll_add(rb_segment_t *seg, const char *name, size_t len,
 /* Writer.  PFMERGE: sets every register of dest to the largest of its own
  * (if dest exists) and those of the n source counters (names as rb_key_t;
  * a missing source is skipped, as Redis does), creating dest if missing.
- * Errors: RB_EINVAL, RB_EROFS, RB_EEXIST (dest or a source holds a filter
+ * Errors: RB_EINVAL, RB_EROFS, RB_EWRONGTYPE (dest or a source holds a filter
  * of another kind: nothing changes), RB_ESLOTS, RB_ENOSPC, RB_ECORRUPT. */
 RB_EXPORT RB_WUR int rb_hll_merge(rb_segment_t *seg, const char *dest, size_t len,
                                   const rb_key_t *sources, size_t n);
@@ -56,7 +56,7 @@ RB_EXPORT RB_WUR int rb_hll_delete(rb_segment_t *seg, const char *name, size_t l
 /* Reader.  PFCOUNT: the estimated number of distinct elements added to the
  * union of the n counters named (missing ones count as empty; n = 1 is one
  * counter's count), from shared memory, without changing anything.
- * Errors: RB_EINVAL (n == 0, a bad name), RB_EEXIST (a name holds a filter
+ * Errors: RB_EINVAL (n == 0, a bad name), RB_EWRONGTYPE (a name holds a filter
  * of another kind), RB_ECORRUPT, RB_EBUSY (a counter kept being replaced
  * under the read past the retry bound). */
 RB_EXPORT RB_WUR int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n,
@@ -64,7 +64,7 @@ RB_EXPORT RB_WUR int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names
 
 /* Reader.  A handle on counter name (its name kept, and a hint of its
  * directory slot, so a count need not walk the directory): RB_OK, or
- * RB_EINVAL, RB_ENOENT (no such name now), RB_EEXIST (a filter of another
+ * RB_EINVAL, RB_ENOENT (no such name now), RB_EWRONGTYPE (a filter of another
  * kind), RB_ENOMEM, RB_EBUSY.  The handle names the counter by its name: if
  * the counter is deleted and made again, or the segment handle follows a
  * restarted daemon, the handle counts whatever counter bears the name then
@@ -82,7 +82,7 @@ RB_EXPORT RB_WUR int rb_hll_card(const rb_hll_t *h, uint64_t *out);
 /* Reader.  Copies counter name's registers into out[0 .. RB_HLL_REGISTERS)
  * (each 0..51), as they were at one moment between two writer stores.
  * 1 if name is a counter, 0 if there is no such name (out all 0).
- * Errors: RB_EINVAL, RB_EEXIST (a filter of another kind), RB_ECORRUPT,
+ * Errors: RB_EINVAL, RB_EWRONGTYPE (a filter of another kind), RB_ECORRUPT,
  * RB_EBUSY. */
 RB_EXPORT RB_WUR int rb_hll_registers(const rb_segment_t *seg, const char *name, size_t len,
                                       uint8_t *out);

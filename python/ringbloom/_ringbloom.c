@@ -905,7 +905,8 @@ PyMODINIT_FUNC PyInit__ringbloom(void)
         {"RB_EFULL", RB_EFULL}, {"RB_EDAEMON", RB_EDAEMON}, {"RB_EPROTO", RB_EPROTO},
         {"RB_EREPLY", RB_EREPLY}, {"RB_EPERM", RB_EPERM}, {"RB_EOWNER", RB_EOWNER},
         {"RB_ETIMEDOUT", RB_ETIMEDOUT}, {"RB_ELAYERS", RB_ELAYERS},
-        {"RB_EPRECISION", RB_EPRECISION}, {"RB_ESLOTS", RB_ESLOTS}};
+        {"RB_EPRECISION", RB_EPRECISION}, {"RB_ESLOTS", RB_ESLOTS},
+        {"RB_EWRONGTYPE", RB_EWRONGTYPE}};
     PyObject *m, *errs;
     size_t i;
 

@@ -243,15 +243,15 @@ START_TEST(test_hll_kinds_keep_their_names_and_delete)
     ck_assert_int_eq(rb_segment_info(seg, &i0), RB_OK);
     ck_assert_int_eq(rb_bloom_reserve(seg, "bf", 2, &p), RB_OK);
     add_range(seg, "h", "e", 0, 1000);
-    ck_assert_int_eq(rb_hll_add(seg, "bf", 2, NULL, 0), RB_EEXIST);
-    ck_assert_int_eq(rb_hll_merge(seg, "h", 1, &names[1], 1), RB_EEXIST);
-    ck_assert_int_eq(rb_hll_merge(seg, "bf", 2, &names[0], 1), RB_EEXIST);
-    ck_assert_int_eq(rb_hll_count(seg, names, 2, &c), RB_EEXIST);
+    ck_assert_int_eq(rb_hll_add(seg, "bf", 2, NULL, 0), RB_EWRONGTYPE);
+    ck_assert_int_eq(rb_hll_merge(seg, "h", 1, &names[1], 1), RB_EWRONGTYPE);
+    ck_assert_int_eq(rb_hll_merge(seg, "bf", 2, &names[0], 1), RB_EWRONGTYPE);
+    ck_assert_int_eq(rb_hll_count(seg, names, 2, &c), RB_EWRONGTYPE);
     ck_assert_int_eq(rb_hll_delete(seg, "bf", 2), RB_ENOENT);
     ck_assert_int_eq(rb_bloom_reserve(seg, "h", 1, &p), RB_EEXIST);
     ck_assert_int_ne(rb_bloom_open(seg, "h", 1, &bf), RB_OK);
     ck_assert_int_eq(rb_hll_count(seg, names, 0, &c), RB_EINVAL);
-    ck_assert_int_eq(rb_hll_open(seg, "bf", 2, &h), RB_EEXIST);
+    ck_assert_int_eq(rb_hll_open(seg, "bf", 2, &h), RB_EWRONGTYPE);
     ck_assert_int_eq(rb_hll_open(seg, "nosuch", 6, &h), RB_ENOENT);
     ck_assert_int_eq(rb_hll_open(seg, "h", 1, &h), RB_OK);
     ck_assert_int_eq(rb_hll_card(h, &c), RB_OK);
@@ -274,8 +274,8 @@ START_TEST(test_hll_kinds_keep_their_names_and_delete)
     ck_assert_uint_gt(c, 0);
     ck_assert_int_eq(rb_hll_delete(seg, "h", 1), RB_OK);
     ck_assert_int_eq(rb_bloom_reserve(seg, "h", 1, &p), RB_OK);
-    ck_assert_int_eq(rb_hll_add(seg, "h", 1, NULL, 0), RB_EEXIST);
-    ck_assert_int_eq(rb_hll_card(h, &c), RB_EEXIST);
+    ck_assert_int_eq(rb_hll_add(seg, "h", 1, NULL, 0), RB_EWRONGTYPE);
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_EWRONGTYPE);
     rb_hll_close(h);
 }
 END_TEST

@@ -1009,6 +1009,29 @@ static void snap_churn_hll(rb_segment_t *seg, int round)
     }
 }
 
+/* A count-min sketch's changes: in-place counter stores, halvings and a
+ * merge (fresh arrays published), into two sketches of one secret made at
+ * round 0. */
+static void snap_churn_cms(rb_segment_t *seg, int round)
+{
+    static const unsigned char secret[RB_BLOOM_SECRET_BYTES] = { 7 };
+    rb_cms_params_t cp = { .width = 3000, .depth = 4, .aging = 5000, .secret = secret };
+    const char *src[1] = { "cms" };
+    size_t slen[1] = { 3 };
+    char key[160];
+
+    if (round == 0) {
+        ck_assert_int_eq(rb_cms_create(seg, "cms", 3, &cp), RB_OK);
+        ck_assert_int_eq(rb_cms_create(seg, "cm2", 3, &cp), RB_OK);
+    }
+    for (unsigned long i = 0; i < 6000; i++) {
+        rb_key_t k = { key, rb_test_key(key, sizeof(key), "m", (unsigned long)round * 6000 + i) };
+        uint64_t one = 1;
+        ck_assert_int_eq(rb_cms_incrby(seg, "cms", 3, &k, &one, 1, NULL), RB_OK);
+    }
+    ck_assert_int_eq(rb_cms_merge(seg, "cm2", 3, src, slen, 1, NULL), RB_OK);
+}
+
 static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
 {
     static const char *names[] = { "std", "blk", "age" };
@@ -1035,6 +1058,7 @@ static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
     snprintf(key, sizeof(key), "new%d", round);
     ck_assert_int_eq(rb_bloom_reserve(seg, key, strlen(key), &p), RB_OK);
     snap_churn_hll(seg, round);
+    snap_churn_cms(seg, round);
     for (int n = 0; n < 30; n++) {
         snprintf(key, sizeof(key), "node-%d-%d", round, n);
         ck_assert_int_eq(rb_ring_add(ring, key, strlen(key), 1 + (unsigned)n % 3), RB_OK);
