@@ -70,6 +70,7 @@ extern const rbd_command_t rbd_cmd_bf_dump_table[];
 extern const rbd_command_t rbd_cmd_hll_table[];
 extern const rbd_command_t rbd_cmd_cms_table[];
 extern const rbd_command_t rbd_cmd_admit_table[];
+extern const rbd_command_t rbd_cmd_cf_table[];
 
 /* The command named by the len bytes at name (any case), or NULL. */
 const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len);
@@ -132,6 +133,11 @@ int rbd_cmd_shm_full(rbd_ctx_t *x);
  * /dev/shm (when it has less room than max-memory still leaves) or
  * max-memory. */
 void rbd_cmd_no_space(rbd_ctx_t *x);
+
+/* The largest data chunk BF.SCANDUMP / CF.SCANDUMP return: RedisBloom's
+ * 16 MiB, less if max-request-bytes would not let the LOADCHUNK take it
+ * back. */
+size_t rbd_cmd_dump_chunk_max(const rbd_ctx_t *x);
 
 /* Why a filter could not be made, for the causes BF.RESERVE, an add that
  * creates and BF.LOADCHUNK share (max-filters, then the error table);

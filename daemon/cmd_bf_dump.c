@@ -18,15 +18,6 @@ static rb_bloom_t *filter_arg(rbd_ctx_t *x, size_t i, int *rc)
     return rbd_filters_get(&x->s->state.filters, x->s->state.seg, x->argv[i], x->argl[i], rc);
 }
 
-/* The largest data chunk BF.SCANDUMP returns: RedisBloom's 16 MiB, less if
- * max-request-bytes would not let BF.LOADCHUNK take it back. */
-static size_t dump_chunk_max(const rbd_ctx_t *x)
-{
-    size_t room = x->s->cfg.max_request_bytes > 1024 ? x->s->cfg.max_request_bytes - 512 : 512;
-
-    return room < RBI_DUMP_CHUNK_MAX ? room : RBI_DUMP_CHUNK_MAX;
-}
-
 /* BF.SCANDUMP name iter [FORMAT redisbloom|ringbloom]: [next iter, bytes]
  * (RedisBloom's iterator: 0 gives the header, the bytes then follow from
  * 1; [0, ""] at the end).  A redisbloom filter dumps in RedisBloom's
@@ -64,9 +55,9 @@ static void cmd_bf_scandump(rbd_ctx_t *x)
                                          "format only");
     if (x->out->len != out0)
         return;
-    if ((rc = rbi_bloom_dump(bf, iter, dump_chunk_max(x), NULL, &len, &next)) != RB_OK ||
+    if ((rc = rbi_bloom_dump(bf, iter, rbd_cmd_dump_chunk_max(x), NULL, &len, &next)) != RB_OK ||
         (buf = malloc(len ? len : 1)) == NULL ||
-        (rc = rbi_bloom_dump(bf, iter, dump_chunk_max(x), buf, &len, &next)) != RB_OK) {
+        (rc = rbi_bloom_dump(bf, iter, rbd_cmd_dump_chunk_max(x), buf, &len, &next)) != RB_OK) {
         rbd_cmd_error(x, RBD_AT_FILTER, rc == RB_OK ? RB_ENOMEM : rc);
         return;
     }

@@ -1,9 +1,10 @@
 /*
  * cmd_keys.c - the keyspace commands, as Redis names them, over the
- * filters (Bloom filters, HyperLogLog counters and count-min sketches, one
- * namespace: the only keys ringbloomd has; ring nodes are not keys): DEL and
- * UNLINK (the same here: a delete frees at once, in O(directory + layers)),
- * EXISTS, TYPE, KEYS, SCAN and DBSIZE; their table and handlers.
+ * filters (Bloom filters, HyperLogLog counters, count-min sketches and
+ * cuckoo filters, one namespace: the only keys ringbloomd has; ring nodes
+ * are not keys): DEL and UNLINK (the same here: a delete frees at once,
+ * in O(directory + layers)), EXISTS, TYPE, KEYS, SCAN and DBSIZE; their
+ * table and handlers.
  *
  * A delete is an op (ops.c: applied, logged, replayed); the rest only read
  * the directory.  Patterns follow Redis's glob (stringmatchlen in its
@@ -24,8 +25,9 @@
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
 #define HLL_TYPE     "string"      /* Redis's for a HyperLogLog (it is a string there) */
 #define CMS_TYPE     "CMSk-TYPE"   /* RedisBloom's for a count-min sketch */
+#define CF_TYPE      "MBbloomCF"   /* RedisBloom's for a cuckoo filter */
 /* A name's kind, and what SCAN TYPE lists (TYPE_ANY: every kind). */
-enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_NONE };
+enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF, TYPE_NONE };
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 #define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
 
@@ -173,17 +175,23 @@ static void cmd_del(rbd_ctx_t *x)
 }
 
 /* The kind of live filter name other than a Bloom filter: TYPE_HLL,
- * TYPE_CMS, or TYPE_BLOOM when it is neither. */
+ * TYPE_CMS, TYPE_CF, or TYPE_BLOOM when it is none of them. */
 static int other_kind(const rb_segment_t *seg, const char *name, size_t len)
 {
     rb_cms_info_t in;
+    rb_cuckoo_t *h;
 
     if (rbd_filters_is_hll(seg, name, len))
         return TYPE_HLL;
-    return rb_cms_info(seg, name, len, &in) == RB_OK ? TYPE_CMS : TYPE_BLOOM;
+    if (rb_cms_info(seg, name, len, &in) == RB_OK)
+        return TYPE_CMS;
+    if (rb_cuckoo_open(seg, name, len, &h) != RB_OK)
+        return TYPE_BLOOM;
+    rb_cuckoo_close(h);
+    return TYPE_CF;
 }
 
-/* The kind of argv[i]: TYPE_BLOOM, TYPE_HLL, TYPE_CMS or TYPE_NONE. */
+/* The kind of argv[i]: TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF or TYPE_NONE. */
 static int kind_of(rbd_ctx_t *x, size_t i)
 {
     int rc, k;
@@ -207,12 +215,13 @@ static void cmd_exists(rbd_ctx_t *x)
     rbi_resp_int(x->out, n);
 }
 
-/* TYPE key: RedisBloom's name for a Bloom filter or a count-min sketch,
- * Redis's for a HyperLogLog ("string"), or none. */
+/* TYPE key: RedisBloom's name for a Bloom filter, a count-min sketch or a
+ * cuckoo filter, Redis's for a HyperLogLog ("string"), or none. */
 static void cmd_type(rbd_ctx_t *x)
 {
     static const char *const names[] = { [TYPE_BLOOM] = BLOOM_TYPE, [TYPE_HLL] = HLL_TYPE,
-                                         [TYPE_CMS] = CMS_TYPE, [TYPE_NONE] = "none" };
+                                         [TYPE_CMS] = CMS_TYPE, [TYPE_CF] = CF_TYPE,
+                                         [TYPE_NONE] = "none" };
 
     rbi_resp_simple(x->out, names[kind_of(x, 1)]);
 }
@@ -282,6 +291,8 @@ static int type_arg(const rbd_ctx_t *x, size_t i)
         return TYPE_HLL;
     if (x->argl[i] == sizeof(CMS_TYPE) - 1 && strncasecmp(x->argv[i], CMS_TYPE, x->argl[i]) == 0)
         return TYPE_CMS;
+    if (x->argl[i] == sizeof(CF_TYPE) - 1 && strncasecmp(x->argv[i], CF_TYPE, x->argl[i]) == 0)
+        return TYPE_CF;
     return TYPE_NONE;
 }
 
@@ -348,10 +359,10 @@ static void cmd_scan(rbd_ctx_t *x)
 
 const rbd_command_t rbd_cmd_keys_table[] = {
     RBD_COMMAND("DEL", -2, CMD_WRITE, cmd_del, "generic",
-                "Deletes Bloom filters, HyperLogLog counters and count-min sketches",
+                "Deletes filters of every kind",
                 "key..."),
     RBD_COMMAND("UNLINK", -2, CMD_WRITE, cmd_del, "generic",
-                "Deletes Bloom filters, HyperLogLog counters and count-min sketches",
+                "Deletes filters of every kind",
                 "key..."),
     RBD_COMMAND("EXISTS", -2, 0, cmd_exists, "generic",
                 "Counts the names that are Bloom filters, counters or sketches",

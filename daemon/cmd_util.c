@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <sys/statvfs.h>
 
+#include "bloom.h"   /* lib: RBI_DUMP_CHUNK_MAX */
 #include "cmd.h"
 
 int rbd_cmd_arg_is(const rbd_ctx_t *x, size_t i, const char *word)
@@ -206,6 +207,13 @@ int rbd_cmd_shm_full(rbd_ctx_t *x)
 
 /* RB_ENOSPC from an add or the create of a missing filter: names the limit
  * that was hit, /dev/shm or max-memory. */
+size_t rbd_cmd_dump_chunk_max(const rbd_ctx_t *x)
+{
+    size_t room = x->s->cfg.max_request_bytes > 1024 ? x->s->cfg.max_request_bytes - 512 : 512;
+
+    return room < RBI_DUMP_CHUNK_MAX ? room : RBI_DUMP_CHUNK_MAX;
+}
+
 void rbd_cmd_no_space(rbd_ctx_t *x)
 {
     if (!rbd_cmd_shm_full(x))

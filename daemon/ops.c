@@ -32,6 +32,7 @@
 #include "bloom.h"   /* lib: the dump formats (bloom_dump.c) */
 #include "bytes.h"
 #include "ops.h"
+#include "ops_apply.h"
 #include "rbd_log.h"
 #include "seg_txn.h"
 
@@ -267,17 +268,15 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
 
 /* The filter's slot and arrays are freed (rb_bloom_delete) and its handle
  * dropped; op->bf is not used after.  op->bf NULL: the name holds a
- * filter of another kind (it resolved to RB_EWRONGTYPE), a HyperLogLog
- * counter or a count-min sketch, freed by its kind's delete. */
+ * filter of another kind (it resolved to RB_EWRONGTYPE), freed by its
+ * kind's delete (ops_sketch.c). */
 static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
 {
     int rc;
 
     (void)live;
-    if (op->bf == NULL) {
-        rc = rb_hll_delete(st->seg, op->name, op->len);
-        return rc == RB_ENOENT ? rb_cms_delete(st->seg, op->name, op->len) : rc;
-    }
+    if (op->bf == NULL)
+        return rbd_apply_delete_other(st, op);
     rc = rb_bloom_delete(st->seg, op->name, op->len);
     if (rc == RB_OK)
         rbd_filters_forget(&st->filters, op->name, op->len);
@@ -305,96 +304,6 @@ static int bf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
     return rc;
 }
 
-/* PFADD: live, a PFADD that created nothing and raised no register is a
- * no-op (logged as nothing: its replay would change nothing either). */
-static int pf_add(rbd_state_t *st, rbd_op_t *op, int live)
-{
-    int rc = rb_hll_add(st->seg, op->name, op->len, op->keys, op->nkeys);
-
-    if (rc < 0)
-        return rc;
-    op->noop = live && rc == 0;
-    return RB_OK;
-}
-
-static int pf_merge(rbd_state_t *st, rbd_op_t *op, int live)
-{
-    (void)live;
-    return rb_hll_merge(st->seg, op->name, op->len, op->keys, op->nkeys);
-}
-
-/* ---- count-min sketch ops --------------------------------------------------------- */
-
-size_t rbd_cms_pair(unsigned char *buf, uint64_t v, const void *p, size_t len)
-{
-    for (int b = 0; b < 8; b++)
-        buf[b] = (unsigned char)(v >> (8 * b));
-    memcpy(buf + RBD_CMS_PAIR_HDR, p, len);
-    return RBD_CMS_PAIR_HDR + len;
-}
-
-/* Splits op's pairs into values and the bytes after them (keys[i] then
- * names the item or source).  RB_EINVAL for a pair without its value. */
-static int cms_pairs(const rbd_op_t *op, rb_key_t *keys, uint64_t *v)
-{
-    for (size_t i = 0; i < op->nkeys; i++) {
-        const unsigned char *k = op->keys[i].ptr;
-        if (op->keys[i].len < RBD_CMS_PAIR_HDR)
-            return RB_EINVAL;
-        v[i] = rbd_get_u64(k);
-        keys[i].ptr = k + RBD_CMS_PAIR_HDR;
-        keys[i].len = op->keys[i].len - RBD_CMS_PAIR_HDR;
-    }
-    return RB_OK;
-}
-
-static int cms_init(rbd_state_t *st, rbd_op_t *op, int live)
-{
-    rb_cms_params_t p = op->cms;
-
-    (void)live;   /* live, the caller chose the secret, so the log can replay it */
-    p.secret = op->params.secret;
-    return rb_cms_create(st->seg, op->name, op->len, &p);
-}
-
-/* The increments all apply or none does (rb_cms_incrby fails only before
- * its first change). */
-static int cms_incrby(rbd_state_t *st, rbd_op_t *op, int live)
-{
-    rb_key_t *keys = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*keys));
-    uint64_t *v = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*v));
-    int rc = keys == NULL || v == NULL ? RB_ENOMEM : cms_pairs(op, keys, v);
-
-    if (rc == RB_OK)
-        rc = rb_cms_incrby(st->seg, op->name, op->len, keys, v, op->nkeys,
-                           live ? op->est : NULL);
-    free(keys);
-    free(v);
-    return rc;
-}
-
-static int cms_merge(rbd_state_t *st, rbd_op_t *op, int live)
-{
-    rb_key_t *keys = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*keys));
-    uint64_t *w = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*w));
-    const char **src = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*src));
-    size_t *slen = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*slen));
-    int rc = keys == NULL || w == NULL || src == NULL || slen == NULL ? RB_ENOMEM
-             : cms_pairs(op, keys, w);
-
-    (void)live;
-    for (size_t i = 0; rc == RB_OK && i < op->nkeys; i++) {
-        src[i] = keys[i].ptr;
-        slen[i] = keys[i].len;
-    }
-    if (rc == RB_OK)
-        rc = rb_cms_merge(st->seg, op->name, op->len, src, slen, op->nkeys, w);
-    free(keys);
-    free(w);
-    free(src);
-    free(slen);
-    return rc;
-}
 
 /* ---- the table ---------------------------------------------------------------------- */
 
@@ -437,16 +346,26 @@ static const op_def_t ops[] = {
                             { KEYS } },
     /* Both create their counter if missing, so they name nothing to
      * resolve; a counter is no rb_bloom_t. */
-    [RBD_OP_PFADD] = { "PFADD", RBD_NAMES_NOTHING, 0, pf_add, NULL, { NAME, KEYS } },
-    [RBD_OP_PFMERGE] = { "PFMERGE", RBD_NAMES_NOTHING, 0, pf_merge, NULL, { NAME, KEYS } },
+    [RBD_OP_PFADD] = { "PFADD", RBD_NAMES_NOTHING, 0, rbd_apply_pf_add, NULL, { NAME, KEYS } },
+    [RBD_OP_PFMERGE] = { "PFMERGE", RBD_NAMES_NOTHING, 0, rbd_apply_pf_merge, NULL, { NAME, KEYS } },
     /* Sketches are not Bloom handles: their ops resolve their names. */
-    [RBD_OP_CMS_INIT] = { "CMS.INIT", RBD_NAMES_NOTHING, OP_SYNC, cms_init, NULL,
+    [RBD_OP_CMS_INIT] = { "CMS.INIT", RBD_NAMES_NOTHING, OP_SYNC, rbd_apply_cms_init, NULL,
                           { NAME, U32(cms.width), U32(cms.depth), U32(cms.small),
                             U64(cms.aging), SECRET } },
-    [RBD_OP_CMS_INCRBY] = { "CMS.INCRBY", RBD_NAMES_NOTHING, 0, cms_incrby, NULL,
+    [RBD_OP_CMS_INCRBY] = { "CMS.INCRBY", RBD_NAMES_NOTHING, 0, rbd_apply_cms_incrby, NULL,
                             { NAME, KEYS } },
-    [RBD_OP_CMS_MERGE] = { "CMS.MERGE", RBD_NAMES_NOTHING, OP_SYNC, cms_merge, NULL,
+    [RBD_OP_CMS_MERGE] = { "CMS.MERGE", RBD_NAMES_NOTHING, OP_SYNC, rbd_apply_cms_merge, NULL,
                            { NAME, KEYS } },
+    /* Cuckoo filters resolve their names too; CF_ADD logs the keys added. */
+    [RBD_OP_CF_RESERVE] = { "CF.RESERVE", RBD_NAMES_NOTHING, OP_SYNC, rbd_apply_cf_reserve, NULL,
+                            { NAME, U64(cf.capacity), U32(cf.bucket_size),
+                              U32(cf.max_iterations), U32(cf.expansion), U32(cf.fp_bits),
+                              SECRET } },
+    [RBD_OP_CF_ADD] = { "CF.ADD", RBD_NAMES_NOTHING, OP_PARTIAL, rbd_apply_cf_add, NULL,
+                        { NAME, KEYS } },
+    [RBD_OP_CF_DEL] = { "CF.DEL", RBD_NAMES_NOTHING, 0, rbd_apply_cf_del, NULL, { NAME, KEYS } },
+    [RBD_OP_CF_LOADCHUNK] = { "CF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC, rbd_apply_cf_loadchunk,
+                              NULL, { NAME, U64(iter), BLOB } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

@@ -36,6 +36,10 @@ typedef enum rbd_op_type {
     RBD_OP_CMS_INCRBY = 17,    /* CMS.INCRBY, ADMIT.TOUCH past the doorkeeper; the
                                   halvings it causes are replayed with it (no record) */
     RBD_OP_CMS_MERGE = 18,     /* CMS.MERGE */
+    RBD_OP_CF_RESERVE = 19,    /* CF.RESERVE, and the create of CF.ADD / INSERT */
+    RBD_OP_CF_ADD = 20,        /* CF.ADD / ADDNX / INSERT / INSERTNX: the keys added */
+    RBD_OP_CF_DEL = 21,        /* CF.DEL of a key found */
+    RBD_OP_CF_LOADCHUNK = 22,  /* a chunk of CF.LOADCHUNK (header or data) */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -59,20 +63,26 @@ typedef struct rbd_op {
     uint32_t state;            /* RING_STATE: rb_node_state_t */
     rb_bloom_params_t params;  /* BF_RESERVE, secret included; CMS_INIT: the secret */
     rb_cms_params_t cms;       /* CMS_INIT (its secret is params.secret) */
+    rb_cuckoo_params_t cf;     /* CF_RESERVE (its secret is params.secret) */
     const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it;
                                   RING_SLOTS: one per range, rbd_slots_range's bytes;
                                   PFADD: the elements; PFMERGE: the sources' names;
                                   CMS_INCRBY: per item, CMS_MERGE: per source,
-                                  rbd_cms_pair's bytes */
+                                  rbd_cms_pair's bytes; CF_ADD: the items, CF_DEL: the item */
     size_t nkeys;
-    int64_t iter;              /* BF_LOADCHUNK: the chunk's iterator (1 with a header) */
-    const unsigned char *data; /* BF_LOADCHUNK: the chunk */
+    int64_t iter;              /* BF_/CF_LOADCHUNK: the chunk's iterator (1 with a header) */
+    const unsigned char *data; /* BF_/CF_LOADCHUNK: the chunk */
     size_t dlen;
     /* not logged */
     rb_bloom_t *bf;            /* RBD_NAMES_FILTER: the filter's handle */
     uint64_t now;              /* BF_ROTATE run live: rotate if the window passed at now */
     uint8_t *fresh;            /* BF_ADD run live: per key 1 new, 0 not, RB_BLOOM_NOT_ADDED */
     uint64_t *est;             /* CMS_INCRBY run live: per item its estimate after, or NULL */
+    int nx;                    /* CF_ADD run live: add a key only if it may not be there */
+    int *cf_res;               /* CF_ADD run live: per key 1 added, 0 there already (nx),
+                                  or RB_EFULL / RB_ELAYERS / RB_ENOSPC: no room */
+    rb_key_t *cf_added;        /* CF_ADD run live: room for nkeys keys (the added ones,
+                                  which op->keys then names) */
     int publish_failed;        /* out, ring ops: the change applied, but its publish
                                   failed (and it was undone) */
     int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due,

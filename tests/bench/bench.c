@@ -38,6 +38,10 @@
  *   9. bulk load (bench_bulk.c): BF.MADD of 1,000 keys, 8 in flight, 3*10^7
  *      keys, against redis-server SADD with AOF everysec, with the longest
  *      wait of a concurrent query; at most 3 runs (each is tens of seconds).
+ *   s. the other kinds' reads (cuckoo contains, count-min query,
+ *      HyperLogLog count) from shared memory against the same command over
+ *      the socket, and a cuckoo filter's bits per key beside a blocked
+ *      Bloom filter's at 1% and 0.1% (bench_sketch.c);
  *   h. contains_many on a 1 GiB blocked filter in small pages and in 2 MiB
  *      pages (bench_huge.c; root, else skipped).
  *
@@ -74,7 +78,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789h";
+static const char *only = "123456789sh";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -113,16 +117,7 @@ static void ratio_spread(const double *num, const double *den, int n, double out
     out[2] = q[n - 1];
 }
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
+#define die bench_die   /* bench.h: fails the run with a message */
 
 static void check(int rc, const char *what)
 {
@@ -888,6 +883,50 @@ static void stop(pid_t pid)
     waitpid(pid, NULL, 0);
 }
 
+/* ---- for the sections in other files (bench.h) ---------------------------------- */
+
+double bench_now_s(void)
+{
+    return now_s();
+}
+
+double bench_median(double *v, int n)
+{
+    return median(v, n);
+}
+
+void bench_ratio_spread(const double *num, const double *den, int n, double out[3])
+{
+    ratio_spread(num, den, n, out);
+}
+
+void bench_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+void bench_daemon_instance(const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "rbbench-%s-%d", name, (int)getpid());
+}
+
+pid_t bench_daemon(const char *name, const char *extra, int cpu, char *sock, size_t cap)
+{
+    snprintf(sock, cap, "%s/%s.sock", tmpdir, name);
+    return start_daemon(name, extra, cpu);
+}
+
+void bench_daemon_stop(pid_t pid)
+{
+    stop(pid);
+}
+
 /* Runs redis-benchmark with args; returns the value of CSV column col
  * (1 = rps, 4 = p50 ms, 6 = p99 ms). */
 static double redis_bench(const char *sock, const char *args, int col)
@@ -1492,7 +1531,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--cli") == 0 && i + 1 < argc)
             cli_bin = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789h] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789sh] "
                     "[--daemon PATH] [--cli PATH]\n");
             return 2;
         }
@@ -1528,6 +1567,8 @@ int main(int argc, char **argv)
         bench_single();
     if (strchr(only, '9'))
         bench_bulk(tmpdir, daemon_bin, reps, quick);
+    if (strchr(only, 's'))
+        bench_sketch(tmpdir, reps, quick);
     if (strchr(only, 'h'))
         bench_huge(reps, csv);
     fclose(csv);

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Million MD5s per second of keys[0..n-1] (lengths klen) with libcrypto's
  * MD5(), the first 4 digest bytes taken as ketama does; NAN if the build
@@ -35,5 +36,22 @@ void bench_bulk(const char *tmpdir, const char *daemon_bin, int reps, int quick)
  * small pages and in 2 MiB pages, printed and appended to csv (may be
  * NULL); reps runs each.  Runs in a private mount namespace (root). */
 void bench_huge(int reps, FILE *csv);
+
+/* Section s (bench_sketch.c): the other kinds' reads from shared memory
+ * against the same commands over the socket; cuckoo memory per key. */
+void bench_sketch(const char *tmpdir, int reps, int quick);
+
+/* bench.c's plumbing, for the sections in other files. */
+double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
+double bench_median(double *v, int n);     /* sorts v */
+/* Per-repetition ratios num[r] / den[r]: median, lowest, highest. */
+void bench_ratio_spread(const double *num, const double *den, int n, double out[3]);
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Starts ringbloomd (--daemon) as instance bench_daemon_instance(name)
+ * with the settings extra, pinned to cpu (-1: not), in the run's
+ * directory; its socket path into sock; returns once it listens. */
+pid_t bench_daemon(const char *name, const char *extra, int cpu, char *sock, size_t cap);
+void bench_daemon_instance(const char *name, char *buf, size_t cap);
+void bench_daemon_stop(pid_t pid);
 
 #endif

@@ -1152,121 +1152,10 @@ END_TEST
 
 #define DUMP_PROBES 20000
 
-/* A dump of one filter: its chunks (header first) and the iterator
- * BF.SCANDUMP returned with each. */
-typedef struct dump {
-    size_t n;
-    long long iter[8];
-    size_t len[8];
-    char *data[8];
-} dump_t;
-
-static void dump_free(dump_t *dp)
-{
-    for (size_t i = 0; i < dp->n; i++)
-        free(dp->data[i]);
-    dp->n = 0;
-}
-
-/* The offset just past the first "\r\n" of buf[from, have), or 0. */
-static size_t past_crlf(const char *buf, size_t from, size_t have)
-{
-    for (size_t i = from; i + 1 < have; i++)
-        if (buf[i] == '\r' && buf[i + 1] == '\n')
-            return i + 2;
-    return 0;
-}
-
-/* Sends argv/argl on fd as one RESP request and reads the whole reply
- * (one line, or BF.SCANDUMP's *2 :iter $len bytes) into buf; returns its
- * length. */
-static size_t raw_call(int fd, size_t argc, const char *const *argv, const size_t *argl,
-                       char *buf, size_t cap)
-{
-    size_t have = 0;
-    char head[64];
-
-    ck_assert_int_gt(dprintf(fd, "*%zu\r\n", argc), 0);
-    for (size_t i = 0; i < argc; i++) {
-        int n = snprintf(head, sizeof(head), "$%zu\r\n", argl[i]);
-        ck_assert_int_eq(write(fd, head, (size_t)n), n);
-        ck_assert_int_eq(write(fd, argv[i], argl[i]), (ssize_t)argl[i]);
-        ck_assert_int_eq(write(fd, "\r\n", 2), 2);
-    }
-    for (;;) {
-        size_t want = 0, a = past_crlf(buf, 0, have), b, e;
-        ssize_t got;
-        if (a != 0 && buf[0] != '*')
-            want = a;
-        else if (a != 0 && (b = past_crlf(buf, a, have)) != 0 &&
-                 (e = past_crlf(buf, b, have)) != 0)
-            want = e + strtoul(buf + b + 1, NULL, 10) + 2;
-        if (want != 0 && have >= want)
-            return want;
-        ck_assert_uint_lt(have, cap);
-        got = read(fd, buf + have, cap - have);
-        ck_assert_int_gt(got, 0);
-        have += (size_t)got;
-    }
-}
-
-/* Every chunk of filter name, by BF.SCANDUMP until it answers 0. */
-static void scandump_all(const char *name, dump_t *dp)
-{
-    static char buf[1 << 20];
-    int fd = rbd_raw_connect(&d);
-    long long iter = 0;
-
-    memset(dp, 0, sizeof(*dp));
-    for (;;) {
-        char it[32], *end;
-        const char *argv[3] = { "BF.SCANDUMP", name, it };
-        size_t argl[3] = { 11, strlen(name), 0 }, len;
-
-        argl[2] = (size_t)snprintf(it, sizeof(it), "%lld", iter);
-        raw_call(fd, 3, argv, argl, buf, sizeof(buf));
-        ck_assert_msg(strncmp(buf, "*2\r\n:", 5) == 0, "BF.SCANDUMP %s: %.40s", name, buf);
-        iter = strtoll(buf + 5, &end, 10);
-        if (iter == 0)
-            break;
-        ck_assert_uint_lt(dp->n, 8);
-        len = strtoul(end + 3, &end, 10);
-        dp->iter[dp->n] = iter;
-        dp->len[dp->n] = len;
-        dp->data[dp->n] = malloc(len + 1);
-        memcpy(dp->data[dp->n++], end + 2, len);
-    }
-    close(fd);
-}
-
-static void assert_same_dump(const dump_t *a, const dump_t *b, const char *name)
-{
-    ck_assert_uint_eq(a->n, b->n);
-    for (size_t i = 0; i < a->n; i++) {
-        ck_assert_int_eq(a->iter[i], b->iter[i]);
-        ck_assert_uint_eq(a->len[i], b->len[i]);
-        ck_assert_msg(memcmp(a->data[i], b->data[i], a->len[i]) == 0, "%s: chunk %zu differs",
-                      name, i);
-    }
-}
-
-static void loadchunks(rb_conn_t *c, const char *name, const dump_t *dp)
-{
-    char it[32], buf[256];
-
-    for (size_t i = 0; i < dp->n; i++) {
-        const char *argv[4] = { "BF.LOADCHUNK", name, it, dp->data[i] };
-        size_t argl[4] = { 12, strlen(name), 0, dp->len[i] };
-        argl[2] = (size_t)snprintf(it, sizeof(it), "%lld", dp->iter[i]);
-        ck_assert_int_eq(rb_conn_command(c, 4, argv, argl, buf, sizeof(buf)), RB_OK);
-        ck_assert_str_eq(buf, "OK");
-    }
-}
-
 /* RedisBloom's dump of golden case name (tests/golden/redisbloom): the
  * header's iterator is 1, each later chunk's is 1 + the bit-array bytes
  * dumped up to its end (manifest.json lists the same). */
-static void golden_dump(const char *name, dump_t *dp)
+static void golden_dump(const char *name, rbd_dump_t *dp)
 {
     const char *dir = getenv("srcdir");
     char path[512];
@@ -1352,24 +1241,24 @@ START_TEST(test_persist_dumped_and_loaded_filters_survive_snapshots)
     static const char *const names[] = { "scaling", "copy", "plain" };
     static const char *const tags[] = { "scaling", "ours", "plain" };
     uint8_t *before = malloc(3 * 2 * DUMP_PROBES), *after = malloc(2 * DUMP_PROBES);
-    dump_t golden, ours, was[3], now;
+    rbd_dump_t golden, ours, was[3], now;
     size_t hits = 0;
     rb_conn_t *c;
 
     start("appendfsync always\nsave-seconds 0");
     c = rbd_connect(&d);
     golden_dump("scaling", &golden);
-    loadchunks(c, "scaling", &golden);
+    rbd_loadchunks(c, "BF.LOADCHUNK", "scaling", &golden);
     rbd_expect(c, "OK", "BF.RESERVE", "ours", "0.05", "300");
     madd_keys(c, "ours", 1000);
-    scandump_all("ours", &ours);
-    loadchunks(c, "copy", &ours);
+    rbd_scandump(&d, "BF.SCANDUMP", "ours", &ours);
+    rbd_loadchunks(c, "BF.LOADCHUNK", "copy", &ours);
     rbd_expect(c, "OK", "BF.RESERVE", "plain", "0.01", "1000", "LAYOUT", "redisbloom");
     madd_keys(c, "plain", 1000);
     rb_conn_close(c);
     for (size_t f = 0; f < 3; f++) {
         answers(names[f], tags[f], before + f * 2 * DUMP_PROBES);
-        scandump_all(names[f], &was[f]);
+        rbd_scandump(&d, "BF.SCANDUMP", names[f], &was[f]);
         for (size_t i = 0; i < DUMP_PROBES; i++)
             hits += before[f * 2 * DUMP_PROBES + i];
     }
@@ -1377,8 +1266,8 @@ START_TEST(test_persist_dumped_and_loaded_filters_survive_snapshots)
     answers("ours", "ours", after);
     ck_assert(memcmp(after, before + 2 * DUMP_PROBES, 2 * DUMP_PROBES) == 0);
     golden_dump("plain", &now);
-    assert_same_dump(&now, &was[2], "plain before the restart");
-    dump_free(&now);
+    rbd_assert_same_dump(&now, &was[2], "plain before the restart");
+    rbd_dump_free(&now);
 
     for (int background = 0; background <= 1; background++) {
         restart_from_snapshot(background);
@@ -1387,15 +1276,15 @@ START_TEST(test_persist_dumped_and_loaded_filters_survive_snapshots)
             ck_assert_msg(memcmp(after, before + f * 2 * DUMP_PROBES, 2 * DUMP_PROBES) == 0,
                           "%s answers differently after %s and a restart", names[f],
                           background ? "BGSAVE" : "SAVE");
-            scandump_all(names[f], &now);
-            assert_same_dump(&was[f], &now, names[f]);
-            dump_free(&now);
+            rbd_scandump(&d, "BF.SCANDUMP", names[f], &now);
+            rbd_assert_same_dump(&was[f], &now, names[f]);
+            rbd_dump_free(&now);
         }
     }
     for (size_t f = 0; f < 3; f++)
-        dump_free(&was[f]);
-    dump_free(&golden);
-    dump_free(&ours);
+        rbd_dump_free(&was[f]);
+    rbd_dump_free(&golden);
+    rbd_dump_free(&ours);
     free(before);
     free(after);
 }

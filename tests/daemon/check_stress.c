@@ -2,7 +2,10 @@
  * check_stress.c - torn-read stress across processes: ringbloomd is the
  * writer (driven over its socket by this process, which also prepares the
  * expected answers of every ring version, see stress.h); two reader
- * processes attach the segment read-only and check every answer.
+ * processes attach the segment read-only and check every answer.  A second
+ * case races two cuckoo-filter readers against adds that move fingerprints
+ * and grow the filter, and deletes of other keys: no present key may ever
+ * read absent (C1, C2 in docs/design.md).
  *
  * RB_STRESS_SECONDS (default 20) sets the length, RB_STRESS_NODES (default
  * 1000) the largest membership.
@@ -126,9 +129,190 @@ START_TEST(test_stress_daemon_rewrites_readers_check_every_answer)
 }
 END_TEST
 
+/* ---- cuckoo filters: readers against moves, growth and deletes ------------------- */
+
+#define CF_PRESENT 3000   /* keys added first and never deleted */
+#define CF_BATCH   64     /* churn keys per CF.INSERT */
+#define CF_KEEP    8      /* churn batches kept before they are deleted */
+
+/* What the cuckoo readers share with the writer (an anonymous shared map). */
+typedef struct cf_shared {
+    _Atomic int stop, go;
+    uint64_t checked[READERS], missed[READERS], errors[READERS], rounds[READERS];
+    char first_bad[READERS][128];
+} cf_shared_t;
+
+static const char *const cf_names[2] = { "cfk", "cfg" };   /* kicks only; grows */
+
+static size_t cf_key(char *buf, size_t cap, char tag, unsigned long i)
+{
+    return (size_t)snprintf(buf, cap, "%c:%lu", tag, i);
+}
+
+/* A reader: every present key of both filters, one by one and then in
+ * batches (rb_cuckoo_contains_many), until told to stop; a 0 is a miss. */
+static void cf_reader_main(cf_shared_t *sh, int idx, const char *inst)
+{
+    static char kb[CF_PRESENT][16];
+    rb_key_t keys[CF_PRESENT];
+    uint8_t out[CF_PRESENT];
+    rb_segment_t *seg;
+    rb_cuckoo_t *h[2];
+
+    if (rb_segment_attach(inst, 0, &seg) != RB_OK)
+        _exit(10);
+    for (int f = 0; f < 2; f++)
+        if (rb_cuckoo_open(seg, cf_names[f], 3, &h[f]) != RB_OK)
+            _exit(11);
+    for (unsigned long i = 0; i < CF_PRESENT; i++)
+        keys[i] = (rb_key_t){ kb[i], cf_key(kb[i], sizeof(kb[i]), 'p', i) };
+    atomic_fetch_add(&sh->go, 1);
+    while (!atomic_load(&sh->stop)) {
+        for (int f = 0; f < 2; f++) {
+            int64_t n = rb_cuckoo_contains_many(h[f], keys, CF_PRESENT, out);
+            if (n < 0)
+                sh->errors[idx]++;
+            for (size_t i = 0; i < CF_PRESENT; i++) {
+                int one = rb_cuckoo_contains(h[f], keys[i].ptr, keys[i].len);
+                if (one < 0) {
+                    sh->errors[idx]++;
+                } else if (one == 0 || (n >= 0 && out[i] == 0)) {
+                    if (sh->missed[idx]++ == 0)
+                        snprintf(sh->first_bad[idx], sizeof(sh->first_bad[idx]),
+                                 "%s: %.*s missed (one %d, many %d)", cf_names[f],
+                                 (int)keys[i].len, (const char *)keys[i].ptr, one, out[i]);
+                }
+                sh->checked[idx] += 2;
+            }
+        }
+        sh->rounds[idx]++;
+    }
+    for (int f = 0; f < 2; f++)
+        rb_cuckoo_close(h[f]);
+    rb_segment_close(seg);
+    _exit(0);
+}
+
+/* One CF.INSERT of churn batch b into filter f (what found no room is not
+ * added: *added[i] 0), or one CF.DEL per key of it that was added. */
+static void cf_churn(rb_conn_t *c, int f, unsigned long b, uint8_t *added, int del)
+{
+    char kb[CF_BATCH][16], reply[4096];
+    const char *argv[3 + CF_BATCH] = { del ? "CF.DEL" : "CF.INSERT", cf_names[f], "ITEMS" };
+    size_t argl[3 + CF_BATCH] = { del ? 6u : 9u, 3, 5 };
+
+    for (int i = 0; i < CF_BATCH; i++) {
+        argv[3 + i] = kb[i];
+        argl[3 + i] = cf_key(kb[i], sizeof(kb[i]), 'c', b * CF_BATCH + (unsigned long)i);
+    }
+    if (!del) {
+        char *at = reply;
+        ck_assert_int_eq(rb_conn_command(c, 3 + CF_BATCH, argv, argl, reply, sizeof(reply)),
+                         RB_OK);
+        for (int i = 0; i < CF_BATCH; i++) {
+            added[i] = at[0] == '1';
+            ck_assert_msg(added[i] || strncmp(at, "-1", 2) == 0, "CF.INSERT: %s", reply);
+            if (i + 1 < CF_BATCH) {
+                at = strchr(at, '\n');
+                ck_assert_ptr_nonnull(at);
+                at++;
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < CF_BATCH; i++) {
+        const char *a[3] = { "CF.DEL", cf_names[f], kb[i] };
+        size_t l[3] = { 6, 3, argl[3 + i] };
+        if (!added[i])
+            continue;
+        ck_assert_int_eq(rb_conn_command(c, 3, a, l, reply, sizeof(reply)), RB_OK);
+        ck_assert_str_eq(reply, "1");
+    }
+}
+
+START_TEST(test_stress_cuckoo_readers_never_miss)
+{
+    double seconds = st_env_num("RB_STRESS_SECONDS", 20) / 2;
+    static uint8_t added[2][CF_KEEP][CF_BATCH];
+    uint64_t checked = 0, missed = 0, errors = 0, batches = 0, t0;
+    rb_cuckoo_info_t in[2];
+    rb_segment_t *view;
+    cf_shared_t *sh;
+    rbd_proc_t d;
+    rb_conn_t *c;
+    pid_t pid[READERS];
+
+    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(sh != MAP_FAILED);
+    rbd_start(&d, "max-memory 256m\nappendfsync no\n");
+    c = rbd_connect(&d);
+    /* cfk: 4096 slots that never grow, filled to ~85% with the present keys
+     * and churn: adds there move fingerprints.  cfg: starts small and grows. */
+    rbd_expect(c, "OK", "CF.RESERVE", "cfk", "4096", "BUCKETSIZE", "4", "EXPANSION", "0",
+               "FPBITS", "16", "MAXITERATIONS", "500");
+    rbd_expect(c, "OK", "CF.RESERVE", "cfg", "256", "BUCKETSIZE", "2", "EXPANSION", "2",
+               "FPBITS", "12");
+    for (unsigned long i = 0; i < CF_PRESENT; i++) {
+        char k[16];
+        cf_key(k, sizeof(k), 'p', i);
+        rbd_expect(c, "1", "CF.ADD", "cfk", k);
+        rbd_expect(c, "1", "CF.ADD", "cfg", k);
+    }
+    for (int i = 0; i < READERS; i++) {
+        pid[i] = fork();
+        ck_assert_int_ge(pid[i], 0);
+        if (pid[i] == 0)
+            cf_reader_main(sh, i, d.inst);
+    }
+    while (atomic_load(&sh->go) < READERS)
+        usleep(1000);
+    t0 = st_now_ns();
+    for (; st_now_ns() - t0 < (uint64_t)(seconds * 1e9); batches++)
+        for (int f = 0; f < 2; f++) {
+            if (batches >= CF_KEEP)
+                cf_churn(c, f, batches - CF_KEEP, added[f][batches % CF_KEEP], 1);
+            cf_churn(c, f, batches, added[f][batches % CF_KEEP], 0);
+        }
+    atomic_store(&sh->stop, 1);
+    for (int i = 0; i < READERS; i++) {
+        int status;
+        ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader status %d", status);
+        checked += sh->checked[i];
+        missed += sh->missed[i];
+        errors += sh->errors[i];
+    }
+    ck_assert_int_eq(rb_segment_attach(d.inst, 0, &view), RB_OK);
+    for (int f = 0; f < 2; f++) {
+        rb_cuckoo_t *h;
+        ck_assert_int_eq(rb_cuckoo_open(view, cf_names[f], 3, &h), RB_OK);
+        ck_assert_int_eq(rb_cuckoo_info(h, &in[f]), RB_OK);
+        rb_cuckoo_close(h);
+    }
+    printf("stress cuckoo: %.1f s, %lu churn batches of %d a filter, cfk %lu moves, cfg %lu "
+           "moves in %u filters; readers checked %lu present-key answers, %lu missed, "
+           "%lu errors%s%s\n", seconds, (unsigned long)batches, CF_BATCH,
+           (unsigned long)in[0].moves, (unsigned long)in[1].moves, in[1].layers,
+           (unsigned long)checked, (unsigned long)missed, (unsigned long)errors,
+           missed ? ": " : "", missed ? sh->first_bad[sh->missed[0] ? 0 : 1] : "");
+    fflush(stdout);
+    ck_assert_uint_eq(missed, 0);
+    ck_assert_uint_eq(errors, 0);
+    ck_assert_uint_gt(in[0].moves, 1000);   /* the race was with moves */
+    ck_assert_uint_ge(in[1].layers, 3);      /* and with growth */
+    ck_assert_uint_gt(checked, 100000);
+    rb_segment_close(view);
+    rb_conn_close(c);
+    rbd_remove_all(&d);
+    munmap(sh, sizeof(*sh));
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("stress",
                         RB_TCASE("core", 600, NULL, NULL,
-                                 test_stress_daemon_rewrites_readers_check_every_answer));
+                                 test_stress_daemon_rewrites_readers_check_every_answer),
+                        RB_TCASE("cuckoo", 600, NULL, NULL,
+                                 test_stress_cuckoo_readers_never_miss));
 }

@@ -272,3 +272,106 @@ long rbd_cpu_ms(pid_t pid)
                             &st), 2);
     return (long)((ut + st) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
 }
+
+/* ---- filter dumps ----------------------------------------------------------------- */
+
+void rbd_dump_free(rbd_dump_t *dp)
+{
+    for (size_t i = 0; i < dp->n; i++)
+        free(dp->data[i]);
+    dp->n = 0;
+}
+
+/* The offset just past the first "\r\n" of buf[from, have), or 0. */
+static size_t past_crlf(const char *buf, size_t from, size_t have)
+{
+    for (size_t i = from; i + 1 < have; i++)
+        if (buf[i] == '\r' && buf[i + 1] == '\n')
+            return i + 2;
+    return 0;
+}
+
+/* Sends argv/argl on fd as one RESP request and reads the whole reply
+ * (one line, or a SCANDUMP's *2 :iter $len bytes) into buf; returns its
+ * length. */
+static size_t raw_call(int fd, size_t argc, const char *const *argv, const size_t *argl,
+                       char *buf, size_t cap)
+{
+    size_t have = 0;
+    char head[64];
+
+    ck_assert_int_gt(dprintf(fd, "*%zu\r\n", argc), 0);
+    for (size_t i = 0; i < argc; i++) {
+        int n = snprintf(head, sizeof(head), "$%zu\r\n", argl[i]);
+        ck_assert_int_eq(write(fd, head, (size_t)n), n);
+        ck_assert_int_eq(write(fd, argv[i], argl[i]), (ssize_t)argl[i]);
+        ck_assert_int_eq(write(fd, "\r\n", 2), 2);
+    }
+    for (;;) {
+        size_t want = 0, a = past_crlf(buf, 0, have), b, e;
+        ssize_t got;
+        if (a != 0 && buf[0] != '*')
+            want = a;
+        else if (a != 0 && (b = past_crlf(buf, a, have)) != 0 &&
+                 (e = past_crlf(buf, b, have)) != 0)
+            want = e + strtoul(buf + b + 1, NULL, 10) + 2;
+        if (want != 0 && have >= want)
+            return want;
+        ck_assert_uint_lt(have, cap);
+        got = read(fd, buf + have, cap - have);
+        ck_assert_int_gt(got, 0);
+        have += (size_t)got;
+    }
+}
+
+void rbd_scandump(const rbd_proc_t *d, const char *cmd, const char *name, rbd_dump_t *dp)
+{
+    static char buf[(1 << 20) + 128];
+    int fd = rbd_raw_connect(d);
+    long long iter = 0;
+
+    memset(dp, 0, sizeof(*dp));
+    for (;;) {
+        char it[32], *end;
+        const char *argv[3] = { cmd, name, it };
+        size_t argl[3] = { strlen(cmd), strlen(name), 0 }, len;
+
+        argl[2] = (size_t)snprintf(it, sizeof(it), "%lld", iter);
+        raw_call(fd, 3, argv, argl, buf, sizeof(buf));
+        ck_assert_msg(strncmp(buf, "*2\r\n:", 5) == 0, "%s %s: %.40s", cmd, name, buf);
+        iter = strtoll(buf + 5, &end, 10);
+        if (iter == 0)
+            break;
+        ck_assert_uint_lt(dp->n, RBD_DUMP_CHUNKS);
+        len = strtoul(end + 3, &end, 10);
+        dp->iter[dp->n] = iter;
+        dp->len[dp->n] = len;
+        dp->data[dp->n] = malloc(len + 1);
+        memcpy(dp->data[dp->n++], end + 2, len);
+    }
+    close(fd);
+}
+
+void rbd_assert_same_dump(const rbd_dump_t *a, const rbd_dump_t *b, const char *name)
+{
+    ck_assert_uint_eq(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        ck_assert_int_eq(a->iter[i], b->iter[i]);
+        ck_assert_uint_eq(a->len[i], b->len[i]);
+        ck_assert_msg(memcmp(a->data[i], b->data[i], a->len[i]) == 0, "%s: chunk %zu differs",
+                      name, i);
+    }
+}
+
+void rbd_loadchunks(rb_conn_t *c, const char *cmd, const char *name, const rbd_dump_t *dp)
+{
+    char it[32], buf[256];
+
+    for (size_t i = 0; i < dp->n; i++) {
+        const char *argv[4] = { cmd, name, it, dp->data[i] };
+        size_t argl[4] = { strlen(cmd), strlen(name), 0, dp->len[i] };
+        argl[2] = (size_t)snprintf(it, sizeof(it), "%lld", dp->iter[i]);
+        ck_assert_int_eq(rb_conn_command(c, 4, argv, argl, buf, sizeof(buf)), RB_OK);
+        ck_assert_str_eq(buf, "OK");
+    }
+}

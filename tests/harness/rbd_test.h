@@ -76,6 +76,25 @@ int rbd_raw_connect(const rbd_proc_t *d);
  * text (static buffer) and code. */
 const char *rbd_cmd(rb_conn_t *c, int *rc, ...);
 
+/* A dump of one filter taken with BF.SCANDUMP or CF.SCANDUMP: its chunks
+ * (header first) and the iterator the SCANDUMP returned with each. */
+#define RBD_DUMP_CHUNKS 8
+typedef struct rbd_dump {
+    size_t n;
+    long long iter[RBD_DUMP_CHUNKS];
+    size_t len[RBD_DUMP_CHUNKS];
+    char *data[RBD_DUMP_CHUNKS];
+} rbd_dump_t;
+
+/* Every chunk of filter name, by cmd ("BF.SCANDUMP", "CF.SCANDUMP") from
+ * iterator 0 until it answers 0 (at most RBD_DUMP_CHUNKS chunks of 1 MiB). */
+void rbd_scandump(const rbd_proc_t *d, const char *cmd, const char *name, rbd_dump_t *dp);
+/* Loads the chunks of dp into filter name by cmd ("BF.LOADCHUNK", ...),
+ * asserting each answers OK. */
+void rbd_loadchunks(rb_conn_t *c, const char *cmd, const char *name, const rbd_dump_t *dp);
+void rbd_assert_same_dump(const rbd_dump_t *a, const rbd_dump_t *b, const char *name);
+void rbd_dump_free(rbd_dump_t *dp);
+
 /* Asserts the reply text of a command. */
 #define rbd_expect(c, want, ...)                                                         \
     do {                                                                                 \
