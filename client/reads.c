@@ -212,31 +212,81 @@ static const char *filter_kind(const rb_bloom_stat_t *st)
     return (st->flags & RB_BLOOM_NONSCALING) ? "non-scaling" : "scaling";
 }
 
+/* One row of a filter of another kind than the Bloom filter's: its kind,
+ * items, capacity (0: none), bytes, layers and error rate. */
+typedef struct other_row {
+    const char *kind;
+    uint64_t items, capacity, bytes;
+    unsigned layers;
+    double error;
+} other_row_t;
+
+/* The row of the HyperLogLog counter, count-min sketch or cuckoo filter
+ * name; 0 if it is none of them (or was deleted meanwhile). */
+static int other_kind(const rb_segment_t *seg, const char *name, size_t len, other_row_t *r)
+{
+    rb_cms_info_t cm;
+    rb_cuckoo_info_t ci;
+    rb_cuckoo_t *cf;
+    rb_hll_t *h;
+
+    if (rb_hll_open(seg, name, len, &h) == RB_OK) {
+        uint64_t card = 0;
+        int ok = rb_hll_card(h, &card) == RB_OK;
+        rb_hll_close(h);
+        /* Redis's standard error: 1.04 / sqrt(16384 registers). */
+        *r = (other_row_t){ "hyperloglog", card, 0, RB_HLL_REGISTERS, 1, 1.04 / 128 };
+        return ok;
+    }
+    if (rb_cms_info(seg, name, len, &cm) == RB_OK) {
+        *r = (other_row_t){ cm.small ? "count-min 4-bit" : "count-min", cm.count, 0, cm.bytes,
+                            cm.depth, 2.0 / cm.width };
+        return 1;
+    }
+    if (rb_cuckoo_open(seg, name, len, &cf) != RB_OK)
+        return 0;
+    if (rb_cuckoo_info(cf, &ci) == RB_OK)
+        *r = (other_row_t){ "cuckoo", ci.items, ci.capacity, ci.bytes, ci.layers,
+                            ci.layers * rb_cuckoo_fpr_formula(ci.fp_bits, ci.bucket_size, 1.0) };
+    rb_cuckoo_close(cf);
+    return r->kind != NULL;
+}
+
+static void print_row(filters_arg_t *a, const char *name, size_t len, const char *kind,
+                      const char *layout, uint64_t items, uint64_t capacity, uint64_t bytes,
+                      unsigned layers, double error)
+{
+    if (a->cli->json) {
+        printf("%s{\"name\":", a->n ? "," : "");
+        cli_json_str(name, len);
+        printf(",\"kind\":\"%s\",\"layout\":\"%s\",\"items\":%llu,\"capacity\":%llu,"
+               "\"bytes\":%llu,\"layers\":%u,\"error_rate\":%.17g}", kind, layout,
+               (unsigned long long)items, (unsigned long long)capacity,
+               (unsigned long long)bytes, layers, error);
+    } else {
+        cli_text_str(name, len);
+        printf("\t%s%s%s\t%llu\t%llu\t%llu\t%u\t%g\n", kind, *layout ? " " : "", layout,
+               (unsigned long long)items, (unsigned long long)capacity,
+               (unsigned long long)bytes, layers, error);
+    }
+    a->n++;
+}
+
 static int print_filter(const char *name, size_t len, void *arg)
 {
     filters_arg_t *a = arg;
     rb_bloom_stat_t st;
     rb_bloom_t *bf;
+    other_row_t r = { NULL, 0, 0, 0, 0, 0 };
+    int rc = rb_bloom_open(a->seg, name, len, &bf);
 
-    if (rb_bloom_open(a->seg, name, len, &bf) != RB_OK)
-        return 0;   /* deleted meanwhile */
-    if (rb_bloom_info(bf, &st) == RB_OK) {
-        const char *layout = cli_layout_name(st.layout);
-        if (a->cli->json) {
-            printf("%s{\"name\":", a->n ? "," : "");
-            cli_json_str(name, len);
-            printf(",\"kind\":\"%s\",\"layout\":\"%s\",\"items\":%llu,\"capacity\":%llu,"
-                   "\"bytes\":%llu,\"layers\":%u,\"error_rate\":%.17g}", filter_kind(&st), layout,
-                   (unsigned long long)st.items, (unsigned long long)st.capacity,
-                   (unsigned long long)st.memory, st.layers, st.error_rate);
-        } else {
-            cli_text_str(name, len);
-            printf("\t%s %s\t%llu\t%llu\t%llu\t%u\t%g\n", filter_kind(&st), layout,
-                   (unsigned long long)st.items, (unsigned long long)st.capacity,
-                   (unsigned long long)st.memory, st.layers, st.error_rate);
-        }
-        a->n++;
-    }
+    if (rc == RB_EWRONGTYPE && other_kind(a->seg, name, len, &r))
+        print_row(a, name, len, r.kind, "", r.items, r.capacity, r.bytes, r.layers, r.error);
+    if (rc != RB_OK)
+        return 0;   /* another kind, or deleted meanwhile */
+    if (rb_bloom_info(bf, &st) == RB_OK)
+        print_row(a, name, len, filter_kind(&st), cli_layout_name(st.layout), st.items,
+                  st.capacity, st.memory, st.layers, st.error_rate);
     rb_bloom_close(bf);
     return 0;
 }

@@ -61,6 +61,18 @@ static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_cuckoo_p
     return rbd_op_run(&x->s->state, &x->s->aof, &op);
 }
 
+/* What filter argv[1] is: RB_OK a cuckoo filter, RB_EWRONGTYPE another
+ * kind, RB_ENOENT none (or an error). */
+static int exists_as(rbd_ctx_t *x)
+{
+    rb_cuckoo_t *h;
+    int rc = rb_cuckoo_open(x->s->state.seg, x->argv[1], x->argl[1], &h);
+
+    if (rc == RB_OK)
+        rb_cuckoo_close(h);
+    return rc;
+}
+
 /* Option argv[i] of CF.RESERVE, its value argv[i + 1], into p: 0, or
  * replies and returns -1. */
 static int reserve_option(rbd_ctx_t *x, size_t i, rb_cuckoo_params_t *p)
@@ -130,7 +142,9 @@ static void cmd_cf_reserve(rbd_ctx_t *x)
     p.capacity = (uint64_t)cap;
     if ((rc = reserve(x, x->argv[1], x->argl[1], &p)) == RB_OK)
         rbi_resp_simple(x->out, "OK");
-    else if (rc == RB_EEXIST || rc == RB_ENOSPC)
+    else if (rc == RB_EEXIST)   /* RedisBloom: item exists, or WRONGTYPE for another kind */
+        cf_error(x, exists_as(x) == RB_EWRONGTYPE ? RB_EWRONGTYPE : rc);
+    else if (rc == RB_ENOSPC)
         cf_error(x, rc);
     else
         rbd_cmd_create_error(x, rc);
@@ -145,13 +159,9 @@ static int add_items(rbd_ctx_t *x, const rb_key_t *items, size_t n, int nx, int 
     rb_key_t *added = calloc(n ? n : 1, sizeof(*added));
     rbd_op_t op = { .type = RBD_OP_CF_ADD, .name = x->argv[1], .len = x->argl[1],
                     .keys = items, .nkeys = n, .nx = nx, .cf_res = res, .cf_added = added };
-    rb_cuckoo_t *h;
-    int rc = added == NULL ? RB_ENOMEM
-             : rb_cuckoo_open(x->s->state.seg, x->argv[1], x->argl[1], &h);
+    int rc = added == NULL ? RB_ENOMEM : exists_as(x);
 
-    if (rc == RB_OK)
-        rb_cuckoo_close(h);
-    else if (rc == RB_ENOENT && create) {
+    if (rc == RB_ENOENT && create) {
         rb_cuckoo_params_t p = defaults(capacity);
         rc = reserve(x, x->argv[1], x->argl[1], &p);
     }

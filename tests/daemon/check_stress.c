@@ -153,7 +153,7 @@ static size_t cf_key(char *buf, size_t cap, char tag, unsigned long i)
  * batches (rb_cuckoo_contains_many), until told to stop; a 0 is a miss. */
 static void cf_reader_main(cf_shared_t *sh, int idx, const char *inst)
 {
-    static char kb[CF_PRESENT][16];
+    static char kb[CF_PRESENT][24];
     rb_key_t keys[CF_PRESENT];
     uint8_t out[CF_PRESENT];
     rb_segment_t *seg;
@@ -197,7 +197,7 @@ static void cf_reader_main(cf_shared_t *sh, int idx, const char *inst)
  * added: *added[i] 0), or one CF.DEL per key of it that was added. */
 static void cf_churn(rb_conn_t *c, int f, unsigned long b, uint8_t *added, int del)
 {
-    char kb[CF_BATCH][16], reply[4096];
+    char kb[CF_BATCH][24], reply[4096];
     const char *argv[3 + CF_BATCH] = { del ? "CF.DEL" : "CF.INSERT", cf_names[f], "ITEMS" };
     size_t argl[3 + CF_BATCH] = { del ? 6u : 9u, 3, 5 };
 
@@ -253,7 +253,7 @@ START_TEST(test_stress_cuckoo_readers_never_miss)
     rbd_expect(c, "OK", "CF.RESERVE", "cfg", "256", "BUCKETSIZE", "2", "EXPANSION", "2",
                "FPBITS", "12");
     for (unsigned long i = 0; i < CF_PRESENT; i++) {
-        char k[16];
+        char k[24];
         cf_key(k, sizeof(k), 'p', i);
         rbd_expect(c, "1", "CF.ADD", "cfk", k);
         rbd_expect(c, "1", "CF.ADD", "cfg", k);
