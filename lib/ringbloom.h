@@ -41,6 +41,7 @@
 #include "ringbloom/bloom.h"    /* Bloom filters */
 #include "ringbloom/hll.h"      /* HyperLogLog counters */
 #include "ringbloom/cms.h"      /* count-min sketches, TinyLFU admission */
+#include "ringbloom/cuckoo.h"   /* cuckoo filters */
 #include "ringbloom/conn.h"     /* the write path: a connection to the daemon */
 
 #endif /* RINGBLOOM_H */
