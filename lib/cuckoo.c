@@ -242,35 +242,31 @@ typedef struct many_arg {
     const rb_key_t *keys;
     uint8_t *out;
     uint32_t n;         /* keys in this batch, at most BATCH */
-    uint32_t pending;   /* bit i: key i not yet found */
 } many_arg_t;
 
-/* One batch: hashes the pending keys, prefetches both buckets in each
- * layer, then probes.  Keys found leave `pending` only if the section
- * holds (rbi_cuckoo_read re-runs the whole function otherwise: a found key is
- * simply found again). */
+/* One batch: hashes the keys, prefetches both buckets in each layer, then
+ * probes.  Every run answers every key afresh (a run whose section fails
+ * its re-check is discarded whole); a run with a miss is re-checked
+ * against the move sequence, one where all were found against gen only. */
 static int probe_many(const view_t *v, void *arg)
 {
     many_arg_t *a = arg;
     rbi_cf_key_t k[BATCH];
-    uint32_t pend = a->pending;
+    int miss = 0;
 
-    for (uint32_t i = 0; i < a->n; i++)
-        if (pend & (1u << i)) {
-            k[i] = rbi_cf_hash(v->secret, &v->s, a->keys[i].ptr, a->keys[i].len);
-            for (uint32_t l = 0; l < v->nl; l++) {
-                uint64_t i1 = rbi_cf_home(k[i].h1, v->nb[l]);
-                rbi_cf_prefetch(&v->s, v->arr[l], i1);
-                rbi_cf_prefetch(&v->s, v->arr[l], rbi_cf_alt(i1, k[i].fp, v->nb[l]));
-            }
+    for (uint32_t i = 0; i < a->n; i++) {
+        k[i] = rbi_cf_hash(v->secret, &v->s, a->keys[i].ptr, a->keys[i].len);
+        for (uint32_t l = 0; l < v->nl; l++) {
+            uint64_t i1 = rbi_cf_home(k[i].h1, v->nb[l]);
+            rbi_cf_prefetch(&v->s, v->arr[l], i1);
+            rbi_cf_prefetch(&v->s, v->arr[l], rbi_cf_alt(i1, k[i].fp, v->nb[l]));
         }
-    for (uint32_t i = 0; i < a->n; i++)
-        if ((pend & (1u << i)) && probe_key(v, k[i], 0) != 0) {
-            a->out[i] = 1;
-            pend &= ~(1u << i);
-        }
-    a->pending = pend;
-    return pend != 0 ? 1 : RB_OK;
+    }
+    for (uint32_t i = 0; i < a->n; i++) {
+        a->out[i] = probe_key(v, k[i], 0) != 0;
+        miss |= !a->out[i];
+    }
+    return miss ? 1 : RB_OK;
 }
 
 int64_t rb_cuckoo_contains_many(const rb_cuckoo_t *h, const rb_key_t *keys, size_t n,
@@ -284,11 +280,8 @@ int64_t rb_cuckoo_contains_many(const rb_cuckoo_t *h, const rb_key_t *keys, size
         if (keys[i].ptr == NULL && keys[i].len != 0)
             return RB_EINVAL;
     for (size_t base = 0; base < n; base += BATCH) {
-        many_arg_t a = { keys + base, out + base, (uint32_t)(n - base < BATCH ? n - base : BATCH),
-                         0 };
+        many_arg_t a = { keys + base, out + base, (uint32_t)(n - base < BATCH ? n - base : BATCH) };
         int rc;
-        a.pending = (uint32_t)((1ull << a.n) - 1);
-        memset(a.out, 0, a.n);
         if ((rc = rbi_cuckoo_read(h, probe_many, &a)) != RB_OK)
             return rc;
         for (uint32_t i = 0; i < a.n; i++)

@@ -308,7 +308,7 @@ START_TEST(test_cuckoo_reader_races_moves)
 {
     race_t r = { NULL, 0, 0, 0, 0 };
     pthread_t t;
-    const uint64_t more = 60000;
+    const uint64_t more = 200000;
 
     make(seg, "r", 1024, 2, 12, 2, 200);
     for (uint64_t i = 0; i < RACE_KEPT; i++)
