@@ -24,7 +24,9 @@
  * copies a fingerprint into its other bucket before it overwrites the
  * first copy, inside the filter's in-place sequence (latch.h, Q1), and a
  * reader that found nothing re-checks the sequence and probes again
- * (docs/design.md, "Cuckoo filters", C1-C3).
+ * (docs/design.md, "Cuckoo filters", C1-C4).  Deletes never take the last
+ * copy another present key is found by (C4: layers nest, and a delete
+ * takes the newest layer's copy).
  */
 #ifndef RINGBLOOM_CUCKOO_H
 #define RINGBLOOM_CUCKOO_H
@@ -122,8 +124,12 @@ RB_EXPORT void rb_cuckoo_close(rb_cuckoo_t *h);
 
 /* Reader, lock-free: 1 if key may be present, 0 if it is not.  Never 0
  * for a key added and not deleted, whatever the writer does meanwhile.
- * Retries (bounded) only when it found nothing while a move or a layer
- * change happened.  RB_ENOENT (filter deleted), RB_ECORRUPT, RB_EBUSY. */
+ * Retries (bounded) only when it found nothing while a move happened, or
+ * when the filter was deleted meanwhile (then RB_ENOENT, or the new
+ * filter of that name).  RB_EINVAL, RB_ENOENT (filter deleted),
+ * RB_EWRONGTYPE (the name now holds another kind), RB_ECORRUPT, RB_EBUSY
+ * (a writer died inside a move and nobody took over yet, or a
+ * pathological writer). */
 RB_EXPORT RB_WUR int rb_cuckoo_contains(const rb_cuckoo_t *h, const void *key, size_t klen);
 
 /* Reader.  rb_cuckoo_contains for n keys at once: hashes a batch,
@@ -140,7 +146,9 @@ RB_EXPORT RB_WUR int64_t rb_cuckoo_contains_many(const rb_cuckoo_t *h, const rb_
 RB_EXPORT RB_WUR int rb_cuckoo_count(const rb_cuckoo_t *h, const void *key, size_t klen,
                                      uint64_t *count);
 
-/* Any process.  The filter's figures.  Errors as rb_cuckoo_contains. */
+/* Any process.  The filter's figures, read in one section (shape and
+ * layers of one filter; each counter as last stored).  Errors as
+ * rb_cuckoo_contains. */
 RB_EXPORT RB_WUR int rb_cuckoo_info(const rb_cuckoo_t *h, rb_cuckoo_info_t *out);
 
 #endif /* RINGBLOOM_CUCKOO_H */
