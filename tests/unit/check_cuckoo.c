@@ -370,14 +370,30 @@ static void dump_all(const rb_segment_t *s, const char *name, size_t chunk, whol
     rb_cuckoo_close(h);
 }
 
+/* Adds and deletes that grow a filter to several layers; every key added
+ * and not deleted stays present (C4: a delete in a newer layer never
+ * takes the only copy of a key of an older one). */
 static void churn(rb_segment_t *s)
 {
+    static uint8_t gone[20000];
+    rb_cuckoo_t *h;
+    uint64_t miss = 0;
+
     make(s, "det", 500, 4, 12, 2, 100);
+    memset(gone, 0, sizeof(gone));
     for (uint64_t i = 0; i < 20000; i++) {
         ck_assert_int_eq(add(s, "det", 7, i), 1);
-        if (i % 5 == 0)
+        if (i % 5 == 0) {
             ck_assert_int_eq(del(s, "det", 7, i / 2), 1);
+            gone[i / 2] = 1;
+        }
     }
+    h = open_cf(s, "det");
+    for (uint64_t i = 0; i < 20000; i++)
+        miss += !gone[i] && has(h, 7, i) != 1;
+    ck_assert_uint_eq(miss, 0);
+    ck_assert_int_eq(rbi_ld(RBI_CF_NLAYERS(slot_of(s, "det"))) > 2, 1);
+    rb_cuckoo_close(h);
 }
 
 /* Same calls, same arrays; dump, load elsewhere: the same dump again and
@@ -571,15 +587,22 @@ START_TEST(test_cuckoo_segment_dump_keeps_filter)
     rb_segment_opts_t o = { .mode = 0600, .max_size = 256u << 20, .max_filters = 16 };
     rb_test_dump_t d = { NULL, 0 };
     rb_cuckoo_info_t a, b;
+    rb_segment_info_t s0, s1;
     rb_segment_t *r;
     rb_cuckoo_t *h;
 
+    ck_assert_int_eq(rb_segment_info(seg, &s0), RB_OK);
     make(seg, "s", 1000, 2, 16, 2, 50);
     for (uint64_t i = 0; i < 10000; i++)
         ck_assert_int_eq(add(seg, "s", 12, i), 1);
     h = open_cf(seg, "s");
     ck_assert_int_eq(rb_cuckoo_info(h, &a), RB_OK);
     rb_cuckoo_close(h);
+    /* The kind's heap_bytes: every layer's array, in whole 64-byte units. */
+    ck_assert_int_eq(rb_segment_info(seg, &s1), RB_OK);
+    ck_assert_uint_eq(s1.filters, s0.filters + 1);
+    ck_assert_uint_ge(s1.used - s0.used, a.bytes);
+    ck_assert_uint_le(s1.used - s0.used, a.bytes + 64u * a.layers);
     ck_assert_int_eq(rb_segment_dump(seg, rb_test_dump_fn, &d), RB_OK);
     ck_assert_int_eq(rb_segment_restore(NULL, &o, d.data, d.len, &r), RB_OK);
     h = open_cf(r, "s");
@@ -593,6 +616,9 @@ START_TEST(test_cuckoo_segment_dump_keeps_filter)
     rb_cuckoo_close(h);
     rb_segment_close(r);
     free(d.data);
+    ck_assert_int_eq(rb_cuckoo_delete(seg, "s", 1), RB_OK);
+    ck_assert_int_eq(rb_segment_info(seg, &s1), RB_OK);
+    ck_assert_uint_eq(s1.used, s0.used);
 }
 END_TEST
 
