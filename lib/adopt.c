@@ -8,7 +8,9 @@
  * active copy parses (rbi_ring_validate), every live filter is of a kind
  * this library knows and its extents are what a reader would probe
  * (rbi_kind_extents), and no two extents overlap or leave the heap
- * (rbi_heap_rebuild, which then rebuilds the free list from them).  Why
+ * (rbi_heap_rebuild, which then rebuilds the free list from them); a
+ * change a dead writer left half-done inside a slot is repaired by the
+ * slot's kind (rbi_kind_repair: a cuckoo filter's move).  Why
  * here: this is the one place that needs the ring, the filter kinds and the
  * heap at once, so it sits above them all and nothing below calls up.
  * A dump of segment layout 1 (an older library's ring copies) is
@@ -61,6 +63,8 @@ static int adopt_contents(rb_segment_t *seg)
     forget_inactive_copy(m);
     rbi_ring_extents(m, live, &nlive);
     rc = rbi_kind_extents(m, live + nlive, &nfilters);
+    if (rc == RB_OK)
+        rc = rbi_kind_repair(rbi_seg_map(seg));   /* a dead writer's half-done change */
     if (rc == RB_OK)
         rc = rbi_heap_rebuild(seg, live, nlive + nfilters);
     free(live);

@@ -157,18 +157,23 @@ enum { RBI_FILTER_FREE = 0, RBI_FILTER_LIVE = 1 };
  *   16      a HyperLogLog counter (hll.c): layer[0].array_off names its
  *           RBI_HLL_BYTES register bytes, nlayers is 0, the other Bloom
  *           words are 0 (docs/design.md, "HyperLogLog");
- *   17, 18  the count-min sketch's, 32-bit and 4-bit counters (cms_impl.h).
+ *   17, 18  the count-min sketch's, 32-bit and 4-bit counters (cms_impl.h);
+ *   19 .. 21 a cuckoo filter's, 8-, 12- and 16-bit fingerprints
+ *           (cuckoo_impl.h: the words it uses, its layers' arrays).
  * A Bloom filter call meeting a layout of another kind answers
  * RB_EWRONGTYPE (rbi_layout_other_kind), one of no kind RB_ECORRUPT. */
 #define RBI_LAYOUT_HLL 16u
 #define RBI_LAYOUT_CMS32 17u
 #define RBI_LAYOUT_CMS4 18u
+#define RBI_LAYOUT_CF8  19u
+#define RBI_LAYOUT_CF12 20u
+#define RBI_LAYOUT_CF16 21u
 #define RBI_HLL_BYTES  16384u   /* RB_HLL_REGISTERS registers, one byte each */
 
 /* 1 if layout is a known kind's other than the Bloom filter's. */
 static inline int rbi_layout_other_kind(uint64_t layout)
 {
-    return layout >= RBI_LAYOUT_HLL && layout <= RBI_LAYOUT_CMS4;
+    return layout >= RBI_LAYOUT_HLL && layout <= RBI_LAYOUT_CF16;
 }
 
 /* One layer of a filter: its own bit array, sized for its own capacity and
@@ -187,10 +192,12 @@ typedef struct rb_layer_shm {
  * section use only state, incarnation, gen, layout, name_len, name and
  * secret, which every filter kind keeps where they are; the other words
  * are the Bloom filter's, and another kind may use them its own way (the
- * count-min sketch: cms_impl.h).  The `layout` word names the kind and its
- * variant: 0 to 2 are the Bloom filter's layouts (rb_bloom_layout_t), 16
- * HyperLogLog's, 17 and 18 the count-min sketch's (32-bit and 4-bit
- * counters); other values are free for future kinds, each claiming its
+ * count-min sketch: cms_impl.h; the cuckoo filter: cuckoo_impl.h).  The
+ * `layout` word names the kind and its variant: 0 to 2 are the Bloom
+ * filter's layouts (rb_bloom_layout_t), 16 HyperLogLog's, 17 and 18 the
+ * count-min sketch's (32-bit and 4-bit counters), 19 to 21 the cuckoo
+ * filter's (8-, 12-, 16-bit fingerprints); other values are free for
+ * future kinds, each claiming its
  * values in kind.c's table.  A writer adopting a segment refuses a live slot of a
  * kind it does not know (it could not tell which heap extents it holds). */
 typedef struct rb_filter_shm {
@@ -199,7 +206,8 @@ typedef struct rb_filter_shm {
     rbi_gen_t        gen;          /*  16 generation section (latch.h): bumped
                                           when an array is replaced */
     _Atomic uint64_t layout;       /*  24 kind and variant: rb_bloom_layout_t,
-                                          RBI_CMS_LAYOUT* (cms_impl.h) */
+                                          RBI_CMS_LAYOUT* (cms_impl.h),
+                                          RBI_LAYOUT_CF* (cuckoo_impl.h) */
     _Atomic uint64_t flags;        /*  32 RB_BLOOM_NONSCALING ... */
     _Atomic uint64_t expansion;    /*  40 capacity factor of each new layer */
     _Atomic uint64_t nlayers;      /*  48 1..RB_BLOOM_MAX_LAYERS */

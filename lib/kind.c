@@ -5,7 +5,8 @@
  *
  * What: a slot's `layout` word names its kind (format.h).  Each kind is one
  * rbi_kind_t (kind.h) in the file(s) that implement it; a new kind is that
- * file plus one entry in kinds[] below.  Why a table: adopt.c and
+ * file plus one entry in kinds[] below (and, if a dead writer can leave
+ * its slot unreadable, a repair).  Why a table: adopt.c and
  * rb_segment_info must account for every live slot (its heap extents, its
  * bytes) without knowing how a kind lays out its arrays, and must refuse a
  * slot of a kind this library does not know rather than free its extents.
@@ -19,7 +20,8 @@
 #include "segment.h"
 #include "util.h"
 
-static const rbi_kind_t *const kinds[] = { &rbi_kind_bloom, &rbi_kind_hll, &rbi_kind_cms };
+static const rbi_kind_t *const kinds[] = { &rbi_kind_bloom, &rbi_kind_hll, &rbi_kind_cms,
+                                            &rbi_kind_cuckoo };
 
 /* The kind of slot f by its layout word, or NULL if no kind owns it. */
 static const rbi_kind_t *kind_of(const rb_filter_shm_t *f)
@@ -49,6 +51,21 @@ int rbi_kind_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
         if ((rc = k->extents(f, size, out + *n, &got)) != RB_OK)
             return rc;
         *n += got;
+    }
+    return RB_OK;
+}
+
+int rbi_kind_repair(rbi_map_t *m)
+{
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        const rbi_kind_t *k;
+        int rc;
+        if (rbi_ld(&f->state) != RBI_FILTER_LIVE || (k = kind_of(f)) == NULL ||
+            k->repair == NULL)
+            continue;
+        if ((rc = k->repair(f)) != RB_OK)
+            return rc;
     }
     return RB_OK;
 }

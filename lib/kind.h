@@ -28,15 +28,26 @@ typedef struct rbi_kind {
     int (*extents)(const rb_filter_shm_t *f, uint64_t size, rbi_extent_t *out, size_t *n);
     /* Heap bytes live slot f holds (its arrays, in whole RBI_ALIGN units). */
     uint64_t (*heap_bytes)(const rb_filter_shm_t *f);
+    /* NULL, or: makes live slot f (extents already checked) readable again
+     * after a writer died in the middle of one of its changes (the cuckoo
+     * filter: a move left its sequence odd, C3).  Writer adopting the
+     * segment, before its first change.  RB_OK or RB_ECORRUPT. */
+    int (*repair)(rb_filter_shm_t *f);
 } rbi_kind_t;
 
 extern const rbi_kind_t rbi_kind_bloom;   /* bloom_read.c */
 extern const rbi_kind_t rbi_kind_hll;     /* hll.c */
 extern const rbi_kind_t rbi_kind_cms;     /* cms.c */
+extern const rbi_kind_t rbi_kind_cuckoo;  /* cuckoo.c */
 
 /* For a writer adopting m: the heap extents of every live slot in out
  * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.
  * RB_ECORRUPT for a live slot of no known kind, or as the kind says. */
 int rbi_kind_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
+
+/* For a writer adopting m, after rbi_kind_extents succeeded: runs the
+ * repair of every live slot whose kind has one.  RB_OK, or the first
+ * repair's error. */
+int rbi_kind_repair(rbi_map_t *m);
 
 #endif /* RBI_KIND_H */

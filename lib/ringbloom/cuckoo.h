@@ -16,15 +16,17 @@
  * per layer (partial-key cuckoo hashing: the second bucket is the first
  * xor a hash of the fingerprint), all from a keyed hash with the filter's
  * own secret.  An add that finds both buckets full moves fingerprints to
- * their other buckets (at most max_iterations moves); when that fails the
- * filter grows by a layer of expansion x the newest one's buckets, or
- * answers RB_EFULL.
+ * their other buckets (along a path found within max_iterations x
+ * bucket_size buckets); when that fails the filter grows by a layer of
+ * expansion x the newest one's buckets, or answers RB_EFULL.
  *
  * Readers never miss a present key because of a move in progress: a move
  * copies a fingerprint into its other bucket before it overwrites the
  * first copy, inside the filter's in-place sequence (latch.h, Q1), and a
  * reader that found nothing re-checks the sequence and probes again
- * (docs/design.md, "Cuckoo filters", C1-C3).
+ * (docs/design.md, "Cuckoo filters", C1-C4).  Deletes never take the last
+ * copy another present key is found by (C4: layers nest, and a delete
+ * takes the newest layer's copy).
  */
 #ifndef RINGBLOOM_CUCKOO_H
 #define RINGBLOOM_CUCKOO_H
@@ -36,7 +38,7 @@
 #include "segment.h"
 
 #define RB_CUCKOO_MAX_BUCKET      255u     /* fingerprints per bucket, at most */
-#define RB_CUCKOO_MAX_ITERATIONS  65535u   /* moves per add, at most */
+#define RB_CUCKOO_MAX_ITERATIONS  65535u   /* bounds an add's search for moves */
 #define RB_CUCKOO_MAX_EXPANSION   32768u
 #define RB_CUCKOO_MAX_CAPACITY    (1ull << 40)
 
@@ -67,6 +69,8 @@ typedef struct rb_cuckoo_info {
     uint32_t layers;           /* RedisBloom's "Number of filters" */
     uint64_t items;            /* fingerprints stored: adds - deletes */
     uint64_t deletes;          /* fingerprints deleted */
+    uint64_t moves;            /* fingerprints moved to their other bucket, all adds
+                                  (not kept by a dump) */
     uint64_t capacity;         /* as reserved */
     uint32_t bucket_size, max_iterations, expansion, fp_bits;
 } rb_cuckoo_info_t;
@@ -90,8 +94,10 @@ RB_EXPORT RB_WUR int rb_cuckoo_reserve(rb_segment_t *seg, const char *name, size
 /* Writer.  Adds key's fingerprint: 1 added; with nx, 0 if the key may be
  * present already (rb_cuckoo_contains would say 1: nothing added).  The
  * newest layer with room in one of the key's buckets takes it; else the
- * newest layer moves fingerprints (at most max_iterations moves, none if
- * no path is found); else the filter grows and the new layer takes it.
+ * newest layer moves fingerprints along the shortest path of moves to a
+ * free slot that a breadth-first search through at most 2 +
+ * max_iterations x bucket_size of its buckets finds (none if it finds
+ * none); else the filter grows and the new layer takes it.
  * Deterministic: the same calls on the same filter give the same arrays
  * (replay relies on it).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE,
  * RB_ECORRUPT, RB_EFULL (no room and expansion 0), RB_ELAYERS (no room
@@ -122,8 +128,12 @@ RB_EXPORT void rb_cuckoo_close(rb_cuckoo_t *h);
 
 /* Reader, lock-free: 1 if key may be present, 0 if it is not.  Never 0
  * for a key added and not deleted, whatever the writer does meanwhile.
- * Retries (bounded) only when it found nothing while a move or a layer
- * change happened.  RB_ENOENT (filter deleted), RB_ECORRUPT, RB_EBUSY. */
+ * Retries (bounded) only when it found nothing while a move happened, or
+ * when the filter was deleted meanwhile (then RB_ENOENT, or the new
+ * filter of that name).  RB_EINVAL, RB_ENOENT (filter deleted),
+ * RB_EWRONGTYPE (the name now holds another kind), RB_ECORRUPT, RB_EBUSY
+ * (a writer died inside a move and nobody took over yet, or a
+ * pathological writer). */
 RB_EXPORT RB_WUR int rb_cuckoo_contains(const rb_cuckoo_t *h, const void *key, size_t klen);
 
 /* Reader.  rb_cuckoo_contains for n keys at once: hashes a batch,
@@ -140,7 +150,9 @@ RB_EXPORT RB_WUR int64_t rb_cuckoo_contains_many(const rb_cuckoo_t *h, const rb_
 RB_EXPORT RB_WUR int rb_cuckoo_count(const rb_cuckoo_t *h, const void *key, size_t klen,
                                      uint64_t *count);
 
-/* Any process.  The filter's figures.  Errors as rb_cuckoo_contains. */
+/* Any process.  The filter's figures, read in one section (shape and
+ * layers of one filter; each counter as last stored).  Errors as
+ * rb_cuckoo_contains. */
 RB_EXPORT RB_WUR int rb_cuckoo_info(const rb_cuckoo_t *h, rb_cuckoo_info_t *out);
 
 #endif /* RINGBLOOM_CUCKOO_H */

@@ -1032,6 +1032,26 @@ static void snap_churn_cms(rb_segment_t *seg, int round)
     ck_assert_int_eq(rb_cms_merge(seg, "cm2", 3, src, slen, 1, NULL), RB_OK);
 }
 
+/* A cuckoo filter's changes (cuckoo_write.c): fingerprints stored,
+ * moved (a small filter at high load) and deleted, layers added, into a
+ * filter made at round 0. */
+static void snap_churn_cuckoo(rb_segment_t *seg, int round)
+{
+    static const unsigned char secret[RB_BLOOM_SECRET_BYTES] = { 9 };
+    rb_cuckoo_params_t cp = { .capacity = 1000, .bucket_size = 2, .max_iterations = 50,
+                              .expansion = 2, .fp_bits = 12, .secret = secret };
+    char key[160];
+
+    if (round == 0)
+        ck_assert_int_eq(rb_cuckoo_reserve(seg, "cf", 2, &cp), RB_OK);
+    for (unsigned long i = 0; i < 3000; i++) {
+        size_t len = rb_test_key(key, sizeof(key), "u", (unsigned long)round * 3000 + i);
+        ck_assert_int_eq(rb_cuckoo_add(seg, "cf", 2, key, len, 0), 1);
+        if (i % 4 == 0)
+            ck_assert_int_eq(rb_cuckoo_del(seg, "cf", 2, key, len), 1);
+    }
+}
+
 static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
 {
     static const char *names[] = { "std", "blk", "age" };
@@ -1059,6 +1079,7 @@ static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
     ck_assert_int_eq(rb_bloom_reserve(seg, key, strlen(key), &p), RB_OK);
     snap_churn_hll(seg, round);
     snap_churn_cms(seg, round);
+    snap_churn_cuckoo(seg, round);
     for (int n = 0; n < 30; n++) {
         snprintf(key, sizeof(key), "node-%d-%d", round, n);
         ck_assert_int_eq(rb_ring_add(ring, key, strlen(key), 1 + (unsigned)n % 3), RB_OK);

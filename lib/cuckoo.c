@@ -1,0 +1,384 @@
+/*
+ * cuckoo.c - cuckoo filters, the reader side: the handle (open, close,
+ * rebinding by name), contains (one key and batched), count, info,
+ * rb_cuckoo_fpr_formula, and the kind's entry in the filter-kind table
+ * (kind.h) with its takeover repair.
+ *
+ * What: a handle remembers its filter's slot and incarnation.  Every call
+ * reads the slot inside its generation section (latch.h, G1 / G2: the
+ * name, shape, layers and secret all belong to one filter, and a filter
+ * deleted meanwhile is noticed) and, inside that, the move sequence
+ * (Q1).  Why a found fingerprint is answered at once and a miss is
+ * re-checked (cuckoo_impl.h, C1 / C2): a fingerprint seen in one of the
+ * key's buckets was stored there, while a miss may come from a move that
+ * took a fingerprint out of the bucket probed second into the bucket
+ * probed first; the move's sequence tells the reader to probe again.
+ * Workload: ~10^7 probes/s per reader thread; a probe is one keyed hash
+ * and two buckets (one or two cache lines) per layer.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuckoo_impl.h"
+#include "kind.h"
+
+struct rb_cuckoo {
+    const rb_segment_t *seg;
+    _Atomic uint64_t slot;          /* where the filter was last found */
+    _Atomic uint64_t incarnation;   /* ... and which one it was: a slot with
+                                       another is not ours (rebind by name) */
+    size_t len;
+    char name[RB_FILTER_NAME_MAX + 1];
+};
+
+typedef rbi_cf_view_t view_t;
+
+/* Inside f's section: 1 and *v filled if f is live filter `inc` (any
+ * incarnation if inc is UINT64_MAX, then its name must be h's), 0 if it
+ * is not, RB_EWRONGTYPE (h's name with another kind), RB_ECORRUPT. */
+static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, const rb_cuckoo_t *h,
+                     uint64_t inc, view_t *v)
+{
+    char buf[RB_FILTER_NAME_MAX + 1];
+    uint64_t nl, size = rbi_seg_size(m);
+
+    /* Acquire pairs with the release store of LIVE: the words are set. */
+    if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE)
+        return 0;
+    if (inc != UINT64_MAX && rbi_ld(&f->incarnation) != inc)
+        return 0;
+    if (inc == UINT64_MAX) {
+        if (rbi_ld(&f->name_len) != h->len)
+            return 0;
+        rbi_copy_out(buf, f->name, (h->len + 7) / 8);
+        if (memcmp(buf, h->name, h->len) != 0)
+            return 0;
+        if (!rbi_cf_layout(rbi_ld(&f->layout)))
+            return RB_EWRONGTYPE;
+    }
+    if (!rbi_cf_shape(rbi_ld(&f->layout), rbi_ld(RBI_CF_BUCKET(f)), &v->s))
+        return RB_ECORRUPT;
+    /* Acquire pairs with the release store publishing a new layer. */
+    nl = atomic_load_explicit(RBI_CF_NLAYERS(f), memory_order_acquire);
+    if (nl < 1 || nl > RB_BLOOM_MAX_LAYERS)
+        return RB_ECORRUPT;
+    v->nl = (uint32_t)nl;
+    for (uint32_t l = 0; l < v->nl; l++) {
+        uint64_t off = rbi_ld(&f->layer[l].array_off);
+        v->nb[l] = rbi_ld(&f->layer[l].bits);
+        if (!rbi_cf_nbuckets_ok(v->nb[l]) || off % RBI_ALIGN != 0 ||
+            !rbi_span_ok(size, off, rbi_cf_layer_bytes(&v->s, v->nb[l])))
+            return RB_ECORRUPT;
+        v->arr[l] = rbi_word_at(m, off);
+    }
+    v->f = f;
+    rbi_copy_out(v->secret, f->secret, RBI_SECRET_WORDS);
+    return 1;
+}
+
+/* Finds h's name in m, each slot read in its own section: RB_OK (h now
+ * names that slot and incarnation), RB_ENOENT, RB_EWRONGTYPE,
+ * RB_ECORRUPT, RB_EBUSY. */
+static int rebind(const rb_cuckoo_t *ch, const rbi_map_t *m)
+{
+    rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
+    view_t v;
+
+    for (uint64_t i = 0; i < m->dir_slots; i++) {
+        const rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        uint32_t t;
+        int rc = 0;
+        uint64_t inc = 0;
+        for (t = 0; t < RBI_READ_RETRIES; t++) {
+            uint64_t g = rbi_gen_read_begin(&f->gen);
+            rc = view_read(m, f, h, UINT64_MAX, &v);
+            inc = rbi_ld(&f->incarnation);
+            if (!rbi_gen_read_retry(&f->gen, g))
+                break;
+        }
+        if (t == RBI_READ_RETRIES)
+            return RB_EBUSY;
+        if (rc == 1) {
+            atomic_store_explicit(&h->slot, i, memory_order_relaxed);
+            atomic_store_explicit(&h->incarnation, inc, memory_order_relaxed);
+            return RB_OK;
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return RB_ENOENT;
+}
+
+/* The one read loop (cuckoo_impl.h): a found key's section is re-checked
+ * against gen only, a miss's against the move sequence too (C2). */
+int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
+{
+    const rbi_map_t *m = rbi_reader_map(h->seg);
+    int rebound = 0;
+
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        uint64_t i = atomic_load_explicit(&h->slot, memory_order_relaxed);
+        uint64_t inc = atomic_load_explicit(&h->incarnation, memory_order_relaxed);
+        const rb_filter_shm_t *f;
+        uint64_t g, q;
+        view_t v;
+        int vr, rc = 0;
+        if (i >= m->dir_slots)
+            i = 0;    /* another mapping, smaller: the incarnation misses */
+        f = rbi_dir_slot(m, i);
+        g = rbi_gen_read_begin(&f->gen);
+        if ((vr = view_read(m, f, h, inc, &v)) == 1) {
+            q = rbi_seq_read_begin(RBI_CF_SEQ(f));
+            rc = fn(&v, arg);
+            if (rc == 1 && rbi_seq_read_retry(RBI_CF_SEQ(f), q))
+                continue;
+        }
+        if (rbi_gen_read_retry(&f->gen, g))
+            continue;
+        if (vr == 1)
+            return rc == 1 ? RB_OK : rc;
+        if (vr != 0)
+            return vr;
+        /* Not (or no longer) h's filter: find its name again, once. */
+        if (rebound++)
+            return RB_ENOENT;
+        if ((rc = rebind(h, m)) != RB_OK)
+            return rc;
+    }
+    return RB_EBUSY;
+}
+
+int rb_cuckoo_open(const rb_segment_t *seg, const char *name, size_t len, rb_cuckoo_t **out)
+{
+    rb_cuckoo_t *h;
+    int rc;
+
+    if (seg == NULL || out == NULL || !rbi_bloom_name_ok(name, len))
+        return RB_EINVAL;
+    if ((h = calloc(1, sizeof(*h))) == NULL)
+        return RB_ENOMEM;
+    h->seg = seg;
+    h->len = len;
+    memcpy(h->name, name, len);
+    if ((rc = rebind(h, rbi_reader_map(seg))) != RB_OK) {
+        free(h);
+        return rc;
+    }
+    *out = h;
+    return RB_OK;
+}
+
+void rb_cuckoo_close(rb_cuckoo_t *h)
+{
+    free(h);
+}
+
+typedef struct probe_arg {
+    const void *key;
+    size_t klen;
+    int all;          /* count every copy */
+    uint64_t n;       /* copies found (all), or 1 if found */
+} probe_arg_t;
+
+/* Copies of k's fingerprint in its buckets of every layer (all == 0:
+ * stops at the first). */
+static uint64_t probe_key(const view_t *v, rbi_cf_key_t k, int all)
+{
+    uint64_t n = 0;
+
+    for (uint32_t l = v->nl; l-- > 0;) {
+        uint64_t i1 = rbi_cf_home(k.h1, v->nb[l]), i2 = rbi_cf_alt(i1, k.fp, v->nb[l]);
+        n += rbi_cf_bucket_has(&v->s, v->arr[l], i1, k.fp, all);
+        if (n != 0 && !all)
+            return n;
+        /* A bucket that is its own alternate is counted once. */
+        if (i2 != i1)
+            n += rbi_cf_bucket_has(&v->s, v->arr[l], i2, k.fp, all);
+        if (n != 0 && !all)
+            return n;
+    }
+    return n;
+}
+
+static int probe_one(const view_t *v, void *arg)
+{
+    probe_arg_t *a = arg;
+
+    a->n = probe_key(v, rbi_cf_hash(v->secret, &v->s, a->key, a->klen), a->all);
+    /* Found: stored there (C1), answered at once; a miss or a count is
+     * re-checked against the move sequence (C2). */
+    return a->n != 0 && !a->all ? RB_OK : 1;
+}
+
+int rb_cuckoo_contains(const rb_cuckoo_t *h, const void *key, size_t klen)
+{
+    probe_arg_t a = { key, klen, 0, 0 };
+    int rc;
+
+    if (h == NULL || (key == NULL && klen != 0))
+        return RB_EINVAL;
+    rc = rbi_cuckoo_read(h, probe_one, &a);
+    return rc == RB_OK ? a.n != 0 : rc;
+}
+
+int rb_cuckoo_count(const rb_cuckoo_t *h, const void *key, size_t klen, uint64_t *count)
+{
+    probe_arg_t a = { key, klen, 1, 0 };
+    int rc;
+
+    if (h == NULL || count == NULL || (key == NULL && klen != 0))
+        return RB_EINVAL;
+    if ((rc = rbi_cuckoo_read(h, probe_one, &a)) == RB_OK)
+        *count = a.n;
+    return rc;
+}
+
+#define BATCH 16u
+
+typedef struct many_arg {
+    const rb_key_t *keys;
+    uint8_t *out;
+    uint32_t n;         /* keys in this batch, at most BATCH */
+} many_arg_t;
+
+/* One batch: hashes the keys, prefetches both buckets in each layer, then
+ * probes.  Every run answers every key afresh (a run whose section fails
+ * its re-check is discarded whole); a run with a miss is re-checked
+ * against the move sequence, one where all were found against gen only. */
+static int probe_many(const view_t *v, void *arg)
+{
+    many_arg_t *a = arg;
+    rbi_cf_key_t k[BATCH];
+    int miss = 0;
+
+    for (uint32_t i = 0; i < a->n; i++) {
+        k[i] = rbi_cf_hash(v->secret, &v->s, a->keys[i].ptr, a->keys[i].len);
+        for (uint32_t l = 0; l < v->nl; l++) {
+            uint64_t i1 = rbi_cf_home(k[i].h1, v->nb[l]);
+            rbi_cf_prefetch(&v->s, v->arr[l], i1);
+            rbi_cf_prefetch(&v->s, v->arr[l], rbi_cf_alt(i1, k[i].fp, v->nb[l]));
+        }
+    }
+    for (uint32_t i = 0; i < a->n; i++) {
+        a->out[i] = probe_key(v, k[i], 0) != 0;
+        miss |= !a->out[i];
+    }
+    return miss ? 1 : RB_OK;
+}
+
+int64_t rb_cuckoo_contains_many(const rb_cuckoo_t *h, const rb_key_t *keys, size_t n,
+                                uint8_t *out)
+{
+    int64_t found = 0;
+
+    if (h == NULL || ((keys == NULL || out == NULL) && n != 0))
+        return RB_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (keys[i].ptr == NULL && keys[i].len != 0)
+            return RB_EINVAL;
+    for (size_t base = 0; base < n; base += BATCH) {
+        many_arg_t a = { keys + base, out + base, (uint32_t)(n - base < BATCH ? n - base : BATCH) };
+        int rc;
+        if ((rc = rbi_cuckoo_read(h, probe_many, &a)) != RB_OK)
+            return rc;
+        for (uint32_t i = 0; i < a.n; i++)
+            found += a.out[i];
+    }
+    return found;
+}
+
+static int info_fn(const view_t *v, void *arg)
+{
+    rb_cuckoo_info_t *o = arg;
+    const rb_filter_shm_t *f = v->f;
+
+    memset(o, 0, sizeof(*o));
+    for (uint32_t l = 0; l < v->nl; l++) {
+        o->bytes += rbi_cf_layer_bytes(&v->s, v->nb[l]);
+        o->buckets += v->nb[l];
+    }
+    o->layers = v->nl;
+    o->items = rbi_ld(RBI_CF_ITEMS(f));
+    o->deletes = rbi_ld(RBI_CF_DELETES(f));
+    o->moves = rbi_ld(RBI_CF_MOVES(f));
+    o->capacity = rbi_ld(RBI_CF_CAP(f));
+    o->bucket_size = v->s.bsize;
+    o->max_iterations = (uint32_t)rbi_ld(RBI_CF_ITERS(f));
+    o->expansion = (uint32_t)rbi_ld(RBI_CF_EXPAND(f));
+    o->fp_bits = v->s.fbits;
+    return RB_OK;
+}
+
+int rb_cuckoo_info(const rb_cuckoo_t *h, rb_cuckoo_info_t *out)
+{
+    rb_cuckoo_info_t o;
+    int rc;
+
+    if (h == NULL || out == NULL)
+        return RB_EINVAL;
+    if ((rc = rbi_cuckoo_read(h, info_fn, &o)) == RB_OK)
+        *out = o;
+    return rc;
+}
+
+double rb_cuckoo_fpr_formula(uint32_t fp_bits, uint32_t bucket_size, double load)
+{
+    if ((fp_bits != 8 && fp_bits != 12 && fp_bits != 16) || bucket_size < 1 ||
+        bucket_size > RB_CUCKOO_MAX_BUCKET || !(load > 0.0 && load <= 1.0))
+        return NAN;
+    return 1.0 - pow(1.0 - 1.0 / (double)((1u << fp_bits) - 1), 2.0 * bucket_size * load);
+}
+
+/* ---- the kind (kind.h) ---------------------------------------------------- */
+
+static int kind_extents(const rb_filter_shm_t *f, uint64_t size, rbi_extent_t *out, size_t *n)
+{
+    rbi_cf_shape_t s;
+    uint64_t nl = rbi_ld(RBI_CF_NLAYERS(f));
+
+    if (!rbi_cf_shape(rbi_ld(&f->layout), rbi_ld(RBI_CF_BUCKET(f)), &s) || nl < 1 ||
+        nl > RB_BLOOM_MAX_LAYERS)
+        return RB_ECORRUPT;
+    for (uint64_t l = 0; l < nl; l++) {
+        uint64_t nb = rbi_ld(&f->layer[l].bits), off = rbi_ld(&f->layer[l].array_off);
+        if (!rbi_cf_nbuckets_ok(nb) || off % RBI_ALIGN != 0 ||
+            !rbi_span_ok(size, off, rbi_cf_layer_bytes(&s, nb)))
+            return RB_ECORRUPT;
+        out[l].off = off;
+        out[l].len = rbi_cf_layer_bytes(&s, nb);
+    }
+    *n = (size_t)nl;
+    return RB_OK;
+}
+
+static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
+{
+    rbi_cf_shape_t s;
+    uint64_t nl = rbi_ld(RBI_CF_NLAYERS(f)), sum = 0;
+
+    if (!rbi_cf_shape(rbi_ld(&f->layout), rbi_ld(RBI_CF_BUCKET(f)), &s) ||
+        nl > RB_BLOOM_MAX_LAYERS)
+        return 0;
+    for (uint64_t l = 0; l < nl; l++)
+        sum += rbi_round_up(rbi_cf_layer_bytes(&s, rbi_ld(&f->layer[l].bits)), RBI_ALIGN);
+    return sum;
+}
+
+/* C3 (cuckoo_impl.h): a writer that died inside a move left the sequence
+ * odd; every fingerprint is still in one of its buckets (C1), so ending
+ * the section is all the repair there is (the moved one may be stored
+ * twice: one extra false positive at worst). */
+static int kind_repair(rb_filter_shm_t *f)
+{
+    if (rbi_ld(RBI_CF_SEQ(f)) & 1)
+        rbi_seq_write_end(RBI_CF_SEQ(f));
+    return RB_OK;
+}
+
+const rbi_kind_t rbi_kind_cuckoo = {
+    .layout_first = RBI_LAYOUT_CF8, .layout_last = RBI_LAYOUT_CF16,
+    .extents = kind_extents, .heap_bytes = kind_heap_bytes, .repair = kind_repair,
+};
