@@ -108,6 +108,12 @@ typedef int (*rbi_bloom_fn)(const rbi_bloom_section_t *s, void *arg);
  * may be deleted and reused under them: bloom_read.c, slot_read). */
 int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len);
 
+/* Writer: the slot of live filter `name` in seg, if its layout is one
+ * of_kind accepts (a kind's writer binding).  RB_EINVAL (seg NULL, a bad
+ * name), RB_EROFS, RB_ENOENT, RB_EWRONGTYPE (another kind holds it). */
+int rbi_writer_find(rb_segment_t *seg, const char *name, size_t len,
+                    int (*of_kind)(uint64_t layout), rb_filter_shm_t **f);
+
 /* The handle's binding for the segment's current mapping.  stale: a
  * binding the caller found no longer names a live filter (force a new
  * lookup by name).  RB_ENOENT, RB_ECORRUPT, RB_ENOMEM. */

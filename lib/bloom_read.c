@@ -41,6 +41,23 @@ int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len)
     return -1;
 }
 
+int rbi_writer_find(rb_segment_t *seg, const char *name, size_t len,
+                    int (*of_kind)(uint64_t layout), rb_filter_shm_t **f)
+{
+    rbi_map_t *m;
+    int64_t i;
+
+    if (seg == NULL || !rbi_bloom_name_ok(name, len))
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    m = rbi_seg_map(seg);
+    if ((i = rbi_bloom_dir_find(m, name, len)) < 0)
+        return RB_ENOENT;
+    *f = rbi_dir_slot(m, (uint64_t)i);
+    return of_kind(rbi_ld(&(*f)->layout)) ? RB_OK : RB_EWRONGTYPE;
+}
+
 /* Reader: slot f's name (and, if b is not NULL, its binding's words) read
  * whole, inside the slot's generation section: the name length (1..255),
  * 0 if the slot holds no live filter, or RB_EBUSY.  A slot can change

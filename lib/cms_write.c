@@ -37,18 +37,11 @@ typedef struct wview {
 static int wbind(rb_segment_t *seg, const char *name, size_t len, wview_t *v)
 {
     rbi_map_t *m;
-    int64_t i;
+    int rc = rbi_writer_find(seg, name, len, rbi_cms_layout, &v->f);
 
-    if (seg == NULL || !rbi_bloom_name_ok(name, len))
-        return RB_EINVAL;
-    if (!seg->writable)
-        return RB_EROFS;
+    if (rc != RB_OK)
+        return rc;
     m = rbi_seg_map(seg);
-    if ((i = rbi_bloom_dir_find(m, name, len)) < 0)
-        return RB_ENOENT;
-    v->f = rbi_dir_slot(m, (uint64_t)i);
-    if (!rbi_cms_layout(rbi_ld(&v->f->layout)))
-        return RB_EWRONGTYPE;
     if (!rbi_cms_shape(rbi_ld(&v->f->layout), rbi_ld(RBI_CMS_WIDTH(v->f)),
                        rbi_ld(RBI_CMS_DEPTH(v->f)), &v->s))
         return RB_ECORRUPT;

@@ -44,19 +44,12 @@ static int layer_ok(const rb_filter_shm_t *f, const rbi_cf_shape_t *s, uint32_t 
 int rbi_cuckoo_wbind(rb_segment_t *seg, const char *name, size_t len, wview_t *v)
 {
     rbi_map_t *m;
-    int64_t i;
     uint64_t nl;
+    int rc = rbi_writer_find(seg, name, len, rbi_cf_layout, &v->f);
 
-    if (seg == NULL || !rbi_bloom_name_ok(name, len))
-        return RB_EINVAL;
-    if (!seg->writable)
-        return RB_EROFS;
+    if (rc != RB_OK)
+        return rc;
     m = rbi_seg_map(seg);
-    if ((i = rbi_bloom_dir_find(m, name, len)) < 0)
-        return RB_ENOENT;
-    v->f = rbi_dir_slot(m, (uint64_t)i);
-    if (!rbi_cf_layout(rbi_ld(&v->f->layout)))
-        return RB_EWRONGTYPE;
     nl = rbi_ld(RBI_CF_NLAYERS(v->f));
     if (!rbi_cf_shape(rbi_ld(&v->f->layout), rbi_ld(RBI_CF_BUCKET(v->f)), &v->s) || nl < 1 ||
         nl > RB_BLOOM_MAX_LAYERS)
