@@ -221,9 +221,7 @@ START_TEST(test_cf_replayed_from_log)
     make_history(c);
     rb_conn_close(c);
     rbd_scandump(&d, "CF.SCANDUMP", "h", &before);
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);   /* no re-attach: a replay */
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);   /* no re-attach: a replay */
     /* 2 reserves, 200 + 1 + 1 adds, 100 deletes, a DEL. */
     ck_assert_int_eq(rbd_log_count(&d, ", 305 log records replayed"), 1);
     assert_history(&before);
@@ -242,9 +240,7 @@ START_TEST(test_cf_kept_by_snapshot)
     rbd_expect(c, "OK", "SAVE");
     rb_conn_close(c);
     rbd_scandump(&d, "CF.SCANDUMP", "h", &before);
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);
     ck_assert_int_eq(rbd_log_count(&d, ", 0 log records replayed"), 2);   /* both starts */
     assert_history(&before);
     rbd_dump_free(&before);

@@ -302,9 +302,7 @@ START_TEST(test_daemon_aging_filter_and_reset)
     rb_conn_close(c);
     /* Crash with the segment gone: snapshot + log (with the rotations and
      * the reset) give back the same state. */
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);
     c = rbd_connect(&d);
     rbd_expect(c, "1", "BF.EXISTS", "adm", "after-reset");
     rbd_expect(c, "0", "BF.EXISTS", "adm", "later");

@@ -139,9 +139,7 @@ START_TEST(test_keys_delete_replayed_from_log)
     c = rbd_connect(&d);
     make_history(c);
     rb_conn_close(c);
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);   /* no re-attach: a replay */
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);   /* no re-attach: a replay */
     /* 4 BF.ADDs of new filters (a reserve and an add each), 2 DELs, a
      * reserve and an add. */
     ck_assert_int_eq(rbd_log_count(&d, ", 12 log records replayed"), 1);
@@ -160,9 +158,7 @@ START_TEST(test_keys_delete_kept_by_snapshot)
     make_history(c);
     rbd_expect(c, "OK", "SAVE");
     rb_conn_close(c);
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);
     ck_assert_int_eq(rbd_log_count(&d, ", 0 log records replayed"), 2);   /* both starts */
     assert_history();
 }

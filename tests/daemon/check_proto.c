@@ -201,9 +201,7 @@ START_TEST(test_proto_multi_exec_semantics)
     rbd_expect(c, "n1\n1", "RING.NODES");
     rb_conn_close(c);
     /* Logged as one unit and replayed through the same apply. */
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);
     c = rbd_connect(&d);
     rbd_expect(c, "1", "BF.EXISTS", "f", "a");
     rbd_expect(c, "n1\n1", "RING.NODES");

@@ -89,9 +89,7 @@ START_TEST(test_sketch_admit_touch_and_query)
     rbd_expect(c, "1", "ADMIT.TOUCH", "t", "b");     /* the cleared doorkeeper takes b again */
     rb_conn_close(c);
     /* The log alone gives the same pair (each touch one TXN record). */
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);
     c = rbd_connect(&d);
     rbd_expect(c, "2\n0", "CMS.QUERY", "t", "a", "b");
     rbd_expect(c, "0\n1", "BF.MEXISTS", "t:dk", "a", "b");
@@ -139,9 +137,7 @@ START_TEST(test_sketch_replayed_from_log)
     c = rbd_connect(&d);
     make_history(c);
     rb_conn_close(c);
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);   /* no re-attach: a replay */
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);   /* no re-attach: a replay */
     /* 4 inits, 11 + 2 increments, a merge, a delete. */
     ck_assert_int_eq(rbd_log_count(&d, ", 19 log records replayed"), 1);
     assert_history();
@@ -157,9 +153,7 @@ START_TEST(test_sketch_kept_by_snapshot)
     make_history(c);
     rbd_expect(c, "OK", "SAVE");
     rb_conn_close(c);
-    rbd_stop(&d, SIGKILL);
-    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
-    rbd_launch(&d, NULL);
+    rbd_restart_cold(&d);
     ck_assert_int_eq(rbd_log_count(&d, ", 0 log records replayed"), 2);   /* both starts */
     assert_history();
 }

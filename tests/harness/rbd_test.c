@@ -375,3 +375,10 @@ void rbd_loadchunks(rb_conn_t *c, const char *cmd, const char *name, const rbd_d
         ck_assert_str_eq(buf, "OK");
     }
 }
+
+void rbd_restart_cold(rbd_proc_t *d)
+{
+    rbd_stop(d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d->inst), RB_OK);
+    rbd_launch(d, NULL);
+}

@@ -47,6 +47,10 @@ void rbd_launch(rbd_proc_t *d, const char *const *extra_args);
 void rbd_start(rbd_proc_t *d, const char *extra);
 /* Sends the daemon sig and waits until it exits. */
 void rbd_stop(rbd_proc_t *d, int sig);
+/* Kills d (SIGKILL), removes its segment and starts it again: a start
+ * that cannot re-attach, so the state comes from the snapshot and the
+ * log alone. */
+void rbd_restart_cold(rbd_proc_t *d);
 /* Kills the daemon, removes its segment and temp directory. */
 void rbd_remove_all(rbd_proc_t *d);
 /* rbd_remove_all of every daemon this process prepared: the teardown of
