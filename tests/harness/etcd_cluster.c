@@ -1,0 +1,262 @@
+/* etcd_cluster.c - a real etcd cluster on loopback for the tests
+ * (etcd_cluster.h says how it is laid out and cleaned up). */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etcd_cluster.h"
+#include "rb_test.h"
+
+static rb_etcd_cluster_t *at_exit_cluster;
+
+static void stop_at_exit(void)
+{
+    if (at_exit_cluster)
+        rb_etcd_stop(at_exit_cluster);
+}
+
+const char *rb_etcd_program(void)
+{
+    static char found[512];
+    const char *env = getenv("RB_ETCD"), *path = getenv("PATH");
+
+    if (env && *env)
+        return access(env, X_OK) == 0 ? env : NULL;
+    for (const char *p = path ? path : "/usr/bin"; *p;) {
+        size_t l = strcspn(p, ":");
+        snprintf(found, sizeof(found), "%.*s/etcd", (int)l, p);
+        if (l > 0 && access(found, X_OK) == 0)
+            return found;
+        p += l + (p[l] == ':');
+    }
+    return NULL;
+}
+
+/* n free loopback ports, bound at once then let go. */
+static int free_ports(int *ports, int n)
+{
+    int fds[2 * RB_ETCD_MAX], rc = 0;
+
+    for (int i = 0; i < n; i++) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t al = sizeof(a);
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof(a)) != 0 ||
+            getsockname(fds[i], (struct sockaddr *)&a, &al) != 0)
+            rc = -1;
+        else
+            ports[i] = ntohs(a.sin_port);
+    }
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return rc;
+}
+
+static int spawn(rb_etcd_cluster_t *c, int i, const char *state)
+{
+    char name[16], data[192], curl[64], purl[64], log[192];
+    const char *prog = rb_etcd_program();
+    pid_t pid;
+
+    snprintf(name, sizeof(name), "m%d", i);
+    snprintf(data, sizeof(data), "%s/%s", c->dir, name);
+    snprintf(log, sizeof(log), "%s/%s.log", c->dir, name);
+    snprintf(curl, sizeof(curl), "http://127.0.0.1:%d", c->client_port[i]);
+    snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", c->peer_port[i]);
+    if (!prog || (pid = fork()) < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(prog, prog, "--name", name, "--data-dir", data, "--listen-client-urls", curl,
+              "--advertise-client-urls", curl, "--listen-peer-urls", purl,
+              "--initial-advertise-peer-urls", purl, "--initial-cluster", c->initial,
+              "--initial-cluster-state", state, "--initial-cluster-token", c->dir,
+              "--experimental-watch-progress-notify-interval", "1s", "--log-level", "warn",
+              "--logger", "zap", (char *)NULL);
+        _exit(127);
+    }
+    c->pid[i] = pid;
+    return 0;
+}
+
+typedef struct reply {
+    size_t len;
+    char buf[256];
+} reply_t;
+
+static size_t sink(char *d, size_t s, size_t n, void *arg)
+{
+    reply_t *r = arg;
+    size_t len = s * n, room = sizeof(r->buf) - 1 - r->len;
+
+    if (len < room)
+        room = len;
+    memcpy(r->buf + r->len, d, room);
+    r->len += room;
+    r->buf[r->len] = '\0';
+    return len;
+}
+
+/* Does member i answer GET /health with "health":"true"? */
+static int healthy(rb_etcd_cluster_t *c, int i)
+{
+    reply_t reply = { 0 };
+    char url[96];
+    CURL *h = curl_easy_init();
+    int ok = 0;
+
+    if (!h)
+        return 0;
+    snprintf(url, sizeof(url), "%s/health", c->url[i]);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply);
+    if (curl_easy_perform(h) == CURLE_OK)
+        ok = strstr(reply.buf, "\"health\":\"true\"") != NULL;
+    curl_easy_cleanup(h);
+    return ok;
+}
+
+int rb_etcd_wait_healthy(rb_etcd_cluster_t *c, int timeout_ms)
+{
+    uint64_t end = rb_test_now_ms() + (uint64_t)timeout_ms;
+
+    for (;;) {
+        int all = 1;
+        for (int i = 0; i < c->n; i++) {
+            int st;
+            if (c->pid[i] && waitpid(c->pid[i], &st, WNOHANG) == c->pid[i]) {
+                printf("etcd member m%d exited (status %d)\n", i, st);
+                c->pid[i] = 0;
+                return -1;
+            }
+            if (c->pid[i] && !healthy(c, i))
+                all = 0;
+        }
+        if (all)
+            return 0;
+        if (rb_test_now_ms() > end)
+            return -1;
+        usleep(100 * 1000);
+    }
+}
+
+static void print_logs(rb_etcd_cluster_t *c)
+{
+    char cmd[400];
+
+    snprintf(cmd, sizeof(cmd), "tail -n 15 %s/m*.log", c->dir);
+    if (system(cmd) != 0)
+        printf("(no etcd logs)\n");
+}
+
+int rb_etcd_start(rb_etcd_cluster_t *c, int n, int timeout_ms)
+{
+    int ports[2 * RB_ETCD_MAX];
+    size_t l = 0;
+
+    memset(c, 0, sizeof(*c));
+    if (n < 1 || n > RB_ETCD_MAX || !rb_etcd_program())
+        return -1;
+    snprintf(c->dir, sizeof(c->dir), "/tmp/rbtest.%d.etcd.XXXXXX", (int)rb_test_main_pid);
+    if (!mkdtemp(c->dir) || free_ports(ports, 2 * n) != 0) {
+        printf("etcd cluster: no temp dir or no free ports: %s\n", strerror(errno));
+        return -1;
+    }
+    c->n = n;
+    at_exit_cluster = c;
+    atexit(stop_at_exit);
+    for (int i = 0; i < n; i++) {
+        c->client_port[i] = ports[i];
+        c->peer_port[i] = ports[n + i];
+        snprintf(c->url[i], sizeof(c->url[i]), "http://127.0.0.1:%d", ports[i]);
+        c->endpoints[i] = c->url[i];
+        l += (size_t)snprintf(c->initial + l, sizeof(c->initial) - l, "%sm%d=http://127.0.0.1:%d",
+                              i ? "," : "", i, ports[n + i]);
+    }
+    for (int i = 0; i < n; i++)
+        if (spawn(c, i, "new") != 0) {
+            rb_etcd_stop(c);
+            return -1;
+        }
+    if (rb_etcd_wait_healthy(c, timeout_ms) != 0) {
+        printf("etcd cluster: not healthy within %d ms\n", timeout_ms);
+        print_logs(c);
+        rb_etcd_stop(c);
+        return -1;
+    }
+    return 0;
+}
+
+void rb_etcd_kill(rb_etcd_cluster_t *c, int i)
+{
+    if (c->pid[i] > 0) {
+        kill(c->pid[i], SIGKILL);
+        waitpid(c->pid[i], NULL, 0);
+    }
+    c->pid[i] = 0;
+}
+
+int rb_etcd_restart(rb_etcd_cluster_t *c, int i)
+{
+    rb_etcd_kill(c, i);
+    return spawn(c, i, "existing");
+}
+
+int rb_etcd_ctl(rb_etcd_cluster_t *c, const char *args)
+{
+    char cmd[1024], eps[RB_ETCD_MAX * 64] = "";
+    const char *prog = rb_etcd_program();
+    size_t l = 0;
+    int st;
+
+    if (!prog)
+        return -1;
+    for (int i = 0; i < c->n; i++)
+        if (c->pid[i])
+            l += (size_t)snprintf(eps + l, sizeof(eps) - l, "%s%s", l ? "," : "", c->url[i]);
+    snprintf(cmd, sizeof(cmd), "ETCDCTL_API=3 \"$(dirname %s)/etcdctl\" --endpoints=%s %s",
+             prog, eps, args);
+    st = system(cmd);
+    return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void rb_etcd_stop(rb_etcd_cluster_t *c)
+{
+    char cmd[200];
+
+    for (int i = 0; i < c->n; i++)
+        if (c->pid[i] > 0)
+            kill(c->pid[i], SIGKILL);
+    for (int i = 0; i < c->n; i++)
+        rb_etcd_kill(c, i);
+    if (c->dir[0] && strncmp(c->dir, "/tmp/rbtest.", 12) == 0) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c->dir);
+        if (system(cmd) != 0)
+            printf("could not remove %s\n", c->dir);
+    }
+    c->dir[0] = '\0';
+    c->n = 0;
+    if (at_exit_cluster == c)
+        at_exit_cluster = NULL;
+}

@@ -1,0 +1,489 @@
+/*
+ * check_etcd.c - the daemon's etcd client (daemon/etcd*.c) against a real
+ * 3-member etcd 3.4 cluster on loopback (tests/harness/etcd_cluster.c, a
+ * fresh cluster per test): range, txn with its compares and the guarded
+ * write, range at an old revision and in pages, watch from a revision
+ * (order, deletes, progress notifications, compaction), failover when
+ * members die and the bounded error when the quorum is lost, auth, and
+ * the limits (reply size, unreachable endpoints, bad options).  Prints
+ * the round trip of a guarded txn (p50 / p99) and the failover times.
+ * Skipped (exit 77) only when etcd is not installed (Debian package
+ * etcd-server; etcdctl from etcd-client for the auth test).
+ */
+#include <stdatomic.h>
+
+#include "etcd.h"
+#include "etcd_cluster.h"
+#include "rb_test.h"
+
+#define REQ_MS 2000
+
+static rb_etcd_cluster_t cl;
+
+static void setup(void)
+{
+    ck_assert_msg(rb_etcd_start(&cl, 3, 60000) == 0, "the etcd cluster did not start");
+}
+
+static void teardown(void)
+{
+    rb_etcd_stop(&cl);
+}
+
+static rbd_etcd_t *client(const char *prefix, const char *user, const char *pw, size_t page)
+{
+    rbd_etcd_opts_t o = { .endpoints = cl.endpoints, .n_endpoints = 3, .prefix = prefix,
+                          .user = user, .password = pw, .connect_timeout_ms = 1000,
+                          .request_timeout_ms = REQ_MS, .page_limit = page };
+    int err;
+    rbd_etcd_t *e = rbd_etcd_open(&o, &err);
+
+    ck_assert_msg(e != NULL, "rbd_etcd_open: %s", rbd_etcd_strerror(err));
+    return e;
+}
+
+static int put_if(rbd_etcd_t *e, const char *key, const char *v, int64_t expect, int64_t *rev,
+                  int64_t *cur)
+{
+    rbd_etcd_op_t op = { .key = key, .value = v, .value_len = v ? strlen(v) : 0 };
+    return rbd_etcd_txn(e, key, expect, &op, 1, rev, cur);
+}
+
+#define OK(e, call)                                                                       \
+    do {                                                                                  \
+        int rc_ = (call);                                                                 \
+        ck_assert_msg(rc_ == 0, "%s: %s (%s)", #call, rbd_etcd_strerror(rc_),             \
+                      rbd_etcd_errmsg(e));                                                \
+    } while (0)
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Creates once, compares on mod_revision, deletes; the guarded write. */
+START_TEST(test_etcd_txn_compares)
+{
+    rbd_etcd_t *e = client("/rbtest/", NULL, NULL, 0);
+    rbd_etcd_kvs_t kvs;
+    int64_t r1, r2, r3, rev, cur = -1;
+
+    OK(e, rbd_etcd_range(e, "", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 0);
+    ck_assert_int_ge(kvs.revision, 1);
+    rbd_etcd_kvs_free(&kvs);
+    OK(e, put_if(e, "nodes/a", "w=1", 0, &r1, NULL));
+    ck_assert_int_eq(put_if(e, "nodes/a", "w=9", 0, &rev, &cur), RBD_ETCD_ECONFLICT);
+    ck_assert_int_eq(cur, r1);
+    ck_assert_int_eq(rev, r1);
+    OK(e, put_if(e, "nodes/a", "w=2", r1, &r2, NULL));
+    ck_assert_int_gt(r2, r1);
+    ck_assert_int_eq(put_if(e, "nodes/a", "w=3", r1, &rev, &cur), RBD_ETCD_ECONFLICT);
+    ck_assert_int_eq(cur, r2);
+    OK(e, rbd_etcd_range(e, "nodes/", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 1);
+    ck_assert_str_eq(kvs.kv[0].key, "nodes/a");
+    ck_assert_str_eq(kvs.kv[0].value, "w=2");
+    ck_assert_int_eq(kvs.kv[0].create_revision, r1);
+    ck_assert_int_eq(kvs.kv[0].mod_revision, r2);
+    rbd_etcd_kvs_free(&kvs);
+    ck_assert_int_eq(put_if(e, "nodes/a", NULL, r1, &rev, &cur), RBD_ETCD_ECONFLICT);
+    OK(e, put_if(e, "nodes/a", NULL, r2, &r3, NULL));
+    ck_assert_int_eq(put_if(e, "nodes/a", "x", r2, &rev, &cur), RBD_ETCD_ECONFLICT);
+    ck_assert_int_eq(cur, 0);   /* absent now */
+    OK(e, rbd_etcd_range(e, "", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 0);
+    ck_assert_int_eq(kvs.revision, r3);
+    rbd_etcd_kvs_free(&kvs);
+
+    /* The guard: two writers that saw the same revision, one wins. */
+    rbd_etcd_t *f = client("/rbtest/", NULL, NULL, 0);
+    rbd_etcd_op_t a = { "nodes/x", "1", 1 }, b = { "nodes/y", "1", 1 };
+    int64_t g1, g2;
+    OK(e, rbd_etcd_guarded(e, 0, &a, 1, &g1, NULL));
+    ck_assert_int_eq(rbd_etcd_guarded(f, 0, &b, 1, &rev, &cur), RBD_ETCD_ECONFLICT);
+    ck_assert_int_eq(cur, g1);
+    OK(f, rbd_etcd_guarded(f, cur, &b, 1, &g2, NULL));
+    ck_assert_int_eq(rbd_etcd_guarded(e, g1, &a, 1, &rev, &cur), RBD_ETCD_ECONFLICT);
+    ck_assert_int_eq(cur, g2);
+    OK(e, rbd_etcd_range(e, "", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 3);   /* nodes/x, nodes/y, rev */
+    ck_assert_str_eq(kvs.kv[2].key, RBD_ETCD_GUARD_KEY);
+    ck_assert_int_eq(kvs.kv[2].mod_revision, g2);
+    rbd_etcd_kvs_free(&kvs);
+
+    /* Round trip of a guarded txn (one put and the guard). */
+    enum { N = 300 };
+    static uint64_t us[N];
+    int64_t seen = g2;
+    for (int i = 0; i < N; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        OK(e, rbd_etcd_guarded(e, seen, &a, 1, &seen, NULL));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        us[i] = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+    }
+    qsort(us, N, sizeof(us[0]), cmp_u64);
+    printf("etcd guarded txn round trip (3 members, loopback, %d txns): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+           N, us[N / 2] / 1000.0, us[N * 99 / 100] / 1000.0, us[N - 1] / 1000.0);
+    rbd_etcd_close(f);
+    rbd_etcd_close(e);
+}
+END_TEST
+
+/* 25 keys in pages of 7, an old revision's view, keys outside the prefix
+ * not seen, binary values. */
+START_TEST(test_etcd_range_pages_and_history)
+{
+    rbd_etcd_t *e = client("/rbtest/", NULL, NULL, 7), *other = client("/rbtest0", NULL, NULL, 0);
+    rbd_etcd_kvs_t kvs;
+    char key[32], val[32];
+    int64_t rev, r_old;
+
+    OK(other, put_if(other, "outside", "x", 0, &rev, NULL));
+    for (int i = 0; i < 25; i++) {
+        snprintf(key, sizeof(key), "nodes/n%02d", i);
+        snprintf(val, sizeof(val), "v%d", i);
+        OK(e, put_if(e, key, val, 0, &rev, NULL));
+    }
+    static const char bin[] = { 'a', 0, '\xff', '\n', '"' };
+    rbd_etcd_op_t op = { "blob", bin, sizeof(bin) };
+    OK(e, rbd_etcd_txn(e, "blob", 0, &op, 1, &r_old, NULL));
+    OK(e, rbd_etcd_range(e, "", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 26);
+    ck_assert_str_eq(kvs.kv[0].key, "blob");
+    ck_assert_uint_eq(kvs.kv[0].value_len, sizeof(bin));
+    ck_assert(memcmp(kvs.kv[0].value, bin, sizeof(bin)) == 0);
+    for (int i = 0; i < 25; i++) {
+        snprintf(key, sizeof(key), "nodes/n%02d", i);
+        snprintf(val, sizeof(val), "v%d", i);
+        ck_assert_str_eq(kvs.kv[i + 1].key, key);
+        ck_assert_str_eq(kvs.kv[i + 1].value, val);
+    }
+    ck_assert_int_eq(kvs.revision, r_old);
+    rbd_etcd_kvs_free(&kvs);
+    /* Change the view (odd keys changed, even ones deleted), then read
+     * the old one. */
+    OK(e, rbd_etcd_range(e, "nodes/", 0, &kvs));
+    for (size_t i = 0; i < kvs.n; i++) {
+        OK(e, put_if(e, kvs.kv[i].key, (i % 2) ? "changed" : NULL, kvs.kv[i].mod_revision, &rev, NULL));
+    }
+    rbd_etcd_kvs_free(&kvs);
+    OK(e, rbd_etcd_range(e, "nodes/", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 12);
+    for (size_t i = 0; i < kvs.n; i++)
+        ck_assert_str_eq(kvs.kv[i].value, "changed");
+    ck_assert_int_eq(kvs.revision, rev);
+    rbd_etcd_kvs_free(&kvs);
+    OK(e, rbd_etcd_range(e, "nodes/", r_old, &kvs));
+    ck_assert_uint_eq(kvs.n, 25);
+    ck_assert_int_eq(kvs.revision, r_old);
+    ck_assert_str_eq(kvs.kv[24].value, "v24");
+    rbd_etcd_kvs_free(&kvs);
+    ck_assert_int_eq(rbd_etcd_range(e, "", rev + 1000, &kvs), RBD_ETCD_EREFUSED);
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(e), "future revision"));
+    rbd_etcd_close(other);
+    rbd_etcd_close(e);
+}
+END_TEST
+
+/* What a watch collected. */
+typedef struct seen {
+    rbd_etcd_event_t ev[64];
+    char keys[64][32], vals[64][32];
+    size_t n, want, progress, batches;
+    int64_t last, progress_rev;
+    int bad_order;
+} seen_t;
+
+static int collect(void *arg, int64_t revision, const rbd_etcd_event_t *ev, size_t n)
+{
+    seen_t *s = arg;
+
+    if (n == 0) {
+        s->progress++;
+        s->progress_rev = revision;
+        return s->want == 0 && s->progress >= 2;
+    }
+    s->batches++;
+    for (size_t i = 0; i < n && s->n < 64; i++) {
+        if (ev[i].mod_revision < s->last)
+            s->bad_order = 1;
+        s->last = ev[i].mod_revision;
+        s->ev[s->n] = ev[i];
+        snprintf(s->keys[s->n], 32, "%s", ev[i].key);
+        snprintf(s->vals[s->n], 32, "%s", ev[i].value);
+        s->ev[s->n].key = s->keys[s->n];
+        s->ev[s->n].value = s->vals[s->n];
+        s->n++;
+    }
+    if (revision != ev[n - 1].mod_revision)
+        s->bad_order = 1;
+    return s->want && s->n >= s->want;
+}
+
+/* Watch from R + 1: exactly the events after R, in order, deletes too;
+ * progress notifications while idle; a compacted start revision. */
+START_TEST(test_etcd_watch_from_revision)
+{
+    rbd_etcd_t *e = client("/rbtest/", NULL, NULL, 0), *f = client("/rbtest/", NULL, NULL, 0);
+    static seen_t s;
+    int64_t r0, rev, r_a, compact = -1;
+    rbd_etcd_op_t del = { "nodes/a", NULL, 0 };
+
+    OK(e, put_if(e, "nodes/before", "old", 0, &r0, NULL));
+    OK(e, put_if(e, "nodes/a", "1", 0, &r_a, NULL));
+    OK(e, put_if(e, "nodes/b", "2", 0, &rev, NULL));
+    OK(e, put_if(e, "nodes/a", "3", r_a, &rev, NULL));
+    OK(e, rbd_etcd_txn(e, "nodes/a", rev, &del, 1, &rev, NULL));
+    OK(e, rbd_etcd_guarded(e, 0, &del, 0, &rev, NULL));   /* only the guard */
+    s.want = 5;
+    rbd_etcd_watch_t w = { .sub = "", .start_revision = r0 + 1, .fn = collect, .arg = &s,
+                           .max_ms = 20000 };
+    OK(f, rbd_etcd_watch(f, &w, &compact));
+    ck_assert_uint_eq(s.n, 5);
+    ck_assert(!s.bad_order);
+    static const struct { int type; const char *key, *val; } want[] = {
+        { RBD_ETCD_PUT, "nodes/a", "1" }, { RBD_ETCD_PUT, "nodes/b", "2" },
+        { RBD_ETCD_PUT, "nodes/a", "3" }, { RBD_ETCD_DELETE, "nodes/a", "" },
+        { RBD_ETCD_PUT, RBD_ETCD_GUARD_KEY, "0" },
+    };
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_int_eq(s.ev[i].type, want[i].type);
+        ck_assert_str_eq(s.ev[i].key, want[i].key);
+        ck_assert_str_eq(s.ev[i].value, want[i].val);
+        ck_assert_int_eq(s.ev[i].mod_revision, r0 + 1 + (int64_t)i);
+    }
+    printf("etcd watch: 5 events from revision %lld in %zu batches\n", (long long)(r0 + 1), s.batches);
+
+    /* Events that happen while the watch runs, from another client. */
+    memset(&s, 0, sizeof(s));
+    s.want = 3;
+    w.start_revision = rev + 1;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* Its own client: the parent's connections stay the parent's. */
+        rbd_etcd_t *g = client("/rbtest/", NULL, NULL, 0);
+        int64_t rd, rc_;
+        usleep(300 * 1000);
+        _exit(put_if(g, "nodes/d", "live", 0, &rd, NULL) != 0 ||
+              put_if(g, "nodes/c", "live", 0, &rc_, NULL) != 0 ||
+              put_if(g, "nodes/d", "live", rd, &rd, NULL) != 0);
+    }
+    OK(f, rbd_etcd_watch(f, &w, &compact));
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_uint_eq(s.n, 3);
+    ck_assert_int_eq(s.ev[0].mod_revision, rev + 1);
+    ck_assert_int_eq(s.ev[2].mod_revision, rev + 3);
+    ck_assert_str_eq(s.ev[2].key, "nodes/d");
+
+    /* Idle: progress notifications (the cluster sends one a second). */
+    memset(&s, 0, sizeof(s));
+    w.start_revision = rev + 4;
+    w.max_ms = 10000;
+    uint64_t t0 = rb_test_now_ms();
+    OK(f, rbd_etcd_watch(f, &w, &compact));
+    ck_assert_uint_ge(s.progress, 2);
+    ck_assert_int_eq(s.progress_rev, rev + 3);
+    printf("etcd watch: 2 progress notifications in %llu ms while idle\n",
+           (unsigned long long)(rb_test_now_ms() - t0));
+    /* A stop flag set: back within about 100 ms... of curl's next call. */
+    atomic_int stop = 1;
+    w.stop = &stop;
+    w.max_ms = 0;
+    t0 = rb_test_now_ms();
+    OK(f, rbd_etcd_watch(f, &w, &compact));
+    ck_assert_uint_lt(rb_test_now_ms() - t0, 3000);
+    w.stop = NULL;
+
+    /* Compaction: the watch from before it says so, and from where. */
+    OK(e, rbd_etcd_compact(e, rev));
+    w.start_revision = r0 + 1;
+    w.max_ms = 10000;
+    ck_assert_int_eq(rbd_etcd_watch(f, &w, &compact), RBD_ETCD_ECOMPACTED);
+    ck_assert_int_eq(compact, rev);
+    rbd_etcd_kvs_t kvs;
+    ck_assert_int_eq(rbd_etcd_range(f, "", r0, &kvs), RBD_ETCD_ECOMPACTED);
+    ck_assert_uint_eq(kvs.n, 0);
+    /* Reload, then watch from the reload's revision + 1 (nothing new). */
+    OK(f, rbd_etcd_range(f, "", 0, &kvs));
+    ck_assert_int_eq(kvs.revision, rev + 3);
+    rbd_etcd_kvs_free(&kvs);
+    rbd_etcd_close(f);
+    rbd_etcd_close(e);
+}
+END_TEST
+
+static uint64_t elapsed_ms(uint64_t t0)
+{
+    return rb_test_now_ms() - t0;
+}
+
+/* Which member the client uses now. */
+static int member_of(rbd_etcd_t *e)
+{
+    for (int i = 0; i < cl.n; i++)
+        if (strcmp(rbd_etcd_endpoint(e), cl.url[i]) == 0)
+            return i;
+    ck_abort_msg("endpoint %s is no member", rbd_etcd_endpoint(e));
+    return -1;
+}
+
+/* Until a guarded write through e succeeds (at most 30 s): its time. */
+static uint64_t until_ok(rbd_etcd_t *e, int64_t *seen)
+{
+    uint64_t t0 = rb_test_now_ms();
+    rbd_etcd_op_t op = { "nodes/f", "1", 1 };
+    int rc;
+
+    while ((rc = rbd_etcd_guarded(e, *seen, &op, 1, seen, seen)) != 0) {
+        ck_assert_msg(rc == RBD_ETCD_ENOQUORUM || rc == RBD_ETCD_EUNREACH || rc == RBD_ETCD_ECONFLICT,
+                      "%s (%s)", rbd_etcd_strerror(rc), rbd_etcd_errmsg(e));
+        ck_assert_msg(elapsed_ms(t0) < 30000, "no success within 30 s: %s", rbd_etcd_errmsg(e));
+        usleep(200 * 1000);
+    }
+    return elapsed_ms(t0);
+}
+
+/* Kill the member in use: the next request goes through another.  Kill a
+ * second: bounded failure.  Restart both: the same client works again. */
+START_TEST(test_etcd_failover_and_quorum_loss)
+{
+    rbd_etcd_t *e = client("/rbtest/", NULL, NULL, 0);
+    rbd_etcd_kvs_t kvs;
+    int64_t seen = 0;
+    uint64_t t0, t;
+    int rc;
+
+    until_ok(e, &seen);
+    int a = member_of(e);
+    rb_etcd_kill(&cl, a);
+    t = until_ok(e, &seen);
+    int b = member_of(e);
+    ck_assert_int_ne(a, b);
+    printf("etcd failover: member m%d killed, next guarded write through m%d in %llu ms\n", a, b,
+           (unsigned long long)t);
+    OK(e, rbd_etcd_range(e, "", 0, &kvs));
+    rbd_etcd_kvs_free(&kvs);
+
+    rb_etcd_kill(&cl, b);
+    rbd_etcd_op_t op = { "nodes/g", "1", 1 };
+    t0 = rb_test_now_ms();
+    rc = rbd_etcd_guarded(e, seen, &op, 1, &seen, NULL);
+    t = elapsed_ms(t0);
+    printf("etcd quorum lost (2 of 3 killed): %s after %llu ms: %s\n", rbd_etcd_strerror(rc),
+           (unsigned long long)t, rbd_etcd_errmsg(e));
+    ck_assert_int_eq(rc, RBD_ETCD_ENOQUORUM);
+    ck_assert_uint_lt(t, 3 * REQ_MS + 1000);
+    t0 = rb_test_now_ms();
+    ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_ENOQUORUM);
+    ck_assert_uint_lt(elapsed_ms(t0), 3 * REQ_MS + 1000);
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(e), cl.url[a]));
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(e), cl.url[b]));
+
+    ck_assert_int_eq(rb_etcd_restart(&cl, a), 0);
+    ck_assert_int_eq(rb_etcd_restart(&cl, b), 0);
+    t = until_ok(e, &seen);
+    printf("etcd quorum back (2 members restarted): the same client's write succeeded after %llu ms\n",
+           (unsigned long long)t);
+    ck_assert_int_eq(rb_etcd_wait_healthy(&cl, 30000), 0);
+
+    /* All three killed: unreachable, at once (connections refused). */
+    for (int i = 0; i < 3; i++)
+        rb_etcd_kill(&cl, i);
+    t0 = rb_test_now_ms();
+    ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_EUNREACH);
+    printf("etcd all members down: %s after %llu ms\n", rbd_etcd_strerror(RBD_ETCD_EUNREACH),
+           (unsigned long long)elapsed_ms(t0));
+    rbd_etcd_close(e);
+}
+END_TEST
+
+/* With auth enabled: user / password works (watch too), a wrong password
+ * and no user fail with EAUTH. */
+START_TEST(test_etcd_auth)
+{
+    int64_t rev, compact;
+    ck_assert_int_eq(rb_etcd_ctl(&cl, "user add root:rootpw > /dev/null"), 0);
+    ck_assert_int_eq(rb_etcd_ctl(&cl, "user grant-role root root > /dev/null"), 0);
+    ck_assert_int_eq(rb_etcd_ctl(&cl, "auth enable > /dev/null"), 0);
+    rbd_etcd_t *ok = client("/rbtest/", "root", "rootpw", 0);
+    rbd_etcd_t *bad = client("/rbtest/", "root", "wrong", 0);
+    rbd_etcd_t *none = client("/rbtest/", NULL, NULL, 0);
+    OK(ok, put_if(ok, "nodes/a", "1", 0, &rev, NULL));
+    ck_assert_int_eq(put_if(bad, "nodes/b", "1", 0, &rev, NULL), RBD_ETCD_EAUTH);
+    printf("etcd auth, wrong password: %s\n", rbd_etcd_errmsg(bad));
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(bad), "authentication failed"));
+    ck_assert_int_eq(put_if(none, "nodes/b", "1", 0, &rev, NULL), RBD_ETCD_EAUTH);
+    static seen_t s;
+    s.want = 1;
+    rbd_etcd_watch_t w = { .start_revision = rev, .fn = collect, .arg = &s, .max_ms = 10000 };
+    OK(ok, rbd_etcd_watch(ok, &w, &compact));
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_int_eq(rbd_etcd_watch(none, &w, &compact), RBD_ETCD_EAUTH);
+    rbd_etcd_close(ok);
+    rbd_etcd_close(bad);
+    rbd_etcd_close(none);
+}
+END_TEST
+
+/* A reply above max_reply; endpoints nobody listens on; bad options. */
+START_TEST(test_etcd_limits)
+{
+    rbd_etcd_t *e = client("/rbtest/", NULL, NULL, 0);
+    static char big[200000];
+    int64_t rev;
+    int err;
+
+    memset(big, 'x', sizeof(big) - 1);
+    OK(e, put_if(e, "big", big, 0, &rev, NULL));
+    rbd_etcd_opts_t o = { .endpoints = cl.endpoints, .n_endpoints = 3, .prefix = "/rbtest/",
+                          .max_reply = 100000 };
+    rbd_etcd_t *small = rbd_etcd_open(&o, &err);
+    ck_assert_ptr_nonnull(small);
+    rbd_etcd_kvs_t kvs;
+    ck_assert_int_eq(rbd_etcd_range(small, "", 0, &kvs), RBD_ETCD_ETOOBIG);
+    OK(small, rbd_etcd_range(small, "none", 0, &kvs));
+    rbd_etcd_close(small);
+
+    const char *dead[] = { "http://127.0.0.1:1", "http://127.0.0.1:9/" };
+    rbd_etcd_opts_t d = { .endpoints = dead, .n_endpoints = 2 };
+    rbd_etcd_t *nobody = rbd_etcd_open(&d, &err);
+    ck_assert_ptr_nonnull(nobody);
+    uint64_t t0 = rb_test_now_ms();
+    ck_assert_int_eq(rbd_etcd_range(nobody, "", 0, &kvs), RBD_ETCD_EUNREACH);
+    ck_assert_uint_lt(elapsed_ms(t0), 2000);
+    printf("etcd unreachable: %s\n", rbd_etcd_errmsg(nobody));
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(nobody), "http://127.0.0.1:1:"));
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(nobody), "http://127.0.0.1:9:"));
+    rbd_etcd_close(nobody);
+
+    const char *wrong[] = { "127.0.0.1:2379" };
+    rbd_etcd_opts_t b = { .endpoints = wrong, .n_endpoints = 1 };
+    ck_assert_ptr_null(rbd_etcd_open(&b, &err));
+    ck_assert_int_eq(err, RBD_ETCD_EINVAL);
+    b.n_endpoints = 0;
+    ck_assert_ptr_null(rbd_etcd_open(&b, &err));
+    for (int c = 0; c >= RBD_ETCD_EINVAL; c--)
+        ck_assert_str_ne(rbd_etcd_strerror(c), "unknown etcd error");
+    rbd_etcd_close(e);
+}
+END_TEST
+
+int main(void)
+{
+    if (!rb_etcd_program()) {
+        printf("SKIP: etcd is not installed; install the Debian packages etcd-server etcd-client\n");
+        return 77;
+    }
+    return RB_TEST_MAIN("etcd",
+                        RB_TCASE("kv", 300, setup, teardown, test_etcd_txn_compares,
+                                 test_etcd_range_pages_and_history, test_etcd_limits),
+                        RB_TCASE("watch", 300, setup, teardown, test_etcd_watch_from_revision),
+                        RB_TCASE("failover", 300, setup, teardown, test_etcd_failover_and_quorum_loss),
+                        RB_TCASE("auth", 300, setup, teardown, test_etcd_auth));
+}
