@@ -225,8 +225,8 @@ static int watch_on(rbd_etcd_t *e, const rbd_etcd_watch_t *w, const char *body, 
     *compact = s.compact;
     if (s.done)
         return s.rc;
-    if (!s.got_bytes && (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-                         cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_GOT_NOTHING)) {
+    /* Nothing received (refused, reset, timed out connecting): next one. */
+    if (!s.got_bytes && cc != CURLE_OK) {
         etcd_fail(e, 0, "%s: %s", e->ep[e->cur], curl_easy_strerror(cc));
         return 1;
     }
@@ -277,6 +277,8 @@ int rbd_etcd_watch(rbd_etcd_t *e, const rbd_etcd_watch_t *w, int64_t *compact_re
         e->cur = (e->cur + 1) % e->n_ep;
     }
     free(body);
+    if (rc == 0)
+        e->err[0] = '\0';
     if (rc == 1)
         return etcd_fail(e, RBD_ETCD_EUNREACH, "watch: all %zu endpoints failed: %s", e->n_ep, why);
     return rc;

@@ -20,10 +20,11 @@
 #include "rb_test.h"
 
 static rb_etcd_cluster_t *at_exit_cluster;
+static pid_t at_exit_pid;   /* the process that started it: not its forks */
 
 static void stop_at_exit(void)
 {
-    if (at_exit_cluster)
+    if (at_exit_cluster && getpid() == at_exit_pid)
         rb_etcd_stop(at_exit_cluster);
 }
 
@@ -185,6 +186,7 @@ int rb_etcd_start(rb_etcd_cluster_t *c, int n, int timeout_ms)
     }
     c->n = n;
     at_exit_cluster = c;
+    at_exit_pid = getpid();
     atexit(stop_at_exit);
     for (int i = 0; i < n; i++) {
         c->client_port[i] = ports[i];

@@ -10,7 +10,8 @@
  * Every member is started with PR_SET_PDEATHSIG = SIGKILL, so it dies with
  * the test process however that ends, and rb_etcd_start registers an
  * atexit handler that kills every member still running and removes the
- * directory (Check's failed assertion exits the test process).
+ * directory (Check's failed assertion exits the test process; a process
+ * the test forked leaves the cluster alone when it exits).
  * Members log to DIR/mN.log, printed by rb_etcd_start on failure.
  */
 #ifndef RB_ETCD_CLUSTER_H

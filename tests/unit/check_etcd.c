@@ -349,6 +349,36 @@ static uint64_t until_ok(rbd_etcd_t *e, int64_t *seen)
     return elapsed_ms(t0);
 }
 
+/* In a child: watches from `from` on the first endpoint until it has
+ * seen one batch (the parent's guarded write: its key and the guard), watching again from the last revision + 1 when the
+ * stream ends (its member killed).  Exit status 0 if it ended once and
+ * the event came through another member, within 30 s. */
+static int watch_through_death(int64_t from)
+{
+    rbd_etcd_t *w = client("/rbtest/", NULL, NULL, 0);
+    static seen_t s;
+    int64_t compact;
+    int closed = 0, rc;
+    uint64_t t0 = rb_test_now_ms();
+
+    s.want = 1;
+    rbd_etcd_watch_t wt = { .start_revision = from, .fn = collect, .arg = &s, .max_ms = 30000 };
+    while ((rc = rbd_etcd_watch(w, &wt, &compact)) == RBD_ETCD_ECLOSED && elapsed_ms(t0) < 30000) {
+        printf("etcd watch: member killed, the stream ended after %llu ms: %s\n",
+               (unsigned long long)elapsed_ms(t0), rbd_etcd_errmsg(w));
+        closed++;
+    }
+    if (rc != 0 || s.n < 1 || closed != 1 || strcmp(rbd_etcd_endpoint(w), cl.url[0]) == 0) {
+        printf("watcher: %s (%s), %zu events, %d ends\n", rbd_etcd_strerror(rc), rbd_etcd_errmsg(w),
+               s.n, closed);
+        return 1;
+    }
+    printf("etcd watch: the next event came through %s, %llu ms after the start\n",
+           rbd_etcd_endpoint(w), (unsigned long long)elapsed_ms(t0));
+    rbd_etcd_close(w);
+    return 0;
+}
+
 /* Kill the member in use: the next request goes through another.  Kill a
  * second: bounded failure.  Restart both: the same client works again. */
 START_TEST(test_etcd_failover_and_quorum_loss)
@@ -361,6 +391,14 @@ START_TEST(test_etcd_failover_and_quorum_loss)
 
     until_ok(e, &seen);
     int a = member_of(e);
+    ck_assert_int_eq(a, 0);
+    /* A watcher on the same member (both start on the first endpoint). */
+    int64_t from = seen + 1;
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        { int r_ = watch_through_death(from); fflush(stdout); _exit(r_); }
+    usleep(500 * 1000);
     rb_etcd_kill(&cl, a);
     t = until_ok(e, &seen);
     int b = member_of(e);
@@ -369,6 +407,9 @@ START_TEST(test_etcd_failover_and_quorum_loss)
            (unsigned long long)t);
     OK(e, rbd_etcd_range(e, "", 0, &kvs));
     rbd_etcd_kvs_free(&kvs);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the watcher: status %d", st);
 
     rb_etcd_kill(&cl, b);
     rbd_etcd_op_t op = { "nodes/g", "1", 1 };
