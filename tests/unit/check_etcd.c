@@ -5,12 +5,21 @@
  * write, range at an old revision and in pages, watch from a revision
  * (order, deletes, progress notifications, compaction), failover when
  * members die and the bounded error when the quorum is lost, auth, and
- * the limits (reply size, unreachable endpoints, bad options).  Prints
+ * the limits (reply size, unreachable endpoints, bad options); and, from a
+ * fake gateway, the watch stream cut at every byte and the replies etcd
+ * would not send (errors, bad JSON, oversize objects).  Prints
  * the round trip of a guarded txn (p50 / p99) and the failover times.
  * Skipped (exit 77) only when etcd is not installed (Debian package
  * etcd-server; etcdctl from etcd-client for the auth test).
  */
+#include "config.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 
 #include "etcd.h"
 #include "etcd_cluster.h"
@@ -515,6 +524,170 @@ START_TEST(test_etcd_limits)
 }
 END_TEST
 
+/* A fake gateway: answers n requests in order, each with its status line
+ * and body (bytewise: one byte per write, so the client's parser gets the
+ * stream cut everywhere), then closes.  The child's pid; *port set. */
+typedef struct fake {
+    const char *status;
+    const char *body;
+    int bytewise;
+} fake_t;
+
+static void fake_serve(int lfd, const fake_t *f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char req[8192], head[256];
+        size_t have = 0;
+        int c = accept(lfd, NULL, NULL), one = 1;
+        if (c < 0)
+            _exit(1);
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        /* The request: headers, then Content-Length bytes of body. */
+        for (;;) {
+            ssize_t r = read(c, req + have, sizeof(req) - 1 - have);
+            if (r <= 0)
+                break;
+            have += (size_t)r;
+            req[have] = '\0';
+            char *end = strstr(req, "\r\n\r\n"), *cl_ = strcasestr(req, "Content-Length:");
+            if (end && (!cl_ || have - (size_t)(end + 4 - req) >= strtoul(cl_ + 15, NULL, 10)))
+                break;
+        }
+        snprintf(head, sizeof(head), "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+                 "Connection: close\r\n\r\n", f[i].status);
+        if (write(c, head, strlen(head)) < 0)
+            _exit(1);
+        for (size_t k = 0, len = strlen(f[i].body); k < len;) {
+            size_t m = f[i].bytewise ? 1 : len - k;
+            if (write(c, f[i].body + k, m) < 0)
+                break;
+            k += m;
+            if (f[i].bytewise)
+                usleep(100);
+        }
+        close(c);
+    }
+    _exit(0);
+}
+
+static pid_t fake_start(int *port, const fake_t *f, int n)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    pid_t pid;
+
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(lfd, 8), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+    *port = ntohs(a.sin_port);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        signal(SIGPIPE, SIG_IGN);   /* a client that hangs up mid-stream */
+        fake_serve(lfd, f, n);
+    }
+    close(lfd);
+    return pid;
+}
+
+static rbd_etcd_t *fake_client(int port, size_t max_reply)
+{
+    static char url[64];
+    static const char *eps[1] = { url };
+    rbd_etcd_opts_t o = { .endpoints = eps, .n_endpoints = 1, .prefix = "/p/",
+                          .request_timeout_ms = 5000, .max_reply = max_reply };
+    int err;
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    rbd_etcd_t *e = rbd_etcd_open(&o, &err);
+    ck_assert_ptr_nonnull(e);
+    return e;
+}
+
+/* What the callback saw, as text: "rev:n[type key=value@mod ...];" */
+static int record(void *arg, int64_t revision, const rbd_etcd_event_t *ev, size_t n)
+{
+    char *out = arg;
+    size_t l = strlen(out);
+
+    l += (size_t)snprintf(out + l, 1024 - l, "%lld:%zu[", (long long)revision, n);
+    for (size_t i = 0; i < n; i++)
+        l += (size_t)snprintf(out + l, 1024 - l, "%s%s %s=%s@%lld", i ? " " : "",
+                              ev[i].type == RBD_ETCD_DELETE ? "D" : "P", ev[i].key, ev[i].value,
+                              (long long)ev[i].mod_revision);
+    snprintf(out + l, 1024 - l, "];");
+    return 0;
+}
+
+/* The watch stream's framing, delivered a byte at a time, and its errors;
+ * replies that are not the gateway's.  No etcd: a fake server. */
+START_TEST(test_etcd_stream_parsing)
+{
+    /* "/p/a" = L3AvYQ==, "/p/b" = L3AvYg==, "1" = MQ==, "22" = MjI= */
+    static const char stream[] =
+        "{\"result\":{\"header\":{\"revision\":\"4\"},\"created\":true}}\n"
+        "{\"result\":{\"header\":{\"revision\":\"6\"},\"events\":["
+        "{\"kv\":{\"key\":\"L3AvYQ==\",\"create_revision\":\"5\",\"mod_revision\":\"5\",\"value\":\"MQ==\"}},"
+        "{\"type\":\"DELETE\",\"kv\":{\"key\":\"L3AvYg==\",\"mod_revision\":\"6\"}}]}}\n"
+        "{\"result\":{\"header\":{\"revision\":\"6\"}}}\n"
+        "{\"result\":{\"header\":{\"revision\":\"7\"},\"events\":["
+        "{\"kv\":{\"key\":\"L3AvYg==\",\"mod_revision\":\"7\",\"value\":\"MjI=\"}}]}}";
+    static const fake_t f[] = {
+        { "200 OK", stream, 1 },
+        { "200 OK", "{\"result\":{\"header\":{},\"created\":true}}{\"result\":{\"events\":[{\"kv\":"
+                    "{\"key\":\"L3AvYQ==\",\"value\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}]}}", 1 },
+        { "200 OK", "{\"result\":{\"created\":true}}\n{\"result\": ]", 0 },
+        { "200 OK", "{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"etcdserver: no leader\","
+                    "\"http_status\":\"Service Unavailable\"}}", 0 },
+        { "200 OK", "{\"result\":{\"events\":[{\"kv\":{\"key\":\"not base64!\"}}]}}", 0 },
+        { "200 OK", "{\"result\":{\"canceled\":true,\"compact_revision\":\"9\"}}", 0 },
+        { "401 Unauthorized", "{\"error\":\"etcdserver: invalid auth token\",\"message\":"
+                              "\"etcdserver: invalid auth token\",\"code\":16}", 0 },
+        { "200 OK", "[1, 2]", 0 },
+        { "200 OK", "{\"header\":{\"revision\":\"3\"},\"more\":true}", 0 },
+        { "500 Internal Server Error", "<html>proxy error</html>", 0 },
+        { "200 OK", "{\"header\":{\"revision\":\"3\"},\"kvs\":[{\"key\":\"L3AvYQ==\",\"value\":\"MQ==\","
+                    "\"mod_revision\":\"3\"}],\"count\":\"1\"}", 1 },
+    };
+    int port, st;
+    int64_t compact;
+    static char got[1024];
+    rbd_etcd_kvs_t kvs;
+    pid_t pid = fake_start(&port, f, sizeof(f) / sizeof(f[0]));
+    rbd_etcd_t *e = fake_client(port, 300);
+    rbd_etcd_watch_t w = { .start_revision = 5, .fn = record, .arg = got, .max_ms = 10000 };
+
+    ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_ECLOSED);
+    ck_assert_str_eq(got, "6:2[P a=1@5 D b=@6];6:0[];7:1[P b=22@7];");
+    ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_ETOOBIG);
+    ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_EPROTO);
+    ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_ENOQUORUM);
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(e), "no leader"));
+    ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_EPROTO);
+    ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_ECOMPACTED);
+    ck_assert_int_eq(compact, 9);
+    ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_EAUTH);
+    ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_EPROTO);
+    ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_EPROTO);
+    ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_ENOQUORUM);
+    OK(e, rbd_etcd_range(e, "", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 1);
+    ck_assert_str_eq(kvs.kv[0].key, "a");
+    ck_assert_str_eq(kvs.kv[0].value, "1");
+    ck_assert_int_eq(kvs.revision, 3);
+    rbd_etcd_kvs_free(&kvs);
+    rbd_etcd_close(e);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
 int main(void)
 {
     if (!rb_etcd_program()) {
@@ -526,5 +699,6 @@ int main(void)
                                  test_etcd_range_pages_and_history, test_etcd_limits),
                         RB_TCASE("watch", 300, setup, teardown, test_etcd_watch_from_revision),
                         RB_TCASE("failover", 300, setup, teardown, test_etcd_failover_and_quorum_loss),
-                        RB_TCASE("auth", 300, setup, teardown, test_etcd_auth));
+                        RB_TCASE("auth", 300, setup, teardown, test_etcd_auth),
+                        RB_TCASE("stream", 60, NULL, NULL, test_etcd_stream_parsing));
 }
