@@ -139,7 +139,10 @@ rbd_etcd_t *rbd_etcd_open(const rbd_etcd_opts_t *o, int *err)
     e->prefix_len = strlen(e->prefix);
     e->connect_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 2000;
     e->request_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 5000;
+    /* json-c parses at most INT_MAX bytes at once: 1 GiB at most. */
     e->max_reply = o->max_reply > 0 ? o->max_reply : (size_t)64 << 20;
+    if (e->max_reply > (size_t)1 << 30)
+        e->max_reply = (size_t)1 << 30;
     e->page_limit = o->page_limit > 0 ? o->page_limit : 1000;
     *err = 0;
     return e;
@@ -306,6 +309,9 @@ static int try_post(rbd_etcd_t *e, size_t i, const char *path, const char *body,
     if (b.too_big) {
         r = TRY_FINAL;
         *rc = etcd_fail(e, RBD_ETCD_ETOOBIG, "%s: reply above %zu bytes", e->ep[i], e->max_reply);
+    } else if (cc == CURLE_WRITE_ERROR) {
+        r = TRY_FINAL;   /* buf_write: no memory for the reply */
+        *rc = etcd_fail(e, RBD_ETCD_ENOMEM, "%s: no memory for the reply", e->ep[i]);
     } else if (cc == CURLE_OPERATION_TIMEDOUT) {
         r = TRY_BUSY;
         etcd_fail(e, 0, "%s: no reply within %ld ms", e->ep[i], e->request_ms);

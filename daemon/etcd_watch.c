@@ -85,9 +85,11 @@ static void handle(wstate_t *s, json_object *o)
     json_object *r, *x, *evs;
 
     if (json_object_object_get_ex(o, "error", &x)) {
-        json_object *m = NULL, *c = NULL;
-        json_object_object_get_ex(x, "message", &m);
-        json_object_object_get_ex(x, "grpc_code", &c);
+        /* In the stream: {"error": {"grpc_code", "message", ...}}; as the
+         * whole reply of a failed request: {"error", "message", "code"}. */
+        json_object *m = NULL, *c = NULL, *in = json_object_is_type(x, json_type_object) ? x : o;
+        json_object_object_get_ex(in, "message", &m);
+        json_object_object_get_ex(in, in == x ? "grpc_code" : "code", &c);
         finish(s, etcd_error(s->e, s->e->ep[s->e->cur], c ? json_object_get_int(c) : -1,
                              m ? json_object_get_string(m) : "watch stream error"));
         return;

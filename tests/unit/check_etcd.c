@@ -647,6 +647,8 @@ START_TEST(test_etcd_stream_parsing)
                     "\"http_status\":\"Service Unavailable\"}}", 0 },
         { "200 OK", "{\"result\":{\"events\":[{\"kv\":{\"key\":\"not base64!\"}}]}}", 0 },
         { "200 OK", "{\"result\":{\"canceled\":true,\"compact_revision\":\"9\"}}", 0 },
+        { "503 Service Unavailable", "{\"error\":\"etcdserver: request timed out\",\"message\":"
+                                     "\"etcdserver: request timed out\",\"code\":14}", 0 },
         { "401 Unauthorized", "{\"error\":\"etcdserver: invalid auth token\",\"message\":"
                               "\"etcdserver: invalid auth token\",\"code\":16}", 0 },
         { "200 OK", "[1, 2]", 0 },
@@ -672,6 +674,8 @@ START_TEST(test_etcd_stream_parsing)
     ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_EPROTO);
     ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_ECOMPACTED);
     ck_assert_int_eq(compact, 9);
+    ck_assert_int_eq(rbd_etcd_watch(e, &w, &compact), RBD_ETCD_ENOQUORUM);
+    ck_assert_ptr_nonnull(strstr(rbd_etcd_errmsg(e), "request timed out"));
     ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_EAUTH);
     ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_EPROTO);
     ck_assert_int_eq(rbd_etcd_range(e, "", 0, &kvs), RBD_ETCD_EPROTO);
