@@ -169,7 +169,7 @@ typedef struct rbd_etcd_watch {
     int64_t start_revision;    /* first revision delivered (>= 1) */
     rbd_etcd_watch_fn fn;
     void *arg;
-    const atomic_int *stop;    /* nonzero: end (checked about every 100 ms); may be NULL */
+    const atomic_int *stop;    /* nonzero: end (checked at least once a second); may be NULL */
     long max_ms;               /* 0: no limit; else end (0) after this long */
     long idle_ms;              /* 0: none; else ECLOSED when nothing arrives this long */
 } rbd_etcd_watch_t;
