@@ -20,10 +20,11 @@
  * secret.  The fingerprint is (h2 mod (2^f - 1)) + 1, never 0, the same in
  * every layer.  The first bucket in a layer is h1 masked to the layer's
  * size (the same h1 in every layer: C4); the second is the first xor
- * fmix64(fp), masked: alt(alt(i)) == i, so a stored fingerprint's other
- * bucket is known without its key (partial-key cuckoo hashing).
+ * fmix64(fp) masked (1 if that is 0: rbi_cf_alt): alt(alt(i)) == i, so a
+ * stored fingerprint's other bucket is known without its key (partial-key
+ * cuckoo hashing).
  *
- * Safety without a lock (docs/design.md, "Cuckoo filters"): the single
+ * Safety without a lock (docs/design.md, "Cuckoo filter slots"): the single
  * writer changes a slot by one aligned 64-bit store of its word, so a
  * reader sees each fingerprint appear or vanish whole.
  *   C1: every fingerprint added and not deleted is stored, at every
@@ -43,9 +44,9 @@
  *       of its key removes one copy, the other stays.
  *   C4: a delete never takes the last copy another present key is found
  *       by.  Layers grow by powers of two and a key's buckets in a layer
- *       are h1 and h1 ^ fmix64(fp) masked to its size, so two keys that
- *       share fingerprint and buckets in a layer share them in every
- *       smaller one; a delete takes the copy in the newest layer holding
+ *       are h1 and rbi_cf_alt of it (functions of h1 and fp alone,
+ *       masked to its size), so two keys that share fingerprint and
+ *       buckets in a layer share them in every smaller one; a delete takes the copy in the newest layer holding
  *       one, so if that copy was another key Y's, the deleted key's own
  *       copy is in that layer or an older (no larger) one, in buckets it
  *       shares with Y, where Y finds it.  (Independent buckets per layer
@@ -156,10 +157,17 @@ static inline uint64_t rbi_cf_home(uint64_t h1, uint64_t nbuckets)
     return h1 & (nbuckets - 1);
 }
 
-/* The other bucket of fingerprint fp stored in bucket i (symmetric). */
+/* The other bucket of fingerprint fp stored in bucket i (symmetric:
+ * alt(alt(i)) == i, as the xor depends on fp alone).  Never i itself when
+ * there are two buckets or more: a fingerprint whose mixed low bits are
+ * all 0 (1 in nbuckets of them) would give its keys one bucket, which b
+ * copies fill with no move possible (a third CF.ADD of one key in buckets
+ * of 2 grew the filter, 1% of check_cf's runs). */
 static inline uint64_t rbi_cf_alt(uint64_t i, uint64_t fp, uint64_t nbuckets)
 {
-    return (i ^ rbi_fmix64(fp)) & (nbuckets - 1);
+    uint64_t h = rbi_fmix64(fp) & (nbuckets - 1);
+
+    return (i ^ (h != 0 ? h : 1)) & (nbuckets - 1);
 }
 
 /* Word index and shift of slot i. */

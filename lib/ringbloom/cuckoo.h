@@ -24,7 +24,7 @@
  * copies a fingerprint into its other bucket before it overwrites the
  * first copy, inside the filter's in-place sequence (latch.h, Q1), and a
  * reader that found nothing re-checks the sequence and probes again
- * (docs/design.md, "Cuckoo filters", C1-C4).  Deletes never take the last
+ * (docs/design.md, "Cuckoo filter slots", C1-C4).  Deletes never take the last
  * copy another present key is found by (C4: layers nest, and a delete
  * takes the newest layer's copy).
  */

@@ -103,7 +103,7 @@ static void make_history(rb_conn_t *c)
     rbd_expect(c, "OK", "CMS.INITBYDIM", "a", "100", "3", "SMALL", "AGING", "10");
     /* The 10th counted increment halves the sketch: 10 -> 5, then 6. */
     for (int i = 1; i <= 11; i++) {
-        char want[8];
+        char want[16];
         snprintf(want, sizeof(want), "%d", i <= 10 ? i : 6);
         rbd_expect(c, want, "CMS.INCRBY", "a", "k", "1");
     }

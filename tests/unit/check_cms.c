@@ -246,7 +246,7 @@ START_TEST(test_cms_aging_halves_exactly)
     rb_cms_info_t in;
 
     for (int small = 0; small <= 1; small++) {
-        char aged[8], twin[8];
+        char aged[16], twin[16];
         snprintf(aged, sizeof(aged), "g%d", small);
         snprintf(twin, sizeof(twin), "t%d", small);
         make(aged, 300, 4, small, 5000);

@@ -622,6 +622,40 @@ START_TEST(test_cuckoo_segment_dump_keeps_filter)
 }
 END_TEST
 
+/* A key whose fingerprint's mixed low bits are all 0 still has two
+ * distinct buckets (rbi_cf_alt): 2b copies of it fit before the filter
+ * must grow, not b. */
+START_TEST(test_cuckoo_degenerate_fingerprint_has_two_buckets)
+{
+    rbi_cf_shape_t sh;
+    rb_cuckoo_info_t in;
+    rb_cuckoo_t *h;
+    uint64_t buf, i = 0, nb = 512;
+    rb_key_t k;
+
+    ck_assert(rbi_cf_shape(RBI_LAYOUT_CF8, 2, &sh));
+    for (;; i++) {   /* about 1 key in 512 */
+        rbi_cf_key_t ck;
+        k = key_of(&buf, 9, i);
+        ck = rbi_cf_hash(secret, &sh, k.ptr, k.len);
+        if ((rbi_fmix64(ck.fp) & (nb - 1)) == 0) {
+            uint64_t home = rbi_cf_home(ck.h1, nb);
+            ck_assert_uint_ne(rbi_cf_alt(home, ck.fp, nb), home);
+            break;
+        }
+        ck_assert_uint_lt(i, 100000);
+    }
+    make(seg, "deg", 1024, 2, 8, 1, 20);   /* 512 buckets of 2 */
+    for (int c = 0; c < 4; c++)
+        ck_assert_int_eq(rb_cuckoo_add(seg, "deg", 3, k.ptr, k.len, 0), 1);
+    ck_assert_int_eq(rb_cuckoo_open(seg, "deg", 3, &h), RB_OK);
+    ck_assert_int_eq(rb_cuckoo_info(h, &in), RB_OK);
+    ck_assert_uint_eq(in.layers, 1);
+    ck_assert_uint_eq(in.buckets, nb);
+    rb_cuckoo_close(h);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("cuckoo",
@@ -636,5 +670,6 @@ int main(void)
                                  test_cuckoo_deterministic_and_dump_round_trip,
                                  test_cuckoo_segment_dump_keeps_filter),
                         RB_TCASE("errors", 300, setup, teardown, test_cuckoo_errors,
-                                 test_cuckoo_takeover_repairs_a_dead_move));
+                                 test_cuckoo_takeover_repairs_a_dead_move,
+                                 test_cuckoo_degenerate_fingerprint_has_two_buckets));
 }
