@@ -34,11 +34,22 @@ static int node_name_ok(rbd_ctx_t *x, size_t i)
     return 0;
 }
 
-/* Runs a ring op and replies OK, or why it failed. */
+/* Runs a ring op (ring-source etcd: made in etcd, ring_source.c) and
+ * replies OK, or why it failed. */
 static void run(rbd_ctx_t *x, rbd_op_t *op)
 {
-    int rc = rbd_op_run(&x->s->state, &x->s->aof, op);
+    char why[1024];
+    int rc;
 
+    if (x->s->source != NULL) {
+        rc = rbd_source_change(x->s->source, &x->s->state, &x->s->aof, op, why, sizeof(why));
+        if (rc == RBD_SOURCE_EREPLY) {
+            rbi_resp_error(x->out, "%s", why);
+            return;
+        }
+    } else {
+        rc = rbd_op_run(&x->s->state, &x->s->aof, op);
+    }
     if (rc == RB_OK)
         rbi_resp_simple(x->out, "OK");
     else
@@ -356,13 +367,14 @@ static void cmd_ring_getn(rbd_ctx_t *x)
 static void cmd_ring_info(rbd_ctx_t *x)
 {
     rb_ring_stat_t st;
+    uint64_t rev;
     int rc = rb_ring_stat(x->s->state.seg, &st);
 
     if (rc != RB_OK) {
         rbd_cmd_error(x, RBD_AT_RING, rc);
         return;
     }
-    rbi_resp_map(x->out, 7);
+    rbi_resp_map(x->out, 9);
     rbi_resp_simple(x->out, "Mode");
     rbi_resp_bulk_str(x->out, rb_ring_mode_name(rb_ring_mode(x->s->state.ring)));
     rbi_resp_simple(x->out, "Replicas");
@@ -377,6 +389,11 @@ static void cmd_ring_info(rbd_ctx_t *x)
     rbi_resp_int(x->out, (long long)st.version);
     rbi_resp_simple(x->out, "Bytes per copy");
     rbi_resp_int(x->out, (long long)st.bytes);
+    rbi_resp_simple(x->out, "Source");
+    rbi_resp_bulk_str(x->out, x->s->source != NULL ? "etcd" : "local");
+    rbi_resp_simple(x->out, "Source revision");
+    rbi_resp_int(x->out, rb_ring_source_revision(x->s->state.seg, &rev) == RB_OK
+                             ? (long long)rev : 0);
 }
 
 const rbd_command_t rbd_cmd_ring_table[] = {

@@ -491,6 +491,47 @@ static void info_stats(server_t *s, info_buf_t *ib)
     info_line(ib, "ring_changes:%llu", (unsigned long long)s->state.ring_changes);
 }
 
+/* A filter name (or an error text) made printable for an INFO line. */
+static void printable(char *out, size_t cap, const char *s, size_t len)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < len && w + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c > 32 && c < 127 && c != ',' && c != '=' && c != '\\')
+            out[w++] = (char)c;
+        else
+            w += (size_t)snprintf(out + w, cap - w, "\\x%02x", c);
+    }
+    out[w] = '\0';
+}
+
+/* ring-source, and with etcd its state: connected or not, the revision
+ * the table is of and the newest read, how stale (seconds since etcd last
+ * answered), the endpoint and the last error. */
+static void info_source(info_buf_t *ib, server_t *s)
+{
+    rbd_source_status_t ss;
+    char err[600];
+
+    info_line(ib, "ring_source:%s", s->source != NULL ? "etcd" : "local");
+    if (s->source == NULL)
+        return;
+    rbd_source_status(s->source, &ss);
+    info_line(ib, "etcd_connected:%d", ss.connected);
+    info_line(ib, "etcd_revision_applied:%lld", (long long)ss.applied);
+    info_line(ib, "etcd_revision_read:%lld", (long long)ss.revision);
+    info_line(ib, "etcd_stale_seconds:%llu",
+              ss.last_ok_ms ? (unsigned long long)(rbd_mono_ms() - ss.last_ok_ms) / 1000 : 0);
+    info_line(ib, "etcd_endpoint:%s", ss.endpoint);
+    /* One line: a line break would end the field. */
+    snprintf(err, sizeof(err), "%s", ss.error);
+    for (char *p = err; *p != '\0'; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+    info_line(ib, "etcd_last_error:%s", err);
+}
+
 static void info_ring(server_t *s, info_buf_t *ib)
 {
     rb_ring_stat_t rs;
@@ -505,22 +546,9 @@ static void info_ring(server_t *s, info_buf_t *ib)
     info_line(ib, "ring_points:%u", rs.points);
     info_line(ib, "ring_version:%llu", (unsigned long long)rs.version);
     info_line(ib, "ring_bytes_per_copy:%llu", (unsigned long long)rs.bytes);
+    info_source(ib, s);
 }
 
-/* A filter name made printable for an INFO line. */
-static void printable(char *out, size_t cap, const char *s, size_t len)
-{
-    size_t w = 0;
-
-    for (size_t i = 0; i < len && w + 5 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c > 32 && c < 127 && c != ',' && c != '=' && c != '\\')
-            out[w++] = (char)c;
-        else
-            w += (size_t)snprintf(out + w, cap - w, "\\x%02x", c);
-    }
-    out[w] = '\0';
-}
 
 /* A layout's name as BF.RESERVE's LAYOUT takes it. */
 static const char *layout_name(rb_bloom_layout_t layout)

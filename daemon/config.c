@@ -25,7 +25,7 @@
 #include "rbd_config.h"
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_RINGMODE,
-               T_UIDS, T_GIDS, T_GROUP } kind_t;
+               T_UIDS, T_GIDS, T_GROUP, T_SOURCE } kind_t;
 
 typedef struct setting {
     const char *name;
@@ -69,6 +69,17 @@ static const setting_t settings[] = {
     { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1 },
     { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0 },
     { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0 },
+    /* Where the ring's membership lives (ring_source.c): this daemon's
+     * log, or etcd under etcd-prefix, shared by every host's daemon. */
+    { "ring-source", T_SOURCE, F(ring_source), 0, 0, 0 },
+    { "etcd-endpoints", T_STR, F(etcd_endpoints), 0, 0, 0 },
+    { "etcd-prefix", T_STR, F(etcd_prefix), 0, 0, 0 },
+    { "etcd-cacert", T_STR, F(etcd_cacert), 0, 0, 0 },
+    { "etcd-cert", T_STR, F(etcd_cert), 0, 0, 0 },
+    { "etcd-key", T_STR, F(etcd_key), 0, 0, 0 },
+    { "etcd-user", T_STR, F(etcd_user), 0, 0, 0 },
+    { "etcd-password", T_STR, F(etcd_password), 0, 0, 0 },
+    { "etcd-timeout", T_U32, F(etcd_timeout), 100, 600000, 0 },
     { "bf-default-layout", T_LAYOUT, F(bf_default_layout), 0, 0, 1 },
     /* Names are resolved when read, as for the groups above. */
     { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1 },
@@ -89,7 +100,8 @@ static const struct alias {
 #define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
 
 /* The words of the settings that take one of a few (T_FSYNC, T_BOOL,
- * T_LEVEL, T_LAYOUT): a value's first word is the one CONFIG GET shows. */
+ * T_LEVEL, T_LAYOUT, T_SOURCE): a value's first word is the one CONFIG
+ * GET shows. */
 typedef struct word {
     kind_t kind;
     const char *word;
@@ -104,6 +116,7 @@ static const word_t words[] = {
     { T_LEVEL, "debug", LOG_DEBUG }, { T_LEVEL, "warning", LOG_WARNING },
     { T_LAYOUT, "blocked", RB_BLOOM_BLOCKED }, { T_LAYOUT, "standard", RB_BLOOM_STANDARD },
     { T_LAYOUT, "redisbloom", RB_BLOOM_REDISBLOOM },
+    { T_SOURCE, "local", RING_SOURCE_LOCAL }, { T_SOURCE, "etcd", RING_SOURCE_ETCD },
 };
 #define NWORDS (sizeof(words) / sizeof(words[0]))
 
@@ -139,6 +152,10 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->save_log_bytes = 64u << 20;
     c->ring_mode = RB_RING_XXH3;
     c->ring_replicas = RB_RING_DEFAULT_REPLICAS;
+    c->ring_source = RING_SOURCE_LOCAL;
+    snprintf(c->etcd_endpoints, sizeof(c->etcd_endpoints), "http://127.0.0.1:2379");
+    snprintf(c->etcd_prefix, sizeof(c->etcd_prefix), "/ringbloom/ring/");
+    c->etcd_timeout = 2000;
     c->bf_default_layout = RB_BLOOM_BLOCKED;
     c->write_uids.id[0] = getuid();
     c->write_uids.n = 1;
@@ -319,14 +336,15 @@ static int set_ids(const char *key, int users, rbd_ids_t *ids, const char *value
     return 0;
 }
 
-/* T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT: one of the words of the kind. */
+/* T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_SOURCE: one of the words of the
+ * kind. */
 static int set_word(const setting_t *s, const char *key, int *field, const char *value,
                     char *err, size_t errlen)
 {
     static const char *const expected[] = {
         [T_FSYNC] = "always, everysec or no", [T_BOOL] = "yes or no",
         [T_LEVEL] = "debug, info, notice or warning",
-        [T_LAYOUT] = "blocked, standard or redisbloom",
+        [T_LAYOUT] = "blocked, standard or redisbloom", [T_SOURCE] = "local or etcd",
     };
 
     for (size_t i = 0; i < NWORDS; i++) {
@@ -361,6 +379,7 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
     case T_BOOL:
     case T_LEVEL:
     case T_LAYOUT:
+    case T_SOURCE:
         return set_word(s, key, field, value, err, errlen);
     case T_RINGMODE:
         if (rb_ring_mode_parse(value, strlen(value), field) != RB_OK) {
@@ -500,6 +519,7 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
     case T_BOOL:
     case T_LEVEL:
     case T_LAYOUT:
+    case T_SOURCE:
         for (size_t i = 0; i < NWORDS; i++)
             if (words[i].kind == s->kind && words[i].value == *(const int *)field) {
                 snprintf(v, cap, "%s", words[i].word);

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -184,6 +185,30 @@ static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
     return pfh;
 }
 
+/* ring-source etcd: the thread following etcd, from the revision the
+ * recovered table is of, its wake-up in the loop's epoll set (the loop
+ * publishes what it reads; until then readers have the recovered table). */
+static int start_source(server_t *s, char *err, size_t errlen)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    uint64_t rev = 0;
+
+    if (s->cfg.ring_source != RING_SOURCE_ETCD)
+        return 0;
+    if (rb_ring_source_revision(s->state.seg, &rev) != RB_OK)
+        rev = 0;   /* no table yet: the first revision read is applied */
+    if (rbd_source_start(&s->source, &s->cfg, (int64_t)rev, err, errlen) != 0)
+        return -1;
+    ev.data.fd = rbd_source_fd(s->source);
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
+        snprintf(err, errlen, "epoll: %s", strerror(errno));
+        return -1;
+    }
+    rbd_log(LOG_NOTICE, "ring source: etcd %s, prefix %s, from revision %llu",
+            s->cfg.etcd_endpoints, s->cfg.etcd_prefix, (unsigned long long)rev);
+    return 0;
+}
+
 /* Start-up, the loop, the final snapshot: the exit status. */
 static int serve(server_t *s, int ignore_corrupt)
 {
@@ -201,9 +226,9 @@ static int serve(server_t *s, int ignore_corrupt)
     }
     s->watch.linked = 1;
     rbd_segwatch_huge(s->state.seg, &s->cfg);
-    if (rbd_server_listen(s, err, sizeof(err)) != 0) {
-        rbd_log(LOG_ERR, "cannot listen: %s", err);
-        snprintf(why, sizeof(why), "cannot listen: %s", err);
+    if (rbd_server_listen(s, err, sizeof(err)) != 0 || start_source(s, err, sizeof(err)) != 0) {
+        rbd_log(LOG_ERR, "cannot start: %s", err);
+        snprintf(why, sizeof(why), "cannot start: %s", err);
         rbd_ready_fail(why);
         return 1;
     }
@@ -219,6 +244,8 @@ static int serve(server_t *s, int ignore_corrupt)
         rbd_snapshot_save(&s->snaps, &s->aof, s->state.seg, err, sizeof(err)) != 0)
         rbd_log(LOG_WARNING, "final snapshot failed: %s (the log still has every change)", err);
     rbd_snapshot_abandon(&s->snaps);   /* SHUTDOWN NOSAVE: the log has every change */
+    rbd_source_stop(s->source);
+    s->source = NULL;
     return status;
 }
 

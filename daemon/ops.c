@@ -141,6 +141,45 @@ static int ring_slots(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
     return RB_OK;
 }
 
+/* RING_SYNC (ring-source etcd, ring_source.c): the model becomes the
+ * membership the op lists as of op->revision, rebuilt from nothing with
+ * the nodes added in the op's order (etcd's key order, the same on every
+ * host), so that every host that applies one revision publishes the same
+ * table, the revision in it.  Live, it is published; a failed publish
+ * leaves the model and table as they were (nothing is logged). */
+static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    rb_ring_mode_t mode = (rb_ring_mode_t)op->mode;
+    int table = mode == RB_RING_MAGLEV || mode == RB_RING_SLOTS;   /* replicas: M */
+    rb_ring_t *r;
+    int rc = rb_ring_new(mode, table ? 0 : op->replicas, &r);
+
+    if (rc == RB_OK && table && op->replicas != 0)
+        rc = rb_ring_set_mode(r, mode, op->replicas);
+    for (size_t i = 0; rc == RB_OK && i < op->nkeys; i++) {
+        const unsigned char *k = op->keys[i].ptr;
+        uint32_t state;
+        if (op->keys[i].len <= 8)
+            rc = RB_EINVAL;
+        else if ((rc = rb_ring_add(r, (const char *)k + 8, op->keys[i].len - 8,
+                                   rbd_get_u32(k))) == RB_OK &&
+                 (state = rbd_get_u32(k + 4)) != RB_NODE_UP)
+            rc = rb_ring_set_state(r, (const char *)k + 8, op->keys[i].len - 8,
+                                   (rb_node_state_t)state);
+    }
+    if (rc == RB_OK)
+        rc = rb_ring_set_source_revision(r, op->revision);
+    if (rc == RB_OK && live && (rc = rb_ring_publish(r, st->seg)) == RB_OK)
+        st->ring_changes++;
+    if (rc != RB_OK) {
+        rb_ring_free(r);
+        return rc;
+    }
+    rb_ring_free(st->ring);
+    st->ring = r;
+    return RB_OK;
+}
+
 /* Whether undoing op on a model in prev's mode takes a reload of the
  * published ring: a RING.SLOTS, or any change to an explicit slot map (a
  * removed node's slots, a switch away from it) that the op alone cannot
@@ -366,6 +405,8 @@ static const op_def_t ops[] = {
     [RBD_OP_CF_DEL] = { "CF.DEL", RBD_NAMES_NOTHING, 0, rbd_apply_cf_del, NULL, { NAME, KEYS } },
     [RBD_OP_CF_LOADCHUNK] = { "CF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC, rbd_apply_cf_loadchunk,
                               NULL, { NAME, U64(iter), BLOB } },
+    [RBD_OP_RING_SYNC] = { "RING.SYNC", RBD_NAMES_NOTHING, OP_SYNC, ring_sync, NULL,
+                           { U64(revision), U32(mode), U32(replicas), KEYS } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

@@ -40,6 +40,7 @@ typedef enum rbd_op_type {
     RBD_OP_CF_ADD = 20,        /* CF.ADD / ADDNX / INSERT / INSERTNX: the keys added */
     RBD_OP_CF_DEL = 21,        /* CF.DEL of a key found */
     RBD_OP_CF_LOADCHUNK = 22,  /* a chunk of CF.LOADCHUNK (header or data) */
+    RBD_OP_RING_SYNC = 23,     /* ring-source etcd: the membership as of a revision */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -61,6 +62,7 @@ typedef struct rbd_op {
     uint32_t weight;           /* RING_ADD, RING_WEIGHT */
     uint32_t mode, replicas;   /* RING_MODE (replicas 0: keep; the count in force is logged) */
     uint32_t state;            /* RING_STATE: rb_node_state_t */
+    uint64_t revision;         /* RING_SYNC: etcd's revision (mode, replicas: its mode) */
     rb_bloom_params_t params;  /* BF_RESERVE, secret included; CMS_INIT: the secret */
     rb_cms_params_t cms;       /* CMS_INIT (its secret is params.secret) */
     rb_cuckoo_params_t cf;     /* CF_RESERVE (its secret is params.secret) */
@@ -68,7 +70,8 @@ typedef struct rbd_op {
                                   RING_SLOTS: one per range, rbd_slots_range's bytes;
                                   PFADD: the elements; PFMERGE: the sources' names;
                                   CMS_INCRBY: per item, CMS_MERGE: per source,
-                                  rbd_cms_pair's bytes; CF_ADD: the items, CF_DEL: the item */
+                                  rbd_cms_pair's bytes; CF_ADD: the items, CF_DEL: the item;
+                                  RING_SYNC: per node u32 weight, u32 state, name */
     size_t nkeys;
     int64_t iter;              /* BF_/CF_LOADCHUNK: the chunk's iterator (1 with a header) */
     const unsigned char *data; /* BF_/CF_LOADCHUNK: the chunk */

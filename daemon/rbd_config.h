@@ -16,6 +16,7 @@
 #define RBD_MAX_IDS 32
 
 enum { FSYNC_ALWAYS = 0, FSYNC_EVERYSEC = 1, FSYNC_NO = 2 };
+enum { RING_SOURCE_LOCAL = 0, RING_SOURCE_ETCD = 1 };
 
 typedef struct rbd_ids {         /* a list of uids or gids */
     uint32_t id[RBD_MAX_IDS];
@@ -51,6 +52,15 @@ typedef struct rbd_config {
     uint64_t save_log_bytes;     /* ... or when the log grows past this */
     rb_ring_mode_t ring_mode;    /* for a ring that does not exist yet */
     uint32_t ring_replicas;
+    int ring_source;             /* RING_SOURCE_*: who keeps the membership */
+    char etcd_endpoints[1024];   /* ring-source etcd: URLs, blank- or comma-separated */
+    char etcd_prefix[256];       /* the ring's keys in etcd start with it */
+    char etcd_cacert[4096];      /* TLS: CA bundle ("": the system's) */
+    char etcd_cert[4096];        /* TLS client certificate ("": none) */
+    char etcd_key[4096];
+    char etcd_user[256];         /* "": no authentication */
+    char etcd_password[256];
+    uint32_t etcd_timeout;       /* ms a request may take at one endpoint */
     int bf_default_layout;       /* rb_bloom_layout_t of a filter BF.ADD, BF.MADD
                                     or BF.INSERT creates without LAYOUT */
     rbd_ids_t write_uids;        /* may run mutations, by uid */

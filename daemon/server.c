@@ -340,6 +340,8 @@ static void housekeeping(server_t *s, uint64_t now)
         rbd_filters_tick(&s->state, &s->aof, rbd_now_ms() / 1000);
         rbd_aof_tick(&s->aof);
         rbd_snapshot_tick(&s->snaps, &s->aof, s->state.seg, &s->cfg, now);
+        if (s->source != NULL)   /* a membership a failed publish put back */
+            (void)rbd_source_sync(s->source, &s->state, &s->aof);
     }
     if (s->accept_paused && now >= s->accept_resume_ms)
         accept_resume(s);
@@ -388,6 +390,10 @@ int rbd_server_run(server_t *s)
             }
             if (fd == s->snaps.wakefd) {
                 rbd_snapshot_poll(&s->snaps, &s->aof, rbd_mono_ms());
+                continue;
+            }
+            if (s->source != NULL && fd == rbd_source_fd(s->source)) {
+                (void)rbd_source_sync(s->source, &s->state, &s->aof);
                 continue;
             }
             c = (size_t)fd < s->clients_cap ? s->clients[fd] : NULL;

@@ -17,6 +17,7 @@
 #include "resp_enc.h"
 #include "segwatch.h"
 #include "snapshot.h"
+#include "ring_source.h"
 #include "state.h"
 
 
@@ -27,6 +28,7 @@ typedef struct server {
     rbd_aof_t aof;
     rbd_snapshots_t snaps;
     rbd_segwatch_t watch;
+    rbd_source_t *source;      /* ring-source etcd (ring_source.c), else NULL */
     int epfd, lfd, sigfd;
     int spare_fd;              /* held to tell a client "no" when out of fds */
     int accept_paused;         /* lfd left the epoll set until accept_resume_ms */

@@ -97,7 +97,9 @@ typedef struct rb_ring_copy_shm {
     _Atomic uint64_t names_bytes; /* 104 */
     _Atomic uint64_t owners;      /* 112 nodes that own >= 1 point (a ketama
                                      node of small weight may own none) */
-    _Atomic uint64_t reserved[1]; /* 120 */
+    _Atomic uint64_t source_rev;  /* 120 the revision of the ring source
+                                     (etcd) this table was built from; 0:
+                                     none (a ring kept by this writer) */
     _Atomic uint64_t data[];      /* 128 */
 } rb_ring_copy_shm_t;
 

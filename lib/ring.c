@@ -429,6 +429,15 @@ int rb_node_state_parse(const char *s, size_t len, rb_node_state_t *out)
 }
 
 /* A state is not a change of `changes`: the points stay (ring_model.h). */
+int rb_ring_set_source_revision(rb_ring_t *r, uint64_t rev)
+{
+    if (r == NULL)
+        return RB_EINVAL;
+    r->source_rev = rev;
+    r->changes++;   /* the word is in the copy's header: a full publish */
+    return RB_OK;
+}
+
 int rb_ring_set_state(rb_ring_t *r, const char *name, size_t len, rb_node_state_t state)
 {
     size_t at;

@@ -23,6 +23,7 @@ typedef struct rbi_ring_view {
     int table;                     /* a table mode's copy (ring_mode.h) */
     uint64_t nodes_w, names_w, points_w, index_w;
     uint64_t states_w;             /* 0: no states (every node up) */
+    uint64_t source_rev;           /* the copy's source_rev word */
 } rbi_ring_view_t;
 
 /* What a read section's function returns when the node states changed

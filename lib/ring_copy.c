@@ -108,13 +108,13 @@ static void write_copy(const rb_ring_t *r, const copy_layout_t *L,
     const uint64_t hdr[] = {
         RBI_RING_COPY_MAGIC, version, (uint64_t)r->mode, rb_ring_replicas(r), r->nnodes, r->npts,
         L->bits, L->words, L->nodes_w, L->names_w, L->points_w, L->states_w, L->index_w,
-        L->names_bytes, L->owners,
+        L->names_bytes, L->owners, r->source_rev,
     };
     const uint32_t b = L->bits;
     uint64_t noff = 0, acc = 0;
     size_t p = 0;
 
-    _Static_assert(sizeof(hdr) == offsetof(rb_ring_copy_shm_t, reserved), "one per word");
+    _Static_assert(sizeof(hdr) == offsetof(rb_ring_copy_shm_t, data), "one per word");
     for (size_t i = 0; i < sizeof(hdr) / 8; i++)
         rbi_st(&d[i], hdr[i]);
     for (size_t i = 0; i < r->nnodes; i++) {
@@ -338,6 +338,7 @@ static int load_fn(const rbi_ring_view_t *v, void *arg)
             r->nodes[at].seq = (uint32_t)i;
     }
     r->next_seq = (uint32_t)v->nnodes;
+    r->source_rev = v->source_rev;
     if (rc == RB_OK && ops->table)
         rc = load_table(v, r);
     free(nodes);

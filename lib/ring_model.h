@@ -47,6 +47,7 @@ struct rb_ring {
     uint64_t changes;      /* bumped by every change a copy shows besides
                               the states: nodes, weights, mode, slot map */
     uint64_t pub_changes, pub_version, pub_map;
+    uint64_t source_rev;   /* published in the copy's source_rev word */
 };
 
 /* Binary search by name: 1 and *at = index if found, else 0 and *at =

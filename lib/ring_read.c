@@ -77,6 +77,7 @@ static int view_members(const rbi_map_t *m, unsigned which, rbi_ring_view_t *v)
     v->nodes_w = rbi_ld(&c->nodes_w);
     v->names_w = rbi_ld(&c->names_w);
     v->names_bytes = rbi_ld(&c->names_bytes);
+    v->source_rev = rbi_ld(&c->source_rev);
     if (rbi_ld(&c->magic) != RBI_RING_COPY_MAGIC || rbi_ring_mode_ops(v->mode) == NULL ||
         v->words > cap / 8 || v->words < RBI_RING_COPY_HDR_WORDS ||
         !replicas_ok(rbi_ring_mode_ops(v->mode), v->replicas) ||
@@ -444,6 +445,19 @@ int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out)
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
     return ring_read(rbi_reader_map(seg), stat_fn, out);
+}
+
+static int source_fn(const rbi_ring_view_t *v, void *arg)
+{
+    *(uint64_t *)arg = v->source_rev;
+    return RB_OK;
+}
+
+int rb_ring_source_revision(const rb_segment_t *seg, uint64_t *rev)
+{
+    if (seg == NULL || rev == NULL)
+        return RB_EINVAL;
+    return ring_read(rbi_reader_map(seg), source_fn, rev);
 }
 
 typedef struct ranges_arg {

@@ -147,6 +147,10 @@ RB_EXPORT RB_WUR int rb_ring_set_slots(rb_ring_t *ring, uint32_t start, uint32_t
 /* RB_RING_SLOTS mode only: back to the map balanced by weight, which
  * follows every membership change (RB_EINVAL in another mode). */
 RB_EXPORT RB_WUR int rb_ring_balance_slots(rb_ring_t *ring);
+/* Sets the revision of the ring source this model stands for, published
+ * with it (rb_ring_source_revision); 0 by default.  Takes the next publish
+ * past the in-place states path.  Errors: RB_EINVAL (ring NULL). */
+RB_EXPORT RB_WUR int rb_ring_set_source_revision(rb_ring_t *ring, uint64_t rev);
 /* Sets a node's state (rb_node_state_t).  No point moves: the next
  * rb_ring_publish writes the states into the active copy in place
  * (O(nodes), readers retry a section that met it) when nothing else
@@ -216,6 +220,11 @@ typedef struct rb_ring_stat {
 
 /* Reader.  Consistent snapshot of the ring's figures. */
 RB_EXPORT RB_WUR int rb_ring_stat(const rb_segment_t *seg, rb_ring_stat_t *out);
+
+/* Reader.  *rev = the revision of the ring source (ringbloomd's
+ * `ring-source etcd`: etcd's revision) the published table was built
+ * from; 0 for a ring its writer keeps itself, or none published yet. */
+RB_EXPORT RB_WUR int rb_ring_source_revision(const rb_segment_t *seg, uint64_t *rev);
 
 /* A run of consecutive slots of a table mode's ring (RB_RING_MAGLEV,
  * RB_RING_SLOTS) with one owner. */

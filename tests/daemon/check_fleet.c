@@ -1,0 +1,408 @@
+/*
+ * check_fleet.c - `ring-source etcd` end to end: a real 3-member etcd
+ * cluster on loopback (tests/harness/etcd_cluster.c) and three ringbloomd
+ * standing for three hosts (their own instances, state directories and
+ * sockets), one etcd prefix.  1,000 random ring changes sent to random
+ * daemons; afterwards the three published tables are identical (the
+ * membership and 20,000 lookups through each one's segment) and equal to
+ * the table a lone local daemon builds from the final membership; the
+ * time until every host applied a change is printed (p50 / p99 / max).
+ * Then the outages: one etcd member killed (changes still go through),
+ * two (changes refused with the documented error, lookups go on with the
+ * last table), both back (every host converges, no ringbloomd restarted),
+ * a ringbloomd killed during changes (converges after its restart), and
+ * two daemons changing one node at once (one outcome everywhere, the
+ * loser told CONFLICT).  Skipped (exit 77) without etcd (etcd-server).
+ */
+#include "config.h"
+
+#include <pthread.h>
+
+#include "etcd_cluster.h"
+#include "rbd_test.h"
+
+#define HOSTS   3
+#define POOL    60      /* node names node-000 .. node-059 */
+#define CHANGES 1000
+#define PROBES  20000
+
+static rb_etcd_cluster_t cl;
+static rbd_proc_t d[HOSTS], lone;
+static rb_conn_t *c[HOSTS];
+static int away = -1;           /* a host not running now: changes go elsewhere */
+
+typedef struct model {          /* what the test has made the membership */
+    int present[POOL];
+    unsigned weight[POOL], state[POOL];   /* state: 0 up, 1 down, 2 drain */
+} model_t;
+
+static const char *const state_cmd[] = { "RING.UP", "RING.DOWN", "RING.DRAIN" };
+
+static uint64_t st_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void fleet_start(void)
+{
+    char extra[1024];
+
+    ck_assert_msg(rb_etcd_start(&cl, 3, 60000) == 0, "the etcd cluster did not start");
+    snprintf(extra, sizeof(extra), "ring-source etcd\netcd-endpoints %s %s %s\n"
+             "etcd-prefix /fleet/\netcd-timeout 1000\nappendfsync no\n", cl.url[0], cl.url[1],
+             cl.url[2]);
+    for (int i = 0; i < HOSTS; i++) {
+        rbd_start(&d[i], extra);
+        c[i] = rbd_connect(&d[i]);
+    }
+}
+
+static void fleet_stop(void)
+{
+    for (int i = 0; i < HOSTS; i++) {
+        if (c[i] != NULL)
+            rb_conn_close(c[i]);
+        c[i] = NULL;
+    }
+    rbd_teardown();
+    rb_etcd_stop(&cl);
+}
+
+/* The etcd revision host i's published table is of (RING.INFO). */
+static long long applied(int i)
+{
+    int rc;
+    const char *got = rbd_cmd(c[i], &rc, "RING.INFO", (const char *)NULL);
+    const char *at = strstr(got, "Source revision\n");
+
+    ck_assert_msg(rc == RB_OK && at != NULL, "RING.INFO: %s", got);
+    return atoll(at + 16);
+}
+
+/* The newest revision a host applied (the one that took the last change
+ * applied it before it answered). */
+static long long max_applied(void)
+{
+    long long mx = 0;
+
+    for (int i = 0; i < HOSTS; i++)
+        if (applied(i) > mx)
+            mx = applied(i);
+    return mx;
+}
+
+/* Milliseconds until every host applied revision rev (fails past 15 s). */
+static uint64_t converge(long long rev)
+{
+    uint64_t t0 = rb_test_now_ms();
+
+    for (int i = 0; i < HOSTS; i++)
+        while (applied(i) < rev) {
+            ck_assert_msg(rb_test_now_ms() - t0 < 15000, "host %d stuck below revision %lld", i,
+                          rev);
+            usleep(500);
+        }
+    return rb_test_now_ms() - t0;
+}
+
+/* Sends one change to host h until it is taken: a host that has not yet
+ * applied another host's change to the same node answers CONFLICT or "no
+ * such node" / "node exists", and while etcd elects a leader (a member
+ * killed) "ERR ring-source etcd: ..."; both are retried (the latter for
+ * at most 15 s).  The retries. */
+static int change(int h, const char *cmd, const char *name, const char *arg)
+{
+    uint64_t t0 = rb_test_now_ms();
+
+    for (int tries = 0;; tries++) {
+        int rc, lag, down;
+        const char *got = arg != NULL ? rbd_cmd(c[h], &rc, cmd, name, arg, (const char *)NULL)
+                                      : rbd_cmd(c[h], &rc, cmd, name, (const char *)NULL);
+        if (strcmp(got, "OK") == 0)
+            return tries;
+        lag = strncmp(got, "CONFLICT", 8) == 0 || strcmp(got, "ERR node exists") == 0 ||
+              strcmp(got, "ERR no such node") == 0;
+        down = strncmp(got, "ERR ring-source etcd: ", 22) == 0 &&
+               rb_test_now_ms() - t0 < 15000;
+        ck_assert_msg((lag && tries < 200) || down, "%s %s on host %d: %s", cmd, name, h, got);
+        usleep(down ? 100000 : 2000);
+    }
+}
+
+/* One random change to the model, sent to a random host. */
+static int random_change(model_t *m, uint64_t *x)
+{
+    unsigned k = (unsigned)(st_next(x) % POOL), what = (unsigned)(st_next(x) % 4);
+    int h = (int)(st_next(x) % HOSTS);
+    char name[16], w[8];
+
+    if (h == away)
+        h = (h + 1) % HOSTS;
+    snprintf(name, sizeof(name), "node-%03u", k);
+    if (!m->present[k]) {
+        m->present[k] = 1;
+        m->weight[k] = 1 + (unsigned)(st_next(x) % 5);
+        m->state[k] = 0;
+        snprintf(w, sizeof(w), "%u", m->weight[k]);
+        return change(h, "RING.ADD", name, w);
+    }
+    if (what == 0) {
+        m->present[k] = 0;
+        return change(h, "RING.REMOVE", name, NULL);
+    }
+    if (what == 1) {
+        m->weight[k] = 1 + (unsigned)(st_next(x) % 5);
+        snprintf(w, sizeof(w), "%u", m->weight[k]);
+        return change(h, "RING.WEIGHT", name, w);
+    }
+    m->state[k] = (unsigned)(st_next(x) % 3);
+    return change(h, state_cmd[m->state[k]], name, NULL);
+}
+
+/* The owner of each of PROBES keys in the table published in seg, by
+ * name, into out (PROBES x 32 bytes). */
+static void lookups(rb_segment_t *seg, char (*out)[32])
+{
+    for (int i = 0; i < PROBES; i++) {
+        char key[32];
+        rb_node_t n;
+        int len = snprintf(key, sizeof(key), "key-%d", i);
+        ck_assert_int_eq(rb_ring_lookup(seg, key, (size_t)len, &n), RB_OK);
+        snprintf(out[i], 32, "%.*s", (int)n.name_len, n.name);
+    }
+}
+
+/* Every host's table is the same: membership (with weights and states)
+ * and PROBES lookups through its segment; that of host 0 into the
+ * caller's lk and nodes. */
+static void assert_same_tables(char (*lk)[32], char *nodes, size_t cap)
+{
+    static char other[PROBES][32];
+    int rc;
+
+    snprintf(nodes, cap, "%s", rbd_cmd(c[0], &rc, "RING.NODES", "WITHSTATES", (const char *)NULL));
+    for (int i = 0; i < HOSTS; i++) {
+        rb_segment_t *seg = rbd_attach(&d[i]);
+        ck_assert_str_eq(rbd_cmd(c[i], &rc, "RING.NODES", "WITHSTATES", (const char *)NULL), nodes);
+        lookups(seg, i == 0 ? lk : other);
+        for (int k = 0; i > 0 && k < PROBES; k++)
+            if (strcmp(lk[k], other[k]) != 0)
+                ck_abort_msg("key-%d: host 0 says %s, host %d %s", k, lk[k], i, other[k]);
+        rb_segment_close(seg);
+    }
+}
+
+/* A lone daemon with a local ring given the final membership, in name
+ * order, gives the same lookups. */
+static void assert_lone_equal(const model_t *m, char (*lk)[32])
+{
+    static char mine[PROBES][32];
+    rb_conn_t *lc;
+    rb_segment_t *seg;
+
+    rbd_start(&lone, NULL);
+    lc = rbd_connect(&lone);
+    for (unsigned k = 0; k < POOL; k++) {
+        char name[16], w[8];
+        if (!m->present[k])
+            continue;
+        snprintf(name, sizeof(name), "node-%03u", k);
+        snprintf(w, sizeof(w), "%u", m->weight[k]);
+        rbd_expect(lc, "OK", "RING.ADD", name, w);
+        if (m->state[k] != 0)
+            rbd_expect(lc, "OK", state_cmd[m->state[k]], name);
+    }
+    seg = rbd_attach(&lone);
+    lookups(seg, mine);
+    for (int k = 0; k < PROBES; k++)
+        if (strcmp(lk[k], mine[k]) != 0)
+            ck_abort_msg("key-%d: the fleet says %s, a lone daemon %s", k, lk[k], mine[k]);
+    rb_segment_close(seg);
+    rb_conn_close(lc);
+    rbd_stop(&lone, SIGTERM);
+    rbd_remove_all(&lone);
+}
+
+static int u64cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+START_TEST(test_fleet_1000_changes_converge_to_one_table)
+{
+    static char lk[PROBES][32];
+    static uint64_t ms[CHANGES];
+    char nodes[8192];
+    model_t m = { { 0 }, { 0 }, { 0 } };
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    long retries = 0;
+
+    fleet_start();
+    for (int i = 0; i < CHANGES; i++) {
+        retries += random_change(&m, &x);
+        /* The host that answered had applied it; the others follow. */
+        ms[i] = converge(max_applied());
+    }
+    qsort(ms, CHANGES, sizeof(ms[0]), u64cmp);
+    printf("fleet: %d changes, %ld retried after a host lagged; every host applied each "
+           "within p50 %llu ms, p99 %llu ms, max %llu ms; revision %lld\n", CHANGES, retries,
+           (unsigned long long)ms[CHANGES / 2], (unsigned long long)ms[CHANGES * 99 / 100],
+           (unsigned long long)ms[CHANGES - 1], applied(0));
+    assert_same_tables(lk, nodes, sizeof(nodes));
+    assert_lone_equal(&m, lk);
+    fleet_stop();
+}
+END_TEST
+
+/* Host 0's INFO field (its value, static). */
+static const char *info(int h, const char *field)
+{
+    static char v[256];
+    int rc;
+    const char *got = rbd_cmd(c[h], &rc, "INFO", "ring", (const char *)NULL);
+    const char *at = strstr(got, field);
+
+    ck_assert_msg(at != NULL, "INFO has no %s: %s", field, got);
+    at += strlen(field) + 1;
+    snprintf(v, sizeof(v), "%.*s", (int)strcspn(at, "\r\n"), at);
+    return v;
+}
+
+START_TEST(test_fleet_outages)
+{
+    model_t m = { { 0 }, { 0 }, { 0 } };
+    uint64_t x = 42, t0;
+    rb_segment_t *seg;
+    rb_node_t n;
+    int rc;
+    const char *got;
+
+    fleet_start();
+    for (int i = 0; i < 50; i++)
+        random_change(&m, &x);
+    /* One member down: the quorum holds, changes go through. */
+    rb_etcd_kill(&cl, 0);
+    for (int i = 0; i < 20; i++)
+        random_change(&m, &x);
+    converge(max_applied());
+    /* Two down: refused, with why, in bounded time; readers go on. */
+    rb_etcd_kill(&cl, 1);
+    t0 = rb_test_now_ms();
+    got = rbd_cmd(c[1], &rc, "RING.ADD", "late", (const char *)NULL);
+    ck_assert_msg(strncmp(got, "ERR ring-source etcd: ", 22) == 0, "with no quorum: %s", got);
+    printf("fleet: with 2 of 3 etcd members down a change was refused after %llu ms: %s\n",
+           (unsigned long long)(rb_test_now_ms() - t0), got);
+    ck_assert_uint_lt(rb_test_now_ms() - t0, 10000);
+    seg = rbd_attach(&d[2]);
+    ck_assert_int_eq(rb_ring_lookup(seg, "some key", 8, &n), RB_OK);
+    t0 = rb_test_now_ms();
+    while (strcmp(info(2, "etcd_connected"), "0") != 0)
+        ck_assert_msg(rb_test_now_ms() - t0 < 15000, "host 2 still says etcd is connected");
+    printf("fleet: host 2 saw etcd lost after %llu ms (INFO etcd_connected:0, last error: %s)\n",
+           (unsigned long long)(rb_test_now_ms() - t0), info(2, "etcd_last_error"));
+    ck_assert_int_eq(rb_ring_lookup(seg, "some key", 8, &n), RB_OK);
+    /* Both back: every host converges, no ringbloomd restarted. */
+    ck_assert_int_eq(rb_etcd_restart(&cl, 0), 0);
+    ck_assert_int_eq(rb_etcd_restart(&cl, 1), 0);
+    ck_assert_int_eq(rb_etcd_wait_healthy(&cl, 30000), 0);
+    t0 = rb_test_now_ms();
+    while (strcmp(info(1, "etcd_connected"), "1") != 0)
+        ck_assert_msg(rb_test_now_ms() - t0 < 30000, "host 1 did not reconnect");
+    for (int i = 0; i < 20; i++)
+        random_change(&m, &x);
+    converge(max_applied());
+    /* A ringbloomd killed during changes converges after its restart. */
+    rbd_stop(&d[2], SIGKILL);
+    rb_conn_close(c[2]);
+    c[2] = NULL;
+    away = 2;
+    for (int i = 0; i < 30; i++)
+        random_change(&m, &x);
+    away = -1;
+    rbd_launch(&d[2], NULL);
+    c[2] = rbd_connect(&d[2]);
+    printf("fleet: a ringbloomd restarted after 30 changes without it caught up in %llu ms\n",
+           (unsigned long long)converge(max_applied()));
+    rb_segment_close(seg);
+    fleet_stop();
+}
+END_TEST
+
+typedef struct racer {
+    int h;
+    const char *weight;
+    char reply[256];
+} racer_t;
+
+static void *race_main(void *arg)
+{
+    racer_t *r = arg;
+    rb_conn_t *rc_conn = rbd_connect(&d[r->h]);
+    int rc;
+
+    snprintf(r->reply, sizeof(r->reply), "%s",
+             rbd_cmd(rc_conn, &rc, "RING.WEIGHT", "contested", r->weight, (const char *)NULL));
+    rb_conn_close(rc_conn);
+    return NULL;
+}
+
+/* Two hosts change one node at once: one outcome, the same everywhere;
+ * when both could not be ordered (each had read the same revision), the
+ * loser is told CONFLICT and its weight is not the result. */
+START_TEST(test_fleet_same_node_at_once)
+{
+    int conflicts = 0;
+
+    fleet_start();
+    rbd_expect(c[0], "OK", "RING.ADD", "contested", "1");
+    for (int t = 0; t < 20; t++) {
+        racer_t a = { 1, "2", "" }, b = { 2, "3", "" };
+        pthread_t ta, tb;
+        char w[3][64];
+        int rc;
+        converge(max_applied());
+        pthread_create(&ta, NULL, race_main, &a);
+        pthread_create(&tb, NULL, race_main, &b);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        converge(max_applied());
+        for (int i = 0; i < HOSTS; i++)
+            snprintf(w[i], sizeof(w[i]), "%s", rbd_cmd(c[i], &rc, "RING.NODES", (const char *)NULL));
+        ck_assert_str_eq(w[0], w[1]);
+        ck_assert_str_eq(w[0], w[2]);
+        ck_assert_msg(strcmp(a.reply, "OK") == 0 || strcmp(b.reply, "OK") == 0,
+                      "both lost: %s / %s", a.reply, b.reply);
+        if (strcmp(a.reply, "OK") != 0 || strcmp(b.reply, "OK") != 0) {
+            const racer_t *win = strcmp(a.reply, "OK") == 0 ? &a : &b;
+            const racer_t *lose = win == &a ? &b : &a;
+            char want[64];
+            ck_assert_msg(strncmp(lose->reply, "CONFLICT ", 9) == 0, "loser: %s", lose->reply);
+            snprintf(want, sizeof(want), "contested\n%s", win->weight);
+            ck_assert_str_eq(w[0], want);
+            conflicts++;
+        }
+        rbd_expect(c[0], "OK", "RING.WEIGHT", "contested", "1");
+    }
+    printf("fleet: 20 races of two hosts on one node: %d ended in a CONFLICT for one of them, "
+           "every host the same after each\n", conflicts);
+    ck_assert_int_gt(conflicts, 0);
+    fleet_stop();
+}
+END_TEST
+
+int main(void)
+{
+    if (!rb_etcd_program()) {
+        printf("SKIP: etcd is not installed; install the Debian packages etcd-server etcd-client\n");
+        return 77;
+    }
+    return RB_TEST_MAIN("fleet",
+                        RB_TCASE("converge", 600, NULL, fleet_stop,
+                                 test_fleet_1000_changes_converge_to_one_table),
+                        RB_TCASE("outages", 600, NULL, fleet_stop, test_fleet_outages),
+                        RB_TCASE("race", 600, NULL, fleet_stop, test_fleet_same_node_at_once));
+}
