@@ -42,6 +42,9 @@
  *      HyperLogLog count) from shared memory against the same command over
  *      the socket, and a cuckoo filter's bits per key beside a blocked
  *      Bloom filter's at 1% and 0.1% (bench_sketch.c);
+ *   e. ring lookups from the table of a ringbloomd that follows etcd
+ *      against a local one with the same membership (bench_fleet.c;
+ *      skipped without etcd);
  *   h. contains_many on a 1 GiB blocked filter in small pages and in 2 MiB
  *      pages (bench_huge.c; root, else skipped).
  *
@@ -78,7 +81,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789sh";
+static const char *only = "123456789seh";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -1531,7 +1534,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--cli") == 0 && i + 1 < argc)
             cli_bin = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789sh] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seh] "
                     "[--daemon PATH] [--cli PATH]\n");
             return 2;
         }
@@ -1569,6 +1572,8 @@ int main(int argc, char **argv)
         bench_bulk(tmpdir, daemon_bin, reps, quick);
     if (strchr(only, 's'))
         bench_sketch(tmpdir, reps, quick);
+    if (strchr(only, 'e'))
+        bench_fleet(tmpdir, reps);
     if (strchr(only, 'h'))
         bench_huge(reps, csv);
     fclose(csv);

@@ -41,6 +41,11 @@ void bench_huge(int reps, FILE *csv);
  * against the same commands over the socket; cuckoo memory per key. */
 void bench_sketch(const char *tmpdir, int reps, int quick);
 
+/* Section e (bench_fleet.c): ring lookups from a ringbloomd following
+ * etcd against a local one with the same membership; skipped without
+ * etcd. */
+void bench_fleet(const char *tmpdir, int reps);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */
