@@ -646,7 +646,7 @@ static int refuse_down(rbd_source_t *s, char *why, size_t cap)
     rbd_source_status(s, &ss);
     if (ss.connected)
         return 0;
-    snprintf(why, cap, "ERR ring-source etcd: etcd is unreachable or has no quorum (%s); ring "
+    snprintf(why, cap, "ERR ring-source etcd: no working connection to etcd (%s); ring "
              "changes are refused, readers keep the table of revision %lld",
              ss.error[0] ? ss.error : "not reached yet", (long long)ss.applied);
     return RBD_SOURCE_EREPLY;

@@ -12,7 +12,9 @@
  * last table), both back (every host converges, no ringbloomd restarted),
  * a ringbloomd killed during changes (converges after its restart), and
  * two daemons changing one node at once (one outcome everywhere, the
- * loser told CONFLICT).  Skipped (exit 77) without etcd (etcd-server).
+ * loser told CONFLICT); and TLS with client certificates and etcd's
+ * authentication, right and wrong.  Skipped (exit 77) without etcd
+ * (etcd-server).
  */
 #include "config.h"
 
@@ -394,6 +396,61 @@ START_TEST(test_fleet_same_node_at_once)
 }
 END_TEST
 
+/* A daemon for the lone member of cl with the settings extra; its reply
+ * to RING.ADD name (within 15 s: the source's first contact). */
+static const char *add_through(rbd_proc_t *dp, const char *extra, const char *name)
+{
+    static char got[1024];
+    char conf[2048];
+    uint64_t t0 = rb_test_now_ms();
+    rb_conn_t *cc;
+    int rc;
+
+    snprintf(conf, sizeof(conf), "ring-source etcd\netcd-endpoints %s\netcd-prefix /sec/\n"
+             "etcd-timeout 1000\n%s", cl.url[0], extra);
+    rbd_start(dp, conf);
+    cc = rbd_connect(dp);
+    do {
+        snprintf(got, sizeof(got), "%s", rbd_cmd(cc, &rc, "RING.ADD", name, (const char *)NULL));
+        if (strcmp(got, "OK") != 0)
+            usleep(200000);
+    } while (strcmp(got, "OK") != 0 && rb_test_now_ms() - t0 < 15000);
+    rb_conn_close(cc);
+    return got;
+}
+
+/* TLS with client certificates, then etcd's authentication: a daemon
+ * given the right files or password makes changes; one without is
+ * refused with why. */
+START_TEST(test_fleet_tls_and_auth)
+{
+    char extra[1024];
+    rbd_proc_t a, b;
+    const char *got;
+
+    ck_assert_msg(rb_etcd_start_tls(&cl, 1, 60000) == 0, "the TLS etcd did not start");
+    snprintf(extra, sizeof(extra), "etcd-cacert %s\netcd-cert %s\netcd-key %s\n", cl.ca,
+             cl.cert, cl.key);
+    ck_assert_str_eq(add_through(&a, extra, "tls-node"), "OK");
+    snprintf(extra, sizeof(extra), "etcd-cacert %s\n", cl.ca);   /* no client certificate */
+    got = add_through(&b, extra, "other");
+    ck_assert_msg(strncmp(got, "ERR ring-source etcd: ", 22) == 0, "without a cert: %s", got);
+    printf("fleet: TLS: with the client certificate OK; without: %s\n", got);
+    rbd_teardown();
+    rb_etcd_stop(&cl);
+    ck_assert_msg(rb_etcd_start(&cl, 1, 60000) == 0, "etcd did not start");
+    ck_assert_int_eq(rb_etcd_ctl(&cl, "user add root:s3cret > /dev/null"), 0);
+    ck_assert_int_eq(rb_etcd_ctl(&cl, "user grant-role root root > /dev/null"), 0);
+    ck_assert_int_eq(rb_etcd_ctl(&cl, "auth enable > /dev/null"), 0);
+    ck_assert_str_eq(add_through(&a, "etcd-user root\netcd-password s3cret\n", "auth-node"), "OK");
+    got = add_through(&b, "etcd-user root\netcd-password wrong\n", "other");
+    ck_assert_msg(strncmp(got, "ERR ring-source etcd: ", 22) == 0, "a wrong password: %s", got);
+    printf("fleet: auth: with the password OK; a wrong one: %s\n", got);
+    rbd_teardown();
+    rb_etcd_stop(&cl);
+}
+END_TEST
+
 int main(void)
 {
     if (!rb_etcd_program()) {
@@ -404,5 +461,6 @@ int main(void)
                         RB_TCASE("converge", 600, NULL, fleet_stop,
                                  test_fleet_1000_changes_converge_to_one_table),
                         RB_TCASE("outages", 600, NULL, fleet_stop, test_fleet_outages),
-                        RB_TCASE("race", 600, NULL, fleet_stop, test_fleet_same_node_at_once));
+                        RB_TCASE("race", 600, NULL, fleet_stop, test_fleet_same_node_at_once),
+                        RB_TCASE("secure", 600, NULL, fleet_stop, test_fleet_tls_and_auth));
 }

@@ -75,7 +75,8 @@ static int spawn(rb_etcd_cluster_t *c, int i, const char *state)
     snprintf(name, sizeof(name), "m%d", i);
     snprintf(data, sizeof(data), "%s/%s", c->dir, name);
     snprintf(log, sizeof(log), "%s/%s.log", c->dir, name);
-    snprintf(curl, sizeof(curl), "http://127.0.0.1:%d", c->client_port[i]);
+    snprintf(curl, sizeof(curl), "%s://127.0.0.1:%d", c->tls ? "https" : "http",
+             c->client_port[i]);
     snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", c->peer_port[i]);
     if (!prog || (pid = fork()) < 0)
         return -1;
@@ -86,12 +87,18 @@ static int spawn(rb_etcd_cluster_t *c, int i, const char *state)
             dup2(fd, 1);
             dup2(fd, 2);
         }
+        char srv[200], srvkey[200];
+        /* Without TLS the list ends where the TLS flags would start. */
+        snprintf(srv, sizeof(srv), "%s/server.pem", c->dir);
+        snprintf(srvkey, sizeof(srvkey), "%s/server.key", c->dir);
         execl(prog, prog, "--name", name, "--data-dir", data, "--listen-client-urls", curl,
               "--advertise-client-urls", curl, "--listen-peer-urls", purl,
               "--initial-advertise-peer-urls", purl, "--initial-cluster", c->initial,
               "--initial-cluster-state", state, "--initial-cluster-token", c->dir,
               "--experimental-watch-progress-notify-interval", "1s", "--log-level", "warn",
-              "--logger", "zap", (char *)NULL);
+              "--logger", "zap",
+              c->tls ? "--cert-file" : NULL, srv, "--key-file", srvkey, "--trusted-ca-file",
+              c->ca, "--client-cert-auth", (char *)NULL);
         _exit(127);
     }
     c->pid[i] = pid;
@@ -132,6 +139,11 @@ static int healthy(rb_etcd_cluster_t *c, int i)
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply);
+    if (c->tls) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca);
+        curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
+        curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+    }
     if (curl_easy_perform(h) == CURLE_OK)
         ok = strstr(reply.buf, "\"health\":\"true\"") != NULL;
     curl_easy_cleanup(h);
@@ -171,7 +183,39 @@ static void print_logs(rb_etcd_cluster_t *c)
         printf("(no etcd logs)\n");
 }
 
+static int rb_etcd_start_with(rb_etcd_cluster_t *c, int n, int timeout_ms, int tls);
+
+/* A CA, a server certificate for 127.0.0.1 and a client certificate, in
+ * c->dir (openssl, quietly).  0 or -1. */
+static int make_certs(rb_etcd_cluster_t *c)
+{
+    char cmd[2048];
+
+    snprintf(c->ca, sizeof(c->ca), "%s/ca.pem", c->dir);
+    snprintf(c->cert, sizeof(c->cert), "%s/client.pem", c->dir);
+    snprintf(c->key, sizeof(c->key), "%s/client.key", c->dir);
+    snprintf(cmd, sizeof(cmd), "cd %s && { "
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+             "-subj /CN=rbtest-ca && "
+             "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > ext && "
+             "for who in server client; do "
+             "openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who && "
+             "openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "-out $who.pem -days 2 -extfile ext || exit 1; done; } > certs.log 2>&1", c->dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int rb_etcd_start_tls(rb_etcd_cluster_t *c, int n, int timeout_ms)
+{
+    return rb_etcd_start_with(c, n, timeout_ms, 1);
+}
+
 int rb_etcd_start(rb_etcd_cluster_t *c, int n, int timeout_ms)
+{
+    return rb_etcd_start_with(c, n, timeout_ms, 0);
+}
+
+static int rb_etcd_start_with(rb_etcd_cluster_t *c, int n, int timeout_ms, int tls)
 {
     int ports[2 * RB_ETCD_MAX];
     size_t l = 0;
@@ -185,13 +229,19 @@ int rb_etcd_start(rb_etcd_cluster_t *c, int n, int timeout_ms)
         return -1;
     }
     c->n = n;
+    c->tls = tls;
+    if (tls && make_certs(c) != 0) {
+        printf("etcd cluster: openssl could not make the certificates (%s/certs.log)\n", c->dir);
+        return -1;
+    }
     at_exit_cluster = c;
     at_exit_pid = getpid();
     atexit(stop_at_exit);
     for (int i = 0; i < n; i++) {
         c->client_port[i] = ports[i];
         c->peer_port[i] = ports[n + i];
-        snprintf(c->url[i], sizeof(c->url[i]), "http://127.0.0.1:%d", ports[i]);
+        snprintf(c->url[i], sizeof(c->url[i]), "%s://127.0.0.1:%d", tls ? "https" : "http",
+                 ports[i]);
         c->endpoints[i] = c->url[i];
         l += (size_t)snprintf(c->initial + l, sizeof(c->initial) - l, "%sm%d=http://127.0.0.1:%d",
                               i ? "," : "", i, ports[n + i]);
@@ -237,6 +287,9 @@ int rb_etcd_ctl(rb_etcd_cluster_t *c, const char *args)
     for (int i = 0; i < c->n; i++)
         if (c->pid[i])
             l += (size_t)snprintf(eps + l, sizeof(eps) - l, "%s%s", l ? "," : "", c->url[i]);
+    if (c->tls)
+        l += (size_t)snprintf(eps + l, sizeof(eps) - l, " --cacert=%s --cert=%s --key=%s", c->ca,
+                              c->cert, c->key);
     snprintf(cmd, sizeof(cmd), "ETCDCTL_API=3 \"$(dirname %s)/etcdctl\" --endpoints=%s %s",
              prog, eps, args);
     st = system(cmd);

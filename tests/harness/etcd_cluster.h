@@ -29,6 +29,9 @@ typedef struct rb_etcd_cluster {
     char url[RB_ETCD_MAX][64];              /* http://127.0.0.1:PORT */
     const char *endpoints[RB_ETCD_MAX];     /* url[i], for rbd_etcd_opts_t */
     char initial[RB_ETCD_MAX * 64];         /* --initial-cluster */
+    int tls;                                /* clients over TLS, certificates asked */
+    char ca[160], cert[160], key[160];      /* tls: the CA, a client's certificate
+                                               and key (DIR/ca.pem, client.pem, .key) */
 } rb_etcd_cluster_t;
 
 /* The etcd program ($RB_ETCD, else etcd on PATH), or NULL when absent. */
@@ -38,6 +41,11 @@ const char *rb_etcd_program(void);
  * /health true.  0, or -1 with the cause printed (and everything it
  * started stopped). */
 int rb_etcd_start(rb_etcd_cluster_t *c, int n, int timeout_ms);
+
+/* rb_etcd_start, the members serving clients over TLS only (https URLs)
+ * and asking for a client certificate signed by a CA made for the
+ * cluster (openssl; c->ca, c->cert, c->key name the files).  0 or -1. */
+int rb_etcd_start_tls(rb_etcd_cluster_t *c, int n, int timeout_ms);
 
 /* SIGKILL member i and reap it. */
 void rb_etcd_kill(rb_etcd_cluster_t *c, int i);
