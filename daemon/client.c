@@ -200,7 +200,7 @@ static void run_input(server_t *s, client_t *c)
     size_t done = 0;
 
     resp_limits_init(&lim, s->cfg.max_request_bytes);
-    while (!c->closing && !s->shutdown) {
+    while (!c->closing && !s->shutdown && !c->awaits_ring) {
         const char *base = c->in.data + done;
         const char *err;
         int rc;
@@ -295,7 +295,7 @@ void rbd_clients_resume(server_t *s)
     s->resume_pending = 0;
     for (size_t fd = 0; fd < s->clients_cap; fd++) {
         client_t *c = s->clients[fd];
-        if (c == NULL || c->paused || c->closing || c->in.len == 0)
+        if (c == NULL || c->paused || c->awaits_ring || c->closing || c->in.len == 0)
             continue;
         run_input(s, c);
         if (c->paused || c->closing)

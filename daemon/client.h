@@ -39,6 +39,9 @@ typedef struct client {
                              durable: out waits for the log (P1) */
     int paused;           /* complete requests wait in `in` until out
                              drains below client-output-soft-limit */
+    int awaits_ring;      /* a RING.* change is in etcd's hands (ring-source
+                             etcd): its answer, and the requests after it,
+                             wait for rbd_source_finish (server.c) */
 } client_t;
 
 /* A client for connection fd of the peer cred (may it write: can_write),

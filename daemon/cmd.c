@@ -204,8 +204,10 @@ static void cmd_exec(rbd_ctx_t *x)
     else {
         rbi_resp_array(x->out, run.count);
         start = rbd_op_txn_begin(&x->s->state, &x->s->aof);
+        x->s->in_exec = 1;
         while ((off = rbd_txn_next(&run, off, argv, argl, &argc)) != 0)
             rbd_cmd_execute(x->s, x->c, argc, argv, argl);
+        x->s->in_exec = 0;
         rbd_op_txn_end(&x->s->state, &x->s->aof, start);
     }
     free(argv);

@@ -34,15 +34,25 @@ static int node_name_ok(rbd_ctx_t *x, size_t i)
     return 0;
 }
 
-/* Runs a ring op (ring-source etcd: made in etcd, ring_source.c) and
- * replies OK, or why it failed. */
+/* Runs a ring op and replies OK, or why it failed; with ring-source etcd
+ * hands it to the source (ring_source.h), which answers later. */
 static void run(rbd_ctx_t *x, rbd_op_t *op)
 {
     char why[1024];
     int rc;
 
+    if (x->s->source != NULL && x->s->in_exec) {
+        rbi_resp_error(x->out, "ERR with ring-source etcd a ring change cannot be part of "
+                       "MULTI/EXEC (etcd answers it later)");
+        return;
+    }
     if (x->s->source != NULL) {
-        rc = rbd_source_change(x->s->source, &x->s->state, &x->s->aof, op, why, sizeof(why));
+        rc = rbd_source_submit(x->s->source, &x->s->state, &x->s->aof, x->c->id, op, why,
+                               sizeof(why));
+        if (rc == RB_OK) {
+            x->c->awaits_ring = 1;   /* the answer: server.c, ring_answer */
+            return;
+        }
         if (rc == RBD_SOURCE_EREPLY) {
             rbi_resp_error(x->out, "%s", why);
             return;
@@ -374,7 +384,7 @@ static void cmd_ring_info(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_RING, rc);
         return;
     }
-    rbi_resp_map(x->out, 9);
+    rbi_resp_map(x->out, x->s->source != NULL ? 9 : 7);
     rbi_resp_simple(x->out, "Mode");
     rbi_resp_bulk_str(x->out, rb_ring_mode_name(rb_ring_mode(x->s->state.ring)));
     rbi_resp_simple(x->out, "Replicas");
@@ -389,8 +399,10 @@ static void cmd_ring_info(rbd_ctx_t *x)
     rbi_resp_int(x->out, (long long)st.version);
     rbi_resp_simple(x->out, "Bytes per copy");
     rbi_resp_int(x->out, (long long)st.bytes);
+    if (x->s->source == NULL)
+        return;   /* a local ring: RING.INFO as it always was */
     rbi_resp_simple(x->out, "Source");
-    rbi_resp_bulk_str(x->out, x->s->source != NULL ? "etcd" : "local");
+    rbi_resp_bulk_str(x->out, "etcd");
     rbi_resp_simple(x->out, "Source revision");
     rbi_resp_int(x->out, rb_ring_source_revision(x->s->state.seg, &rev) == RB_OK
                              ? (long long)rev : 0);

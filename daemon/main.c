@@ -226,9 +226,15 @@ static int serve(server_t *s, int ignore_corrupt)
     }
     s->watch.linked = 1;
     rbd_segwatch_huge(s->state.seg, &s->cfg);
-    if (rbd_server_listen(s, err, sizeof(err)) != 0 || start_source(s, err, sizeof(err)) != 0) {
-        rbd_log(LOG_ERR, "cannot start: %s", err);
-        snprintf(why, sizeof(why), "cannot start: %s", err);
+    if (rbd_server_listen(s, err, sizeof(err)) != 0) {
+        rbd_log(LOG_ERR, "cannot listen: %s", err);
+        snprintf(why, sizeof(why), "cannot listen: %s", err);
+        rbd_ready_fail(why);
+        return 1;
+    }
+    if (start_source(s, err, sizeof(err)) != 0) {
+        rbd_log(LOG_ERR, "cannot start the ring source: %s", err);
+        snprintf(why, sizeof(why), "cannot start the ring source: %s", err);
         rbd_ready_fail(why);
         return 1;
     }

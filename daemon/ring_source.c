@@ -5,9 +5,11 @@
  * etcd transactions.
  *
  * Threads: the source thread owns its etcd client (watch_client) and the
- * key map; the event loop owns the write client and `applied`.  They meet
- * under `mu` only: the thread leaves its newest view in `latest` (the
- * loop takes it), and the status.  An eventfd wakes the loop.
+ * key map; the writer thread owns the write client and runs the jobs'
+ * transactions; the event loop owns `applied` and `waiting`.  They meet
+ * under `mu` only: the source thread leaves its newest view in `latest`
+ * (the loop takes it), the loop queues jobs in `todo`, the writer returns
+ * them in `done`; the status.  One eventfd wakes the loop for both.
  *
  * Why a view is rebuilt from nothing and not patched: the table must be
  * a function of the membership alone, so that hosts that applied the same
@@ -31,56 +33,9 @@
 #include "bytes.h"
 #include "etcd.h"
 #include "rbd_log.h"
-#include "ring_source.h"
+#include "ring_source_impl.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
-#define PROBE_MS       3000   /* a watch this quiet is checked by a range */
-#define APPLY_WAIT_MS  2000   /* a change waits this long to be applied here */
-
-typedef struct entry {          /* one key under the prefix, as etcd has it */
-    char *key, *val;
-    size_t vlen;
-    int64_t mod_rev;
-} entry_t;
-
-typedef struct member {
-    char *name;
-    size_t len;
-    uint32_t weight, state;
-    int64_t mod_rev;
-} member_t;
-
-typedef struct view {           /* the membership as of one revision */
-    int64_t revision;
-    rb_ring_mode_t mode;
-    uint32_t replicas;
-    int64_t mode_rev;           /* 0: no mode key (the daemon's defaults) */
-    member_t *m;                /* in key order */
-    size_t n;
-} view_t;
-
-struct rbd_source {
-    const char **eps;
-    char *ep_buf;
-    rbd_etcd_opts_t opts;
-    rbd_etcd_t *watch_client, *write_client;
-    rb_ring_mode_t dmode;
-    uint32_t dreplicas;
-    pthread_t th;
-    int started;
-    atomic_int stop;
-    int efd;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    view_t *latest;             /* under mu: the thread's newest, not yet taken */
-    rbd_source_status_t st;     /* under mu */
-    view_t *applied;            /* loop: what the published table is of */
-    entry_t *map;               /* thread: sorted by key */
-    size_t n, cap;
-};
-
-static void view_free(view_t *v)
+void rbd_source_view_free(view_t *v)
 {
     if (v == NULL)
         return;
@@ -219,7 +174,7 @@ static view_t *view_build(const rbd_source_t *s, int64_t rev)
             strlen(e->key + 5) > RB_NODE_NAME_MAX || !parse_node(e->val, &m->weight, &m->state))
             continue;
         if ((m->name = strdup(e->key + 5)) == NULL) {
-            view_free(v);
+            rbd_source_view_free(v);
             return NULL;
         }
         m->len = strlen(m->name);
@@ -262,7 +217,7 @@ static int publish(rbd_source_t *s, int64_t rev)
              rbd_etcd_endpoint(s->watch_client) ? rbd_etcd_endpoint(s->watch_client) : "");
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    view_free(old);
+    rbd_source_view_free(old);
     if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         rbd_log(LOG_WARNING, "ring source: eventfd: %s", strerror(errno));
     return 0;
@@ -399,6 +354,40 @@ static const char *opt_str(const char *v)
     return v[0] != '\0' ? v : NULL;
 }
 
+/* The writer thread: runs each job's transaction with the write client
+ * (the loop no longer uses it once this runs), in the order submitted. */
+static void *writer_main(void *arg)
+{
+    rbd_source_t *s = arg;
+    uint64_t one = 1;
+
+    for (;;) {
+        job_t *j;
+        rbd_etcd_op_t w;
+        pthread_mutex_lock(&s->mu);
+        while (s->todo == NULL && !atomic_load(&s->stop))
+            pthread_cond_wait(&s->wcv, &s->mu);
+        if ((j = s->todo) == NULL) {
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        s->todo = j->next;
+        pthread_mutex_unlock(&s->mu);
+        w = (rbd_etcd_op_t){ j->key, j->del ? NULL : j->val, j->del ? 0 : strlen(j->val) };
+        j->rc = rbd_etcd_txn(s->write_client, j->key, j->cmp, &w, 1, &j->rev, &j->cur);
+        if (j->rc != 0 && j->rc != RBD_ETCD_ECONFLICT)
+            snprintf(j->err, sizeof(j->err), "%s: %s", rbd_etcd_strerror(j->rc),
+                     rbd_etcd_errmsg(s->write_client));
+        j->done_ms = rbd_mono_ms();
+        pthread_mutex_lock(&s->mu);
+        j->next = s->done;
+        s->done = j;
+        pthread_mutex_unlock(&s->mu);
+        if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+            rbd_log(LOG_WARNING, "ring source: eventfd: %s", strerror(errno));
+    }
+}
+
 int rbd_source_start(rbd_source_t **out, const rbd_config_t *cfg, int64_t applied, char *err,
                      size_t errlen)
 {
@@ -431,11 +420,17 @@ int rbd_source_start(rbd_source_t **out, const rbd_config_t *cfg, int64_t applie
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->wcv, NULL);
     if ((errno = pthread_create(&s->th, NULL, source_main, s)) != 0) {
         snprintf(err, errlen, "ring source thread: %s", strerror(errno));
         goto fail;
     }
     s->started = 1;
+    if ((errno = pthread_create(&s->wth, NULL, writer_main, s)) != 0) {
+        snprintf(err, errlen, "ring source writer thread: %s", strerror(errno));
+        goto fail;
+    }
+    s->wstarted = 1;
     *out = s;
     return 0;
 fail:
@@ -448,19 +443,32 @@ void rbd_source_stop(rbd_source_t *s)
     if (s == NULL)
         return;
     atomic_store(&s->stop, 1);
+    if (s->wstarted) {
+        pthread_mutex_lock(&s->mu);
+        pthread_cond_broadcast(&s->wcv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->wth, NULL);   /* after the job it runs, at most etcd-timeout x members */
+    }
     if (s->started) {
         pthread_join(s->th, NULL);
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);
+        pthread_cond_destroy(&s->wcv);
     }
+    for (job_t *lists[3] = { s->todo, s->done, s->waiting }, **l = lists; l < lists + 3; l++)
+        while (*l != NULL) {
+            job_t *j = *l;
+            *l = j->next;
+            free(j);
+        }
     rbd_etcd_close(s->watch_client);
     rbd_etcd_close(s->write_client);
     if (s->efd >= 0)
         close(s->efd);
     map_clear(s);
     free(s->map);
-    view_free(s->latest);
-    view_free(s->applied);
+    rbd_source_view_free(s->latest);
+    rbd_source_view_free(s->applied);
     free(s->eps);
     free(s->ep_buf);
     free(s);
@@ -478,209 +486,3 @@ void rbd_source_status(rbd_source_t *s, rbd_source_status_t *out)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* ---- the event loop's side ----------------------------------------------------- */
-
-/* Member m as a RING_SYNC record's key: u32 weight, u32 state, the name. */
-static size_t sync_key(unsigned char *buf, const member_t *m)
-{
-    rbd_put_u32(buf, m->weight);
-    rbd_put_u32(buf + 4, m->state);
-    memcpy(buf + 8, m->name, m->len);
-    return 8 + m->len;
-}
-
-/* Publishes view v through a RING_SYNC op (logged).  RB_OK or its error. */
-static int apply_view(rbd_state_t *st, rbd_aof_t *aof, const view_t *v)
-{
-    rb_key_t *keys = calloc(v->n ? v->n : 1, sizeof(*keys));
-    unsigned char *buf;
-    size_t bytes = 0, at = 0;
-    rbd_op_t op = { .type = RBD_OP_RING_SYNC, .revision = (uint64_t)v->revision,
-                    .mode = (uint32_t)v->mode, .replicas = v->replicas };
-    int rc;
-
-    for (size_t i = 0; i < v->n; i++)
-        bytes += 8 + v->m[i].len;
-    if (keys == NULL || (buf = malloc(bytes ? bytes : 1)) == NULL) {
-        free(keys);
-        return RB_ENOMEM;
-    }
-    for (size_t i = 0; i < v->n; i++) {
-        size_t len = sync_key(buf + at, &v->m[i]);
-        keys[i] = (rb_key_t){ buf + at, len };
-        at += len;
-    }
-    op.keys = keys;
-    op.nkeys = v->n;
-    rc = rbd_op_run(st, aof, &op);
-    free(buf);
-    free(keys);
-    return rc;
-}
-
-int rbd_source_sync(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof)
-{
-    uint64_t drain;
-    view_t *v;
-    int rc;
-
-    if (read(s->efd, &drain, sizeof(drain)) < 0 && errno != EAGAIN)
-        rbd_log(LOG_WARNING, "ring source: eventfd: %s", strerror(errno));
-    pthread_mutex_lock(&s->mu);
-    v = s->latest;
-    s->latest = NULL;
-    pthread_mutex_unlock(&s->mu);
-    if (v == NULL)
-        return RB_OK;
-    if (s->applied != NULL && s->applied->revision == v->revision) {
-        view_free(v);
-        return RB_OK;
-    }
-    if ((rc = apply_view(st, aof, v)) != RB_OK) {
-        /* Readers keep the table they have; the next view (or this one,
-         * put back unless a newer came) is tried at the next sync. */
-        rbd_log(LOG_WARNING, "ring source: cannot publish revision %lld: %s",
-                (long long)v->revision, rb_strerror(rc));
-        pthread_mutex_lock(&s->mu);
-        if (s->latest == NULL)
-            s->latest = v, v = NULL;
-        pthread_mutex_unlock(&s->mu);
-        view_free(v);
-        return rc;
-    }
-    view_free(s->applied);
-    s->applied = v;
-    pthread_mutex_lock(&s->mu);
-    s->st.applied = v->revision;
-    pthread_mutex_unlock(&s->mu);
-    return RB_OK;
-}
-
-static const member_t *member(const view_t *v, const char *name, size_t len)
-{
-    for (size_t i = 0; v != NULL && i < v->n; i++)
-        if (v->m[i].len == len && memcmp(v->m[i].name, name, len) == 0)
-            return &v->m[i];
-    return NULL;
-}
-
-/* The etcd write that makes op: key, value (NULL: delete) into val, and
- * the mod_revision compared (what this host saw of the key).  RB_OK, or
- * RB_EEXIST / RB_ENOENT (as a local change would answer), or
- * RBD_SOURCE_EREPLY with why; 1: a delete (val unused). */
-static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, char *val,
-                         int64_t *cmp, char *why, size_t cap)
-{
-    const view_t *v = s->applied;
-    const member_t *m = NULL;
-    uint32_t state = RB_NODE_UP, weight = 0;
-
-    if (op->type == RBD_OP_RING_MODE) {
-        rb_ring_mode_t was = v != NULL ? v->mode : s->dmode;
-        /* 0 keeps the vnode count from one vnode mode to another, as a
-         * local RING.MODE does; a table mode's 0 is its automatic size. */
-        uint32_t replicas = op->replicas;
-        if (replicas == 0 && op->mode != RB_RING_MAGLEV && op->mode != RB_RING_SLOTS &&
-            was != RB_RING_MAGLEV && was != RB_RING_SLOTS)
-            replicas = v != NULL ? v->replicas : s->dreplicas;
-        strcpy(key, "mode");
-        snprintf(val, 64, "%s %u", rb_ring_mode_name((rb_ring_mode_t)op->mode), replicas);
-        *cmp = v != NULL ? v->mode_rev : 0;
-        return RB_OK;
-    }
-    if (op->type == RBD_OP_RING_SLOTS) {
-        snprintf(why, cap, "ERR RING.SLOTS is not available with ring-source etcd (the "
-                 "slot map is not kept in etcd); use RING.MODE slots, balanced by weight");
-        return RBD_SOURCE_EREPLY;
-    }
-    if (memchr(op->name, '\0', op->len) != NULL) {
-        snprintf(why, cap, "ERR ring-source etcd: a node name with a NUL byte cannot be an "
-                 "etcd key");
-        return RBD_SOURCE_EREPLY;
-    }
-    m = member(v, op->name, op->len);
-    if ((op->type == RBD_OP_RING_ADD) != (m == NULL))
-        return m == NULL ? RB_ENOENT : RB_EEXIST;
-    snprintf(key, RB_NODE_NAME_MAX + 8, "node/%.*s", (int)op->len, op->name);
-    *cmp = m != NULL ? m->mod_rev : 0;
-    if (m != NULL)
-        state = m->state, weight = m->weight;
-    if (op->type == RBD_OP_RING_REMOVE) {
-        val[0] = '\0';
-        return 1;   /* a delete */
-    }
-    if (op->type == RBD_OP_RING_ADD || op->type == RBD_OP_RING_WEIGHT)
-        weight = op->weight;
-    if (op->type == RBD_OP_RING_STATE)
-        state = op->state;
-    snprintf(val, 64, "%u %s", weight, rb_node_state_name((rb_node_state_t)state));
-    return RB_OK;
-}
-
-/* Waits (at most APPLY_WAIT_MS) until this host applied revision rev. */
-static void wait_applied(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof, int64_t rev)
-{
-    uint64_t until = rbd_mono_ms() + APPLY_WAIT_MS;
-
-    while ((s->applied == NULL || s->applied->revision < rev) && rbd_mono_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_mutex_lock(&s->mu);
-        if (s->latest == NULL || s->latest->revision < rev)
-            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-        pthread_mutex_unlock(&s->mu);
-        (void)rbd_source_sync(s, st, aof);
-    }
-}
-
-/* The refusal of a change while etcd cannot be reached. */
-static int refuse_down(rbd_source_t *s, char *why, size_t cap)
-{
-    rbd_source_status_t ss;
-
-    rbd_source_status(s, &ss);
-    if (ss.connected)
-        return 0;
-    snprintf(why, cap, "ERR ring-source etcd: no working connection to etcd (%s); ring "
-             "changes are refused, readers keep the table of revision %lld",
-             ss.error[0] ? ss.error : "not reached yet", (long long)ss.applied);
-    return RBD_SOURCE_EREPLY;
-}
-
-int rbd_source_change(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof, const rbd_op_t *op,
-                      char *why, size_t cap)
-{
-    char key[RB_NODE_NAME_MAX + 8], val[64];
-    int64_t cmp = 0, rev = 0, cur = 0;
-    rbd_etcd_op_t w = { key, val, 0 };
-    int rc;
-
-    (void)rbd_source_sync(s, st, aof);
-    if (refuse_down(s, why, cap) != 0)
-        return RBD_SOURCE_EREPLY;
-    if ((rc = etcd_write_of(s, op, key, val, &cmp, why, cap)) < 0)
-        return rc;
-    if (rc == 1)
-        w.value = NULL;
-    else
-        w.value_len = strlen(val);
-    rc = rbd_etcd_txn(s->write_client, key, cmp, &w, 1, &rev, &cur);
-    if (rc == RBD_ETCD_ECONFLICT) {
-        snprintf(why, cap, "CONFLICT '%s' was changed in etcd by another host (its revision "
-                 "is %lld, this host had read %lld): nothing was changed; read it again",
-                 key, (long long)cur, (long long)cmp);
-        return RBD_SOURCE_EREPLY;
-    }
-    if (rc != 0) {
-        snprintf(why, cap, "ERR ring-source etcd: %s: %s", rbd_etcd_strerror(rc),
-                 rbd_etcd_errmsg(s->write_client));
-        return RBD_SOURCE_EREPLY;
-    }
-    wait_applied(s, st, aof, rev);
-    return RB_OK;
-}

@@ -8,10 +8,11 @@
  * log record 23), rebuilt from nothing in key order, so every host that
  * applied revision R publishes the same table, recording R in it
  * (rb_ring_source_revision).  RING.* changes become etcd transactions,
- * each comparing the mod_revision of the one key it changes with the one
- * this host has seen (a concurrent change of the same node or mode: the
- * loser is told, -CONFLICT); a change is acknowledged after etcd committed
- * it and this host applied it.  With etcd unreachable or without quorum,
+ * run by a writer thread while the loop goes on, each comparing the
+ * mod_revision of the one key it changes with the one this host has seen
+ * (a concurrent change of the same node or mode: the loser is told,
+ * -CONFLICT); a change is acknowledged after etcd committed it and this
+ * host applied it (the client's later requests wait for that answer).  With etcd unreachable or without quorum,
  * readers keep the last table and changes are refused (docs/design.md,
  * "Beyond one host: the ring from etcd").
  *
@@ -54,18 +55,27 @@ int rbd_source_fd(const rbd_source_t *s);
  * not the one applied (a RING_SYNC op, logged).  0, or the op's error. */
 int rbd_source_sync(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof);
 
-/* rbd_source_change's error whose reply is in why. */
+/* rbd_source_submit's error whose reply is in why. */
 #define RBD_SOURCE_EREPLY (-1000)
 
-/* Event loop: ring change op (RING_ADD, REMOVE, WEIGHT, MODE, STATE) made
- * in etcd, then waited for until this host applied it (at most 2 s; the
- * change holds in etcd either way).  Blocks the loop for the transaction
- * (a few ms; at most etcd-timeout per endpoint when etcd fails under it).
- * RB_OK; RB_EEXIST / RB_ENOENT (replied as a local change's); or
- * RBD_SOURCE_EREPLY with the reply's error line in why ("CONFLICT ...",
- * "ERR ..."). */
-int rbd_source_change(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof, const rbd_op_t *op,
-                      char *why, size_t cap);
+/* Event loop: ring change op (RING_ADD, REMOVE, WEIGHT, MODE, STATE) for
+ * the client whose id is given, made in etcd by the source's writer
+ * thread (one transaction comparing the changed key's mod_revision with
+ * what this host has read), the loop going on meanwhile.  RB_OK: handed
+ * over, the answer comes through rbd_source_finish; RB_EEXIST / RB_ENOENT
+ * (answered now, as for a local change); RBD_SOURCE_EREPLY with the error
+ * line in why (etcd not reachable, RING.SLOTS, a name etcd cannot hold);
+ * RB_ENOMEM. */
+int rbd_source_submit(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof, uint64_t client,
+                      const rbd_op_t *op, char *why, size_t cap);
+/* The answer to a submitted change: NULL for OK, else the error line. */
+typedef void (*rbd_source_reply_fn)(void *arg, uint64_t client, const char *err);
+
+/* Event loop: publishes what the thread read (rbd_source_sync), then
+ * answers each submitted change that is done: once this host applied
+ * its revision, or 2 s after its commit, or at once if it failed. */
+void rbd_source_finish(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof,
+                       rbd_source_reply_fn fn, void *arg);
 
 void rbd_source_status(rbd_source_t *s, rbd_source_status_t *out);
 

@@ -326,6 +326,27 @@ static void handle_signals(server_t *s)
     }
 }
 
+/* A RING.* change etcd answered (ring_source.h): the client that asked,
+ * if still there, gets its reply, and its requests after it run. */
+static void ring_answer(void *arg, uint64_t id, const char *err)
+{
+    server_t *s = arg;
+
+    for (size_t fd = 0; fd < s->clients_cap; fd++) {
+        client_t *c = s->clients[fd];
+        if (c == NULL || c->id != id || !c->awaits_ring)
+            continue;
+        if (err != NULL)
+            rbi_resp_error(&c->out, "%s", err);
+        else
+            rbi_resp_simple(&c->out, "OK");
+        c->awaits_ring = 0;
+        if (c->in.len > 0)
+            s->resume_pending = 1;
+        return;
+    }
+}
+
 static void housekeeping(server_t *s, uint64_t now)
 {
     rbd_snapshot_poll(&s->snaps, &s->aof, now);
@@ -340,8 +361,8 @@ static void housekeeping(server_t *s, uint64_t now)
         rbd_filters_tick(&s->state, &s->aof, rbd_now_ms() / 1000);
         rbd_aof_tick(&s->aof);
         rbd_snapshot_tick(&s->snaps, &s->aof, s->state.seg, &s->cfg, now);
-        if (s->source != NULL)   /* a membership a failed publish put back */
-            (void)rbd_source_sync(s->source, &s->state, &s->aof);
+        if (s->source != NULL)   /* a failed publish's retry; changes waited for 2 s */
+            rbd_source_finish(s->source, &s->state, &s->aof, ring_answer, s);
     }
     if (s->accept_paused && now >= s->accept_resume_ms)
         accept_resume(s);
@@ -393,7 +414,7 @@ int rbd_server_run(server_t *s)
                 continue;
             }
             if (s->source != NULL && fd == rbd_source_fd(s->source)) {
-                (void)rbd_source_sync(s->source, &s->state, &s->aof);
+                rbd_source_finish(s->source, &s->state, &s->aof, ring_answer, s);
                 continue;
             }
             c = (size_t)fd < s->clients_cap ? s->clients[fd] : NULL;

@@ -45,6 +45,7 @@ typedef struct server {
     uint64_t next_client_id;
     uint64_t start_ms;
     uint64_t last_heartbeat_ms;
+    int in_exec;               /* an EXEC's members are running */
     int shutdown;              /* 1: leave the loop */
     int shutdown_save;         /* snapshot before leaving */
     /* stats */

@@ -1,0 +1,81 @@
+/*
+ * ring_source_impl.h - what ring_source.c (the source thread, the writer
+ * thread, start and stop) and ring_source_loop.c (the event loop's side:
+ * publishing, changes) share: the source's state and its types.  Who owns
+ * what is written beside each field (ring_source.c's head has the rule).
+ */
+#ifndef RBD_RING_SOURCE_IMPL_H
+#define RBD_RING_SOURCE_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "etcd.h"
+#include "ring_source.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define PROBE_MS       3000   /* a watch this quiet is checked by a range */
+#define APPLY_WAIT_MS  2000   /* a change waits this long to be applied here */
+
+typedef struct entry {          /* one key under the prefix, as etcd has it */
+    char *key, *val;
+    size_t vlen;
+    int64_t mod_rev;
+} entry_t;
+
+typedef struct member {
+    char *name;
+    size_t len;
+    uint32_t weight, state;
+    int64_t mod_rev;
+} member_t;
+
+typedef struct job {            /* a RING.* change handed to the writer thread */
+    struct job *next;
+    uint64_t client;
+    char key[RB_NODE_NAME_MAX + 8], val[64];
+    int del;                    /* a delete (val unused) */
+    int64_t cmp, rev, cur;      /* compared mod_revision; the result's */
+    int rc;                     /* the txn's: 0 or an etcd error */
+    char err[600];
+    uint64_t done_ms;           /* monotonic, when the txn returned */
+} job_t;
+
+typedef struct view {           /* the membership as of one revision */
+    int64_t revision;
+    rb_ring_mode_t mode;
+    uint32_t replicas;
+    int64_t mode_rev;           /* 0: no mode key (the daemon's defaults) */
+    member_t *m;                /* in key order */
+    size_t n;
+} view_t;
+
+struct rbd_source {
+    const char **eps;
+    char *ep_buf;
+    rbd_etcd_opts_t opts;
+    rbd_etcd_t *watch_client, *write_client;
+    rb_ring_mode_t dmode;
+    uint32_t dreplicas;
+    pthread_t th;
+    int started;
+    atomic_int stop;
+    int efd;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    view_t *latest;             /* under mu: the thread's newest, not yet taken */
+    rbd_source_status_t st;     /* under mu */
+    view_t *applied;            /* loop: what the published table is of */
+    entry_t *map;               /* thread: sorted by key */
+    size_t n, cap;
+    pthread_t wth;              /* the writer thread: runs the jobs' txns */
+    int wstarted;
+    pthread_cond_t wcv;         /* under mu: a job to run, or stop */
+    job_t *todo, *done;         /* under mu: to run (FIFO), run (any order) */
+    job_t *waiting;             /* loop: committed, not yet applied here */
+};
+
+void rbd_source_view_free(view_t *v);
+
+#endif /* RBD_RING_SOURCE_IMPL_H */

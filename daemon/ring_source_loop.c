@@ -1,0 +1,249 @@
+/*
+ * ring_source_loop.c - `ring-source etcd`, the event loop's side
+ * (ring_source.h): publishing each membership the source thread read (a
+ * RING_SYNC op), and RING.* changes handed to the writer thread and
+ * answered once this host applied them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "bytes.h"
+#include "rbd_log.h"
+#include "ring_source_impl.h"
+
+/* ---- the event loop's side ----------------------------------------------------- */
+
+/* Member m as a RING_SYNC record's key: u32 weight, u32 state, the name. */
+static size_t sync_key(unsigned char *buf, const member_t *m)
+{
+    rbd_put_u32(buf, m->weight);
+    rbd_put_u32(buf + 4, m->state);
+    memcpy(buf + 8, m->name, m->len);
+    return 8 + m->len;
+}
+
+/* Publishes view v through a RING_SYNC op (logged).  RB_OK or its error. */
+static int apply_view(rbd_state_t *st, rbd_aof_t *aof, const view_t *v)
+{
+    rb_key_t *keys = calloc(v->n ? v->n : 1, sizeof(*keys));
+    unsigned char *buf;
+    size_t bytes = 0, at = 0;
+    rbd_op_t op = { .type = RBD_OP_RING_SYNC, .revision = (uint64_t)v->revision,
+                    .mode = (uint32_t)v->mode, .replicas = v->replicas };
+    int rc;
+
+    for (size_t i = 0; i < v->n; i++)
+        bytes += 8 + v->m[i].len;
+    if (keys == NULL || (buf = malloc(bytes ? bytes : 1)) == NULL) {
+        free(keys);
+        return RB_ENOMEM;
+    }
+    for (size_t i = 0; i < v->n; i++) {
+        size_t len = sync_key(buf + at, &v->m[i]);
+        keys[i] = (rb_key_t){ buf + at, len };
+        at += len;
+    }
+    op.keys = keys;
+    op.nkeys = v->n;
+    rc = rbd_op_run(st, aof, &op);
+    free(buf);
+    free(keys);
+    return rc;
+}
+
+int rbd_source_sync(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof)
+{
+    uint64_t drain;
+    view_t *v;
+    int rc;
+
+    if (read(s->efd, &drain, sizeof(drain)) < 0 && errno != EAGAIN)
+        rbd_log(LOG_WARNING, "ring source: eventfd: %s", strerror(errno));
+    pthread_mutex_lock(&s->mu);
+    v = s->latest;
+    s->latest = NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (v == NULL)
+        return RB_OK;
+    if (s->applied != NULL && s->applied->revision == v->revision) {
+        rbd_source_view_free(v);
+        return RB_OK;
+    }
+    if ((rc = apply_view(st, aof, v)) != RB_OK) {
+        /* Readers keep the table they have; the next view (or this one,
+         * put back unless a newer came) is tried at the next sync. */
+        rbd_log(LOG_WARNING, "ring source: cannot publish revision %lld: %s",
+                (long long)v->revision, rb_strerror(rc));
+        pthread_mutex_lock(&s->mu);
+        if (s->latest == NULL)
+            s->latest = v, v = NULL;
+        pthread_mutex_unlock(&s->mu);
+        rbd_source_view_free(v);
+        return rc;
+    }
+    rbd_source_view_free(s->applied);
+    s->applied = v;
+    pthread_mutex_lock(&s->mu);
+    s->st.applied = v->revision;
+    pthread_mutex_unlock(&s->mu);
+    return RB_OK;
+}
+
+static const member_t *member(const view_t *v, const char *name, size_t len)
+{
+    for (size_t i = 0; v != NULL && i < v->n; i++)
+        if (v->m[i].len == len && memcmp(v->m[i].name, name, len) == 0)
+            return &v->m[i];
+    return NULL;
+}
+
+/* The etcd write that makes op: key, value (NULL: delete) into val, and
+ * the mod_revision compared (what this host saw of the key).  RB_OK, or
+ * RB_EEXIST / RB_ENOENT (as a local change would answer), or
+ * RBD_SOURCE_EREPLY with why; 1: a delete (val unused). */
+static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, char *val,
+                         int64_t *cmp, char *why, size_t cap)
+{
+    const view_t *v = s->applied;
+    const member_t *m = NULL;
+    uint32_t state = RB_NODE_UP, weight = 0;
+
+    if (op->type == RBD_OP_RING_MODE) {
+        rb_ring_mode_t was = v != NULL ? v->mode : s->dmode;
+        /* 0 keeps the vnode count from one vnode mode to another, as a
+         * local RING.MODE does; a table mode's 0 is its automatic size. */
+        uint32_t replicas = op->replicas;
+        if (replicas == 0 && op->mode != RB_RING_MAGLEV && op->mode != RB_RING_SLOTS &&
+            was != RB_RING_MAGLEV && was != RB_RING_SLOTS)
+            replicas = v != NULL ? v->replicas : s->dreplicas;
+        strcpy(key, "mode");
+        snprintf(val, 64, "%s %u", rb_ring_mode_name((rb_ring_mode_t)op->mode), replicas);
+        *cmp = v != NULL ? v->mode_rev : 0;
+        return RB_OK;
+    }
+    if (op->type == RBD_OP_RING_SLOTS) {
+        snprintf(why, cap, "ERR RING.SLOTS is not available with ring-source etcd (the "
+                 "slot map is not kept in etcd); use RING.MODE slots, balanced by weight");
+        return RBD_SOURCE_EREPLY;
+    }
+    if (memchr(op->name, '\0', op->len) != NULL) {
+        snprintf(why, cap, "ERR ring-source etcd: a node name with a NUL byte cannot be an "
+                 "etcd key");
+        return RBD_SOURCE_EREPLY;
+    }
+    m = member(v, op->name, op->len);
+    if ((op->type == RBD_OP_RING_ADD) != (m == NULL))
+        return m == NULL ? RB_ENOENT : RB_EEXIST;
+    snprintf(key, RB_NODE_NAME_MAX + 8, "node/%.*s", (int)op->len, op->name);
+    *cmp = m != NULL ? m->mod_rev : 0;
+    if (m != NULL)
+        state = m->state, weight = m->weight;
+    if (op->type == RBD_OP_RING_REMOVE) {
+        val[0] = '\0';
+        return 1;   /* a delete */
+    }
+    if (op->type == RBD_OP_RING_ADD || op->type == RBD_OP_RING_WEIGHT)
+        weight = op->weight;
+    if (op->type == RBD_OP_RING_STATE)
+        state = op->state;
+    snprintf(val, 64, "%u %s", weight, rb_node_state_name((rb_node_state_t)state));
+    return RB_OK;
+}
+
+/* The refusal of a change while etcd cannot be reached. */
+static int refuse_down(rbd_source_t *s, char *why, size_t cap)
+{
+    rbd_source_status_t ss;
+
+    rbd_source_status(s, &ss);
+    if (ss.connected)
+        return 0;
+    snprintf(why, cap, "ERR ring-source etcd: no working connection to etcd (%s); ring "
+             "changes are refused, readers keep the table of revision %lld",
+             ss.error[0] ? ss.error : "not reached yet", (long long)ss.applied);
+    return RBD_SOURCE_EREPLY;
+}
+
+/* ---- changes handed to the writer thread --------------------------------------- */
+
+int rbd_source_submit(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof, uint64_t client,
+                      const rbd_op_t *op, char *why, size_t cap)
+{
+    job_t *j = calloc(1, sizeof(*j)), **tail;
+    int rc;
+
+    if (j == NULL)
+        return RB_ENOMEM;
+    (void)rbd_source_sync(s, st, aof);
+    if ((rc = refuse_down(s, why, cap)) != 0 ||
+        (rc = etcd_write_of(s, op, j->key, j->val, &j->cmp, why, cap)) < 0) {
+        free(j);
+        return rc;
+    }
+    j->del = rc == 1;
+    j->client = client;
+    pthread_mutex_lock(&s->mu);
+    for (tail = &s->todo; *tail != NULL; tail = &(*tail)->next)
+        ;
+    *tail = j;
+    pthread_cond_signal(&s->wcv);
+    pthread_mutex_unlock(&s->mu);
+    return RB_OK;
+}
+
+/* The answer to job j now (its reply through fn), or 0: not yet. */
+static int answer(rbd_source_t *s, job_t *j, rbd_source_reply_fn fn, void *arg)
+{
+    char line[1024];
+
+    if (j->rc == RBD_ETCD_ECONFLICT) {
+        snprintf(line, sizeof(line), "CONFLICT '%s' was changed in etcd by another host (its "
+                 "revision is %lld, this host had read %lld): nothing was changed; read it "
+                 "again", j->key, (long long)j->cur, (long long)j->cmp);
+        fn(arg, j->client, line);
+        return 1;
+    }
+    if (j->rc != 0) {
+        snprintf(line, sizeof(line), "ERR ring-source etcd: %s", j->err);
+        fn(arg, j->client, line);
+        return 1;
+    }
+    if ((s->applied == NULL || s->applied->revision < j->rev) &&
+        rbd_mono_ms() - j->done_ms < APPLY_WAIT_MS)
+        return 0;
+    fn(arg, j->client, NULL);
+    return 1;
+}
+
+void rbd_source_finish(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof,
+                       rbd_source_reply_fn fn, void *arg)
+{
+    job_t *j, **at;
+
+    (void)rbd_source_sync(s, st, aof);
+    pthread_mutex_lock(&s->mu);
+    j = s->done;
+    s->done = NULL;
+    pthread_mutex_unlock(&s->mu);
+    while (j != NULL) {   /* the done ones join the waiting */
+        job_t *next = j->next;
+        j->next = s->waiting;
+        s->waiting = j;
+        j = next;
+    }
+    for (at = &s->waiting; *at != NULL;) {
+        j = *at;
+        if (!answer(s, j, fn, arg)) {
+            at = &j->next;
+            continue;
+        }
+        *at = j->next;
+        free(j);
+    }
+}
