@@ -373,7 +373,7 @@ static void housekeeping(server_t *s, uint64_t now)
          * are the daemon's delay, not the client's. */
         for (size_t fd = 0; fd < s->clients_cap; fd++) {
             client_t *c = s->clients[fd];
-            if (c != NULL && !c->awaits_log && now > c->last_active_ms &&
+            if (c != NULL && !c->awaits_log && !c->awaits_ring && now > c->last_active_ms &&
                 now - c->last_active_ms > 1000ull * s->cfg.timeout) {
                 s->timeouts++;
                 rbd_client_free(s, c);
