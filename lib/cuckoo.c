@@ -133,8 +133,10 @@ int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
         if ((vr = view_read(m, f, h, inc, &v)) == 1) {
             q = rbi_seq_read_begin(RBI_CF_SEQ(f));
             rc = fn(&v, arg);
-            if (rc == 1 && rbi_seq_read_retry(RBI_CF_SEQ(f), q))
+            if (rc == 1 && rbi_seq_read_retry(RBI_CF_SEQ(f), q)) {
+                rbi_read_pause(t);   /* the writer is inside a move */
                 continue;
+            }
         }
         if (rbi_gen_read_retry(&f->gen, g))
             continue;

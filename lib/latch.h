@@ -91,6 +91,7 @@
 #ifndef RBI_LATCH_H
 #define RBI_LATCH_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -102,6 +103,21 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
  * retry costs one read section (~100 ns); a write takes microseconds or
  * more, so a reader meets this bound only under a pathological writer. */
 #define RBI_READ_RETRIES 100000u
+
+/* After this many retries in a row a reader yields its CPU before each
+ * further one (rbi_read_pause): a writer preempted inside an in-place
+ * sequence (odd) then gets to finish on a busy machine, where spinning
+ * readers would otherwise use up RBI_READ_RETRIES in milliseconds and
+ * answer RB_EBUSY (seen with two CI runs on two cores).  Never reached
+ * without such a stall, so a read still makes no system call. */
+#define RBI_READ_SPINS 1024u
+
+/* Before retry t + 1 of a read section. */
+static inline void rbi_read_pause(uint32_t t)
+{
+    if (t >= RBI_READ_SPINS)
+        sched_yield();
+}
 
 /* The relaxed accessors every read section uses: loads only, never RMW. */
 static inline uint64_t rbi_ld(const _Atomic uint64_t *w)

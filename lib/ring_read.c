@@ -267,6 +267,7 @@ ring_read(const rbi_map_t *m, rbi_ring_fn fn, void *arg)
             rbi_ring_last_retries = t;
             return rc;
         }
+        rbi_read_pause(t);
     }
     rbi_ring_last_retries = RBI_READ_RETRIES;
     return RB_EBUSY;
