@@ -159,7 +159,14 @@ size_t rbd_aof_record_begin(rbd_aof_t *a, uint8_t type)
 
     hdr[8] = type;
     rbi_buf_append(&a->pending, hdr, sizeof(hdr));
+    a->open++;
     return start;
+}
+
+void rbd_aof_record_drop(rbd_aof_t *a, size_t start)
+{
+    a->open--;
+    a->pending.len = start;
 }
 
 void rbd_aof_record_end(rbd_aof_t *a, size_t start, int sync)
@@ -167,6 +174,7 @@ void rbd_aof_record_end(rbd_aof_t *a, size_t start, int sync)
     unsigned char *r;
     size_t len;
 
+    a->open--;
     if (sync)
         a->force_sync = 1;
     if (a->pending.oom)
@@ -215,6 +223,10 @@ int rbd_aof_flush(rbd_aof_t *a)
         return -1;   /* replies wait for a snapshot (snapshot.c retries) */
     if (a->held)
         return -1;   /* for the log a snapshot is switching to: a few ms */
+    if (a->open > 0) {
+        errno = EBUSY;
+        return -1;   /* a record is being built (an EXEC's): it is written whole */
+    }
     if (a->pending.oom) {
         /* A record could not be built: refuse to pretend it was logged. */
         rbd_log(LOG_WARNING, "out of memory building log records; holding replies until a "

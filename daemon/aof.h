@@ -44,6 +44,9 @@ typedef struct rbd_aof {
     _Atomic uint64_t log_written; /* log_bytes, for the snapshot thread (snapshot.c):
                                   its bytes below this are whole records that stay */
     rbi_buf_t pending;        /* records not yet written */
+    unsigned open;             /* records begun and not ended (a TXN and a member
+                                  inside it): pending ends in a partial record, which
+                                  rbd_aof_flush never writes */
     int force_sync;            /* a record needs fsync before its reply */
     int dirty;                 /* written since the last fsync */
     int write_error;           /* last write failed: replies are held */
@@ -81,10 +84,13 @@ static inline void rbd_aof_put(rbd_aof_t *a, const void *data, size_t len)
     rbi_buf_append(&a->pending, data, len);
 }
 void rbd_aof_record_end(rbd_aof_t *a, size_t start, int sync);
+/* Drops the record begun at start (and anything appended after it). */
+void rbd_aof_record_drop(rbd_aof_t *a, size_t start);
 
 /* Writes pending records (and fsyncs as the policy and force_sync say).
  * 0 if everything pending is durable enough to reply; -1 if the write
- * failed (records stay pending, replies must wait). */
+ * failed, or a record is still open (records stay pending, replies must
+ * wait). */
 int rbd_aof_flush(rbd_aof_t *a);
 /* Once a second: notes a failed background fdatasync (the log is then
  * broken) and, for everysec, asks the thread for the next one. */

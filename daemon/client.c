@@ -6,10 +6,13 @@
  *   B1 a client's unsent replies pass client-output-soft-limit by at most
  *      one reply: its pipeline pauses there (the rest of its requests wait,
  *      unread or unexecuted) until it reads; one reply that takes it past
- *      client-output-hard-limit closes it;
+ *      client-output-hard-limit closes it (inside an EXEC too: one
+ *      member's reply, cmd.c);
  *   B2 all clients' buffers together (input, parser, output, the queue of
  *      a transaction) stay within max-client-memory: before a buffer
- *      grows past it, the client holding the most is closed.
+ *      grows past it, the client holding the most is closed (an EXEC
+ *      whose replies would grow past it: that client, one member's reply
+ *      late).
  * When its replies may go is the loop's business (server.c: group
  * commit); a client whose command appended a log record is marked
  * awaits_log here, and its replies wait for the log (P1).
@@ -193,7 +196,8 @@ static int execute(server_t *s, client_t *c, const char *base)
  * them, until only a partial request is left, c closes, or its replies
  * reach client-output-soft-limit (B1: c pauses; the rest runs once they
  * drain, rbd_clients_resume).  A reply that takes c past
- * client-output-hard-limit closes it. */
+ * client-output-hard-limit closes it, and so does an EXEC whose replies
+ * passed a limit while they were built (cmd.c cut them: exec_cut). */
 static void run_input(server_t *s, client_t *c)
 {
     resp_limits_t lim;
@@ -224,7 +228,17 @@ static void run_input(server_t *s, client_t *c)
         }
         done += c->parser.pos;
         resp_parser_reset(&c->parser);
-        if (c->out.len > s->cfg.output_hard_limit) {
+        if (c->exec_cut == RBD_CUT_MEMORY) {
+            s->evicted_clients++;
+            rbd_log_every(&s->log_evict, RBD_LOG_EVERY_MS, LOG_WARNING, "closing client %llu "
+                          "(uid %u, pid %d): the replies of its EXEC would take all clients' "
+                          "buffers past max-client-memory (%llu bytes)",
+                          (unsigned long long)c->id, (unsigned)c->uid, (int)c->pid,
+                          (unsigned long long)s->cfg.max_client_memory);
+            client_drop(s, c, "closed: all clients' buffers exceed max-client-memory");
+            return;
+        }
+        if (c->out.len > s->cfg.output_hard_limit || c->exec_cut == RBD_CUT_OUTPUT) {
             s->output_limit_clients++;
             rbd_log_every(&s->log_evict, RBD_LOG_EVERY_MS, LOG_WARNING, "closing client %llu "
                           "(uid %u, pid %d): its unsent replies (%zu bytes) passed "

@@ -13,6 +13,10 @@
 #include "resp_enc.h"
 #include "txn.h"
 
+/* Why an EXEC's replies were cut (client_t.exec_cut). */
+#define RBD_CUT_OUTPUT 1   /* they passed client-output-hard-limit */
+#define RBD_CUT_MEMORY 2   /* they would take all clients' buffers past max-client-memory */
+
 struct server;
 struct ucred;
 
@@ -39,6 +43,8 @@ typedef struct client {
                              durable: out waits for the log (P1) */
     int paused;           /* complete requests wait in `in` until out
                              drains below client-output-soft-limit */
+    int exec_cut;         /* an EXEC's replies passed a limit (cmd.c:
+                             RBD_CUT_*): the rest were dropped, c closes */
     int awaits_ring;      /* a RING.* change is in etcd's hands (ring-source
                              etcd): its answer, and the requests after it,
                              wait for rbd_source_finish (server.c) */

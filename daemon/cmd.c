@@ -109,23 +109,28 @@ static int check(rbd_ctx_t *x)
 }
 
 /* Queues a checked request of a client in MULTI: +QUEUED, or the reason
- * not (and the transaction is marked).  The queue counts against the
- * client's buffers (B2) and is bounded: max-request-bytes of arguments,
- * RBD_TXN_MAX_COMMANDS commands, which bound EXEC's log record. */
+ * not (and the transaction is marked).  Refused: what cannot be part of a
+ * unit kept whole (CMD_NO_MULTI; with ring-source etcd a ring change,
+ * CMD_RING_SOURCE).  The queue counts against the client's buffers (B2)
+ * and is bounded: max-request-bytes of queue (rbd_txn_cost: the length
+ * prefixes too), RBD_TXN_MAX_COMMANDS commands, which bound EXEC's log
+ * record. */
 static void queue(rbd_ctx_t *x)
 {
     rbd_txn_t *t = &x->c->txn;
-    size_t bytes = 0;
+    size_t bytes = rbd_txn_cost(x->argc, x->argl);
 
-    for (size_t i = 0; i < x->argc; i++)
-        bytes += x->argl[i];
     t->dirty = 1;
     if (x->cmd->flags & CMD_NO_MULTI)
         rbi_resp_error(x->out, "ERR Command not allowed inside a transaction");
+    else if ((x->cmd->flags & CMD_RING_SOURCE) && x->s->source != NULL)
+        rbi_resp_error(x->out, "ERR with ring-source etcd a ring change cannot be part of "
+                       "MULTI/EXEC (etcd answers it later)");
     else if (t->count >= RBD_TXN_MAX_COMMANDS || bytes > x->s->cfg.max_request_bytes - t->bytes)
-        rbi_resp_error(x->out, "ERR transaction too large: its queued commands may have at most "
-                       "%llu bytes of arguments (max-request-bytes) and be at most %u",
-                       (unsigned long long)x->s->cfg.max_request_bytes, RBD_TXN_MAX_COMMANDS);
+        rbi_resp_error(x->out, "ERR transaction too large: its queued commands may take at most "
+                       "%llu bytes (max-request-bytes; 4 more per command and per argument) "
+                       "and be at most %u", (unsigned long long)x->s->cfg.max_request_bytes,
+                       RBD_TXN_MAX_COMMANDS);
     else if (rbd_txn_queue(t, x->argc, x->argv, x->argl) != 0)
         rbi_resp_error(x->out, "ERR out of memory");
     else {
@@ -135,10 +140,14 @@ static void queue(rbd_ctx_t *x)
     }
 }
 
-void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
-                     const size_t *argl)
+/* Runs (or, in MULTI, queues) one request of client c, its reply into
+ * out.  effects_only: a command that can change nothing but its reply
+ * (neither CMD_WRITE nor CMD_ADMIN) is skipped (an EXEC whose replies
+ * were cut). */
+static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only, size_t argc,
+                     const char **argv, const size_t *argl)
 {
-    rbd_ctx_t x = { s, c, argc, argv, argl, &c->out, NULL };
+    rbd_ctx_t x = { s, c, argc, argv, argl, out, NULL };
 
     s->commands++;
     if (check(&x) != 0) {
@@ -150,7 +159,15 @@ void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
         queue(&x);
         return;
     }
+    if (effects_only && !(x.cmd->flags & (CMD_WRITE | CMD_ADMIN)))
+        return;
     x.cmd->fn(&x);
+}
+
+void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
+                     const size_t *argl)
+{
+    dispatch(s, c, &c->out, 0, argc, argv, argl);
 }
 
 /* ---- MULTI, EXEC, DISCARD ------------------------------------------------------ */
@@ -175,16 +192,39 @@ static void cmd_discard(rbd_ctx_t *x)
     rbi_resp_simple(x->out, "OK");
 }
 
+/* Whether an EXEC's replies so far pass the client's limits (B1, B2):
+ * RBD_CUT_OUTPUT past client-output-hard-limit, RBD_CUT_MEMORY if their
+ * growth takes all clients' buffers past max-client-memory (client_mem
+ * counted c's buffers before the EXEC, its queue, now in `queued`
+ * bytes, among them), else 0. */
+static int exec_over(const rbd_ctx_t *x, size_t queued)
+{
+    const client_t *c = x->c;
+    uint64_t now = c->in.cap + c->out.cap + queued;
+
+    if (c->out.len > x->s->cfg.output_hard_limit)
+        return RBD_CUT_OUTPUT;
+    if (now > c->mem && x->s->client_mem + (now - c->mem) > x->s->cfg.max_client_memory)
+        return RBD_CUT_MEMORY;
+    return 0;
+}
+
 /* EXEC: the queued commands run here, one after another, each checked
  * again for permission (a SIGHUP may have taken it away: that command's
  * element is the refusal, as Redis re-checks ACLs), inside one TXN record.
  * A transaction with a mutation is refused whole while the log refuses
  * changes: the log cannot fail between its members (it fails only when
  * written, after this step), so the check before the first holds for
- * all. */
+ * all.  The client's limits hold while the reply is built, as between
+ * the requests of a pipeline: once it passes one (exec_over), the rest of
+ * the replies are dropped, and the client is closed after this step
+ * (client.c, exec_cut); the members still run, so the transaction stays
+ * whole, except those that could change nothing (their reply is all they
+ * make). */
 static void cmd_exec(rbd_ctx_t *x)
 {
     rbd_txn_t run = x->c->txn;
+    rbi_buf_t sink = { 0 };
     const char **argv;
     size_t *argl, argc, off = 0, start;
 
@@ -205,11 +245,18 @@ static void cmd_exec(rbd_ctx_t *x)
         rbi_resp_array(x->out, run.count);
         start = rbd_op_txn_begin(&x->s->state, &x->s->aof);
         x->s->in_exec = 1;
-        while ((off = rbd_txn_next(&run, off, argv, argl, &argc)) != 0)
-            rbd_cmd_execute(x->s, x->c, argc, argv, argl);
+        while ((off = rbd_txn_next(&run, off, argv, argl, &argc)) != 0) {
+            int cut = x->c->exec_cut != 0;
+            sink.len = 0;
+            sink.resp3 = x->out->resp3;
+            dispatch(x->s, x->c, cut ? &sink : x->out, cut, argc, argv, argl);
+            if (!cut)
+                x->c->exec_cut = exec_over(x, run.queue.cap);
+        }
         x->s->in_exec = 0;
         rbd_op_txn_end(&x->s->state, &x->s->aof, start);
     }
+    rbi_buf_free(&sink);
     free(argv);
     free(argl);
     rbd_txn_reset(&run);

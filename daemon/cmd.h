@@ -29,7 +29,11 @@
                             repairs it; SHUTDOWN) */
 #define CMD_TXN   0x4u   /* runs at once inside MULTI, never queued (MULTI,
                             EXEC, DISCARD, QUIT, RESET) */
-#define CMD_NO_MULTI 0x8u /* refused inside MULTI (SAVE, SHUTDOWN, as Redis) */
+#define CMD_NO_MULTI 0x8u /* refused inside MULTI (SAVE, SHUTDOWN, as Redis): it
+                            cannot be part of a unit kept whole (T1) */
+#define CMD_RING_SOURCE 0x10u /* a ring change: with ring-source etcd etcd answers
+                            it later, after the EXEC's step, so it is refused
+                            inside MULTI then (when queued) */
 
 typedef struct rbd_command rbd_command_t;
 

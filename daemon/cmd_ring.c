@@ -35,17 +35,13 @@ static int node_name_ok(rbd_ctx_t *x, size_t i)
 }
 
 /* Runs a ring op and replies OK, or why it failed; with ring-source etcd
- * hands it to the source (ring_source.h), which answers later. */
+ * hands it to the source (ring_source.h), which answers later (never
+ * inside an EXEC: CMD_RING_SOURCE refuses the change when queued). */
 static void run(rbd_ctx_t *x, rbd_op_t *op)
 {
     char why[1024];
     int rc;
 
-    if (x->s->source != NULL && x->s->in_exec) {
-        rbi_resp_error(x->out, "ERR with ring-source etcd a ring change cannot be part of "
-                       "MULTI/EXEC (etcd answers it later)");
-        return;
-    }
     if (x->s->source != NULL) {
         rc = rbd_source_submit(x->s->source, &x->s->state, &x->s->aof, x->c->id, op, why,
                                sizeof(why));
@@ -409,28 +405,28 @@ static void cmd_ring_info(rbd_ctx_t *x)
 }
 
 const rbd_command_t rbd_cmd_ring_table[] = {
-    RBD_COMMAND("RING.ADD", -2, CMD_WRITE, cmd_ring_add, "ring",
+    RBD_COMMAND("RING.ADD", -2, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_add, "ring",
                 "Adds a node to the ring",
                 "node [weight:integer]"),
-    RBD_COMMAND("RING.REMOVE", 2, CMD_WRITE, cmd_ring_remove, "ring",
+    RBD_COMMAND("RING.REMOVE", 2, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_remove, "ring",
                 "Removes a node from the ring",
                 "node"),
-    RBD_COMMAND("RING.WEIGHT", 3, CMD_WRITE, cmd_ring_weight, "ring",
+    RBD_COMMAND("RING.WEIGHT", 3, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_weight, "ring",
                 "Changes a node's weight",
                 "node weight:integer"),
-    RBD_COMMAND("RING.MODE", -2, CMD_WRITE, cmd_ring_mode, "ring",
+    RBD_COMMAND("RING.MODE", -2, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_mode, "ring",
                 "Changes the ring's hash mode and replicas (maglev: its table size)",
                 "(XXH3|KETAMA|NGINX|SEED|MAGLEV|SLOTS) [replicas:integer]"),
-    RBD_COMMAND("RING.SLOTS", -1, CMD_WRITE, cmd_ring_slots, "ring",
+    RBD_COMMAND("RING.SLOTS", -1, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_slots, "ring",
                 "Assigns slots to nodes or balances them (slots mode); lists them",
                 "[BALANCE | (start:integer end:integer node)...]"),
-    RBD_COMMAND("RING.DOWN", 2, CMD_WRITE, cmd_ring_state, "ring",
+    RBD_COMMAND("RING.DOWN", 2, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_state, "ring",
                 "Marks a node down: its keys go to the next node clockwise",
                 "node"),
-    RBD_COMMAND("RING.UP", 2, CMD_WRITE, cmd_ring_state, "ring",
+    RBD_COMMAND("RING.UP", 2, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_state, "ring",
                 "Marks a node up: it owns its keys again",
                 "node"),
-    RBD_COMMAND("RING.DRAIN", 2, CMD_WRITE, cmd_ring_state, "ring",
+    RBD_COMMAND("RING.DRAIN", 2, CMD_WRITE | CMD_RING_SOURCE, cmd_ring_state, "ring",
                 "Marks a node draining: new keys avoid it",
                 "node"),
     RBD_COMMAND("RING.NODES", -1, 0, cmd_ring_nodes, "ring",

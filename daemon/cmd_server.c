@@ -327,15 +327,23 @@ static void cmd_save(rbd_ctx_t *x)
     }
 }
 
-/* BGSAVE [SCHEDULE]: a snapshot in the background, as Redis answers it
- * (SCHEDULE is accepted: one already being written answers so, as
- * without it). */
+/* BGSAVE [SCHEDULE]: a snapshot in the background, as Redis answers it.
+ * Inside an EXEC, or with SCHEDULE while one is being written, it is
+ * scheduled (the next second's tick starts it, snapshot.c): a freeze
+ * inside an EXEC would split the transaction between the snapshot and the
+ * log (T2), and Redis schedules it there too. */
 static void cmd_bgsave(rbd_ctx_t *x)
 {
     char err[512];
+    int schedule = x->argc == 2 && rbd_cmd_arg_is(x, 1, "SCHEDULE");
 
-    if (x->argc > 2 || (x->argc == 2 && !rbd_cmd_arg_is(x, 1, "SCHEDULE"))) {
+    if (x->argc > 2 || (x->argc == 2 && !schedule)) {
         rbi_resp_error(x->out, "ERR syntax error");
+        return;
+    }
+    if (x->s->in_exec || (schedule && x->s->snaps.job != NULL)) {
+        x->s->snaps.scheduled = 1;
+        rbi_resp_simple(x->out, "Background saving scheduled");
         return;
     }
     if (x->s->snaps.job != NULL) {

@@ -533,7 +533,7 @@ void rbd_op_txn_end(rbd_state_t *st, rbd_aof_t *aof, size_t start)
     rbi_segment_txn_end(st->seg);
     /* Each member asked for its own fsync (P2) as it was appended. */
     if (aof->pending.len == start + RBD_REC_HDR)
-        aof->pending.len = start;
+        rbd_aof_record_drop(aof, start);
     else
         rbd_aof_record_end(aof, start, 0);
 }

@@ -69,6 +69,7 @@
 
 #include "bytes.h"
 #include "rbd_log.h"
+#include "seg_txn.h"   /* lib: whether an EXEC is being applied */
 #include "snapshot.h"
 
 #define SNAP_MAGIC    "RBSNAP01"
@@ -342,6 +343,13 @@ static int job_begin(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, int
     rbd_snap_job_t *j;
     int rc;
 
+    /* T2: a freeze between two members of an EXEC would put some of them
+     * in the dump and the rest after F, the TXN record split in two (and
+     * the log's pending bytes end in a record still open). */
+    if (rbi_segment_txn_open(seg) || aof->open > 0) {
+        snprintf(err, errlen, "a transaction is being applied (a snapshot may not split it)");
+        return -1;
+    }
     /* A healthy log gets the records before the freeze; a broken one is
      * what this snapshot replaces whole (the segment holds every change
      * its records described). */
@@ -574,18 +582,20 @@ void rbd_snapshot_tick(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg,
                        const rbd_config_t *cfg, uint64_t now)
 {
     char err[512];
+    const char *what;
     int due;
 
     rbd_snapshot_poll(sn, aof, now);
-    due = aof->broken ||
+    due = aof->broken || sn->scheduled ||
           (aof->changes > 0 && !aof->write_error &&
            ((cfg->save_seconds > 0 && now - sn->last_mono >= 1000ull * cfg->save_seconds) ||
             aof->log_bytes >= cfg->save_log_bytes));
     if (!due || sn->job != NULL || now < sn->next_attempt)
         return;
+    what = aof->broken ? "repairing" : sn->scheduled ? "scheduled" : "periodic";
+    sn->scheduled = 0;
     if (rbd_snapshot_start(sn, aof, seg, err, sizeof(err)) != 0) {
-        rbd_log(LOG_WARNING, "%s snapshot failed: %s (next attempt in 10 s)",
-                aof->broken ? "repairing" : "periodic", err);
+        rbd_log(LOG_WARNING, "%s snapshot failed: %s (next attempt in 10 s)", what, err);
         sn->next_attempt = now + 10000;
     }
 }

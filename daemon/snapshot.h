@@ -27,6 +27,8 @@ typedef struct rbd_snapshots {
     uint64_t last_loop_us;     /* ... of which the event loop spent (steps 1, 5-7) */
     uint64_t last_saved_bytes; /* ... pages the writer saved for it (copy on write) */
     rbd_snap_job_t *job;       /* the one being written, or NULL */
+    int scheduled;             /* BGSAVE asked for one when none could start (inside
+                                  an EXEC, or one being written): the tick starts it */
     int wakefd;                /* eventfd the thread wakes the event loop with (-1: none
                                   yet: foreground snapshots only) */
 } rbd_snapshots_t;

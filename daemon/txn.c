@@ -12,6 +12,15 @@
 #include "bytes.h"
 #include "txn.h"
 
+size_t rbd_txn_cost(size_t argc, const size_t *argl)
+{
+    size_t bytes = 4;
+
+    for (size_t i = 0; i < argc; i++)
+        bytes += 4 + argl[i];
+    return bytes;
+}
+
 int rbd_txn_queue(rbd_txn_t *t, size_t argc, const char *const *argv, const size_t *argl)
 {
     unsigned char n[4];
@@ -24,8 +33,8 @@ int rbd_txn_queue(rbd_txn_t *t, size_t argc, const char *const *argv, const size
         rbd_put_u32(n, (uint32_t)argl[i]);
         rbi_buf_append(&t->queue, n, 4);
         rbi_buf_append(&t->queue, argv[i], argl[i]);
-        t->bytes += argl[i];
     }
+    t->bytes += rbd_txn_cost(argc, argl);
     t->count++;
     if (t->queue.oom) {
         t->dirty = 1;

@@ -20,13 +20,19 @@ typedef struct rbd_txn {
     int active;          /* between MULTI and EXEC / DISCARD */
     int dirty;           /* a command was refused while queuing: EXEC aborts */
     size_t count;        /* commands queued */
-    size_t bytes;        /* their arguments' bytes (against max-request-bytes) */
+    size_t bytes;        /* the queue's bytes, length prefixes included
+                            (rbd_txn_cost; against max-request-bytes) */
     size_t max_argc;     /* the most arguments of one of them */
     int writes;          /* one of them is a mutation (cmd.c: CMD_WRITE) */
     rbi_buf_t queue;     /* each: u32 argc, argc x (u32 length, bytes) */
 } rbd_txn_t;
 
-/* Appends one request to t's queue: 0, or -1 if the queue is out of
+/* The bytes a request of argc arguments of lengths argl takes in a
+ * queue: a 4-byte count, and per argument a 4-byte length and its bytes,
+ * so that empty arguments count too. */
+size_t rbd_txn_cost(size_t argc, const size_t *argl);
+
+/* Appends one request to t's queue (t->bytes grows by its cost): 0, or -1 if the queue is out of
  * memory (t is then dirty). */
 int rbd_txn_queue(rbd_txn_t *t, size_t argc, const char *const *argv, const size_t *argl);
 
