@@ -11,6 +11,9 @@
 #   fuzz_attach/   the daemon's live segment, copied from /dev/shm, trimmed
 #                  of its zero tail (fuzz_attach pads it back).
 #   fuzz_resp/     requests as clients send them (written here by hand).
+#   fuzz_txn/      sessions with MULTI / EXEC (written here by hand): the
+#                  BGSAVE inside a transaction of issue 25, and every command
+#                  of the table queued by index.
 # Run from the build directory after make (RB_DAEMON overrides the daemon).
 # Needs redis-cli (Debian package redis-tools).
 set -eu
@@ -68,7 +71,7 @@ persist_seed() {
       [ "$4" = - ] || cat "$4"; } > "$f"
 }
 
-mkdir -p "$out/fuzz_persist" "$out/fuzz_attach" "$out/fuzz_resp"
+mkdir -p "$out/fuzz_persist" "$out/fuzz_attach" "$out/fuzz_resp" "$out/fuzz_txn"
 cp "$dir/state/snapshot.rbs" "$dir/snap0"
 
 R RING.ADD cache-a.example:11211
@@ -116,4 +119,28 @@ resp_seed bad-length '\001\000*1\r\n$-5\r\n'
 # A bulk of exactly max-request-bytes (1024): the request around it is larger.
 { printf '\000\002\100\077*1\r\n$1024\r\n'; head -c 1024 /dev/zero | tr '\000' x; printf '\r\n'; } \
     > "$out/fuzz_resp/max-bulk"
+# fuzz_txn: per request a byte argc - 1, then per argument a length byte and
+# the bytes (see fuzz_txn.c); "@N" is the command of the table at index N.
+txn_req() {
+    printf "\\$(printf %03o $(($# - 1)))"
+    for w; do
+        case $w in
+        @*) printf "\\377\\$(printf %03o "${w#@}")" ;;
+        *) printf "\\$(printf %03o ${#w})%s" "$w" ;;
+        esac
+    done
+}
+{ txn_req CMS.INITBYDIM c 100 4; txn_req CF.RESERVE cf 100; txn_req MULTI
+  txn_req CMS.INCRBY c a 10; txn_req BGSAVE; txn_req CMS.INCRBY c a 100
+  txn_req CF.ADD cf x; txn_req BF.ADD bf k1; txn_req EXEC; } > "$out/fuzz_txn/bgsave-inside"
+{ txn_req MULTI; txn_req BGSAVE; txn_req CF.ADD cf x; txn_req BF.ADD bf k1; txn_req EXEC
+  txn_req MULTI; txn_req BGSAVE; txn_req EXEC; } > "$out/fuzz_txn/bgsave-first"
+{ txn_req BF.ADD bf k; txn_req MULTI; txn_req BF.RESERVE r 0.01 10; txn_req RING.ADD n1 2
+  txn_req PFADD h a b; txn_req CMS.INITBYPROB p 0.01 0.01; txn_req ADMIT.RESERVE adm 100
+  txn_req ADMIT.TOUCH adm x; txn_req DEL h; txn_req BF.RESET bf; txn_req EXEC
+  txn_req MULTI; txn_req RING.ADD n2; txn_req SAVE; txn_req EXEC
+  txn_req MULTI; txn_req RING.ADD n3; txn_req DISCARD; } > "$out/fuzz_txn/kinds"
+{ txn_req MULTI; k=0
+  while [ $k -lt 96 ]; do txn_req "@$k" x; k=$((k + 1)); done
+  txn_req EXEC; } > "$out/fuzz_txn/every-command"
 echo "seed corpora written to $out"
