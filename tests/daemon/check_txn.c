@@ -517,7 +517,9 @@ static void exec_replies_bounded(const char *conf, const char *why)
     hwm1 = rbd_proc_kb(d.pid, "VmHWM:");
     printf("EXEC of 10,000 COMMAND DOCS (%s): peak RSS grew by %ld kB; the reply ended [%s]\n",
            conf, hwm1 - hwm0, tail);
-    ck_assert_msg(strstr(tail, why) != NULL, "expected [%s] at the end, got [%s]", why, tail);
+    fflush(stdout);
+    ck_assert_msg(strstr(tail, why) != NULL, "expected [%s] at the end, got [%s] (peak RSS grew "
+                  "by %ld kB)", why, tail, hwm1 - hwm0);
     ck_assert_msg(hwm1 - hwm0 < 40 * 1024, "peak RSS grew by %ld kB", hwm1 - hwm0);
     c = rbd_connect(&d);
     rbd_expect(c, "PONG", "PING");
@@ -579,6 +581,7 @@ START_TEST(test_txn_empty_arguments_count)
         refused++;
     printf("40 PINGs of 32,767 empty arguments in MULTI: %zu queued, %zu refused\n", queued,
            refused);
+    fflush(stdout);
     ck_assert_uint_eq(queued, 7);
     ck_assert_uint_eq(refused, 33);
     ck_assert_msg(strstr(got, "-EXECABORT Transaction discarded because of previous errors.\r\n")
