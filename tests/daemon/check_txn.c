@@ -20,6 +20,8 @@
 
 static rbd_proc_t d;
 
+static size_t send_read_to_eof(int fd, const char *req, size_t len, char *tail, size_t cap);
+
 /* ---- every command inside MULTI --------------------------------------------------- */
 
 /* An example of each command: `prep` (or NULL) runs before MULTI, `cmd`
@@ -407,12 +409,18 @@ END_TEST
 
 /* BGSAVE inside EXEC is scheduled, as Redis answers it, and the snapshot
  * follows after the transaction (INFO counts it); alone in the queue it
- * used to kill the daemon. */
+ * used to kill the daemon.  BGSAVE SCHEDULE while one is being written is
+ * scheduled too (three requests in one write run in one loop step, before
+ * the first snapshot can finish). */
 START_TEST(test_txn_bgsave_is_scheduled)
 {
+    static const char req[] = "*1\r\n$6\r\nBGSAVE\r\n*2\r\n$6\r\nBGSAVE\r\n$8\r\nSCHEDULE\r\n"
+                              "*1\r\n$6\r\nBGSAVE\r\n";
+    const char *want = "+Background saving started\r\n+Background saving scheduled\r\n"
+                       "-ERR Background save already in progress\r\n";
     char out[4096];
     rb_conn_t *c;
-    int rc;
+    int rc, fd;
 
     rbd_start(&d, NULL);
     c = rbd_connect(&d);
@@ -421,13 +429,23 @@ START_TEST(test_txn_bgsave_is_scheduled)
     rbd_expect(c, "Background saving scheduled", "EXEC");
     rbd_expect(c, "PONG", "PING");
     for (int i = 0; i < 50; i++) {
-        const char *info = rbd_cmd(c, &rc, "INFO", "persistence", (const char *)NULL);
-        snprintf(out, sizeof(out), "%s", info);
+        snprintf(out, sizeof(out), "%s", rbd_cmd(c, &rc, "INFO", "persistence",
+                                                 (const char *)NULL));
         if (strstr(out, "snapshots:2\r\n") != NULL)   /* start-up's, then this one */
             break;
         usleep(100000);
     }
     ck_assert_msg(strstr(out, "snapshots:2\r\n") != NULL, "%s", out);
+    fd = rbd_raw_connect(&d);
+    send_read_to_eof(fd, req, sizeof(req) - 1, out, sizeof(out));
+    close(fd);
+    ck_assert_msg(strcmp(out, want) == 0, "expected [%s], got [%s]", want, out);
+    for (int i = 0; i < 50 && strstr(out, "snapshots:4\r\n") == NULL; i++) {
+        usleep(100000);
+        snprintf(out, sizeof(out), "%s", rbd_cmd(c, &rc, "INFO", "persistence",
+                                                 (const char *)NULL));
+    }
+    ck_assert_msg(strstr(out, "snapshots:4\r\n") != NULL, "%s", out);
     ck_assert_int_eq(rbd_log_count(&d, "scheduled snapshot failed"), 0);
     rb_conn_close(c);
 }
