@@ -16,6 +16,7 @@
 #define RBD_CMD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "resp_enc.h"
 #include "server.h"
@@ -95,6 +96,13 @@ int rbd_cmd_arg_double(const rbd_ctx_t *x, size_t i, double *out);
  * returns -1.  _keys: every argument from first on. */
 int rbd_cmd_arg_key(rbd_ctx_t *x, size_t i);
 int rbd_cmd_arg_keys(rbd_ctx_t *x, size_t first);
+/* The distinct arguments from first on (by bytes), in O(arguments):
+ * *uniq (malloc'd, the caller frees) the index of each one's first
+ * occurrence, *times (NULL: not wanted; else malloc'd too) how often it
+ * occurs.  Their number, or -1 (out of memory: replied).  What keeps a
+ * command that names one key 200,000 times from doing its work 200,000
+ * times (PFCOUNT, PFMERGE, EXISTS). */
+long rbd_cmd_args_distinct(rbd_ctx_t *x, size_t first, uint32_t **uniq, uint32_t **times);
 /* A name argument (what: "filter", "node") of 1..max bytes: 0, or replies
  * and returns -1. */
 int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max);
