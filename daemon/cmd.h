@@ -113,6 +113,19 @@ int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max);
 int rbd_cmd_cms_incrby(rbd_ctx_t *x, const char *name, size_t len, const rb_key_t *items,
                        const uint64_t *by, size_t n, uint64_t *est);
 
+/* Whether a command's one pass over segment memory (making a filter or
+ * sketch, merging sketches, halving one) of `bytes` stays within
+ * max-command-bytes, which keeps it under the writers' 250 ms: 0, or
+ * replies an error naming the limit and what (e.g. "CMS.MERGE of 3
+ * sketches") and returns -1.  Checked before the op, so a refused command
+ * is never logged. */
+int rbd_cmd_work_ok(rbd_ctx_t *x, uint64_t bytes, const char *what);
+
+/* Whether a sketch of p's shape may be made (cmd_cms.c): its counters are
+ * zeroed at once, and an aging one is halved by a single command, both
+ * within max-command-bytes.  0, or replies and returns -1. */
+int rbd_cmd_cms_size_ok(rbd_ctx_t *x, const rb_cms_params_t *p);
+
 /* The command's name in lower case, as Redis names its own commands. */
 const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap);
 /* Replies "wrong number of arguments" for the command being run. */

@@ -133,6 +133,16 @@ int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max)
     return 0;
 }
 
+int rbd_cmd_work_ok(rbd_ctx_t *x, uint64_t bytes, const char *what)
+{
+    if (bytes <= x->s->cfg.max_command_bytes)
+        return 0;
+    rbi_resp_error(x->out, "ERR %s would write or read %llu bytes in one go, more than "
+                   "max-command-bytes (%llu)", what, (unsigned long long)bytes,
+                   (unsigned long long)x->s->cfg.max_command_bytes);
+    return -1;
+}
+
 const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap)
 {
     size_t i;

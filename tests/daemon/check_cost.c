@@ -234,9 +234,174 @@ START_TEST(test_cost_repeated_keys)
 }
 END_TEST
 
+/* A request of the words given (NULL-terminated) into r. */
+static void req_words(req_t *r, ...)
+{
+    const char *w[64];
+    size_t n = 0;
+    va_list ap;
+
+    va_start(ap, r);
+    while (n < 64 && (w[n] = va_arg(ap, const char *)) != NULL)
+        n++;
+    va_end(ap);
+    req_argc(r, n);
+    for (size_t i = 0; i < n; i++)
+        req_arg(r, w[i], strlen(w[i]));
+}
+
+#define NAMES_WORK "more than max-command-bytes (67108864)"
+
+/* assert_no_stall for a refusal: the reply names the limit. */
+static void assert_refused(req_t *r, const char *what, const char *limit)
+{
+    char line[512];
+    uint64_t ms, worst = worst_ping_during(r->buf, r->len, line, sizeof(line), &ms);
+
+    printf("%s: reply [%s] in %llu ms, worst PING meanwhile %llu ms\n", what, line,
+           (unsigned long long)ms, (unsigned long long)worst);
+    ck_assert_msg(line[0] == '-' && strstr(line, limit) != NULL, "%s: got [%s], want [%s]",
+                  what, line, limit);
+    ck_assert_msg(worst < WRITE_BOUND_MS, "%s: a PING waited %llu ms", what,
+                  (unsigned long long)worst);
+    free(r->buf);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Item 8: CMS.MERGE of 100 sources of a 64 MB sketch (7.8 s, and a replay
+ * did it again): refused naming max-command-bytes, never logged; a merge
+ * within it runs under the bound. */
+START_TEST(test_cost_cms_merge)
+{
+    rb_conn_t *c;
+    req_t r = { 0 };
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "big", "4000000", "4");
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "src", "4000000", "4", "LIKE", "big");
+    rbd_expect(c, "1", "CMS.INCRBY", "src", "x", "1");
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "half", "2000000", "4");
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "hsrc", "2000000", "4", "LIKE", "half");
+    rbd_expect(c, "1", "CMS.INCRBY", "hsrc", "x", "1");
+    rb_conn_close(c);
+    req_argc(&r, 103);
+    req_arg(&r, "CMS.MERGE", 9);
+    req_arg(&r, "big", 3);
+    req_arg(&r, "100", 3);
+    for (int i = 0; i < 100; i++)
+        req_arg(&r, "src", 3);
+    assert_refused(&r, "CMS.MERGE of 100 x 64 MB", NAMES_WORK);
+    req_words(&r, "CMS.MERGE", "half", "1", "hsrc", NULL);
+    assert_no_stall(&r, "CMS.MERGE of 1 x 32 MB", "+OK", WRITE_BOUND_MS);
+    rbd_restart_cold(&d);
+    c = rbd_connect(&d);
+    rbd_expect(c, "0", "CMS.QUERY", "big", "x");
+    rbd_expect(c, "1", "CMS.QUERY", "half", "x");
+    rb_conn_close(c);
+}
+END_TEST
+
+/* Item 8: an aging count-min sketch (AGING w) halves every counter each w
+ * increments; AGING 1 on a 64 MB sketch took 3 s per 50 increments.  A
+ * sketch whose halving passes max-command-bytes is not made, and an
+ * INCRBY that would halve one more than once past it is refused; one
+ * halving runs under the bound, and replays to the same counters. */
+START_TEST(test_cost_cms_aging)
+{
+    char item[16], by[] = "1";
+    rb_conn_t *c;
+    req_t r = { 0 };
+
+    rbd_start(&d, NULL);
+    req_words(&r, "CMS.INITBYDIM", "ag64", "4000000", "4", "AGING", "1", NULL);
+    assert_refused(&r, "CMS.INITBYDIM 64 MB AGING 1", NAMES_WORK);
+    req_words(&r, "ADMIT.RESERVE", "tiny", "40000000", "0.01", NULL);
+    assert_refused(&r, "ADMIT.RESERVE of a 64 MB sketch", NAMES_WORK);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "ag", "2000000", "4", "AGING", "2");
+    rb_conn_close(c);
+    req_argc(&r, 102);
+    req_arg(&r, "CMS.INCRBY", 10);
+    req_arg(&r, "ag", 2);
+    for (int i = 0; i < 50; i++) {
+        int n = snprintf(item, sizeof(item), "k%d", i);
+        req_arg(&r, item, (size_t)n);
+        req_arg(&r, by, 1);
+    }
+    assert_refused(&r, "CMS.INCRBY of 50 items, AGING 2, 32 MB", NAMES_WORK);
+    req_words(&r, "CMS.INCRBY", "ag", "a", "1", "b", "1", "c", "1", NULL);
+    assert_no_stall(&r, "CMS.INCRBY halving a 32 MB sketch once", "*3", WRITE_BOUND_MS);
+    rbd_restart_cold(&d);
+    c = rbd_connect(&d);
+    rbd_expect(c, "width\n2000000\ndepth\n4\ncount\n2\ncounter bits\n32\naging\n2\nagings\n1",
+               "CMS.INFO", "ag");
+    rbd_expect(c, "0", "EXISTS", "ag64");
+    rb_conn_close(c);
+}
+END_TEST
+
+/* Item 8: CF.RESERVE of a 512 MB filter (1.1 s of page faults and
+ * zeroing at the default max-memory; 2^30 took 37 s with more) is refused
+ * naming max-command-bytes, and so is CF.INSERT making one; 64 MB runs
+ * under the bound. */
+START_TEST(test_cost_cf_reserve)
+{
+    rb_conn_t *c;
+    req_t r = { 0 };
+
+    rbd_start(&d, NULL);
+    req_words(&r, "CF.RESERVE", "huge", "500000000", NULL);
+    assert_refused(&r, "CF.RESERVE 500000000", NAMES_WORK);
+    req_words(&r, "CF.INSERT", "huge", "CAPACITY", "500000000", "ITEMS", "x", NULL);
+    assert_refused(&r, "CF.INSERT CAPACITY 500000000", NAMES_WORK);
+    req_words(&r, "CF.RESERVE", "big", "50000000", NULL);
+    assert_no_stall(&r, "CF.RESERVE 50000000 (64 MiB)", "+OK", WRITE_BOUND_MS);
+    rbd_restart_cold(&d);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "EXISTS", "big", "huge");
+    rb_conn_close(c);
+}
+END_TEST
+
+/* Item 8: RING.ADD with weight 65535 (10.5 million points at 160
+ * replicas: 2-13 s of sorting and page faults) and RING.MODE past
+ * max-ring-points are refused naming it; a ring at the limit is built
+ * under the bound. */
+START_TEST(test_cost_ring_points)
+{
+    rb_conn_t *c;
+    req_t r = { 0 };
+
+    rbd_start(&d, NULL);
+    req_words(&r, "RING.ADD", "heavy", "65535", NULL);
+    assert_refused(&r, "RING.ADD weight 65535", "more than max-ring-points (1048576)");
+    req_words(&r, "RING.ADD", "n1", "6553", NULL);
+    assert_no_stall(&r, "RING.ADD weight 6553 (1048480 points)", "+OK", WRITE_BOUND_MS);
+    req_words(&r, "RING.WEIGHT", "n1", "6554", NULL);
+    assert_refused(&r, "RING.WEIGHT 6554", "more than max-ring-points (1048576)");
+    req_words(&r, "RING.MODE", "xxh3", "161", NULL);
+    assert_refused(&r, "RING.MODE xxh3 161", "more than max-ring-points (1048576)");
+    req_words(&r, "RING.MODE", "maglev", "16777213", NULL);
+    assert_refused(&r, "RING.MODE maglev 16777213", "more than max-ring-points (1048576)");
+    c = rbd_connect(&d);
+    /* A change that adds no points is never refused. */
+    rbd_expect(c, "OK", "RING.WEIGHT", "n1", "10");
+    rbd_expect(c, "OK", "RING.WEIGHT", "n1", "6553");
+    rb_conn_close(c);
+    rbd_restart_cold(&d);
+    c = rbd_connect(&d);
+    rbd_expect(c, "n1\n6553", "RING.NODES");
+    rb_conn_close(c);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("cost",
                         RB_TCASE("read", 120, NULL, rbd_teardown, test_cost_keys_long_class,
-                                 test_cost_repeated_keys));
+                                 test_cost_repeated_keys),
+                        RB_TCASE("write", 120, NULL, rbd_teardown, test_cost_cms_merge,
+                                 test_cost_cms_aging, test_cost_cf_reserve,
+                                 test_cost_ring_points));
 }
