@@ -244,11 +244,14 @@ out:
 static void cmd_cms_query(rbd_ctx_t *x)
 {
     uint64_t *est = calloc(x->argc - 2, sizeof(*est));
-    int rc = est == NULL ? RB_ENOMEM : RB_OK;
+    rb_key_t *keys = calloc(x->argc - 2, sizeof(*keys));
+    int rc = est == NULL || keys == NULL ? RB_ENOMEM : RB_OK;
 
     for (size_t i = 2; rc == RB_OK && i < x->argc; i++)
-        rc = rb_cms_query(x->s->state.seg, x->argv[1], x->argl[1], x->argv[i], x->argl[i],
-                          &est[i - 2]);
+        keys[i - 2] = (rb_key_t){ x->argv[i], x->argl[i] };
+    if (rc == RB_OK)
+        rc = rbi_cms_query_many(x->s->state.seg, x->argv[1], x->argl[1], keys, x->argc - 2, est);
+    free(keys);
     if (rc != RB_OK) {
         sketch_error(x, rc);
     } else {

@@ -260,8 +260,9 @@ static void assert_refused(req_t *r, const char *what, const char *limit)
 
     printf("%s: reply [%s] in %llu ms, worst PING meanwhile %llu ms\n", what, line,
            (unsigned long long)ms, (unsigned long long)worst);
-    ck_assert_msg(line[0] == '-' && strstr(line, limit) != NULL, "%s: got [%s], want [%s]",
-                  what, line, limit);
+    ck_assert_msg(line[0] == '-' && strstr(line, limit) != NULL,
+                  "%s: got [%s] in %llu ms (worst PING %llu ms), want [%s]", what, line,
+                  (unsigned long long)ms, (unsigned long long)worst, limit);
     ck_assert_msg(worst < WRITE_BOUND_MS, "%s: a PING waited %llu ms", what,
                   (unsigned long long)worst);
     free(r->buf);
