@@ -344,9 +344,9 @@ END_TEST
 
 /* Item 8: CF.RESERVE of a 512 MB filter (1.1 s of page faults and
  * zeroing at the default max-memory; 2^30 took 37 s with more) is refused
- * naming max-command-bytes, and so is CF.INSERT making one; 64 MB runs
- * under the bound. */
-START_TEST(test_cost_cf_reserve)
+ * naming max-command-bytes, and so is CF.INSERT making one, and their
+ * Bloom filter twins; 64 MB runs under the bound. */
+START_TEST(test_cost_filter_reserve)
 {
     rb_conn_t *c;
     req_t r = { 0 };
@@ -358,9 +358,16 @@ START_TEST(test_cost_cf_reserve)
     assert_refused(&r, "CF.INSERT CAPACITY 500000000", NAMES_WORK);
     req_words(&r, "CF.RESERVE", "big", "50000000", NULL);
     assert_no_stall(&r, "CF.RESERVE 50000000 (64 MiB)", "+OK", WRITE_BOUND_MS);
+    /* A Bloom filter's first layer is zeroed at once too. */
+    req_words(&r, "BF.RESERVE", "bhuge", "0.01", "300000000", NULL);
+    assert_refused(&r, "BF.RESERVE 0.01 300000000", NAMES_WORK);
+    req_words(&r, "BF.INSERT", "bhuge", "CAPACITY", "300000000", "ITEMS", "x", NULL);
+    assert_refused(&r, "BF.INSERT CAPACITY 300000000", NAMES_WORK);
+    req_words(&r, "BF.RESERVE", "bbig", "0.01", "40000000", NULL);
+    assert_no_stall(&r, "BF.RESERVE 0.01 40000000", "+OK", WRITE_BOUND_MS);
     rbd_restart_cold(&d);
     c = rbd_connect(&d);
-    rbd_expect(c, "1", "EXISTS", "big", "huge");
+    rbd_expect(c, "2", "EXISTS", "big", "huge", "bbig", "bhuge");
     rb_conn_close(c);
 }
 END_TEST
@@ -403,6 +410,6 @@ int main(void)
                         RB_TCASE("read", 120, NULL, rbd_teardown, test_cost_keys_long_class,
                                  test_cost_repeated_keys),
                         RB_TCASE("write", 120, NULL, rbd_teardown, test_cost_cms_merge,
-                                 test_cost_cms_aging, test_cost_cf_reserve,
+                                 test_cost_cms_aging, test_cost_filter_reserve,
                                  test_cost_ring_points));
 }
