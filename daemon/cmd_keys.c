@@ -7,7 +7,7 @@
  * table and handlers.
  *
  * A delete is an op (ops.c: applied, logged, replayed); the rest only read
- * the directory.  Patterns follow Redis's glob (glob.c: *, ?, [abc],
+ * the directory.  Patterns follow Redis's glob (glob_match.c: *, ?, [abc],
  * [^a-z], \ escapes, on bytes, so names with NUL bytes match too),
  * compiled once per command, so a name costs O(pattern tokens x name).  A SCAN cursor is a directory slot: filters never move
  * between slots, so a SCAN reports every filter that lived throughout it
@@ -21,7 +21,7 @@
 #include <strings.h>
 
 #include "cmd.h"
-#include "glob.h"
+#include "glob_match.h"
 #include "ops.h"
 
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */

@@ -1,18 +1,18 @@
-/* check_glob.c - KEYS / SCAN MATCH patterns (daemon/glob.c): the answers
+/* check_glob_match.c - KEYS / SCAN MATCH patterns (daemon/glob_match.c): the answers
  * of Redis's stringmatchlen, on a table of patterns and against a
  * transcription of stringmatchlen itself (Redis's util.c, BSD-3-Clause,
- * nocase dropped, bytes unsigned as glob.c reads them) on every short
+ * nocase dropped, bytes unsigned as glob_match.c reads them) on every short
  * pattern and name of a small alphabet; and the cost: a long class or a
  * long pattern costs O(pattern) to compile and O(tokens x name) to match. */
 #include <string.h>
 #include <time.h>
 
-#include "glob.h"
+#include "glob_match.h"
 #include "rb_test.h"
 
 #define NAME_MAX_LEN 255
 
-/* Redis's stringmatchlen (util.c), the reference glob.c must answer as. */
+/* Redis's stringmatchlen (util.c), the reference glob_match.c must answer as. */
 static int redis_match(const unsigned char *p, size_t pl, const unsigned char *s, size_t sl,
                        int *skip, int nesting)
 {
@@ -119,7 +119,7 @@ static int ref(const char *p, size_t pl, const char *s, size_t sl)
     return redis_match((const unsigned char *)p, pl, (const unsigned char *)s, sl, &skip, 0);
 }
 
-static int glob(const char *p, size_t pl, const char *s, size_t sl)
+static int compiled(const char *p, size_t pl, const char *s, size_t sl)
 {
     rbd_glob_t g;
     int r;
@@ -158,7 +158,7 @@ START_TEST(test_glob_table_answers_as_redis)
         size_t pl = strlen(table[i].pattern), sl = strlen(table[i].name);
         ck_assert_msg(ref(table[i].pattern, pl, table[i].name, sl) == table[i].match,
                       "reference: [%s] [%s]", table[i].pattern, table[i].name);
-        ck_assert_msg(glob(table[i].pattern, pl, table[i].name, sl) == table[i].match,
+        ck_assert_msg(compiled(table[i].pattern, pl, table[i].name, sl) == table[i].match,
                       "glob: [%s] [%s] should be %d", table[i].pattern, table[i].name,
                       table[i].match);
     }
@@ -179,8 +179,8 @@ START_TEST(test_glob_table_answers_as_redis)
         }
     }
     /* A NUL byte is a byte like any other. */
-    ck_assert_int_eq(glob("a?b", 3, "a\0b", 3), 1);
-    ck_assert_int_eq(glob("a[\0]b", 5, "a\0b", 3), 1);
+    ck_assert_int_eq(compiled("a?b", 3, "a\0b", 3), 1);
+    ck_assert_int_eq(compiled("a[\0]b", 5, "a\0b", 3), 1);
 }
 END_TEST
 

@@ -1,5 +1,5 @@
 /*
- * glob.c - Redis's glob (stringmatchlen) as a compiled token list and a
+ * glob_match.c - Redis's glob (stringmatchlen) as a compiled token list and a
  * greedy matcher.  Redis interprets the pattern while it matches: a class
  * is read again for every byte it is tried against and every star tries
  * every suffix recursively, so a long class or many stars cost
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "glob.h"
+#include "glob_match.h"
 
 #define GLOB_DEPTH 1000   /* Redis's nesting limit: star groups past it fail */
 

@@ -1,8 +1,8 @@
 /*
- * glob.h - Redis's glob patterns (stringmatchlen in its util.c: *, ?,
+ * glob_match.h - Redis's glob patterns (stringmatchlen in its util.c: *, ?,
  * [abc], [^a-z], ranges either way round, \ escapes, on bytes), compiled
  * once per command into a token list so that matching a name costs
- * O(tokens x name) whatever the pattern holds (glob.c).  KEYS and SCAN
+ * O(tokens x name) whatever the pattern holds (glob_match.c).  KEYS and SCAN
  * MATCH use it (cmd_keys.c).
  */
 #ifndef RBD_GLOB_H
