@@ -69,11 +69,13 @@ static uint64_t pinger_stop(pinger_t *p)
     return p->worst_ms;
 }
 
-/* Sends the request req[0..len) on a fresh connection while a pinger
- * runs, reads its reply's first line into line (up to 60 s), and returns
- * the worst PING round trip meanwhile; *ms: how long the reply took. */
-static uint64_t worst_ping_during(const char *req, size_t len, char *line, size_t cap,
-                                  uint64_t *ms)
+/* Sends the requests req[0..len) on a fresh connection while a pinger
+ * runs, reads the first line of the first reply into line and the first
+ * lines of `nreplies` replies in all (up to 60 s each; replies of one
+ * line), and returns the worst PING round trip meanwhile; *ms: how long
+ * the replies took. */
+static uint64_t worst_ping_during_n(const char *req, size_t len, int nreplies, char *line,
+                                    size_t cap, uint64_t *ms)
 {
     int fd = rbd_raw_connect(&d);
     uint64_t t0;
@@ -97,9 +99,24 @@ static uint64_t worst_ping_during(const char *req, size_t len, char *line, size_
         }
     }
     line[w] = '\0';
+    for (int k = 1; k < nreplies; k++) {
+        char b[2] = { 0, 0 };
+        while (b[0] != '\r' || b[1] != '\n') {
+            struct pollfd pf = { fd, POLLIN, 0 };
+            ck_assert_int_eq(poll(&pf, 1, 60000), 1);
+            b[0] = b[1];
+            ck_assert_int_eq(read(fd, &b[1], 1), 1);
+        }
+    }
     *ms = rb_test_now_ms() - t0;
     close(fd);
     return pinger_stop(&p);
+}
+
+static uint64_t worst_ping_during(const char *req, size_t len, char *line, size_t cap,
+                                  uint64_t *ms)
+{
+    return worst_ping_during_n(req, len, 1, line, cap, ms);
 }
 
 /* A growing RESP request: *argc then each argument as a bulk string. */
@@ -303,6 +320,38 @@ START_TEST(test_cost_cms_merge)
 }
 END_TEST
 
+/* Item 8's sibling: a pipeline of costly commands, each within the
+ * limits (20 merges of 32 MB, ~40 ms each), ran in one loop turn and
+ * stalled the others for their sum; a client's pipeline now yields after
+ * 20 ms of commands, so a PING waits for one command at most. */
+START_TEST(test_cost_pipeline_yields)
+{
+    enum { N = 20 };
+    char line[512];
+    uint64_t ms, worst;
+    rb_conn_t *c;
+    req_t r = { 0 };
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "half", "2000000", "4");
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "hsrc", "2000000", "4", "LIKE", "half");
+    rbd_expect(c, "1", "CMS.INCRBY", "hsrc", "x", "1");
+    rb_conn_close(c);
+    for (int i = 0; i < N; i++)
+        req_words(&r, "CMS.MERGE", "half", "1", "hsrc", NULL);
+    worst = worst_ping_during_n(r.buf, r.len, N, line, sizeof(line), &ms);
+    printf("%d pipelined CMS.MERGE of 32 MB: %llu ms, worst PING meanwhile %llu ms\n", N,
+           (unsigned long long)ms, (unsigned long long)worst);
+    ck_assert_str_eq(line, "+OK");
+    ck_assert_msg(worst < WRITE_BOUND_MS, "a PING waited %llu ms", (unsigned long long)worst);
+    free(r.buf);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "CMS.QUERY", "half", "x");
+    rb_conn_close(c);
+}
+END_TEST
+
 /* Item 8: an aging count-min sketch (AGING w) halves every counter each w
  * increments; AGING 1 on a 64 MB sketch took 3 s per 50 increments.  A
  * sketch whose halving passes max-command-bytes is not made, and an
@@ -411,5 +460,5 @@ int main(void)
                                  test_cost_repeated_keys),
                         RB_TCASE("write", 120, NULL, rbd_teardown, test_cost_cms_merge,
                                  test_cost_cms_aging, test_cost_filter_reserve,
-                                 test_cost_ring_points));
+                                 test_cost_ring_points, test_cost_pipeline_yields));
 }
