@@ -9,9 +9,10 @@
  * A delete is an op (ops.c: applied, logged, replayed); the rest only read
  * the directory.  Patterns follow Redis's glob (glob_match.c: *, ?, [abc],
  * [^a-z], \ escapes, on bytes, so names with NUL bytes match too),
- * compiled once per command, so a name costs O(pattern tokens x name).  A SCAN cursor is a directory slot: filters never move
- * between slots, so a SCAN reports every filter that lived throughout it
- * exactly once (Redis promises at least once).
+ * compiled once per command, so a name costs O(pattern tokens x name).
+ * A SCAN cursor is a directory slot: filters never move between slots, so
+ * a SCAN reports every filter that lived throughout it exactly once
+ * (Redis promises at least once).
  */
 #include "config.h"
 

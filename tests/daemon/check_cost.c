@@ -286,6 +286,18 @@ static void assert_refused(req_t *r, const char *what, const char *limit)
     memset(r, 0, sizeof(*r));
 }
 
+/* Sketches dest and src (LIKE dest: they merge) of width x 4 counters of
+ * 32 bits; src counts item "x" once. */
+static void sketch_pair(const char *dest, const char *src, const char *width)
+{
+    rb_conn_t *c = rbd_connect(&d);
+
+    rbd_expect(c, "OK", "CMS.INITBYDIM", dest, width, "4");
+    rbd_expect(c, "OK", "CMS.INITBYDIM", src, width, "4", "LIKE", dest);
+    rbd_expect(c, "1", "CMS.INCRBY", src, "x", "1");
+    rb_conn_close(c);
+}
+
 /* Item 8: CMS.MERGE of 100 sources of a 64 MB sketch (7.8 s, and a replay
  * did it again): refused naming max-command-bytes, never logged; a merge
  * within it runs under the bound. */
@@ -295,14 +307,8 @@ START_TEST(test_cost_cms_merge)
     req_t r = { 0 };
 
     rbd_start(&d, NULL);
-    c = rbd_connect(&d);
-    rbd_expect(c, "OK", "CMS.INITBYDIM", "big", "4000000", "4");
-    rbd_expect(c, "OK", "CMS.INITBYDIM", "src", "4000000", "4", "LIKE", "big");
-    rbd_expect(c, "1", "CMS.INCRBY", "src", "x", "1");
-    rbd_expect(c, "OK", "CMS.INITBYDIM", "half", "2000000", "4");
-    rbd_expect(c, "OK", "CMS.INITBYDIM", "hsrc", "2000000", "4", "LIKE", "half");
-    rbd_expect(c, "1", "CMS.INCRBY", "hsrc", "x", "1");
-    rb_conn_close(c);
+    sketch_pair("big", "src", "4000000");
+    sketch_pair("half", "hsrc", "2000000");
     req_argc(&r, 103);
     req_arg(&r, "CMS.MERGE", 9);
     req_arg(&r, "big", 3);
@@ -333,11 +339,7 @@ START_TEST(test_cost_pipeline_yields)
     req_t r = { 0 };
 
     rbd_start(&d, NULL);
-    c = rbd_connect(&d);
-    rbd_expect(c, "OK", "CMS.INITBYDIM", "half", "2000000", "4");
-    rbd_expect(c, "OK", "CMS.INITBYDIM", "hsrc", "2000000", "4", "LIKE", "half");
-    rbd_expect(c, "1", "CMS.INCRBY", "hsrc", "x", "1");
-    rb_conn_close(c);
+    sketch_pair("half", "hsrc", "2000000");
     for (int i = 0; i < N; i++)
         req_words(&r, "CMS.MERGE", "half", "1", "hsrc", NULL);
     worst = worst_ping_during_n(r.buf, r.len, N, line, sizeof(line), &ms);
@@ -391,29 +393,56 @@ START_TEST(test_cost_cms_aging)
 }
 END_TEST
 
+/* One request of a writer's test: its words, and the reply's start
+ * (want, bound WRITE_BOUND_MS) or, if refused, the limit the error names. */
+typedef struct step {
+    const char *words[8];
+    const char *want;
+    int refused;
+} step_t;
+
+static void run_steps(const step_t *st, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char what[160] = "";
+        req_t r = { 0 };
+        size_t argc = 0;
+        while (argc < 8 && st[i].words[argc] != NULL) {
+            strncat(what, st[i].words[argc], sizeof(what) - strlen(what) - 2);
+            strcat(what, " ");
+            argc++;
+        }
+        req_argc(&r, argc);
+        for (size_t k = 0; k < argc; k++)
+            req_arg(&r, st[i].words[k], strlen(st[i].words[k]));
+        if (st[i].refused)
+            assert_refused(&r, what, st[i].want);
+        else
+            assert_no_stall(&r, what, st[i].want, WRITE_BOUND_MS);
+    }
+}
+
+#define POINTS_LIMIT "more than max-ring-points (1048576)"
+
 /* Item 8: CF.RESERVE of a 512 MB filter (1.1 s of page faults and
  * zeroing at the default max-memory; 2^30 took 37 s with more) is refused
  * naming max-command-bytes, and so is CF.INSERT making one, and their
- * Bloom filter twins; 64 MB runs under the bound. */
+ * Bloom filter twins (a first layer is zeroed at once too); 64 MB runs
+ * under the bound. */
 START_TEST(test_cost_filter_reserve)
 {
+    static const step_t steps[] = {
+        { { "CF.RESERVE", "huge", "500000000" }, NAMES_WORK, 1 },
+        { { "CF.INSERT", "huge", "CAPACITY", "500000000", "ITEMS", "x" }, NAMES_WORK, 1 },
+        { { "CF.RESERVE", "big", "50000000" }, "+OK", 0 },
+        { { "BF.RESERVE", "bhuge", "0.01", "300000000" }, NAMES_WORK, 1 },
+        { { "BF.INSERT", "bhuge", "CAPACITY", "300000000", "ITEMS", "x" }, NAMES_WORK, 1 },
+        { { "BF.RESERVE", "bbig", "0.01", "40000000" }, "+OK", 0 },
+    };
     rb_conn_t *c;
-    req_t r = { 0 };
 
     rbd_start(&d, NULL);
-    req_words(&r, "CF.RESERVE", "huge", "500000000", NULL);
-    assert_refused(&r, "CF.RESERVE 500000000", NAMES_WORK);
-    req_words(&r, "CF.INSERT", "huge", "CAPACITY", "500000000", "ITEMS", "x", NULL);
-    assert_refused(&r, "CF.INSERT CAPACITY 500000000", NAMES_WORK);
-    req_words(&r, "CF.RESERVE", "big", "50000000", NULL);
-    assert_no_stall(&r, "CF.RESERVE 50000000 (64 MiB)", "+OK", WRITE_BOUND_MS);
-    /* A Bloom filter's first layer is zeroed at once too. */
-    req_words(&r, "BF.RESERVE", "bhuge", "0.01", "300000000", NULL);
-    assert_refused(&r, "BF.RESERVE 0.01 300000000", NAMES_WORK);
-    req_words(&r, "BF.INSERT", "bhuge", "CAPACITY", "300000000", "ITEMS", "x", NULL);
-    assert_refused(&r, "BF.INSERT CAPACITY 300000000", NAMES_WORK);
-    req_words(&r, "BF.RESERVE", "bbig", "0.01", "40000000", NULL);
-    assert_no_stall(&r, "BF.RESERVE 0.01 40000000", "+OK", WRITE_BOUND_MS);
+    run_steps(steps, sizeof(steps) / sizeof(steps[0]));
     rbd_restart_cold(&d);
     c = rbd_connect(&d);
     rbd_expect(c, "2", "EXISTS", "big", "huge", "bbig", "bhuge");
@@ -422,25 +451,22 @@ START_TEST(test_cost_filter_reserve)
 END_TEST
 
 /* Item 8: RING.ADD with weight 65535 (10.5 million points at 160
- * replicas: 2-13 s of sorting and page faults) and RING.MODE past
- * max-ring-points are refused naming it; a ring at the limit is built
- * under the bound. */
+ * replicas: 2-13 s of sorting and page faults), RING.WEIGHT and RING.MODE
+ * past max-ring-points are refused naming it; a ring at the limit (1048480
+ * points) is built under the bound. */
 START_TEST(test_cost_ring_points)
 {
+    static const step_t steps[] = {
+        { { "RING.ADD", "heavy", "65535" }, POINTS_LIMIT, 1 },
+        { { "RING.ADD", "n1", "6553" }, "+OK", 0 },
+        { { "RING.WEIGHT", "n1", "6554" }, POINTS_LIMIT, 1 },
+        { { "RING.MODE", "xxh3", "161" }, POINTS_LIMIT, 1 },
+        { { "RING.MODE", "maglev", "16777213" }, POINTS_LIMIT, 1 },
+    };
     rb_conn_t *c;
-    req_t r = { 0 };
 
     rbd_start(&d, NULL);
-    req_words(&r, "RING.ADD", "heavy", "65535", NULL);
-    assert_refused(&r, "RING.ADD weight 65535", "more than max-ring-points (1048576)");
-    req_words(&r, "RING.ADD", "n1", "6553", NULL);
-    assert_no_stall(&r, "RING.ADD weight 6553 (1048480 points)", "+OK", WRITE_BOUND_MS);
-    req_words(&r, "RING.WEIGHT", "n1", "6554", NULL);
-    assert_refused(&r, "RING.WEIGHT 6554", "more than max-ring-points (1048576)");
-    req_words(&r, "RING.MODE", "xxh3", "161", NULL);
-    assert_refused(&r, "RING.MODE xxh3 161", "more than max-ring-points (1048576)");
-    req_words(&r, "RING.MODE", "maglev", "16777213", NULL);
-    assert_refused(&r, "RING.MODE maglev 16777213", "more than max-ring-points (1048576)");
+    run_steps(steps, sizeof(steps) / sizeof(steps[0]));
     c = rbd_connect(&d);
     /* A change that adds no points is never refused. */
     rbd_expect(c, "OK", "RING.WEIGHT", "n1", "10");
