@@ -4,17 +4,23 @@
  * client, for seconds.  Each test sends the costly request on one
  * connection while a second connection pings in a loop, and asserts the
  * worst PING round trip: under 100 ms for a read-only command, 250 ms for
- * a writer's (the bounds of docs/design.md, "Every loop is bounded"), or
- * that the request is refused naming the limit it passes.  Today's
- * figures (seconds) are printed beside each bound.
+ * a writer's (the bounds of docs/design.md, "Every loop is bounded"; four
+ * times that under a sanitizer), or that the request is refused naming
+ * the limit it passes.  Every figure is printed to the log.
  */
 #include <pthread.h>
 #include <poll.h>
 
 #include "rbd_test.h"
 
-#define READ_BOUND_MS  100
-#define WRITE_BOUND_MS 250
+#define READ_BOUND_MS  (100 * slow)
+#define WRITE_BOUND_MS (250 * slow)
+
+/* 1, or 4 under a sanitizer (.ci/run's builds set ASAN_OPTIONS or
+ * TSAN_OPTIONS): an instrumented daemon does the same work 2-4 times
+ * slower, and the bounds are the defaults' targets for a plain build.
+ * Today's figures are seconds, still far past the scaled bounds. */
+static uint64_t slow = 1;
 
 static rbd_proc_t d;
 
@@ -506,6 +512,8 @@ END_TEST
 
 int main(void)
 {
+    if (getenv("ASAN_OPTIONS") != NULL || getenv("TSAN_OPTIONS") != NULL)
+        slow = 4;
     return RB_TEST_MAIN("cost",
                         RB_TCASE("read", 120, NULL, rbd_teardown, test_cost_keys_long_class,
                                  test_cost_repeated_keys, test_cost_config_get_patterns),
