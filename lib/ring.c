@@ -479,10 +479,6 @@ uint64_t rbi_ring_points_with(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops
     uint64_t w = r->weights + weight;
     size_t at, n = r->nnodes + 1;
 
-    if (ops == NULL)
-        ops = r->ops;
-    if (ops->table)
-        return 0;
     if (name != NULL && rbi_ring_node_find(r, name, len, &at)) {
         w -= r->nodes[at].weight;
         n--;
@@ -491,6 +487,13 @@ uint64_t rbi_ring_points_with(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops
         w -= weight;
         n--;
     }
+    if (ops == NULL) {
+        ops = r->ops;
+        if (ops->table)
+            replicas = r->tparam;
+    }
+    if (ops->table)
+        return ops->table_size(replicas, n);
     return ops->points_bound(w, n, replicas != 0 ? replicas : r->replicas);
 }
 

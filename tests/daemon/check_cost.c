@@ -486,6 +486,40 @@ START_TEST(test_cost_ring_points)
 }
 END_TEST
 
+/* Item 8: maglev's automatic table grows with the nodes (at least 100
+ * slots a node): the node that would take it past max-ring-points is
+ * refused like a weight that would. */
+START_TEST(test_cost_maglev_automatic_table)
+{
+    enum { N = 655 };   /* the most nodes a 65537-slot table takes */
+    char line[512], name[16];
+    uint64_t ms;
+    rb_conn_t *c;
+    req_t r = { 0 };
+
+    rbd_start(&d, "max-ring-points 70000");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.MODE", "maglev");
+    rb_conn_close(c);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "n%d", i);
+        req_words(&r, "RING.ADD", name, NULL);
+    }
+    (void)worst_ping_during_n(r.buf, r.len, N, line, sizeof(line), &ms);
+    free(r.buf);
+    c = rbd_connect(&d);
+    rbd_expect(c, "ERR the ring would have up to 131071 points, more than max-ring-points "
+               "(70000)", "RING.ADD", "one-more");
+    {
+        int rc;
+        const char *info = rbd_cmd(c, &rc, "RING.INFO", (const char *)NULL);
+        ck_assert_msg(strstr(info, "Nodes\n655\n") != NULL && strstr(info, "Points\n65537\n"),
+                      "RING.INFO: %s", info);
+    }
+    rb_conn_close(c);
+}
+END_TEST
+
 /* Item 4's sibling: CONFIG GET matches every setting against every
  * pattern; 100,000 patterns held the loop 218 ms (a request may carry two
  * million): more than 1024 are refused. */
@@ -519,5 +553,6 @@ int main(void)
                                  test_cost_repeated_keys, test_cost_config_get_patterns),
                         RB_TCASE("write", 120, NULL, rbd_teardown, test_cost_cms_merge,
                                  test_cost_cms_aging, test_cost_filter_reserve,
-                                 test_cost_ring_points, test_cost_pipeline_yields));
+                                 test_cost_ring_points, test_cost_maglev_automatic_table,
+                                 test_cost_pipeline_yields));
 }
