@@ -25,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -33,6 +34,18 @@
 #define READ_CHUNK   (64u * 1024u)
 #define READ_TURN    (16u * READ_CHUNK)  /* bytes read per client per loop turn */
 #define KEEP_BUF     (4u * READ_CHUNK)   /* an idle client keeps buffers up to this */
+/* A client's pipeline runs at most this long per loop turn (commands are
+ * not cut: one that starts runs to its end), then yields to the others:
+ * a pipeline of costly commands otherwise stalls them for the sum. */
+#define RUN_TURN_MS  20u
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* Brings c's share of client_mem up to date with its buffers. */
 static void client_account(server_t *s, client_t *c)
@@ -193,15 +206,19 @@ static int execute(server_t *s, client_t *c, const char *base)
 }
 
 /* Executes the complete requests in c's input, in order, and consumes
- * them, until only a partial request is left, c closes, or its replies
+ * them, until only a partial request is left, c closes, its replies
  * reach client-output-soft-limit (B1: c pauses; the rest runs once they
- * drain, rbd_clients_resume).  A reply that takes c past
- * client-output-hard-limit closes it, and so does an EXEC whose replies
- * passed a limit while they were built (cmd.c cut them: exec_cut). */
-static void run_input(server_t *s, client_t *c)
+ * drain, rbd_clients_resume), or it has run RUN_TURN_MS (the rest runs
+ * next turn, after the other clients' events: returns 1).  A reply that
+ * takes c past client-output-hard-limit closes it, and so does an EXEC
+ * whose replies passed a limit while they were built (cmd.c cut them:
+ * exec_cut). */
+static int run_input(server_t *s, client_t *c)
 {
     resp_limits_t lim;
     size_t done = 0;
+    uint64_t start = mono_ms();
+    int yielded = 0;
 
     resp_limits_init(&lim, s->cfg.max_request_bytes);
     while (!c->closing && !s->shutdown && !c->awaits_ring) {
@@ -211,6 +228,11 @@ static void run_input(server_t *s, client_t *c)
 
         if (c->out.len >= s->cfg.output_soft_limit) {
             c->paused = 1;
+            break;
+        }
+        if (done > 0 && done < c->in.len && mono_ms() - start >= RUN_TURN_MS) {
+            s->resume_pending = 1;   /* rbd_clients_resume runs the rest */
+            yielded = 1;
             break;
         }
         rc = resp_parse(&c->parser, base, c->in.len - done, &lim, &err);
@@ -236,7 +258,7 @@ static void run_input(server_t *s, client_t *c)
                           (unsigned long long)c->id, (unsigned)c->uid, (int)c->pid,
                           (unsigned long long)s->cfg.max_client_memory);
             client_drop(s, c, "closed: all clients' buffers exceed max-client-memory");
-            return;
+            return 0;
         }
         if (c->out.len > s->cfg.output_hard_limit || c->exec_cut == RBD_CUT_OUTPUT) {
             s->output_limit_clients++;
@@ -246,7 +268,7 @@ static void run_input(server_t *s, client_t *c)
                           (unsigned)c->uid, (int)c->pid, c->out.len,
                           (unsigned long long)s->cfg.output_hard_limit);
             client_drop(s, c, "closed: unsent replies passed client-output-hard-limit");
-            return;
+            return 0;
         }
     }
     if (done > 0)
@@ -255,6 +277,7 @@ static void run_input(server_t *s, client_t *c)
         rbi_buf_free(&c->in);
     client_account(s, c);
     make_room(s, 0);
+    return yielded;
 }
 
 void rbd_client_read(server_t *s, client_t *c)
@@ -285,7 +308,8 @@ void rbd_client_read(server_t *s, client_t *c)
         if (n > 0) {
             c->in.len += (size_t)n;
             turn += (size_t)n;
-            run_input(s, c);
+            if (run_input(s, c))
+                break;   /* its turn is over; the rest is read later */
             continue;
         }
         if (n == 0)

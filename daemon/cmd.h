@@ -16,6 +16,7 @@
 #define RBD_CMD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "resp_enc.h"
 #include "server.h"
@@ -99,6 +100,13 @@ int rbd_cmd_arg_double(const rbd_ctx_t *x, size_t i, double *out);
  * returns -1.  _keys: every argument from first on. */
 int rbd_cmd_arg_key(rbd_ctx_t *x, size_t i);
 int rbd_cmd_arg_keys(rbd_ctx_t *x, size_t first);
+/* The distinct arguments from first on (by bytes), in O(arguments):
+ * *uniq (malloc'd, the caller frees) the index of each one's first
+ * occurrence, *times (NULL: not wanted; else malloc'd too) how often it
+ * occurs.  Their number, or -1 (out of memory: replied).  What keeps a
+ * command that names one key 200,000 times from doing its work 200,000
+ * times (PFCOUNT, PFMERGE, EXISTS). */
+long rbd_cmd_args_distinct(rbd_ctx_t *x, size_t first, uint32_t **uniq, uint32_t **times);
 /* A name argument (what: "filter", "node") of 1..max bytes: 0, or replies
  * and returns -1. */
 int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max);
@@ -108,6 +116,19 @@ int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max);
  * error (nothing changed then). */
 int rbd_cmd_cms_incrby(rbd_ctx_t *x, const char *name, size_t len, const rb_key_t *items,
                        const uint64_t *by, size_t n, uint64_t *est);
+
+/* Whether a command's one pass over segment memory (making a filter or
+ * sketch, merging sketches, halving one) of `bytes` stays within
+ * max-command-bytes, which keeps it under the writers' 250 ms: 0, or
+ * replies an error naming the limit and what (e.g. "CMS.MERGE of 3
+ * sketches") and returns -1.  Checked before the op, so a refused command
+ * is never logged. */
+int rbd_cmd_work_ok(rbd_ctx_t *x, uint64_t bytes, const char *what);
+
+/* Whether a sketch of p's shape may be made (cmd_cms.c): its counters are
+ * zeroed at once, and an aging one is halved by a single command, both
+ * within max-command-bytes.  0, or replies and returns -1. */
+int rbd_cmd_cms_size_ok(rbd_ctx_t *x, const rb_cms_params_t *p);
 
 /* The command's name in lower case, as Redis names its own commands. */
 const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap);

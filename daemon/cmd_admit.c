@@ -84,6 +84,8 @@ static void cmd_admit_reserve(rbd_ctx_t *x)
     cop.cms = (rb_cms_params_t){ .width = cap * 2 < 64 ? 64 : (uint32_t)cap * 2,
                                  .depth = TINYLFU_DEPTH, .small = 1, .aging = (uint64_t)w };
     cop.params.secret = s2;
+    if (rbd_cmd_cms_size_ok(x, &cop.cms) != 0)
+        return;
     /* The sketch's name must be free too, before the doorkeeper is made. */
     rc = rb_cms_info(x->s->state.seg, x->argv[1], x->argl[1], &(rb_cms_info_t){ 0 });
     rc = rc == RB_ENOENT ? rbd_op_run(&x->s->state, &x->s->aof, &bop) : RB_EEXIST;

@@ -35,6 +35,27 @@ static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_bloom_pa
     return rbd_op_run(&x->s->state, &x->s->aof, &op);
 }
 
+/* Whether a new filter of p (its first layer, or an aging filter's
+ * generations, zeroed at once) stays within max-command-bytes: 0, or
+ * replies and returns -1.  Sizes the library refuses are its to report. */
+static int size_ok(rbd_ctx_t *x, const rb_bloom_params_t *p)
+{
+    uint32_t layers = 1;
+    double rate = p->error_rate;
+    rb_bloom_sizing_t sz;
+
+    if (p->flags & RB_BLOOM_AGING) {
+        layers = p->generations != 0 ? p->generations : 2;
+        rate /= layers;
+    } else if (!(p->flags & RB_BLOOM_NONSCALING)) {
+        rate /= 2;
+    }
+    if (rb_bloom_size(p->capacity, rate, p->layout, &sz) != RB_OK)
+        return 0;
+    return rbd_cmd_work_ok(x, sz.bytes > UINT64_MAX / layers ? UINT64_MAX : sz.bytes * layers,
+                           "a Bloom filter this large");
+}
+
 /* The filter for an add, created with the configured defaults if missing
  * (RedisBloom's BF.ADD/MADD/INSERT behaviour).  Replies on error. */
 static rb_bloom_t *filter_for_add(rbd_ctx_t *x, size_t i, const rb_bloom_params_t *create)
@@ -46,6 +67,8 @@ static rb_bloom_t *filter_for_add(rbd_ctx_t *x, size_t i, const rb_bloom_params_
         return NULL;
     bf = filter_arg(x, i, &rc);
     if (bf == NULL && rc == RB_ENOENT && create != NULL) {
+        if (size_ok(x, create) != 0)
+            return NULL;
         rc = reserve(x, x->argv[i], x->argl[i], create);
         if (rc == RB_OK)
             bf = filter_arg(x, i, &rc);
@@ -274,7 +297,7 @@ static void cmd_bf_reserve(rbd_ctx_t *x)
         return;
     }
     if (reserve_redisbloom(x, &a, &p) != 0 || reserve_ours(x, &a, &p) != 0 ||
-        rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
+        rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0 || size_ok(x, &p) != 0)
         return;
     rc = reserve(x, x->argv[1], x->argl[1], &p);
     if (rc == RB_OK)

@@ -61,6 +61,19 @@ static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_cuckoo_p
     return rbd_op_run(&x->s->state, &x->s->aof, &op);
 }
 
+/* Whether a new filter of capacity and p's geometry (layer 0, zeroed at
+ * once) stays within max-command-bytes: 0, or replies and returns -1. */
+static int size_ok(rbd_ctx_t *x, uint64_t capacity, const rb_cuckoo_params_t *p)
+{
+    rbi_cf_shape_t s;
+
+    if (!rbi_cf_shape(rbi_cf_layout_of(p->fp_bits), p->bucket_size, &s))
+        return 0;   /* the library refuses it */
+    return rbd_cmd_work_ok(x, rbi_cf_layer_bytes(&s, rbi_cf_first_nbuckets(capacity,
+                                                                            p->bucket_size)),
+                           "a cuckoo filter this large");
+}
+
 /* What filter argv[1] is: RB_OK a cuckoo filter, RB_EWRONGTYPE another
  * kind, RB_ENOENT none (or an error). */
 static int exists_as(rbd_ctx_t *x)
@@ -140,6 +153,8 @@ static void cmd_cf_reserve(rbd_ctx_t *x)
         return;
     }
     p.capacity = (uint64_t)cap;
+    if (size_ok(x, p.capacity, &p) != 0)
+        return;
     if ((rc = reserve(x, x->argv[1], x->argl[1], &p)) == RB_OK)
         rbi_resp_simple(x->out, "OK");
     else if (rc == RB_EEXIST)   /* RedisBloom: item exists, or WRONGTYPE for another kind */
@@ -212,6 +227,11 @@ static void cmd_cf_insert(rbd_ctx_t *x)
             rbi_resp_error(x->out, "Unknown argument received");
             return;
         }
+    }
+    if (create && exists_as(x) == RB_ENOENT) {
+        rb_cuckoo_params_t p = defaults((uint64_t)cap);
+        if (size_ok(x, p.capacity, &p) != 0)
+            return;
     }
     if (++i >= x->argc) {
         rbd_cmd_wrong_arity(x);

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <bsd/stdlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,17 @@ static void sketch_error(rbd_ctx_t *x, int rc)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
 }
 
+int rbd_cmd_cms_size_ok(rbd_ctx_t *x, const rb_cms_params_t *p)
+{
+    rbi_cms_shape_t s;
+
+    if (!rbi_cms_shape(p->small ? RBI_CMS_LAYOUT4 : RBI_CMS_LAYOUT32, p->width, p->depth, &s))
+        return 0;   /* the library refuses it */
+    if (p->aging != 0)   /* each halving reads the counters and writes new ones */
+        return rbd_cmd_work_ok(x, 2 * s.bytes, "halving a sketch this large (AGING)");
+    return rbd_cmd_work_ok(x, s.bytes, "a sketch this large");
+}
+
 /* Creates sketch argv[1] with p and a secret chosen here, or like's
  * (p->secret not NULL: a LIKE sketch's), logged; replies. */
 static void create(rbd_ctx_t *x, const rb_cms_params_t *p)
@@ -33,6 +45,8 @@ static void create(rbd_ctx_t *x, const rb_cms_params_t *p)
                     .cms = *p };
     int rc;
 
+    if (rbd_cmd_cms_size_ok(x, p) != 0)
+        return;
     if (p->secret != NULL)
         memcpy(secret, p->secret, sizeof(secret));
     else
@@ -155,6 +169,35 @@ int rbd_cmd_cms_incrby(rbd_ctx_t *x, const char *name, size_t len, const rb_key_
     return rc;
 }
 
+/* Whether the halvings that increments by[0 .. n) of sketch argv[1] make
+ * (rb_cms_incrby ages it whenever the increments since the last halving
+ * reach its window, at most once an item) stay within max-command-bytes:
+ * 0, or replies and returns -1.  A missing sketch is the op's to report. */
+static int halvings_ok(rbd_ctx_t *x, const uint64_t *by, size_t n)
+{
+    rb_cms_info_t in;
+    uint64_t since, halvings = 0;
+    char what[64];
+
+    if (rb_cms_info(x->s->state.seg, x->argv[1], x->argl[1], &in) != RB_OK || in.aging == 0)
+        return 0;
+    since = in.since_aging;
+    for (size_t i = 0; i < n; i++) {
+        since = by[i] > UINT64_MAX - since ? UINT64_MAX : since + by[i];
+        if (since >= in.aging) {
+            halvings++;
+            since = 0;
+        }
+    }
+    if (halvings <= 1)
+        return 0;   /* one halving is what the sketch was made to allow */
+    snprintf(what, sizeof(what), "CMS.INCRBY halving the sketch %llu times",
+             (unsigned long long)halvings);
+    return rbd_cmd_work_ok(x, halvings > UINT64_MAX / (2 * in.bytes) ? UINT64_MAX
+                                                                     : halvings * 2 * in.bytes,
+                           what);
+}
+
 /* CMS.INCRBY key item increment [item increment ...]: each item's
  * estimate after its increment. */
 static void cmd_cms_incrby(rbd_ctx_t *x)
@@ -181,6 +224,8 @@ static void cmd_cms_incrby(rbd_ctx_t *x)
         items[i] = (rb_key_t){ x->argv[2 + 2 * i], x->argl[2 + 2 * i] };
         by[i] = (uint64_t)v;
     }
+    if (halvings_ok(x, by, n) != 0)
+        goto out;
     if ((rc = rbd_cmd_cms_incrby(x, x->argv[1], x->argl[1], items, by, n, est)) != RB_OK) {
         sketch_error(x, rc);
         goto out;
@@ -199,11 +244,14 @@ out:
 static void cmd_cms_query(rbd_ctx_t *x)
 {
     uint64_t *est = calloc(x->argc - 2, sizeof(*est));
-    int rc = est == NULL ? RB_ENOMEM : RB_OK;
+    rb_key_t *keys = calloc(x->argc - 2, sizeof(*keys));
+    int rc = est == NULL || keys == NULL ? RB_ENOMEM : RB_OK;
 
     for (size_t i = 2; rc == RB_OK && i < x->argc; i++)
-        rc = rb_cms_query(x->s->state.seg, x->argv[1], x->argl[1], x->argv[i], x->argl[i],
-                          &est[i - 2]);
+        keys[i - 2] = (rb_key_t){ x->argv[i], x->argl[i] };
+    if (rc == RB_OK)
+        rc = rbi_cms_query_many(x->s->state.seg, x->argv[1], x->argl[1], keys, x->argc - 2, est);
+    free(keys);
     if (rc != RB_OK) {
         sketch_error(x, rc);
     } else {
@@ -223,6 +271,7 @@ static void cmd_cms_merge(rbd_ctx_t *x)
     rb_key_t *pairs = NULL;
     unsigned char *buf = NULL, *at;
     size_t bytes = 0;
+    rb_cms_info_t in;
     int rc;
 
     if (rbd_cmd_arg_ll(x, 2, &nk) != 0 || nk < 1 || (size_t)nk > x->argc - 3) {
@@ -254,6 +303,15 @@ static void cmd_cms_merge(rbd_ctx_t *x)
     }
     op.keys = pairs;
     op.nkeys = n;
+    /* The merge reads every source's counters and writes the
+     * destination's (sources of another shape: the op refuses them). */
+    if (rb_cms_info(x->s->state.seg, x->argv[1], x->argl[1], &in) == RB_OK) {
+        char what[64];
+        snprintf(what, sizeof(what), "CMS.MERGE of %zu sketches", n);
+        if (rbd_cmd_work_ok(x, n + 1 > UINT64_MAX / in.bytes ? UINT64_MAX : (n + 1) * in.bytes,
+                            what) != 0)
+            goto out;
+    }
     rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
     if (rc == RB_OK)
         rbi_resp_simple(x->out, "OK");

@@ -17,28 +17,32 @@
 #include "cmd.h"
 #include "ops.h"
 
-#define STACK_KEYS 16   /* up to this many arguments need no allocation */
-
-/* Arguments argv[first ..] as keys into v (allocated if more than
- * STACK_KEYS: *heap), the ones no counter can be named left out if
- * names_only.  Their count, or -1 (out of memory: replied). */
-static long args_keys(rbd_ctx_t *x, size_t first, int names_only, rb_key_t *stack,
-                      rb_key_t **v)
+/* The distinct arguments argv[first ..] as keys into *v (malloc'd), the
+ * ones no counter can be named left out if names_only: a key named twice
+ * is read once (the union and the maximum are the same without the
+ * repeat), so a command naming one key 200,000 times costs one key.
+ * Their count, or -1 (out of memory: replied). */
+static long args_keys(rbd_ctx_t *x, size_t first, int names_only, rb_key_t **v)
 {
-    size_t n = x->argc - first, k = 0;
+    uint32_t *uniq;
+    long n = rbd_cmd_args_distinct(x, first, &uniq, NULL), k = 0;
 
-    *v = n <= STACK_KEYS ? stack : malloc(n * sizeof(**v));
-    if (*v == NULL) {
+    if (n < 0)
+        return -1;
+    if ((*v = malloc((size_t)(n ? n : 1) * sizeof(**v))) == NULL) {
+        free(uniq);
         rbi_resp_error(x->out, "ERR out of memory");
         return -1;
     }
-    for (size_t i = first; i < x->argc; i++) {
+    for (long j = 0; j < n; j++) {
+        size_t i = uniq[j];
         if (names_only && (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX))
             continue;
         (*v)[k].ptr = x->argv[i];
         (*v)[k++].len = x->argl[i];
     }
-    return (long)k;
+    free(uniq);
+    return k;
 }
 
 /* The reply to a library error of a counter command. */
@@ -56,13 +60,13 @@ static void hll_error(rbd_ctx_t *x, int rc)
  * changed, else 0.  A PFADD that changes nothing logs nothing. */
 static void cmd_pfadd(rbd_ctx_t *x)
 {
-    rb_key_t stack[STACK_KEYS], *v;
+    rb_key_t *v;
     rbd_op_t op = { .type = RBD_OP_PFADD, .name = x->argv[1], .len = x->argl[1] };
     long n;
     int rc;
 
     if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
-        (n = args_keys(x, 2, 0, stack, &v)) < 0)
+        (n = args_keys(x, 2, 0, &v)) < 0)
         return;
     op.keys = v;
     op.nkeys = (size_t)n;
@@ -71,20 +75,19 @@ static void cmd_pfadd(rbd_ctx_t *x)
         rbi_resp_int(x->out, !op.noop);
     else
         hll_error(x, rc);
-    if (v != stack)
-        free(v);
+    free(v);
 }
 
 /* PFCOUNT key [key ...]: the estimate of the union, nothing changed (a
  * missing key is an empty counter). */
 static void cmd_pfcount(rbd_ctx_t *x)
 {
-    rb_key_t stack[STACK_KEYS], *v;
+    rb_key_t *v;
     uint64_t count = 0;
     long n;
     int rc = RB_OK;
 
-    if ((n = args_keys(x, 1, 1, stack, &v)) < 0)
+    if ((n = args_keys(x, 1, 1, &v)) < 0)
         return;
     if (n > 0)
         rc = rb_hll_count(x->s->state.seg, v, (size_t)n, &count);
@@ -92,8 +95,7 @@ static void cmd_pfcount(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else
         rbi_resp_int(x->out, (long long)count);
-    if (v != stack)
-        free(v);
+    free(v);
 }
 
 /* PFMERGE destkey [sourcekey ...]: destkey's registers become the maxima
@@ -101,13 +103,13 @@ static void cmd_pfcount(rbd_ctx_t *x)
  * OK. */
 static void cmd_pfmerge(rbd_ctx_t *x)
 {
-    rb_key_t stack[STACK_KEYS], *v;
+    rb_key_t *v;
     rbd_op_t op = { .type = RBD_OP_PFMERGE, .name = x->argv[1], .len = x->argl[1] };
     long n;
     int rc;
 
     if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
-        (n = args_keys(x, 2, 1, stack, &v)) < 0)
+        (n = args_keys(x, 2, 1, &v)) < 0)
         return;
     op.keys = v;
     op.nkeys = (size_t)n;
@@ -116,8 +118,7 @@ static void cmd_pfmerge(rbd_ctx_t *x)
         rbi_resp_simple(x->out, "OK");
     else
         hll_error(x, rc);
-    if (v != stack)
-        free(v);
+    free(v);
 }
 
 const rbd_command_t rbd_cmd_hll_table[] = {

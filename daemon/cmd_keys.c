@@ -7,19 +7,22 @@
  * table and handlers.
  *
  * A delete is an op (ops.c: applied, logged, replayed); the rest only read
- * the directory.  Patterns follow Redis's glob (stringmatchlen in its
- * util.c: *, ?, [abc], [^a-z], \ escapes, on bytes, so names with NUL
- * bytes match too).  A SCAN cursor is a directory slot: filters never move
- * between slots, so a SCAN reports every filter that lived throughout it
- * exactly once (Redis promises at least once).
+ * the directory.  Patterns follow Redis's glob (glob_match.c: *, ?, [abc],
+ * [^a-z], \ escapes, on bytes, so names with NUL bytes match too),
+ * compiled once per command, so a name costs O(pattern tokens x name).
+ * A SCAN cursor is a directory slot: filters never move between slots, so
+ * a SCAN reports every filter that lived throughout it exactly once
+ * (Redis promises at least once).
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cmd.h"
+#include "glob_match.h"
 #include "ops.h"
 
 #define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
@@ -29,114 +32,6 @@
 /* A name's kind, and what SCAN TYPE lists (TYPE_ANY: every kind). */
 enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF, TYPE_NONE };
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
-#define MATCH_DEPTH  1000          /* stars nested deeper do not match (as Redis) */
-
-/* A character class: *pp at its '[', *plp the pattern left.  Leaves *pp at
- * the class's ']' (or its last byte, if none closes it: the class ends
- * with the pattern, as in Redis).  1 if c is in it (or not, for [^...]). */
-static int class_match(const unsigned char **pp, size_t *plp, unsigned char c)
-{
-    const unsigned char *p = *pp + 1;
-    size_t pl = *plp - 1;
-    int neg = pl > 0 && p[0] == '^', match = 0;
-
-    if (neg) {
-        p++;
-        pl--;
-    }
-    for (;; p++, pl--) {
-        if (pl == 0) {
-            p--;
-            pl++;
-            break;
-        }
-        if (p[0] == '\\' && pl >= 2) {
-            p++;
-            pl--;
-            match |= p[0] == c;
-        } else if (p[0] == ']') {
-            break;
-        } else if (pl >= 3 && p[1] == '-') {
-            unsigned lo = p[0], hi = p[2];
-            if (lo > hi) {
-                unsigned t = lo;
-                lo = hi;
-                hi = t;
-            }
-            match |= c >= lo && c <= hi;
-            p += 2;
-            pl -= 2;
-        } else {
-            match |= p[0] == c;
-        }
-    }
-    *pp = p;
-    *plp = pl;
-    return neg ? !match : match;
-}
-
-/* Redis's stringmatchlen: 1 if string s[0..sl) matches pattern p[0..pl).
- * *skip: set once the rest of the pattern matched nowhere in the rest of
- * the string, so that no earlier star needs to try a longer match (what
- * keeps "a*a*a*a*b" from taking exponential time). */
-static int glob_match(const unsigned char *p, size_t pl, const unsigned char *s, size_t sl,
-                      int *skip, int depth)
-{
-    if (depth > MATCH_DEPTH)
-        return 0;
-    while (pl > 0 && sl > 0) {
-        switch (p[0]) {
-        case '*':
-            while (pl > 1 && p[1] == '*') {
-                p++;
-                pl--;
-            }
-            if (pl == 1)
-                return 1;
-            for (; sl > 0; s++, sl--) {
-                if (glob_match(p + 1, pl - 1, s, sl, skip, depth + 1))
-                    return 1;
-                if (*skip)
-                    return 0;
-            }
-            *skip = 1;
-            return 0;
-        case '?':
-            break;
-        case '[':
-            if (!class_match(&p, &pl, s[0]))
-                return 0;
-            break;
-        case '\\':
-            if (pl >= 2) {
-                p++;
-                pl--;
-            }
-            /* fall through */
-        default:
-            if (p[0] != s[0])
-                return 0;
-            break;
-        }
-        s++;
-        sl--;
-        p++;
-        pl--;
-        if (sl == 0)
-            while (pl > 0 && p[0] == '*') {
-                p++;
-                pl--;
-            }
-    }
-    return pl == 0 && sl == 0;
-}
-
-static int pattern_match(const char *p, size_t pl, const char *s, size_t sl)
-{
-    int skip = 0;
-
-    return glob_match((const unsigned char *)p, pl, (const unsigned char *)s, sl, &skip, 0);
-}
 
 /* The open handle of filter argv[i], or NULL if there is none (a name no
  * filter can have included); *rc says why (RB_ENOENT: none,
@@ -205,13 +100,20 @@ static int kind_of(rbd_ctx_t *x, size_t i)
 }
 
 /* EXISTS key...: how many of the names are filters, counters or sketches
- * (a name given twice counts twice, as Redis). */
+ * (a name given twice counts twice, as Redis; it is looked up once). */
 static void cmd_exists(rbd_ctx_t *x)
 {
+    uint32_t *uniq, *times;
     long long n = 0;
+    long k = rbd_cmd_args_distinct(x, 1, &uniq, &times);
 
-    for (size_t i = 1; i < x->argc; i++)
-        n += kind_of(x, i) != TYPE_NONE;
+    if (k < 0)
+        return;
+    for (long j = 0; j < k; j++)
+        if (kind_of(x, uniq[j]) != TYPE_NONE)
+            n += times[j];
+    free(uniq);
+    free(times);
     rbi_resp_int(x->out, n);
 }
 
@@ -246,8 +148,7 @@ static void cmd_dbsize(rbd_ctx_t *x)
 /* What KEYS and SCAN report: the names that match (pattern NULL: all),
  * counted (out NULL) or replied as bulk strings. */
 typedef struct listing {
-    const char *pattern;
-    size_t plen;
+    const rbd_glob_t *glob;
     int type;          /* SCAN TYPE: TYPE_ANY, or the one kind listed */
     const rb_segment_t *seg;
     size_t n;
@@ -258,7 +159,7 @@ static int list_one(const char *name, size_t len, void *arg)
 {
     listing_t *l = arg;
 
-    if (l->type == TYPE_NONE || (l->pattern != NULL && !pattern_match(l->pattern, l->plen, name, len)))
+    if (l->type == TYPE_NONE || (l->glob != NULL && !rbd_glob_match(l->glob, name, len)))
         return 0;
     if (l->type != TYPE_ANY && other_kind(l->seg, name, len) != l->type)
         return 0;
@@ -268,17 +169,32 @@ static int list_one(const char *name, size_t len, void *arg)
     return 0;
 }
 
+/* Compiles argument i, the pattern of KEYS or SCAN MATCH, into g: 0, or
+ * replies and returns -1. */
+static int glob_arg(rbd_ctx_t *x, size_t i, rbd_glob_t *g)
+{
+    if (rbd_glob_compile(g, x->argv[i], x->argl[i], RB_FILTER_NAME_MAX) != 0) {
+        rbi_resp_error(x->out, "ERR out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* KEYS pattern: every filter whose name matches, in directory order.  Two
  * walks, one to count and one to reply: the daemon is the only writer, so
  * nothing changes in between. */
 static void cmd_keys(rbd_ctx_t *x)
 {
-    listing_t l = { x->argv[1], x->argl[1], TYPE_ANY, NULL, 0, NULL };
+    rbd_glob_t g;
+    listing_t l = { &g, TYPE_ANY, NULL, 0, NULL };
 
+    if (glob_arg(x, 1, &g) != 0)
+        return;
     (void)rb_bloom_list(x->s->state.seg, list_one, &l);
     rbi_resp_array(x->out, l.n);
     l.out = x->out;
     (void)rb_bloom_list(x->s->state.seg, list_one, &l);
+    rbd_glob_free(&g);
 }
 
 /* SCAN TYPE's argument i: the kind it lists (Redis's type names, any
@@ -296,8 +212,10 @@ static int type_arg(const rbd_ctx_t *x, size_t i)
     return TYPE_NONE;
 }
 
-/* SCAN's options after the cursor: 0, or replies and returns -1. */
-static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
+/* SCAN's options after the cursor, a MATCH pattern compiled into g
+ * (released by rbd_glob_free, whatever the result): 0, or replies and
+ * returns -1. */
+static int scan_options(rbd_ctx_t *x, listing_t *l, rbd_glob_t *g, long long *count)
 {
     for (size_t i = 2; i < x->argc; i += 2) {
         if (i + 1 >= x->argc) {
@@ -305,11 +223,15 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
             return -1;
         }
         if (rbd_cmd_arg_is(x, i, "MATCH")) {
-            l->pattern = x->argv[i + 1];
-            l->plen = x->argl[i + 1];
-            /* "*" matches everything: skip the matching (Redis does too). */
-            if (l->plen == 1 && l->pattern[0] == '*')
-                l->pattern = NULL;
+            /* "*" matches everything: skip the matching (Redis does too).
+             * The last MATCH counts, as in Redis. */
+            rbd_glob_free(g);
+            l->glob = NULL;
+            if (x->argl[i + 1] == 1 && x->argv[i + 1][0] == '*')
+                continue;
+            if (glob_arg(x, i + 1, g) != 0)
+                return -1;
+            l->glob = g;
         } else if (rbd_cmd_arg_is(x, i, "COUNT")) {
             if (rbd_cmd_arg_ll(x, i + 1, count) != 0) {
                 rbi_resp_error(x->out, "ERR value is not an integer or out of range");
@@ -334,7 +256,8 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, long long *count)
  * the cursor on (rb_bloom_scan). */
 static void cmd_scan(rbd_ctx_t *x)
 {
-    listing_t l = { NULL, 0, TYPE_ANY, x->s->state.seg, 0, NULL };
+    listing_t l = { NULL, TYPE_ANY, x->s->state.seg, 0, NULL };
+    rbd_glob_t g = { NULL, 0, 0, 0 };
     long long cursor, count = SCAN_COUNT;
     uint64_t next;
     char buf[24];
@@ -344,8 +267,10 @@ static void cmd_scan(rbd_ctx_t *x)
         rbi_resp_error(x->out, "ERR invalid cursor");
         return;
     }
-    if (scan_options(x, &l, &count) != 0)
+    if (scan_options(x, &l, &g, &count) != 0) {
+        rbd_glob_free(&g);
         return;
+    }
     next = (uint64_t)cursor;
     (void)rb_bloom_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
     rbi_resp_array(x->out, 2);
@@ -355,6 +280,7 @@ static void cmd_scan(rbd_ctx_t *x)
     l.out = x->out;
     next = (uint64_t)cursor;
     (void)rb_bloom_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
+    rbd_glob_free(&g);
 }
 
 const rbd_command_t rbd_cmd_keys_table[] = {

@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "ops.h"
+#include "ring_model.h"   /* lib: rbi_ring_points_with */
 
 static int parse_weight(rbd_ctx_t *x, size_t i, uint32_t *w)
 {
@@ -62,6 +63,23 @@ static void run(rbd_ctx_t *x, rbd_op_t *op)
         rbd_cmd_error(x, op->publish_failed ? RBD_AT_PUBLISH : RBD_AT_NODE, rc);
 }
 
+/* Refuses a change that would give the ring more than max-ring-points
+ * points (every change rebuilds them all, on the event loop), unless it
+ * gives it no more than it has: 0, or replies and returns -1.  name NULL:
+ * a mode change (ops, replicas); else node name at `weight`. */
+static int points_ok(rbd_ctx_t *x, const rbi_ring_mode_ops_t *ops, const char *name, size_t len,
+                     uint32_t weight, uint32_t replicas)
+{
+    const rb_ring_t *r = x->s->state.ring;
+    uint64_t after = rbi_ring_points_with(r, ops, name, len, weight, replicas);
+
+    if (after <= x->s->cfg.max_ring_points || after <= rbi_ring_points_with(r, NULL, NULL, 0, 0, 0))
+        return 0;
+    rbi_resp_error(x->out, "ERR the ring would have up to %llu points, more than max-ring-points "
+                   "(%u)", (unsigned long long)after, x->s->cfg.max_ring_points);
+    return -1;
+}
+
 static void cmd_ring_add(rbd_ctx_t *x)
 {
     rbd_op_t op = { .type = RBD_OP_RING_ADD, .name = x->argv[1], .len = x->argl[1],
@@ -78,7 +96,8 @@ static void cmd_ring_add(rbd_ctx_t *x)
                    x->s->cfg.max_nodes);
         return;
     }
-    run(x, &op);
+    if (points_ok(x, NULL, op.name, op.len, op.weight, 0) == 0)
+        run(x, &op);
 }
 
 static void cmd_ring_remove(rbd_ctx_t *x)
@@ -93,8 +112,15 @@ static void cmd_ring_weight(rbd_ctx_t *x)
 {
     rbd_op_t op = { .type = RBD_OP_RING_WEIGHT, .name = x->argv[1], .len = x->argl[1] };
 
-    if (node_name_ok(x, 1) == 0 && parse_weight(x, 2, &op.weight) == 0)
-        run(x, &op);
+    size_t at;
+
+    if (node_name_ok(x, 1) != 0 || parse_weight(x, 2, &op.weight) != 0)
+        return;
+    /* A node that is not there: the op says so. */
+    if (rbi_ring_node_find(x->s->state.ring, op.name, op.len, &at) &&
+        points_ok(x, NULL, op.name, op.len, op.weight, 0) != 0)
+        return;
+    run(x, &op);
 }
 
 /* RING.UP / RING.DOWN / RING.DRAIN node: the state is the command's
@@ -170,8 +196,14 @@ static void cmd_ring_mode(rbd_ctx_t *x)
             return;
         op.replicas = (uint32_t)v;
     }
+    if (mode == RB_RING_MAGLEV && op.replicas > x->s->cfg.max_ring_points) {
+        rbi_resp_error(x->out, "ERR a table of %u slots is more than max-ring-points (%u)",
+                       op.replicas, x->s->cfg.max_ring_points);
+        return;
+    }
     op.mode = (uint32_t)mode;
-    run(x, &op);
+    if (points_ok(x, rbi_ring_mode_ops(mode), NULL, 0, 0, op.replicas) == 0)
+        run(x, &op);
 }
 
 /* RING.SLOTS with no argument: [start, end, node] per run of slots with

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/statvfs.h>
+#include <xxhash.h>
 
 #include "bloom.h"   /* lib: RBI_DUMP_CHUNK_MAX */
 #include "cmd.h"
@@ -79,6 +80,46 @@ int rbd_cmd_arg_keys(rbd_ctx_t *x, size_t first)
     return 0;
 }
 
+/* An open-addressing set of the distinct arguments' ordinals (+ 1; 0:
+ * empty), at most half full. */
+long rbd_cmd_args_distinct(rbd_ctx_t *x, size_t first, uint32_t **uniq, uint32_t **times)
+{
+    size_t n = x->argc > first ? x->argc - first : 0, cap = 16, k = 0;
+    uint32_t *set, *cnt = NULL;
+
+    while (cap < 2 * n)
+        cap *= 2;
+    set = calloc(cap, sizeof(*set));
+    *uniq = malloc((n ? n : 1) * sizeof(**uniq));
+    if (times != NULL)
+        *times = cnt = malloc((n ? n : 1) * sizeof(*cnt));
+    if (set == NULL || *uniq == NULL || (times != NULL && cnt == NULL)) {
+        free(set);
+        free(*uniq);
+        free(cnt);
+        rbi_resp_error(x->out, "ERR out of memory");
+        return -1;
+    }
+    for (size_t i = first; i < x->argc; i++) {
+        size_t h = (size_t)XXH3_64bits(x->argv[i], x->argl[i]) & (cap - 1);
+        uint32_t d;
+        while ((d = set[h]) != 0 && !(x->argl[(*uniq)[d - 1]] == x->argl[i] &&
+                                      memcmp(x->argv[(*uniq)[d - 1]], x->argv[i], x->argl[i]) == 0))
+            h = (h + 1) & (cap - 1);
+        if (d == 0) {
+            set[h] = (uint32_t)++k;
+            (*uniq)[k - 1] = (uint32_t)i;
+            d = (uint32_t)k;
+            if (cnt != NULL)
+                cnt[k - 1] = 0;
+        }
+        if (cnt != NULL)
+            cnt[d - 1]++;
+    }
+    free(set);
+    return (long)k;
+}
+
 int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max)
 {
     if (x->argl[i] == 0) {
@@ -90,6 +131,16 @@ int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max)
         return -1;
     }
     return 0;
+}
+
+int rbd_cmd_work_ok(rbd_ctx_t *x, uint64_t bytes, const char *what)
+{
+    if (bytes <= x->s->cfg.max_command_bytes)
+        return 0;
+    rbi_resp_error(x->out, "ERR %s would write or read %llu bytes in one go, more than "
+                   "max-command-bytes (%llu)", what, (unsigned long long)bytes,
+                   (unsigned long long)x->s->cfg.max_command_bytes);
+    return -1;
 }
 
 const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap)

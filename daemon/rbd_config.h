@@ -36,6 +36,10 @@ typedef struct rbd_config {
     uint64_t max_memory;         /* segment reservation, bytes */
     uint32_t max_filters;
     uint32_t max_nodes;
+    uint32_t max_ring_points;    /* a ring change past it is refused: each
+                                    change rebuilds every point */
+    uint64_t max_command_bytes;  /* segment memory one command may create,
+                                    merge or halve in one pass */
     uint32_t max_clients;        /* lowered at start if the fd limit is lower */
     uint32_t reserved_writer_clients; /* of max_clients, only for writers
                                          (at most half of them) */

@@ -160,6 +160,36 @@ int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len, const vo
     return rc;
 }
 
+typedef struct many_arg {
+    const rb_key_t *keys;
+    size_t n;
+    uint64_t *est;
+} many_arg_t;
+
+static void many_fn(const cms_view_t *v, void *arg)
+{
+    const many_arg_t *a = arg;
+
+    for (size_t i = 0; i < a->n; i++) {
+        query_arg_t q = { a->keys[i].ptr, a->keys[i].len, 0, NULL, NULL, 0 };
+        query_fn(v, &q);
+        a->est[i] = q.est;
+    }
+}
+
+int rbi_cms_query_many(const rb_segment_t *seg, const char *name, size_t len,
+                       const rb_key_t *keys, size_t n, uint64_t *est)
+{
+    many_arg_t a = { keys, n, est };
+
+    if ((keys == NULL || est == NULL) && n != 0)
+        return RB_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (keys[i].ptr == NULL && keys[i].len != 0)
+            return RB_EINVAL;
+    return cms_read(seg, name, len, many_fn, &a);
+}
+
 static void info_fn(const cms_view_t *v, void *arg)
 {
     rb_cms_info_t *o = arg;

@@ -101,6 +101,14 @@ static inline uint64_t rbi_cms_halve(const rbi_cms_shape_t *s, uint64_t w)
 int rbi_cms_rows(const rb_segment_t *seg, const char *name, size_t len, const void *key,
                  size_t klen, uint64_t *rows, uint64_t *again, uint32_t *depth);
 
+/* Any process (cms.c): rb_cms_query of keys[0 .. n) into est[0 .. n),
+ * the sketch found once and every estimate read in one section (a
+ * retried section reads them all again): what CMS.QUERY of many items
+ * costs, a directory lookup once instead of once an item.  Errors as
+ * rb_cms_query. */
+int rbi_cms_query_many(const rb_segment_t *seg, const char *name, size_t len,
+                       const rb_key_t *keys, size_t n, uint64_t *est);
+
 /* Writer (cms_write.c): the secret of sketch name into out
  * (RB_BLOOM_SECRET_BYTES), for a sketch made to merge with it (the
  * daemon's LIKE).  RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EROFS. */

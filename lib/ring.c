@@ -473,6 +473,30 @@ static int points_fit_after(const rb_ring_t *r, int64_t delta_w, int delta_n)
            RB_RING_MAX_POINTS;
 }
 
+uint64_t rbi_ring_points_with(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops, const char *name,
+                              size_t len, uint32_t weight, uint32_t replicas)
+{
+    uint64_t w = r->weights + weight;
+    size_t at, n = r->nnodes + 1;
+
+    if (name != NULL && rbi_ring_node_find(r, name, len, &at)) {
+        w -= r->nodes[at].weight;
+        n--;
+    }
+    if (name == NULL) {
+        w -= weight;
+        n--;
+    }
+    if (ops == NULL) {
+        ops = r->ops;
+        if (ops->table)
+            replicas = r->tparam;
+    }
+    if (ops->table)
+        return ops->table_size(replicas, n);
+    return ops->points_bound(w, n, replicas != 0 ? replicas : r->replicas);
+}
+
 /* Settled node at loses its points and becomes fresh (a weight change;
  * settle() gives it its new points). */
 static void unsettle(rb_ring_t *r, size_t at)

@@ -54,6 +54,15 @@ struct rb_ring {
  * the insertion point. */
 int rbi_ring_node_find(const rb_ring_t *r, const char *name, size_t len, size_t *at);
 
+/* An upper bound on r's points under mode ops (NULL: r's) if node name
+ * (len bytes) weighed `weight`, added if missing (name NULL: the
+ * membership as it is), with `replicas` per unit of weight (0: r's); for
+ * a table mode, the size of its table (replicas: the mode's parameter
+ * when ops is given, r's when not).  What the daemon checks its
+ * max-ring-points against before a change is made or logged. */
+uint64_t rbi_ring_points_with(const rb_ring_t *r, const rbi_ring_mode_ops_t *ops, const char *name,
+                              size_t len, uint32_t weight, uint32_t replicas);
+
 /* The points, brought up to date: a mode that re-sizes every node
  * rebuilds them, the others settle the fresh nodes.  RB_OK, RB_ENOMEM. */
 int rbi_ring_fresh_points(rb_ring_t *r);

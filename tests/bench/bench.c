@@ -987,7 +987,9 @@ static void bench_write(void)
     snprintf(dsock, sizeof(dsock), "%s/write.sock", tmpdir);
     rpid = spawn(rargv, -1);
     wait_socket(rsock);
-    dpid = start_daemon("write", "appendfsync everysec\nmax-memory 2gb", -1);
+    /* Filters past the default max-command-bytes (64mb): allowed here. */
+    dpid = start_daemon("write", "appendfsync everysec\nmax-memory 2gb\nmax-command-bytes 512mb",
+                        -1);
     {
         /* Filters reserved for the load, as an application would (an
          * auto-created one starts at capacity 100 and scales through

@@ -412,7 +412,8 @@ static result_t run_one(const contender_t *ct, const char *tmpdir, const char *d
         if ((f = fopen(conf, "w")) == NULL)
             fail("create", conf);
         fprintf(f, "instance rbbench-bulk-%d-%d\nsocket %s\ndir %s/state\npidfile %s/d.pid\n"
-                "keep-segment no\nappendfsync everysec\nmax-memory 2gb\n%s\n", (int)getpid(),
+                "keep-segment no\nappendfsync everysec\nmax-memory 2gb\n"
+                "max-command-bytes 512mb\n%s\n", (int)getpid(),
                 id, sock, dir, dir, ct->extra ? ct->extra : "");
         fclose(f);
         {

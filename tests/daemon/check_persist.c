@@ -642,9 +642,10 @@ START_TEST(test_persist_background_snapshot_keeps_every_change)
     int acked = 0, during = 0;
     rb_conn_t *c;
 
-    start("appendfsync everysec\nsave-seconds 0\nmax-memory 1gb");
+    start("appendfsync everysec\nsave-seconds 0\nmax-memory 1gb\nmax-command-bytes 256mb");
     c = rbd_connect(&d);
-    /* ~120 MB of bits, so a dump takes a while. */
+    /* ~120 MB of bits (past the default max-command-bytes), so a dump
+     * takes a while. */
     rbd_expect(c, "OK", "BF.RESERVE", "big", "0.01", "100000000");
     rb_conn_close(c);
     for (size_t round = 0; round < sizeof(kill_after) / sizeof(kill_after[0]); round++) {

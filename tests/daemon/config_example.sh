@@ -17,6 +17,8 @@ check "appendfsync default" sh -c "echo '$out' | grep -qx 'appendfsync everysec'
 check "socket mode default" sh -c "echo '$out' | grep -qx 'socket-mode 0660'"
 check "segment mode default" sh -c "echo '$out' | grep -qx 'segment-mode 0640'"
 check "max-key-bytes default" sh -c "echo '$out' | grep -qx 'max-key-bytes 65536'"
+check "max-ring-points default" sh -c "echo '$out' | grep -qx 'max-ring-points 1048576'"
+check "max-command-bytes default" sh -c "echo '$out' | grep -qx 'max-command-bytes 67108864'"
 check "huge-pages default" sh -c "echo '$out' | grep -qx 'huge-pages no'"
 bad=$(mktemp)
 printf 'instance x\n# comment\nmax-clients lots\n' > "$bad"
