@@ -26,8 +26,6 @@ void rbd_etcd_kvs_free(rbd_etcd_kvs_t *kvs)
 static int add_kv(rbd_etcd_t *e, rbd_etcd_kvs_t *out, size_t *cap, json_object *kv)
 {
     rbd_etcd_kv_t *k;
-    size_t klen;
-
     if (out->n == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
         rbd_etcd_kv_t *p = realloc(out->kv, c * sizeof(*p));
@@ -38,7 +36,7 @@ static int add_kv(rbd_etcd_t *e, rbd_etcd_kvs_t *out, size_t *cap, json_object *
     }
     k = &out->kv[out->n];
     memset(k, 0, sizeof(*k));
-    k->key = etcd_rel_key(e, kv, &klen);
+    k->key = etcd_rel_key(e, kv, &k->key_len);
     k->value = etcd_unb64(kv, "value", &k->value_len);
     if (!k->key || !k->value) {
         free(k->key);
@@ -105,9 +103,10 @@ int rbd_etcd_range(rbd_etcd_t *e, const char *sub, int64_t at_revision, rbd_etcd
         if (first) {
             from = etcd_key(e, sub, strlen(sub));
         } else {
-            /* The next page starts just after the last key: key + "\0". */
+            /* The next page starts just after the last key: key + "\0"
+             * (its bytes, a NUL among them). */
             const char *last = out->kv[out->n - 1].key;
-            size_t l = strlen(last);
+            size_t l = out->kv[out->n - 1].key_len;
             char *k = malloc(l + 2);
             from = NULL;
             if (k) {

@@ -47,13 +47,21 @@ void rbd_source_view_free(view_t *v)
 
 /* ---- the thread's key map ------------------------------------------------------- */
 
-static size_t map_find(const rbd_source_t *s, const char *key, int *found)
+/* etcd's key order: bytes, then length (a NUL byte is a byte like others). */
+static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+
+    return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+static size_t map_find(const rbd_source_t *s, const char *key, size_t klen, int *found)
 {
     size_t lo = 0, hi = s->n;
 
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int c = strcmp(s->map[mid].key, key);
+        int c = key_cmp(s->map[mid].key, s->map[mid].klen, key, klen);
         if (c == 0) {
             *found = 1;
             return mid;
@@ -69,77 +77,199 @@ static size_t map_find(const rbd_source_t *s, const char *key, int *found)
 
 static void map_clear(rbd_source_t *s)
 {
-    for (size_t i = 0; i < s->n; i++) {
+    for (size_t i = 0; i < s->n; i++)
         free(s->map[i].key);
-        free(s->map[i].val);
-    }
     s->n = 0;
 }
 
-/* Puts (val != NULL) or deletes key.  0, or -1 out of memory. */
-static int map_set(rbd_source_t *s, const char *key, const char *val, size_t vlen,
-                   int64_t mod_rev)
+/* Whether val (vlen bytes) is the word, then optional blanks, nothing else. */
+static int only_blanks(const char *p, const char *end)
 {
-    int found;
-    size_t at = map_find(s, key, &found);
-    char *v;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+        p++;
+    return p == end;
+}
 
-    if (val == NULL) {
+/* A node's value "<weight> <state>": 1 and the fields, or 0. */
+static int parse_node(const char *val, size_t vlen, uint32_t *weight, uint32_t *state)
+{
+    const char *end = val + vlen, *w0;
+    unsigned long w;
+    char *after;
+    rb_node_state_t st;
+
+    if (vlen == 0 || memchr(val, '\0', vlen) != NULL || val[0] < '0' || val[0] > '9')
+        return 0;
+    w = strtoul(val, &after, 10);
+    if (after == val || w < 1 || w > RB_RING_MAX_WEIGHT || *after != ' ')
+        return 0;
+    w0 = after + 1;
+    for (after = (char *)w0; after < end && *after != ' ' && *after != '\t' &&
+                             *after != '\r' && *after != '\n'; after++)
+        ;
+    if (rb_node_state_parse(w0, (size_t)(after - w0), &st) != RB_OK || !only_blanks(after, end))
+        return 0;
+    *weight = (uint32_t)w;
+    *state = (uint32_t)st;
+    return 1;
+}
+
+/* The mode's value "<mode> [<replicas>]": 1 and the fields, or 0. */
+static int parse_mode(const char *val, size_t vlen, uint32_t *mode, uint32_t *replicas)
+{
+    const char *end = val + vlen, *p = val;
+    unsigned long r = 0;
+    rb_ring_mode_t m;
+    char *after;
+
+    if (memchr(val, '\0', vlen) != NULL)
+        return 0;
+    while (p < end && *p != ' ')
+        p++;
+    if (rb_ring_mode_parse(val, (size_t)(p - val), &m) != RB_OK)
+        return 0;
+    if (p < end && p[1] >= '0' && p[1] <= '9') {
+        r = strtoul(p + 1, &after, 10);
+        p = after;
+    }
+    if (r > RB_RING_MAX_REPLICAS || !only_blanks(p, end))
+        return 0;
+    *mode = (uint32_t)m;
+    *replicas = (uint32_t)r;
+    return 1;
+}
+
+/* b (len bytes) as printable ASCII in out (cap bytes): \\, ' and bytes
+ * outside 0x20..0x7e as \xHH, cut with "..." where it does not fit. */
+static void escape(char *out, size_t cap, const char *b, size_t len)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)b[i];
+        if (w + 8 >= cap) {
+            snprintf(out + w, cap - w, "...");
+            return;
+        }
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+            out[w++] = (char)c;
+        else
+            w += (size_t)snprintf(out + w, cap - w, "\\x%02x", c);
+    }
+    out[w] = '\0';
+}
+
+/* What key (with its value) is to the source: ENTRY_MODE or ENTRY_NODE
+ * with the fields in e; ENTRY_BAD with why; -1 for a foreign key, which
+ * the source ignores (another tool's, or the guard key). */
+static int classify(const char *key, size_t klen, const char *val, size_t vlen, entry_t *e,
+                    char *why, size_t cap)
+{
+    char esc[64];
+
+    escape(esc, sizeof(esc), val, vlen);
+    if (memchr(key, '\0', klen) != NULL) {
+        snprintf(why, cap, "a NUL byte in the key");
+        return ENTRY_BAD;
+    }
+    if (klen == 4 && memcmp(key, "mode", 4) == 0) {
+        snprintf(why, cap, "its value '%s' is not '<mode> <replicas>' (replicas 0..%d)", esc,
+                 RB_RING_MAX_REPLICAS);
+        return parse_mode(val, vlen, &e->a, &e->b) ? ENTRY_MODE : ENTRY_BAD;
+    }
+    if (klen < 5 || memcmp(key, "node/", 5) != 0)
+        return -1;
+    if (klen == 5 || klen - 5 > RB_NODE_NAME_MAX) {
+        if (klen == 5)
+            snprintf(why, cap, "an empty node name");
+        else
+            snprintf(why, cap, "a node name longer than %d bytes", RB_NODE_NAME_MAX);
+        return ENTRY_BAD;
+    }
+    snprintf(why, cap, "its value '%s' is not '<weight> <state>' (weight 1..%d, state up, "
+             "down or drain)", esc, RB_RING_MAX_WEIGHT);
+    return parse_node(val, vlen, &e->a, &e->b) ? ENTRY_NODE : ENTRY_BAD;
+}
+
+/* A key the source cannot use: a warning naming it (at most
+ * SKIP_WARNINGS a load or batch, the rest counted into warn_held), and
+ * the last one for INFO. */
+static void warn_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t mod_rev,
+                         const char *why)
+{
+    char esc[300], line[sizeof(s->st.skipped_last)];
+
+    escape(esc, sizeof(esc), key, klen);
+    snprintf(line, sizeof(line), "'%.100s%s' (mod_revision %lld): %s", s->opts.prefix, esc,
+             (long long)mod_rev, why);
+    pthread_mutex_lock(&s->mu);
+    memcpy(s->st.skipped_last, line, sizeof(line));
+    pthread_mutex_unlock(&s->mu);
+    if (s->warn_left == 0) {
+        s->warn_held++;
+        return;
+    }
+    s->warn_left--;
+    rbd_log(LOG_WARNING, "ring source: etcd key %s; skipped (the ring is built without it)",
+            line);
+}
+
+/* A new load or batch may warn SKIP_WARNINGS times; those held back in
+ * the last one are said in one line. */
+static void warn_reset(rbd_source_t *s)
+{
+    if (s->warn_held > 0)
+        rbd_log(LOG_WARNING, "ring source: %zu more etcd keys skipped (INFO "
+                "etcd_keys_skipped)", s->warn_held);
+    s->warn_left = SKIP_WARNINGS;
+    s->warn_held = 0;
+}
+
+/* Puts (val != NULL) or deletes key: a key the source uses or cannot use
+ * is kept (the latter with a warning), a foreign one is not.  0, or -1
+ * out of memory. */
+static int map_set(rbd_source_t *s, const char *key, size_t klen, const char *val,
+                   size_t vlen, int64_t mod_rev)
+{
+    int found, kind;
+    size_t at = map_find(s, key, klen, &found);
+    entry_t e = { .mod_rev = mod_rev };
+    char why[200];
+
+    kind = val != NULL ? classify(key, klen, val, vlen, &e, why, sizeof(why)) : -1;
+    if (kind < 0) {   /* a delete, or a foreign key */
         if (found) {
             free(s->map[at].key);
-            free(s->map[at].val);
             memmove(&s->map[at], &s->map[at + 1], (s->n - at - 1) * sizeof(*s->map));
             s->n--;
         }
         return 0;
     }
-    if ((v = malloc(vlen + 1)) == NULL)
-        return -1;
-    memcpy(v, val, vlen);
-    v[vlen] = '\0';
+    if (kind == ENTRY_BAD)
+        warn_skipped(s, key, klen, mod_rev, why);
     if (!found) {
         if (s->n == s->cap) {
             size_t cap = s->cap ? 2 * s->cap : 64;
             entry_t *m = realloc(s->map, cap * sizeof(*m));
-            if (m == NULL) {
-                free(v);
+            if (m == NULL)
                 return -1;
-            }
             s->map = m;
             s->cap = cap;
         }
-        memmove(&s->map[at + 1], &s->map[at], (s->n - at) * sizeof(*s->map));
-        if ((s->map[at].key = strdup(key)) == NULL) {
-            memmove(&s->map[at], &s->map[at + 1], (s->n - at) * sizeof(*s->map));
-            free(v);
+        if ((e.key = malloc(klen + 1)) == NULL)
             return -1;
-        }
-        s->map[at].val = NULL;
+        memcpy(e.key, key, klen);
+        e.key[klen] = '\0';
+        e.klen = klen;
+        memmove(&s->map[at + 1], &s->map[at], (s->n - at) * sizeof(*s->map));
         s->n++;
+    } else {
+        e.key = s->map[at].key;
+        e.klen = klen;
     }
-    free(s->map[at].val);
-    s->map[at].val = v;
-    s->map[at].vlen = vlen;
-    s->map[at].mod_rev = mod_rev;
+    e.kind = kind;
+    s->map[at] = e;
     return 0;
-}
-
-/* A node's value "<weight> <state>": 1 and the fields, or 0 (ignored, on
- * every host alike, with a warning). */
-static int parse_node(const char *val, uint32_t *weight, uint32_t *state)
-{
-    char word[16];
-    unsigned long w;
-    char *end;
-    rb_node_state_t st;
-
-    w = strtoul(val, &end, 10);
-    if (end == val || w < 1 || w > RB_RING_MAX_WEIGHT || *end != ' ' ||
-        sscanf(end + 1, "%15s", word) != 1 || rb_node_state_parse(word, strlen(word), &st) != RB_OK)
-        return 0;
-    *weight = (uint32_t)w;
-    *state = (uint32_t)st;
-    return 1;
 }
 
 /* The membership the map holds, as of revision rev.  NULL: out of memory. */
@@ -157,45 +287,107 @@ static view_t *view_build(const rbd_source_t *s, int64_t rev)
     for (size_t i = 0; i < s->n; i++) {
         const entry_t *e = &s->map[i];
         member_t *m = &v->m[v->n];
-        if (strcmp(e->key, "mode") == 0) {
-            char word[32];
-            unsigned long r = 0;
-            rb_ring_mode_t mode;
-            if (sscanf(e->val, "%31s %lu", word, &r) >= 1 &&
-                rb_ring_mode_parse(word, strlen(word), &mode) == RB_OK &&
-                r <= RB_RING_MAX_REPLICAS) {
-                v->mode = mode;
-                v->replicas = (uint32_t)r;
-                v->mode_rev = e->mod_rev;
+        if (e->kind == ENTRY_BAD) {
+            v->skipped++;
+        } else if (e->kind == ENTRY_MODE) {
+            v->mode = (rb_ring_mode_t)e->a;
+            v->replicas = e->b;
+            v->mode_rev = e->mod_rev;
+        } else {
+            if ((m->name = strdup(e->key + 5)) == NULL) {
+                rbd_source_view_free(v);
+                return NULL;
             }
-            continue;
+            m->len = e->klen - 5;
+            m->weight = e->a;
+            m->state = e->b;
+            m->mod_rev = e->mod_rev;
+            v->n++;
         }
-        if (strncmp(e->key, "node/", 5) != 0 || e->key[5] == '\0' ||
-            strlen(e->key + 5) > RB_NODE_NAME_MAX || !parse_node(e->val, &m->weight, &m->state))
-            continue;
-        if ((m->name = strdup(e->key + 5)) == NULL) {
-            rbd_source_view_free(v);
-            return NULL;
-        }
-        m->len = strlen(m->name);
-        m->mod_rev = e->mod_rev;
-        v->n++;
     }
     return v;
 }
 
 /* ---- the thread ------------------------------------------------------------------ */
 
+/* ---- confirmation ---------------------------------------------------------------
+
+ * The table's age (INFO etcd_stale_seconds) counts from its last
+ * confirmation: the last time a quorum of etcd answered this host's
+ * source (a range, a watch batch or progress notification, the probe).
+ * It is kept across restarts in <dir>/etcd-confirmed, "<revision>
+ * <unix ms>\n", written (a new file renamed over the old, not synced)
+ * by the source thread at each confirmation of a new revision and at
+ * most once a CONFIRM_WRITE_MS otherwise.  A write lost in a crash leaves
+ * an older time: the age reads larger, never smaller.  At start the time
+ * is taken if the file's revision is not older than the recovered
+ * table's (a newer one: the table stopped being current by then), else
+ * (no file, an older table, no table) the age counts from the start. */
+
+/* The start's confirmation time (see above); applied: the recovered table's revision. */
+static uint64_t confirm_load(const char *path, int64_t applied)
+{
+    FILE *f = fopen(path, "re");
+    long long rev = 0;
+    unsigned long long ms = 0;
+    uint64_t now = rbd_now_ms();
+    int ok;
+
+    if (f == NULL)
+        return now;
+    ok = fscanf(f, "%lld %llu", &rev, &ms) == 2;
+    fclose(f);
+    if (!ok || applied <= 0 || rev < applied || ms == 0)
+        return now;
+    return ms < now ? (uint64_t)ms : now;
+}
+
+/* A quorum answered as of revision rev: the time for INFO, and the file. */
+static void confirm(rbd_source_t *s, int64_t rev)
+{
+    uint64_t now = rbd_now_ms();
+    char tmp[sizeof(((rbd_config_t *)0)->dir) + 32], line[64];
+    FILE *f;
+    int ok;
+
+    pthread_mutex_lock(&s->mu);
+    s->st.confirmed_ms = now;
+    pthread_mutex_unlock(&s->mu);
+    if (rev == s->confirm_rev && now - s->confirm_ms < CONFIRM_WRITE_MS)
+        return;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", s->confirm_path);
+    snprintf(line, sizeof(line), "%lld %llu\n", (long long)rev, (unsigned long long)now);
+    ok = (f = fopen(tmp, "we")) != NULL;
+    if (ok) {
+        ok = fputs(line, f) >= 0;
+        ok = fclose(f) == 0 && ok;
+    }
+    if (ok && rename(tmp, s->confirm_path) == 0) {
+        s->confirm_rev = rev;
+        s->confirm_ms = now;
+        s->confirm_warned = 0;
+    } else if (!s->confirm_warned) {
+        s->confirm_warned = 1;   /* once until a write works again */
+        rbd_log(LOG_WARNING, "ring source: cannot write %s: %s (etcd_stale_seconds after a "
+                "restart will count from the start)", s->confirm_path, strerror(errno));
+    }
+}
+
+/* ---- the thread ------------------------------------------------------------------ */
+
 static void set_status(rbd_source_t *s, int ok, const char *why)
 {
+    int64_t rev;
+
     pthread_mutex_lock(&s->mu);
     s->st.connected = ok;
-    if (ok)
-        s->st.last_ok_ms = rbd_mono_ms();
+    rev = s->st.revision;
     snprintf(s->st.error, sizeof(s->st.error), "%s", why != NULL ? why : "");
     snprintf(s->st.endpoint, sizeof(s->st.endpoint), "%s",
              rbd_etcd_endpoint(s->watch_client) ? rbd_etcd_endpoint(s->watch_client) : "");
     pthread_mutex_unlock(&s->mu);
+    if (ok)
+        confirm(s, rev);
 }
 
 /* Leaves the map's membership as of rev for the loop, and wakes it. */
@@ -211,13 +403,16 @@ static int publish(rbd_source_t *s, int64_t rev)
     s->latest = v;
     s->st.revision = rev;
     s->st.connected = 1;
-    s->st.last_ok_ms = rbd_mono_ms();
+    s->st.skipped = v->skipped;
+    if (v->skipped == 0)
+        s->st.skipped_last[0] = '\0';
     s->st.error[0] = '\0';
     snprintf(s->st.endpoint, sizeof(s->st.endpoint), "%s",
              rbd_etcd_endpoint(s->watch_client) ? rbd_etcd_endpoint(s->watch_client) : "");
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     rbd_source_view_free(old);
+    confirm(s, rev);
     if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         rbd_log(LOG_WARNING, "ring source: eventfd: %s", strerror(errno));
     return 0;
@@ -233,9 +428,11 @@ static int on_batch(void *arg, int64_t revision, const rbd_etcd_event_t *ev, siz
 {
     follow_t *f = arg;
 
+    warn_reset(f->s);
     for (size_t i = 0; i < n && !f->failed; i++)
-        f->failed = map_set(f->s, ev[i].key, ev[i].type == RBD_ETCD_PUT ? ev[i].value : NULL,
-                            ev[i].value_len, ev[i].mod_revision) != 0;
+        f->failed = map_set(f->s, ev[i].key, ev[i].key_len,
+                            ev[i].type == RBD_ETCD_PUT ? ev[i].value : NULL, ev[i].value_len,
+                            ev[i].mod_revision) != 0;
     if (f->failed)
         return 1;
     if (revision > f->rev) {
@@ -258,8 +455,9 @@ static int load(rbd_source_t *s, int64_t *rev)
     if (rc != 0)
         return rc;
     map_clear(s);
+    warn_reset(s);
     for (size_t i = 0; i < kvs.n && rc == 0; i++)
-        rc = map_set(s, kvs.kv[i].key, kvs.kv[i].value, kvs.kv[i].value_len,
+        rc = map_set(s, kvs.kv[i].key, kvs.kv[i].key_len, kvs.kv[i].value, kvs.kv[i].value_len,
                      kvs.kv[i].mod_revision) != 0 ? RBD_ETCD_ENOMEM : 0;
     *rev = kvs.revision;
     rbd_etcd_kvs_free(&kvs);
@@ -411,6 +609,12 @@ int rbd_source_start(rbd_source_t **out, const rbd_config_t *cfg, int64_t applie
     s->dmode = cfg->ring_mode;
     s->dreplicas = cfg->ring_replicas;
     s->st.applied = applied;
+    if (asprintf(&s->confirm_path, "%s/%s", cfg->dir, RBD_SOURCE_CONFIRM_FILE) < 0) {
+        s->confirm_path = NULL;
+        snprintf(err, errlen, "ring source: out of memory");
+        goto fail;
+    }
+    s->st.confirmed_ms = confirm_load(s->confirm_path, applied);
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if ((s->watch_client = rbd_etcd_open(&s->opts, &e1)) == NULL ||
         (s->write_client = rbd_etcd_open(&s->opts, &e2)) == NULL || s->efd < 0) {
@@ -471,6 +675,7 @@ void rbd_source_stop(rbd_source_t *s)
     rbd_source_view_free(s->applied);
     free(s->eps);
     free(s->ep_buf);
+    free(s->confirm_path);
     free(s);
 }
 

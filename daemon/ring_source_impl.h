@@ -17,10 +17,20 @@
 #define BACKOFF_MAX_MS 5000
 #define PROBE_MS       3000   /* a watch this quiet is checked by a range */
 #define APPLY_WAIT_MS  2000   /* a change waits this long to be applied here */
+#define SKIP_WARNINGS  10     /* skipped-key warnings a load or batch writes */
+#define CONFIRM_WRITE_MS 1000 /* the confirmation file's writes, at most one this often */
+
+/* What a key under the prefix is to the source (ring_source.c's
+ * classify): a foreign key (outside "mode" and "node/...") is not kept;
+ * one of the schema whose name or value cannot be used, or any key with a
+ * NUL byte, is kept as ENTRY_BAD, to be counted (INFO) until it is gone. */
+enum { ENTRY_MODE, ENTRY_NODE, ENTRY_BAD };
 
 typedef struct entry {          /* one key under the prefix, as etcd has it */
-    char *key, *val;
-    size_t vlen;
+    char *key;                  /* klen bytes (a NUL may be among them), then a NUL */
+    size_t klen;
+    int kind;                   /* ENTRY_* */
+    uint32_t a, b;              /* MODE: mode, replicas; NODE: weight, state */
     int64_t mod_rev;
 } entry_t;
 
@@ -49,6 +59,7 @@ typedef struct view {           /* the membership as of one revision */
     int64_t mode_rev;           /* 0: no mode key (the daemon's defaults) */
     member_t *m;                /* in key order */
     size_t n;
+    size_t skipped;             /* keys of the map it cannot use (ENTRY_BAD) */
 } view_t;
 
 struct rbd_source {
@@ -67,8 +78,14 @@ struct rbd_source {
     view_t *latest;             /* under mu: the thread's newest, not yet taken */
     rbd_source_status_t st;     /* under mu */
     view_t *applied;            /* loop: what the published table is of */
-    entry_t *map;               /* thread: sorted by key */
+    entry_t *map;               /* thread: sorted by key (etcd's byte order) */
     size_t n, cap;
+    unsigned warn_left;         /* thread: skipped-key warnings left in this load or batch */
+    size_t warn_held;           /* thread: those not written for want of it */
+    char *confirm_path;         /* <dir>/etcd-confirmed (ring_source.c, "confirmation") */
+    int64_t confirm_rev;        /* thread: what the file says now */
+    uint64_t confirm_ms;
+    int confirm_warned;         /* thread: a failed write was logged */
     pthread_t wth;              /* the writer thread: runs the jobs' txns */
     int wstarted;
     pthread_cond_t wcv;         /* under mu: a job to run, or stop */

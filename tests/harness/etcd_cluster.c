@@ -150,6 +150,66 @@ static int healthy(rb_etcd_cluster_t *c, int i)
     return ok;
 }
 
+/* Standard base64 of len bytes into out (4 * ((len + 2) / 3) + 1 bytes). */
+static void b64(const unsigned char *in, size_t len, char *out)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t w = 0;
+
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < len ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < len ? in[i + 2] : 0);
+        out[w++] = t[v >> 18 & 63];
+        out[w++] = t[v >> 12 & 63];
+        out[w++] = i + 1 < len ? t[v >> 6 & 63] : '=';
+        out[w++] = i + 2 < len ? t[v & 63] : '=';
+    }
+    out[w] = '\0';
+}
+
+int rb_etcd_raw(rb_etcd_cluster_t *c, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    char *kb = malloc(4 * (klen / 3 + 1) + 1), *vb = malloc(4 * (vlen / 3 + 1) + 1), *body;
+    reply_t reply = { 0 };
+    int ok = 0;
+
+    body = kb && vb ? malloc(4 * (klen / 3 + vlen / 3 + 2) + 64) : NULL;
+    for (int i = 0; body && !ok && i < c->n; i++) {
+        char url[96];
+        long status = 0;
+        CURL *h;
+        if (!c->pid[i] || !(h = curl_easy_init()))
+            continue;
+        b64(key, klen, kb);
+        if (val)
+            b64(val, vlen, vb);
+        if (val)
+            sprintf(body, "{\"key\":\"%s\",\"value\":\"%s\"}", kb, vb);
+        else
+            sprintf(body, "{\"key\":\"%s\"}", kb);
+        snprintf(url, sizeof(url), "%s/v3/kv/%s", c->url[i], val ? "put" : "deleterange");
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply);
+        if (c->tls) {
+            curl_easy_setopt(h, CURLOPT_CAINFO, c->ca);
+            curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
+            curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+        }
+        if (curl_easy_perform(h) == CURLE_OK &&
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200)
+            ok = 1;
+        curl_easy_cleanup(h);
+    }
+    free(kb);
+    free(vb);
+    free(body);
+    return ok ? 0 : -1;
+}
+
 int rb_etcd_wait_healthy(rb_etcd_cluster_t *c, int timeout_ms)
 {
     uint64_t end = rb_test_now_ms() + (uint64_t)timeout_ms;
