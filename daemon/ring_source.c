@@ -41,7 +41,10 @@ void rbd_source_view_free(view_t *v)
         return;
     for (size_t i = 0; i < v->n; i++)
         free(v->m[i].name);
+    for (size_t i = 0; i < v->nbad; i++)
+        free(v->bad[i].name);
     free(v->m);
+    free(v->bad);
     free(v);
 }
 
@@ -114,6 +117,19 @@ static int parse_node(const char *val, size_t vlen, uint32_t *weight, uint32_t *
     return 1;
 }
 
+/* Whether a ring takes mode m with replicas r as RING_SYNC's apply sets
+ * them (ops.c: a table mode's r is its parameter, a maglev M prime, ...). */
+static int mode_ok(rb_ring_mode_t m, uint32_t r)
+{
+    int table = m == RB_RING_MAGLEV || m == RB_RING_SLOTS;
+    rb_ring_t *ring = NULL;
+    int ok = rb_ring_new(m, table ? 0 : r, &ring) == RB_OK &&
+             (!table || r == 0 || rb_ring_set_mode(ring, m, r) == RB_OK);
+
+    rb_ring_free(ring);
+    return ok;
+}
+
 /* The mode's value "<mode> [<replicas>]": 1 and the fields, or 0. */
 static int parse_mode(const char *val, size_t vlen, uint32_t *mode, uint32_t *replicas)
 {
@@ -132,7 +148,7 @@ static int parse_mode(const char *val, size_t vlen, uint32_t *mode, uint32_t *re
         r = strtoul(p + 1, &after, 10);
         p = after;
     }
-    if (r > RB_RING_MAX_REPLICAS || !only_blanks(p, end))
+    if (r > RB_RING_MAX_REPLICAS || !only_blanks(p, end) || !mode_ok(m, (uint32_t)r))
         return 0;
     *mode = (uint32_t)m;
     *replicas = (uint32_t)r;
@@ -173,8 +189,8 @@ static int classify(const char *key, size_t klen, const char *val, size_t vlen, 
         return ENTRY_BAD;
     }
     if (klen == 4 && memcmp(key, "mode", 4) == 0) {
-        snprintf(why, cap, "its value '%s' is not '<mode> <replicas>' (replicas 0..%d)", esc,
-                 RB_RING_MAX_REPLICAS);
+        snprintf(why, cap, "its value '%s' is not '<mode> <replicas>' (replicas 0..%d; "
+                 "maglev: 0 or a prime size; slots: 0)", esc, RB_RING_MAX_REPLICAS);
         return parse_mode(val, vlen, &e->a, &e->b) ? ENTRY_MODE : ENTRY_BAD;
     }
     if (klen < 5 || memcmp(key, "node/", 5) != 0)
@@ -272,12 +288,35 @@ static int map_set(rbd_source_t *s, const char *key, size_t klen, const char *va
     return 0;
 }
 
+/* A skipped key e of the map that is a node whose name is usable (its
+ * value is not) joins v->bad, so that a change of that node replaces it.
+ * 0: out of memory (v freed). */
+static int add_bad_node(view_t *v, const entry_t *e)
+{
+    member_t *b = &v->bad[v->nbad];
+
+    if (e->klen <= 5 || e->klen - 5 > RB_NODE_NAME_MAX || memcmp(e->key, "node/", 5) != 0 ||
+        memchr(e->key, '\0', e->klen) != NULL)
+        return 1;
+    if ((b->name = strdup(e->key + 5)) == NULL) {
+        rbd_source_view_free(v);
+        return 0;
+    }
+    b->len = e->klen - 5;
+    b->mod_rev = e->mod_rev;
+    v->nbad++;
+    return 1;
+}
+
 /* The membership the map holds, as of revision rev.  NULL: out of memory. */
 static view_t *view_build(const rbd_source_t *s, int64_t rev)
 {
     view_t *v = calloc(1, sizeof(*v));
 
-    if (v == NULL || (v->m = calloc(s->n ? s->n : 1, sizeof(*v->m))) == NULL) {
+    if (v == NULL || (v->m = calloc(s->n ? s->n : 1, sizeof(*v->m))) == NULL ||
+        (v->bad = calloc(s->n ? s->n : 1, sizeof(*v->bad))) == NULL) {
+        if (v != NULL)
+            free(v->m);
         free(v);
         return NULL;
     }
@@ -289,6 +328,10 @@ static view_t *view_build(const rbd_source_t *s, int64_t rev)
         member_t *m = &v->m[v->n];
         if (e->kind == ENTRY_BAD) {
             v->skipped++;
+            if (e->klen == 4 && memcmp(e->key, "mode", 4) == 0)
+                v->mode_rev = e->mod_rev;
+            else if (!add_bad_node(v, e))
+                return NULL;
         } else if (e->kind == ENTRY_MODE) {
             v->mode = (rb_ring_mode_t)e->a;
             v->replicas = e->b;

@@ -56,10 +56,14 @@ typedef struct view {           /* the membership as of one revision */
     int64_t revision;
     rb_ring_mode_t mode;
     uint32_t replicas;
-    int64_t mode_rev;           /* 0: no mode key (the daemon's defaults) */
+    int64_t mode_rev;           /* 0: no mode key (the daemon's defaults); a
+                                   skipped one's too (a change replaces it) */
     member_t *m;                /* in key order */
     size_t n;
     size_t skipped;             /* keys of the map it cannot use (ENTRY_BAD) */
+    member_t *bad;              /* the node keys among them whose name is usable
+                                   (their value is not): name and mod_rev */
+    size_t nbad;
 } view_t;
 
 struct rbd_source {

@@ -485,7 +485,10 @@ static void await_nodes(int h, const char *want)
 
 /* A node whose value does not parse ("x up", "1 up" and a NUL) is
  * skipped on every host with a warning naming it and counted in INFO
- * (issue 25, item 12b); a value that parses again makes it a member. */
+ * (issue 25, item 12b); RING.ADD / REMOVE through a daemon replace or
+ * delete it.  Its siblings: a mode the ring cannot take (skipped alike),
+ * a node the ring cannot hold (left out alike); neither stops later
+ * revisions from being applied. */
 START_TEST(test_fleet_unparsable_value)
 {
     fleet_start();
@@ -508,12 +511,38 @@ START_TEST(test_fleet_unparsable_value)
     }
     printf("fleet: 2 node values that do not parse skipped on every host, e.g. %s\n",
            info(0, "etcd_last_skipped"));
-    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/junk", 16, NULL, 0), 0);
-    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/bad", 15, "2 down", 6), 0);
+    /* Through a daemon, RING.ADD replaces a skipped node key and
+     * RING.REMOVE deletes one (not CONFLICT, not "no such node"). */
+    rbd_expect(c[0], "OK", "RING.ADD", "bad", "2");
+    rbd_expect(c[1], "OK", "RING.REMOVE", "junk");
     for (int h = 0; h < HOSTS; h++) {
         await_nodes(h, "a\n1\nbad\n2\nc\n4");
         ck_assert_str_eq(info(h, "etcd_keys_skipped"), "0");
         ck_assert_str_eq(info(h, "etcd_last_skipped"), "");
+    }
+    /* A mode the ring cannot take (maglev's size must be a prime): skipped
+     * (the daemons' ring-mode applies), changes still applied; RING.MODE
+     * replaces it. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/mode", 11, "maglev 4", 8), 0);
+    rbd_expect(c[2], "OK", "RING.ADD", "d", "1");
+    for (int h = 0; h < HOSTS; h++) {
+        await_nodes(h, "a\n1\nbad\n2\nc\n4\nd\n1");
+        ck_assert_str_eq(info(h, "etcd_keys_skipped"), "1");
+        ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/mode'"), 1);
+    }
+    rbd_expect(c[0], "OK", "RING.MODE", "xxh3", "4096");
+    for (int h = 0; h < HOSTS; h++) {
+        uint64_t t0 = rb_test_now_ms();
+        while (strcmp(info(h, "etcd_keys_skipped"), "0") != 0)
+            ck_assert_msg(rb_test_now_ms() - t0 < 15000, "host %d: the mode is still skipped", h);
+    }
+    /* A node the ring cannot hold (65535 x 4096 points): left out on every
+     * host, and later revisions are still applied. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/heavy", 17, "65535 up", 8), 0);
+    rbd_expect(c[1], "OK", "RING.ADD", "e", "1");
+    for (int h = 0; h < HOSTS; h++) {
+        await_nodes(h, "a\n1\nbad\n2\nc\n4\nd\n1\ne\n1");
+        ck_assert_int_ge(rbd_log_count(&d[h], "nodes left out, the ring cannot hold them"), 1);
     }
     fleet_stop();
 }

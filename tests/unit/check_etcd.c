@@ -559,6 +559,19 @@ START_TEST(test_etcd_limits)
     rbd_etcd_kvs_t kvs;
     ck_assert_int_eq(rbd_etcd_range(small, "", 0, &kvs), RBD_ETCD_ETOOBIG);
     OK(small, rbd_etcd_range(small, "none", 0, &kvs));
+    /* Keys each below the cap, a page of them above it: the range goes
+     * on in smaller pages (another tool's large values under the prefix
+     * must not stop the daemon's load, issue 25 item 5). */
+    for (int i = 0; i < 12; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "mid/%02d", i);
+        OK(e, put_if(e, key, big + sizeof(big) - 30001, 0, &rev, NULL));
+    }
+    OK(small, rbd_etcd_range(small, "mid/", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 12);
+    ck_assert_uint_eq(kvs.kv[11].value_len, 30000);
+    ck_assert_int_eq(kvs.revision, rev);
+    rbd_etcd_kvs_free(&kvs);
     rbd_etcd_close(small);
 
     const char *dead[] = { "http://127.0.0.1:1", "http://127.0.0.1:9/" };
