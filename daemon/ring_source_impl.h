@@ -1,8 +1,10 @@
 /*
  * ring_source_impl.h - what ring_source.c (the source thread, the writer
- * thread, start and stop) and ring_source_loop.c (the event loop's side:
- * publishing, changes) share: the source's state and its types.  Who owns
- * what is written beside each field (ring_source.c's head has the rule).
+ * thread, start and stop), ring_source_map.c (the source thread's key map
+ * and the views built from it) and ring_source_loop.c (the event loop's
+ * side: publishing, changes) share: the source's state and its types.
+ * Who owns what is written beside each field (ring_source.c's head has
+ * the rule).
  */
 #ifndef RBD_RING_SOURCE_IMPL_H
 #define RBD_RING_SOURCE_IMPL_H
@@ -97,6 +99,18 @@ struct rbd_source {
     job_t *waiting;             /* loop: committed, not yet applied here */
 };
 
+/* ring_source_map.c, the source thread's (the view functions any
+ * thread's, on a view it owns). */
 void rbd_source_view_free(view_t *v);
+void rbd_source_map_clear(rbd_source_t *s);
+/* Puts (val != NULL) or deletes key (klen bytes): a key the source uses
+ * or cannot use is kept (the latter logged), a foreign one is not.  0,
+ * or -1 out of memory. */
+int rbd_source_map_set(rbd_source_t *s, const char *key, size_t klen, const char *val,
+                       size_t vlen, int64_t mod_rev);
+/* A new load or watch batch: its skipped-key warnings start again. */
+void rbd_source_warn_reset(rbd_source_t *s);
+/* The membership the map holds, as of revision rev.  NULL: out of memory. */
+view_t *rbd_source_view_build(const rbd_source_t *s, int64_t rev);
 
 #endif /* RBD_RING_SOURCE_IMPL_H */

@@ -483,6 +483,21 @@ static void await_nodes(int h, const char *want)
     }
 }
 
+/* Every host: RING.NODES becomes nodes (within 15 s), then INFO's
+ * etcd_keys_skipped is skipped and its log has a line with logged (each
+ * unless NULL). */
+static void await_all(const char *nodes, const char *skipped, const char *logged)
+{
+    for (int h = 0; h < HOSTS; h++) {
+        await_nodes(h, nodes);
+        if (skipped != NULL)
+            ck_assert_str_eq(info(h, "etcd_keys_skipped"), skipped);
+        if (logged != NULL)
+            ck_assert_msg(rbd_log_count(&d[h], logged) >= 1, "host %d logged no '%s'", h,
+                          logged);
+    }
+}
+
 /* A node whose value does not parse ("x up", "1 up" and a NUL) is
  * skipped on every host with a warning naming it and counted in INFO
  * (issue 25, item 12b); RING.ADD / REMOVE through a daemon replace or
@@ -495,41 +510,26 @@ START_TEST(test_fleet_unparsable_value)
     rbd_expect(c[0], "OK", "RING.ADD", "a", "1");
     ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/bad", 15, "x up", 4), 0);
     rbd_expect(c[1], "OK", "RING.ADD", "c", "3");
-    for (int h = 0; h < HOSTS; h++) {
-        await_nodes(h, "a\n1\nc\n3");
-        ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/node/bad' (mod_revision"), 1);
-        ck_assert_int_ge(rbd_log_count(&d[h], "its value 'x up' is not"), 1);
-        ck_assert_str_eq(info(h, "etcd_keys_skipped"), "1");
-    }
+    await_all("a\n1\nc\n3", NULL, "etcd key '/fleet/node/bad' (mod_revision");
+    await_all("a\n1\nc\n3", "1", "its value 'x up' is not");
     /* A value with a NUL byte after what parses is not the value. */
     ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/junk", 16, "1 up\0", 5), 0);
     rbd_expect(c[2], "OK", "RING.WEIGHT", "c", "4");
-    for (int h = 0; h < HOSTS; h++) {
-        await_nodes(h, "a\n1\nc\n4");
-        ck_assert_str_eq(info(h, "etcd_keys_skipped"), "2");
-        ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/node/junk'"), 1);
-    }
+    await_all("a\n1\nc\n4", "2", "etcd key '/fleet/node/junk'");
     printf("fleet: 2 node values that do not parse skipped on every host, e.g. %s\n",
            info(0, "etcd_last_skipped"));
     /* Through a daemon, RING.ADD replaces a skipped node key and
      * RING.REMOVE deletes one (not CONFLICT, not "no such node"). */
     rbd_expect(c[0], "OK", "RING.ADD", "bad", "2");
     rbd_expect(c[1], "OK", "RING.REMOVE", "junk");
-    for (int h = 0; h < HOSTS; h++) {
-        await_nodes(h, "a\n1\nbad\n2\nc\n4");
-        ck_assert_str_eq(info(h, "etcd_keys_skipped"), "0");
-        ck_assert_str_eq(info(h, "etcd_last_skipped"), "");
-    }
+    await_all("a\n1\nbad\n2\nc\n4", "0", NULL);
+    ck_assert_str_eq(info(0, "etcd_last_skipped"), "");
     /* A mode the ring cannot take (maglev's size must be a prime): skipped
      * (the daemons' ring-mode applies), changes still applied; RING.MODE
      * replaces it. */
     ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/mode", 11, "maglev 4", 8), 0);
     rbd_expect(c[2], "OK", "RING.ADD", "d", "1");
-    for (int h = 0; h < HOSTS; h++) {
-        await_nodes(h, "a\n1\nbad\n2\nc\n4\nd\n1");
-        ck_assert_str_eq(info(h, "etcd_keys_skipped"), "1");
-        ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/mode'"), 1);
-    }
+    await_all("a\n1\nbad\n2\nc\n4\nd\n1", "1", "etcd key '/fleet/mode'");
     rbd_expect(c[0], "OK", "RING.MODE", "xxh3", "4096");
     for (int h = 0; h < HOSTS; h++) {
         uint64_t t0 = rb_test_now_ms();
@@ -540,10 +540,8 @@ START_TEST(test_fleet_unparsable_value)
      * host, and later revisions are still applied. */
     ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/heavy", 17, "65535 up", 8), 0);
     rbd_expect(c[1], "OK", "RING.ADD", "e", "1");
-    for (int h = 0; h < HOSTS; h++) {
-        await_nodes(h, "a\n1\nbad\n2\nc\n4\nd\n1\ne\n1");
-        ck_assert_int_ge(rbd_log_count(&d[h], "nodes left out, the ring cannot hold them"), 1);
-    }
+    await_all("a\n1\nbad\n2\nc\n4\nd\n1\ne\n1", NULL,
+              "nodes left out, the ring cannot hold them");
     fleet_stop();
 }
 END_TEST
@@ -601,10 +599,7 @@ START_TEST(test_fleet_foreign_keys)
     ck_assert_int_eq(rb_etcd_raw(&cl, nul_keys[0], nul_lens[0], NULL, 0), 0);
     ck_assert_int_eq(rb_etcd_raw(&cl, nul_keys[1], nul_lens[1], NULL, 0), 0);
     rbd_expect(c[2], "OK", "RING.REMOVE", "c");
-    for (int h = 0; h < HOSTS; h++) {
-        await_nodes(h, "a\n1\nb\n2");
-        ck_assert_str_eq(info(h, "etcd_keys_skipped"), "0");
-    }
+    await_all("a\n1\nb\n2", "0", NULL);
     fleet_stop();
 }
 END_TEST
