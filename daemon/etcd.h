@@ -117,9 +117,9 @@ typedef struct rbd_etcd_kvs {
  * revision at_revision (0: the latest), fetched in pages of
  * opts.page_limit keys (a page above max_reply asked again with half
  * the keys, down to one: only a single kv above it fails with ETOOBIG),
- * every page at the first page's revision (one consistent view).  0, or an error (ECOMPACTED: at_revision is older
- * than the last compaction; *out is then empty).  Free with
- * rbd_etcd_kvs_free. */
+ * every page at the first page's revision (one consistent view).  0,
+ * or an error (ECOMPACTED: at_revision is older than the last
+ * compaction; *out is then empty).  Free with rbd_etcd_kvs_free. */
 int rbd_etcd_range(rbd_etcd_t *e, const char *sub, int64_t at_revision, rbd_etcd_kvs_t *out);
 void rbd_etcd_kvs_free(rbd_etcd_kvs_t *kvs);
 

@@ -20,6 +20,7 @@
 
 #include <bsd/stdlib.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -72,8 +73,7 @@ static void confirm(rbd_source_t *s, int64_t rev)
 {
     uint64_t now = rbd_now_ms();
     char tmp[sizeof(((rbd_config_t *)0)->dir) + 32], line[64];
-    FILE *f;
-    int ok;
+    int fd, ok, len;
 
     pthread_mutex_lock(&s->mu);
     s->st.confirmed_ms = now;
@@ -81,11 +81,11 @@ static void confirm(rbd_source_t *s, int64_t rev)
     if (rev == s->confirm_rev && now - s->confirm_ms < CONFIRM_WRITE_MS)
         return;
     snprintf(tmp, sizeof(tmp), "%s.tmp", s->confirm_path);
-    snprintf(line, sizeof(line), "%lld %llu\n", (long long)rev, (unsigned long long)now);
-    ok = (f = fopen(tmp, "we")) != NULL;
+    len = snprintf(line, sizeof(line), "%lld %llu\n", (long long)rev, (unsigned long long)now);
+    ok = (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) >= 0;
     if (ok) {
-        ok = fputs(line, f) >= 0;
-        ok = fclose(f) == 0 && ok;
+        ok = write(fd, line, (size_t)len) == len;
+        ok = close(fd) == 0 && ok;
     }
     if (ok && rename(tmp, s->confirm_path) == 0) {
         s->confirm_rev = rev;
@@ -156,8 +156,9 @@ static int on_batch(void *arg, int64_t revision, const rbd_etcd_event_t *ev, siz
     rbd_source_warn_reset(f->s);
     for (size_t i = 0; i < n && !f->failed; i++)
         f->failed = rbd_source_map_set(f->s, ev[i].key, ev[i].key_len,
-                            ev[i].type == RBD_ETCD_PUT ? ev[i].value : NULL, ev[i].value_len,
-                            ev[i].mod_revision) != 0;
+                                       ev[i].type == RBD_ETCD_PUT ? ev[i].value : NULL,
+                                       ev[i].value_len, ev[i].mod_revision) != 0;
+    rbd_source_warn_reset(f->s);   /* says how many were held back */
     if (f->failed)
         return 1;
     if (revision > f->rev) {
@@ -182,8 +183,10 @@ static int load(rbd_source_t *s, int64_t *rev)
     rbd_source_map_clear(s);
     rbd_source_warn_reset(s);
     for (size_t i = 0; i < kvs.n && rc == 0; i++)
-        rc = rbd_source_map_set(s, kvs.kv[i].key, kvs.kv[i].key_len, kvs.kv[i].value, kvs.kv[i].value_len,
-                     kvs.kv[i].mod_revision) != 0 ? RBD_ETCD_ENOMEM : 0;
+        rc = rbd_source_map_set(s, kvs.kv[i].key, kvs.kv[i].key_len, kvs.kv[i].value,
+                                kvs.kv[i].value_len, kvs.kv[i].mod_revision) != 0
+                 ? RBD_ETCD_ENOMEM : 0;
+    rbd_source_warn_reset(s);   /* says how many were held back */
     *rev = kvs.revision;
     rbd_etcd_kvs_free(&kvs);
     if (rc == 0 && publish(s, *rev) != 0)

@@ -108,7 +108,8 @@ void rbd_source_map_clear(rbd_source_t *s);
  * or -1 out of memory. */
 int rbd_source_map_set(rbd_source_t *s, const char *key, size_t klen, const char *val,
                        size_t vlen, int64_t mod_rev);
-/* A new load or watch batch: its skipped-key warnings start again. */
+/* Before and after a load or watch batch: the warnings held back are
+ * counted in one line, and SKIP_WARNINGS may be written again. */
 void rbd_source_warn_reset(rbd_source_t *s);
 /* The membership the map holds, as of revision rev.  NULL: out of memory. */
 view_t *rbd_source_view_build(const rbd_source_t *s, int64_t rev);

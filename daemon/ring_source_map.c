@@ -213,8 +213,8 @@ static void warn_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t 
             line);
 }
 
-/* A new load or batch may warn SKIP_WARNINGS times; those held back in
- * the last one are said in one line. */
+/* Those held back are said in one line, and the next load or batch may
+ * warn SKIP_WARNINGS times (called before and after each). */
 void rbd_source_warn_reset(rbd_source_t *s)
 {
     if (s->warn_held > 0)

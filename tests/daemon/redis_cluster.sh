@@ -150,8 +150,9 @@ echo "import-cluster: 8 refusals checked"
 # way every time, nothing changed, never "run import-cluster again".
 einst="cle$$"
 mkdir "$dir/e" || fail "mkdir failed"
-printf 'instance %s\nsocket %s/e/s.sock\ndir %s/e/state\npidfile %s/e/pid\nring-source etcd\netcd-endpoints http://127.0.0.1:%s\n' \
-    "$einst" "$dir" "$dir" "$dir" "$(rb_free_ports 1)" > "$dir/e/conf"
+printf 'instance %s\nsocket %s/e/s.sock\ndir %s/e/state\npidfile %s/e/pid\n' \
+    "$einst" "$dir" "$dir" "$dir" > "$dir/e/conf"
+printf 'ring-source etcd\netcd-endpoints http://127.0.0.1:%s\n' "$(rb_free_ports 1)" >> "$dir/e/conf"
 "$daemon" -f -c "$dir/e/conf" 2>"$dir/e/daemon.log" &
 epid=$!
 estop() { kill -9 "$epid" 2>/dev/null; wait "$epid" 2>/dev/null; rm -f "/dev/shm/ringbloom.$einst"; }
