@@ -21,7 +21,9 @@
  * nothing changes.  The ring's current members are read from the
  * segment just before; a change by another client in between can make a
  * member fail at EXEC (the others still apply, as in Redis), which is
- * said.
+ * said.  A daemon with `ring-source etcd` is refused before anything is
+ * sent: its ring lives in etcd, which keeps no slot map (it refuses
+ * RING.SLOTS), so no import could ever apply there.
  */
 #include "config.h"
 
@@ -522,6 +524,28 @@ static int exec(sink_t *k)
     return cli_conn_fail(k->cli, k->c, "import-cluster", rc, 1);
 }
 
+/* Whether the daemon on k->c takes its ring from etcd (INFO ring says
+ * ring_source:etcd): EX_YES when it does not, else the exit code after
+ * saying why nothing was sent. */
+static int refuse_etcd(sink_t *k)
+{
+    static const char *const argv[2] = { "INFO", "ring" };
+    static const size_t argl[2] = { 4, 4 };
+    char buf[8192];
+    const char *at;
+    int rc = rb_conn_command(k->c, 2, argv, argl, buf, sizeof(buf));
+
+    if (rc != RB_OK)
+        return cli_conn_fail(k->cli, k->c, "import-cluster: INFO", rc, 1);
+    if ((at = strstr(buf, "ring_source:etcd")) == NULL || (at != buf && at[-1] != '\n'))
+        return EX_YES;
+    fprintf(stderr, "ringbloom: import-cluster: this ringbloomd takes its ring from etcd "
+            "(ring-source etcd), which keeps no slot map (RING.SLOTS is refused there); "
+            "nothing was changed. Import into a ringbloomd with ring-source local, or set "
+            "the etcd ring's mode with RING.MODE slots (slots balanced by weight)\n");
+    return EX_REFUSED;
+}
+
 int cmd_import_cluster(cli_t *cli, int argc, char **argv)
 {
     const char *host = NULL, *port = NULL;
@@ -546,9 +570,10 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
     if ((m = calloc(1, sizeof(*m))) == NULL)
         return cli_fail(EX_FAIL, "import-cluster", RB_ENOMEM);
     m->host = host;
-    if ((ex = read_map(cli, host, port, m)) == EX_YES &&
-        (ex = ring_members(cli, dry, &ring, &nring, &slots)) == EX_YES &&
-        (dry || (ex = cli_connect(cli, &k.c)) == EX_YES)) {
+    /* The daemon first: one that cannot take the map is refused at once. */
+    if ((dry || ((ex = cli_connect(cli, &k.c)) == EX_YES && (ex = refuse_etcd(&k)) == EX_YES)) &&
+        (ex = read_map(cli, host, port, m)) == EX_YES &&
+        (ex = ring_members(cli, dry, &ring, &nring, &slots)) == EX_YES) {
         transaction(&k, m, ring, nring, slots, &added, &removed, &ranges);
         if (k.ex != EX_YES && k.c != NULL) {
             char buf[64];
@@ -559,8 +584,8 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
                 buf[0] = '\0';
         }
         ex = k.ex != EX_YES ? k.ex : exec(&k);
-        rb_conn_close(k.c);
     }
+    rb_conn_close(k.c);
     if (ex == EX_YES && !dry) {
         if (cli->json)
             printf("{\"masters\":%zu,\"ranges\":%zu,\"added\":%zu,\"removed\":%zu}\n",

@@ -523,12 +523,14 @@ static void printable(char *out, size_t cap, const char *s, size_t len)
 }
 
 /* ring-source, and with etcd its state: connected or not, the revision
- * the table is of and the newest read, how stale (seconds since etcd last
- * answered), the endpoint and the last error. */
+ * the table is of and the newest read, how stale (seconds since a quorum
+ * last confirmed the table, across restarts), the endpoint, the last
+ * error, and the keys skipped (their count, the last one and why). */
 static void info_source(info_buf_t *ib, server_t *s)
 {
     rbd_source_status_t ss;
     char err[600];
+    uint64_t now;
 
     info_line(ib, "ring_source:%s", s->source != NULL ? "etcd" : "local");
     if (s->source == NULL)
@@ -537,8 +539,9 @@ static void info_source(info_buf_t *ib, server_t *s)
     info_line(ib, "etcd_connected:%d", ss.connected);
     info_line(ib, "etcd_revision_applied:%lld", (long long)ss.applied);
     info_line(ib, "etcd_revision_read:%lld", (long long)ss.revision);
+    now = rbd_now_ms();
     info_line(ib, "etcd_stale_seconds:%llu",
-              ss.last_ok_ms ? (unsigned long long)(rbd_mono_ms() - ss.last_ok_ms) / 1000 : 0);
+              (unsigned long long)(now > ss.confirmed_ms ? now - ss.confirmed_ms : 0) / 1000);
     info_line(ib, "etcd_endpoint:%s", ss.endpoint);
     /* One line: a line break would end the field. */
     snprintf(err, sizeof(err), "%s", ss.error);
@@ -546,6 +549,8 @@ static void info_source(info_buf_t *ib, server_t *s)
         if (*p == '\r' || *p == '\n')
             *p = ' ';
     info_line(ib, "etcd_last_error:%s", err);
+    info_line(ib, "etcd_keys_skipped:%zu", ss.skipped);
+    info_line(ib, "etcd_last_skipped:%s", ss.skipped_last);
 }
 
 static void info_ring(server_t *s, info_buf_t *ib)

@@ -547,8 +547,7 @@ char *etcd_rel_key(rbd_etcd_t *e, json_object *kv, size_t *len)
     size_t n;
     char *k = etcd_unb64(kv, "key", &n), *r;
 
-    if (!k || n < e->prefix_len || memcmp(k, e->prefix, e->prefix_len) != 0 ||
-        strlen(k) != n) {
+    if (!k || n < e->prefix_len || memcmp(k, e->prefix, e->prefix_len) != 0) {
         free(k);
         return NULL;
     }

@@ -11,8 +11,10 @@
  *
  * Keys.  Every key given or returned is relative to opts.prefix: "nodes/a"
  * with prefix "/ringbloom/prod/" is "/ringbloom/prod/nodes/a" in etcd.
- * Keys are NUL-free text; values are bytes (value, value_len; a NUL is
- * added after them for convenience, not counted).
+ * Keys given are NUL-free text; keys and values returned are bytes (key,
+ * key_len; value, value_len; a NUL is added after them for convenience,
+ * not counted): another tool may put any bytes in a key under the
+ * prefix, a NUL among them, and the caller decides what it can use.
  *
  * Endpoints and failover.  A request goes to the current endpoint; when
  * it cannot connect, times out, or gets a 5xx meaning "unavailable" (no
@@ -98,7 +100,8 @@ const char *rbd_etcd_errmsg(const rbd_etcd_t *e);
 const char *rbd_etcd_endpoint(const rbd_etcd_t *e);
 
 typedef struct rbd_etcd_kv {
-    char *key;          /* relative to the prefix */
+    char *key;          /* relative to the prefix: key_len bytes, then a NUL */
+    size_t key_len;
     char *value;        /* value_len bytes, then a NUL */
     size_t value_len;
     int64_t create_revision, mod_revision;
@@ -112,10 +115,11 @@ typedef struct rbd_etcd_kvs {
 
 /* Every key starting with `sub` (relative; "" for the whole prefix) as of
  * revision at_revision (0: the latest), fetched in pages of
- * opts.page_limit keys, every page at the first page's revision (one
- * consistent view).  0, or an error (ECOMPACTED: at_revision is older
- * than the last compaction; *out is then empty).  Free with
- * rbd_etcd_kvs_free. */
+ * opts.page_limit keys (a page above max_reply asked again with half
+ * the keys, down to one: only a single kv above it fails with ETOOBIG),
+ * every page at the first page's revision (one consistent view).  0,
+ * or an error (ECOMPACTED: at_revision is older than the last
+ * compaction; *out is then empty).  Free with rbd_etcd_kvs_free. */
 int rbd_etcd_range(rbd_etcd_t *e, const char *sub, int64_t at_revision, rbd_etcd_kvs_t *out);
 void rbd_etcd_kvs_free(rbd_etcd_kvs_t *kvs);
 
@@ -151,7 +155,8 @@ int rbd_etcd_compact(rbd_etcd_t *e, int64_t revision);
 
 typedef struct rbd_etcd_event {
     int type;           /* RBD_ETCD_PUT or RBD_ETCD_DELETE */
-    const char *key;    /* relative to the prefix */
+    const char *key;    /* relative to the prefix: key_len bytes, then a NUL */
+    size_t key_len;
     const char *value;  /* put: value_len bytes then a NUL; delete: "" */
     size_t value_len;
     int64_t mod_revision;

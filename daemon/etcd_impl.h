@@ -67,7 +67,9 @@ int64_t etcd_int(json_object *o, const char *k);
 json_object *etcd_int_str(int64_t v);
 /* header.revision of a reply. */
 int64_t etcd_revision(json_object *reply);
-/* The key k of kv without the prefix, in a new string; NULL: bad reply. */
+/* The key of kv without the prefix: *len bytes (a NUL among them is
+ * kept) and a NUL, in a new buffer; NULL: not base64, not under the
+ * prefix, or no memory. */
 char *etcd_rel_key(rbd_etcd_t *e, json_object *kv, size_t *len);
 
 #endif /* RBD_ETCD_IMPL_H */

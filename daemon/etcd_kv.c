@@ -26,8 +26,6 @@ void rbd_etcd_kvs_free(rbd_etcd_kvs_t *kvs)
 static int add_kv(rbd_etcd_t *e, rbd_etcd_kvs_t *out, size_t *cap, json_object *kv)
 {
     rbd_etcd_kv_t *k;
-    size_t klen;
-
     if (out->n == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
         rbd_etcd_kv_t *p = realloc(out->kv, c * sizeof(*p));
@@ -38,7 +36,7 @@ static int add_kv(rbd_etcd_t *e, rbd_etcd_kvs_t *out, size_t *cap, json_object *
     }
     k = &out->kv[out->n];
     memset(k, 0, sizeof(*k));
-    k->key = etcd_rel_key(e, kv, &klen);
+    k->key = etcd_rel_key(e, kv, &k->key_len);
     k->value = etcd_unb64(kv, "value", &k->value_len);
     if (!k->key || !k->value) {
         free(k->key);
@@ -51,10 +49,10 @@ static int add_kv(rbd_etcd_t *e, rbd_etcd_kvs_t *out, size_t *cap, json_object *
     return 0;
 }
 
-/* One page from key `from` (full key, base64 JSON; consumed): appends its
- * kvs, sets *more. */
+/* One page of at most limit keys from key `from` (full key, base64 JSON;
+ * consumed): appends its kvs, sets *more. */
 static int range_page(rbd_etcd_t *e, json_object *from, json_object *end, int64_t rev,
-                      rbd_etcd_kvs_t *out, size_t *cap, int *more)
+                      size_t limit, rbd_etcd_kvs_t *out, size_t *cap, int *more)
 {
     json_object *req = json_object_new_object(), *reply = NULL, *kvs, *m;
     int rc = RBD_ETCD_ENOMEM;
@@ -65,7 +63,7 @@ static int range_page(rbd_etcd_t *e, json_object *from, json_object *end, int64_
         return rc;
     }
     json_object_object_add(req, "range_end", json_object_get(end));
-    json_object_object_add(req, "limit", etcd_int_str((int64_t)e->page_limit));
+    json_object_object_add(req, "limit", etcd_int_str((int64_t)limit));
     if (rev > 0)
         json_object_object_add(req, "revision", etcd_int_str(rev));
     rc = etcd_call(e, "/v3/kv/range", req, &reply);
@@ -91,7 +89,7 @@ static int range_page(rbd_etcd_t *e, json_object *from, json_object *end, int64_
 int rbd_etcd_range(rbd_etcd_t *e, const char *sub, int64_t at_revision, rbd_etcd_kvs_t *out)
 {
     json_object *end;
-    size_t cap = 0;
+    size_t cap = 0, limit = e->page_limit;
     int more = 1, rc = 0;
 
     memset(out, 0, sizeof(*out));
@@ -99,15 +97,17 @@ int rbd_etcd_range(rbd_etcd_t *e, const char *sub, int64_t at_revision, rbd_etcd
         return etcd_fail(e, RBD_ETCD_EINVAL, "range: bad arguments");
     if (!(end = etcd_range_end(e, sub)))
         return RBD_ETCD_ENOMEM;
-    for (int first = 1; more && rc == 0; first = 0) {
+    while (more && rc == 0) {
+        int first = out->n == 0;   /* a first page that is empty ends the range */
         json_object *from;
         more = 0;
         if (first) {
             from = etcd_key(e, sub, strlen(sub));
         } else {
-            /* The next page starts just after the last key: key + "\0". */
+            /* The next page starts just after the last key: key + "\0"
+             * (its bytes, a NUL among them). */
             const char *last = out->kv[out->n - 1].key;
-            size_t l = strlen(last);
+            size_t l = out->kv[out->n - 1].key_len;
             char *k = malloc(l + 2);
             from = NULL;
             if (k) {
@@ -116,7 +116,17 @@ int rbd_etcd_range(rbd_etcd_t *e, const char *sub, int64_t at_revision, rbd_etcd
                 free(k);
             }
         }
-        rc = range_page(e, from, end, first ? at_revision : out->revision, out, &cap, &more);
+        rc = range_page(e, from, end, first ? at_revision : out->revision, limit, out, &cap,
+                        &more);
+        if (rc == RBD_ETCD_ETOOBIG && limit > 1) {
+            /* Large values (another tool's, under the prefix): the same
+             * page again with half the keys, down to one key a page, so
+             * that only a single key above max_reply fails the range. */
+            limit /= 2;
+            rc = 0;
+            more = 1;
+            continue;
+        }
         if (first && at_revision > 0)
             out->revision = at_revision;   /* the header says the latest one */
     }

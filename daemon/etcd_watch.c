@@ -54,7 +54,6 @@ static int deliver(wstate_t *s, json_object *evs)
         return RBD_ETCD_ENOMEM;
     for (; k < n && !bad; k++) {
         json_object *x = json_object_array_get_idx(evs, k), *kv, *t;
-        size_t kl;
         if (!json_object_object_get_ex(x, "kv", &kv)) {
             bad = 1;
             break;
@@ -62,7 +61,7 @@ static int deliver(wstate_t *s, json_object *evs)
         /* PUT is 0, left out of the JSON; DELETE is named. */
         ev[k].type = json_object_object_get_ex(x, "type", &t) &&
                      strcmp(json_object_get_string(t), "DELETE") == 0 ? RBD_ETCD_DELETE : RBD_ETCD_PUT;
-        ev[k].key = etcd_rel_key(s->e, kv, &kl);
+        ev[k].key = etcd_rel_key(s->e, kv, &ev[k].key_len);
         ev[k].value = etcd_unb64(kv, "value", &ev[k].value_len);
         ev[k].mod_revision = etcd_int(kv, "mod_revision");
         bad = !ev[k].key || !ev[k].value;

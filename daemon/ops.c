@@ -145,13 +145,17 @@ static int ring_slots(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
  * membership the op lists as of op->revision, rebuilt from nothing with
  * the nodes added in the op's order (etcd's key order, the same on every
  * host), so that every host that applies one revision publishes the same
- * table, the revision in it.  Live, it is published; a failed publish
- * leaves the model and table as they were (nothing is logged). */
+ * table, the revision in it.  A node that does not fit (RB_ERANGE: more
+ * nodes or points than a ring holds, a membership another tool wrote) is
+ * left out, as on every host, with a warning: it must not keep every
+ * later revision from being applied.  Live, it is published; a failed
+ * publish leaves the model and table as they were (nothing is logged). */
 static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
 {
     rb_ring_mode_t mode = (rb_ring_mode_t)op->mode;
     int table = mode == RB_RING_MAGLEV || mode == RB_RING_SLOTS;   /* replicas: M */
     rb_ring_t *r;
+    size_t left_out = 0;
     int rc = rb_ring_new(mode, table ? 0 : op->replicas, &r);
 
     if (rc == RB_OK && table && op->replicas != 0)
@@ -166,7 +170,14 @@ static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
                  (state = rbd_get_u32(k + 4)) != RB_NODE_UP)
             rc = rb_ring_set_state(r, (const char *)k + 8, op->keys[i].len - 8,
                                    (rb_node_state_t)state);
+        else if (rc == RB_ERANGE)
+            left_out++, rc = RB_OK;
     }
+    if (rc == RB_OK && left_out > 0)
+        rbd_log(LOG_WARNING, "ring source: revision %llu: %zu of %zu nodes left out, the "
+                "ring cannot hold them (at most %u nodes, %u points)",
+                (unsigned long long)op->revision, left_out, op->nkeys,
+                (unsigned)RB_RING_MAX_NODES, (unsigned)RB_RING_MAX_POINTS);
     if (rc == RB_OK)
         rc = rb_ring_set_source_revision(r, op->revision);
     if (rc == RB_OK && live && (rc = rb_ring_publish(r, st->seg)) == RB_OK)

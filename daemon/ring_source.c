@@ -20,6 +20,7 @@
 
 #include <bsd/stdlib.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,173 +36,89 @@
 #include "rbd_log.h"
 #include "ring_source_impl.h"
 
-void rbd_source_view_free(view_t *v)
+/* ---- confirmation ---------------------------------------------------------------
+
+ * The table's age (INFO etcd_stale_seconds) counts from its last
+ * confirmation: the last time a quorum of etcd answered this host's
+ * source (a range, a watch batch or progress notification, the probe).
+ * It is kept across restarts in <dir>/etcd-confirmed, "<revision>
+ * <unix ms>\n", written (a new file renamed over the old, not synced)
+ * by the source thread at each confirmation of a new revision and at
+ * most once a CONFIRM_WRITE_MS otherwise.  A write lost in a crash leaves
+ * an older time: the age reads larger, never smaller.  At start the time
+ * is taken if the file's revision is not older than the recovered
+ * table's (a newer one: the table stopped being current by then), else
+ * (no file, an older table, no table) the age counts from the start. */
+
+/* The start's confirmation time (see above); applied: the recovered table's revision. */
+static uint64_t confirm_load(const char *path, int64_t applied)
 {
-    if (v == NULL)
+    FILE *f = fopen(path, "re");
+    long long rev = 0;
+    unsigned long long ms = 0;
+    uint64_t now = rbd_now_ms();
+    int ok;
+
+    if (f == NULL)
+        return now;
+    ok = fscanf(f, "%lld %llu", &rev, &ms) == 2;
+    fclose(f);
+    if (!ok || applied <= 0 || rev < applied || ms == 0)
+        return now;
+    return ms < now ? (uint64_t)ms : now;
+}
+
+/* A quorum answered as of revision rev: the time for INFO, and the file. */
+static void confirm(rbd_source_t *s, int64_t rev)
+{
+    uint64_t now = rbd_now_ms();
+    char tmp[sizeof(((rbd_config_t *)0)->dir) + 32], line[64];
+    int fd, ok, len;
+
+    pthread_mutex_lock(&s->mu);
+    s->st.confirmed_ms = now;
+    pthread_mutex_unlock(&s->mu);
+    if (rev == s->confirm_rev && now - s->confirm_ms < CONFIRM_WRITE_MS)
         return;
-    for (size_t i = 0; i < v->n; i++)
-        free(v->m[i].name);
-    free(v->m);
-    free(v);
-}
-
-/* ---- the thread's key map ------------------------------------------------------- */
-
-static size_t map_find(const rbd_source_t *s, const char *key, int *found)
-{
-    size_t lo = 0, hi = s->n;
-
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(s->map[mid].key, key);
-        if (c == 0) {
-            *found = 1;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", s->confirm_path);
+    len = snprintf(line, sizeof(line), "%lld %llu\n", (long long)rev, (unsigned long long)now);
+    ok = (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) >= 0;
+    if (ok) {
+        ok = write(fd, line, (size_t)len) == len;
+        ok = close(fd) == 0 && ok;
     }
-    *found = 0;
-    return lo;
-}
-
-static void map_clear(rbd_source_t *s)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        free(s->map[i].key);
-        free(s->map[i].val);
+    if (ok && rename(tmp, s->confirm_path) == 0) {
+        s->confirm_rev = rev;
+        s->confirm_ms = now;
+        s->confirm_warned = 0;
+    } else if (!s->confirm_warned) {
+        s->confirm_warned = 1;   /* once until a write works again */
+        rbd_log(LOG_WARNING, "ring source: cannot write %s: %s (etcd_stale_seconds after a "
+                "restart will count from the start)", s->confirm_path, strerror(errno));
     }
-    s->n = 0;
-}
-
-/* Puts (val != NULL) or deletes key.  0, or -1 out of memory. */
-static int map_set(rbd_source_t *s, const char *key, const char *val, size_t vlen,
-                   int64_t mod_rev)
-{
-    int found;
-    size_t at = map_find(s, key, &found);
-    char *v;
-
-    if (val == NULL) {
-        if (found) {
-            free(s->map[at].key);
-            free(s->map[at].val);
-            memmove(&s->map[at], &s->map[at + 1], (s->n - at - 1) * sizeof(*s->map));
-            s->n--;
-        }
-        return 0;
-    }
-    if ((v = malloc(vlen + 1)) == NULL)
-        return -1;
-    memcpy(v, val, vlen);
-    v[vlen] = '\0';
-    if (!found) {
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? 2 * s->cap : 64;
-            entry_t *m = realloc(s->map, cap * sizeof(*m));
-            if (m == NULL) {
-                free(v);
-                return -1;
-            }
-            s->map = m;
-            s->cap = cap;
-        }
-        memmove(&s->map[at + 1], &s->map[at], (s->n - at) * sizeof(*s->map));
-        if ((s->map[at].key = strdup(key)) == NULL) {
-            memmove(&s->map[at], &s->map[at + 1], (s->n - at) * sizeof(*s->map));
-            free(v);
-            return -1;
-        }
-        s->map[at].val = NULL;
-        s->n++;
-    }
-    free(s->map[at].val);
-    s->map[at].val = v;
-    s->map[at].vlen = vlen;
-    s->map[at].mod_rev = mod_rev;
-    return 0;
-}
-
-/* A node's value "<weight> <state>": 1 and the fields, or 0 (ignored, on
- * every host alike, with a warning). */
-static int parse_node(const char *val, uint32_t *weight, uint32_t *state)
-{
-    char word[16];
-    unsigned long w;
-    char *end;
-    rb_node_state_t st;
-
-    w = strtoul(val, &end, 10);
-    if (end == val || w < 1 || w > RB_RING_MAX_WEIGHT || *end != ' ' ||
-        sscanf(end + 1, "%15s", word) != 1 || rb_node_state_parse(word, strlen(word), &st) != RB_OK)
-        return 0;
-    *weight = (uint32_t)w;
-    *state = (uint32_t)st;
-    return 1;
-}
-
-/* The membership the map holds, as of revision rev.  NULL: out of memory. */
-static view_t *view_build(const rbd_source_t *s, int64_t rev)
-{
-    view_t *v = calloc(1, sizeof(*v));
-
-    if (v == NULL || (v->m = calloc(s->n ? s->n : 1, sizeof(*v->m))) == NULL) {
-        free(v);
-        return NULL;
-    }
-    v->revision = rev;
-    v->mode = s->dmode;
-    v->replicas = s->dreplicas;
-    for (size_t i = 0; i < s->n; i++) {
-        const entry_t *e = &s->map[i];
-        member_t *m = &v->m[v->n];
-        if (strcmp(e->key, "mode") == 0) {
-            char word[32];
-            unsigned long r = 0;
-            rb_ring_mode_t mode;
-            if (sscanf(e->val, "%31s %lu", word, &r) >= 1 &&
-                rb_ring_mode_parse(word, strlen(word), &mode) == RB_OK &&
-                r <= RB_RING_MAX_REPLICAS) {
-                v->mode = mode;
-                v->replicas = (uint32_t)r;
-                v->mode_rev = e->mod_rev;
-            }
-            continue;
-        }
-        if (strncmp(e->key, "node/", 5) != 0 || e->key[5] == '\0' ||
-            strlen(e->key + 5) > RB_NODE_NAME_MAX || !parse_node(e->val, &m->weight, &m->state))
-            continue;
-        if ((m->name = strdup(e->key + 5)) == NULL) {
-            rbd_source_view_free(v);
-            return NULL;
-        }
-        m->len = strlen(m->name);
-        m->mod_rev = e->mod_rev;
-        v->n++;
-    }
-    return v;
 }
 
 /* ---- the thread ------------------------------------------------------------------ */
 
 static void set_status(rbd_source_t *s, int ok, const char *why)
 {
+    int64_t rev;
+
     pthread_mutex_lock(&s->mu);
     s->st.connected = ok;
-    if (ok)
-        s->st.last_ok_ms = rbd_mono_ms();
+    rev = s->st.revision;
     snprintf(s->st.error, sizeof(s->st.error), "%s", why != NULL ? why : "");
     snprintf(s->st.endpoint, sizeof(s->st.endpoint), "%s",
              rbd_etcd_endpoint(s->watch_client) ? rbd_etcd_endpoint(s->watch_client) : "");
     pthread_mutex_unlock(&s->mu);
+    if (ok)
+        confirm(s, rev);
 }
 
 /* Leaves the map's membership as of rev for the loop, and wakes it. */
 static int publish(rbd_source_t *s, int64_t rev)
 {
-    view_t *v = view_build(s, rev), *old;
+    view_t *v = rbd_source_view_build(s, rev), *old;
     uint64_t one = 1;
 
     if (v == NULL)
@@ -211,13 +128,16 @@ static int publish(rbd_source_t *s, int64_t rev)
     s->latest = v;
     s->st.revision = rev;
     s->st.connected = 1;
-    s->st.last_ok_ms = rbd_mono_ms();
+    s->st.skipped = v->skipped;
+    if (v->skipped == 0)
+        s->st.skipped_last[0] = '\0';
     s->st.error[0] = '\0';
     snprintf(s->st.endpoint, sizeof(s->st.endpoint), "%s",
              rbd_etcd_endpoint(s->watch_client) ? rbd_etcd_endpoint(s->watch_client) : "");
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     rbd_source_view_free(old);
+    confirm(s, rev);
     if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         rbd_log(LOG_WARNING, "ring source: eventfd: %s", strerror(errno));
     return 0;
@@ -233,9 +153,12 @@ static int on_batch(void *arg, int64_t revision, const rbd_etcd_event_t *ev, siz
 {
     follow_t *f = arg;
 
+    rbd_source_warn_reset(f->s);
     for (size_t i = 0; i < n && !f->failed; i++)
-        f->failed = map_set(f->s, ev[i].key, ev[i].type == RBD_ETCD_PUT ? ev[i].value : NULL,
-                            ev[i].value_len, ev[i].mod_revision) != 0;
+        f->failed = rbd_source_map_set(f->s, ev[i].key, ev[i].key_len,
+                                       ev[i].type == RBD_ETCD_PUT ? ev[i].value : NULL,
+                                       ev[i].value_len, ev[i].mod_revision) != 0;
+    rbd_source_warn_reset(f->s);   /* says how many were held back */
     if (f->failed)
         return 1;
     if (revision > f->rev) {
@@ -257,10 +180,13 @@ static int load(rbd_source_t *s, int64_t *rev)
 
     if (rc != 0)
         return rc;
-    map_clear(s);
+    rbd_source_map_clear(s);
+    rbd_source_warn_reset(s);
     for (size_t i = 0; i < kvs.n && rc == 0; i++)
-        rc = map_set(s, kvs.kv[i].key, kvs.kv[i].value, kvs.kv[i].value_len,
-                     kvs.kv[i].mod_revision) != 0 ? RBD_ETCD_ENOMEM : 0;
+        rc = rbd_source_map_set(s, kvs.kv[i].key, kvs.kv[i].key_len, kvs.kv[i].value,
+                                kvs.kv[i].value_len, kvs.kv[i].mod_revision) != 0
+                 ? RBD_ETCD_ENOMEM : 0;
+    rbd_source_warn_reset(s);   /* says how many were held back */
     *rev = kvs.revision;
     rbd_etcd_kvs_free(&kvs);
     if (rc == 0 && publish(s, *rev) != 0)
@@ -411,6 +337,12 @@ int rbd_source_start(rbd_source_t **out, const rbd_config_t *cfg, int64_t applie
     s->dmode = cfg->ring_mode;
     s->dreplicas = cfg->ring_replicas;
     s->st.applied = applied;
+    if (asprintf(&s->confirm_path, "%s/%s", cfg->dir, RBD_SOURCE_CONFIRM_FILE) < 0) {
+        s->confirm_path = NULL;
+        snprintf(err, errlen, "ring source: out of memory");
+        goto fail;
+    }
+    s->st.confirmed_ms = confirm_load(s->confirm_path, applied);
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if ((s->watch_client = rbd_etcd_open(&s->opts, &e1)) == NULL ||
         (s->write_client = rbd_etcd_open(&s->opts, &e2)) == NULL || s->efd < 0) {
@@ -465,12 +397,13 @@ void rbd_source_stop(rbd_source_t *s)
     rbd_etcd_close(s->write_client);
     if (s->efd >= 0)
         close(s->efd);
-    map_clear(s);
+    rbd_source_map_clear(s);
     free(s->map);
     rbd_source_view_free(s->latest);
     rbd_source_view_free(s->applied);
     free(s->eps);
     free(s->ep_buf);
+    free(s->confirm_path);
     free(s);
 }
 

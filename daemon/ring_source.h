@@ -18,8 +18,14 @@
  *
  * Keys under the prefix: "mode" = "<mode> <replicas>" (none: the
  * daemon's ring-mode / ring-replicas), "node/<name>" = "<weight> <state>"
- * (state: up, down or drain).
+ * (state: up, down or drain).  Other keys are another tool's and are
+ * ignored; a key of those two whose name or value cannot be used, and any
+ * key with a NUL byte, is skipped with a warning naming it and counted
+ * (INFO etcd_keys_skipped): never does it stop the load or the watch.
  */
+
+/* In the state directory: the table's last confirmation by etcd. */
+#define RBD_SOURCE_CONFIRM_FILE "etcd-confirmed"
 #ifndef RBD_RING_SOURCE_H
 #define RBD_RING_SOURCE_H
 
@@ -38,7 +44,11 @@ typedef struct rbd_source_status {
     int connected;              /* the last request to etcd succeeded */
     int64_t revision;           /* the newest revision the thread has read */
     int64_t applied;            /* the revision the published table is of */
-    uint64_t last_ok_ms;        /* monotonic ms of the last success, 0: none */
+    uint64_t confirmed_ms;      /* unix ms of the table's last confirmation by a
+                                   quorum, kept across restarts (ring_source.c) */
+    size_t skipped;             /* keys under the prefix it cannot use (a NUL in
+                                   the key, a bad node name or value, a bad mode) */
+    char skipped_last[700];     /* the last one skipped, escaped, and why */
     char endpoint[256];         /* the endpoint in use */
     char error[512];            /* why the last request failed ("" if none) */
 } rbd_source_status_t;

@@ -1,8 +1,10 @@
 /*
  * ring_source_impl.h - what ring_source.c (the source thread, the writer
- * thread, start and stop) and ring_source_loop.c (the event loop's side:
- * publishing, changes) share: the source's state and its types.  Who owns
- * what is written beside each field (ring_source.c's head has the rule).
+ * thread, start and stop), ring_source_map.c (the source thread's key map
+ * and the views built from it) and ring_source_loop.c (the event loop's
+ * side: publishing, changes) share: the source's state and its types.
+ * Who owns what is written beside each field (ring_source.c's head has
+ * the rule).
  */
 #ifndef RBD_RING_SOURCE_IMPL_H
 #define RBD_RING_SOURCE_IMPL_H
@@ -17,10 +19,20 @@
 #define BACKOFF_MAX_MS 5000
 #define PROBE_MS       3000   /* a watch this quiet is checked by a range */
 #define APPLY_WAIT_MS  2000   /* a change waits this long to be applied here */
+#define SKIP_WARNINGS  10     /* skipped-key warnings a load or batch writes */
+#define CONFIRM_WRITE_MS 1000 /* the confirmation file's writes, at most one this often */
+
+/* What a key under the prefix is to the source (ring_source.c's
+ * classify): a foreign key (outside "mode" and "node/...") is not kept;
+ * one of the schema whose name or value cannot be used, or any key with a
+ * NUL byte, is kept as ENTRY_BAD, to be counted (INFO) until it is gone. */
+enum { ENTRY_MODE, ENTRY_NODE, ENTRY_BAD };
 
 typedef struct entry {          /* one key under the prefix, as etcd has it */
-    char *key, *val;
-    size_t vlen;
+    char *key;                  /* klen bytes (a NUL may be among them), then a NUL */
+    size_t klen;
+    int kind;                   /* ENTRY_* */
+    uint32_t a, b;              /* MODE: mode, replicas; NODE: weight, state */
     int64_t mod_rev;
 } entry_t;
 
@@ -46,9 +58,14 @@ typedef struct view {           /* the membership as of one revision */
     int64_t revision;
     rb_ring_mode_t mode;
     uint32_t replicas;
-    int64_t mode_rev;           /* 0: no mode key (the daemon's defaults) */
+    int64_t mode_rev;           /* 0: no mode key (the daemon's defaults); a
+                                   skipped one's too (a change replaces it) */
     member_t *m;                /* in key order */
     size_t n;
+    size_t skipped;             /* keys of the map it cannot use (ENTRY_BAD) */
+    member_t *bad;              /* the node keys among them whose name is usable
+                                   (their value is not): name and mod_rev */
+    size_t nbad;
 } view_t;
 
 struct rbd_source {
@@ -67,8 +84,14 @@ struct rbd_source {
     view_t *latest;             /* under mu: the thread's newest, not yet taken */
     rbd_source_status_t st;     /* under mu */
     view_t *applied;            /* loop: what the published table is of */
-    entry_t *map;               /* thread: sorted by key */
+    entry_t *map;               /* thread: sorted by key (etcd's byte order) */
     size_t n, cap;
+    unsigned warn_left;         /* thread: skipped-key warnings left in this load or batch */
+    size_t warn_held;           /* thread: those not written for want of it */
+    char *confirm_path;         /* <dir>/etcd-confirmed (ring_source.c, "confirmation") */
+    int64_t confirm_rev;        /* thread: what the file says now */
+    uint64_t confirm_ms;
+    int confirm_warned;         /* thread: a failed write was logged */
     pthread_t wth;              /* the writer thread: runs the jobs' txns */
     int wstarted;
     pthread_cond_t wcv;         /* under mu: a job to run, or stop */
@@ -76,6 +99,19 @@ struct rbd_source {
     job_t *waiting;             /* loop: committed, not yet applied here */
 };
 
+/* ring_source_map.c, the source thread's (the view functions any
+ * thread's, on a view it owns). */
 void rbd_source_view_free(view_t *v);
+void rbd_source_map_clear(rbd_source_t *s);
+/* Puts (val != NULL) or deletes key (klen bytes): a key the source uses
+ * or cannot use is kept (the latter logged), a foreign one is not.  0,
+ * or -1 out of memory. */
+int rbd_source_map_set(rbd_source_t *s, const char *key, size_t klen, const char *val,
+                       size_t vlen, int64_t mod_rev);
+/* Before and after a load or watch batch: the warnings held back are
+ * counted in one line, and SKIP_WARNINGS may be written again. */
+void rbd_source_warn_reset(rbd_source_t *s);
+/* The membership the map holds, as of revision rev.  NULL: out of memory. */
+view_t *rbd_source_view_build(const rbd_source_t *s, int64_t rev);
 
 #endif /* RBD_RING_SOURCE_IMPL_H */

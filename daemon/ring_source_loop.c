@@ -95,11 +95,11 @@ int rbd_source_sync(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof)
     return RB_OK;
 }
 
-static const member_t *member(const view_t *v, const char *name, size_t len)
+static const member_t *member(const member_t *m, size_t n, const char *name, size_t len)
 {
-    for (size_t i = 0; v != NULL && i < v->n; i++)
-        if (v->m[i].len == len && memcmp(v->m[i].name, name, len) == 0)
-            return &v->m[i];
+    for (size_t i = 0; i < n; i++)
+        if (m[i].len == len && memcmp(m[i].name, name, len) == 0)
+            return &m[i];
     return NULL;
 }
 
@@ -111,7 +111,7 @@ static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, c
                          int64_t *cmp, char *why, size_t cap)
 {
     const view_t *v = s->applied;
-    const member_t *m = NULL;
+    const member_t *m = NULL, *bad;
     uint32_t state = RB_NODE_UP, weight = 0;
 
     if (op->type == RBD_OP_RING_MODE) {
@@ -137,11 +137,16 @@ static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, c
                  "etcd key");
         return RBD_SOURCE_EREPLY;
     }
-    m = member(v, op->name, op->len);
-    if ((op->type == RBD_OP_RING_ADD) != (m == NULL))
+    m = v != NULL ? member(v->m, v->n, op->name, op->len) : NULL;
+    /* A node key skipped for its value: RING.ADD replaces it and
+     * RING.REMOVE deletes it (the node is absent otherwise). */
+    bad = v != NULL && m == NULL ? member(v->bad, v->nbad, op->name, op->len) : NULL;
+    if (bad != NULL && op->type != RBD_OP_RING_ADD && op->type != RBD_OP_RING_REMOVE)
+        bad = NULL;
+    if ((op->type == RBD_OP_RING_ADD) != (m == NULL) && bad == NULL)
         return m == NULL ? RB_ENOENT : RB_EEXIST;
     snprintf(key, RB_NODE_NAME_MAX + 8, "node/%.*s", (int)op->len, op->name);
-    *cmp = m != NULL ? m->mod_rev : 0;
+    *cmp = m != NULL ? m->mod_rev : bad != NULL ? bad->mod_rev : 0;
     if (m != NULL)
         state = m->state, weight = m->weight;
     if (op->type == RBD_OP_RING_REMOVE) {

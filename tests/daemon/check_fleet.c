@@ -12,7 +12,10 @@
  * last table), both back (every host converges, no ringbloomd restarted),
  * a ringbloomd killed during changes (converges after its restart), and
  * two daemons changing one node at once (one outcome everywhere, the
- * loser told CONFLICT); and TLS with client certificates and etcd's
+ * loser told CONFLICT); keys another tool wrote that the daemons cannot
+ * use (a NUL byte, a value that does not parse: skipped, named, counted,
+ * the watch goes on); the table's age across restarts while etcd is
+ * unreachable; and TLS with client certificates and etcd's
  * authentication, right and wrong.  Skipped (exit 77) without etcd
  * (etcd-server).
  */
@@ -466,6 +469,192 @@ START_TEST(test_fleet_same_node_at_once)
 }
 END_TEST
 
+/* Host h's RING.NODES, waiting (at most 15 s) until it is want. */
+static void await_nodes(int h, const char *want)
+{
+    uint64_t t0 = rb_test_now_ms();
+    int rc;
+    const char *got;
+
+    while (strcmp(got = rbd_cmd(c[h], &rc, "RING.NODES", (const char *)NULL), want) != 0) {
+        ck_assert_msg(rb_test_now_ms() - t0 < 15000, "host %d: RING.NODES is '%s', not '%s'",
+                      h, got, want);
+        usleep(20000);
+    }
+}
+
+/* Every host: RING.NODES becomes nodes (within 15 s), then INFO's
+ * etcd_keys_skipped is skipped and its log has a line with logged (each
+ * unless NULL). */
+static void await_all(const char *nodes, const char *skipped, const char *logged)
+{
+    for (int h = 0; h < HOSTS; h++) {
+        await_nodes(h, nodes);
+        if (skipped != NULL)
+            ck_assert_str_eq(info(h, "etcd_keys_skipped"), skipped);
+        if (logged != NULL)
+            ck_assert_msg(rbd_log_count(&d[h], logged) >= 1, "host %d logged no '%s'", h,
+                          logged);
+    }
+}
+
+/* A node whose value does not parse ("x up", "1 up" and a NUL) is
+ * skipped on every host with a warning naming it and counted in INFO
+ * (issue 25, item 12b); RING.ADD / REMOVE through a daemon replace or
+ * delete it.  Its siblings: a mode the ring cannot take (skipped alike),
+ * a node the ring cannot hold (left out alike); neither stops later
+ * revisions from being applied. */
+START_TEST(test_fleet_unparsable_value)
+{
+    fleet_start();
+    rbd_expect(c[0], "OK", "RING.ADD", "a", "1");
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/bad", 15, "x up", 4), 0);
+    rbd_expect(c[1], "OK", "RING.ADD", "c", "3");
+    await_all("a\n1\nc\n3", NULL, "etcd key '/fleet/node/bad' (mod_revision");
+    await_all("a\n1\nc\n3", "1", "its value 'x up' is not");
+    /* A value with a NUL byte after what parses is not the value. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/junk", 16, "1 up\0", 5), 0);
+    rbd_expect(c[2], "OK", "RING.WEIGHT", "c", "4");
+    await_all("a\n1\nc\n4", "2", "etcd key '/fleet/node/junk'");
+    printf("fleet: 2 node values that do not parse skipped on every host, e.g. %s\n",
+           info(0, "etcd_last_skipped"));
+    /* Through a daemon, RING.ADD replaces a skipped node key and
+     * RING.REMOVE deletes one (not CONFLICT, not "no such node"). */
+    rbd_expect(c[0], "OK", "RING.ADD", "bad", "2");
+    rbd_expect(c[1], "OK", "RING.REMOVE", "junk");
+    await_all("a\n1\nbad\n2\nc\n4", "0", NULL);
+    ck_assert_str_eq(info(0, "etcd_last_skipped"), "");
+    /* A mode the ring cannot take (maglev's size must be a prime): skipped
+     * (the daemons' ring-mode applies), changes still applied; RING.MODE
+     * replaces it. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/mode", 11, "maglev 4", 8), 0);
+    rbd_expect(c[2], "OK", "RING.ADD", "d", "1");
+    await_all("a\n1\nbad\n2\nc\n4\nd\n1", "1", "etcd key '/fleet/mode'");
+    rbd_expect(c[0], "OK", "RING.MODE", "xxh3", "4096");
+    for (int h = 0; h < HOSTS; h++) {
+        uint64_t t0 = rb_test_now_ms();
+        while (strcmp(info(h, "etcd_keys_skipped"), "0") != 0)
+            ck_assert_msg(rb_test_now_ms() - t0 < 15000, "host %d: the mode is still skipped", h);
+    }
+    /* A node the ring cannot hold (65535 x 4096 points): left out on every
+     * host, and later revisions are still applied. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/heavy", 17, "65535 up", 8), 0);
+    rbd_expect(c[1], "OK", "RING.ADD", "e", "1");
+    await_all("a\n1\nbad\n2\nc\n4\nd\n1\ne\n1", NULL,
+              "nodes left out, the ring cannot hold them");
+    fleet_stop();
+}
+END_TEST
+
+/* Keys with a NUL byte (issue 25, item 5): one outside the schema, a
+ * node whose name holds one.  Each is skipped with a warning naming it
+ * (escaped) and counted in INFO, and the watch and the initial load go
+ * on: later changes reach every host, and a daemon started meanwhile
+ * serves the ring, not an empty one.  A foreign key without one stays
+ * silently ignored. */
+START_TEST(test_fleet_foreign_keys)
+{
+    static const char *const nul_keys[] = { "/fleet/other\0tool", "/fleet/node/nul\0name" };
+    static const size_t nul_lens[] = { 17, 20 };
+    static const char *const all = "a\n1\nb\n2\nc\n3";
+    rbd_proc_t late;
+    rb_conn_t *lc;
+    char extra[1024];
+    uint64_t t0;
+    const char *got;
+    int rc;
+
+    fleet_start();
+    rbd_expect(c[0], "OK", "RING.ADD", "a", "1");
+    rbd_expect(c[0], "OK", "RING.ADD", "b", "2");
+    converge(max_applied());
+    ck_assert_int_eq(rb_etcd_raw(&cl, nul_keys[0], nul_lens[0], "x", 1), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, nul_keys[1], nul_lens[1], "1 up", 4), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/some/tool", 16, "\xff", 1), 0);
+    /* Changes after them still go through and reach every host. */
+    rbd_expect(c[1], "OK", "RING.ADD", "c", "3");
+    for (int h = 0; h < HOSTS; h++) {
+        await_nodes(h, all);
+        ck_assert_str_eq(info(h, "etcd_connected"), "1");
+        ck_assert_str_eq(info(h, "etcd_keys_skipped"), "2");
+        ck_assert_ptr_nonnull(strstr(info(h, "etcd_last_skipped"), "\\x00"));
+        ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/other\\x00tool'"), 1);
+        ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/node/nul\\x00name'"), 1);
+        ck_assert_int_eq(rbd_log_count(&d[h], "/fleet/some/tool"), 0);   /* foreign: ignored */
+    }
+    printf("fleet: 2 keys with a NUL byte skipped on every host, e.g. %s\n",
+           info(0, "etcd_last_skipped"));
+    /* A daemon started now loads the prefix and serves the ring. */
+    snprintf(extra, sizeof(extra), "ring-source etcd\netcd-endpoints %s %s %s\n"
+             "etcd-prefix /fleet/\netcd-timeout 1000\n", cl.url[0], cl.url[1], cl.url[2]);
+    rbd_start(&late, extra);
+    lc = rbd_connect(&late);
+    t0 = rb_test_now_ms();
+    while (strcmp(got = rbd_cmd(lc, &rc, "RING.NODES", (const char *)NULL), all) != 0) {
+        ck_assert_msg(rb_test_now_ms() - t0 < 15000, "a daemon started then serves '%s'", got);
+        usleep(20000);
+    }
+    rb_conn_close(lc);
+    /* Gone, they are no longer counted. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, nul_keys[0], nul_lens[0], NULL, 0), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, nul_keys[1], nul_lens[1], NULL, 0), 0);
+    rbd_expect(c[2], "OK", "RING.REMOVE", "c");
+    await_all("a\n1\nb\n2", "0", NULL);
+    fleet_stop();
+}
+END_TEST
+
+/* Host h's etcd_stale_seconds. */
+static long stale(int h)
+{
+    return atol(info(h, "etcd_stale_seconds"));
+}
+
+/* A daemon restarted while etcd is unreachable reports the age of its
+ * table (from its last confirmation, kept across the restart), not 0
+ * (issue 25, item 12a): after a restart that attaches its segment, and
+ * after one that rebuilds the table from the snapshot and the log. */
+START_TEST(test_fleet_stale_across_restarts)
+{
+    uint64_t t0;
+    long s0, s1, s2;
+    int rc;
+
+    fleet_start();
+    rbd_expect(c[0], "OK", "RING.ADD", "a", "1");
+    converge(max_applied());
+    ck_assert_int_le(stale(0), 1);
+    for (int i = 0; i < 3; i++)
+        rb_etcd_kill(&cl, i);
+    t0 = rb_test_now_ms();
+    while (strcmp(info(0, "etcd_connected"), "0") != 0)
+        ck_assert_msg(rb_test_now_ms() - t0 < 15000, "host 0 still says etcd is connected");
+    while (rb_test_now_ms() - t0 < 4000)
+        usleep(100000);
+    s0 = stale(0);
+    ck_assert_int_ge(s0, 4);
+    /* A restart that attaches the segment. */
+    rb_conn_close(c[0]);
+    rbd_stop(&d[0], SIGTERM);
+    rbd_launch(&d[0], NULL);
+    c[0] = rbd_connect(&d[0]);
+    s1 = stale(0);
+    ck_assert_str_eq(info(0, "etcd_connected"), "0");
+    ck_assert_msg(s1 >= s0, "after a restart etcd_stale_seconds is %ld, before it %ld", s1, s0);
+    /* One that rebuilds the table from the snapshot and the log. */
+    rb_conn_close(c[0]);
+    rbd_restart_cold(&d[0]);
+    c[0] = rbd_connect(&d[0]);
+    s2 = stale(0);
+    ck_assert_msg(s2 >= s1, "after a cold restart etcd_stale_seconds is %ld, before it %ld", s2,
+                  s1);
+    ck_assert_str_eq(rbd_cmd(c[0], &rc, "RING.NODES", (const char *)NULL), "a\n1");
+    printf("fleet: etcd unreachable, the table %ld s old; after a restart %ld s, after a cold "
+           "one %ld s\n", s0, s1, s2);
+    fleet_stop();
+}
+END_TEST
+
 /* A daemon for the lone member of cl with the settings extra; its reply
  * to RING.ADD name (within 15 s: the source's first contact). */
 static const char *add_through(rbd_proc_t *dp, const char *extra, const char *name)
@@ -532,5 +721,9 @@ int main(void)
                                  test_fleet_1000_changes_converge_to_one_table),
                         RB_TCASE("outages", 600, NULL, fleet_stop, test_fleet_outages),
                         RB_TCASE("race", 600, NULL, fleet_stop, test_fleet_same_node_at_once),
+                        RB_TCASE("foreign", 600, NULL, fleet_stop, test_fleet_unparsable_value,
+                                 test_fleet_foreign_keys),
+                        RB_TCASE("stale", 600, NULL, fleet_stop,
+                                 test_fleet_stale_across_restarts),
                         RB_TCASE("secure", 600, NULL, fleet_stop, test_fleet_tls_and_auth));
 }

@@ -7,7 +7,8 @@
 #   2. import-cluster's refusals: a node not in cluster mode, a port with
 #      nobody, and a fake node (python3) whose replies are a Redis 6 node's
 #      (no CLUSTER SHARDS: CLUSTER SLOTS read instead), a map with holes
-#      (refused, the holes named) and malformed RESP (refused, said);
+#      (refused, the holes named) and malformed RESP (refused, said), and
+#      a daemon with ring-source etcd (refused at once, nothing changed);
 #   3. end to end: import-cluster into a private ringbloomd, then for
 #      20,000 keys the node `ringbloom lookup -` names is the one that
 #      takes the key without -MOVED (EXISTS, pipelined with redis-py to
@@ -144,6 +145,33 @@ expect 5 "malformed reply: a bulk string of 99999999 bytes" C import-cluster 127
 expect 5 "malformed reply: arrays nested more than 8 deep" C import-cluster 127.0.0.1 "$fake" --dry-run
 expect 5 "the master of slots 0-16383 has no known address" C import-cluster 127.0.0.1 "$fake" --dry-run
 echo "import-cluster: 8 refusals checked"
+# Into a daemon whose ring comes from etcd (ring-source etcd; no etcd need
+# run, it starts without one): refused before anything is sent, the same
+# way every time, nothing changed, never "run import-cluster again".
+einst="cle$$"
+mkdir "$dir/e" || fail "mkdir failed"
+printf 'instance %s\nsocket %s/e/s.sock\ndir %s/e/state\npidfile %s/e/pid\n' \
+    "$einst" "$dir" "$dir" "$dir" > "$dir/e/conf"
+printf 'ring-source etcd\netcd-endpoints http://127.0.0.1:%s\n' "$(rb_free_ports 1)" >> "$dir/e/conf"
+"$daemon" -f -c "$dir/e/conf" 2>"$dir/e/daemon.log" &
+epid=$!
+estop() { kill -9 "$epid" 2>/dev/null; wait "$epid" 2>/dev/null; rm -f "/dev/shm/ringbloom.$einst"; }
+efail() { cat "$dir/e/daemon.log" "$dir/err" 2>/dev/null; estop; fail "$1"; }
+_i=0
+while ! redis-cli -s "$dir/e/s.sock" PING >/dev/null 2>&1; do
+    _i=$((_i + 1)); [ $_i -gt 200 ] && efail "the ring-source etcd daemon did not start"; sleep 0.05
+done
+E() { "$cli" -i "$einst" -s "$dir/e/s.sock" "$@"; }
+for run in 1 2; do
+    E import-cluster 127.0.0.1 "$A" > "$dir/out" 2> "$dir/err"
+    _got=$?
+    [ $_got -eq 4 ] && grep -q "takes its ring from etcd (ring-source etcd)" "$dir/err" &&
+        grep -q "nothing was changed" "$dir/err" && ! grep -q "run import-cluster again" "$dir/err" ||
+        efail "import-cluster into a ring-source etcd daemon (run $run): exit $_got"
+done
+[ -z "$(E nodes)" ] || efail "import-cluster changed the ring of a ring-source etcd daemon"
+sed -n 1p "$dir/err"
+estop
 
 # ---- 3. end to end: the ring's node takes the key -----------------------------
 # A member that is no master: the import removes it.

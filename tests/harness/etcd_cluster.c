@@ -123,31 +123,93 @@ static size_t sink(char *d, size_t s, size_t n, void *arg)
     return len;
 }
 
-/* Does member i answer GET /health with "health":"true"? */
-static int healthy(rb_etcd_cluster_t *c, int i)
+/* A handle for path of member i (its certificates when TLS), the reply
+ * into *reply, at most timeout_ms; NULL: no memory. */
+static CURL *member_handle(rb_etcd_cluster_t *c, int i, const char *path, long timeout_ms,
+                           reply_t *reply)
 {
-    reply_t reply = { 0 };
     char url[96];
     CURL *h = curl_easy_init();
-    int ok = 0;
 
     if (!h)
-        return 0;
-    snprintf(url, sizeof(url), "%s/health", c->url[i]);
-    curl_easy_setopt(h, CURLOPT_URL, url);
+        return NULL;
+    snprintf(url, sizeof(url), "%s%s", c->url[i], path);
+    curl_easy_setopt(h, CURLOPT_URL, url);   /* libcurl copies it */
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &reply);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, reply);
     if (c->tls) {
         curl_easy_setopt(h, CURLOPT_CAINFO, c->ca);
         curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
         curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
     }
+    return h;
+}
+
+/* Does member i answer GET /health with "health":"true"? */
+static int healthy(rb_etcd_cluster_t *c, int i)
+{
+    reply_t reply = { 0 };
+    CURL *h = member_handle(c, i, "/health", 1000L, &reply);
+    int ok = 0;
+
+    if (!h)
+        return 0;
     if (curl_easy_perform(h) == CURLE_OK)
         ok = strstr(reply.buf, "\"health\":\"true\"") != NULL;
     curl_easy_cleanup(h);
     return ok;
+}
+
+/* Standard base64 of len bytes into out (4 * ((len + 2) / 3) + 1 bytes). */
+static void b64(const unsigned char *in, size_t len, char *out)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t w = 0;
+
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < len ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < len ? in[i + 2] : 0);
+        out[w++] = t[v >> 18 & 63];
+        out[w++] = t[v >> 12 & 63];
+        out[w++] = i + 1 < len ? t[v >> 6 & 63] : '=';
+        out[w++] = i + 2 < len ? t[v & 63] : '=';
+    }
+    out[w] = '\0';
+}
+
+int rb_etcd_raw(rb_etcd_cluster_t *c, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    char *kb = malloc(4 * (klen / 3 + 1) + 1), *vb = malloc(4 * (vlen / 3 + 1) + 1), *body;
+    reply_t reply = { 0 };
+    int ok = 0;
+
+    body = kb && vb ? malloc(4 * (klen / 3 + vlen / 3 + 2) + 64) : NULL;
+    if (body) {
+        b64(key, klen, kb);
+        b64(val ? val : "", val ? vlen : 0, vb);
+        if (val)
+            sprintf(body, "{\"key\":\"%s\",\"value\":\"%s\"}", kb, vb);
+        else
+            sprintf(body, "{\"key\":\"%s\"}", kb);
+    }
+    for (int i = 0; body && !ok && i < c->n; i++) {
+        long status = 0;
+        CURL *h;
+        if (!c->pid[i] ||
+            !(h = member_handle(c, i, val ? "/v3/kv/put" : "/v3/kv/deleterange", 5000L, &reply)))
+            continue;
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        if (curl_easy_perform(h) == CURLE_OK &&
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200)
+            ok = 1;
+        curl_easy_cleanup(h);
+    }
+    free(kb);
+    free(vb);
+    free(body);
+    return ok ? 0 : -1;
 }
 
 int rb_etcd_wait_healthy(rb_etcd_cluster_t *c, int timeout_ms)

@@ -62,6 +62,13 @@ int rb_etcd_wait_healthy(rb_etcd_cluster_t *c, int timeout_ms);
  * e.g. "user add root:pw"); its exit status (-1: not run). */
 int rb_etcd_ctl(rb_etcd_cluster_t *c, const char *args);
 
+/* Puts key = val (val NULL: deletes key) through the JSON gateway of the
+ * first running member that answers, the key and value as raw bytes (a
+ * NUL among them, which etcdctl cannot pass): the full key, prefix
+ * included.  0, or -1. */
+int rb_etcd_raw(rb_etcd_cluster_t *c, const void *key, size_t klen, const void *val,
+                size_t vlen);
+
 /* Kills every member and removes the directory (also at exit). */
 void rb_etcd_stop(rb_etcd_cluster_t *c);
 

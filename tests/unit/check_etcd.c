@@ -5,7 +5,8 @@
  * write, range at an old revision and in pages, watch from a revision
  * (order, deletes, progress notifications, compaction), failover when
  * members die and the bounded error when the quorum is lost, auth, and
- * the limits (reply size, unreachable endpoints, bad options); and, from a
+ * the limits (reply size, unreachable endpoints, bad options), keys with
+ * a NUL byte (another tool's) read whole; and, from a
  * fake gateway, the watch stream cut at every byte and the replies etcd
  * would not send (errors, bad JSON, oversize objects).  Prints
  * the round trip of a guarded txn (p50 / p99) and the failover times.
@@ -388,6 +389,66 @@ static int watch_through_death(int64_t from)
     return 0;
 }
 
+
+/* The keys of a watch's put events, bytes and lengths (a NUL among them). */
+typedef struct raw_seen {
+    char key[8][16];
+    size_t len[8], n;
+} raw_seen_t;
+
+static int raw_collect(void *arg, int64_t revision, const rbd_etcd_event_t *ev, size_t n)
+{
+    raw_seen_t *s = arg;
+
+    (void)revision;
+    for (size_t i = 0; i < n && s->n < 8; i++) {
+        ck_assert_uint_lt(ev[i].key_len, 16);
+        memcpy(s->key[s->n], ev[i].key, ev[i].key_len);
+        s->len[s->n++] = ev[i].key_len;
+    }
+    return s->n >= 3;
+}
+
+/* Another tool's key with a NUL byte (put through the gateway, as the
+ * client itself could not): range (in pages of one key, the next page
+ * starting after it) and watch return it whole, with its length, instead
+ * of failing the whole read (issue 25, item 5). */
+START_TEST(test_etcd_nul_keys)
+{
+    rbd_etcd_t *e = client("/rbtest/", NULL, NULL, 1), *f = client("/rbtest/", NULL, NULL, 0);
+    static raw_seen_t s;
+    rbd_etcd_kvs_t kvs;
+    int64_t r0, compact;
+
+    OK(e, put_if(e, "a", "1", 0, &r0, NULL));
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/rbtest/other\0tool", 18, "x\0y", 3), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/rbtest/other\0\0", 15, "", 0), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/rbtest/z", 9, "2", 1), 0);
+    OK(e, rbd_etcd_range(e, "", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 4);   /* a, other\0\0, other\0tool, z (byte order) */
+    ck_assert_str_eq(kvs.kv[0].key, "a");
+    ck_assert_uint_eq(kvs.kv[1].key_len, 7);
+    ck_assert(memcmp(kvs.kv[1].key, "other\0\0", 7) == 0);
+    ck_assert_uint_eq(kvs.kv[2].key_len, 10);
+    ck_assert(memcmp(kvs.kv[2].key, "other\0tool", 10) == 0);
+    ck_assert_uint_eq(kvs.kv[2].value_len, 3);
+    ck_assert(memcmp(kvs.kv[2].value, "x\0y", 3) == 0);
+    ck_assert_str_eq(kvs.kv[3].key, "z");
+    ck_assert_uint_eq(kvs.kv[3].key_len, 1);
+    rbd_etcd_kvs_free(&kvs);
+    rbd_etcd_watch_t w = { .start_revision = r0 + 1, .fn = raw_collect, .arg = &s,
+                           .max_ms = 20000 };
+    OK(f, rbd_etcd_watch(f, &w, &compact));
+    ck_assert_uint_eq(s.n, 3);
+    ck_assert_uint_eq(s.len[0], 10);
+    ck_assert(memcmp(s.key[0], "other\0tool", 10) == 0);
+    ck_assert_uint_eq(s.len[1], 7);
+    ck_assert_uint_eq(s.len[2], 1);
+    rbd_etcd_close(e);
+    rbd_etcd_close(f);
+}
+END_TEST
+
 /* Kill the member in use: the next request goes through another.  Kill a
  * second: bounded failure.  Restart both: the same client works again. */
 START_TEST(test_etcd_failover_and_quorum_loss)
@@ -498,6 +559,19 @@ START_TEST(test_etcd_limits)
     rbd_etcd_kvs_t kvs;
     ck_assert_int_eq(rbd_etcd_range(small, "", 0, &kvs), RBD_ETCD_ETOOBIG);
     OK(small, rbd_etcd_range(small, "none", 0, &kvs));
+    /* Keys each below the cap, a page of them above it: the range goes
+     * on in smaller pages (another tool's large values under the prefix
+     * must not stop the daemon's load, issue 25 item 5). */
+    for (int i = 0; i < 12; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "mid/%02d", i);
+        OK(e, put_if(e, key, big + sizeof(big) - 30001, 0, &rev, NULL));
+    }
+    OK(small, rbd_etcd_range(small, "mid/", 0, &kvs));
+    ck_assert_uint_eq(kvs.n, 12);
+    ck_assert_uint_eq(kvs.kv[11].value_len, 30000);
+    ck_assert_int_eq(kvs.revision, rev);
+    rbd_etcd_kvs_free(&kvs);
     rbd_etcd_close(small);
 
     const char *dead[] = { "http://127.0.0.1:1", "http://127.0.0.1:9/" };
@@ -701,7 +775,8 @@ int main(void)
     return RB_TEST_MAIN("etcd",
                         RB_TCASE("kv", 300, setup, teardown, test_etcd_txn_compares,
                                  test_etcd_range_pages_and_history, test_etcd_limits),
-                        RB_TCASE("watch", 300, setup, teardown, test_etcd_watch_from_revision),
+                        RB_TCASE("watch", 300, setup, teardown, test_etcd_watch_from_revision,
+                                 test_etcd_nul_keys),
                         RB_TCASE("failover", 300, setup, teardown, test_etcd_failover_and_quorum_loss),
                         RB_TCASE("auth", 300, setup, teardown, test_etcd_auth),
                         RB_TCASE("stream", 60, NULL, NULL, test_etcd_stream_parsing));
