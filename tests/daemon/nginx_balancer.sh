@@ -202,7 +202,7 @@ servers="server 127.0.0.1:$b1 max_fails=1 fail_timeout=2s;
         $servers
     }
     upstream reported {
-        ringbloom_hash \$arg_k report=2 report_timeout=2s;
+        ringbloom_hash \$arg_k report=2 report_timeout=2s hold_down=2s;
         $servers
     }
     server {
