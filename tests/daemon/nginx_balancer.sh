@@ -15,7 +15,8 @@
 #   (c) report=2: killed again, the backend's node is marked down on the
 #       ring (RING.DOWN; "ringbloom nodes" says so, "ringbloom lookup" moves
 #       its keys to their second node, and nginx follows), and once it is
-#       back a probe after report_timeout marks it up (RING.UP);
+#       back a probe after hold_down and report_timeout marks it up
+#       (RING.UP);
 #   (b) bounded loads: a Zipf trace (2000 requests over 200 keys, s = 1.1,
 #       seed 1) sent by 32 concurrent clients to 30 ms backends, once
 #       without and once with balance_factor=1.25: prints max / mean
