@@ -161,23 +161,31 @@ ngx_http_ringbloom_unusable(ngx_http_ringbloom_peer_data_t *rp,
 }
 
 
+/* Whether a ring node names the peer: its server string or address. */
+static ngx_uint_t
+ngx_http_ringbloom_names(ngx_http_upstream_rr_peer_t *peer, rb_node_t *node)
+{
+    size_t  len;
+
+    len = node->name_len;
+
+    return (peer->server.len == len
+            && ngx_memcmp(peer->server.data, node->name, len) == 0)
+           || (peer->name.len == len
+               && ngx_memcmp(peer->name.data, node->name, len) == 0);
+}
+
+
 /* The peer a ring node names, and its index; NULL if none. */
 static ngx_http_upstream_rr_peer_t *
 ngx_http_ringbloom_named_peer(ngx_http_upstream_rr_peers_t *peers,
     rb_node_t *node, ngx_uint_t *index)
 {
-    size_t                        len;
     ngx_uint_t                    i;
     ngx_http_upstream_rr_peer_t  *peer;
 
-    len = node->name_len;
-
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
-        if ((peer->server.len == len
-             && ngx_memcmp(peer->server.data, node->name, len) == 0)
-            || (peer->name.len == len
-                && ngx_memcmp(peer->name.data, node->name, len) == 0))
-        {
+        if (ngx_http_ringbloom_names(peer, node)) {
             *index = i;
             return peer;
         }
@@ -517,11 +525,9 @@ static ngx_uint_t
 ngx_http_ringbloom_ring_has_up(ngx_http_ringbloom_peer_data_t *rp,
     ngx_log_t *log)
 {
-    size_t                        i, count;
-    rb_node_t                    *node;
-    rb_segment_t                 *seg;
-    rb_ring_stat_t                st;
-    ngx_http_upstream_rr_peer_t  *peer;
+    size_t           i, count;
+    rb_segment_t    *seg;
+    rb_ring_stat_t   st;
 
     seg = ngx_http_ringbloom_segment(rp->w, log);
 
@@ -545,18 +551,11 @@ ngx_http_ringbloom_ring_has_up(ngx_http_ringbloom_peer_data_t *rp,
         return 0;
     }
 
-    peer = rp->rrp.current;
-
     for (i = 0; i < count && i < NGX_HTTP_RINGBLOOM_STATES_MAX; i++) {
-        node = &ngx_http_ringbloom_nodes[i];
-
-        if ((peer->server.len == node->name_len
-             && ngx_memcmp(peer->server.data, node->name, node->name_len) == 0)
-            || (peer->name.len == node->name_len
-                && ngx_memcmp(peer->name.data, node->name, node->name_len)
-                   == 0))
+        if (ngx_http_ringbloom_names(rp->rrp.current,
+                                     &ngx_http_ringbloom_nodes[i]))
         {
-            return node->state == RB_NODE_UP;
+            return ngx_http_ringbloom_nodes[i].state == RB_NODE_UP;
         }
     }
 

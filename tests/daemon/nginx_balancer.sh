@@ -175,16 +175,7 @@ b1=$2
 b2=$3
 b3=$4
 
-port_open() {
-    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$1" 2>/dev/null
-}
-start_backend() {   # start_backend PORT: a backend named 127.0.0.1:PORT
-    # python3 itself, not a function's subshell: $! is the backend.
-    python3 "$dir/lb.py" backend "$1" "127.0.0.1:$1" 2>>"$dir/backend.log" &
-    ngx_pids="$ngx_pids $!"
-    eval "bpid_$1=$!"
-    wait_for 50 port_open "$1"
-}
+start_backend() { ngx_sh_backend "$dir/lb.py" "$1"; }   # named 127.0.0.1:PORT
 
 keys="$dir/keys"
 ngx_sh_keys "" > "$keys"
@@ -219,10 +210,7 @@ CONF
 
 # ---- start: daemon with the three nodes, backends, nginx ------------------------
 start_daemon
-for b in $b1 $b2 $b3; do
-    C node add "127.0.0.1:$b" >/dev/null || die "node add failed"
-    start_backend "$b" || die "backend $b did not start"
-done
+ngx_sh_ring "$dir/lb.py" "$b1" "$b2" "$b3"
 
 nginx_answers() { echo probe | lb keys "$front" /ring/ | grep -q '	127'; }
 start_nginx

@@ -81,15 +81,7 @@ b1=$2
 b2=$3
 b3=$4
 
-port_open() {
-    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$1" 2>/dev/null
-}
-start_backend() {   # start_backend PORT: a backend named 127.0.0.1:PORT
-    python3 "$dir/rep.py" backend "$1" "127.0.0.1:$1" 2>>"$dir/backend.log" &
-    ngx_pids="$ngx_pids $!"
-    eval "bpid_$1=$!"
-    wait_for 50 port_open "$1"
-}
+start_backend() { ngx_sh_backend "$dir/rep.py" "$1"; }  # named 127.0.0.1:PORT
 port_closed() { ! port_open "$1"; }
 kill_backend() {    # kill_backend PORT: killed, its port refusing
     eval "kill -KILL \$bpid_$1"
@@ -125,10 +117,7 @@ servers="server 127.0.0.1:$b1 max_fails=1 fail_timeout=1s;
 CONF
 
 start_daemon
-for b in $b1 $b2 $b3; do
-    C node add "127.0.0.1:$b" >/dev/null || die "node add failed"
-    start_backend "$b" || die "backend $b did not start"
-done
+ngx_sh_ring "$dir/rep.py" "$b1" "$b2" "$b3"
 nginx_answers() { rep get "$front" /readme/ok?k=probe | grep -q '^200 127'; }
 start_nginx
 
