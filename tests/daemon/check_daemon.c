@@ -182,7 +182,6 @@ START_TEST(test_daemon_ring_down_bounded_by_share)
 
     rbd_start(&d, NULL);
     c = rbd_connect(&d);
-    rbd_expect(c, "ring-down-max-percent\n50", "CONFIG", "GET", "ring-down-max-percent");
     rbd_expect(c, "OK", "RING.ADD", "only");
     rbd_expect(c, "ERR RING.DOWN refused: 1 of 1 nodes would be down or draining, "
                "past ring-down-max-percent (50%)", "RING.DOWN", "only");
@@ -212,6 +211,7 @@ START_TEST(test_daemon_ring_down_bounded_by_share)
     rbd_write_conf(&d, "ring-down-max-percent 100");
     kill(d.pid, SIGHUP);
     usleep(300000);
+    rbd_expect(c, "ring-down-max-percent\n100", "CONFIG", "GET", "ring-down-max-percent");
     rbd_expect(c, "OK", "RING.DOWN", "d");
     rbd_expect(c, "OK", "RING.DOWN", "only");
     rbd_expect(c, "ERR ring is empty", "RING.GET", "k");   /* what the limit prevents */
