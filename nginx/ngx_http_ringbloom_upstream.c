@@ -27,9 +27,9 @@
  *     the node out of every lookup (unless that would leave more than its
  *     ring-down-max-percent of the nodes not up: then it refuses);
  *     a failure is a try that got no response (connection refused or
- *     reset, timeout, no valid status line) or one whose status report_status=
- *     lists; any other response is a success, whatever its status (an
- *     application's 5xx proves the server reachable);
+ *     reset, timeout, no valid status line) or one whose status
+ *     report_status= lists; any other response is a success, whatever its
+ *     status (an application's 5xx proves the server reachable);
  *   - a peer reported down stays down for hold_down (default 30 s): no
  *     probe and no RING.UP before, so a server failing and answering in
  *     turn changes the ring at most once per hold_down; then one request
@@ -489,8 +489,8 @@ ngx_http_ringbloom_report(ngx_http_ringbloom_peer_data_t *rp,
  * A try's outcome for reports: a response is a failure if report_status=
  * lists its status, else a success; a try without one (status_n 0: nginx
  * clears the upstream's headers before every new try) is a failure if
- * nginx says so (refused, reset, timed out, no valid status line), else neither
- * (the client went away first).
+ * nginx says so (refused, reset, timed out, no valid status line), else
+ * neither (the client went away first).
  */
 static ngx_uint_t
 ngx_http_ringbloom_outcome(ngx_http_ringbloom_peer_data_t *rp,
