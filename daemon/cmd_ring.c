@@ -123,6 +123,28 @@ static void cmd_ring_weight(rbd_ctx_t *x)
     run(x, &op);
 }
 
+/* Whether RING.DOWN of node argv[1] stays within ring-down-max-percent:
+ * the nodes not up (down or draining) afterwards are at most that share
+ * of the nodes, as Envoy's healthy panic threshold keeps at least half of
+ * a cluster in use by default.  Checked here, where every reporter's
+ * RING.DOWN arrives (an nginx report, the CLI, a script), never in the op:
+ * a replay applies what was logged.  A node already not up, or unknown
+ * (the op names it), passes.  1, or 0 and the refusal replied. */
+static int down_within_share(rbd_ctx_t *x)
+{
+    uint32_t pct = x->s->cfg.ring_down_max_percent;
+    rb_ring_stat_t st;
+
+    if (pct >= 100 || rb_ring_state(x->s->state.ring, x->argv[1], x->argl[1]) != RB_NODE_UP ||
+        rb_ring_stat(x->s->state.seg, &st) != RB_OK)
+        return 1;
+    if ((uint64_t)(st.down + 1) * 100 <= (uint64_t)pct * st.nodes)
+        return 1;
+    rbi_resp_error(x->out, "ERR RING.DOWN refused: %u of %u nodes would be down or draining, "
+                   "past ring-down-max-percent (%u%%)", st.down + 1, st.nodes, pct);
+    return 0;
+}
+
 /* RING.UP / RING.DOWN / RING.DRAIN node: the state is the command's
  * name after "RING." (rb_node_state_parse). */
 static void cmd_ring_state(rbd_ctx_t *x)
@@ -135,7 +157,7 @@ static void cmd_ring_state(rbd_ctx_t *x)
         return;
     }
     op.state = (uint32_t)st;
-    if (node_name_ok(x, 1) == 0)
+    if (node_name_ok(x, 1) == 0 && (st != RB_NODE_DOWN || down_within_share(x)))
         run(x, &op);
 }
 

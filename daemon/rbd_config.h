@@ -40,6 +40,8 @@ typedef struct rbd_config {
                                     change rebuilds every point */
     uint64_t max_command_bytes;  /* segment memory one command may create,
                                     merge or halve in one pass */
+    uint32_t ring_down_max_percent; /* RING.DOWN is refused when it would
+                                       leave more of the nodes not up */
     uint32_t max_clients;        /* lowered at start if the fd limit is lower */
     uint32_t reserved_writer_clients; /* of max_clients, only for writers
                                          (at most half of them) */

@@ -40,6 +40,10 @@
 /* Seconds between attempts to attach, open a filter or connect. */
 #define NGX_HTTP_RINGBLOOM_RETRY  1
 
+/* ringbloom_hash's default hold_down= (seconds): Envoy's outlier
+ * detection ejects a host for 30 s at first, as a base. */
+#define NGX_HTTP_RINGBLOOM_HOLD_DOWN  30
+
 
 typedef struct {
     ngx_str_t                    instance;   /* NUL-terminated */
@@ -96,6 +100,12 @@ typedef struct {
                                                 0: no reports */
     time_t                       report_timeout; /* 0: the peer's
                                                     fail_timeout */
+    time_t                       hold_down;  /* a peer reported down gets
+                                                no probe nor RING.UP for
+                                                this long */
+    uint64_t                     report_status[10]; /* bit s: a response
+                                                of status s (< 640) counts
+                                                as a failure (report_status=) */
     ngx_uint_t                   npeers;     /* the round robin's peers */
     uint32_t                     names;      /* crc32 of their servers */
     ngx_shm_zone_t              *zone;       /* balance or report, else

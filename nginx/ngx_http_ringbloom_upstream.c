@@ -24,11 +24,21 @@
  *   - with report=N, the Nth consecutive failure of a peer (counted in the
  *     zone across all workers, reset by a success) queues "RING.DOWN
  *     <server>" on the admits' connection to the daemon, which then leaves
- *     the node out of every lookup; once report_timeout (default: the
- *     peer's fail_timeout) has passed, one request per report_timeout, of
- *     any key and worker, tries the peer first (a probe: on failure
+ *     the node out of every lookup (unless that would leave more than its
+ *     ring-down-max-percent of the nodes not up: then it refuses);
+ *     a failure is a try that got no response (connection refused or
+ *     reset, timeout, no valid status line) or one whose status
+ *     report_status= lists; any other response is a success, whatever its
+ *     status (an application's 5xx proves the server reachable);
+ *   - a peer reported down stays down for hold_down (default 30 s): no
+ *     probe and no RING.UP before, so a server failing and answering in
+ *     turn changes the ring at most once per hold_down; then one request
+ *     per report_timeout (default: the peer's fail_timeout), of any key
+ *     and worker, tries the peer first (a probe: on failure
  *     proxy_next_upstream goes on to the key's list), and the first
- *     success queues "RING.UP <server>";
+ *     success queues "RING.UP <server>"; a failed probe of a peer the ring
+ *     still has up (the daemon refused the report, or someone brought it
+ *     up) queues RING.DOWN again;
  *   - without the segment (daemon never seen), when a lookup fails, for an
  *     empty key or a single peer, or when no node of the list is a usable
  *     peer, the request goes to nginx's round robin over the same peers
@@ -55,7 +65,18 @@ typedef struct {
                                                      current try, or NULL */
     ngx_http_ringbloom_slot_t           *slot;    /* the current try's */
     ngx_str_t                           *server;  /* the current try's */
+    ngx_http_request_t                  *request;
+    ngx_uint_t                           probing; /* the current try is a
+                                                     probe */
 } ngx_http_ringbloom_peer_data_t;
+
+
+/* What a try tells a report (ngx_http_ringbloom_outcome). */
+enum {
+    NGX_HTTP_RINGBLOOM_NEITHER = 0,
+    NGX_HTTP_RINGBLOOM_SUCCESS,
+    NGX_HTTP_RINGBLOOM_FAILURE
+};
 
 
 /* The preference list of the try being chosen (workers: one thread). */
@@ -63,6 +84,11 @@ static rb_node_t   ngx_http_ringbloom_prefs[NGX_HTTP_RINGBLOOM_PREFS_MAX];
 
 /* A failed lookup was logged; cleared (and said) when one works again. */
 static ngx_uint_t  ngx_http_ringbloom_lookup_failing;
+
+/* The ring's nodes, read to see a reported peer's state (workers: one
+ * thread); at most NGX_HTTP_RINGBLOOM_STATES_MAX of them. */
+#define NGX_HTTP_RINGBLOOM_STATES_MAX  1024
+static rb_node_t  *ngx_http_ringbloom_nodes;
 
 
 static ngx_int_t ngx_http_ringbloom_get_peer(ngx_peer_connection_t *pc,
@@ -93,6 +119,7 @@ ngx_http_ringbloom_upstream_init_peer(ngx_http_request_t *r,
     r->upstream->peer.free = ngx_http_ringbloom_free_peer;
 
     rp->ucf = ucf;
+    rp->request = r;
 
     if (ngx_http_complex_value(r, &ucf->key, &rp->key) != NGX_OK) {
         return NGX_ERROR;
@@ -134,23 +161,31 @@ ngx_http_ringbloom_unusable(ngx_http_ringbloom_peer_data_t *rp,
 }
 
 
+/* Whether a ring node names the peer: its server string or address. */
+static ngx_uint_t
+ngx_http_ringbloom_names(ngx_http_upstream_rr_peer_t *peer, rb_node_t *node)
+{
+    size_t  len;
+
+    len = node->name_len;
+
+    return (peer->server.len == len
+            && ngx_memcmp(peer->server.data, node->name, len) == 0)
+           || (peer->name.len == len
+               && ngx_memcmp(peer->name.data, node->name, len) == 0);
+}
+
+
 /* The peer a ring node names, and its index; NULL if none. */
 static ngx_http_upstream_rr_peer_t *
 ngx_http_ringbloom_named_peer(ngx_http_upstream_rr_peers_t *peers,
     rb_node_t *node, ngx_uint_t *index)
 {
-    size_t                        len;
     ngx_uint_t                    i;
     ngx_http_upstream_rr_peer_t  *peer;
 
-    len = node->name_len;
-
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
-        if ((peer->server.len == len
-             && ngx_memcmp(peer->server.data, node->name, len) == 0)
-            || (peer->name.len == len
-                && ngx_memcmp(peer->name.data, node->name, len) == 0))
-        {
+        if (ngx_http_ringbloom_names(peer, node)) {
             *index = i;
             return peer;
         }
@@ -367,6 +402,7 @@ ngx_http_ringbloom_get_peer(ngx_peer_connection_t *pc, void *data)
 
     peer = NULL;
     i = 0;
+    rp->probing = 0;
 
     if (rp->w != NULL && rp->key.len > 0 && rp->rrp.peers->number > 1) {
         now = ngx_time();
@@ -375,6 +411,7 @@ ngx_http_ringbloom_get_peer(ngx_peer_connection_t *pc, void *data)
 
         if (rp->ucf->report && rp->ucf->shm != NULL) {
             peer = ngx_http_ringbloom_probe(rp, now, &i);
+            rp->probing = (peer != NULL);
         }
 
         if (peer == NULL) {
@@ -449,23 +486,105 @@ ngx_http_ringbloom_report(ngx_http_ringbloom_peer_data_t *rp,
 
 
 /*
+ * A try's outcome for reports: a response is a failure if report_status=
+ * lists its status, else a success; a try without one (status_n 0: nginx
+ * clears the upstream's headers before every new try) is a failure if
+ * nginx says so (refused, reset, timed out, no valid status line), else
+ * neither (the client went away first).
+ */
+static ngx_uint_t
+ngx_http_ringbloom_outcome(ngx_http_ringbloom_peer_data_t *rp,
+    ngx_uint_t state)
+{
+    ngx_uint_t  status;
+
+    status = rp->request->upstream->headers_in.status_n;
+
+    if (status != 0) {
+        if (status < 64 * 10
+            && (rp->ucf->report_status[status / 64] >> (status % 64)) & 1)
+        {
+            return NGX_HTTP_RINGBLOOM_FAILURE;
+        }
+
+        return NGX_HTTP_RINGBLOOM_SUCCESS;
+    }
+
+    return (state & NGX_PEER_FAILED) ? NGX_HTTP_RINGBLOOM_FAILURE
+                                     : NGX_HTTP_RINGBLOOM_NEITHER;
+}
+
+
+/*
+ * Whether the ring the worker reads has the current try's peer up (a node
+ * named by its server string or address); 0 if it is not up, not there,
+ * or the ring cannot be read or holds more than
+ * NGX_HTTP_RINGBLOOM_STATES_MAX nodes.  Cost: one copy of the node list.
+ */
+static ngx_uint_t
+ngx_http_ringbloom_ring_has_up(ngx_http_ringbloom_peer_data_t *rp,
+    ngx_log_t *log)
+{
+    size_t           i, count;
+    rb_segment_t    *seg;
+    rb_ring_stat_t   st;
+
+    seg = ngx_http_ringbloom_segment(rp->w, log);
+
+    if (seg == NULL || rb_ring_stat(seg, &st) != RB_OK
+        || st.nodes > NGX_HTTP_RINGBLOOM_STATES_MAX)
+    {
+        return 0;
+    }
+
+    if (ngx_http_ringbloom_nodes == NULL) {
+        ngx_http_ringbloom_nodes = ngx_alloc(NGX_HTTP_RINGBLOOM_STATES_MAX
+                                             * sizeof(rb_node_t), log);
+        if (ngx_http_ringbloom_nodes == NULL) {
+            return 0;
+        }
+    }
+
+    if (rb_ring_nodes(seg, ngx_http_ringbloom_nodes,
+                      NGX_HTTP_RINGBLOOM_STATES_MAX, &count) != RB_OK)
+    {
+        return 0;
+    }
+
+    for (i = 0; i < count && i < NGX_HTTP_RINGBLOOM_STATES_MAX; i++) {
+        if (ngx_http_ringbloom_names(rp->rrp.current,
+                                     &ngx_http_ringbloom_nodes[i]))
+        {
+            return ngx_http_ringbloom_nodes[i].state == RB_NODE_UP;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
  * report: the Nth consecutive failure queues RING.DOWN (once, by whichever
- * worker sets down first); a success clears the count and, if the peer
- * was reported down, queues RING.UP (once).
+ * worker sets down first) and holds the peer down for hold_down; a
+ * failed probe of a peer the ring has up queues it again; a success
+ * clears the count and, if the peer was reported down at least hold_down
+ * ago, queues RING.UP (once).
  */
 static void
 ngx_http_ringbloom_track(ngx_http_ringbloom_peer_data_t *rp,
     ngx_uint_t state, ngx_log_t *log)
 {
     time_t                      now, timeout;
+    ngx_uint_t                  outcome;
     ngx_atomic_uint_t           fails, down;
     ngx_http_ringbloom_slot_t  *slot;
 
     slot = rp->slot;
+    outcome = ngx_http_ringbloom_outcome(rp, state);
+    now = ngx_time();
 
-    if (state & NGX_PEER_FAILED) {
+    if (outcome == NGX_HTTP_RINGBLOOM_FAILURE) {
         fails = ngx_atomic_fetch_add(&slot->fails, 1) + 1;
-        now = ngx_time();
 
         if (fails >= rp->ucf->report
             && ngx_atomic_cmp_set(&slot->down, 0, (ngx_atomic_uint_t) now))
@@ -473,16 +592,22 @@ ngx_http_ringbloom_track(ngx_http_ringbloom_peer_data_t *rp,
             timeout = rp->ucf->report_timeout
                       ? rp->ucf->report_timeout
                       : rp->rrp.current->fail_timeout;
-            slot->probe = (ngx_atomic_uint_t) (now + timeout);
+            slot->probe = (ngx_atomic_uint_t)
+                              (now + ngx_max(timeout, rp->ucf->hold_down));
 
+            ngx_http_ringbloom_report(rp, "RING.DOWN", log);
+
+        } else if (rp->probing && slot->down != 0
+                   && ngx_http_ringbloom_ring_has_up(rp, log))
+        {
             ngx_http_ringbloom_report(rp, "RING.DOWN", log);
         }
 
         return;
     }
 
-    if (state != 0) {
-        return;     /* NGX_PEER_NEXT: neither a failure nor a success */
+    if (outcome == NGX_HTTP_RINGBLOOM_NEITHER) {
+        return;
     }
 
     if (slot->fails != 0) {
@@ -491,7 +616,9 @@ ngx_http_ringbloom_track(ngx_http_ringbloom_peer_data_t *rp,
 
     down = slot->down;
 
-    if (down != 0 && ngx_atomic_cmp_set(&slot->down, down, 0)) {
+    if (down != 0 && now - (time_t) down >= rp->ucf->hold_down
+        && ngx_atomic_cmp_set(&slot->down, down, 0))
+    {
         ngx_http_ringbloom_report(rp, "RING.UP", log);
     }
 }

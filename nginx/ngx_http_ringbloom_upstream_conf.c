@@ -15,9 +15,44 @@ static ngx_uint_t  ngx_http_ringbloom_zone_tag;
 
 
 /*
+ * report_status=CODE[,CODE...]: the response statuses (400..599) that
+ * count as a report's failures, into ucf->report_status.  NGX_OK, or
+ * NGX_ERROR for a bad list.
+ */
+static ngx_int_t
+ngx_http_ringbloom_report_status(ngx_http_ringbloom_upstream_conf_t *ucf,
+    u_char *p, u_char *last)
+{
+    u_char     *comma;
+    ngx_int_t   code;
+
+    for ( ;; ) {
+        comma = ngx_strlchr(p, last, ',');
+        if (comma == NULL) {
+            comma = last;
+        }
+
+        code = ngx_atoi(p, comma - p);
+        if (code < 400 || code > 599) {
+            return NGX_ERROR;
+        }
+
+        ucf->report_status[code / 64] |= (uint64_t) 1 << (code % 64);
+
+        if (comma == last) {
+            return NGX_OK;
+        }
+
+        p = comma + 1;
+    }
+}
+
+
+/*
  * ringbloom_hash KEY [balance_factor=C] [report=N] [report_timeout=TIME]
- * in an upstream {}: C >= 1 (up to three decimals), N >= 1.  Fills ucf
- * (the upstream's), marks rmcf used, and makes init the upstream's
+ * [hold_down=TIME] [report_status=CODE,...] in an upstream {}: C >= 1 (up
+ * to three decimals), N >= 1, the last three only with report=.  Fills
+ * ucf (the upstream's), marks rmcf used, and makes init the upstream's
  * init_upstream.
  */
 char *
@@ -27,7 +62,7 @@ ngx_http_ringbloom_upstream_directive(ngx_conf_t *cf,
 {
     ngx_int_t                          n;
     ngx_str_t                         *value, s;
-    ngx_uint_t                         i;
+    ngx_uint_t                         i, status;
     ngx_http_upstream_srv_conf_t      *uscf;
     ngx_http_compile_complex_value_t   ccv;
 
@@ -36,6 +71,7 @@ ngx_http_ringbloom_upstream_directive(ngx_conf_t *cf,
     }
 
     value = cf->args->elts;
+    status = 0;
 
     ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
 
@@ -82,11 +118,41 @@ ngx_http_ringbloom_upstream_directive(ngx_conf_t *cf,
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "hold_down=", 10) == 0) {
+            s.data = value[i].data + 10;
+            s.len = value[i].len - 10;
+
+            n = ngx_parse_time(&s, 1);
+            if (n == NGX_ERROR || n < 1) {
+                goto invalid;
+            }
+
+            ucf->hold_down = (time_t) n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "report_status=", 14) == 0) {
+            if (ngx_http_ringbloom_report_status(ucf, value[i].data + 14,
+                                                 value[i].data + value[i].len)
+                != NGX_OK)
+            {
+                goto invalid;
+            }
+
+            status = 1;
+            continue;
+        }
+
         goto invalid;
     }
 
-    if (ucf->report_timeout && !ucf->report) {
-        return "takes report_timeout= only with report=";
+    if ((ucf->report_timeout || ucf->hold_down || status) && !ucf->report) {
+        return "takes report_timeout=, hold_down= and report_status= only "
+               "with report=";
+    }
+
+    if (ucf->hold_down == 0) {
+        ucf->hold_down = NGX_HTTP_RINGBLOOM_HOLD_DOWN;
     }
 
     ucf->conf = rmcf;

@@ -168,6 +168,57 @@ START_TEST(test_daemon_ring_commands)
 }
 END_TEST
 
+/* RING.DOWN never leaves more than ring-down-max-percent (default 50) of
+ * the nodes not up (down or draining), whoever sends it (issue 25 item
+ * 6: two nginx reports took 2 of 3 nodes down, every failing backend all
+ * of them and readers got an empty ring); UP, DRAIN, REMOVE and a DOWN of
+ * a node already not up stay allowed; the limit is reloaded on SIGHUP,
+ * and 100 lifts it. */
+START_TEST(test_daemon_ring_down_bounded_by_share)
+{
+    rb_segment_t *seg;
+    rb_node_t n;
+    rb_conn_t *c;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "only");
+    rbd_expect(c, "ERR RING.DOWN refused: 1 of 1 nodes would be down or draining, "
+               "past ring-down-max-percent (50%)", "RING.DOWN", "only");
+    rbd_expect(c, "OK", "RING.ADD", "b");
+    rbd_expect(c, "OK", "RING.ADD", "c");
+    rbd_expect(c, "OK", "RING.DOWN", "only");
+    rbd_expect(c, "OK", "RING.DOWN", "only");    /* already down: no change in the share */
+    rbd_expect(c, "ERR RING.DOWN refused: 2 of 3 nodes would be down or draining, "
+               "past ring-down-max-percent (50%)", "RING.DOWN", "b");
+    rbd_expect(c, "ERR RING.DOWN refused: 2 of 3 nodes would be down or draining, "
+               "past ring-down-max-percent (50%)", "RING.DOWN", "c");
+    rbd_expect(c, "ERR no such node", "RING.DOWN", "zz");
+    rbd_expect(c, "b\n1\nup\nc\n1\nup\nonly\n1\ndown", "RING.NODES", "WITHSTATES");
+    seg = rbd_attach(&d);
+    ck_assert_int_eq(rb_ring_lookup(seg, "k", 1, &n), RB_OK);   /* readers keep a ring */
+    rb_segment_close(seg);
+    /* A draining node counts as not up; DRAIN itself is an operator's. */
+    rbd_expect(c, "OK", "RING.DRAIN", "b");
+    rbd_expect(c, "OK", "RING.ADD", "d");
+    rbd_expect(c, "ERR RING.DOWN refused: 3 of 4 nodes would be down or draining, "
+               "past ring-down-max-percent (50%)", "RING.DOWN", "c");
+    rbd_expect(c, "OK", "RING.DOWN", "b");       /* draining -> down: no more not up */
+    rbd_expect(c, "OK", "RING.UP", "only");
+    rbd_expect(c, "OK", "RING.DOWN", "c");       /* 2 of 4 */
+    rbd_expect(c, "ERR RING.DOWN refused: 3 of 4 nodes would be down or draining, "
+               "past ring-down-max-percent (50%)", "RING.DOWN", "d");
+    rbd_write_conf(&d, "ring-down-max-percent 100");
+    kill(d.pid, SIGHUP);
+    usleep(300000);
+    rbd_expect(c, "ring-down-max-percent\n100", "CONFIG", "GET", "ring-down-max-percent");
+    rbd_expect(c, "OK", "RING.DOWN", "d");
+    rbd_expect(c, "OK", "RING.DOWN", "only");
+    rbd_expect(c, "ERR ring is empty", "RING.GET", "k");   /* what the limit prevents */
+    rb_conn_close(c);
+}
+END_TEST
+
 /* The table modes through RESP: RING.MODE maglev [table_size] and slots,
  * RING.SLOTS's assignments, listing, BALANCE and refusals, and the
  * daemon's answers equal the segment's. */
@@ -804,6 +855,7 @@ int main(void)
                                  test_daemon_answers_redis_clients_basics,
                                  test_daemon_bf_replies_match_redisbloom,
                                  test_daemon_ring_commands,
+                                 test_daemon_ring_down_bounded_by_share,
                                  test_daemon_ring_table_modes,
                                  test_daemon_limits_give_clear_errors,
                                  test_daemon_aging_filter_and_reset,

@@ -57,7 +57,8 @@ static void fleet_start(void)
 
     ck_assert_msg(rb_etcd_start(&cl, 3, 60000) == 0, "the etcd cluster did not start");
     snprintf(extra, sizeof(extra), "ring-source etcd\netcd-endpoints %s %s %s\n"
-             "etcd-prefix /fleet/\netcd-timeout 1000\nappendfsync no\n", cl.url[0], cl.url[1],
+             "etcd-prefix /fleet/\netcd-timeout 1000\nappendfsync no\n"
+             "ring-down-max-percent 100\n", cl.url[0], cl.url[1],
              cl.url[2]);
     for (int i = 0; i < HOSTS; i++) {
         rbd_start(&d[i], extra);
@@ -208,7 +209,7 @@ static void assert_lone_equal(const model_t *m, char (*lk)[32])
     rb_conn_t *lc;
     rb_segment_t *seg;
 
-    rbd_start(&lone, NULL);
+    rbd_start(&lone, "ring-down-max-percent 100");   /* the model's states, any share */
     lc = rbd_connect(&lone);
     for (unsigned k = 0; k < POOL; k++) {
         char name[16], w[8];

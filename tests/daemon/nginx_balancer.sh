@@ -15,7 +15,8 @@
 #   (c) report=2: killed again, the backend's node is marked down on the
 #       ring (RING.DOWN; "ringbloom nodes" says so, "ringbloom lookup" moves
 #       its keys to their second node, and nginx follows), and once it is
-#       back a probe after report_timeout marks it up (RING.UP);
+#       back a probe after hold_down and report_timeout marks it up
+#       (RING.UP);
 #   (b) bounded loads: a Zipf trace (2000 requests over 200 keys, s = 1.1,
 #       seed 1) sent by 32 concurrent clients to 30 ms backends, once
 #       without and once with balance_factor=1.25: prints max / mean
@@ -174,16 +175,7 @@ b1=$2
 b2=$3
 b3=$4
 
-port_open() {
-    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$1" 2>/dev/null
-}
-start_backend() {   # start_backend PORT: a backend named 127.0.0.1:PORT
-    # python3 itself, not a function's subshell: $! is the backend.
-    python3 "$dir/lb.py" backend "$1" "127.0.0.1:$1" 2>>"$dir/backend.log" &
-    ngx_pids="$ngx_pids $!"
-    eval "bpid_$1=$!"
-    wait_for 50 port_open "$1"
-}
+start_backend() { ngx_sh_backend "$dir/lb.py" "$1"; }   # named 127.0.0.1:PORT
 
 keys="$dir/keys"
 ngx_sh_keys "" > "$keys"
@@ -202,7 +194,7 @@ servers="server 127.0.0.1:$b1 max_fails=1 fail_timeout=2s;
         $servers
     }
     upstream reported {
-        ringbloom_hash \$arg_k report=2 report_timeout=2s;
+        ringbloom_hash \$arg_k report=2 report_timeout=2s hold_down=2s;
         $servers
     }
     server {
@@ -218,10 +210,7 @@ CONF
 
 # ---- start: daemon with the three nodes, backends, nginx ------------------------
 start_daemon
-for b in $b1 $b2 $b3; do
-    C node add "127.0.0.1:$b" >/dev/null || die "node add failed"
-    start_backend "$b" || die "backend $b did not start"
-done
+ngx_sh_ring "$dir/lb.py" "$b1" "$b2" "$b3"
 
 nginx_answers() { echo probe | lb keys "$front" /ring/ | grep -q '	127'; }
 start_nginx

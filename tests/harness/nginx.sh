@@ -15,6 +15,11 @@
 #     nginx/build.sh into $dir.
 #   ngx_sh_conf_head LEVEL: the first lines of an nginx.conf loading it
 #     (error_log at LEVEL), up to ringbloom_socket inside http { }.
+#   ngx_sh_backend SCRIPT PORT: python3 SCRIPT backend PORT 127.0.0.1:PORT
+#     in the background (its pid in $ngx_pids and $bpid_PORT), waiting
+#     until PORT takes connections; port_open PORT.
+#   ngx_sh_ring SCRIPT PORT...: for each PORT a ring node 127.0.0.1:PORT
+#     and its backend (ngx_sh_backend), or die.
 #   start_daemon, start_nginx (its wait asks the test's nginx_answers),
 #     ngx_sh_ports N ($ports: N free loopback ports, ports.sh),
 #     ngx_sh_keys SUFFIX (200 keys), C (the CLI on the instance),
@@ -173,6 +178,26 @@ http {
     ringbloom_instance $inst;
     ringbloom_socket $sock;
 CONF
+}
+
+port_open() {
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$1" 2>/dev/null
+}
+ngx_sh_backend() {
+    # python3 itself, not a function's subshell: $! is the backend.
+    python3 "$1" backend "$2" "127.0.0.1:$2" 2>>"$dir/backend.log" &
+    ngx_pids="$ngx_pids $!"
+    eval "bpid_$2=$!"
+    wait_for 50 port_open "$2"
+}
+
+ngx_sh_ring() {
+    script=$1
+    shift
+    for p in "$@"; do
+        C node add "127.0.0.1:$p" >/dev/null || die "node add failed"
+        ngx_sh_backend "$script" "$p" || die "backend $p did not start"
+    done
 }
 
 ngx_sh_ports() {
