@@ -47,6 +47,31 @@ printf 'u1\nhttps://example.org/\n\nk"ey\n' > "$dir/keys"
 C --json lookup - < "$dir/keys" > "$dir/stream.json" || fail "--json lookup - failed"
 while IFS= read -r k; do C --json lookup "$k"; done < "$dir/keys" > "$dir/single.json"
 
+# Odd names, made over RESP by python (a name holds any bytes), once the
+# outputs above are taken: metrics, --json filters and --json nodes again.
+"$py" - "$dir" <<'PY' || fail "making the odd names failed"
+import socket, sys
+NAMES = [b"nul\x00a", b"nul\x00b", b"nul", b"\x00", b"\\x00", b"\xff\xfe", b"\\xff\\xfe",
+         b"back\\slash", b"back\\\\slash", b'q"uote', b"new\nline", b"new\\nline",
+         b"tab\tx", b"cr\rx", b"del\x7f", b"caf\xc3\xa9", b"c1\xc2\x80", b"emoji\xf0\x9f\x98\x80",
+         b"overlong\xc0\xaf", b"cut\xe2\x82", b"cut\xe2\x82end", b"surrogate\xed\xa0\x80",
+         b"big\xf4\x90\x80\x80", b"lone\x80"]
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1] + "/s.sock")
+f = s.makefile("rb")
+for n in NAMES:
+    # a node name may hold any byte but NUL
+    for cmd in [[b"BF.RESERVE", n, b"0.01", b"100"], [b"BF.ADD", n, b"k"]] + \
+            [[b"RING.ADD", b"odd:" + n, b"1"]] * (b"\x00" not in n):
+        s.sendall(b"*%d\r\n" % len(cmd) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in cmd))
+        line = f.readline()
+        if line[:1] == b"-":
+            sys.exit("%r: %r" % (cmd, line))
+open(sys.argv[1] + "/names", "wb").write(b"\n".join(n.hex().encode() for n in NAMES))
+PY
+C metrics > "$dir/odd.txt" && C --json filters > "$dir/odd-filters.json" &&
+    C --json nodes > "$dir/odd-nodes.json" && C filters > "$dir/odd-filters.txt" &&
+    C nodes > "$dir/odd-nodes.txt" || fail "metrics, filters or nodes on odd names failed"
 "$py" - "$dir" "$inst" "$pid" "$weird" <<'PY' || fail "a check failed"
 import json, sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -146,50 +171,9 @@ single = open(d + "/single.json").read().splitlines()
 check(len(stream) == 4 and stream == single, "lookup - prints what lookup KEY prints, per key")
 check([json.loads(l)["key"] for l in stream] == ["u1", "https://example.org/", "", 'k"ey'],
       "lookup - keys read back")
-print("%d checks passed" % checks)
-PY
 
-# ---- odd names ----------------------------------------------------------------
-# Made over RESP by python (a name holds any bytes); then metrics, --json
-# filters and --json nodes read by the parsers.
-"$py" - "$dir" <<'PY' || fail "making the odd names failed"
-import socket, sys
-NAMES = [b"nul\x00a", b"nul\x00b", b"nul", b"\x00", b"\\x00", b"\xff\xfe", b"\\xff\\xfe",
-         b"back\\slash", b"back\\\\slash", b'q"uote', b"new\nline", b"new\\nline",
-         b"tab\tx", b"cr\rx", b"del\x7f", b"caf\xc3\xa9", b"c1\xc2\x80", b"emoji\xf0\x9f\x98\x80",
-         b"overlong\xc0\xaf", b"cut\xe2\x82", b"cut\xe2\x82end", b"surrogate\xed\xa0\x80",
-         b"big\xf4\x90\x80\x80", b"lone\x80"]
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1] + "/s.sock")
-f = s.makefile("rb")
-for n in NAMES:
-    # a node name may hold any byte but NUL
-    for cmd in [[b"BF.RESERVE", n, b"0.01", b"100"], [b"BF.ADD", n, b"k"]] + \
-            [[b"RING.ADD", b"odd:" + n, b"1"]] * (b"\x00" not in n):
-        s.sendall(b"*%d\r\n" % len(cmd) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in cmd))
-        line = f.readline()
-        if line[:1] == b"-":
-            sys.exit("%r: %r" % (cmd, line))
-open(sys.argv[1] + "/names", "wb").write(b"\n".join(n.hex().encode() for n in NAMES))
-PY
-C metrics > "$dir/odd.txt" && C --json filters > "$dir/odd-filters.json" &&
-    C --json nodes > "$dir/odd-nodes.json" && C filters > "$dir/odd-filters.txt" &&
-    C nodes > "$dir/odd-nodes.txt" || fail "metrics, filters or nodes on odd names failed"
-"$py" - "$dir" <<'PY' || fail "an odd-name check failed"
-import json, sys
-from prometheus_client.parser import text_string_to_metric_families
-
-d = sys.argv[1]
+# ---- odd names: one escaping, injective, valid UTF-8 everywhere ----------------
 names = [bytes.fromhex(h) for h in open(d + "/names").read().split()]
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        print("FAILED:", what)
-        sys.exit(1)
 
 
 def T(b):
@@ -237,10 +221,12 @@ nn = [n["name"] for n in nodes]
 wn = {T(b"odd:" + n) for n in names if b"\x00" not in n}
 check(len(nn) == len(set(nn)) and wn <= set(nn),
       "--json nodes: one string per name (missing %r)" % sorted(wn - set(nn)))
-text = open(d + "/odd-nodes.txt", "rb").read().decode("utf-8").splitlines()
-check(wn <= {l.split("\t")[0] for l in text}, "nodes: the same text, one line each")
-print("odd names: %d filters and %d nodes, %d distinct label values, checks %d passed"
-      % (len(names), len(wn), len(set(got)), checks))
+for what, w in (("filters", want), ("nodes", wn)):
+    text = open(d + "/odd-%s.txt" % what, "rb").read().decode("utf-8").splitlines()
+    check(w <= {l.split("\t")[0] for l in text}, "%s: the same text, one line each" % what)
+print("odd names: %d filters and %d nodes, %d distinct label values" %
+      (len(names), len(wn), len(set(got))))
+print("%d checks passed" % checks)
 PY
 
 C shutdown || fail "shutdown failed"
