@@ -10,7 +10,10 @@
  * daemon's instance name), so the files of several instances on one host
  * can be collected side by side; it is not "instance", which Prometheus
  * gives the scraped target.  Names are ringbloom_*, in base units
- * (seconds, bytes, ratios), counters end in _total.
+ * (seconds, bytes, ratios), counters end in _total.  Every label value is
+ * out.c's cli_escape of its bytes (a filter name with its length: it may
+ * hold NULs), so two filters never make one series - node_exporter's
+ * textfile collector drops a file that has two alike.
  *
  * The text is built in memory and written only when complete: on any
  * failure nothing reaches stdout and the exit status says why.
