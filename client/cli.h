@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
 
@@ -189,14 +190,24 @@ int cli_conn_fail(const cli_t *cli, rb_conn_t *c, const char *what, int rc, int 
 
 /* ---- out.c ------------------------------------------------------------------- */
 
-/* s as a JSON string, quotes included, on stdout. */
+/* The CLI's one escaping of bytes s[0..len) (a name, a key, an INFO
+ * value) to f.  Its text T: the backslash as \\, tab, newline and CR as
+ * \t \n \r, other control bytes, DEL and every byte that is not part of
+ * valid UTF-8 as \xNN, valid UTF-8 as it is.  T is valid UTF-8 without
+ * control characters, and distinct byte strings have distinct T (every
+ * backslash in T starts an escape, so T decodes back).  quoted 0: T as
+ * it is; 1: T in double quotes with its backslashes and quotes escaped
+ * by a backslash - at once a JSON string and a Prometheus label value
+ * (text format 0.0.4), each of which reads back as T. */
+void cli_escape(FILE *f, const char *s, size_t len, int quoted);
+
+/* s as a JSON string, quotes included, on stdout: cli_escape quoted. */
 void cli_json_str(const char *s, size_t len);
 
-/* A node name or a key (of add / exists) in line-oriented output: control
- * bytes, DEL and the backslash as C escapes (\t \n \r \\ \xNN), every
- * other byte (UTF-8 included) as it is, so a name or key never breaks a
- * line or a field.  (`lookup -` echoes its input lines as they are: they
- * hold no newline, and the node after the last tab is escaped.) */
+/* A node name or a key (of add / exists) in line-oriented output:
+ * cli_escape's T, so a name or key never breaks a line or a field.
+ * (`lookup -` echoes its input lines as they are: they hold no newline,
+ * and the node after the last tab is escaped.) */
 void cli_text_str(const char *s, size_t len);
 
 /* A filter layout's name as reserve --layout takes it ("standard",

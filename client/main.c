@@ -103,8 +103,8 @@ static void usage(FILE *f)
         fputs(commands[i].help, f);
     }
     fputs("\n"
-          "node names print with C escapes (\\t \\n \\\\ \\xNN) for control bytes and\n"
-          "backslashes; --json prints them as JSON strings\n"
+          "node names print with C escapes (\\t \\n \\\\ \\xNN) for control bytes,\n"
+          "backslashes and bytes not UTF-8; --json prints that text as JSON strings\n"
           "\n"
           "exit status: 0 ok / all present, 1 some key not present, no such filter\n"
           "             or an empty ring, 2 usage,\n"

@@ -10,7 +10,10 @@
  * daemon's instance name), so the files of several instances on one host
  * can be collected side by side; it is not "instance", which Prometheus
  * gives the scraped target.  Names are ringbloom_*, in base units
- * (seconds, bytes, ratios), counters end in _total.
+ * (seconds, bytes, ratios), counters end in _total.  Every label value is
+ * out.c's cli_escape of its bytes (a filter name with its length: it may
+ * hold NULs), so two filters never make one series - node_exporter's
+ * textfile collector drops a file that has two alike.
  *
  * The text is built in memory and written only when complete: on any
  * failure nothing reaches stdout and the exit status says why.
@@ -119,12 +122,18 @@ static const struct info_metric {
 
 #define N_INFO (sizeof(info_metrics) / sizeof(info_metrics[0]))
 
+/* A filter's figures and the length of its name (a name may hold NULs). */
+typedef struct filter_fig {
+    rb_bloom_stat_t st;
+    size_t name_len;
+} filter_fig_t;
+
 /* The sources, gathered before anything is printed. */
 typedef struct gathered {
     const char *info[N_INFO];     /* each row's value in INFO's text, or NULL */
     const char *instance;         /* INFO's instance, or --instance */
     rb_ring_stat_t ring;
-    rb_bloom_stat_t *filters;     /* name, figures */
+    filter_fig_t *filters;        /* name, figures */
     size_t nfilters, cap;
     const rb_segment_t *seg;
 } gathered_t;
@@ -155,7 +164,7 @@ static int take_filter(const char *name, size_t len, void *arg)
 
     if (g->nfilters == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 16;
-        rb_bloom_stat_t *more = realloc(g->filters, cap * sizeof(*more));
+        filter_fig_t *more = realloc(g->filters, cap * sizeof(*more));
         if (more == NULL)
             return -1;
         g->filters = more;
@@ -163,7 +172,7 @@ static int take_filter(const char *name, size_t len, void *arg)
     }
     if (rb_bloom_open(g->seg, name, len, &bf) != RB_OK)
         return 0;
-    st = &g->filters[g->nfilters];
+    st = &g->filters[g->nfilters].st;
     rc = rb_bloom_info(bf, st);
     rb_bloom_close(bf);
     if (rc == RB_OK) {
@@ -171,49 +180,9 @@ static int take_filter(const char *name, size_t len, void *arg)
             len = RB_FILTER_NAME_MAX;
         memcpy(st->name, name, len);
         st->name[len] = '\0';
-        g->nfilters++;
+        g->filters[g->nfilters++].name_len = len;
     }
     return 0;
-}
-
-/* The length of the valid UTF-8 sequence at p (1 to 4), or 0: none
- * starts there (a stray continuation byte, an overlong form, a surrogate,
- * past U+10FFFF, or cut short). */
-static size_t utf8_len(const unsigned char *p)
-{
-    size_t n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2
-             : (p[0] & 0xf0) == 0xe0 ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;   /* the NUL that ends the string stops here too */
-    return n;
-}
-
-/* s as a label value: backslash, quote and newline escaped as the format
- * wants; a byte that is not part of valid UTF-8 as the text \xNN (the
- * format is UTF-8). */
-static void label_value(FILE *m, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-
-    while (*p) {
-        size_t n = utf8_len(p);
-        if (n == 0) {
-            fprintf(m, "\\\\x%02x", *p++);
-        } else if (*p == '\\' || *p == '"') {
-            fprintf(m, "\\%c", *p++);
-        } else if (*p == '\n') {
-            fputs("\\n", m);
-            p++;
-        } else {
-            fwrite(p, 1, n, m);
-            p += n;
-        }
-    }
 }
 
 /* A family's # HELP and # TYPE lines. */
@@ -226,16 +195,16 @@ static void family(FILE *m, const char *name, const char *type, const char *help
  * one more label, value_* close the labels and print the value. */
 static void sample_open(FILE *m, const gathered_t *g, const char *name)
 {
-    fprintf(m, "ringbloom_%s{ringbloom_instance=\"", name);
-    label_value(m, g->instance);
-    fputc('"', m);
+    fprintf(m, "ringbloom_%s{ringbloom_instance=", name);
+    cli_escape(m, g->instance, strlen(g->instance), 1);
 }
 
-static void label(FILE *m, const char *name, const char *value)
+/* One more label, its value value[0..len) (cli_escape's text, so two
+ * names never give one value). */
+static void label(FILE *m, const char *name, const char *value, size_t len)
 {
-    fprintf(m, ",%s=\"", name);
-    label_value(m, value);
-    fputc('"', m);
+    fprintf(m, ",%s=", name);
+    cli_escape(m, value, len, 1);
 }
 
 static void value_u64(FILE *m, unsigned long long v)
@@ -258,7 +227,7 @@ static void print_info(FILE *m, const gathered_t *g)
         family(m, im->name, im->type, im->help);
         sample_open(m, g, im->name);
         if (im->how == LABEL)
-            label(m, im->label, v);
+            label(m, im->label, v, strlen(v));
         if (im->how == NUM && im->scale == 1)
             fprintf(m, "} %s\n", v);    /* as INFO wrote it: no rounding */
         else if (im->how == NUM)
@@ -287,7 +256,8 @@ static void print_ring(FILE *m, const gathered_t *g)
     }
     family(m, "ring_mode", "gauge", "Always 1; the ring's hashing mode as a label.");
     sample_open(m, g, "ring_mode");
-    label(m, "mode", rb_ring_mode_name((rb_ring_mode_t)r->mode));
+    label(m, "mode", rb_ring_mode_name((rb_ring_mode_t)r->mode),
+          strlen(rb_ring_mode_name((rb_ring_mode_t)r->mode)));
     value_u64(m, 1);
 }
 
@@ -329,9 +299,9 @@ static void print_filters(FILE *m, const gathered_t *g)
         const struct filter_metric *fm = &filter_metrics[r];
         family(m, fm->name, fm->type, fm->help);
         for (size_t i = 0; i < g->nfilters; i++) {
-            const char *f = (const char *)&g->filters[i] + fm->off;
+            const char *f = (const char *)&g->filters[i].st + fm->off;
             sample_open(m, g, fm->name);
-            label(m, "filter", g->filters[i].name);
+            label(m, "filter", g->filters[i].st.name, g->filters[i].name_len);
             if (fm->kind == U64)
                 value_u64(m, *(const uint64_t *)(const void *)f);
             else if (fm->kind == U32)
@@ -342,12 +312,13 @@ static void print_filters(FILE *m, const gathered_t *g)
     }
     family(m, "filter_info", "gauge", "Always 1; the filter's kind and layout as labels.");
     for (size_t i = 0; i < g->nfilters; i++) {
-        const rb_bloom_stat_t *st = &g->filters[i];
+        const rb_bloom_stat_t *st = &g->filters[i].st;
+        const char *kind = (st->flags & RB_BLOOM_AGING) ? "aging"
+                         : (st->flags & RB_BLOOM_NONSCALING) ? "non-scaling" : "scaling";
         sample_open(m, g, "filter_info");
-        label(m, "filter", st->name);
-        label(m, "kind", (st->flags & RB_BLOOM_AGING) ? "aging"
-              : (st->flags & RB_BLOOM_NONSCALING) ? "non-scaling" : "scaling");
-        label(m, "layout", cli_layout_name(st->layout));
+        label(m, "filter", st->name, g->filters[i].name_len);
+        label(m, "kind", kind, strlen(kind));
+        label(m, "layout", cli_layout_name(st->layout), strlen(cli_layout_name(st->layout)));
         value_u64(m, 1);
     }
 }

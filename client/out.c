@@ -5,7 +5,10 @@
  *
  * Node names come from the segment, which any writer the daemon allows can
  * fill: cli_text_str escapes them, so a name cannot forge a line or a
- * field.
+ * field.  Every name, key or INFO value the CLI prints goes through one
+ * escaping, cli_escape: as text, as a JSON string, or as a Prometheus
+ * label value (metrics.c), so distinct names never print alike in any of
+ * them and every output is valid UTF-8.
  */
 #include "config.h"
 
@@ -13,38 +16,60 @@
 
 #include "cli.h"
 
+/* The length of the valid UTF-8 sequence at p[0..left) (2 to 4 bytes,
+ * p[0] >= 0x80), or 0: none starts there (a stray continuation byte, an
+ * overlong form, a surrogate, past U+10FFFF, or cut short). */
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+    size_t n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : (p[0] & 0xf0) == 0xe0 ? 3
+             : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+
+    if (n == 0 || n > left)
+        return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+void cli_escape(FILE *f, const char *s, size_t len, int quoted)
+{
+    /* T's escapes start with a backslash, which a quoted string escapes */
+    const char *bs = quoted ? "\\\\" : "\\";
+    const unsigned char *p = (const unsigned char *)s;
+
+    if (quoted)
+        fputc('"', f);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        size_t n = c < 0x80 ? 1 : utf8_len(p + i, len - i);
+        if (c == '\\')
+            fprintf(f, "%s%s", bs, bs);
+        else if (c == '"' && quoted)
+            fputs("\\\"", f);
+        else if (c == '\t' || c == '\n' || c == '\r')
+            fprintf(f, "%s%c", bs, c == '\t' ? 't' : c == '\n' ? 'n' : 'r');
+        else if (c < 0x20 || c == 0x7f || n == 0)
+            fprintf(f, "%sx%02x", bs, c);
+        else
+            fwrite(p + i, 1, n, f);
+        i += n ? n : 1;
+    }
+    if (quoted)
+        fputc('"', f);
+}
+
 void cli_json_str(const char *s, size_t len)
 {
-    putchar('"');
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
+    cli_escape(stdout, s, len, 1);
 }
 
 void cli_text_str(const char *s, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\\')
-            fputs("\\\\", stdout);
-        else if (c == '\t')
-            fputs("\\t", stdout);
-        else if (c == '\n')
-            fputs("\\n", stdout);
-        else if (c == '\r')
-            fputs("\\r", stdout);
-        else if (c < 0x20 || c == 0x7f)
-            printf("\\x%02x", c);
-        else
-            putchar(c);
-    }
+    cli_escape(stdout, s, len, 0);
 }
 
 const char *cli_layout_name(rb_bloom_layout_t layout)

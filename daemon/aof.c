@@ -114,7 +114,7 @@ int rbd_aof_open(rbd_aof_t *a, const char *dir, int appendfsync, char *err, size
     pthread_mutex_init(&a->sync.lock, NULL);
     pthread_cond_init(&a->sync.cond, NULL);
     snprintf(a->dir, sizeof(a->dir), "%s", dir);
-    if (rbd_make_dir(a->dir, 1, 0700, err, errlen) != 0)
+    if (rbd_make_dir(a->dir, 1, 0700, "dir", err, errlen) != 0)
         return -1;
     a->dirfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (a->dirfd < 0) {

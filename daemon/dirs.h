@@ -10,7 +10,11 @@
 /* Creates the directory of path (whole = 0: path's parent; 1: path
  * itself) and its missing parents with mode, judging every level by the
  * trust rule (dirs.c): 0, or -1 with the reason, naming the level, in
- * err. */
-int rbd_make_dir(const char *path, int whole, mode_t mode, char *err, size_t errlen);
+ * err.  setting names where path comes from ("pidfile", "socket", "dir"):
+ * a directory refused as another user's is followed by what to do (run as
+ * the user root made it for, or choose another directory by that
+ * setting). */
+int rbd_make_dir(const char *path, int whole, mode_t mode, const char *setting, char *err,
+                 size_t errlen);
 
 #endif /* RBD_DIRS_H */

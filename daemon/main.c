@@ -161,7 +161,7 @@ static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
     pid_t other;
     char err[1024];
 
-    if (rbd_make_dir(cfg->pidfile, 0, 0755, err, sizeof(err)) != 0) {
+    if (rbd_make_dir(cfg->pidfile, 0, 0755, "pidfile", err, sizeof(err)) != 0) {
         fprintf(stderr, "ringbloomd: pidfile %s: %s\n", cfg->pidfile, err);
         return NULL;
     }

@@ -43,11 +43,59 @@ static int record_at(const log_bytes_t *m, size_t j)
            (uint32_t)XXH3_64bits(m->data + j + 8, len) == rbd_get_u32(m->data + j + 4);
 }
 
+/* A record at offset i whose length runs past the end of the file may be
+ * whole with a damaged length field (its checksum covers only the type and
+ * payload).  Returns the length L (<= the bytes left) that makes it a
+ * whole, checksummed record - its length with one bit flipped, or all the
+ * bytes left - or 0 if none does: then it may really be cut short.  A
+ * prefix of a torn record passes by chance with odds 2^-32 per candidate.
+ * One pass over the bytes (a digest at each candidate); -1 if no hash
+ * state can be allocated. */
+static int64_t whole_at_other_length(const log_bytes_t *m, size_t i)
+{
+    size_t left = m->len - i, want[33], n = 0;
+    uint32_t len = rbd_get_u32(m->data + i), sum = rbd_get_u32(m->data + i + 4);
+    XXH3_state_t *xx;
+    size_t done = 0;
+    int64_t found = 0;
+
+    if (left <= 8 || len <= left - 8)
+        return 0;
+    want[n++] = left - 8;
+    for (int b = 0; b < 32; b++) {
+        uint32_t l = len ^ (1u << b);
+        if (l != 0 && l < left - 8)
+            want[n++] = l;
+    }
+    /* ascending, so one pass reaches each in turn (n <= 33: insertion sort) */
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && want[b - 1] > want[b]; b--) {
+            size_t t = want[b];
+            want[b] = want[b - 1];
+            want[b - 1] = t;
+        }
+    xx = XXH3_createState();
+    if (xx == NULL || XXH3_64bits_reset(xx) != XXH_OK) {
+        XXH3_freeState(xx);
+        return -1;
+    }
+    for (size_t k = 0; k < n && found == 0; k++) {
+        XXH3_64bits_update(xx, m->data + i + 8 + done, want[k] - done);
+        done = want[k];
+        if ((uint32_t)XXH3_64bits_digest(xx) == sum)
+            found = (int64_t)want[k];
+    }
+    XXH3_freeState(xx);
+    return found;
+}
+
 /* Whether the bytes from offset i on - where no whole record starts - are
  * what a crash while appending leaves:
  *   TORN_CUT   a record cut short by the end of the file (fewer than 9
- *              bytes of it, or a length running past the end): an
- *              interrupted write(2) leaves a prefix of what it wrote;
+ *              bytes of it, or a length running past the end, and no
+ *              other length that ends in the file makes it whole:
+ *              whole_at_other_length): an interrupted write(2) leaves a
+ *              prefix of what it wrote;
  *   TORN_ZEROS zeros from a ZERO_BLOCK boundary to the end of the file,
  *              reaching into the record at i: blocks a crash left
  *              allocated but unwritten read as zeros (delayed allocation,
@@ -65,6 +113,8 @@ static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
     int how;
 
     if (left < RBD_REC_HDR || rbd_get_u32(m->data + i) > left - 8) {
+        if (left >= RBD_REC_HDR && whole_at_other_length(m, i) != 0)
+            return 0;   /* its bytes are all there: a damaged length, not a cut */
         how = TORN_CUT;
         real = m->len;
     } else {
@@ -103,7 +153,17 @@ static const char *damage(const log_bytes_t *m, size_t i, char *buf, size_t cap)
     size_t left = m->len - i;
     uint32_t len = left >= 4 ? rbd_get_u32(m->data + i) : 0;
 
-    if (left < RBD_REC_HDR || len == 0 || len > left - 8)
+    int64_t whole = left >= RBD_REC_HDR ? whole_at_other_length(m, i) : 0;
+
+    if (whole > 0)
+        snprintf(buf, cap, "bad record length %u (%zu bytes left): its first %lld bytes are a "
+                 "whole %s record (its checksum holds), so the length field is damaged (not a "
+                 "record cut short by the end of the file)", len, left, (long long)whole,
+                 rbd_op_name(m->data[i + 8]) != NULL ? rbd_op_name(m->data[i + 8]) : "?");
+    else if (whole < 0)
+        snprintf(buf, cap, "bad record length %u (%zu bytes left): out of memory checking "
+                 "whether the record is whole", len, left);
+    else if (left < RBD_REC_HDR || len == 0 || len > left - 8)
         snprintf(buf, cap, "bad record length %u (%zu bytes left)", len, left);
     else if (rbd_op_name(m->data[i + 8]) == NULL)
         snprintf(buf, cap, "unknown record type %u", m->data[i + 8]);

@@ -34,8 +34,9 @@ enum {
  * log without its snapshot (snap->present 0), a record that does not
  * parse, fails its checksum or does not apply (a filter or node that does
  * not exist, or already does) - is an error naming the file, offset and
- * ids.  A torn tail (a record cut short by the end of the file, or zeros a
- * crash left) is ignored if cfg->load_truncated, else an error.  On an
+ * ids.  A torn tail (a record cut short by the end of the file - not one
+ * that is whole with a damaged length - or zeros a crash left) is ignored
+ * if cfg->load_truncated, else an error.  On an
  * error what was replayed stays applied (r->records records, the first
  * r->applied bytes): the caller discards the segment, or keeps them
  * (--ignore-corrupt).  0, or -1 with err. */

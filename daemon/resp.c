@@ -117,8 +117,29 @@ static int read_number(const char *buf, size_t len, size_t *i, long long *out)
     return 1;
 }
 
-/* Splits an inline line buf[0..n) into arguments, honouring "..." (with
- * \-escapes) and '...' quoting like redis-cli/Redis do. */
+/* Blanks between inline arguments and after a closing quote: isspace()
+ * in the C locale, as redis-server's sdssplitargs uses. */
+static int inline_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Splits an inline line buf[0..n) into arguments by redis-server's rules
+ * (sdssplitargs): blanks separate arguments; a bare argument ends at a
+ * space, tab, CR or LF; a quote anywhere in an argument opens a quoted
+ * part that must close, followed by a blank or the end of the line (else
+ * "unbalanced quotes"); inside "...", \xHH is the byte HH, \n \r \t \b \a
+ * their control characters and \ before any other byte that byte; inside
+ * '...', only \' is an escape.  A NUL byte is an ordinary byte (a line
+ * holding one gets no answer from redis-server at all).  An argument never
+ * grows by unquoting, so scratch needs n bytes at most. */
 static int parse_inline(resp_parser_t *p, const char *buf, size_t n, const char **err)
 {
     size_t i = 0, w = 0;
@@ -134,33 +155,54 @@ static int parse_inline(resp_parser_t *p, const char *buf, size_t n, const char 
     }
     for (;;) {
         size_t start;
-        while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
+        char q = 0;   /* the quote open, if any */
+        while (i < n && inline_space(buf[i]))
             i++;
         if (i >= n)
             break;
         start = w;
-        if (buf[i] == '"' || buf[i] == '\'') {
-            char q = buf[i++];
-            int closed = 0;
-            while (i < n) {
-                char c = buf[i++];
-                if (c == q) {
-                    closed = 1;
+        for (;;) {
+            char c;
+            if (q == 0) {
+                if (i >= n || buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' ||
+                    buf[i] == '\n')
                     break;
-                }
-                if (c == '\\' && q == '"' && i < n) {
-                    c = buf[i++];
-                    c = c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
-                }
-                p->scratch[w++] = c;
+                if (buf[i] == '"' || buf[i] == '\'')
+                    q = buf[i];
+                else
+                    p->scratch[w++] = buf[i];
+                i++;
+                continue;
             }
-            if (!closed || (i < n && buf[i] != ' ' && buf[i] != '\t')) {
+            if (i >= n) {
                 *err = "Protocol error: unbalanced quotes in request";
                 return RESP_ERR;
             }
-        } else {
-            while (i < n && buf[i] != ' ' && buf[i] != '\t')
-                p->scratch[w++] = buf[i++];
+            c = buf[i];
+            if (c == q) {
+                if (i + 1 < n && !inline_space(buf[i + 1])) {
+                    *err = "Protocol error: unbalanced quotes in request";
+                    return RESP_ERR;
+                }
+                i++;
+                break;
+            }
+            if (c == '\\' && q == '"' && i + 3 < n && buf[i + 1] == 'x' &&
+                hex_value(buf[i + 2]) >= 0 && hex_value(buf[i + 3]) >= 0) {
+                c = (char)(hex_value(buf[i + 2]) * 16 + hex_value(buf[i + 3]));
+                i += 4;
+            } else if (c == '\\' && q == '"' && i + 1 < n) {
+                c = buf[i + 1];
+                c = c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t'
+                  : c == 'b' ? '\b' : c == 'a' ? '\a' : c;
+                i += 2;
+            } else if (c == '\\' && q == '\'' && i + 1 < n && buf[i + 1] == '\'') {
+                c = '\'';
+                i += 2;
+            } else {
+                i++;
+            }
+            p->scratch[w++] = c;
         }
         if (add_arg(p, start, w - start) != 0) {
             *err = "Protocol error: out of memory";

@@ -4,10 +4,11 @@
  *
  * Requests: multibulk arrays of bulk strings ("*2\r\n$4\r\nPING\r\n...") as
  * every Redis client sends, and inline commands (a text line split on
- * blanks, with "..." / '...' quoting) as telnet users type.  The parser is
- * resumable: a request that arrives in pieces is never rescanned from its
- * start, so a large pipelined BF.MADD costs O(bytes).  Arguments are kept as
- * offsets into the caller's buffer, which may therefore move between calls.
+ * blanks, with "..." / '...' quoting as redis-server splits it) as telnet
+ * users type.  The parser is resumable: a request that arrives in pieces
+ * is never rescanned from its start, so a large pipelined BF.MADD costs
+ * O(bytes).  Arguments are kept as offsets into the caller's buffer, which
+ * may therefore move between calls.
  */
 #ifndef RBD_RESP_H
 #define RBD_RESP_H

@@ -125,7 +125,7 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "socket path too long: %s", s->cfg.socket);
         return -1;
     }
-    if (rbd_make_dir(s->cfg.socket, 0, 0755, err, errlen) != 0)
+    if (rbd_make_dir(s->cfg.socket, 0, 0755, "socket", err, errlen) != 0)
         return -1;
     /* The pidfile lock is ours, so a socket file left here is stale. */
     unlink(s->cfg.socket);

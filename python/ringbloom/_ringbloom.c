@@ -35,6 +35,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -187,6 +188,28 @@ static int segment_init_attach(SegmentObject *self, PyObject *inst, long owner,
     return self->instance ? 0 : -1;
 }
 
+/* The owner= argument: a uid, 0 to (uid_t)-2 ((uid_t)-1 is no uid).  The
+ * uid, or -1 with ValueError (negative) or OverflowError (past the last
+ * uid: never cut to uid_t's bits, which would pin another user). */
+static long owner_arg(PyObject *o)
+{
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow < 0 || (overflow == 0 && v < 0)) {
+        PyErr_SetString(PyExc_ValueError, "owner must be a uid (>= 0) or None");
+        return -1;
+    }
+    if (overflow > 0 || (unsigned long long)v >= (unsigned long long)(uid_t)-1) {
+        PyErr_Format(PyExc_OverflowError, "owner must be a uid, at most %llu",
+                     (unsigned long long)(uid_t)-1 - 1);
+        return -1;
+    }
+    return (long)v;
+}
+
 static int Segment_init(SegmentObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"instance", "owner", "socket", NULL};
@@ -201,15 +224,8 @@ static int Segment_init(SegmentObject *self, PyObject *args, PyObject *kw)
     }
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:Segment", kwlist, &inst, &ownero, &socko))
         return -1;
-    if (ownero != Py_None) {
-        owner = PyLong_AsLong(ownero);
-        if (owner == -1 && PyErr_Occurred())
-            return -1;
-        if (owner < 0) {
-            PyErr_SetString(PyExc_ValueError, "owner must be a uid (>= 0) or None");
-            return -1;
-        }
-    }
+    if (ownero != Py_None && (owner = owner_arg(ownero)) < 0)
+        return -1;
     if (socko != Py_None) {
         if (!PyUnicode_FSConverter(socko, &sockb))
             return -1;
@@ -824,6 +840,11 @@ static PyObject *mod_strerror(PyObject *m, PyObject *arg)
     (void)m;
     if (code == -1 && PyErr_Occurred())
         return NULL;
+    if (code < INT_MIN || code > INT_MAX) {
+        /* rb_strerror takes an int: never cut a code to another's text */
+        PyErr_SetString(PyExc_OverflowError, "an RB_E* code is an int");
+        return NULL;
+    }
     return PyUnicode_FromString(rb_strerror((int)code));
 }
 

@@ -1,8 +1,9 @@
 /*
  * check_daemon_access.c - check_daemon's access and CLI TCases: another
  * uid reads but cannot write; the daemon refuses a squatted segment, a
- * writable segment mode, a foreign state directory and a run directory
- * behind another user's symlink; clients refuse an untrusted socket
+ * writable segment mode, a foreign state directory (the service user's
+ * run directory saying what to do) and a run directory behind another
+ * user's symlink; clients refuse an untrusted socket
  * directory; the CLI refuses a squatted segment, says when a change may
  * have been applied, and escapes node names.
  */
@@ -154,6 +155,74 @@ START_TEST(test_daemon_refuses_foreign_directory)
 }
 END_TEST
 
+/* Issue 25 item 13: once the Debian package is installed, /run/ringbloom
+ * is its service user's (root made it theirs), and a plain `ringbloomd`
+ * run as root refuses it.  The refusal stays, and says what to do: run
+ * it as that user, or choose another directory by the setting named.
+ * Here a run directory of nobody's in a directory only root can write;
+ * nothing is created in it. */
+START_TEST(test_daemon_service_run_directory_refusal_says_what_to_do)
+{
+    char svc[200], extra[600], out[4096] = "";
+    struct stat st;
+    int status;
+
+    if (getuid() != 0) {
+        printf("run directory test needs root to chown; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    rbd_start(&d, NULL);
+    rbd_stop(&d, SIGKILL);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+    ck_assert_int_eq(stat(d.dir, &st), 0);
+    ck_assert(st.st_uid == 0 && (st.st_mode & 022) == 0);   /* only root can write it */
+    snprintf(svc, sizeof(svc), "%s/svc", d.dir);
+    ck_assert_int_eq(mkdir(svc, 0750), 0);
+    ck_assert_int_eq(chown(svc, RB_TEST_OTHER_UID, RB_TEST_OTHER_UID), 0);
+
+    /* The pidfile there (checked first). */
+    snprintf(extra, sizeof(extra), "socket %s/x.sock\npidfile %s/x.pid", svc, svc);
+    rbd_write_conf(&d, extra);
+    status = rbd_run_daemon(&d, out, sizeof(out));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s", status, out);
+    ck_assert_msg(strstr(out, "belongs to uid 65534") != NULL &&
+                  strstr(out, "run ringbloomd as nobody (sudo -u nobody ringbloomd") != NULL &&
+                  strstr(out, "the setting pidfile (-o pidfile=PATH)") != NULL,
+                  "output: %s", out);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);   /* refused before anything */
+
+    /* The socket there, the pidfile elsewhere. */
+    snprintf(extra, sizeof(extra), "socket %s/x.sock", svc);
+    rbd_write_conf(&d, extra);
+    status = rbd_run_daemon(&d, out, sizeof(out));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s", status, out);
+    ck_assert_msg(strstr(out, "run ringbloomd as nobody") != NULL &&
+                  strstr(out, "the setting socket (-s PATH)") != NULL, "output: %s", out);
+    ck_assert_int_eq(rmdir(svc), 0);   /* still empty */
+    (void)rb_segment_unlink(d.inst);  /* the socket comes after the segment (keep-segment yes) */
+
+    /* nobody's directory in a sticky one anyone can write (/tmp's
+     * ringbloom-<uid> made by another user): anyone could have made it,
+     * so the message does not send the daemon to its owner. */
+    snprintf(svc, sizeof(svc), "%s/tmp", d.dir);
+    ck_assert_int_eq(mkdir(svc, 0700), 0);
+    ck_assert_int_eq(chmod(svc, 01777), 0);
+    snprintf(extra, sizeof(extra), "pidfile %s/sq/x.pid", svc);
+    snprintf(svc + strlen(svc), sizeof(svc) - strlen(svc), "/sq");
+    ck_assert_int_eq(mkdir(svc, 0755), 0);
+    ck_assert_int_eq(chown(svc, RB_TEST_OTHER_UID, RB_TEST_OTHER_UID), 0);
+    rbd_write_conf(&d, extra);
+    status = rbd_run_daemon(&d, out, sizeof(out));
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s", status, out);
+    ck_assert_msg(strstr(out, "belongs to uid 65534") != NULL &&
+                  strstr(out, "run ringbloomd as") == NULL &&
+                  strstr(out, "choose another directory: the setting pidfile") != NULL,
+                  "output: %s", out);
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);
+}
+END_TEST
+
 /* Issue #10 item 7: in a directory anyone can write, another user puts a
  * symlink under the name of the daemon's run directory (the non-root
  * default /tmp/ringbloom-<uid> is such a name), pointing at a directory
@@ -183,6 +252,10 @@ START_TEST(test_daemon_refuses_symlinked_run_directory)
     status = rbd_run_daemon(&d, out, sizeof(out));
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d: %s", status, out);
     ck_assert_msg(strstr(out, run) != NULL && strstr(out, "is a symbolic link in") != NULL,
+                  "output: %s", out);
+    /* anyone could have made the link: not "run as" anyone, another directory */
+    ck_assert_msg(strstr(out, "run ringbloomd as") == NULL &&
+                  strstr(out, "choose another directory: the setting pidfile") != NULL,
                   "output: %s", out);
     ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);   /* nothing created */
     ck_assert_int_eq(access(pub, F_OK), 0);
@@ -424,6 +497,7 @@ TCase *daemon_access_tcase(void)
                     test_daemon_refuses_squatted_segment,
                     test_daemon_refuses_writable_segment_mode,
                     test_daemon_refuses_foreign_directory,
+                    test_daemon_service_run_directory_refusal_says_what_to_do,
                     test_daemon_refuses_symlinked_run_directory,
                     test_daemon_run_directory_behind_admin_symlink,
                     test_daemon_client_refuses_untrusted_socket_directory);

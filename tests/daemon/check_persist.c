@@ -208,6 +208,23 @@ static size_t records_of(const unsigned char *log, size_t len, rec_t *r, size_t 
     return n;
 }
 
+/* The daemon killed, then its snapshot and log read back (the caller
+ * frees both): the log's last record, which must end the file, and the
+ * number of its records, *n. */
+static rec_t crash_and_read(unsigned char **snap, size_t *snap_len, unsigned char **log,
+                            size_t *log_len, size_t *n)
+{
+    rec_t r[8];
+
+    crash();
+    *snap = (unsigned char *)rbd_read_file(snap_path, snap_len);
+    *log = (unsigned char *)rbd_read_file(log_path, log_len);
+    *n = records_of(*log, *log_len, r, 8);
+    ck_assert_uint_ge(*n, 1);
+    ck_assert_uint_eq(r[*n - 1].off + r[*n - 1].size, *log_len);
+    return r[*n - 1];
+}
+
 static void expect_exists(rb_conn_t *c, const char *filter, const char *key, int want)
 {
     rbd_expect(c, want ? "1" : "0", "BF.EXISTS", filter, key);
@@ -871,7 +888,7 @@ START_TEST(test_persist_corrupt_last_record_refused)
 {
     unsigned char *snap, *log;
     size_t snap_len, log_len, n;
-    rec_t r[8], last;
+    rec_t last;
     char at[64];
     long from;
     rb_conn_t *c;
@@ -882,13 +899,8 @@ START_TEST(test_persist_corrupt_last_record_refused)
     rbd_expect(c, "1", "BF.ADD", "f", "k2");
     rbd_expect(c, "1", "BF.ADD", "f", "k3");
     rb_conn_close(c);
-    crash();
-    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
-    log = (unsigned char *)rbd_read_file(log_path, &log_len);
-    n = records_of(log, log_len, r, 8);
+    last = crash_and_read(&snap, &snap_len, &log, &log_len, &n);
     ck_assert_uint_eq(n, 4);
-    last = r[n - 1];
-    ck_assert_uint_eq(last.off + last.size, log_len);
     snprintf(at, sizeof(at), "corrupt at offset %zu: checksum mismatch", last.off);
 
     log[last.off + 11] ^= 0x20;   /* the filter's name: 'f' -> 'F' */
@@ -926,7 +938,7 @@ START_TEST(test_persist_cut_or_zeroed_tail_is_torn)
     unsigned char *snap, *log, *zeroed;
     size_t snap_len, log_len, n, zlen;
     char key[601], torn[400];
-    rec_t r[8], last;
+    rec_t last;
     long from;
     rb_conn_t *c;
 
@@ -937,13 +949,9 @@ START_TEST(test_persist_cut_or_zeroed_tail_is_torn)
     rbd_expect(c, "1", "BF.ADD", "f", "k1");
     rbd_expect(c, "1", "BF.ADD", "f", key);
     rb_conn_close(c);
-    crash();
-    snap = (unsigned char *)rbd_read_file(snap_path, &snap_len);
-    log = (unsigned char *)rbd_read_file(log_path, &log_len);
-    n = records_of(log, log_len, r, 8);
+    last = crash_and_read(&snap, &snap_len, &log, &log_len, &n);
     ck_assert_uint_eq(n, 3);
-    last = r[n - 1];
-    ck_assert(last.off < 512 && last.off + last.size > 512 && last.off + last.size == log_len);
+    ck_assert(last.off < 512 && last.off + last.size > 512);
     snprintf(torn, sizeof(torn), "%s.torn", log_path);
 
     /* Zeros from offset 512 to the end, 700 bytes past the record. */
@@ -975,6 +983,70 @@ START_TEST(test_persist_cut_or_zeroed_tail_is_torn)
     expect_exists(c, "f", key, 0);
     rb_conn_close(c);
     free(zeroed);
+    free(snap);
+    free(log);
+}
+END_TEST
+
+/* The checksum covers a record's type and payload, not its length: a
+ * flipped bit in the length of the last record of an fsync'd log (an
+ * acknowledged CMS.INCRBY) is damage, refused naming the file, the offset
+ * and the length - never dropped as a tail cut short by the end of the
+ * file, which a really cut record still is. */
+START_TEST(test_persist_last_record_length_bit_flips_refused)
+{
+    unsigned char *snap, *log;
+    size_t snap_len, log_len, n;
+    rec_t last;
+    char at[64];
+    unsigned damaged = 0;
+    long from;
+    rb_conn_t *c;
+
+    start("appendfsync always\nload-truncated yes");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "c", "100", "4");
+    rbd_expect(c, "10", "CMS.INCRBY", "c", "a", "10");
+    rb_conn_close(c);
+    last = crash_and_read(&snap, &snap_len, &log, &log_len, &n);
+    ck_assert_uint_eq(last.type, 17);   /* CMS_INCRBY */
+    snprintf(at, sizeof(at), "corrupt at offset %zu: ", last.off);
+    for (unsigned bit = 0; bit < 32; bit++) {
+        const char *why;
+        log[last.off + bit / 8] ^= (unsigned char)(1u << (bit % 8));
+        rbd_write_file(log_path, log, log_len);
+        why = refused(NULL);
+        ck_assert_msg(strstr(why, log_path) != NULL && strstr(why, at) != NULL,
+                      "length bit %u: [%s]", bit, why);
+        ck_assert_msg(strstr(why, "record length") != NULL ||
+                      strstr(why, "checksum mismatch") != NULL, "length bit %u: [%s]", bit,
+                      why);
+        log[last.off + bit / 8] ^= (unsigned char)(1u << (bit % 8));
+        damaged += strstr(why, "the length field is damaged") != NULL;
+    }
+    /* 24 of them run past the end within the bound: all were taken for a
+     * cut before the cross-check (whole_at_other_length) */
+    printf("last record's length: 32 of 32 single-bit flips refused, %u of them found whole "
+           "at the length with that bit flipped back\n", damaged);
+
+    /* Cut short by the end of the file: still a torn tail, skipped. */
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, log, log_len - 1);
+    from = started(NULL);
+    assert_says(output_line(from, "torn record"), log_path, "cut short by the end of the file",
+                (const char *)NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "0", "CMS.QUERY", "c", "a");
+    rb_conn_close(c);
+    crash();
+
+    /* Whole: the acknowledged increment is there. */
+    rbd_write_file(snap_path, snap, snap_len);
+    rbd_write_file(log_path, log, log_len);
+    started(NULL);
+    c = rbd_connect(&d);
+    rbd_expect(c, "10", "CMS.QUERY", "c", "a");
+    rb_conn_close(c);
     free(snap);
     free(log);
 }
@@ -1311,6 +1383,7 @@ int main(void)
                                  test_persist_record_for_missing_filter_or_node_refused,
                                  test_persist_corrupt_last_record_refused,
                                  test_persist_cut_or_zeroed_tail_is_torn,
+                                 test_persist_last_record_length_bit_flips_refused,
                                  test_persist_large_madd_replays,
                                  test_persist_table_modes_survive_restarts),
                         RB_TCASE("old format", 300, NULL, rbd_teardown,

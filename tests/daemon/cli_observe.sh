@@ -6,7 +6,12 @@
 # Debian package python3-prometheus-client: every family's type, the
 # per-filter series against `--json filters`, escaped labels read back,
 # the ring), `--json lookup -` against `--json lookup KEY`, and `metrics`
-# printing nothing when the daemon is gone.
+# printing nothing when the daemon is gone.  Filters and nodes with odd
+# names (NULs, bytes that are not UTF-8 beside the text that escapes them,
+# backslashes, quotes, control bytes, overlong and surrogate forms): every
+# name gets a label value and a JSON string of its own, the same escaped
+# text in both (out.c's cli_escape), read by prometheus_client's parser
+# and by json from strict UTF-8.
 set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
@@ -42,6 +47,31 @@ printf 'u1\nhttps://example.org/\n\nk"ey\n' > "$dir/keys"
 C --json lookup - < "$dir/keys" > "$dir/stream.json" || fail "--json lookup - failed"
 while IFS= read -r k; do C --json lookup "$k"; done < "$dir/keys" > "$dir/single.json"
 
+# Odd names, made over RESP by python (a name holds any bytes), once the
+# outputs above are taken: metrics, --json filters and --json nodes again.
+"$py" - "$dir" <<'PY' || fail "making the odd names failed"
+import socket, sys
+NAMES = [b"nul\x00a", b"nul\x00b", b"nul", b"\x00", b"\\x00", b"\xff\xfe", b"\\xff\\xfe",
+         b"back\\slash", b"back\\\\slash", b'q"uote', b"new\nline", b"new\\nline",
+         b"tab\tx", b"cr\rx", b"del\x7f", b"caf\xc3\xa9", b"c1\xc2\x80", b"emoji\xf0\x9f\x98\x80",
+         b"overlong\xc0\xaf", b"cut\xe2\x82", b"cut\xe2\x82end", b"surrogate\xed\xa0\x80",
+         b"big\xf4\x90\x80\x80", b"lone\x80"]
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1] + "/s.sock")
+f = s.makefile("rb")
+for n in NAMES:
+    # a node name may hold any byte but NUL
+    for cmd in [[b"BF.RESERVE", n, b"0.01", b"100"], [b"BF.ADD", n, b"k"]] + \
+            [[b"RING.ADD", b"odd:" + n, b"1"]] * (b"\x00" not in n):
+        s.sendall(b"*%d\r\n" % len(cmd) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in cmd))
+        line = f.readline()
+        if line[:1] == b"-":
+            sys.exit("%r: %r" % (cmd, line))
+open(sys.argv[1] + "/names", "wb").write(b"\n".join(n.hex().encode() for n in NAMES))
+PY
+C metrics > "$dir/odd.txt" && C --json filters > "$dir/odd-filters.json" &&
+    C --json nodes > "$dir/odd-nodes.json" && C filters > "$dir/odd-filters.txt" &&
+    C nodes > "$dir/odd-nodes.txt" || fail "metrics, filters or nodes on odd names failed"
 "$py" - "$dir" "$inst" "$pid" "$weird" <<'PY' || fail "a check failed"
 import json, sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -117,12 +147,13 @@ check(info["ring"]["ring_nodes_not_up"] == 1, "ring.ring_nodes_not_up is 1")
 check(value("ringbloom_ring_points") > 0, "the ring has points")
 check(value("ringbloom_ring_mode", mode="xxh3") == 1, "the ring's mode is a label")
 check(value("ringbloom_filters") == 4, "4 filters")
-# --json filters passes a name's bytes through; metrics writes a byte that
-# is not UTF-8 as the text \xNN, which is what backslashreplace makes.
-filters = json.loads(open(d + "/filters.json", "rb").read().decode("utf-8", "surrogateescape"))
+# --json filters and metrics give a name as one escaped text (a byte that
+# is not UTF-8 as the text \xNN, the backslash as \\, control bytes as C
+# escapes): the JSON name is the label value.
+filters = json.loads(open(d + "/filters.json", "rb").read().decode("utf-8"))
 check(len(filters) == 4, "4 filters listed")
 for f in filters:
-    n = f["name"].encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    n = f["name"]
     for key in ("items", "capacity", "bytes", "layers"):
         check(value("ringbloom_filter_" + key, filter=n) == f[key], "%s of %r" % (key, n))
     check(value("ringbloom_filter_info", filter=n, kind=f["kind"], layout=f["layout"]) == 1,
@@ -130,7 +161,8 @@ for f in filters:
     fill = value("ringbloom_filter_fill_ratio", filter=n)
     fpr = value("ringbloom_filter_estimated_false_positive_ratio", filter=n)
     check(0 < fill < 1 and 0 <= fpr < 1, "fill and FPR of %r are ratios" % n)
-check(value("ringbloom_filter_items", filter=weird) == 1, "an escaped filter name reads back")
+check(value("ringbloom_filter_items", filter='q"uo\\\\te\\nx') == 1 and
+      weird == 'q"uo\\te\nx', "a quote, a backslash and a newline read back escaped")
 check(value("ringbloom_filter_items", filter="urls") == 3, "urls has 3 items")
 check(value("ringbloom_filter_items", filter="bin\\xffary") == 1, "a byte not UTF-8 reads back as \\xff")
 
@@ -139,6 +171,61 @@ single = open(d + "/single.json").read().splitlines()
 check(len(stream) == 4 and stream == single, "lookup - prints what lookup KEY prints, per key")
 check([json.loads(l)["key"] for l in stream] == ["u1", "https://example.org/", "", 'k"ey'],
       "lookup - keys read back")
+
+# ---- odd names: one escaping, injective, valid UTF-8 everywhere ----------------
+names = [bytes.fromhex(h) for h in open(d + "/names").read().split()]
+
+
+def T(b):
+    """The escaped text of bytes b, as the README says (a reference, on
+    python's own strict UTF-8 decoder)."""
+    out, i = [], 0
+    while i < len(b):
+        c = b[i]
+        n = 2 if 0xc2 <= c <= 0xdf else 3 if 0xe0 <= c <= 0xef else 4 if 0xf0 <= c <= 0xf4 else 0
+        try:
+            u = b[i:i + n].decode("utf-8") if c >= 0x80 and n and i + n <= len(b) else None
+        except UnicodeDecodeError:
+            u = None
+        if c == 0x5c:
+            out.append("\\\\")
+        elif c in (9, 10, 13):
+            out.append({9: "\\t", 10: "\\n", 13: "\\r"}[c])
+        elif c < 0x20 or c == 0x7f or (c >= 0x80 and u is None):
+            out.append("\\x%02x" % c)
+        elif c >= 0x80:
+            out.append(u)
+            i += n
+            continue
+        else:
+            out.append(chr(c))
+        i += 1
+    return "".join(out)
+
+
+want = {T(n) for n in names}
+check(len(want) == len(names), "the reference gives %d names %d texts" % (len(names), len(want)))
+fams = {f.name: f for f in text_string_to_metric_families(open(d + "/odd.txt", encoding="utf-8").read())}
+for fam in ("ringbloom_filter_items", "ringbloom_filter_info", "ringbloom_filter_bytes"):
+    got = [s.labels["filter"] for s in fams[fam].samples]
+    series = {tuple(sorted(s.labels.items())) for s in fams[fam].samples}
+    check(len(series) == len(fams[fam].samples), "%s: no two series alike" % fam)
+    check(want <= set(got), "%s: every odd name has its own label value (missing %r)"
+          % (fam, sorted(want - set(got))))
+filters = json.loads(open(d + "/odd-filters.json", "rb").read().decode("utf-8"))
+jn = [f["name"] for f in filters]
+check(len(jn) == len(set(jn)) and want <= set(jn),
+      "--json filters: one string per name, the label's text (missing %r)" % sorted(want - set(jn)))
+nodes = json.loads(open(d + "/odd-nodes.json", "rb").read().decode("utf-8"))["nodes"]
+nn = [n["name"] for n in nodes]
+wn = {T(b"odd:" + n) for n in names if b"\x00" not in n}
+check(len(nn) == len(set(nn)) and wn <= set(nn),
+      "--json nodes: one string per name (missing %r)" % sorted(wn - set(nn)))
+for what, w in (("filters", want), ("nodes", wn)):
+    text = open(d + "/odd-%s.txt" % what, "rb").read().decode("utf-8").splitlines()
+    check(w <= {l.split("\t")[0] for l in text}, "%s: the same text, one line each" % what)
+print("odd names: %d filters and %d nodes, %d distinct label values" %
+      (len(names), len(wn), len(set(got))))
 print("%d checks passed" % checks)
 PY
 

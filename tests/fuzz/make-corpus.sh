@@ -112,6 +112,9 @@ resp_seed() {
 }
 resp_seed ping '\001\003\005\001\002*1\r\n$4\r\nPING\r\n'
 resp_seed inline '\000\001\007PING\r\nBF.ADD urls "a b\\n" '"'"'c'"'"'\r\n'
+# redis-server's inline quoting (sdssplitargs): \xHH, \b, \a, only \' in '...',
+# a quote opening mid-argument, one closing before a non-blank.
+resp_seed inline-quotes '\000\001\011PING "a\\x41b" '"'"'it\\'"'"'s'"'"' a"b c" "\\n\\b\\a"\r\nECHO "x"y\r\n'
 resp_seed pipeline '\001\002\011\003*3\r\n$6\r\nBF.ADD\r\n$4\r\nurls\r\n$3\r\nk:1\r\n*2\r\n$8\r\nRING.GET\r\n$3\r\nk:2\r\n'
 resp_seed madd '\002\000*6\r\n$7\r\nBF.MADD\r\n$4\r\nurls\r\n$1\r\na\r\n$0\r\n\r\n$2\r\n\000\377\r\n$3\r\nxyz\r\n'
 resp_seed empty-and-null '\003\001\004*0\r\n*-1\r\n\r\n*1\r\n$4\r\nPING\r\n'

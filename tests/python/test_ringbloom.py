@@ -132,6 +132,21 @@ check(e is not None and e.code == -3, "a missing instance: NotFound")
 e = raises(rb.PermissionDenied, rb.Segment, INST, owner=os.getuid() + 4242)
 check(e is not None and e.code == -24 and e.message == rb.strerror(-24),
       "a segment of another owner: PermissionDenied, RB_EOWNER")
+# An owner past the last uid is an OverflowError, never cut to uid_t's 32
+# bits (2**40 pinned uid 0, root); a negative one a ValueError.  Ring and
+# Filter pass it on.  strerror's code is an int: 2**32 - 3 is not -3.
+for big in (2**32 - 1, 2**32, 2**32 + os.getuid(), 2**40, 2**63, 2**64, 2**100):
+    check(raises(OverflowError, rb.Segment, INST, owner=big, socket=SOCK) is not None and
+          raises(OverflowError, rb.Ring, INST, owner=big, socket=SOCK) is not None and
+          raises(OverflowError, rb.Filter, INST, "f", owner=big, socket=SOCK) is not None,
+          "owner=%d: OverflowError (Segment, Ring, Filter)" % big)
+for neg in (-1, -2**32, -2**70):
+    check(raises(ValueError, rb.Segment, INST, owner=neg, socket=SOCK) is not None,
+          "owner=%d: ValueError" % neg)
+check(raises(OverflowError, rb.strerror, 2**32 - 3) is not None and
+      raises(OverflowError, rb.strerror, -2**40) is not None and
+      raises(OverflowError, rb.strerror, 2**64) is not None and rb.strerror(-3) != "",
+      "strerror of a code past an int: OverflowError")
 e = raises(rb.Error, rb.Segment, "bad/name", owner=os.getuid())
 check(e is not None and e.code == -2, "a bad instance name: RB_EINVAL")
 check(raises(TypeError, f.contains, 42) is not None and

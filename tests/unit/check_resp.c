@@ -1,8 +1,17 @@
 /* check_resp.c - RESP: ringbloomd's request parser (daemon/resp.c), whose
  * verdict on a request never depends on how its bytes were split (cases
- * from fuzz_resp: tests/fuzz/corpus/fuzz_resp/regress-*), and the project's
+ * from fuzz_resp: tests/fuzz/corpus/fuzz_resp/regress-*), which splits
+ * inline commands as redis-server does (a table of cases, compared with a
+ * redis-server started on a Unix socket when one is installed), and the project's
  * one encoder (lib/resp_enc.c), whose requests that parser reads back and
  * whose typed replies are RESP3's or, byte for byte, Redis 7's RESP2. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include "resp.h"
 #include "resp_enc.h"
 #include "rb_test.h"
@@ -209,12 +218,248 @@ START_TEST(test_resp_typed_replies_follow_the_protocol)
 }
 END_TEST
 
+/* ---- inline commands ---------------------------------------------------------- */
+
+/* An inline line and what redis-server answers to `EVAL "return ARGV" 0 `
+ * followed by it: its arguments as a RESP array, or the protocol error.
+ * Each answer was read from redis-server 7.0 by hand, and
+ * test_resp_inline_as_redis_server compares them all again when one is
+ * installed. */
+typedef struct inline_case {
+    const char *line;
+    size_t len;
+    const char *want;
+    size_t want_len;
+} inline_case_t;
+
+#define IC(line, want) { line, sizeof(line) - 1, want, sizeof(want) - 1 }
+#define UNBALANCED "-ERR Protocol error: unbalanced quotes in request\r\n"
+
+static const inline_case_t inline_cases[] = {
+    IC("\"a\\x41b\"", "*1\r\n$3\r\naAb\r\n"),
+    IC("\"\\x41\\x4a\\x4A\"", "*1\r\n$3\r\nAJJ\r\n"),
+    IC("\"\\x00z\\xFf\"", "*1\r\n$3\r\n\0z\xff\r\n"),
+    IC("\"\\x4\"", "*1\r\n$2\r\nx4\r\n"),            /* not two hex digits: \x is x */
+    IC("\"\\x4g\"", "*1\r\n$3\r\nx4g\r\n"),
+    IC("\"\\xg1\"", "*1\r\n$3\r\nxg1\r\n"),
+    IC("\"\\n\\r\\t\\b\\a\\z\\\"\\\\\"", "*1\r\n$8\r\n\n\r\t\b\az\"\\\r\n"),
+    IC("'a\\b'", "*1\r\n$3\r\na\\b\r\n"),             /* single quotes: \ is itself */
+    IC("'\\x41'", "*1\r\n$4\r\n\\x41\r\n"),
+    IC("'it\\'s'", "*1\r\n$4\r\nit's\r\n"),
+    IC("'a\"b'", "*1\r\n$3\r\na\"b\r\n"),
+    IC("\"a\\'\"", "*1\r\n$2\r\na'\r\n"),
+    IC("a\"b c\"", "*1\r\n$4\r\nab c\r\n"),           /* a quote opens mid-argument */
+    IC("\x01\"a\"", "*1\r\n$2\r\n\x01" "a\r\n"),
+    IC("\"\"", "*1\r\n$0\r\n\r\n"),
+    IC("''", "*1\r\n$0\r\n\r\n"),
+    IC("\"a\" 'b'  c", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+    IC("a\tb\rc", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+    IC("x\vy", "*1\r\n$3\r\nx\vy\r\n"),               /* \v and \f end no bare argument */
+    IC("\vx\f \fy", "*2\r\n$2\r\nx\f\r\n$1\r\ny\r\n"),  /* but are blanks before one */
+    IC("\"a\"\vb", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+    IC("\"a\"\tb", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+    IC("\"a\rb\"", "*1\r\n$3\r\na\rb\r\n"),
+    IC("\"\xff\"", "*1\r\n$1\r\n\xff\r\n"),
+    IC(" \t ", "*0\r\n"),
+    IC("\"a\"b", UNBALANCED),                         /* a closing quote ends it */
+    IC("'a'b", UNBALANCED),
+    IC("a\"b c\"d", UNBALANCED),
+    IC("\"abc", UNBALANCED),
+    IC("'abc", UNBALANCED),
+    IC("\"\\", UNBALANCED),
+    IC("\"a\\\"", UNBALANCED),
+    IC("'a\\'", UNBALANCED),
+};
+
+/* What ringbloomd's parser makes of line followed by CRLF, in the form of
+ * redis-server's answer to EVAL "return ARGV" (inline_case_t.want); the
+ * same however the line is split. */
+static void parse_inline_line(const char *line, size_t len, rbi_buf_t *out)
+{
+    resp_limits_t lim;
+    resp_parser_t p;
+    const char *err = NULL;
+    char *buf = malloc(len + 2), head[32];
+    int rc;
+
+    ck_assert_ptr_nonnull(buf);
+    memcpy(buf, line, len);
+    memcpy(buf + len, "\r\n", 2);
+    parse_any_cut(buf, len + 2, 1024);
+    resp_limits_init(&lim, 1024);
+    resp_parser_init(&p);
+    rc = resp_parse(&p, buf, len + 2, &lim, &err);
+    out->len = 0;
+    if (rc == RESP_ERR) {
+        snprintf(head, sizeof(head), "-ERR ");
+        rbi_buf_append(out, head, strlen(head));
+        rbi_buf_append(out, err, strlen(err));
+        rbi_buf_append(out, "\r\n", 2);
+    } else {
+        ck_assert_int_eq(rc, RESP_DONE);
+        ck_assert_uint_eq(p.pos, len + 2);
+        snprintf(head, sizeof(head), "*%zu\r\n", p.nargs);
+        rbi_buf_append(out, head, strlen(head));
+        for (size_t i = 0; i < p.nargs; i++) {
+            snprintf(head, sizeof(head), "$%zu\r\n", p.len[i]);
+            rbi_buf_append(out, head, strlen(head));
+            rbi_buf_append(out, resp_arg(&p, buf, i), p.len[i]);
+            rbi_buf_append(out, "\r\n", 2);
+        }
+    }
+    ck_assert(!out->oom);
+    resp_parser_free(&p);
+    free(buf);
+}
+
+/* Shows bytes for a message: printable ASCII as is, others as \xHH. */
+static const char *shown(const char *s, size_t len, char *buf, size_t cap)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < len && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        o += (size_t)snprintf(buf + o, cap - o, c >= 0x20 && c < 0x7f && c != '\\' ? "%c"
+                                                                              : "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Quoted inline arguments follow redis-server's rules (sdssplitargs):
+ * PING "a\x41b" was "ax41b", redis-server's "aAb". */
+START_TEST(test_resp_inline_quoting_as_redis)
+{
+    rbi_buf_t got = { 0 };
+    char a[256], b[256], c[256];
+
+    for (size_t k = 0; k < sizeof(inline_cases) / sizeof(inline_cases[0]); k++) {
+        const inline_case_t *t = &inline_cases[k];
+        parse_inline_line(t->line, t->len, &got);
+        ck_assert_msg(got.len == t->want_len && memcmp(got.data, t->want, got.len) == 0,
+                      "[%s]: [%s], want [%s]", shown(t->line, t->len, a, sizeof(a)),
+                      shown(got.data, got.len, b, sizeof(b)),
+                      shown(t->want, t->want_len, c, sizeof(c)));
+    }
+    rbi_buf_free(&got);
+}
+END_TEST
+
+/* Reads one whole reply (an error line, or an array of bulks) from fd
+ * into out within 5 s; 0, or -1 (no answer: redis-server gives none to
+ * a line holding a NUL, so the table has no such case). */
+static int read_reply(int fd, rbi_buf_t *out)
+{
+    uint64_t until = rb_test_now_ms() + 5000;
+    char chunk[4096];
+
+    out->len = 0;
+    for (;;) {
+        struct pollfd pf = { fd, POLLIN, 0 };
+        const char *d = out->data;
+        size_t at, n;
+        long long k;
+        ssize_t r;
+
+        if (out->len >= 3 && d[0] == '-' && memcmp(d + out->len - 2, "\r\n", 2) == 0)
+            return 0;
+        if (out->len >= 4 && d[0] == '*' && memchr(d, '\n', out->len) != NULL) {
+            k = strtoll(d + 1, NULL, 10);
+            at = (size_t)((const char *)memchr(d, '\n', out->len) - d) + 1;
+            for (; k > 0 && at < out->len; k--) {
+                const char *nl = memchr(d + at, '\n', out->len - at);
+                if (nl == NULL)
+                    break;
+                n = (size_t)strtoull(d + at + 1, NULL, 10);
+                at = (size_t)(nl - d) + 1 + n + 2;
+            }
+            if (k == 0 && at <= out->len)
+                return 0;
+        }
+        if (rb_test_now_ms() >= until || poll(&pf, 1, 100) < 0)
+            return -1;
+        if (!(pf.revents & (POLLIN | POLLHUP)))
+            continue;
+        r = read(fd, chunk, sizeof(chunk));
+        if (r <= 0)
+            return -1;
+        rbi_buf_append(out, chunk, (size_t)r);
+    }
+}
+
+/* The table's answers are redis-server's: each line after `EVAL "return
+ * ARGV" 0 ` on a redis-server started here on a Unix socket (skipped,
+ * saying so, if none is installed). */
+START_TEST(test_resp_inline_as_redis_server)
+{
+    char sock[100], tmpl[64], a[256], b[256], c[256];
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    rbi_buf_t got = { 0 }, want = { 0 };
+    uint64_t until;
+    int status;
+    pid_t pid;
+
+    if (system("command -v redis-server >/dev/null 2>&1") != 0) {
+        printf("resp: redis-server is not installed; the inline table is not compared\n");
+        return;
+    }
+    snprintf(tmpl, sizeof(tmpl), "/tmp/rbtest.%d.XXXXXX", (int)rb_test_main_pid);
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    snprintf(sock, sizeof(sock), "%s/redis.sock", tmpl);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a failed assertion ends the test process */
+        dup2(null, 1);
+        dup2(null, 2);
+        execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock, "--save",
+               "", "--appendonly", "no", "--dir", tmpl, (char *)NULL);
+        _exit(127);
+    }
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+    until = rb_test_now_ms() + 10000;
+    for (size_t k = 0; k < sizeof(inline_cases) / sizeof(inline_cases[0]); k++) {
+        const inline_case_t *t = &inline_cases[k];
+        static const char eval[] = "EVAL \"return ARGV\" 0 ";
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            ck_assert_msg(rb_test_now_ms() < until, "redis-server did not listen on %s", sock);
+            usleep(20000);
+        }
+        ck_assert_int_eq(write(fd, eval, sizeof(eval) - 1), (ssize_t)sizeof(eval) - 1);
+        ck_assert_int_eq(write(fd, t->line, t->len), (ssize_t)t->len);
+        ck_assert_int_eq(write(fd, "\r\n", 2), 2);
+        ck_assert_msg(read_reply(fd, &want) == 0, "redis-server: no answer to [%s]",
+                      shown(t->line, t->len, a, sizeof(a)));
+        close(fd);
+        parse_inline_line(t->line, t->len, &got);
+        ck_assert_msg(got.len == want.len && memcmp(got.data, want.data, got.len) == 0,
+                      "[%s]: ours [%s], redis-server [%s]", shown(t->line, t->len, a, sizeof(a)),
+                      shown(got.data, got.len, b, sizeof(b)),
+                      shown(want.data, want.len, c, sizeof(c)));
+    }
+    printf("resp: %zu inline lines split as redis-server splits them\n",
+           sizeof(inline_cases) / sizeof(inline_cases[0]));
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    unlink(sock);
+    rmdir(tmpl);
+    rbi_buf_free(&got);
+    rbi_buf_free(&want);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("resp",
                         RB_TCASE("parser", 0, NULL, NULL,
                                  test_resp_malformed_number_is_an_error_at_once,
                                  test_resp_request_limit_holds_however_split),
+                        RB_TCASE("inline", 60, NULL, NULL,
+                                 test_resp_inline_quoting_as_redis,
+                                 test_resp_inline_as_redis_server),
                         RB_TCASE("encoder", 0, NULL, NULL,
                                  test_resp_encoded_requests_parse_back,
                                  test_resp_typed_replies_follow_the_protocol));
