@@ -58,8 +58,7 @@ static const setting_t settings[] = {
     { "max-nodes", T_U32, F(max_nodes), 1, RB_RING_MAX_NODES, 1 },
     { "max-ring-points", T_U32, F(max_ring_points), 1, RB_RING_MAX_POINTS, 1 },
     { "max-command-bytes", T_SIZE, F(max_command_bytes), 1u << 20, RB_MAX_MAX_SIZE, 1 },
-    /* The most nodes a RING.DOWN may leave not up, in percent of the
-     * nodes (cmd_ring.c); 100: no limit. */
+    /* RING.DOWN's share of nodes not up, % (cmd_ring.c); 100: none. */
     { "ring-down-max-percent", T_U32, F(ring_down_max_percent), 0, 100, 1 },
     { "max-clients", T_U32, F(max_clients), 1, 1000000, 1 },
     { "reserved-writer-clients", T_U32, F(reserved_writer_clients), 0, 999999, 1 },
@@ -144,9 +143,8 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->max_memory = RB_DEFAULT_MAX_SIZE;
     c->max_filters = RB_DEFAULT_MAX_FILTERS;
     c->max_nodes = RB_RING_MAX_NODES;
-    /* Under 250 ms of work for the command that rebuilds the ring or
-     * makes, merges or halves a sketch or filter (issue 25; measured:
-     * about 135 ms for 2^20 points, 140 ms for 64 MiB of fresh pages). */
+    /* Under 250 ms for a command that rebuilds the ring or makes, merges
+     * or halves a sketch (~135 ms: 2^20 points; 140 ms: 64 MiB fresh). */
     c->max_ring_points = 1u << 20;
     c->max_command_bytes = 64u << 20;
     c->ring_down_max_percent = 50;
