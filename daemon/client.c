@@ -25,7 +25,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -38,14 +37,6 @@
  * not cut: one that starts runs to its end), then yields to the others:
  * a pipeline of costly commands otherwise stalls them for the sum. */
 #define RUN_TURN_MS  20u
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Brings c's share of client_mem up to date with its buffers. */
 static void client_account(server_t *s, client_t *c)
@@ -217,7 +208,7 @@ static int run_input(server_t *s, client_t *c)
 {
     resp_limits_t lim;
     size_t done = 0;
-    uint64_t start = mono_ms();
+    uint64_t start = rbd_mono_ms();
     int yielded = 0;
 
     resp_limits_init(&lim, s->cfg.max_request_bytes);
@@ -230,7 +221,7 @@ static int run_input(server_t *s, client_t *c)
             c->paused = 1;
             break;
         }
-        if (done > 0 && done < c->in.len && mono_ms() - start >= RUN_TURN_MS) {
+        if (done > 0 && done < c->in.len && rbd_mono_ms() - start >= RUN_TURN_MS) {
             s->resume_pending = 1;   /* rbd_clients_resume runs the rest */
             yielded = 1;
             break;
