@@ -25,24 +25,23 @@
 #include "glob_match.h"
 #include "ops.h"
 
-#define BLOOM_TYPE   "MBbloom--"   /* RedisBloom's type name for a Bloom filter */
-#define HLL_TYPE     "string"      /* Redis's for a HyperLogLog (it is a string there) */
-#define CMS_TYPE     "CMSk-TYPE"   /* RedisBloom's for a count-min sketch */
-#define CF_TYPE      "MBbloomCF"   /* RedisBloom's for a cuckoo filter */
-/* A name's kind, and what SCAN TYPE lists (TYPE_ANY: every kind). */
-enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF, TYPE_NONE };
+/* What SCAN TYPE lists: every kind, or a type no key here has. */
+static const rb_kind_desc_t any_kind, no_kind;
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 
-/* The open handle of filter argv[i], or NULL if there is none (a name no
- * filter can have included); *rc says why (RB_ENOENT: none,
- * RB_EWRONGTYPE: a filter of another kind, kind_of tells which). */
-static rb_bloom_t *filter_of(rbd_ctx_t *x, size_t i, int *rc)
+/* The kind of filter argv[i] (the kind table: ringbloom/filter.h), or
+ * NULL if there is none (a name no filter can have included); *rc says
+ * why (RB_ENOENT: none, or the error that stopped the lookup). */
+static const rb_kind_desc_t *kind_of(rbd_ctx_t *x, size_t i, int *rc)
 {
+    const rb_kind_desc_t *k = NULL;
+
     if (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX) {
         *rc = RB_ENOENT;
         return NULL;
     }
-    return rbd_filters_get(&x->s->state.filters, x->s->state.seg, x->argv[i], x->argl[i], rc);
+    *rc = rb_filter_kind(x->s->state.seg, x->argv[i], x->argl[i], &k);
+    return *rc == RB_OK ? k : NULL;
 }
 
 /* DEL / UNLINK key...: the number of filters deleted (a name given twice
@@ -55,11 +54,9 @@ static void cmd_del(rbd_ctx_t *x)
 
     for (size_t i = 1; i < x->argc; i++) {
         rbd_op_t op = { .type = RBD_OP_BF_DELETE, .name = x->argv[i], .len = x->argl[i] };
-        int rc = RB_OK;   /* a handle found open leaves it */
-        if ((op.bf = filter_of(x, i, &rc)) == NULL && rc == RB_ENOENT)
+        int rc;
+        if (kind_of(x, i, &rc) == NULL && rc == RB_ENOENT)
             continue;
-        if (op.bf == NULL && rc == RB_EWRONGTYPE)
-            rc = RB_OK;   /* a counter or a sketch: op.bf NULL says so to the delete */
         if (rc != RB_OK || (rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK) {
             rbd_cmd_error(x, RBD_AT_FILTER, rc);
             return;
@@ -67,36 +64,6 @@ static void cmd_del(rbd_ctx_t *x)
         n++;
     }
     rbi_resp_int(x->out, n);
-}
-
-/* The kind of live filter name other than a Bloom filter: TYPE_HLL,
- * TYPE_CMS, TYPE_CF, or TYPE_BLOOM when it is none of them. */
-static int other_kind(const rb_segment_t *seg, const char *name, size_t len)
-{
-    rb_cms_info_t in;
-    rb_cuckoo_t *h;
-
-    if (rbd_filters_is_hll(seg, name, len))
-        return TYPE_HLL;
-    if (rb_cms_info(seg, name, len, &in) == RB_OK)
-        return TYPE_CMS;
-    if (rb_cuckoo_open(seg, name, len, &h) != RB_OK)
-        return TYPE_BLOOM;
-    rb_cuckoo_close(h);
-    return TYPE_CF;
-}
-
-/* The kind of argv[i]: TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF or TYPE_NONE. */
-static int kind_of(rbd_ctx_t *x, size_t i)
-{
-    int rc, k;
-
-    if (filter_of(x, i, &rc) != NULL)
-        return TYPE_BLOOM;
-    if (rc != RB_EWRONGTYPE)
-        return TYPE_NONE;
-    k = other_kind(x->s->state.seg, x->argv[i], x->argl[i]);
-    return k == TYPE_BLOOM ? TYPE_NONE : k;
 }
 
 /* EXISTS key...: how many of the names are filters, counters or sketches
@@ -109,29 +76,32 @@ static void cmd_exists(rbd_ctx_t *x)
 
     if (k < 0)
         return;
-    for (long j = 0; j < k; j++)
-        if (kind_of(x, uniq[j]) != TYPE_NONE)
+    for (long j = 0; j < k; j++) {
+        int rc;
+        if (kind_of(x, uniq[j], &rc) != NULL)
             n += times[j];
+    }
     free(uniq);
     free(times);
     rbi_resp_int(x->out, n);
 }
 
-/* TYPE key: RedisBloom's name for a Bloom filter, a count-min sketch or a
- * cuckoo filter, Redis's for a HyperLogLog ("string"), or none. */
+/* TYPE key: its kind's type name (the kind table: RedisBloom's for a
+ * Bloom filter, a count-min sketch or a cuckoo filter, Redis's for a
+ * HyperLogLog, "string"), or none. */
 static void cmd_type(rbd_ctx_t *x)
 {
-    static const char *const names[] = { [TYPE_BLOOM] = BLOOM_TYPE, [TYPE_HLL] = HLL_TYPE,
-                                         [TYPE_CMS] = CMS_TYPE, [TYPE_CF] = CF_TYPE,
-                                         [TYPE_NONE] = "none" };
+    int rc;
+    const rb_kind_desc_t *k = kind_of(x, 1, &rc);
 
-    rbi_resp_simple(x->out, names[kind_of(x, 1)]);
+    rbi_resp_simple(x->out, k != NULL ? k->type : "none");
 }
 
-static int count_one(const char *name, size_t len, void *arg)
+static int count_one(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
 {
     (void)name;
     (void)len;
+    (void)kind;
     (*(long long *)arg)++;
     return 0;
 }
@@ -140,8 +110,9 @@ static int count_one(const char *name, size_t len, void *arg)
 static void cmd_dbsize(rbd_ctx_t *x)
 {
     long long n = 0;
+    uint64_t cursor = 0;
 
-    (void)rb_bloom_list(x->s->state.seg, count_one, &n);
+    (void)rb_filter_scan(x->s->state.seg, &cursor, SIZE_MAX, count_one, &n);
     rbi_resp_int(x->out, n);
 }
 
@@ -149,19 +120,18 @@ static void cmd_dbsize(rbd_ctx_t *x)
  * counted (out NULL) or replied as bulk strings. */
 typedef struct listing {
     const rbd_glob_t *glob;
-    int type;          /* SCAN TYPE: TYPE_ANY, or the one kind listed */
-    const rb_segment_t *seg;
+    const rb_kind_desc_t *type;  /* SCAN TYPE: &any_kind, &no_kind or the kind listed */
     size_t n;
     rbi_buf_t *out;
 } listing_t;
 
-static int list_one(const char *name, size_t len, void *arg)
+static int list_one(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
 {
     listing_t *l = arg;
 
-    if (l->type == TYPE_NONE || (l->glob != NULL && !rbd_glob_match(l->glob, name, len)))
+    if (l->type == &no_kind || (l->glob != NULL && !rbd_glob_match(l->glob, name, len)))
         return 0;
-    if (l->type != TYPE_ANY && other_kind(l->seg, name, len) != l->type)
+    if (l->type != &any_kind && kind != l->type)
         return 0;
     l->n++;
     if (l->out != NULL)
@@ -186,30 +156,29 @@ static int glob_arg(rbd_ctx_t *x, size_t i, rbd_glob_t *g)
 static void cmd_keys(rbd_ctx_t *x)
 {
     rbd_glob_t g;
-    listing_t l = { &g, TYPE_ANY, NULL, 0, NULL };
+    listing_t l = { &g, &any_kind, 0, NULL };
+    uint64_t cursor = 0;
 
     if (glob_arg(x, 1, &g) != 0)
         return;
-    (void)rb_bloom_list(x->s->state.seg, list_one, &l);
+    (void)rb_filter_scan(x->s->state.seg, &cursor, SIZE_MAX, list_one, &l);
     rbi_resp_array(x->out, l.n);
     l.out = x->out;
-    (void)rb_bloom_list(x->s->state.seg, list_one, &l);
+    cursor = 0;
+    (void)rb_filter_scan(x->s->state.seg, &cursor, SIZE_MAX, list_one, &l);
     rbd_glob_free(&g);
 }
 
-/* SCAN TYPE's argument i: the kind it lists (Redis's type names, any
- * case), TYPE_NONE for a type no key here has. */
-static int type_arg(const rbd_ctx_t *x, size_t i)
+/* SCAN TYPE's argument i: the kind it lists (the type names TYPE
+ * answers, any case), &no_kind for a type no key here has. */
+static const rb_kind_desc_t *type_arg(const rbd_ctx_t *x, size_t i)
 {
-    if (x->argl[i] == sizeof(BLOOM_TYPE) - 1 && strncasecmp(x->argv[i], BLOOM_TYPE, x->argl[i]) == 0)
-        return TYPE_BLOOM;
-    if (x->argl[i] == sizeof(HLL_TYPE) - 1 && strncasecmp(x->argv[i], HLL_TYPE, x->argl[i]) == 0)
-        return TYPE_HLL;
-    if (x->argl[i] == sizeof(CMS_TYPE) - 1 && strncasecmp(x->argv[i], CMS_TYPE, x->argl[i]) == 0)
-        return TYPE_CMS;
-    if (x->argl[i] == sizeof(CF_TYPE) - 1 && strncasecmp(x->argv[i], CF_TYPE, x->argl[i]) == 0)
-        return TYPE_CF;
-    return TYPE_NONE;
+    const rb_kind_desc_t *k;
+
+    for (size_t j = 0; (k = rb_kind(j)) != NULL; j++)
+        if (x->argl[i] == strlen(k->type) && strncasecmp(x->argv[i], k->type, x->argl[i]) == 0)
+            return k;
+    return &no_kind;
 }
 
 /* SCAN's options after the cursor, a MATCH pattern compiled into g
@@ -253,10 +222,10 @@ static int scan_options(rbd_ctx_t *x, listing_t *l, rbd_glob_t *g, long long *co
 
 /* SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the next cursor (0:
  * done) and the matching filters among the COUNT directory slots from
- * the cursor on (rb_bloom_scan). */
+ * the cursor on (rb_filter_scan). */
 static void cmd_scan(rbd_ctx_t *x)
 {
-    listing_t l = { NULL, TYPE_ANY, x->s->state.seg, 0, NULL };
+    listing_t l = { NULL, &any_kind, 0, NULL };
     rbd_glob_t g = { NULL, 0, 0, 0 };
     long long cursor, count = SCAN_COUNT;
     uint64_t next;
@@ -272,14 +241,14 @@ static void cmd_scan(rbd_ctx_t *x)
         return;
     }
     next = (uint64_t)cursor;
-    (void)rb_bloom_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
+    (void)rb_filter_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
     rbi_resp_array(x->out, 2);
     len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)next);
     rbi_resp_bulk(x->out, buf, (size_t)len);
     rbi_resp_array(x->out, l.n);
     l.out = x->out;
     next = (uint64_t)cursor;
-    (void)rb_bloom_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
+    (void)rb_filter_scan(x->s->state.seg, &next, (size_t)count, list_one, &l);
     rbd_glob_free(&g);
 }
 

@@ -316,18 +316,15 @@ static int bf_reset(rbd_state_t *st, rbd_op_t *op, int live)
     return rb_bloom_reset(op->bf);
 }
 
-/* The filter's slot and arrays are freed (rb_bloom_delete) and its handle
- * dropped; op->bf is not used after.  op->bf NULL: the name holds a
- * filter of another kind (it resolved to RB_EWRONGTYPE), freed by its
- * kind's delete (ops_sketch.c). */
+/* Filter op->name of any kind is deleted by its kind's delete (the kind
+ * table: rb_filter_delete) and its handle, if the daemon holds one,
+ * dropped.  RB_ENOENT if there is no such filter. */
 static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
 {
     int rc;
 
     (void)live;
-    if (op->bf == NULL)
-        return rbd_apply_delete_other(st, op);
-    rc = rb_bloom_delete(st->seg, op->name, op->len);
+    rc = rb_filter_delete(st->seg, op->name, op->len);
     if (rc == RB_OK)
         rbd_filters_forget(&st->filters, op->name, op->len);
     return rc;
@@ -387,7 +384,7 @@ static const op_def_t ops[] = {
     /* Not an op: the frame of a transaction's records (rbd_op_txn_begin);
      * replay.c replays its members. */
     [RBD_OP_TXN] = { "TXN", RBD_NAMES_NOTHING, 0, NULL, NULL, { { F_END, 0 } } },
-    [RBD_OP_BF_DELETE] = { "DEL", RBD_NAMES_FILTER, OP_SYNC, bf_delete, NULL, { NAME } },
+    [RBD_OP_BF_DELETE] = { "DEL", RBD_NAMES_ANY_FILTER, OP_SYNC, bf_delete, NULL, { NAME } },
     [RBD_OP_BF_LOADCHUNK] = { "BF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC, bf_loadchunk, NULL,
                               { NAME, U64(iter), BLOB } },
     [RBD_OP_RING_STATE] = { "RING.STATE", RBD_NAMES_NODE, OP_SYNC, NULL, ring_state,

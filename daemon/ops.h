@@ -48,8 +48,9 @@ typedef enum rbd_op_type {
 typedef enum rbd_names {
     RBD_NAMES_NOTHING,
     RBD_NAMES_NODE,
-    RBD_NAMES_FILTER,          /* an existing filter: op.bf must be its handle */
+    RBD_NAMES_FILTER,          /* an existing Bloom filter: op.bf must be its handle */
     RBD_NAMES_NEW_FILTER,
+    RBD_NAMES_ANY_FILTER,      /* an existing filter of any kind, by name (no handle) */
 } rbd_names_t;
 
 /* One mutation.  The fields an op type logs are its schema in ops.c; the

@@ -25,8 +25,4 @@ int rbd_apply_cf_add(rbd_state_t *st, rbd_op_t *op, int live);
 int rbd_apply_cf_del(rbd_state_t *st, rbd_op_t *op, int live);
 int rbd_apply_cf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live);
 
-/* DEL of a name that holds a filter of a kind other than the Bloom
- * filter: its kind's delete.  RB_ENOENT if no such kind holds it. */
-int rbd_apply_delete_other(rbd_state_t *st, rbd_op_t *op);
-
 #endif /* RBD_OPS_APPLY_H */

@@ -191,19 +191,3 @@ int rbd_apply_cf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
     return rbi_cuckoo_load_chunk(st->seg, op->name, op->len, op->iter, op->data, op->dlen,
                                  &op->why);
 }
-
-/* ---- DEL of another kind ---------------------------------------------------------- */
-
-int rbd_apply_delete_other(rbd_state_t *st, rbd_op_t *op)
-{
-    static int (*const del[])(rb_segment_t *, const char *, size_t) = {
-        rb_hll_delete, rb_cms_delete, rb_cuckoo_delete,
-    };
-
-    for (size_t i = 0; i < sizeof(del) / sizeof(del[0]); i++) {
-        int rc = del[i](st->seg, op->name, op->len);
-        if (rc != RB_ENOENT && rc != RB_EWRONGTYPE)
-            return rc;
-    }
-    return RB_ENOENT;
-}

@@ -206,11 +206,6 @@ static int replay_record(rbd_state_t *st, uint8_t type, const unsigned char *q, 
     }
     if (rc == RB_OK && names == RBD_NAMES_FILTER) {
         op.bf = rbd_filters_get(&st->filters, st->seg, op.name, op.len, &rc);
-        /* DEL of a filter of another kind (a HyperLogLog counter, a
-         * count-min sketch): no Bloom handle, the apply deletes it by
-         * name (ops.c, bf_delete). */
-        if (rc == RB_EWRONGTYPE && type == RBD_OP_BF_DELETE)
-            rc = RB_OK;
     }
     if (rc == RB_OK)
         rc = rbd_op_replay(st, &op);

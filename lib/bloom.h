@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "dir.h"
 #include "hash.h"
 #include "heap.h"
 #include "latch.h"
@@ -102,17 +103,6 @@ typedef struct rbi_bloom_section {
 typedef int (*rbi_bloom_fn)(const rbi_bloom_section_t *s, void *arg);
 
 /* ---- bloom_read.c ------------------------------------------------------- */
-
-/* Writer: the slot holding live filter `name` in m, or -1.  Readers
- * resolve names inside each slot's generation section instead (a slot
- * may be deleted and reused under them: bloom_read.c, slot_read). */
-int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len);
-
-/* Writer: the slot of live filter `name` in seg, if its layout is one
- * of_kind accepts (a kind's writer binding).  RB_EINVAL (seg NULL, a bad
- * name), RB_EROFS, RB_ENOENT, RB_EWRONGTYPE (another kind holds it). */
-int rbi_writer_find(rb_segment_t *seg, const char *name, size_t len,
-                    int (*of_kind)(uint64_t layout), rb_filter_shm_t **f);
 
 /* The handle's binding for the segment's current mapping.  stale: a
  * binding the caller found no longer names a live filter (force a new
@@ -212,9 +202,15 @@ static inline int rbi_bloom_layer_shape_ok(uint64_t layout, uint64_t bits, uint6
            k <= RBI_BLOOM_MAX_K;
 }
 
-static inline int rbi_bloom_name_ok(const char *name, size_t len)
+/* A layer descriptor a reader may probe and a writer may free: the shape
+ * of its layout (rbi_bloom_layer_shape_ok), inside the segment's size
+ * bytes. */
+static inline int rbi_bloom_layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
 {
-    return name != NULL && len >= 1 && len <= RB_FILTER_NAME_MAX;
+    uint64_t off = rbi_ld(&f->layer[l].array_off), bits = rbi_ld(&f->layer[l].bits);
+
+    return rbi_bloom_layer_shape_ok(rbi_ld(&f->layout), bits, rbi_ld(&f->layer[l].k)) &&
+           rbi_span_ok(size, off, bits / 8);
 }
 
 static inline uint64_t rbi_bloom_layer_count(const rb_filter_shm_t *f)

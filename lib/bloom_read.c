@@ -1,8 +1,7 @@
 /*
- * bloom_read.c - Bloom filters, the reader side: finding a filter by name,
+ * bloom_read.c - Bloom filters, the reader side: binding a handle to its slot,
  * the handle's binding per mapping, the read section, contains (one key,
- * many keys pipelined), the figures (stat, info), and the Bloom kind's
- * entry in the filter-kind table (kind.h).
+ * many keys pipelined) and the figures (stat, info).
  *
  * What: a handle binds once per mapping to its slot (bloom.h); every call
  * runs inside a generation section (latch.h) that validates the layers it
@@ -18,160 +17,70 @@
 #include <string.h>
 
 #include "bloom.h"
-#include "kind.h"
 
 #define PIPE         32u      /* contains_many: keys in flight */
 #define CHUNK        1024u    /* contains_many: keys per read section */
 
-int64_t rbi_bloom_dir_find(const rbi_map_t *m, const char *name, size_t len)
+
+/* rbi_dir_walk's callback for rb_bloom_list / rb_bloom_scan: the name
+ * alone, whatever the kind (they list the one namespace). */
+typedef struct list_arg {
+    int (*fn)(const char *, size_t, void *);
+    void *arg;
+} list_arg_t;
+
+static int list_name(const char *name, size_t len, uint64_t layout, void *arg)
 {
-    char buf[RB_FILTER_NAME_MAX + 1];
+    list_arg_t *a = arg;
 
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rbi_dir_slot(m, i);
-        /* Acquire pairs with the release store of LIVE in reserve: the
-         * slot's fields are complete. */
-        if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE ||
-            rbi_ld(&f->name_len) != len)
-            continue;
-        rbi_copy_out(buf, f->name, (len + 7) / 8);
-        if (memcmp(buf, name, len) == 0)
-            return (int64_t)i;
-    }
-    return -1;
-}
-
-int rbi_writer_find(rb_segment_t *seg, const char *name, size_t len,
-                    int (*of_kind)(uint64_t layout), rb_filter_shm_t **f)
-{
-    rbi_map_t *m;
-    int64_t i;
-
-    if (seg == NULL || !rbi_bloom_name_ok(name, len))
-        return RB_EINVAL;
-    if (!seg->writable)
-        return RB_EROFS;
-    m = rbi_seg_map(seg);
-    if ((i = rbi_bloom_dir_find(m, name, len)) < 0)
-        return RB_ENOENT;
-    *f = rbi_dir_slot(m, (uint64_t)i);
-    return of_kind(rbi_ld(&(*f)->layout)) ? RB_OK : RB_EWRONGTYPE;
-}
-
-/* Reader: slot f's name (and, if b is not NULL, its binding's words) read
- * whole, inside the slot's generation section: the name length (1..255),
- * 0 if the slot holds no live filter, or RB_EBUSY.  A slot can change
- * under a reader: deleted and reserved again (another name, secret and
- * incarnation); the delete publishes the slot's generation before the
- * new filter's words are stored (rb_bloom_delete, R1), and the
- * generation never goes back (reserve keeps it), so a read that saw any
- * of the new words sees the generation move and is retried (G2): never a
- * name, secret or incarnation of two filters at once. */
-static int slot_read(const rb_filter_shm_t *f, char *name, rbi_bloom_bind_t *b)
-{
-    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        uint64_t g = rbi_gen_read_begin(&f->gen), len;
-        int live;
-        /* Acquire pairs with the release store of LIVE in reserve: the
-         * slot's fields are complete. */
-        live = atomic_load_explicit(&f->state, memory_order_acquire) == RBI_FILTER_LIVE;
-        len = rbi_ld(&f->name_len);
-        if (live && len >= 1 && len <= RB_FILTER_NAME_MAX) {
-            rbi_copy_out(name, f->name, (len + 7) / 8);
-            if (b != NULL) {
-                b->incarnation = rbi_ld(&f->incarnation);
-                b->layout = (uint32_t)rbi_ld(&f->layout);
-                rbi_copy_out(b->secret, f->secret, RBI_SECRET_WORDS);
-            }
-        }
-        if (!rbi_gen_read_retry(&f->gen, g))
-            return live && len >= 1 && len <= RB_FILTER_NAME_MAX ? (int)len : 0;
-    }
-    return RB_EBUSY;
-}
-
-/* A layer descriptor a reader may probe and a writer may free: the shape
- * of its layout (rbi_bloom_layer_shape_ok), inside the segment's size
- * bytes. */
-static int layer_sound(const rb_filter_shm_t *f, uint64_t l, uint64_t size)
-{
-    uint64_t off = rbi_ld(&f->layer[l].array_off), bits = rbi_ld(&f->layer[l].bits);
-
-    return rbi_bloom_layer_shape_ok(rbi_ld(&f->layout), bits, rbi_ld(&f->layer[l].k)) &&
-           rbi_span_ok(size, off, bits / 8);
+    (void)layout;
+    return a->fn(name, len, a->arg);
 }
 
 int rb_bloom_list(const rb_segment_t *seg, int (*fn)(const char *, size_t, void *), void *arg)
 {
-    const rbi_map_t *m;
-    char name[RB_FILTER_NAME_MAX + 1];
+    list_arg_t a = { fn, arg };
+    uint64_t cursor = 0;
 
     if (seg == NULL || fn == NULL)
         return RB_EINVAL;
-    m = rbi_reader_map(seg);
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        int len = slot_read(rbi_dir_slot(m, i), name, NULL), rc;
-        if (len <= 0)
-            continue;   /* free, or changing all the time: skipped */
-        if ((rc = fn(name, (size_t)len, arg)) != 0)
-            return rc;
-    }
-    return RB_OK;
+    return rbi_dir_walk(rbi_reader_map(seg), &cursor, SIZE_MAX, list_name, &a);
 }
 
 int rb_bloom_scan(const rb_segment_t *seg, uint64_t *cursor, size_t count,
                   int (*fn)(const char *, size_t, void *), void *arg)
 {
-    const rbi_map_t *m;
-    char name[RB_FILTER_NAME_MAX + 1];
-    uint64_t i;
+    list_arg_t a = { fn, arg };
 
     if (seg == NULL || cursor == NULL || fn == NULL || count == 0)
         return RB_EINVAL;
-    m = rbi_reader_map(seg);
-    for (i = *cursor; i < m->dir_slots && i - *cursor < count; i++) {
-        int len = slot_read(rbi_dir_slot(m, i), name, NULL), rc;
-        if (len > 0 && (rc = fn(name, (size_t)len, arg)) != 0) {
-            *cursor = i + 1 < m->dir_slots ? i + 1 : 0;
-            return rc;
-        }
-    }
-    *cursor = i < m->dir_slots ? i : 0;
-    return RB_OK;
+    return rbi_dir_walk(rbi_reader_map(seg), cursor, count, list_name, &a);
 }
 
-/* A new binding of name in m, or RB_ENOENT / RB_ECORRUPT / RB_ENOMEM /
- * RB_EBUSY.  Each slot is read whole (slot_read), so a binding never holds
- * the secret or incarnation of a filter that replaced the one named. */
+/* A new binding of name in m, or RB_ENOENT / RB_EWRONGTYPE / RB_ECORRUPT /
+ * RB_ENOMEM / RB_EBUSY.  The slot is read whole (rbi_dir_lookup), so a
+ * binding never holds the secret or incarnation of a filter that replaced
+ * the one named. */
 static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, rbi_bloom_bind_t **out)
 {
-    char buf[RB_FILTER_NAME_MAX + 1];
-    rbi_bloom_bind_t *b = calloc(1, sizeof(*b));
+    rbi_slot_id_t id;
+    rbi_bloom_bind_t *b;
+    int64_t i = rbi_dir_lookup(m, name, len, &id);
 
-    if (b == NULL)
+    if (i < 0)
+        return (int)i;
+    if (id.layout != RB_BLOOM_STANDARD && id.layout != RB_BLOOM_BLOCKED &&
+        id.layout != RB_BLOOM_REDISBLOOM)
+        return rbi_layout_other_kind(id.layout) ? RB_EWRONGTYPE : RB_ECORRUPT;
+    if ((b = calloc(1, sizeof(*b))) == NULL)
         return RB_ENOMEM;
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        rb_filter_shm_t *f = rbi_dir_slot(m, i);
-        int n = slot_read(f, buf, b);
-        if (n == RB_EBUSY) {
-            free(b);
-            return RB_EBUSY;
-        }
-        if ((size_t)n != len || memcmp(buf, name, len) != 0)
-            continue;
-        if (b->layout != RB_BLOOM_STANDARD && b->layout != RB_BLOOM_BLOCKED &&
-            b->layout != RB_BLOOM_REDISBLOOM) {
-            int other = rbi_layout_other_kind(b->layout);
-            free(b);
-            return other ? RB_EWRONGTYPE : RB_ECORRUPT;
-        }
-        b->map = m;
-        b->slot = f;
-        *out = b;
-        return RB_OK;
-    }
-    free(b);
-    return RB_ENOENT;
+    b->map = m;
+    b->slot = rbi_dir_slot(m, (uint64_t)i);
+    b->incarnation = id.incarnation;
+    b->layout = (uint32_t)id.layout;
+    memcpy(b->secret, id.secret, sizeof(b->secret));
+    *out = b;
+    return RB_OK;
 }
 
 int rb_bloom_open(const rb_segment_t *seg, const char *name, size_t len, rb_bloom_t **out)
@@ -180,7 +89,7 @@ int rb_bloom_open(const rb_segment_t *seg, const char *name, size_t len, rb_bloo
     rb_bloom_t *bf;
     int rc;
 
-    if (seg == NULL || out == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     rc = bind_resolve(rbi_reader_map(seg), name, len, &b);
     if (rc != RB_OK)
@@ -262,7 +171,7 @@ int rbi_bloom_section_begin(const rbi_bloom_bind_t *b, rbi_bloom_section_t *s)
         return RB_ECORRUPT;
     size = rbi_seg_size(b->map);
     for (uint64_t l = 0; l < n; l++) {
-        if (!layer_sound(f, l, size))
+        if (!rbi_bloom_layer_sound(f, l, size))
             return RB_ECORRUPT;
         s->layer[l].arr = rbi_word_at(b->map, rbi_ld(&f->layer[l].array_off));
         s->layer[l].bits = rbi_ld(&f->layer[l].bits);
@@ -595,36 +504,3 @@ int rb_bloom_info(const rb_bloom_t *bf, rb_bloom_stat_t *out)
 {
     return stat_common(bf, out, 0);
 }
-
-/* The bloom kind's extents (kind.h): one array per layer, each sound. */
-static int kind_extents(const rb_filter_shm_t *f, uint64_t size, rbi_extent_t *out, size_t *n)
-{
-    uint64_t nl = rbi_bloom_layer_count(f);
-
-    /* A live filter always has a first layer (it goes live after it), in
-     * every state a writer can stop in. */
-    if (nl == 0)
-        return RB_ECORRUPT;
-    for (uint64_t l = 0; l < nl; l++) {
-        if (!layer_sound(f, l, size))
-            return RB_ECORRUPT;
-        out[l].off = rbi_ld(&f->layer[l].array_off);
-        out[l].len = rbi_ld(&f->layer[l].bits) / 8;
-    }
-    *n = (size_t)nl;
-    return RB_OK;
-}
-
-static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
-{
-    uint64_t bytes = 0;
-
-    for (uint64_t l = 0; l < rbi_ld(&f->nlayers) && l < RB_BLOOM_MAX_LAYERS; l++)
-        bytes += rbi_round_up(rbi_ld(&f->layer[l].bits) / 8, RBI_ALIGN);
-    return bytes;
-}
-
-const rbi_kind_t rbi_kind_bloom = {
-    .layout_first = RB_BLOOM_STANDARD, .layout_last = RB_BLOOM_REDISBLOOM,
-    .extents = kind_extents, .heap_bytes = kind_heap_bytes,
-};

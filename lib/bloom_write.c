@@ -132,27 +132,6 @@ static void slot_fill(rb_header_shm_t *h, rb_filter_shm_t *f, const rb_bloom_par
     rbi_copy_in(f->secret, secret, sizeof(secret));
 }
 
-/* Makes slot f live. */
-static void slot_live(rb_filter_shm_t *f)
-{
-    /* Release: readers that acquire LIVE (rbi_bloom_dir_find) see every
-     * field stored before. */
-    atomic_store_explicit(&f->state, RBI_FILTER_LIVE, memory_order_release);
-}
-
-/* A free slot of m for a new filter name: RB_EEXIST, RB_ESLOTS. */
-static int slot_free(rbi_map_t *m, const char *name, size_t len, rb_filter_shm_t **out)
-{
-    if (rbi_bloom_dir_find(m, name, len) >= 0)
-        return RB_EEXIST;
-    for (uint64_t i = 0; i < m->dir_slots; i++)
-        if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE) {
-            *out = rbi_dir_slot(m, i);
-            return RB_OK;
-        }
-    return RB_ESLOTS;
-}
-
 int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
                      const rb_bloom_params_t *params)
 {
@@ -162,7 +141,7 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     uint32_t gens;
     int rc;
 
-    if (seg == NULL || params == NULL || !rbi_bloom_name_ok(name, len) ||
+    if (seg == NULL || params == NULL || !rbi_name_ok(name, len) ||
         (gens = params_generations(params)) < 2)
         return RB_EINVAL;
     if (!seg->writable)
@@ -173,12 +152,12 @@ int rb_bloom_reserve(rb_segment_t *seg, const char *name, size_t len,
     if (rc != RB_OK)
         return rc;
     m = rbi_seg_map(seg);
-    if ((rc = slot_free(m, name, len, &f)) != RB_OK)
+    if ((rc = rbi_dir_claim(seg, name, len, &f)) != RB_OK)
         return rc;
     if ((rc = first_layers(seg, f, params, gens)) != RB_OK)
         return rc;
     slot_fill(rbi_hdr(m), f, params, name, len);
-    slot_live(f);
+    rbi_dir_publish(seg, f);
     return RB_OK;
 }
 
@@ -235,7 +214,7 @@ int rbi_bloom_reserve_image(rb_segment_t *seg, const char *name, size_t len,
     p.secret = im->secret;
     p.generations = (im->flags & RB_BLOOM_AGING) ? im->nlayers : 2;
     p.window = (uint32_t)im->window;
-    if (seg == NULL || !rbi_bloom_name_ok(name, len) || params_generations(&p) < 2 ||
+    if (seg == NULL || !rbi_name_ok(name, len) || params_generations(&p) < 2 ||
         im->nlayers == 0 || im->nlayers > RB_BLOOM_MAX_LAYERS || im->expansion == 0 ||
         im->capacity == 0 || !(im->error_rate > 0.0 && im->error_rate < 1.0) ||
         ((im->flags & RB_BLOOM_AGING) ? im->nlayers < 2 || im->current >= im->nlayers
@@ -245,7 +224,7 @@ int rbi_bloom_reserve_image(rb_segment_t *seg, const char *name, size_t len,
     if (!seg->writable)
         return RB_EROFS;
     m = rbi_seg_map(seg);
-    if ((rc = slot_free(m, name, len, &f)) != RB_OK)
+    if ((rc = rbi_dir_claim(seg, name, len, &f)) != RB_OK)
         return rc;
     if ((rc = image_layers(seg, f, im)) != RB_OK)
         return rc;
@@ -257,7 +236,7 @@ int rbi_bloom_reserve_image(rb_segment_t *seg, const char *name, size_t len,
     rbi_st(&f->created, im->created);
     /* Release: pairs with rbi_bloom_layer_count's acquire. */
     atomic_store_explicit(&f->nlayers, im->nlayers, memory_order_release);
-    slot_live(f);
+    rbi_dir_publish(seg, f);
     return RB_OK;
 }
 
@@ -609,13 +588,13 @@ static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloo
 {
     int64_t i;
 
-    if (seg == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
     memset(b, 0, sizeof(*b));
     b->map = rbi_seg_map(seg);
-    if ((i = rbi_bloom_dir_find(b->map, name, len)) < 0)
+    if ((i = rbi_dir_find(seg, name, len)) < 0)
         return RB_ENOENT;
     b->slot = rbi_dir_slot(b->map, (uint64_t)i);
     b->incarnation = rbi_ld(&b->slot->incarnation);
@@ -651,8 +630,7 @@ int rb_bloom_delete(rb_segment_t *seg, const char *name, size_t len)
         off[l] = rbi_ld(&f->layer[l].array_off);
         bytes[l] = rbi_ld(&f->layer[l].bits) / 8;
     }
-    rbi_st(&f->state, RBI_FILTER_FREE);
-    rbi_gen_publish(&f->gen);   /* R1: before the arrays are freed */
+    rbi_dir_free(seg, f);   /* R1: before the arrays are freed */
     for (uint32_t l = 0; l < s.nlayers; l++)
         rbi_heap_free(seg, off[l], bytes[l]);
     return RB_OK;

@@ -78,7 +78,7 @@ static int cms_read(const rb_segment_t *seg, const char *name, size_t len, cms_f
     const rbi_map_t *m;
     cms_view_t v;
 
-    if (seg == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     m = rbi_reader_map(seg);
     for (uint64_t i = 0; i < m->dir_slots; i++) {
@@ -303,7 +303,25 @@ static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
     return rbi_round_up(s.bytes, RBI_ALIGN);
 }
 
+static int kind_summary(const rb_segment_t *seg, const char *name, size_t len,
+                        rb_filter_summary_t *out)
+{
+    rb_cms_info_t cm;
+    int rc = rb_cms_info(seg, name, len, &cm);
+
+    if (rc != RB_OK)
+        return rc;
+    out->form = cm.small ? "count-min 4-bit" : "count-min";
+    out->items = cm.count;
+    out->bytes = cm.bytes;
+    out->layers = cm.depth;
+    out->error_rate = 2.0 / cm.width;
+    return RB_OK;
+}
+
 const rbi_kind_t rbi_kind_cms = {
+    .desc = { "cms", "CMSk-TYPE" },   /* RedisBloom's type name */
     .layout_first = RBI_CMS_LAYOUT32, .layout_last = RBI_CMS_LAYOUT4,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes,
+    .remove = rb_cms_delete, .summary = kind_summary,
 };

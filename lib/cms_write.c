@@ -94,7 +94,7 @@ int rb_cms_create(rb_segment_t *seg, const char *name, size_t len, const rb_cms_
     uint64_t off, inc, layout;
     int rc;
 
-    if (seg == NULL || p == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || p == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     layout = p->small ? RBI_CMS_LAYOUT4 : RBI_CMS_LAYOUT32;
     if (!rbi_cms_shape(layout, p->width, p->depth, &s))
@@ -102,13 +102,8 @@ int rb_cms_create(rb_segment_t *seg, const char *name, size_t len, const rb_cms_
     if (!seg->writable)
         return RB_EROFS;
     m = rbi_seg_map(seg);
-    if (rbi_bloom_dir_find(m, name, len) >= 0)
-        return RB_EEXIST;
-    for (uint64_t i = 0; i < m->dir_slots && f == NULL; i++)
-        if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE)
-            f = rbi_dir_slot(m, i);
-    if (f == NULL)
-        return RB_ESLOTS;
+    if ((rc = rbi_dir_claim(seg, name, len, &f)) != RB_OK)
+        return rc;
     if ((rc = array_new(seg, &s, NULL, NULL, &off)) != RB_OK)
         return rc;
     if (p->secret != NULL)
@@ -134,8 +129,7 @@ int rb_cms_create(rb_segment_t *seg, const char *name, size_t len, const rb_cms_
     rbi_st(&f->created, (uint64_t)time(NULL));
     rbi_copy_in(f->name, name, len);
     rbi_copy_in(f->secret, secret, sizeof(secret));
-    /* Release: readers that acquire LIVE see every word above. */
-    atomic_store_explicit(&f->state, RBI_FILTER_LIVE, memory_order_release);
+    rbi_dir_publish(seg, f);   /* readers that acquire LIVE see every word above */
     return RB_OK;
 }
 
@@ -306,8 +300,7 @@ int rb_cms_delete(rb_segment_t *seg, const char *name, size_t len)
 
     if (rc != RB_OK)
         return rc;
-    rbi_st(&v.f->state, RBI_FILTER_FREE);
-    rbi_gen_publish(&v.f->gen);   /* R1 (bloom_write.c): before the array is freed */
+    rbi_dir_free(seg, v.f);   /* R1 (dir.h): before the array is freed */
     rbi_heap_free(seg, v.off, v.s.bytes);
     return RB_OK;
 }

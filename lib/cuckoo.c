@@ -158,7 +158,7 @@ int rb_cuckoo_open(const rb_segment_t *seg, const char *name, size_t len, rb_cuc
     rb_cuckoo_t *h;
     int rc;
 
-    if (seg == NULL || out == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     if ((h = calloc(1, sizeof(*h))) == NULL)
         return RB_ENOMEM;
@@ -380,7 +380,31 @@ static int kind_repair(rb_filter_shm_t *f)
     return RB_OK;
 }
 
+static int kind_summary(const rb_segment_t *seg, const char *name, size_t len,
+                        rb_filter_summary_t *out)
+{
+    rb_cuckoo_info_t ci;
+    rb_cuckoo_t *h;
+    int rc = rb_cuckoo_open(seg, name, len, &h);
+
+    if (rc != RB_OK)
+        return rc;
+    rc = rb_cuckoo_info(h, &ci);
+    rb_cuckoo_close(h);
+    if (rc != RB_OK)
+        return rc;
+    out->form = "cuckoo";
+    out->items = ci.items;
+    out->capacity = ci.capacity;
+    out->bytes = ci.bytes;
+    out->layers = ci.layers;
+    out->error_rate = ci.layers * rb_cuckoo_fpr_formula(ci.fp_bits, ci.bucket_size, 1.0);
+    return RB_OK;
+}
+
 const rbi_kind_t rbi_kind_cuckoo = {
+    .desc = { "cuckoo", "MBbloomCF" },   /* RedisBloom's type name */
     .layout_first = RBI_LAYOUT_CF8, .layout_last = RBI_LAYOUT_CF16,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes, .repair = kind_repair,
+    .remove = rb_cuckoo_delete, .summary = kind_summary,
 };

@@ -204,7 +204,7 @@ int rbi_cuckoo_load_header(rb_segment_t *seg, const char *name, size_t len, cons
     int rc;
 
     *why = "ERR received bad data";
-    if (seg == NULL || !rbi_bloom_name_ok(name, len) || vp == NULL)
+    if (seg == NULL || !rbi_name_ok(name, len) || vp == NULL)
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;

@@ -92,10 +92,10 @@ static void layer_fill(rb_filter_shm_t *f, const rbi_cf_shape_t *s, uint32_t l, 
 }
 
 /* Fills free slot f as im describes (arrays at off[]), live last. */
-static void slot_fill(rbi_map_t *m, rb_filter_shm_t *f, const char *name, size_t len,
+static void slot_fill(rb_segment_t *seg, rb_filter_shm_t *f, const char *name, size_t len,
                       const rbi_cf_image_t *im, const rbi_cf_shape_t *s, const uint64_t *off)
 {
-    rb_header_shm_t *h = rbi_hdr(m);
+    rb_header_shm_t *h = rbi_hdr(rbi_seg_map(seg));
     uint64_t inc = rbi_ld(&h->next_incarnation);
 
     rbi_st(&h->next_incarnation, inc + 1);
@@ -123,8 +123,7 @@ static void slot_fill(rbi_map_t *m, rb_filter_shm_t *f, const char *name, size_t
     for (uint32_t l = 0; l < im->nlayers; l++)
         layer_fill(f, s, l, im->nbuckets[l], off[l], im->litems[l]);
     rbi_st(RBI_CF_NLAYERS(f), im->nlayers);
-    /* Release: readers that acquire LIVE see every word above. */
-    atomic_store_explicit(&f->state, RBI_FILTER_LIVE, memory_order_release);
+    rbi_dir_publish(seg, f);   /* readers that acquire LIVE see every word above */
 }
 
 int rbi_cuckoo_create_image(rb_segment_t *seg, const char *name, size_t len,
@@ -133,21 +132,14 @@ int rbi_cuckoo_create_image(rb_segment_t *seg, const char *name, size_t len,
     uint64_t off[RB_BLOOM_MAX_LAYERS];
     rbi_cf_shape_t s;
     rb_filter_shm_t *f = NULL;
-    rbi_map_t *m;
     int rc = RB_OK;
     uint32_t l;
 
     if (!seg->writable)
         return RB_EROFS;
     rbi_cf_shape(rbi_cf_layout_of(im->p.fp_bits), im->p.bucket_size, &s);
-    m = rbi_seg_map(seg);
-    if (rbi_bloom_dir_find(m, name, len) >= 0)
-        return RB_EEXIST;
-    for (uint64_t i = 0; i < m->dir_slots && f == NULL; i++)
-        if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE)
-            f = rbi_dir_slot(m, i);
-    if (f == NULL)
-        return RB_ESLOTS;
+    if ((rc = rbi_dir_claim(seg, name, len, &f)) != RB_OK)
+        return rc;
     for (l = 0; l < im->nlayers && rc == RB_OK; l++)
         rc = array_new(seg, &s, im->nbuckets[l], &off[l]);
     if (rc != RB_OK) {
@@ -155,7 +147,7 @@ int rbi_cuckoo_create_image(rb_segment_t *seg, const char *name, size_t len,
             rbi_heap_free(seg, off[j], rbi_cf_layer_bytes(&s, im->nbuckets[j]));
         return rc;
     }
-    slot_fill(m, f, name, len, im, &s, off);
+    slot_fill(seg, f, name, len, im, &s, off);
     return RB_OK;
 }
 
@@ -174,7 +166,7 @@ int rb_cuckoo_reserve(rb_segment_t *seg, const char *name, size_t len,
 {
     rbi_cf_image_t im;
 
-    if (seg == NULL || p == NULL || !rbi_bloom_name_ok(name, len) || !params_ok(p))
+    if (seg == NULL || p == NULL || !rbi_name_ok(name, len) || !params_ok(p))
         return RB_EINVAL;
     memset(&im, 0, sizeof(im));
     im.p = *p;
@@ -450,8 +442,7 @@ int rb_cuckoo_delete(rb_segment_t *seg, const char *name, size_t len)
 
     if (rc != RB_OK)
         return rc;
-    rbi_st(&v.f->state, RBI_FILTER_FREE);
-    rbi_gen_publish(&v.f->gen);   /* R1 (bloom_write.c): before the arrays are freed */
+    rbi_dir_free(seg, v.f);   /* R1 (dir.h): before the arrays are freed */
     for (uint32_t l = 0; l < v.nl; l++)
         rbi_heap_free(seg, v.off[l], rbi_cf_layer_bytes(&v.s, v.nb[l]));
     return RB_OK;

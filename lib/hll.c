@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bloom.h"   /* rbi_bloom_dir_find, rbi_bloom_name_ok */
+#include "bloom.h"
 #include "kind.h"
 #include "snap.h"
 
@@ -179,7 +179,7 @@ int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n, uint6
     if (seg == NULL || names == NULL || n == 0 || out == NULL)
         return RB_EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (!rbi_bloom_name_ok(names[i].ptr, names[i].len))
+        if (!rbi_name_ok(names[i].ptr, names[i].len))
             return RB_EINVAL;
     m = rbi_reader_map(seg);
     memset(acc, 0, sizeof(acc));
@@ -224,7 +224,7 @@ int rb_hll_open(const rb_segment_t *seg, const char *name, size_t len, rb_hll_t 
     rb_hll_t *h;
     int rc;
 
-    if (seg == NULL || out == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     if ((h = calloc(1, sizeof(*h))) == NULL)
         return RB_ENOMEM;
@@ -261,7 +261,7 @@ int rb_hll_card(const rb_hll_t *h, uint64_t *out)
 
 int rb_hll_registers(const rb_segment_t *seg, const char *name, size_t len, uint8_t *out)
 {
-    if (seg == NULL || out == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     memset(out, 0, RB_HLL_REGISTERS);
     return take(rbi_reader_map(seg), name, len, out);
@@ -276,7 +276,7 @@ static int writer_regs(rb_segment_t *seg, const char *name, size_t len, rb_filte
                        _Atomic uint64_t **arr)
 {
     rbi_map_t *m = rbi_seg_map(seg);
-    int64_t i = rbi_bloom_dir_find(m, name, len);
+    int64_t i = rbi_dir_find(seg, name, len);
     rb_filter_shm_t *f;
     uint64_t off;
 
@@ -326,7 +326,7 @@ static void slot_fill(rbi_map_t *m, rb_filter_shm_t *f, const char *name, size_t
 }
 
 /* Writer: a new empty counter name (the caller found no such name).
- * RB_ESLOTS, RB_ENOSPC: nothing changes. */
+ * RB_EEXIST, RB_ESLOTS, RB_ENOSPC: nothing changes. */
 static int create(rb_segment_t *seg, const char *name, size_t len, _Atomic uint64_t **arr)
 {
     rbi_map_t *m = rbi_seg_map(seg);
@@ -334,11 +334,8 @@ static int create(rb_segment_t *seg, const char *name, size_t len, _Atomic uint6
     uint64_t off;
     int rc;
 
-    for (uint64_t i = 0; i < m->dir_slots && f == NULL; i++)
-        if (rbi_ld(&rbi_dir_slot(m, i)->state) == RBI_FILTER_FREE)
-            f = rbi_dir_slot(m, i);
-    if (f == NULL)
-        return RB_ESLOTS;
+    if ((rc = rbi_dir_claim(seg, name, len, &f)) != RB_OK)
+        return rc;
     if ((rc = rbi_heap_alloc(seg, RBI_HLL_BYTES, &off)) != RB_OK)
         return rc;
     *arr = rbi_word_at(m, off);
@@ -347,8 +344,7 @@ static int create(rb_segment_t *seg, const char *name, size_t len, _Atomic uint6
     for (uint32_t i = 0; i < WORDS; i++)
         rbi_st(&(*arr)[i], 0);
     slot_fill(m, f, name, len, off);
-    /* Release: readers that acquire LIVE see every word stored above. */
-    atomic_store_explicit(&f->state, RBI_FILTER_LIVE, memory_order_release);
+    rbi_dir_publish(seg, f);   /* readers that acquire LIVE see every word above */
     return RB_OK;
 }
 
@@ -378,7 +374,7 @@ int rb_hll_add(rb_segment_t *seg, const char *name, size_t len, const rb_key_t *
     _Atomic uint64_t *arr;
     int created, changed = 0, rc;
 
-    if (seg == NULL || !rbi_bloom_name_ok(name, len) || (elements == NULL && n != 0))
+    if (seg == NULL || !rbi_name_ok(name, len) || (elements == NULL && n != 0))
         return RB_EINVAL;
     for (size_t i = 0; i < n; i++)
         if (elements[i].ptr == NULL && elements[i].len != 0)
@@ -429,10 +425,10 @@ int rb_hll_merge(rb_segment_t *seg, const char *dest, size_t len, const rb_key_t
     _Atomic uint64_t *arr;
     int created, rc;
 
-    if (seg == NULL || !rbi_bloom_name_ok(dest, len) || (sources == NULL && n != 0))
+    if (seg == NULL || !rbi_name_ok(dest, len) || (sources == NULL && n != 0))
         return RB_EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (!rbi_bloom_name_ok(sources[i].ptr, sources[i].len))
+        if (!rbi_name_ok(sources[i].ptr, sources[i].len))
             return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
@@ -464,15 +460,14 @@ int rb_hll_delete(rb_segment_t *seg, const char *name, size_t len)
     uint64_t off;
     int rc;
 
-    if (seg == NULL || !rbi_bloom_name_ok(name, len))
+    if (seg == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
     if ((rc = writer_regs(seg, name, len, &f, &arr)) != RB_OK)
         return rc == RB_EWRONGTYPE ? RB_ENOENT : rc;
     off = rbi_ld(&f->layer[0].array_off);   /* sound: writer_regs checked it */
-    rbi_st(&f->state, RBI_FILTER_FREE);
-    rbi_gen_publish(&f->gen);   /* R1: before the registers are freed */
+    rbi_dir_free(seg, f);   /* R1 (dir.h): before the registers are freed */
     rbi_heap_free(seg, off, RBI_HLL_BYTES);
     return RB_OK;
 }
@@ -497,7 +492,26 @@ static uint64_t kind_heap_bytes(const rb_filter_shm_t *f)
     return rbi_round_up(RBI_HLL_BYTES, RBI_ALIGN);
 }
 
+static int kind_summary(const rb_segment_t *seg, const char *name, size_t len,
+                        rb_filter_summary_t *out)
+{
+    rb_hll_t *h;
+    int rc = rb_hll_open(seg, name, len, &h);
+
+    if (rc != RB_OK)
+        return rc;
+    rc = rb_hll_card(h, &out->items);
+    rb_hll_close(h);
+    out->form = "hyperloglog";
+    out->bytes = RB_HLL_REGISTERS;
+    out->layers = 1;
+    out->error_rate = 1.04 / 128;   /* Redis's standard error: 1.04 / sqrt(16384) */
+    return rc;
+}
+
 const rbi_kind_t rbi_kind_hll = {
+    .desc = { "hyperloglog", "string" },   /* Redis's type: a string there */
     .layout_first = RBI_LAYOUT_HLL, .layout_last = RBI_LAYOUT_HLL,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes,
+    .remove = rb_hll_delete, .summary = kind_summary,
 };

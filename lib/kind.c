@@ -1,21 +1,24 @@
 /*
- * kind.c - filter kinds: the table of what the segment-level code needs
- * from a directory slot whatever kind of filter it holds, and the two walks
- * over the directory that use it (adopting a segment, rb_segment_info).
+ * kind.c - filter kinds: the table of what kind-blind code needs from a
+ * directory slot whatever kind of filter it holds, the walks over the
+ * directory that use it (adopting a segment, rb_segment_info), and the
+ * kind-neutral public calls (ringbloom/filter.h: the kinds, the kind of a
+ * name, the listing with kinds, delete and summary of any kind).
  *
  * What: a slot's `layout` word names its kind (format.h).  Each kind is one
- * rbi_kind_t (kind.h) in the file(s) that implement it; a new kind is that
- * file plus one entry in kinds[] below (and, if a dead writer can leave
- * its slot unreadable, a repair).  Why a table: adopt.c and
+ * rbi_kind_t (kind.h) in the file(s) that implement it; a new kind is those
+ * files plus one entry in kinds[] below.  Why a table: adopt.c and
  * rb_segment_info must account for every live slot (its heap extents, its
  * bytes) without knowing how a kind lays out its arrays, and must refuse a
- * slot of a kind this library does not know rather than free its extents.
- * Readers' and writers' hot paths never come here.
+ * slot of a kind this library does not know rather than free its extents;
+ * the daemon and the CLI answer TYPE, DEL, SCAN TYPE, INFO and `filters`
+ * from it.  Readers' and writers' hot paths never come here.
  */
 #include "config.h"
 
 #include <sys/stat.h>
 
+#include "dir.h"
 #include "kind.h"
 #include "segment.h"
 #include "util.h"
@@ -23,15 +26,20 @@
 static const rbi_kind_t *const kinds[] = { &rbi_kind_bloom, &rbi_kind_hll, &rbi_kind_cms,
                                             &rbi_kind_cuckoo };
 
-/* The kind of slot f by its layout word, or NULL if no kind owns it. */
-static const rbi_kind_t *kind_of(const rb_filter_shm_t *f)
-{
-    uint64_t layout = rbi_ld(&f->layout);
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+const rbi_kind_t *rbi_kind_of(uint64_t layout)
+{
+    for (size_t i = 0; i < NKINDS; i++)
         if (layout >= kinds[i]->layout_first && layout <= kinds[i]->layout_last)
             return kinds[i];
     return NULL;
+}
+
+/* The kind of slot f by its layout word, or NULL if no kind owns it. */
+static const rbi_kind_t *kind_of(const rb_filter_shm_t *f)
+{
+    return rbi_kind_of(rbi_ld(&f->layout));
 }
 
 int rbi_kind_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n)
@@ -77,7 +85,7 @@ int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
     struct stat st;
     uint64_t used;
     uint32_t live = 0;
-    const rbi_kind_t *k;
+    const rbi_kind_t *k = NULL;
 
     if (seg == NULL || out == NULL)
         return RB_EINVAL;
@@ -109,4 +117,97 @@ int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
     if (fstat(m->fd, &st) == 0)
         out->mode = st.st_mode & 0777;
     return RB_OK;
+}
+
+/* ---- ringbloom/filter.h ---------------------------------------------------- */
+
+const rb_kind_desc_t *rb_kind(size_t i)
+{
+    return i < NKINDS ? &kinds[i]->desc : NULL;
+}
+
+/* The row of live filter name in seg: RB_OK, RB_ENOENT, RB_EBUSY,
+ * RB_ECORRUPT.  The writer asks its index (O(1)), a reader walks. */
+static int row_of(const rb_segment_t *seg, const char *name, size_t len, const rbi_kind_t **k)
+{
+    rbi_slot_id_t id;
+    int64_t i;
+
+    if (seg->writable) {
+        if ((i = rbi_dir_find((rb_segment_t *)seg, name, len)) < 0)
+            return RB_ENOENT;
+        id.layout = rbi_ld(&rbi_dir_slot(rbi_seg_map(seg), (uint64_t)i)->layout);
+    } else if ((i = rbi_dir_lookup(rbi_reader_map(seg), name, len, &id)) < 0) {
+        return (int)i;
+    }
+    return (*k = rbi_kind_of(id.layout)) != NULL ? RB_OK : RB_ECORRUPT;
+}
+
+int rb_filter_kind(const rb_segment_t *seg, const char *name, size_t len,
+                   const rb_kind_desc_t **out)
+{
+    const rbi_kind_t *k = NULL;
+    int rc;
+
+    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
+        return RB_EINVAL;
+    if ((rc = row_of(seg, name, len, &k)) == RB_OK)
+        *out = &k->desc;
+    return rc;
+}
+
+typedef struct scan_arg {
+    int (*fn)(const char *, size_t, const rb_kind_desc_t *, void *);
+    void *arg;
+} scan_arg_t;
+
+static int scan_one(const char *name, size_t len, uint64_t layout, void *arg)
+{
+    scan_arg_t *a = arg;
+    const rbi_kind_t *k = rbi_kind_of(layout);
+
+    return a->fn(name, len, k != NULL ? &k->desc : NULL, a->arg);
+}
+
+int rb_filter_scan(const rb_segment_t *seg, uint64_t *cursor, size_t count,
+                   int (*fn)(const char *, size_t, const rb_kind_desc_t *, void *), void *arg)
+{
+    scan_arg_t a = { fn, arg };
+
+    if (seg == NULL || cursor == NULL || fn == NULL || count == 0)
+        return RB_EINVAL;
+    return rbi_dir_walk(rbi_reader_map(seg), cursor, count, scan_one, &a);
+}
+
+int rb_filter_delete(rb_segment_t *seg, const char *name, size_t len)
+{
+    const rbi_kind_t *k = NULL;
+    int64_t i;
+
+    if (seg == NULL || !rbi_name_ok(name, len))
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    if ((i = rbi_dir_find(seg, name, len)) < 0)
+        return RB_ENOENT;
+    k = kind_of(rbi_dir_slot(rbi_seg_map(seg), (uint64_t)i));
+    return k != NULL ? k->remove(seg, name, len) : RB_ECORRUPT;
+}
+
+int rb_filter_summary(const rb_segment_t *seg, const char *name, size_t len,
+                      rb_filter_summary_t *out)
+{
+    const rbi_kind_t *k = NULL;
+    int rc;
+
+    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
+        return RB_EINVAL;
+    if ((rc = row_of(seg, name, len, &k)) != RB_OK)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    out->kind = &k->desc;
+    out->layout = "";
+    rc = k->summary(seg, name, len, out);
+    /* Deleted and made again as another kind in between: not this row's. */
+    return rc == RB_EWRONGTYPE ? RB_ENOENT : rc;
 }

@@ -1,8 +1,14 @@
 /*
- * kind.h - a filter kind: what the segment-level code (adopt.c,
- * rb_segment_info) needs from a live directory slot of that kind (kind.c
- * holds the table).  A kind's reader and writer paths do not go through
- * it: they bind to their own slots and keep their loops specialised.
+ * kind.h - a filter kind: one row of the kind table (kind.c), all that the
+ * kind-blind code needs from a kind: its names (ringbloom/filter.h), the
+ * layout values it claims, its heap extents and bytes (adopt.c,
+ * rb_segment_info), its repair, its delete and its summary.  A kind's
+ * reader and writer paths do not go through it: they bind to their own
+ * slots (the directory, dir.h) and keep their loops specialised.
+ *
+ * A new kind: its own files (reader, writer, dump), its row defined there
+ * (the row must live in a file above both its reader and its writer, since
+ * it names functions of each), and one line in kind.c's kinds[].
  */
 #ifndef RBI_KIND_H
 #define RBI_KIND_H
@@ -18,6 +24,8 @@
 #define RBI_KIND_MAX_EXTENTS RB_BLOOM_MAX_LAYERS
 
 typedef struct rbi_kind {
+    /* First, so that a row is its public description (ringbloom/filter.h). */
+    rb_kind_desc_t desc;
     /* The values of the slot's `layout` word that are this kind's. */
     uint64_t layout_first, layout_last;
     /* Stores the heap extents of live slot f in out[0 .. *n) (at most
@@ -33,12 +41,21 @@ typedef struct rbi_kind {
      * filter: a move left its sequence odd, C3).  Writer adopting the
      * segment, before its first change.  RB_OK or RB_ECORRUPT. */
     int (*repair)(rb_filter_shm_t *f);
+    /* Writer: deletes live filter name of this kind (rb_filter_delete). */
+    int (*remove)(rb_segment_t *seg, const char *name, size_t len);
+    /* Reader: the summary of live filter name of this kind, out->kind set
+     * by the caller (rb_filter_summary). */
+    int (*summary)(const rb_segment_t *seg, const char *name, size_t len,
+                   rb_filter_summary_t *out);
 } rbi_kind_t;
 
-extern const rbi_kind_t rbi_kind_bloom;   /* bloom_read.c */
+extern const rbi_kind_t rbi_kind_bloom;   /* bloom_kind.c */
 extern const rbi_kind_t rbi_kind_hll;     /* hll.c */
 extern const rbi_kind_t rbi_kind_cms;     /* cms.c */
 extern const rbi_kind_t rbi_kind_cuckoo;  /* cuckoo.c */
+
+/* The kind whose layout values hold `layout`, or NULL. */
+const rbi_kind_t *rbi_kind_of(uint64_t layout);
 
 /* For a writer adopting m: the heap extents of every live slot in out
  * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.

@@ -209,6 +209,7 @@ static void seg_free(rb_segment_t *seg)
 {
     map_free(rbi_seg_map(seg));
     rbi_heap_destroy(&seg->heap);
+    free(seg->dir_index);   /* one block (dir.c): nothing inside to release */
     pthread_mutex_destroy(&seg->lock);
     free(seg);
 }

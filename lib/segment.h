@@ -41,6 +41,8 @@ struct rb_segment {
     int writable;
     char instance[RB_INSTANCE_MAX + 1]; /* "" for a private segment */
     rbi_heap_t heap;         /* writer only */
+    void *dir_index;         /* writer only: dir.c's name index (D1), one
+                                malloc'ed block, or NULL */
     rb_segment_snap_t *snap; /* writer only: the dump in progress (snap.h), or NULL */
     pthread_mutex_t lock;    /* reader: serialises moving to a new object */
     _Atomic uint64_t next_poll_ms; /* reader: earliest next look for one */

@@ -97,7 +97,7 @@ static uint64_t query(const rb_segment_t *s, const char *name, uint32_t rank)
 static const _Atomic uint64_t *words(const char *name, uint64_t *n)
 {
     rbi_map_t *m = rbi_seg_map(seg);
-    int64_t i = rbi_bloom_dir_find(m, name, strlen(name));
+    int64_t i = rbi_dir_find(seg, name, strlen(name));
     rb_filter_shm_t *f;
     rbi_cms_shape_t s;
 

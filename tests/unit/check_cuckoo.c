@@ -87,7 +87,7 @@ static rb_cuckoo_t *open_cf(const rb_segment_t *s, const char *name)
 /* The slot of filter name (tests only peek at its words). */
 static rb_filter_shm_t *slot_of(const rb_segment_t *s, const char *name)
 {
-    int64_t i = rbi_bloom_dir_find(rbi_seg_map(s), name, strlen(name));
+    int64_t i = rbi_dir_find((rb_segment_t *)s, name, strlen(name));
 
     ck_assert_int_ge(i, 0);
     return rbi_dir_slot(rbi_seg_map(s), (uint64_t)i);

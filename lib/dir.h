@@ -1,0 +1,93 @@
+/*
+ * dir.h - the filter directory, kind-blind (dir.c): the slots of the
+ * segment, the names in them, reading a slot whole under its generation
+ * section, finding a name, and the writer's claim / publish / free of a
+ * slot through which every kind makes a filter live and deletes it.
+ *
+ * What a kind adds is in kind.h; a kind's own files never walk the
+ * directory themselves: readers resolve a name once (rbi_dir_lookup) and
+ * keep the slot in their handle; the writer finds a name in O(1) through
+ * an index it keeps beside the segment (private memory, never shared).
+ *
+ * Invariant D1 (the writer's index): every live slot of the writer's
+ * segment is in the index under its name and nothing else is; it holds
+ * because a slot becomes live only through rbi_dir_publish and free only
+ * through rbi_dir_free, and the index is built from the directory the
+ * first time the writer looks a name up.  rbi_dir_find still compares the
+ * name it finds (an index entry is a hash and a slot number), so a hash
+ * collision costs a probe, never a wrong slot.
+ */
+#ifndef RBI_DIR_H
+#define RBI_DIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "segment.h"
+
+/* A slot's identity, read whole with its name (rbi_dir_slot_read). */
+typedef struct rbi_slot_id {
+    uint64_t slot;          /* its index in the directory */
+    uint64_t incarnation;   /* unique per reserve */
+    uint64_t layout;        /* kind and variant (format.h) */
+    unsigned char secret[RBI_SECRET_BYTES];
+} rbi_slot_id_t;
+
+/* A filter name: 1 .. RB_FILTER_NAME_MAX bytes, any bytes. */
+static inline int rbi_name_ok(const char *name, size_t len)
+{
+    return name != NULL && len >= 1 && len <= RB_FILTER_NAME_MAX;
+}
+
+/* Reader: slot f's name (room for RB_FILTER_NAME_MAX bytes) and, if id is
+ * not NULL, its identity, read whole inside the slot's generation section:
+ * the name length (1..255), 0 if the slot holds no live filter, or
+ * RB_EBUSY (it changed RBI_READ_RETRIES times under the read).  A slot can
+ * be deleted and reserved again under a reader; the delete publishes the
+ * generation before the next filter's words are stored (R1, rbi_dir_free)
+ * and the generation never goes back, so a read that saw any new word sees
+ * the generation move and is retried: never the name, secret or
+ * incarnation of two filters at once.  id->slot is left as it was. */
+int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id);
+
+/* Reader: the slot of live filter name in m, each slot read whole:
+ * its index (id filled, id->slot included, if id is not NULL), RB_ENOENT
+ * or RB_EBUSY.  O(directory): a reader resolves a name once per handle. */
+int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slot_id_t *id);
+
+/* Reader: calls fn(name, len, layout, arg) for each live slot of m from
+ * slot *cursor on, at most `count` slots (SIZE_MAX: all); *cursor becomes
+ * the next slot to visit, 0 when the walk is done.  A slot changing all
+ * the time (RB_EBUSY) is skipped.  fn returning non-zero stops the walk
+ * with that value (*cursor past the slot it stopped at). */
+int rbi_dir_walk(const rbi_map_t *m, uint64_t *cursor, size_t count,
+                 int (*fn)(const char *name, size_t len, uint64_t layout, void *arg), void *arg);
+
+/* Writer: the slot holding live filter name in seg, or -1; O(1) through
+ * the writer's index (D1).  -1 as well when the index cannot be built
+ * (out of memory): then a walk of the directory answers. */
+int64_t rbi_dir_find(rb_segment_t *seg, const char *name, size_t len);
+
+/* Writer: the slot of live filter name in seg, if its layout is one
+ * of_kind accepts (a kind's writer binding).  RB_EINVAL (seg NULL, a bad
+ * name), RB_EROFS, RB_ENOENT, RB_EWRONGTYPE (another kind holds it). */
+int rbi_writer_find(rb_segment_t *seg, const char *name, size_t len,
+                    int (*of_kind)(uint64_t layout), rb_filter_shm_t **f);
+
+/* Writer: a free slot for a new filter name: RB_OK (*f, its words still
+ * the last filter's, its generation kept: R1), RB_EEXIST (name is live),
+ * RB_ESLOTS (the directory is full). */
+int rbi_dir_claim(rb_segment_t *seg, const char *name, size_t len, rb_filter_shm_t **f);
+
+/* Writer: makes slot f (every word of its filter stored, the name
+ * included) live, with a release store readers acquire, and indexes it. */
+void rbi_dir_publish(rb_segment_t *seg, rb_filter_shm_t *f);
+
+/* Writer: frees live slot f: stores FREE, publishes its generation (R1:
+ * before the caller frees the filter's arrays, so a reader whose section
+ * began before sees the generation move and retries into RB_ENOENT), and
+ * drops it from the index.  The caller then frees the arrays. */
+void rbi_dir_free(rb_segment_t *seg, rb_filter_shm_t *f);
+
+#endif /* RBI_DIR_H */
