@@ -122,6 +122,8 @@ static const struct info_metric {
 
 #define N_INFO (sizeof(info_metrics) / sizeof(info_metrics[0]))
 
+#define MAX_KINDS 16   /* kinds counted (the kind table has fewer) */
+
 /* A filter's figures and the length of its name (a name may hold NULs). */
 typedef struct filter_fig {
     rb_bloom_stat_t st;
@@ -133,8 +135,9 @@ typedef struct gathered {
     const char *info[N_INFO];     /* each row's value in INFO's text, or NULL */
     const char *instance;         /* INFO's instance, or --instance */
     rb_ring_stat_t ring;
-    filter_fig_t *filters;        /* name, figures */
+    filter_fig_t *filters;        /* name, figures: the Bloom filters */
     size_t nfilters, cap;
+    uint64_t kinds[MAX_KINDS];    /* filters of kind rb_kind(i), every kind */
     const rb_segment_t *seg;
 } gathered_t;
 
@@ -152,16 +155,22 @@ static void take_field(const char *section, const char *key, const char *value, 
             g->info[i] = value;
 }
 
-/* rb_bloom_list's callback: one filter's figures into g, under its name
- * as listed.  A filter gone meanwhile is left out; -1 (out of memory)
- * stops the walk. */
-static int take_filter(const char *name, size_t len, void *arg)
+/* rb_filter_scan's callback: the filter counted under its kind and, a
+ * Bloom filter, its figures into g under its name as listed.  A filter
+ * gone meanwhile is left out; -1 (out of memory) stops the walk. */
+static int take_filter(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
 {
     gathered_t *g = arg;
+    const rb_kind_desc_t *k;
     rb_bloom_stat_t *st;
     rb_bloom_t *bf;
     int rc;
 
+    for (size_t i = 0; i < MAX_KINDS && (k = rb_kind(i)) != NULL; i++)
+        if (k == kind)
+            g->kinds[i]++;
+    if (kind == NULL || strcmp(kind->name, "bloom") != 0)
+        return 0;
     if (g->nfilters == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 16;
         filter_fig_t *more = realloc(g->filters, cap * sizeof(*more));
@@ -290,9 +299,17 @@ static const struct filter_metric {
 
 static void print_filters(FILE *m, const gathered_t *g)
 {
-    family(m, "filters", "gauge", "Filters in the segment.");
+    const rb_kind_desc_t *k;
+
+    family(m, "filters", "gauge", "Bloom filters in the segment.");
     sample_open(m, g, "filters");
     value_u64(m, g->nfilters);
+    family(m, "filters_by_kind", "gauge", "Filters in the segment, by kind (the kind table).");
+    for (size_t i = 0; i < MAX_KINDS && (k = rb_kind(i)) != NULL; i++) {
+        sample_open(m, g, "filters_by_kind");
+        label(m, "kind", k->name, strlen(k->name));
+        value_u64(m, g->kinds[i]);
+    }
     if (g->nfilters == 0)
         return;
     for (size_t r = 0; r < sizeof(filter_metrics) / sizeof(filter_metrics[0]); r++) {
@@ -328,6 +345,7 @@ static void print_filters(FILE *m, const gathered_t *g)
 static int gather(cli_t *cli, gathered_t *g, char *info, size_t cap)
 {
     rb_segment_t *seg;
+    uint64_t cursor = 0;
     int ex, rc;
 
     if ((ex = cli_info_fetch(cli, NULL, info, cap)) != EX_YES)
@@ -338,7 +356,7 @@ static int gather(cli_t *cli, gathered_t *g, char *info, size_t cap)
         return ex;
     g->seg = seg;
     rc = rb_ring_stat(seg, &g->ring);
-    if (rc == RB_OK && rb_bloom_list(seg, take_filter, g) != 0)
+    if (rc == RB_OK && rb_filter_scan(seg, &cursor, SIZE_MAX, take_filter, g) != 0)
         rc = RB_ENOMEM;
     rb_segment_close(seg);
     return rc == RB_OK ? EX_YES : cli_fail(EX_FAIL, "metrics", rc);

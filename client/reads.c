@@ -203,55 +203,6 @@ typedef struct filters_arg {
     int n;
 } filters_arg_t;
 
-/* What kind of filter st is, in words: "scaling", "non-scaling" or
- * "aging", then the layout. */
-static const char *filter_kind(const rb_bloom_stat_t *st)
-{
-    if (st->flags & RB_BLOOM_AGING)
-        return "aging";
-    return (st->flags & RB_BLOOM_NONSCALING) ? "non-scaling" : "scaling";
-}
-
-/* One row of a filter of another kind than the Bloom filter's: its kind,
- * items, capacity (0: none), bytes, layers and error rate. */
-typedef struct other_row {
-    const char *kind;
-    uint64_t items, capacity, bytes;
-    unsigned layers;
-    double error;
-} other_row_t;
-
-/* The row of the HyperLogLog counter, count-min sketch or cuckoo filter
- * name; 0 if it is none of them (or was deleted meanwhile). */
-static int other_kind(const rb_segment_t *seg, const char *name, size_t len, other_row_t *r)
-{
-    rb_cms_info_t cm;
-    rb_cuckoo_info_t ci;
-    rb_cuckoo_t *cf;
-    rb_hll_t *h;
-
-    if (rb_hll_open(seg, name, len, &h) == RB_OK) {
-        uint64_t card = 0;
-        int ok = rb_hll_card(h, &card) == RB_OK;
-        rb_hll_close(h);
-        /* Redis's standard error: 1.04 / sqrt(16384 registers). */
-        *r = (other_row_t){ "hyperloglog", card, 0, RB_HLL_REGISTERS, 1, 1.04 / 128 };
-        return ok;
-    }
-    if (rb_cms_info(seg, name, len, &cm) == RB_OK) {
-        *r = (other_row_t){ cm.small ? "count-min 4-bit" : "count-min", cm.count, 0, cm.bytes,
-                            cm.depth, 2.0 / cm.width };
-        return 1;
-    }
-    if (rb_cuckoo_open(seg, name, len, &cf) != RB_OK)
-        return 0;
-    if (rb_cuckoo_info(cf, &ci) == RB_OK)
-        *r = (other_row_t){ "cuckoo", ci.items, ci.capacity, ci.bytes, ci.layers,
-                            ci.layers * rb_cuckoo_fpr_formula(ci.fp_bits, ci.bucket_size, 1.0) };
-    rb_cuckoo_close(cf);
-    return r->kind != NULL;
-}
-
 static void print_row(filters_arg_t *a, const char *name, size_t len, const char *kind,
                       const char *layout, uint64_t items, uint64_t capacity, uint64_t bytes,
                       unsigned layers, double error)
@@ -272,23 +223,17 @@ static void print_row(filters_arg_t *a, const char *name, size_t len, const char
     a->n++;
 }
 
-static int print_filter(const char *name, size_t len, void *arg)
+/* One filter's row, from its kind's summary (the kind table). */
+static int print_filter(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
 {
     filters_arg_t *a = arg;
-    rb_bloom_stat_t st;
-    rb_bloom_t *bf;
-    other_row_t r = { NULL, 0, 0, 0, 0, 0 };
-    int rc = rb_bloom_open(a->seg, name, len, &bf);
+    rb_filter_summary_t r;
 
-    if (rc == RB_EWRONGTYPE && other_kind(a->seg, name, len, &r))
-        print_row(a, name, len, r.kind, "", r.items, r.capacity, r.bytes, r.layers, r.error);
-    if (rc != RB_OK)
-        return 0;   /* another kind, or deleted meanwhile */
-    if (rb_bloom_info(bf, &st) == RB_OK)
-        print_row(a, name, len, filter_kind(&st), cli_layout_name(st.layout), st.items,
-                  st.capacity, st.memory, st.layers, st.error_rate);
-    rb_bloom_close(bf);
-    return 0;
+    (void)kind;
+    if (rb_filter_summary(a->seg, name, len, &r) == RB_OK)
+        print_row(a, name, len, r.form, r.layout, r.items, r.capacity, r.bytes, r.layers,
+                  r.error_rate);
+    return 0;   /* deleted meanwhile, say */
 }
 
 /* filters: every filter of the segment, from shared memory; a header line
@@ -296,6 +241,7 @@ static int print_filter(const char *name, size_t len, void *arg)
 int cmd_filters(cli_t *cli, int argc, char **argv)
 {
     filters_arg_t a = { cli, NULL, 0 };
+    uint64_t cursor = 0;
     rb_segment_t *seg;
     int rc, ex;
 
@@ -308,7 +254,7 @@ int cmd_filters(cli_t *cli, int argc, char **argv)
         printf("[");
     else
         printf("NAME\tKIND\tITEMS\tCAPACITY\tBYTES\tLAYERS\tERROR\n");
-    rc = rb_bloom_list(seg, print_filter, &a);
+    rc = rb_filter_scan(seg, &cursor, SIZE_MAX, print_filter, &a);
     if (cli->json)
         printf("]\n");
     rb_segment_close(seg);

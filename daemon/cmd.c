@@ -32,7 +32,8 @@ static const rbd_command_t dispatch_table[];
 /* Searched in this order: the write path first. */
 static const rbd_command_t *const families[] = {
     rbd_cmd_bf_table, rbd_cmd_bf_dump_table, rbd_cmd_hll_table, rbd_cmd_ring_table,
-    rbd_cmd_server_table, rbd_cmd_keys_table, rbd_cmd_cms_table, rbd_cmd_admit_table,
+    rbd_cmd_server_table, rbd_cmd_info_table, rbd_cmd_keys_table, rbd_cmd_cms_table,
+    rbd_cmd_admit_table,
     rbd_cmd_cf_table, dispatch_table,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -70,6 +70,7 @@ struct rbd_command {
 extern const rbd_command_t rbd_cmd_bf_table[];
 extern const rbd_command_t rbd_cmd_ring_table[];
 extern const rbd_command_t rbd_cmd_server_table[];
+extern const rbd_command_t rbd_cmd_info_table[];
 extern const rbd_command_t rbd_cmd_keys_table[];
 extern const rbd_command_t rbd_cmd_bf_dump_table[];
 extern const rbd_command_t rbd_cmd_hll_table[];

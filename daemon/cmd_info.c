@@ -1,0 +1,307 @@
+/*
+ * cmd_info.c - INFO: Redis-style "# Section" blocks of key:value lines,
+ * one function per section (server, clients, memory, persistence, stats,
+ * ring, bloom), chosen by the arguments as Redis chooses them; its table
+ * row and handler.  The filter section counts the filters of each kind
+ * from the kind table (ringbloom/filter.h) and describes each Bloom filter.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "snapshot.h"
+
+#define INFO_KINDS 16   /* kinds counted (the kind table has fewer) */
+
+/* INFO's text: Redis-style "# Section" blocks of key:value lines. */
+typedef struct info_buf {
+    rbi_buf_t b;
+    int sections;
+    server_t *s;              /* for the filters' lines (rb_bloom_list's callback) */
+    size_t filters;           /* filter lines so far */
+} info_buf_t;
+
+static void info_line(info_buf_t *ib, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void info_line(info_buf_t *ib, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof(line) - 3)
+        n = (int)sizeof(line) - 3;
+    memcpy(line + n, "\r\n", 2);
+    rbi_buf_append(&ib->b, line, (size_t)n + 2);
+}
+
+static void info_section(info_buf_t *ib, const char *title)
+{
+    if (ib->sections++ > 0)
+        rbi_buf_append(&ib->b, "\r\n", 2);
+    info_line(ib, "# %s", title);
+}
+
+static void info_server(server_t *s, info_buf_t *ib)
+{
+    info_section(ib, "Server");
+    info_line(ib, "ringbloom_version:%s", PACKAGE_VERSION);
+    info_line(ib, "process_id:%d", (int)getpid());
+    info_line(ib, "instance:%s", s->cfg.instance);
+    info_line(ib, "segment:/dev/shm/ringbloom.%s", s->cfg.instance);
+    info_line(ib, "socket:%s", s->cfg.socket);
+    info_line(ib, "config_file:%s", s->src != NULL ? s->src->file : "");
+    info_line(ib, "uptime_in_seconds:%llu",
+              (unsigned long long)((rbd_mono_ms() - s->start_ms) / 1000));
+}
+
+static void info_clients(server_t *s, info_buf_t *ib)
+{
+    info_section(ib, "Clients");
+    info_line(ib, "connected_clients:%u", s->nclients);
+    info_line(ib, "max_clients:%u", s->cfg.max_clients);
+    info_line(ib, "reserved_writer_clients:%u", s->cfg.reserved_writer_clients);
+    info_line(ib, "max_open_files:%llu", (unsigned long long)s->fd_limit);
+    info_line(ib, "rejected_connections:%llu", (unsigned long long)s->rejected_clients);
+    info_line(ib, "client_buffers_bytes:%llu", (unsigned long long)s->client_mem);
+    info_line(ib, "max_client_memory:%llu", (unsigned long long)s->cfg.max_client_memory);
+    info_line(ib, "evicted_clients:%llu", (unsigned long long)s->evicted_clients);
+    info_line(ib, "output_limit_clients:%llu", (unsigned long long)s->output_limit_clients);
+}
+
+static void info_memory(server_t *s, info_buf_t *ib)
+{
+    rb_segment_info_t si;
+    const rb_segment_huge_t *h;
+
+    if (rb_segment_info(s->state.seg, &si) != RB_OK)
+        return;
+    info_section(ib, "Memory");
+    info_line(ib, "segment_used_bytes:%llu", (unsigned long long)si.used);
+    info_line(ib, "segment_committed_bytes:%llu", (unsigned long long)si.size);
+    info_line(ib, "segment_max_bytes:%llu", (unsigned long long)si.max_size);
+    info_line(ib, "segment_generation:%llu", (unsigned long long)si.generation);
+    info_line(ib, "segment_linked:%d", s->watch.linked);
+    info_line(ib, "segment_republished:%llu", (unsigned long long)s->watch.republished);
+    if ((h = rbd_segwatch_huge_status(&s->watch, s->state.seg)) == NULL)
+        return;
+    /* huge_pages: the segment asks for them; huge_bytes: what they back
+     * (at most a second old) */
+    info_line(ib, "segment_huge_pages:%s", h->requested ? "yes" : "no");
+    info_line(ib, "segment_huge_bytes:%llu", (unsigned long long)h->huge_bytes);
+    info_line(ib, "segment_huge_mount:%s", h->mount);
+    info_line(ib, "segment_huge_problem:%s", h->why[0] != '\0' ? h->why : "none");
+}
+
+static void info_persistence(server_t *s, info_buf_t *ib)
+{
+    const rbd_aof_t *a = &s->aof;
+
+    info_section(ib, "Persistence");
+    info_line(ib, "dir:%s", a->dir);
+    info_line(ib, "appendfsync:%s", s->cfg.appendfsync == FSYNC_ALWAYS ? "always"
+              : s->cfg.appendfsync == FSYNC_NO ? "no" : "everysec");
+    info_line(ib, "log_bytes:%llu", (unsigned long long)a->log_bytes);
+    info_line(ib, "changes_since_last_save:%llu", (unsigned long long)a->changes);
+    info_line(ib, "last_save_time:%llu", (unsigned long long)(s->snaps.last_ms / 1000));
+    info_line(ib, "last_save_status:%s", s->snaps.last_failed ? "err" : "ok");
+    info_line(ib, "snapshots:%llu", (unsigned long long)s->snaps.count);
+    info_line(ib, "snapshot_in_progress:%d", s->snaps.job != NULL);
+    info_line(ib, "last_snapshot_ms:%llu", (unsigned long long)s->snaps.last_duration_ms);
+    info_line(ib, "last_snapshot_loop_us:%llu", (unsigned long long)s->snaps.last_loop_us);
+    info_line(ib, "last_snapshot_cow_bytes:%llu", (unsigned long long)s->snaps.last_saved_bytes);
+    info_line(ib, "log_fsyncs:%llu", (unsigned long long)a->fsyncs);
+    info_line(ib, "log_write_errors:%llu", (unsigned long long)a->log_errors);
+    info_line(ib, "log_write_ok:%d", !rbd_aof_refuses(a));
+}
+
+static void info_stats(server_t *s, info_buf_t *ib)
+{
+    info_section(ib, "Stats");
+    info_line(ib, "total_connections_received:%llu", (unsigned long long)s->connections);
+    info_line(ib, "total_commands_processed:%llu", (unsigned long long)s->commands);
+    info_line(ib, "denied_commands:%llu", (unsigned long long)s->denied);
+    info_line(ib, "protocol_errors:%llu", (unsigned long long)s->protocol_errors);
+    info_line(ib, "client_timeouts:%llu", (unsigned long long)s->timeouts);
+    info_line(ib, "bf_new_items:%llu", (unsigned long long)s->state.bf_adds);
+    info_line(ib, "ring_changes:%llu", (unsigned long long)s->state.ring_changes);
+}
+
+/* A filter name (or an error text) made printable for an INFO line. */
+static void printable(char *out, size_t cap, const char *s, size_t len)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < len && w + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c > 32 && c < 127 && c != ',' && c != '=' && c != '\\')
+            out[w++] = (char)c;
+        else
+            w += (size_t)snprintf(out + w, cap - w, "\\x%02x", c);
+    }
+    out[w] = '\0';
+}
+
+/* ring-source, and with etcd its state: connected or not, the revision
+ * the table is of and the newest read, how stale (seconds since a quorum
+ * last confirmed the table, across restarts), the endpoint, the last
+ * error, and the keys skipped (their count, the last one and why). */
+static void info_source(info_buf_t *ib, server_t *s)
+{
+    rbd_source_status_t ss;
+    char err[600];
+    uint64_t now;
+
+    info_line(ib, "ring_source:%s", s->source != NULL ? "etcd" : "local");
+    if (s->source == NULL)
+        return;
+    rbd_source_status(s->source, &ss);
+    info_line(ib, "etcd_connected:%d", ss.connected);
+    info_line(ib, "etcd_revision_applied:%lld", (long long)ss.applied);
+    info_line(ib, "etcd_revision_read:%lld", (long long)ss.revision);
+    now = rbd_now_ms();
+    info_line(ib, "etcd_stale_seconds:%llu",
+              (unsigned long long)(now > ss.confirmed_ms ? now - ss.confirmed_ms : 0) / 1000);
+    info_line(ib, "etcd_endpoint:%s", ss.endpoint);
+    /* One line: a line break would end the field. */
+    snprintf(err, sizeof(err), "%s", ss.error);
+    for (char *p = err; *p != '\0'; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+    info_line(ib, "etcd_last_error:%s", err);
+    info_line(ib, "etcd_keys_skipped:%zu", ss.skipped);
+    info_line(ib, "etcd_last_skipped:%s", ss.skipped_last);
+}
+
+static void info_ring(server_t *s, info_buf_t *ib)
+{
+    rb_ring_stat_t rs;
+
+    if (rb_ring_stat(s->state.seg, &rs) != RB_OK)
+        return;
+    info_section(ib, "Ring");
+    info_line(ib, "ring_mode:%s", rb_ring_mode_name(rb_ring_mode(s->state.ring)));
+    info_line(ib, "ring_replicas:%u", rb_ring_replicas(s->state.ring));
+    info_line(ib, "ring_nodes:%u", rs.nodes);
+    info_line(ib, "ring_nodes_not_up:%u", rs.down);
+    info_line(ib, "ring_points:%u", rs.points);
+    info_line(ib, "ring_version:%llu", (unsigned long long)rs.version);
+    info_line(ib, "ring_bytes_per_copy:%llu", (unsigned long long)rs.bytes);
+    info_source(ib, s);
+}
+
+
+/* A layout's name as BF.RESERVE's LAYOUT takes it. */
+static const char *layout_name(rb_bloom_layout_t layout)
+{
+    return layout == RB_BLOOM_STANDARD     ? "standard"
+           : layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
+                                           : "blocked";
+}
+
+/* A Bloom filter's line (the other kinds are counted, not described). */
+static int info_filter(const char *fname, size_t len, const rb_kind_desc_t *kind, void *arg)
+{
+    info_buf_t *ib = arg;
+    rb_bloom_stat_t st;
+    rb_bloom_t *bf;
+    char name[1100];
+    int rc;
+
+    if (kind == NULL || strcmp(kind->name, "bloom") != 0)
+        return 0;
+    bf = rbd_filters_get(&ib->s->state.filters, ib->s->state.seg, fname, len, &rc);
+    if (bf == NULL || rb_bloom_info(bf, &st) != RB_OK)
+        return 0;
+    printable(name, sizeof(name), fname, len);
+    info_line(ib, "filter_%zu:name=%s,layout=%s,kind=%s,capacity=%llu,error_rate=%g,"
+              "layers=%u,items=%llu,bytes=%llu,fill=%.4f,est_fpr=%.6f,rotations=%llu",
+              ib->filters++, name, layout_name(st.layout),
+              (st.flags & RB_BLOOM_AGING) ? "aging" : (st.flags & RB_BLOOM_NONSCALING)
+              ? "nonscaling" : "scaling", (unsigned long long)st.capacity, st.error_rate,
+              st.layers, (unsigned long long)st.items, (unsigned long long)st.bytes, st.fill,
+              st.est_fpr, (unsigned long long)st.rotations);
+    return 0;
+}
+
+/* Counts the filters of each kind: n[i] for rb_kind(i). */
+static int count_kind(const char *fname, size_t len, const rb_kind_desc_t *kind, void *arg)
+{
+    uint64_t *n = arg;
+    const rb_kind_desc_t *k;
+
+    (void)fname;
+    (void)len;
+    for (size_t i = 0; (k = rb_kind(i)) != NULL && i < INFO_KINDS; i++)
+        if (k == kind)
+            n[i]++;
+    return 0;
+}
+
+static void info_bloom(server_t *s, info_buf_t *ib)
+{
+    uint64_t n[INFO_KINDS] = { 0 }, cursor = 0;
+    rb_segment_info_t si;
+    const rb_kind_desc_t *k;
+
+    if (rb_segment_info(s->state.seg, &si) != RB_OK)
+        return;
+    info_section(ib, "Bloom");
+    info_line(ib, "filters:%u", si.filters);
+    info_line(ib, "max_filters:%u", si.max_filters);
+    (void)rb_filter_scan(s->state.seg, &cursor, SIZE_MAX, count_kind, n);
+    for (size_t i = 0; (k = rb_kind(i)) != NULL && i < INFO_KINDS; i++)
+        info_line(ib, "filters_%s:%llu", k->name, (unsigned long long)n[i]);
+    cursor = 0;
+    (void)rb_filter_scan(s->state.seg, &cursor, SIZE_MAX, info_filter, ib);
+}
+
+static int info_want(rbd_ctx_t *x, const char *section)
+{
+    if (x->argc < 2)
+        return 1;
+    for (size_t i = 1; i < x->argc; i++)
+        if (rbd_cmd_arg_is(x, i, section) || rbd_cmd_arg_is(x, i, "all") ||
+            rbd_cmd_arg_is(x, i, "everything"))
+            return 1;
+    return 0;
+}
+
+static void cmd_info(rbd_ctx_t *x)
+{
+    static const struct {
+        const char *name;
+        void (*fn)(server_t *s, info_buf_t *ib);   /* writes nothing if it cannot tell */
+    } sections[] = {
+        { "server", info_server }, { "clients", info_clients }, { "memory", info_memory },
+        { "persistence", info_persistence }, { "stats", info_stats }, { "ring", info_ring },
+        { "bloom", info_bloom },
+    };
+    info_buf_t ib;
+
+    memset(&ib, 0, sizeof(ib));
+    ib.s = x->s;
+    for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+        if (info_want(x, sections[i].name))
+            sections[i].fn(x->s, &ib);
+    if (ib.b.oom)
+        rbi_resp_error(x->out, "ERR out of memory");
+    else
+        rbi_resp_verbatim(x->out, ib.b.data ? ib.b.data : "", ib.b.len);
+    rbi_buf_free(&ib.b);
+}
+
+const rbd_command_t rbd_cmd_info_table[] = {
+    RBD_COMMAND("INFO", -1, 0, cmd_info, "server",
+                "Returns information and statistics about the server",
+                "[section...]"),
+    RBD_COMMAND_END,
+};
