@@ -130,6 +130,52 @@ static void assert_history(void)
     rb_conn_close(c);
 }
 
+/* Every kind through the kind table: TYPE, EXISTS, SCAN TYPE, INFO's
+ * count of each kind and DEL answer one of each alike, and the DELs of
+ * every kind replay from the log (one record type for all). */
+START_TEST(test_keys_every_kind_from_the_table)
+{
+    static const struct { const char *name, *type, *info; } k[] = {
+        { "bf", "MBbloom--", "filters_bloom:1\r\n" },
+        { "pf", "string", "filters_hyperloglog:1\r\n" },
+        { "cm", "CMSk-TYPE", "filters_cms:1\r\n" },
+        { "cf", "MBbloomCF", "filters_cuckoo:1\r\n" },
+    };
+    rb_conn_t *c;
+    const char *info;
+    char want[16];
+    int rc;
+
+    rbd_start(&d, "save-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "bf", "0.01", "100");
+    rbd_expect(c, "1", "PFADD", "pf", "x");
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "cm", "64", "4");
+    rbd_expect(c, "OK", "CF.RESERVE", "cf", "64");
+    for (size_t i = 0; i < 4; i++) {
+        info = rbd_cmd(c, &rc, "INFO", "bloom", (const char *)NULL);
+        ck_assert_ptr_nonnull(strstr(info, k[i].info));
+        rbd_expect(c, k[i].type, "TYPE", k[i].name);
+        rbd_expect(c, "1", "EXISTS", k[i].name);
+        snprintf(want, sizeof(want), "0\n%s", k[i].name);
+        rbd_expect(c, want, "SCAN", "0", "COUNT", "1000", "TYPE", k[i].type);
+    }
+    rbd_expect(c, "0\ncf", "SCAN", "0", "COUNT", "1000", "TYPE", "mbbloomcf");
+    rbd_expect(c, "0\n", "SCAN", "0", "COUNT", "1000", "TYPE", "nosuchtype");
+    rbd_expect(c, "4", "DEL", "bf", "pf", "cm", "cf", "bf");
+    rbd_expect(c, "0", "DBSIZE");
+    rbd_expect(c, "1", "PFADD", "bf", "y");   /* a name freed by DEL takes any kind */
+    rb_conn_close(c);
+    rbd_restart_cold(&d);
+    c = rbd_connect(&d);
+    rbd_expect(c, "1", "DBSIZE");
+    rbd_expect(c, "string", "TYPE", "bf");
+    info = rbd_cmd(c, &rc, "INFO", "bloom", (const char *)NULL);
+    ck_assert_ptr_nonnull(strstr(info, "filters_bloom:0\r\nfilters_hyperloglog:1\r\n"));
+    rb_conn_close(c);
+}
+END_TEST
+
 /* Restored from no snapshot: every DEL is replayed from the log. */
 START_TEST(test_keys_delete_replayed_from_log)
 {
@@ -299,7 +345,7 @@ int main(void)
 {
     return RB_TEST_MAIN("keys",
                         RB_TCASE("commands", 30, NULL, rbd_teardown,
-                                 test_keys_commands_as_redis,
+                                 test_keys_commands_as_redis, test_keys_every_kind_from_the_table,
                                  test_keys_scan_options),
                         RB_TCASE("persistence", 30, NULL, rbd_teardown,
                                  test_keys_delete_replayed_from_log,
