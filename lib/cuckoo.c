@@ -36,29 +36,16 @@ struct rb_cuckoo {
 
 typedef rbi_cf_view_t view_t;
 
-/* Inside f's section: 1 and *v filled if f is live filter `inc` (any
- * incarnation if inc is UINT64_MAX, then its name must be h's), 0 if it
- * is not, RB_EWRONGTYPE (h's name with another kind), RB_ECORRUPT. */
-static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, const rb_cuckoo_t *h,
-                     uint64_t inc, view_t *v)
+/* Inside f's section: 1 and *v filled if f is live filter `inc` (the
+ * incarnation a lookup found), 0 if it is not, RB_ECORRUPT. */
+static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, view_t *v)
 {
-    char buf[RB_FILTER_NAME_MAX + 1];
     uint64_t nl, size = rbi_seg_size(m);
 
     /* Acquire pairs with the release store of LIVE: the words are set. */
-    if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE)
+    if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE ||
+        rbi_ld(&f->incarnation) != inc)
         return 0;
-    if (inc != UINT64_MAX && rbi_ld(&f->incarnation) != inc)
-        return 0;
-    if (inc == UINT64_MAX) {
-        if (rbi_ld(&f->name_len) != h->len)
-            return 0;
-        rbi_copy_out(buf, f->name, (h->len + 7) / 8);
-        if (memcmp(buf, h->name, h->len) != 0)
-            return 0;
-        if (!rbi_cf_layout(rbi_ld(&f->layout)))
-            return RB_EWRONGTYPE;
-    }
     if (!rbi_cf_shape(rbi_ld(&f->layout), rbi_ld(RBI_CF_BUCKET(f)), &v->s))
         return RB_ECORRUPT;
     /* Acquire pairs with the release store publishing a new layer. */
@@ -79,37 +66,36 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, const rb_cuck
     return 1;
 }
 
-/* Finds h's name in m, each slot read in its own section: RB_OK (h now
- * names that slot and incarnation), RB_ENOENT, RB_EWRONGTYPE,
- * RB_ECORRUPT, RB_EBUSY. */
+/* Finds h's name in m (the directory's lookup: each slot read whole) and
+ * checks the filter found inside its section: RB_OK (h now names that
+ * slot and incarnation), RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY. */
 static int rebind(const rb_cuckoo_t *ch, const rbi_map_t *m)
 {
     rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
     view_t v;
 
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        const rb_filter_shm_t *f = rbi_dir_slot(m, i);
-        uint32_t t;
-        int rc = 0;
-        uint64_t inc = 0;
-        for (t = 0; t < RBI_READ_RETRIES; t++) {
-            uint64_t g = rbi_gen_read_begin(&f->gen);
-            rc = view_read(m, f, h, UINT64_MAX, &v);
-            inc = rbi_ld(&f->incarnation);
-            if (!rbi_gen_read_retry(&f->gen, g))
-                break;
-        }
-        if (t == RBI_READ_RETRIES)
-            return RB_EBUSY;
-        if (rc == 1) {
-            atomic_store_explicit(&h->slot, i, memory_order_relaxed);
-            atomic_store_explicit(&h->incarnation, inc, memory_order_relaxed);
-            return RB_OK;
-        }
-        if (rc != 0)
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        rbi_slot_id_t id;
+        const rb_filter_shm_t *f;
+        int64_t i = rbi_dir_lookup(m, h->name, h->len, &id);
+        uint64_t g;
+        int rc;
+        if (i < 0)
+            return (int)i;
+        if (!rbi_cf_layout(id.layout))
+            return RB_EWRONGTYPE;
+        f = rbi_dir_slot(m, (uint64_t)i);
+        g = rbi_gen_read_begin(&f->gen);
+        rc = view_read(m, f, id.incarnation, &v);
+        if (rbi_gen_read_retry(&f->gen, g) || rc == 0)
+            continue;   /* deleted or replaced since the lookup: look again */
+        if (rc < 0)
             return rc;
+        atomic_store_explicit(&h->slot, (uint64_t)i, memory_order_relaxed);
+        atomic_store_explicit(&h->incarnation, id.incarnation, memory_order_relaxed);
+        return RB_OK;
     }
-    return RB_ENOENT;
+    return RB_EBUSY;
 }
 
 /* The one read loop (cuckoo_impl.h): a found key's section is re-checked
@@ -130,7 +116,7 @@ int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
             i = 0;    /* another mapping, smaller: the incarnation misses */
         f = rbi_dir_slot(m, i);
         g = rbi_gen_read_begin(&f->gen);
-        if ((vr = view_read(m, f, h, inc, &v)) == 1) {
+        if ((vr = view_read(m, f, inc, &v)) == 1) {
             q = rbi_seq_read_begin(RBI_CF_SEQ(f));
             rc = fn(&v, arg);
             if (rc == 1 && rbi_seq_read_retry(RBI_CF_SEQ(f), q)) {

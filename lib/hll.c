@@ -160,15 +160,25 @@ static int slot_take(const rbi_map_t *m, const rb_filter_shm_t *f, const char *n
 }
 
 /* Reader: counter name's registers max'ed into acc: 1, 0 (no such name),
- * or slot_take's error. */
-static int take(const rbi_map_t *m, const char *name, size_t len, uint8_t *acc)
+ * or slot_take's error.  The directory finds the slot (each slot read
+ * whole); slot_take checks the name again inside the slot's section, and
+ * a slot deleted or reused in between is looked up again.  *slot: where
+ * it was found. */
+static int take(const rbi_map_t *m, const char *name, size_t len, uint8_t *acc, uint64_t *slot)
 {
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        int rc = slot_take(m, rbi_dir_slot(m, i), name, len, acc);
-        if (rc != 0)
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        int64_t i = rbi_dir_lookup(m, name, len, NULL);
+        int rc;
+        if (i == RB_ENOENT)
+            return 0;
+        if (i < 0)
+            return (int)i;
+        if ((rc = slot_take(m, rbi_dir_slot(m, (uint64_t)i), name, len, acc)) != 0) {
+            *slot = (uint64_t)i;
             return rc;
+        }
     }
-    return 0;
+    return RB_EBUSY;
 }
 
 int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n, uint64_t *out)
@@ -184,7 +194,8 @@ int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n, uint6
     m = rbi_reader_map(seg);
     memset(acc, 0, sizeof(acc));
     for (size_t i = 0; i < n; i++) {
-        int rc = take(m, names[i].ptr, names[i].len, acc);
+        uint64_t slot;
+        int rc = take(m, names[i].ptr, names[i].len, acc, &slot);
         if (rc < 0)
             return rc;
     }
@@ -210,12 +221,9 @@ static int take_hinted(const rb_hll_t *ch, const rbi_map_t *m, uint8_t *acc)
     if (hint < m->dir_slots &&
         (rc = slot_take(m, rbi_dir_slot(m, hint), h->name, h->len, acc)) != 0)
         return rc;
-    for (uint64_t i = 0; i < m->dir_slots; i++)
-        if (i != hint && (rc = slot_take(m, rbi_dir_slot(m, i), h->name, h->len, acc)) != 0) {
-            atomic_store_explicit(&h->hint, i, memory_order_relaxed);
-            return rc;
-        }
-    return 0;
+    if ((rc = take(m, h->name, h->len, acc, &hint)) > 0)
+        atomic_store_explicit(&h->hint, hint, memory_order_relaxed);
+    return rc;
 }
 
 int rb_hll_open(const rb_segment_t *seg, const char *name, size_t len, rb_hll_t **out)
@@ -261,10 +269,12 @@ int rb_hll_card(const rb_hll_t *h, uint64_t *out)
 
 int rb_hll_registers(const rb_segment_t *seg, const char *name, size_t len, uint8_t *out)
 {
+    uint64_t slot;
+
     if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     memset(out, 0, RB_HLL_REGISTERS);
-    return take(rbi_reader_map(seg), name, len, out);
+    return take(rbi_reader_map(seg), name, len, out, &slot);
 }
 
 /* ---- the writer ----------------------------------------------------------- */
