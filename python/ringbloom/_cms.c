@@ -32,22 +32,14 @@ static int Cms_init(rbpy_named_t *self, PyObject *args, PyObject *kw)
     return rbpy_named_init(self, args, kw, &cms_kind);
 }
 
+static int cms_query(rbpy_named_t *self, const void *key, size_t klen, uint64_t *out)
+{
+    return rb_cms_query(self->segment->seg, self->cname, self->clen, key, klen, out);
+}
+
 static PyObject *Cms_query(rbpy_named_t *self, PyObject *key)
 {
-    const char *p;
-    Py_ssize_t n;
-    Py_buffer v;
-    uint64_t est;
-    int rc;
-
-    if (rbpy_named_ready(self) < 0 || rbpy_key_bytes(key, &p, &n, &v) < 0)
-        return NULL;
-    rc = rb_cms_query(self->segment->seg, self->cname, self->clen, p, (size_t)n, &est);
-    if (v.obj)
-        PyBuffer_Release(&v);
-    if (rc != RB_OK)
-        return rbpy_named_raise(self, rc);
-    return PyLong_FromUnsignedLongLong(est);
+    return rbpy_named_key_count(self, key, cms_query);
 }
 
 static PyObject *Cms_info(rbpy_named_t *self, PyObject *unused)

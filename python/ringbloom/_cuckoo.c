@@ -36,22 +36,14 @@ static int Cuckoo_init(rbpy_named_t *self, PyObject *args, PyObject *kw)
     return rbpy_named_init(self, args, kw, &cuckoo_kind);
 }
 
+static int cuckoo_count(rbpy_named_t *self, const void *key, size_t klen, uint64_t *out)
+{
+    return rb_cuckoo_count(self->h, key, klen, out);
+}
+
 static PyObject *Cuckoo_count(rbpy_named_t *self, PyObject *key)
 {
-    const char *p;
-    Py_ssize_t n;
-    Py_buffer v;
-    uint64_t count;
-    int rc;
-
-    if (rbpy_named_ready(self) < 0 || rbpy_key_bytes(key, &p, &n, &v) < 0)
-        return NULL;
-    rc = rb_cuckoo_count(self->h, p, (size_t)n, &count);
-    if (v.obj)
-        PyBuffer_Release(&v);
-    if (rc != RB_OK)
-        return rbpy_named_raise(self, rc);
-    return PyLong_FromUnsignedLongLong(count);
+    return rbpy_named_key_count(self, key, cuckoo_count);
 }
 
 static PyObject *Cuckoo_info(rbpy_named_t *self, PyObject *unused)

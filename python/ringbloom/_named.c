@@ -175,6 +175,24 @@ PyObject *rbpy_named_contains_many(rbpy_named_t *self, PyObject *iterable)
     return res;
 }
 
+PyObject *rbpy_named_key_count(rbpy_named_t *self, PyObject *key, rbpy_key_count_fn fn)
+{
+    const char *p;
+    Py_ssize_t n;
+    Py_buffer v;
+    uint64_t count;
+    int rc;
+
+    if (rbpy_named_ready(self) < 0 || rbpy_key_bytes(key, &p, &n, &v) < 0)
+        return NULL;
+    rc = fn(self, p, (size_t)n, &count);
+    if (v.obj)
+        PyBuffer_Release(&v);
+    if (rc != RB_OK)
+        return rbpy_named_raise(self, rc);
+    return PyLong_FromUnsignedLongLong(count);
+}
+
 PyMemberDef rbpy_named_members[] = {
     {"name", T_OBJECT_EX, offsetof(rbpy_named_t, name), READONLY, "the structure's name"},
     {"segment", T_OBJECT, offsetof(rbpy_named_t, segment), READONLY,

@@ -133,6 +133,14 @@ PyObject *rbpy_named_contains(rbpy_named_t *self, PyObject *key);
 int rbpy_named_sq_contains(rbpy_named_t *self, PyObject *key);
 PyObject *rbpy_named_contains_many(rbpy_named_t *self, PyObject *iterable);
 
+/* A per-key call of a kind that answers a count (CF.COUNT, CMS.QUERY):
+ * fn(self, key bytes, &out) -> RB_OK or an RB_E* code.  Returns out as an
+ * int, or NULL with the exception raised (TypeError for a bad key, the
+ * code's class with the name as context). */
+typedef int (*rbpy_key_count_fn)(rbpy_named_t *self, const void *key, size_t klen,
+                                 uint64_t *out);
+PyObject *rbpy_named_key_count(rbpy_named_t *self, PyObject *key, rbpy_key_count_fn fn);
+
 /* The "name" and "segment" members, the `in` operator of membership
  * kinds, and the method rows every named reader ends its table with. */
 extern PyMemberDef rbpy_named_members[];
