@@ -1,8 +1,8 @@
 /*
  * _hll.c - ringbloom.HyperLogLog: a HyperLogLog counter of the segment
  * (PFADD's), counted lock-free through its handle (rb_hll_open,
- * rb_hll_card: PFCOUNT's answer) and its registers read
- * (rb_hll_registers).  The handle names the counter: deleted and made
+ * rb_hll_card: PFCOUNT's answer), or with others by name (rb_hll_count:
+ * PFCOUNT of several keys), and its registers read (rb_hll_registers).  The handle names the counter: deleted and made
  * again, it counts the new one (0 while there is none).
  */
 #include "_ringbloom.h"
@@ -24,17 +24,39 @@ static int Hll_init(rbpy_named_t *self, PyObject *args, PyObject *kw)
     return rbpy_named_init(self, args, kw, &hll_kind);
 }
 
-static PyObject *Hll_count(rbpy_named_t *self, PyObject *unused)
+/* count(*others): one counter through the handle (rb_hll_card), or the
+ * union with the counters named by others (rb_hll_count, as PFCOUNT of
+ * several keys: a missing one counts as empty). */
+static PyObject *Hll_count(rbpy_named_t *self, PyObject *others)
 {
-    uint64_t n;
+    Py_ssize_t n = PyTuple_GET_SIZE(others), len;
+    rb_key_t *names;
+    uint64_t card;
     int rc;
 
-    (void)unused;
     if (rbpy_named_ready(self) < 0)
         return NULL;
-    if ((rc = rb_hll_card(self->h, &n)) != RB_OK)
-        return rbpy_named_raise(self, rc);
-    return PyLong_FromUnsignedLongLong(n);
+    if (n == 0) {
+        rc = rb_hll_card(self->h, &card);
+        return rc != RB_OK ? rbpy_named_raise(self, rc) : PyLong_FromUnsignedLongLong(card);
+    }
+    if ((names = PyMem_Malloc((size_t)(n + 1) * sizeof(*names))) == NULL)
+        return PyErr_NoMemory();
+    names[0].ptr = self->cname;
+    names[0].len = self->clen;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *p;
+
+        if (rbpy_name_arg(PyTuple_GET_ITEM(others, i), &p, &len, "counter name") < 0) {
+            PyMem_Free(names);
+            return NULL;
+        }
+        names[i + 1].ptr = p;   /* held by the others tuple for the call */
+        names[i + 1].len = (size_t)len;
+    }
+    rc = rb_hll_count(self->segment->seg, names, (size_t)n + 1, &card);
+    PyMem_Free(names);
+    return rc != RB_OK ? rbpy_named_raise(self, rc) : PyLong_FromUnsignedLongLong(card);
 }
 
 static PyObject *Hll_registers(rbpy_named_t *self, PyObject *unused)
@@ -57,9 +79,10 @@ static PyObject *Hll_registers(rbpy_named_t *self, PyObject *unused)
 }
 
 static PyMethodDef Hll_methods[] = {
-    {"count", (PyCFunction)Hll_count, METH_NOARGS,
-     "count() -> int: the estimated number of distinct elements added (PFCOUNT, "
-     "rb_hll_card)."},
+    {"count", (PyCFunction)Hll_count, METH_VARARGS,
+     "count(*others) -> int: the estimated number of distinct elements added (PFCOUNT, "
+     "rb_hll_card); with other counters' names, of the union (rb_hll_count; a missing one "
+     "counts as empty)."},
     {"registers", (PyCFunction)Hll_registers, METH_NOARGS,
      "registers() -> bytes: the 16384 registers (each 0..51; all 0 while no counter bears "
      "the name)."},

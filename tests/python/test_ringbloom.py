@@ -223,6 +223,12 @@ hl = rb.HyperLogLog(INST, "hl", socket=SOCK)
 n = hl.count()
 check(n == client.execute("PFCOUNT", "hl") and abs(n - 20000) < 20000 * 0.05,
       "HyperLogLog.count equals PFCOUNT (%d)" % n)
+client.execute("PFADD", "hl2", *els[10000:12000], *["hl2-only-%d" % i for i in range(3000)])
+check(hl.count("hl2") == client.execute("PFCOUNT", "hl", "hl2") and
+      hl.count("hl2", b"hl-missing") == hl.count("hl2") and hl.count() == n,
+      "HyperLogLog.count(*others) equals PFCOUNT of the union")
+e = raises(rb.WrongType, hl.count, "cf")
+check(e is not None and e.code == -29, "a union with a cuckoo filter's name: WrongType")
 regs = hl.registers()
 check(len(regs) == 16384 and max(regs) <= 51 and 10000 < sum(1 for r in regs if r) < 13000,
       "HyperLogLog.registers: 16384 registers of 0..51")
