@@ -17,10 +17,18 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "heap.h"
 #include "segment.h"
 #include "util.h"
+
+/* Frees a list's storage and empties it. */
+static void heap_destroy(rbi_heap_t *hp)
+{
+    free(hp->free);
+    memset(hp, 0, sizeof(*hp));
+}
 
 /* Inserts [off, off+len) into the free list, merging with neighbours. */
 static int heap_insert(rbi_heap_t *hp, uint64_t off, uint64_t len)
@@ -131,20 +139,20 @@ int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
         uint64_t len = live[i].len <= size ? rbi_round_up(live[i].len, RBI_ALIGN) : UINT64_MAX;
         if (live[i].off < pos || live[i].off % RBI_ALIGN != 0 ||
             !rbi_span_ok(size, live[i].off, len)) {
-            rbi_heap_destroy(&fresh);
+            heap_destroy(&fresh);
             return RB_ECORRUPT;   /* overlapping or out of range */
         }
         if ((rc = heap_insert(&fresh, pos, live[i].off - pos)) != RB_OK) {
-            rbi_heap_destroy(&fresh);
+            heap_destroy(&fresh);
             return rc;
         }
         pos = live[i].off + len;
     }
     if ((rc = heap_insert(&fresh, pos, size - pos)) != RB_OK) {
-        rbi_heap_destroy(&fresh);
+        heap_destroy(&fresh);
         return rc;
     }
-    rbi_heap_destroy(&seg->heap);
+    heap_destroy(&seg->heap);
     seg->heap = fresh;
     return RB_OK;
 }

@@ -7,35 +7,18 @@
  * (filter arrays), so a writer that adopts a segment rebuilds the list from
  * them (rbi_heap_rebuild, adopt.c) and nothing about free space has to be
  * kept consistent in shared memory.  A created segment's list is built at
- * its first allocation.
+ * its first allocation.  The list's storage (rbi_heap_t) is a member of the
+ * segment handle, declared in segment.h below this file, so segment.c
+ * frees it with the handle without calling up into the allocator.
  */
 #ifndef RBI_HEAP_H
 #define RBI_HEAP_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "ringbloom.h"
-
-typedef struct rbi_extent {
-    uint64_t off, len;
-} rbi_extent_t;
-
-typedef struct rbi_heap {
-    rbi_extent_t *free;   /* sorted by offset, coalesced */
-    size_t n, cap;
-    int built;            /* 0 until the first allocation or a rebuild */
-} rbi_heap_t;
-
-/* Frees the list.  Inline because the segment handle that holds the heap
- * is freed by segment.c, which lies below the allocator. */
-static inline void rbi_heap_destroy(rbi_heap_t *heap)
-{
-    free(heap->free);
-    memset(heap, 0, sizeof(*heap));
-}
+#include "segment.h"   /* rbi_extent_t, rbi_heap_t: the list's storage */
 
 /* Writer.  An extent of at least `bytes` (rounded up to RBI_ALIGN) at *off,
  * growing the object (rbi_segment_grow) when nothing fits.  RB_EROFS,

@@ -208,7 +208,7 @@ static rb_segment_t *seg_alloc(const char *instance)
 static void seg_free(rb_segment_t *seg)
 {
     map_free(rbi_seg_map(seg));
-    rbi_heap_destroy(&seg->heap);
+    free(seg->heap.free);   /* the free list's storage (segment.h) */
     free(seg->dir_index);   /* one block (dir.c): nothing inside to release */
     pthread_mutex_destroy(&seg->lock);
     free(seg);

@@ -15,8 +15,21 @@
 #include <sys/types.h>
 
 #include "format.h"
-#include "heap.h"
 #include "ringbloom.h"
+
+/* An extent of the heap: [off, off + len). */
+typedef struct rbi_extent {
+    uint64_t off, len;
+} rbi_extent_t;
+
+/* The writer's free list, kept by the allocator above this file (heap.c,
+ * heap.h); the handle owns its memory: seg_free frees `free` with the
+ * handle (malloc'd, or NULL). */
+typedef struct rbi_heap {
+    rbi_extent_t *free;   /* sorted by offset, coalesced */
+    size_t n, cap;
+    int built;            /* 0 until the first allocation or a rebuild */
+} rbi_heap_t;
 
 /* One mapping of one shm object.  Immutable once published in a handle;
  * a reader handle that moves to a newer object keeps the old mapping until

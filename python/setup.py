@@ -1,6 +1,6 @@
 """setup.py - builds and installs the Python package `ringbloom`: the C
-extension ringbloom._ringbloom (on libringbloom's public header) and the
-pure-Python modules beside it.
+extension ringbloom._ringbloom (ringbloom/_*.c, on libringbloom's public
+header) and the pure-Python modules beside it.
 
 Which libringbloom the extension links, first match wins:
   1. RINGBLOOM_BUILDDIR=<a configured and built ringbloom tree>: that
@@ -75,18 +75,24 @@ def _library():
              "ringbloom), or build this checkout first (make), or set RINGBLOOM_BUILDDIR")
 
 
+# The extension's files: the module, then one file per type (_ringbloom.h
+# says what each holds).  Hidden visibility: only PyInit__ringbloom leaves
+# the shared object, not the rbpy_* names the files share.
+SOURCES = ["ringbloom/%s.c" % f for f in ("_ringbloom", "_keys", "_segment", "_named", "_ring",
+                                          "_filter", "_cuckoo", "_cms", "_hll")]
+
 lib = _library()
-ext = Extension("ringbloom._ringbloom", sources=["ringbloom/_ringbloom.c"],
+ext = Extension("ringbloom._ringbloom", sources=SOURCES, depends=["ringbloom/_ringbloom.h"],
                 include_dirs=lib.get("include_dirs", []),
                 extra_objects=lib.get("extra_objects", []),
                 extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                                    "-Wno-missing-field-initializers"]
+                                    "-Wno-missing-field-initializers", "-fvisibility=hidden"]
                 + lib.get("extra_compile_args", []),
                 extra_link_args=lib.get("extra_link_args", []))
 
 setup(name="ringbloom",
       version="0.1.0",
-      description="libringbloom's shared-memory ring and Bloom filters from Python",
+      description="libringbloom's shared-memory ring, filters and sketches from Python",
       packages=["ringbloom"],
       ext_modules=[ext],
       python_requires=">=3.7",

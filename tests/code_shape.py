@@ -5,8 +5,9 @@ Two rules (docs/design.md, "Where to change what"):
   - no function in lib/ or daemon/ longer than 80 lines (from the line of
     its opening brace to the line of its closing one), unless the comment
     just above it says why, with a line containing "Long:";
-  - no source file (.c, .h, .py, .sh) of lib/, daemon/, client/, nginx/ or
-    examples/ longer than 700 lines (tests are exempt).
+  - no source file (.c, .h, .py, .sh) of lib/, daemon/, client/, nginx/,
+    examples/ or python/ (the package: its C extension and its modules)
+    longer than 700 lines (tests are exempt).
 
 Functions are found the way this project writes them (and nginx, whose
 style the module follows): the body opens with a "{" alone at the start of
@@ -22,11 +23,12 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 MAX_FUNCTION = 80
 MAX_FILE = 700
 FUNCTION_DIRS = ("lib", "daemon")
-FILE_DIRS = ("lib", "daemon", "client", "nginx", "examples")
+FILE_DIRS = ("lib", "daemon", "client", "nginx", "examples", "python")
 SOURCE = re.compile(r"\.(c|h|py|sh)$")
 
 
@@ -101,7 +103,19 @@ def self_test():
             "int h(void)\n", "{\n"] + body + ["}\n"])
     found = long_functions("t.c", src)
     ok = len(found) == 1 and " g is " in found[0]
-    print("self-test: %s" % ("ok" if ok else "FAILED: %s" % found))
+    # The file rule: a planted long file of the Python package (C and .py)
+    # and of lib/ is found, a short one and a test not.
+    with tempfile.TemporaryDirectory() as tree:
+        for rel, n in (("lib/short.c", 10), ("lib/long.h", MAX_FILE + 1),
+                       ("python/ringbloom/_long.c", MAX_FILE + 1),
+                       ("python/ringbloom/long.py", MAX_FILE + 1), ("python/setup.py", MAX_FILE),
+                       ("tests/check_long.c", MAX_FILE + 1)):
+            os.makedirs(os.path.dirname(os.path.join(tree, rel)), exist_ok=True)
+            with open(os.path.join(tree, rel), "w") as f:
+                f.write("x\n" * n)
+        files = sorted(p.split(":")[0] for p in check(tree))
+    ok = ok and files == ["lib/long.h", "python/ringbloom/_long.c", "python/ringbloom/long.py"]
+    print("self-test: %s" % ("ok" if ok else "FAILED: %s %s" % (found, files)))
     return ok
 
 

@@ -3,9 +3,13 @@
 
 The dependency graph is read from the object files `make` built, not from
 the sources: file A depends on file B when A's object has an undefined
-symbol that B's object defines (nm).  So a call through a static inline
-function of a header is no edge (it compiles into A), and a call to a
-function defined in another .c is one.  The library is below everything
+symbol that B's object defines (nm).  A call through a static inline
+function of a header compiles into the caller and leaves no symbol, so
+those edges are read from the sources: a static inline function defined
+in header X.h belongs to the file X.c beside it (the header alone, X.h,
+when there is no X.c), and a source or header that calls it (its name
+followed by "(", outside comments and literals) depends on that file.
+The library is below everything
 else and, inside lib/ and daemon/, lower files never call upward: any
 strongly connected component of more than one file is a cycle, printed
 with the symbols that make each of its edges.
@@ -24,6 +28,7 @@ Exit status 0: no cycle; 1: cycles (listed); 2: nothing to read.
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -99,6 +104,92 @@ def source_of(obj, builddir, srcdir):
     return None
 
 
+# A static inline function's definition: its name is the identifier before
+# the first "(" after "static inline" (either order, __inline__ too).
+INLINE_DEF = re.compile(r"^[ \t]*(?:static\s+(?:__)?inline(?:__)?|(?:__)?inline(?:__)?\s+static)"
+                        r"\b[^;{}()]*?\b([A-Za-z_]\w*)\s*\(", re.M)
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def strip_c(text):
+    """text with its comments, string and character literals and
+    __attribute__((...)) blanked (line breaks kept), so a name in them is
+    no call and an attribute is no function name."""
+    blank = lambda t: re.sub(r"[^\n]", " ", t)  # noqa: E731
+    code = NOISE.sub(lambda m: blank(m.group(0)), text)
+    out, pos = [], 0
+    for m in re.finditer(r"\b__attribute__\s*\(", code):
+        if m.start() < pos:
+            continue
+        i, depth = m.end(), 1
+        while i < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            i += 1
+        out += [code[pos:m.start()], blank(code[m.start():i])]
+        pos = i
+    return "".join(out) + code[pos:]
+
+
+def inline_defs(headers):
+    """{name: [header, ...]}: the static inline functions that headers
+    ({path: text}) define; a declaration without a body defines none."""
+    out = {}
+    for path, text in headers.items():
+        code = strip_c(text)
+        for m in INLINE_DEF.finditer(code):
+            i, depth = m.end(), 1
+            while i < len(code) and depth:
+                depth += {"(": 1, ")": -1}.get(code[i], 0)
+                i += 1
+            body = re.match(r"[^;{]*([;{]?)", code[i:]).group(1)
+            if body == "{":
+                out.setdefault(m.group(1), []).append(path)
+    return out
+
+
+def pair_of(header, exists):
+    """The file a header's inline functions belong to: X.h -> X.c when
+    exists(X.c), else the header itself."""
+    c = header[:-2] + ".c"
+    return c if exists(c) else header
+
+
+def inline_deps(files, defs, exists):
+    """{file: {file: [name (inline)]}}: for every source or header of files
+    ({path: text}; a header stands for its pair_of), the files owning the
+    inline functions it calls.  A name defined in several headers (never
+    included together) is the one of the caller's directory, else lib/'s."""
+    deps = {}
+    for path, text in files.items():
+        me = pair_of(path, exists) if path.endswith(".h") else path
+        for name in sorted(set(CALL.findall(strip_c(text)))):
+            homes = defs.get(name, [])
+            if len(homes) > 1:
+                here = [h for h in homes if os.path.dirname(h) == os.path.dirname(path)]
+                homes = here or [h for h in homes if h.startswith("lib/")] or homes
+            for home in homes:
+                owner = pair_of(home, exists)
+                if owner != me:
+                    deps.setdefault(me, {}).setdefault(owner, []).append(name + " (inline)")
+    return deps
+
+
+def read_tree(srcdir, sources):
+    """{path: text} of the sources and of the headers beside them (and the
+    public headers, lib/ringbloom/), relative to srcdir."""
+    dirs = {os.path.dirname(s) for s in sources} | {os.path.join("lib", "ringbloom")}
+    paths = set(sources)
+    for d in dirs:
+        paths.update(os.path.relpath(h, srcdir)
+                     for h in glob.glob(os.path.join(srcdir, d, "*.h")))
+    out = {}
+    for rel in sorted(paths):
+        with open(os.path.join(srcdir, rel), errors="replace") as f:
+            out[rel] = f.read()
+    return out
+
+
 def objects(builddir):
     libs = glob.glob(os.path.join(builddir, "lib", ".libs", "*.o"))
     objs = libs or glob.glob(os.path.join(builddir, "lib", "*.o"))
@@ -109,7 +200,8 @@ def objects(builddir):
 
 
 def graph(builddir, srcdir):
-    """{file: {file: [symbols]}} from the objects' symbol tables."""
+    """{file: {file: [symbols]}} from the objects' symbol tables, and the
+    static inline calls read from the sources."""
     defined, undefined = {}, {}
     for obj in objects(builddir):
         src = source_of(obj, builddir, srcdir)
@@ -129,6 +221,11 @@ def graph(builddir, srcdir):
                 owners = here or {o for o in owners if o.startswith("lib/")} or owners
             for owner in owners:
                 deps.setdefault(src, {}).setdefault(owner, []).append(sym)
+    files = read_tree(srcdir, sorted(undefined))
+    exists = lambda rel: os.path.exists(os.path.join(srcdir, rel))  # noqa: E731
+    for src, owners in inline_deps(files, inline_defs(files), exists).items():
+        for owner, names in owners.items():
+            deps.setdefault(src, {}).setdefault(owner, []).extend(names)
     return deps
 
 
@@ -144,12 +241,37 @@ def report(deps):
 
 
 def self_test():
-    """The checker finds a planted cycle and passes a layered graph."""
+    """The checker finds a planted cycle and passes a layered graph, and
+    reads static inline calls as edges."""
     layered = {"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a", "c"}}
     ring = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     two = {"x": {"y"}, "y": {"x"}, "p": {"q"}, "q": {"p", "x"}}
     ok = (cycles(layered) == [] and cycles(ring) == [["a", "b", "c"]] and
           sorted(cycles(two)) == [["p", "q"], ["x", "y"]])
+    # Static inline calls: up.c's object calls low.c (an nm edge); low.c
+    # calls up.h's inline, so the two are a cycle nm alone cannot see.  A
+    # name in a comment or a string, or a declaration without a body, is
+    # no edge; a header without a .c is its own file.
+    files = {
+        "lib/low.h": "/* low_get(x) is cheap */\nstatic inline int low_get(int x)\n{\n"
+                     "    return x;\n}\nstatic inline int low_decl(int x);\n",
+        "lib/up.h": "static inline __attribute__((unused)) int\nup_peek(void) { return 1; }\n",
+        "lib/solo.h": "inline static void solo(void)\n{\n}\n",
+        "lib/low.c": '#include "low.h"\nint low_fn(void) { return up_peek(); }\n',
+        "lib/up.c": "int up_fn(void) { return low_fn(); }\n",
+        "lib/mid.c": 'const char *s = "low_get(1)";\nint mid(void) { return low_decl(1); }\n',
+        "lib/top.c": "int top(void) { solo(); return low_get (2); }\n",
+    }
+    defs = inline_defs(files)
+    deps = inline_deps(files, defs, lambda rel: rel in files)
+    graph_ = {a: set(bs) for a, bs in deps.items()}
+    graph_.setdefault("lib/up.c", set()).add("lib/low.c")
+    ok = ok and (defs == {"low_get": ["lib/low.h"], "up_peek": ["lib/up.h"],
+                          "solo": ["lib/solo.h"]} and
+                 deps == {"lib/low.c": {"lib/up.c": ["up_peek (inline)"]},
+                          "lib/top.c": {"lib/low.c": ["low_get (inline)"],
+                                        "lib/solo.h": ["solo (inline)"]}} and
+                 cycles(graph_) == [["lib/low.c", "lib/up.c"]])
     print("self-test: %s" % ("ok" if ok else "FAILED"))
     return ok
 

@@ -10,7 +10,7 @@ codes its C counterpart (rb_conn_*) would return.
 """
 
 __all__ = ["Error", "NotFound", "Empty", "Busy", "Gone", "PermissionDenied",
-           "DaemonError", "ReplyError", "Full", "from_code"]
+           "DaemonError", "ReplyError", "Full", "WrongType", "from_code"]
 
 # The codes of lib/ringbloom/core.h (the extension checks nothing against
 # these: it passes its own code and text; these name them in Python).
@@ -93,11 +93,17 @@ class Full(Error):
     take more."""
 
 
+class WrongType(Error, TypeError):
+    """RB_EWRONGTYPE: the name holds a structure of another kind (a
+    Filter opened on a cuckoo filter's or a sketch's name, say): the
+    readers' counterpart of the daemon's WRONGTYPE reply."""
+
+
 _CLASSES = {
     -3: NotFound, -13: Empty, -11: Busy, -10: Gone, -9: Gone,
     -16: PermissionDenied, -24: PermissionDenied, -23: PermissionDenied,
     -20: DaemonError, -25: DaemonError, -21: DaemonError, -22: ReplyError,
-    -19: Full, -12: Full, -26: Full,
+    -19: Full, -12: Full, -26: Full, -29: WrongType,
 }
 
 

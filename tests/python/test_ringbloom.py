@@ -4,7 +4,9 @@ and passes INSTANCE SOCKET CLI), not alone.
 
 Checks, each counted: Ring.lookup / lookup_n equal `ringbloom lookup`;
 Filter.contains, `in` and contains_many equal `ringbloom exists` (and no
-added key is ever missed); str and bytes (and bytearray, memoryview) keys
+added key is ever missed); CuckooFilter, CountMinSketch and HyperLogLog
+answer as CF.MEXISTS / CF.COUNT, CMS.QUERY and PFCOUNT do, and a reader on
+another kind's name raises WrongType; str and bytes (and bytearray, memoryview) keys
 are one key; the library's errors arrive as ringbloom.Error subclasses
 with the RB_E* code and rb_strerror's text; contains_many releases the
 GIL (another thread runs during it) and close() refuses meanwhile; the
@@ -164,6 +166,102 @@ check(e is not None and e.code == -20 and isinstance(e, ConnectionError),
 with rb.Filter(INST, "urls", socket=SOCK) as g:
     pass
 check(raises(ValueError, g.contains, "x") is not None, "a closed Filter: ValueError")
+
+# ---- the other kinds: cuckoo filter, count-min sketch, HyperLogLog ------------------------------
+# Each reader answers what the daemon answers for the same name (CF.MEXISTS,
+# CF.COUNT, CMS.QUERY, PFCOUNT), read lock-free from shared memory.
+client.execute("CF.RESERVE", "cf", "4000")
+cf_added = ["cf-key-%d" % i for i in range(1500)]
+client.pipeline([("CF.ADD", "cf", k) for k in cf_added])
+cf = rb.CuckooFilter(INST, "cf", socket=SOCK)
+cf_probe = cf_added[:700] + ["cf-other-%d" % i for i in range(700)]
+want = [r == 1 for r in client.execute("CF.MEXISTS", "cf", *cf_probe)]
+check(len(want) == len(cf_probe) and all(want[:700]), "CF.MEXISTS answered every key")
+check([cf.contains(k) for k in cf_probe] == want, "CuckooFilter.contains equals CF.MEXISTS")
+check([k in cf for k in cf_probe] == want, "cuckoo `in` equals CF.MEXISTS")
+check(cf.contains_many(cf_probe) == want and cf.contains_many(iter(cf_probe)) == want,
+      "CuckooFilter.contains_many equals CF.MEXISTS")
+check(all(cf.contains_many(cf_added)) and cf.contains_many([]) == [],
+      "no added key is missed by the cuckoo filter")
+client.execute("CF.ADD", "cf", "twice")
+client.execute("CF.ADD", "cf", "twice")
+check([cf.count(k) for k in ("twice", "cf-key-1", "cf-never")] ==
+      [client.execute("CF.COUNT", "cf", k) for k in ("twice", "cf-key-1", "cf-never")] and
+      cf.count("twice") >= 2, "CuckooFilter.count equals CF.COUNT")
+client.execute("CF.DEL", "cf", "cf-key-1")
+check(cf.contains("cf-key-1") == (client.execute("CF.EXISTS", "cf", "cf-key-1") == 1),
+      "a delete is seen by the reader as by CF.EXISTS")
+info = cf.info()
+check(info["items"] == len(cf_added) + 2 - 1 and info["deletes"] == 1 and info["fp_bits"] == 8,
+      "CuckooFilter.info: items, deletes, fp_bits (%r)" % info)
+client.execute("CF.ADD", "cf", "é")
+check(cf.contains("é") and cf.contains("é".encode()) and
+      cf.contains_many([bytearray("é".encode()), memoryview("é".encode())]) == [True, True],
+      "cuckoo: str is its UTF-8 bytes")
+check(rb.CuckooFilter(seg, "cf").segment is seg, "a CuckooFilter on a shared Segment")
+
+client.execute("CMS.INITBYDIM", "sk", "2000", "5")
+incr = [("sk-%d" % (i % 300), i % 7 + 1) for i in range(3000)]
+for i in range(0, len(incr), 500):
+    client.execute("CMS.INCRBY", "sk", *[x for kv in incr[i:i + 500] for x in kv])
+sk = rb.CountMinSketch(INST, "sk", socket=SOCK)
+sk_probe = ["sk-%d" % i for i in range(300)] + ["sk-never-%d" % i for i in range(50)]
+want = client.execute("CMS.QUERY", "sk", *sk_probe)
+check([sk.query(k) for k in sk_probe] == want, "CountMinSketch.query equals CMS.QUERY")
+truth = {}
+for k, n in incr:
+    truth[k] = truth.get(k, 0) + n
+check(all(sk.query(k) >= n for k, n in truth.items()), "a sketch never counts below the truth")
+info = sk.info()
+check(info["width"] == 2000 and info["depth"] == 5 and info["count"] == sum(truth.values()) and
+      info["small"] is False, "CountMinSketch.info (%r)" % info)
+
+els = ["hll-%d" % i for i in range(20000)]
+for i in range(0, len(els), 2000):
+    client.execute("PFADD", "hl", *els[i:i + 2000])
+hl = rb.HyperLogLog(INST, "hl", socket=SOCK)
+n = hl.count()
+check(n == client.execute("PFCOUNT", "hl") and abs(n - 20000) < 20000 * 0.05,
+      "HyperLogLog.count equals PFCOUNT (%d)" % n)
+client.execute("PFADD", "hl2", *els[10000:12000], *["hl2-only-%d" % i for i in range(3000)])
+check(hl.count("hl2") == client.execute("PFCOUNT", "hl", "hl2") and
+      hl.count("hl2", b"hl-missing") == hl.count("hl2") and hl.count() == n,
+      "HyperLogLog.count(*others) equals PFCOUNT of the union")
+e = raises(rb.WrongType, hl.count, "cf")
+check(e is not None and e.code == -29, "a union with a cuckoo filter's name: WrongType")
+regs = hl.registers()
+check(len(regs) == 16384 and max(regs) <= 51 and 10000 < sum(1 for r in regs if r) < 13000,
+      "HyperLogLog.registers: 16384 registers of 0..51")
+client.execute("DEL", "hl")
+check(hl.count() == 0 and hl.registers() == bytes(16384),
+      "a deleted counter counts 0 through its handle")
+client.execute("PFADD", "hl", "a", "b", "c")
+check(hl.count() == client.execute("PFCOUNT", "hl") == 3,
+      "the handle follows a counter made again under its name")
+
+# RB_EWRONGTYPE: a reader of one kind on another kind's name.
+for cls, name in ((rb.Filter, "cf"), (rb.Filter, "sk"), (rb.CuckooFilter, "urls"),
+                  (rb.CuckooFilter, "hl"), (rb.CountMinSketch, "cf"), (rb.HyperLogLog, "urls"),
+                  (rb.HyperLogLog, "sk")):
+    e = raises(rb.WrongType, cls, INST, name, socket=SOCK)
+    check(e is not None and e.code == rb._ringbloom.RB_EWRONGTYPE == -29 and
+          e.name == "RB_EWRONGTYPE" and e.message == rb.strerror(-29) and
+          isinstance(e, rb.Error) and name in str(e),
+          "%s on %r: WrongType, RB_EWRONGTYPE (%s)" % (cls.__name__, name, e))
+for cls in (rb.CuckooFilter, rb.CountMinSketch, rb.HyperLogLog):
+    e = raises(rb.NotFound, cls, INST, "no-such-name", socket=SOCK)
+    check(e is not None and e.code == -3, "%s of a missing name: NotFound" % cls.__name__)
+    with cls(INST, {rb.CuckooFilter: "cf", rb.CountMinSketch: "sk",
+                    rb.HyperLogLog: "hl"}[cls], socket=SOCK) as g:
+        pass
+    check(g.segment is None and raises(ValueError, g.info if hasattr(g, "info") else g.count)
+          is not None, "a closed %s: ValueError" % cls.__name__)
+client.execute("DEL", "sk")
+e = raises(rb.NotFound, sk.query, "sk-1")
+check(e is not None and "sk" in str(e), "a deleted sketch: NotFound")
+check(raises(TypeError, cf.contains, 42) is not None and raises(TypeError, sk.query, 4.2)
+      is not None and raises(TypeError, cf.contains_many, ["ok", 42]) is not None,
+      "a key of another type: TypeError (cuckoo, sketch)")
 
 # ---- the GIL ---------------------------------------------------------------------------------
 big = ["gil-key-%d" % i for i in range(400000)] * 4
