@@ -218,6 +218,25 @@ static PyObject *Segment_filters(rbpy_segment_t *self, PyObject *unused)
     return l;
 }
 
+/* kind(name) -> str: the kind of filter name, from the library's kind
+ * table (rb_filter_kind: "bloom", "hyperloglog", "cms", "cuckoo", ...). */
+static PyObject *Segment_kind(rbpy_segment_t *self, PyObject *nameo)
+{
+    const rb_kind_desc_t *k;
+    const char *name;
+    Py_ssize_t nlen;
+    int rc;
+
+    if (rbpy_name_arg(nameo, &name, &nlen, "filter name") < 0)
+        return NULL;
+    rc = rb_filter_kind(self->seg, name, (size_t)nlen, &k);
+    if (rc != RB_OK) {
+        rbpy_raise(rc, "kind");
+        return NULL;
+    }
+    return PyUnicode_FromString(k->name);
+}
+
 static PyObject *Segment_repr(rbpy_segment_t *self)
 {
     return PyUnicode_FromFormat("<ringbloom.Segment instance=%R owner=%ld>", self->instance,
@@ -231,7 +250,9 @@ static PyMethodDef Segment_methods[] = {
      "refresh() -> bool: follow a restarted daemon now (lookups do it by themselves)."},
     {"info", (PyCFunction)Segment_info, METH_NOARGS, "info() -> dict: rb_segment_info's figures."},
     {"filters", (PyCFunction)Segment_filters, METH_NOARGS,
-     "filters() -> list[str]: the names of the live filters."},
+     "filters() -> list[str]: the names of the live filters, of every kind."},
+    {"kind", (PyCFunction)Segment_kind, METH_O,
+     "kind(name) -> str: the filter's kind ('bloom', 'hyperloglog', 'cms', 'cuckoo', ...)."},
     {NULL, NULL, 0, NULL}};
 
 static PyMemberDef Segment_members[] = {

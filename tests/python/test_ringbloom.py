@@ -239,6 +239,12 @@ client.execute("PFADD", "hl", "a", "b", "c")
 check(hl.count() == client.execute("PFCOUNT", "hl") == 3,
       "the handle follows a counter made again under its name")
 
+# The kind table: Segment.kind names each kind, as TYPE does through the daemon.
+kinds = {n: seg.kind(n) for n in ("urls", "cf", "sk", "hl")}
+check(kinds == {"urls": "bloom", "cf": "cuckoo", "sk": "cms", "hl": "hyperloglog"} and
+      all(n in seg.filters() for n in kinds), "Segment.kind of every kind (%r)" % kinds)
+check(raises(rb.NotFound, seg.kind, "no-such-name") is not None, "Segment.kind of a missing name")
+
 # RB_EWRONGTYPE: a reader of one kind on another kind's name.
 for cls, name in ((rb.Filter, "cf"), (rb.Filter, "sk"), (rb.CuckooFilter, "urls"),
                   (rb.CuckooFilter, "hl"), (rb.CountMinSketch, "cf"), (rb.HyperLogLog, "urls"),
