@@ -34,6 +34,7 @@
 #include "ops.h"
 #include "ops_apply.h"
 #include "rbd_log.h"
+#include "ring_mode.h"   /* lib: the mode table's facts (is it a table mode) */
 #include "seg_txn.h"
 
 typedef enum field_kind {
@@ -153,7 +154,7 @@ static int ring_slots(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
 static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
 {
     rb_ring_mode_t mode = (rb_ring_mode_t)op->mode;
-    int table = mode == RB_RING_MAGLEV || mode == RB_RING_SLOTS;   /* replicas: M */
+    int table = rbi_ring_mode_is_table(mode);   /* replicas: the table's parameter */
     rb_ring_t *r;
     size_t left_out = 0;
     int rc = rb_ring_new(mode, table ? 0 : op->replicas, &r);
@@ -197,7 +198,8 @@ static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
  * put back. */
 static int undo_by_reload(const rbd_op_t *op, const ring_prev_t *prev)
 {
-    return op->type == RBD_OP_RING_SLOTS || (prev->mode == RB_RING_SLOTS && prev->replicas != 0);
+    return op->type == RBD_OP_RING_SLOTS ||
+           (rbi_ring_mode_map_settable(prev->mode) && prev->replicas != 0);
 }
 
 /* The model back to the published ring (which the failed change never

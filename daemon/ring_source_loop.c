@@ -15,6 +15,7 @@
 
 #include "bytes.h"
 #include "rbd_log.h"
+#include "ring_mode.h"   /* lib: the mode table's facts (is it a table mode) */
 #include "ring_source_impl.h"
 
 /* ---- the event loop's side ----------------------------------------------------- */
@@ -119,8 +120,7 @@ static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, c
         /* 0 keeps the vnode count from one vnode mode to another, as a
          * local RING.MODE does; a table mode's 0 is its automatic size. */
         uint32_t replicas = op->replicas;
-        if (replicas == 0 && op->mode != RB_RING_MAGLEV && op->mode != RB_RING_SLOTS &&
-            was != RB_RING_MAGLEV && was != RB_RING_SLOTS)
+        if (replicas == 0 && !rbi_ring_mode_is_table(op->mode) && !rbi_ring_mode_is_table(was))
             replicas = v != NULL ? v->replicas : s->dreplicas;
         strcpy(key, "mode");
         snprintf(val, 64, "%s %u", rb_ring_mode_name((rb_ring_mode_t)op->mode), replicas);
