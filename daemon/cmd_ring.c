@@ -36,29 +36,21 @@ static int node_name_ok(rbd_ctx_t *x, size_t i)
     return 0;
 }
 
-/* Runs a ring op and replies OK, or why it failed; with ring-source etcd
- * hands it to the source (ring_source.h), which answers later (never
- * inside an EXEC: CMD_RING_SOURCE refuses the change when queued). */
+/* Runs a ring op and replies OK, or why it failed; a sink may take it
+ * (sink.h: with ring-source etcd the source makes it in etcd) and answer
+ * later through its ticket, the client's later requests waiting for that
+ * (never inside an EXEC: CMD_RING_SOURCE refuses the change when queued). */
 static void run(rbd_ctx_t *x, rbd_op_t *op)
 {
-    char why[1024];
     int rc;
 
-    if (x->s->source != NULL) {
-        rc = rbd_source_submit(x->s->source, &x->s->state, &x->s->aof, x->c->id, op, why,
-                               sizeof(why));
-        if (rc == RB_OK) {
-            x->c->awaits_ring = 1;   /* the answer: server.c, ring_answer */
-            return;
-        }
-        if (rc == RBD_SOURCE_EREPLY) {
-            rbi_resp_error(x->out, "%s", why);
-            return;
-        }
-    } else {
-        rc = rbd_op_run(&x->s->state, &x->s->aof, op);
-    }
-    if (rc == RB_OK)
+    op->client = x->c->id;
+    rc = rbd_op_run(&x->s->state, &x->s->aof, op);
+    if (rc == RBD_OP_DEFERRED)
+        return;   /* client.c marks the client awaits_reply */
+    if (rc == RBD_OP_EREPLY)
+        rbi_resp_error(x->out, "%s", op->why);
+    else if (rc == RB_OK)
         rbi_resp_simple(x->out, "OK");
     else
         rbd_cmd_error(x, op->publish_failed ? RBD_AT_PUBLISH : RBD_AT_NODE, rc);
