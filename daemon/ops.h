@@ -1,6 +1,7 @@
 /*
- * ops.h - every mutation of the served state, applied and logged in one
- * place and replayed through the same code (ops.c).
+ * ops.h - every mutation of the served state, applied and shown to the op
+ * sinks (sink.h: the log, the etcd source) in one place, and replayed
+ * through the same code (ops.c).
  */
 #ifndef RBD_OPS_H
 #define RBD_OPS_H
@@ -91,7 +92,7 @@ typedef struct rbd_op {
                                   which op->keys then names) */
     int publish_failed;        /* out, ring ops: the change applied, but its publish
                                   failed (and it was undone) */
-    int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due,
+    int noop;                  /* out: applied nothing, shown to no sink (BF_ROTATE not due,
                                   a PFADD that changed no register) */
     const char *why;           /* out, BF_LOADCHUNK refused: the reply's words;
                                   RBD_OP_EREPLY: the sink's reply line */
