@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "resp_enc.h"
+#include "sink.h"
 
 #define RBD_LOG_FILE      "appendonly.rbl"
 #define RBD_LOG_MAGIC     "RBLOG002"
@@ -76,8 +77,9 @@ static inline int rbd_aof_refuses(const rbd_aof_t *a)
 
 /* A record: rbd_aof_record_begin appends its header for `type` to the
  * pending buffer (returning where it starts), the caller appends the
- * payload (ops.c), rbd_aof_record_end fills in its length and checksum and
- * asks for an fsync before the reply if `sync` (P2). */
+ * payload (ops.c's encoder), rbd_aof_record_end fills in its length and
+ * checksum and asks for an fsync before the reply if `sync` (P2).  Their
+ * caller is the log's op sink (sink_log.c). */
 size_t rbd_aof_record_begin(rbd_aof_t *a, uint8_t type);
 static inline void rbd_aof_put(rbd_aof_t *a, const void *data, size_t len)
 {
@@ -95,6 +97,10 @@ int rbd_aof_flush(rbd_aof_t *a);
 /* Once a second: notes a failed background fdatasync (the log is then
  * broken) and, for everysec, asks the thread for the next one. */
 void rbd_aof_tick(rbd_aof_t *a);
+
+/* The log as an op sink (sink_log.c), registered with its rbd_aof_t:
+ * the records of the ops, the TXN frame, the group commit. */
+extern const rbd_sink_ops_t rbd_sink_log;
 
 /* Creates a log file at path with id (header written and fsync'd): its
  * descriptor, or -1 with errno (nothing left at path). */

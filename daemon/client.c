@@ -14,8 +14,10 @@
  *      whose replies would grow past it: that client, one member's reply
  *      late).
  * When its replies may go is the loop's business (server.c: group
- * commit); a client whose command appended a log record is marked
- * awaits_log here, and its replies wait for the log (P1).
+ * commit); a client whose command's op the sinks were shown (the log
+ * appended its record) is marked awaits_flush here, and its replies wait
+ * for their flush (P1); one whose op a sink took is marked awaits_reply,
+ * and its later requests wait for the sink's answer (sink.h).
  */
 #include "config.h"
 
@@ -140,7 +142,7 @@ static void client_drop(server_t *s, client_t *c, const char *why)
     rbi_resp_error(&c->out, "ERR %s", why);
     c->closing = 1;
     c->paused = 0;
-    c->awaits_log = 0;
+    c->awaits_flush = 0;
     client_account(s, c);
     rbd_client_interest(s, c);
 }
@@ -175,7 +177,7 @@ static void make_room(server_t *s, uint64_t extra)
  * memory: c closes). */
 static int execute(server_t *s, client_t *c, const char *base)
 {
-    size_t logged = s->aof.pending.len;
+    uint64_t seen = s->state.sinks.seen, opened = s->state.sinks.opened;
 
     if (c->parser.nargs > s->argv_cap) {
         size_t cap = c->parser.nargs * 2;
@@ -189,10 +191,13 @@ static int execute(server_t *s, client_t *c, const char *base)
         s->argv[i] = resp_arg(&c->parser, base, i);
     rbd_cmd_execute(s, c, c->parser.nargs, s->argv, c->parser.len);
     c->last_active_ms = rbd_mono_ms();
-    /* A command that appended a record acknowledges it: this client's
-     * replies now wait for the log. */
-    if (s->aof.pending.len > logged || s->aof.pending.oom)
-        c->awaits_log = 1;
+    /* A command whose op the sinks were shown acknowledges it: this
+     * client's replies now wait for their flush (the log's, P1).  One
+     * whose op a sink took waits for its ticket (sink.h). */
+    if (s->state.sinks.seen != seen || s->aof.pending.oom)
+        c->awaits_flush = 1;
+    if (s->state.sinks.opened != opened)
+        c->awaits_reply = 1;
     return 0;
 }
 
@@ -212,7 +217,7 @@ static int run_input(server_t *s, client_t *c)
     int yielded = 0;
 
     resp_limits_init(&lim, s->cfg.max_request_bytes);
-    while (!c->closing && !s->shutdown && !c->awaits_ring) {
+    while (!c->closing && !s->shutdown && !c->awaits_reply) {
         const char *base = c->in.data + done;
         const char *err;
         int rc;
@@ -324,7 +329,7 @@ void rbd_clients_resume(server_t *s)
     s->resume_pending = 0;
     for (size_t fd = 0; fd < s->clients_cap; fd++) {
         client_t *c = s->clients[fd];
-        if (c == NULL || c->paused || c->awaits_ring || c->closing || c->in.len == 0)
+        if (c == NULL || c->paused || c->awaits_reply || c->closing || c->in.len == 0)
             continue;
         run_input(s, c);
         if (c->paused || c->closing)

@@ -39,15 +39,16 @@ typedef struct client {
     int closing;          /* close once out is flushed */
     int writing;          /* registered for EPOLLOUT */
     int can_write;        /* may run mutations (decided at accept and on SIGHUP) */
-    int awaits_log;       /* a reply in out acknowledges a record not yet
-                             durable: out waits for the log (P1) */
+    int awaits_flush;     /* a reply in out acknowledges an op the sinks have
+                             not flushed (the log: a record not yet durable):
+                             out waits for rbd_sinks_flush (P1) */
     int paused;           /* complete requests wait in `in` until out
                              drains below client-output-soft-limit */
     int exec_cut;         /* an EXEC's replies passed a limit (cmd.c:
                              RBD_CUT_*): the rest were dropped, c closes */
-    int awaits_ring;      /* a RING.* change is in etcd's hands (ring-source
-                             etcd): its answer, and the requests after it,
-                             wait for rbd_source_finish (server.c) */
+    int awaits_reply;     /* a sink took its op (sink.h: with ring-source etcd,
+                             a RING.* change): its answer, and the requests
+                             after it, wait for the ticket (server.c) */
 } client_t;
 
 /* A client for connection fd of the peer cred (may it write: can_write),

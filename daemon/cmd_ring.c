@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "ops.h"
+#include "ring_mode.h"    /* lib: the mode table's facts (RING.MODE's argument, ...) */
 #include "ring_model.h"   /* lib: rbi_ring_points_with */
 
 static int parse_weight(rbd_ctx_t *x, size_t i, uint32_t *w)
@@ -35,29 +36,21 @@ static int node_name_ok(rbd_ctx_t *x, size_t i)
     return 0;
 }
 
-/* Runs a ring op and replies OK, or why it failed; with ring-source etcd
- * hands it to the source (ring_source.h), which answers later (never
- * inside an EXEC: CMD_RING_SOURCE refuses the change when queued). */
+/* Runs a ring op and replies OK, or why it failed; a sink may take it
+ * (sink.h: with ring-source etcd the source makes it in etcd) and answer
+ * later through its ticket, the client's later requests waiting for that
+ * (never inside an EXEC: CMD_RING_SOURCE refuses the change when queued). */
 static void run(rbd_ctx_t *x, rbd_op_t *op)
 {
-    char why[1024];
     int rc;
 
-    if (x->s->source != NULL) {
-        rc = rbd_source_submit(x->s->source, &x->s->state, &x->s->aof, x->c->id, op, why,
-                               sizeof(why));
-        if (rc == RB_OK) {
-            x->c->awaits_ring = 1;   /* the answer: server.c, ring_answer */
-            return;
-        }
-        if (rc == RBD_SOURCE_EREPLY) {
-            rbi_resp_error(x->out, "%s", why);
-            return;
-        }
-    } else {
-        rc = rbd_op_run(&x->s->state, &x->s->aof, op);
-    }
-    if (rc == RB_OK)
+    op->client = x->c->id;
+    rc = rbd_op_run(&x->s->state, &x->s->aof, op);
+    if (rc == RBD_OP_DEFERRED)
+        return;   /* client.c marks the client awaits_reply */
+    if (rc == RBD_OP_EREPLY)
+        rbi_resp_error(x->out, "%s", op->why);
+    else if (rc == RB_OK)
         rbi_resp_simple(x->out, "OK");
     else
         rbd_cmd_error(x, op->publish_failed ? RBD_AT_PUBLISH : RBD_AT_NODE, rc);
@@ -162,27 +155,21 @@ static void cmd_ring_state(rbd_ctx_t *x)
 }
 
 /* The largest maglev table: the largest prime <= 2^24 (RB_RING_MAX_POINTS). */
-#define MAGLEV_MAX_M 16777213
-
-static int is_prime(long long n)
+/* RING.MODE's second argument, as the mode table says (ring_mode.h): a
+ * table mode's table size (size_rule; param_ok decides), none for a table
+ * mode whose parameter is no size, else the replica count.  0 and *v set,
+ * or -1 and the error replied. */
+static int parse_mode_arg(rbd_ctx_t *x, const rbi_ring_mode_ops_t *m, long long *v)
 {
-    for (long long d = 2; d * d <= n; d++)
-        if (n % d == 0)
-            return 0;
-    return n >= 2;
-}
-
-/* RING.MODE's second argument: the replica count, or maglev's table size
- * (slots takes none).  0 and *v set, or -1 and the error replied. */
-static int parse_mode_arg(rbd_ctx_t *x, rb_ring_mode_t mode, long long *v)
-{
-    if (mode == RB_RING_SLOTS) {
-        rbi_resp_error(x->out, "ERR slots mode takes no replicas or table size");
+    if (m->table && m->size_rule == NULL) {
+        rbi_resp_error(x->out, "ERR %s mode takes no replicas or table size", m->name);
         return -1;
     }
-    if (mode == RB_RING_MAGLEV) {
-        if (rbd_cmd_arg_ll(x, 2, v) != 0 || *v < 2 || *v > MAGLEV_MAX_M || !is_prime(*v)) {
-            rbi_resp_error(x->out, "ERR table size must be a prime in [2, %d]", MAGLEV_MAX_M);
+    if (m->table) {
+        if (rbd_cmd_arg_ll(x, 2, v) != 0 || *v < 2 || *v > m->param_max ||
+            !m->param_ok((uint32_t)*v)) {
+            rbi_resp_error(x->out, "ERR table size must be %s in [2, %u]", m->size_rule,
+                           m->param_max);
             return -1;
         }
         return 0;
@@ -214,11 +201,11 @@ static void cmd_ring_mode(rbd_ctx_t *x)
         return;
     }
     if (x->argc == 3) {
-        if (parse_mode_arg(x, mode, &v) != 0)
+        if (parse_mode_arg(x, rbi_ring_mode_ops(mode), &v) != 0)
             return;
         op.replicas = (uint32_t)v;
     }
-    if (mode == RB_RING_MAGLEV && op.replicas > x->s->cfg.max_ring_points) {
+    if (rbi_ring_mode_ops(mode)->size_rule != NULL && op.replicas > x->s->cfg.max_ring_points) {
         rbi_resp_error(x->out, "ERR a table of %u slots is more than max-ring-points (%u)",
                        op.replicas, x->s->cfg.max_ring_points);
         return;
@@ -244,7 +231,7 @@ static void reply_slots(rbd_ctx_t *x)
         nodes = NULL;
         if ((rc = rb_ring_stat(x->s->state.seg, &st)) != RB_OK)
             break;
-        if (st.mode != RB_RING_SLOTS) {
+        if (!rbi_ring_mode_map_settable(st.mode)) {
             rbi_resp_error(x->out, "ERR the ring is not in slots mode");
             free(rg);
             return;
@@ -298,7 +285,7 @@ static void cmd_ring_slots(rbd_ctx_t *x)
         reply_slots(x);
         return;
     }
-    if (rb_ring_mode(x->s->state.ring) != RB_RING_SLOTS) {
+    if (!rbi_ring_mode_map_settable(rb_ring_mode(x->s->state.ring))) {
         rbi_resp_error(x->out, "ERR the ring is not in slots mode");
         return;
     }

@@ -186,8 +186,9 @@ static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
 }
 
 /* ring-source etcd: the thread following etcd, from the revision the
- * recovered table is of, its wake-up in the loop's epoll set (the loop
- * publishes what it reads; until then readers have the recovered table). */
+ * recovered table is of, registered as an op sink (it takes the ring
+ * changes), its wake-up in the loop's epoll set (the loop publishes what
+ * it reads; until then readers have the recovered table). */
 static int start_source(server_t *s, char *err, size_t errlen)
 {
     struct epoll_event ev = { .events = EPOLLIN };
@@ -200,6 +201,10 @@ static int start_source(server_t *s, char *err, size_t errlen)
     if (rbd_source_start(&s->source, &s->cfg, (int64_t)rev, err, errlen) != 0)
         return -1;
     ev.data.fd = rbd_source_fd(s->source);
+    if (rbd_sinks_add(&s->state.sinks, &rbd_source_sink, s->source, ev.data.fd) != 0) {
+        snprintf(err, errlen, "too many op sinks");
+        return -1;
+    }
     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
         snprintf(err, errlen, "epoll: %s", strerror(errno));
         return -1;
@@ -216,6 +221,9 @@ static int serve(server_t *s, int ignore_corrupt)
     int status = 1;
 
     s->start_ms = rbd_mono_ms();
+    /* The op sinks (sink.h), in the order they see an op: the log first. */
+    rbd_sinks_init(&s->state.sinks, rbd_server_answer, s);
+    (void)rbd_sinks_add(&s->state.sinks, &rbd_sink_log, &s->aof, -1);
     if (rbd_aof_open(&s->aof, s->cfg.dir, s->cfg.appendfsync, err, sizeof(err)) != 0 ||
         rbd_recovery_start(&s->cfg, &s->state, &s->aof, &s->snaps, ignore_corrupt, err,
                            sizeof(err)) != 0) {
@@ -250,6 +258,7 @@ static int serve(server_t *s, int ignore_corrupt)
         rbd_snapshot_save(&s->snaps, &s->aof, s->state.seg, err, sizeof(err)) != 0)
         rbd_log(LOG_WARNING, "final snapshot failed: %s (the log still has every change)", err);
     rbd_snapshot_abandon(&s->snaps);   /* SHUTDOWN NOSAVE: the log has every change */
+    rbd_sinks_remove(&s->state.sinks, s->source);
     rbd_source_stop(s->source);
     s->source = NULL;
     return status;
@@ -291,6 +300,7 @@ int main(int argc, char **argv)
     status = serve(&s, o.ignore_corrupt);
     rbd_server_close(&s);
     rbd_filters_close(&s.state.filters);
+    rbd_sinks_free(&s.state.sinks);
     rbd_aof_close(&s.aof);
     if (s.state.seg != NULL) {
         rb_segment_close(s.state.seg);

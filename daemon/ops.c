@@ -4,14 +4,17 @@
  *
  * One table, a row per op: its type (the log record's type byte), its name
  * for messages, what its name names, whether its record must be fsync'd
- * before the reply (P2, aof.c), its payload's fields in order, and how it
+ * before the reply (P2, sink_log.c), its payload's fields in order, and how it
  * applies.  The fields drive one encoder (put_field, after a live apply)
  * and one decoder (rbd_op_decode, for the replay), so a record's layout is
  * written down once; the table is docs/design.md's table of record types.
  *
- * Live (rbd_op_run: a command handler, the aging tick): apply; a ring op
- * then publishes the model, and undoes its change if the publish fails;
- * then the record is appended (P4: in the same step as the change).
+ * Live (rbd_op_run: a command handler, the aging tick): the op sinks
+ * accept it (sink.h: the etcd source takes a ring change); apply; a ring
+ * op then publishes the model, and undoes its change if the publish
+ * fails; then every sink is shown the op, in one place (P4: the log
+ * appends its record in the same step as the change, sink_log.c, through
+ * the one encoder rbd_op_encode).
  * Replay (rbd_op_replay, replay.c): the same apply on the decoded op,
  * without publishing (start-up publishes once, at the end) or logging.
  * Replayed onto the state it was logged from, a record finds what its op
@@ -34,6 +37,7 @@
 #include "ops.h"
 #include "ops_apply.h"
 #include "rbd_log.h"
+#include "ring_mode.h"   /* lib: the mode table's facts (is it a table mode) */
 #include "seg_txn.h"
 
 typedef enum field_kind {
@@ -153,7 +157,7 @@ static int ring_slots(rb_ring_t *r, rbd_op_t *op, const ring_prev_t *undo)
 static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
 {
     rb_ring_mode_t mode = (rb_ring_mode_t)op->mode;
-    int table = mode == RB_RING_MAGLEV || mode == RB_RING_SLOTS;   /* replicas: M */
+    int table = rbi_ring_mode_is_table(mode);   /* replicas: the table's parameter */
     rb_ring_t *r;
     size_t left_out = 0;
     int rc = rb_ring_new(mode, table ? 0 : op->replicas, &r);
@@ -197,7 +201,8 @@ static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
  * put back. */
 static int undo_by_reload(const rbd_op_t *op, const ring_prev_t *prev)
 {
-    return op->type == RBD_OP_RING_SLOTS || (prev->mode == RB_RING_SLOTS && prev->replicas != 0);
+    return op->type == RBD_OP_RING_SLOTS ||
+           (rbi_ring_mode_map_settable(prev->mode) && prev->replicas != 0);
 }
 
 /* The model back to the published ring (which the failed change never
@@ -435,10 +440,15 @@ static int apply(rbd_state_t *st, const op_def_t *d, rbd_op_t *op, int live)
 
 /* ---- the encoder --------------------------------------------------------------------- */
 
+typedef struct put {
+    rbd_op_put_fn fn;
+    void *ctx;
+} put_t;
+
 /* u32 count, then each key's u32 length and bytes: gathered in a chunk on
- * the stack and appended a chunk at a time (two appends per key were a
- * tenth of a bulk load's time); a key longer than the chunk goes alone. */
-static void put_keys(rbd_aof_t *aof, const rbd_op_t *op)
+ * the stack and put a chunk at a time (two appends per key were a tenth
+ * of a bulk load's time); a key longer than the chunk goes alone. */
+static void put_keys(const put_t *w, const rbd_op_t *op)
 {
     unsigned char chunk[8192];
     size_t at = 4;
@@ -447,25 +457,25 @@ static void put_keys(rbd_aof_t *aof, const rbd_op_t *op)
     for (size_t i = 0; i < op->nkeys; i++) {
         size_t len = op->keys[i].len;
         if (at + 4 + len > sizeof(chunk)) {
-            rbd_aof_put(aof, chunk, at);
+            w->fn(w->ctx, chunk, at);
             at = 0;
         }
         rbd_put_u32(chunk + at, (uint32_t)len);
         at += 4;
         if (len > sizeof(chunk) - 4) {
-            rbd_aof_put(aof, chunk, at);
-            rbd_aof_put(aof, op->keys[i].ptr, len);
+            w->fn(w->ctx, chunk, at);
+            w->fn(w->ctx, op->keys[i].ptr, len);
             at = 0;
             continue;
         }
         memcpy(chunk + at, op->keys[i].ptr, len);
         at += len;
     }
-    rbd_aof_put(aof, chunk, at);
+    w->fn(w->ctx, chunk, at);
 }
 
 /* A u32 (width 4) or u64 / f64 (width 8) member m, little-endian. */
-static void put_int(rbd_aof_t *aof, const char *m, size_t width)
+static void put_int(const put_t *w, const char *m, size_t width)
 {
     unsigned char b[8];
     uint32_t u32;
@@ -479,71 +489,98 @@ static void put_int(rbd_aof_t *aof, const char *m, size_t width)
     }
     for (size_t i = 0; i < width; i++)
         b[i] = (unsigned char)(v >> (8 * i));
-    rbd_aof_put(aof, b, width);
+    w->fn(w->ctx, b, width);
 }
 
-static void put_field(rbd_aof_t *aof, const field_t *f, const rbd_op_t *op)
+static void put_field(const put_t *w, const field_t *f, const rbd_op_t *op)
 {
     unsigned char b[2];
 
     switch ((field_kind_t)f->kind) {
     case F_U32:
-        put_int(aof, (const char *)op + f->off, 4);
+        put_int(w, (const char *)op + f->off, 4);
         break;
     case F_U64:
     case F_F64:
-        put_int(aof, (const char *)op + f->off, 8);
+        put_int(w, (const char *)op + f->off, 8);
         break;
     case F_NAME:
         b[0] = (unsigned char)op->len;
         b[1] = (unsigned char)(op->len >> 8);
-        rbd_aof_put(aof, b, 2);
-        rbd_aof_put(aof, op->name, op->len);
+        w->fn(w->ctx, b, 2);
+        w->fn(w->ctx, op->name, op->len);
         break;
     case F_SECRET:
-        rbd_aof_put(aof, op->params.secret, RB_BLOOM_SECRET_BYTES);
+        w->fn(w->ctx, op->params.secret, RB_BLOOM_SECRET_BYTES);
         break;
     case F_KEYS:
-        put_keys(aof, op);
+        put_keys(w, op);
         break;
     case F_BLOB:
-        put_int(aof, (const char *)&(uint32_t){ (uint32_t)op->dlen }, 4);
-        rbd_aof_put(aof, op->data, op->dlen);
+        put_int(w, (const char *)&(uint32_t){ (uint32_t)op->dlen }, 4);
+        w->fn(w->ctx, op->data, op->dlen);
         break;
     case F_END:
         break;
     }
 }
 
+void rbd_op_encode(const rbd_op_t *op, rbd_op_put_fn put, void *ctx)
+{
+    const put_t w = { put, ctx };
+
+    for (const field_t *f = ops[op->type].fields; f->kind != F_END; f++)
+        put_field(&w, f, op);
+}
+
+int rbd_op_sync(unsigned type)
+{
+    return type < NOPS && (ops[type].flags & OP_SYNC) != 0;
+}
+
+int rbd_op_changes_ring(unsigned type)
+{
+    return type < NOPS && ops[type].ring != NULL;
+}
+
+/* ---- the op stream -------------------------------------------------------------------- */
+
 int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op)
 {
     const op_def_t *d = &ops[op->type];
-    int rc = apply(st, d, op, 1);
-    size_t start;
+    int rc;
 
+    (void)aof;
+    rc = rbd_sinks_accept(&st->sinks, st, op);
+    if (rc == RBD_SINK_DEFERRED)
+        return RBD_OP_DEFERRED;
+    if (rc == RBD_SINK_REPLY) {
+        op->why = st->sinks.why;
+        return RBD_OP_EREPLY;
+    }
+    if (rc != RBD_SINK_APPLY)
+        return rc;
+    rc = apply(st, d, op, 1);
     if (rc == RB_OK ? op->noop : !(d->flags & OP_PARTIAL) || op->nkeys == 0)
         return rc;
-    start = rbd_aof_record_begin(aof, (uint8_t)op->type);
-    for (const field_t *f = d->fields; f->kind != F_END; f++)
-        put_field(aof, f, op);
-    rbd_aof_record_end(aof, start, (d->flags & OP_SYNC) != 0);
+    rbd_sinks_op(&st->sinks, op);
     return rc;
 }
 
 size_t rbd_op_txn_begin(rbd_state_t *st, rbd_aof_t *aof)
 {
+    (void)aof;
     rbi_segment_txn_begin(st->seg);
-    return rbd_aof_record_begin(aof, RBD_OP_TXN);
+    rbd_sinks_txn_begin(&st->sinks);
+    return 0;
 }
 
 void rbd_op_txn_end(rbd_state_t *st, rbd_aof_t *aof, size_t start)
 {
+    (void)aof;
+    (void)start;
     rbi_segment_txn_end(st->seg);
-    /* Each member asked for its own fsync (P2) as it was appended. */
-    if (aof->pending.len == start + RBD_REC_HDR)
-        rbd_aof_record_drop(aof, start);
-    else
-        rbd_aof_record_end(aof, start, 0);
+    rbd_sinks_txn_end(&st->sinks);
 }
 
 int rbd_op_replay(rbd_state_t *st, rbd_op_t *op)

@@ -1,6 +1,7 @@
 /*
- * ops.h - every mutation of the served state, applied and logged in one
- * place and replayed through the same code (ops.c).
+ * ops.h - every mutation of the served state, applied and shown to the op
+ * sinks (sink.h: the log, the etcd source) in one place, and replayed
+ * through the same code (ops.c).
  */
 #ifndef RBD_OPS_H
 #define RBD_OPS_H
@@ -10,6 +11,7 @@
 
 #include "aof.h"
 #include "ringbloom.h"
+#include "sink.h"
 #include "state.h"
 #include "txn.h"
 
@@ -78,6 +80,8 @@ typedef struct rbd_op {
     const unsigned char *data; /* BF_/CF_LOADCHUNK: the chunk */
     size_t dlen;
     /* not logged */
+    uint64_t client;           /* the client it runs for (0: the daemon's own, as the
+                                  aging tick's): a sink may answer it later (sink.h) */
     rb_bloom_t *bf;            /* RBD_NAMES_FILTER: the filter's handle */
     uint64_t now;              /* BF_ROTATE run live: rotate if the window passed at now */
     uint8_t *fresh;            /* BF_ADD run live: per key 1 new, 0 not, RB_BLOOM_NOT_ADDED */
@@ -89,27 +93,41 @@ typedef struct rbd_op {
                                   which op->keys then names) */
     int publish_failed;        /* out, ring ops: the change applied, but its publish
                                   failed (and it was undone) */
-    int noop;                  /* out: applied nothing, logged nothing (BF_ROTATE not due,
+    int noop;                  /* out: applied nothing, shown to no sink (BF_ROTATE not due,
                                   a PFADD that changed no register) */
-    const char *why;           /* out, BF_LOADCHUNK refused: the reply's words */
+    const char *why;           /* out, BF_LOADCHUNK refused: the reply's words;
+                                  RBD_OP_EREPLY: the sink's reply line */
 } rbd_op_t;
 
-/* Runs op live: applies it to st (a ring change is published, and undone
- * if the publish fails) and, if it changed anything, appends its record to
- * aof, asking for the fsync its type demands (P2).  A BF_ADD that fails
- * part-way logs the keys added before the failure (op->nkeys says how
- * many).  RB_OK or the error of the apply (then nothing else changed). */
+/* rbd_op_run's answers besides RB_OK and the RB_E* errors: a sink took
+ * the op, and answers the client later (sink.h: the client's reply waits
+ * for its ticket; the handler replies nothing now); a sink refused it,
+ * op->why is the reply's line. */
+#define RBD_OP_DEFERRED 1
+#define RBD_OP_EREPLY   (-1000)
+
+/* Runs op live: the registered sinks accept it (sink.h: one may take it,
+ * RBD_OP_DEFERRED, or refuse it, RBD_OP_EREPLY), then it applies to st
+ * (a ring change is published, and undone if the publish fails) and, if
+ * it changed anything, every sink is shown it, in the order applied: the
+ * log appends its record and asks for the fsync its type demands (P2,
+ * sink_log.c).  A BF_ADD that fails part-way shows the keys added before
+ * the failure (op->nkeys says how many).  RB_OK or the error of the
+ * apply (then nothing else changed).  aof is not used: the log is one of
+ * st's sinks (the parameter stays for the callers, until they move). */
 int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op);
 
 /* A transaction (EXEC) is one unit in the log and in the segment:
- * rbd_op_txn_begin opens a TXN record and sets st's segment's transaction
- * mark (seg_txn.h), the ops run meanwhile append their records inside the
- * TXN, and rbd_op_txn_end clears the mark and closes the record (one
- * checksum over them all, so a crash keeps all of them or none: replay.c),
- * or drops it if none was appended.  Both in one event-loop step, with no
- * flush and no change of st->seg between (T1, T2).  A daemon that dies
- * between them leaves the mark set, and its successor does not take that
- * segment over (recovery.c). */
+ * rbd_op_txn_begin sets st's segment's transaction mark (seg_txn.h) and
+ * opens every sink's frame (the log: a TXN record), the ops run meanwhile
+ * are shown inside it, and rbd_op_txn_end clears the mark and closes the
+ * frames (the log: one checksum over them all, so a crash keeps all of
+ * them or none: replay.c; the record is dropped if none was appended).
+ * Both in one event-loop step, with no flush and no change of st->seg
+ * between (T1, T2).  A daemon that dies between them leaves the mark set,
+ * and its successor does not take that segment over (recovery.c).  No
+ * sink may take an op inside (no ticket).  aof is not used (each sink
+ * keeps its frame's start; 0 is returned, start is not used either). */
 size_t rbd_op_txn_begin(rbd_state_t *st, rbd_aof_t *aof);
 void rbd_op_txn_end(rbd_state_t *st, rbd_aof_t *aof, size_t start);
 
@@ -149,6 +167,16 @@ size_t rbd_cms_pair(unsigned char *buf, uint64_t v, const void *p, size_t len);
  * after them are ignored, as they always were), or RB_ENOMEM. */
 int rbd_op_decode(unsigned type, const unsigned char *p, size_t n, rbd_op_t *op,
                   rbd_keys_t *scratch);
+
+/* Writes op's record payload (its type's fields, in order: the layout
+ * rbd_op_decode reads) through put, a piece at a time. */
+typedef void (*rbd_op_put_fn)(void *ctx, const void *p, size_t n);
+void rbd_op_encode(const rbd_op_t *op, rbd_op_put_fn put, void *ctx);
+/* Whether a record of type must be durable before its reply (P2). */
+int rbd_op_sync(unsigned type);
+/* Whether an op of type changes the ring's membership or mode (RING.ADD,
+ * ...: ring_apply's), which the etcd source makes in etcd instead. */
+int rbd_op_changes_ring(unsigned type);
 
 /* The name of record type (for messages: "RING.ADD"), or NULL if no op
  * has that type. */

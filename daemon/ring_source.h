@@ -12,7 +12,9 @@
  * mod_revision of the one key it changes with the one this host has seen
  * (a concurrent change of the same node or mode: the loser is told,
  * -CONFLICT); a change is acknowledged after etcd committed it and this
- * host applied it (the client's later requests wait for that answer).  With etcd unreachable or without quorum,
+ * host applied it: the source is an op sink that takes ring changes and
+ * completes their tickets (sink.h; the client's later requests wait for
+ * that answer).  With etcd unreachable or without quorum,
  * readers keep the last table and changes are refused (docs/design.md,
  * "Beyond one host: the ring from etcd").
  *
@@ -35,6 +37,7 @@
 #include "aof.h"
 #include "ops.h"
 #include "rbd_config.h"
+#include "sink.h"
 #include "state.h"
 
 typedef struct rbd_source rbd_source_t;
@@ -62,30 +65,25 @@ void rbd_source_stop(rbd_source_t *s);
 int rbd_source_fd(const rbd_source_t *s);
 
 /* Event loop: publishes the newest membership the thread read, if it is
- * not the one applied (a RING_SYNC op, logged).  0, or the op's error. */
-int rbd_source_sync(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof);
+ * not the one applied (a RING_SYNC op, shown to the sinks: logged).  0,
+ * or the op's error. */
+int rbd_source_sync(rbd_source_t *s, rbd_state_t *st);
 
-/* rbd_source_submit's error whose reply is in why. */
-#define RBD_SOURCE_EREPLY (-1000)
-
-/* Event loop: ring change op (RING_ADD, REMOVE, WEIGHT, MODE, STATE) for
- * the client whose id is given, made in etcd by the source's writer
- * thread (one transaction comparing the changed key's mod_revision with
- * what this host has read), the loop going on meanwhile.  RB_OK: handed
- * over, the answer comes through rbd_source_finish; RB_EEXIST / RB_ENOENT
- * (answered now, as for a local change); RBD_SOURCE_EREPLY with the error
- * line in why (etcd not reachable, RING.SLOTS, a name etcd cannot hold);
- * RB_ENOMEM. */
-int rbd_source_submit(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof, uint64_t client,
-                      const rbd_op_t *op, char *why, size_t cap);
-/* The answer to a submitted change: NULL for OK, else the error line. */
-typedef void (*rbd_source_reply_fn)(void *arg, uint64_t client, const char *err);
-
-/* Event loop: publishes what the thread read (rbd_source_sync), then
- * answers each submitted change that is done: once this host applied
- * its revision, or 2 s after its commit, or at once if it failed. */
-void rbd_source_finish(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof,
-                       rbd_source_reply_fn fn, void *arg);
+/* The source as an op sink (sink.h), registered with its rbd_source_t
+ * and rbd_source_fd:
+ *   accept  a ring change (RING_ADD, REMOVE, WEIGHT, MODE, STATE; ops.c's
+ *           rbd_op_changes_ring) is taken (RBD_SINK_DEFERRED) and made in
+ *           etcd by the source's writer thread (one transaction comparing
+ *           the changed key's mod_revision with what this host has read),
+ *           the loop going on meanwhile; RB_EEXIST / RB_ENOENT (answered
+ *           now, as for a local change); RBD_SINK_REPLY (etcd not
+ *           reachable, RING.SLOTS, a name etcd cannot hold, no ticket);
+ *           RB_ENOMEM.  Every other op is applied here (RING_SYNC too).
+ *   poll, tick  publish what the thread read (rbd_source_sync), then
+ *           complete the ticket of each change that is done: once this
+ *           host applied its revision, or 2 s after its commit, or at once
+ *           if it failed (the reply: OK, -CONFLICT or -ERR). */
+extern const rbd_sink_ops_t rbd_source_sink;
 
 void rbd_source_status(rbd_source_t *s, rbd_source_status_t *out);
 

@@ -45,7 +45,7 @@ typedef struct member {
 
 typedef struct job {            /* a RING.* change handed to the writer thread */
     struct job *next;
-    uint64_t client;
+    uint64_t ticket;            /* its deferred reply (sink.h) */
     char key[RB_NODE_NAME_MAX + 8], val[64];
     int del;                    /* a delete (val unused) */
     int64_t cmp, rev, cur;      /* compared mod_revision; the result's */

@@ -1,8 +1,9 @@
 /*
  * ring_source_loop.c - `ring-source etcd`, the event loop's side
  * (ring_source.h): publishing each membership the source thread read (a
- * RING_SYNC op), and RING.* changes handed to the writer thread and
- * answered once this host applied them.
+ * RING_SYNC op), and the source's op-sink row: RING.* changes taken from
+ * the op stream, handed to the writer thread, and their tickets completed
+ * once this host applied them.
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 
 #include "bytes.h"
 #include "rbd_log.h"
+#include "ring_mode.h"   /* lib: the mode table's facts (is it a table mode) */
 #include "ring_source_impl.h"
 
 /* ---- the event loop's side ----------------------------------------------------- */
@@ -29,7 +31,7 @@ static size_t sync_key(unsigned char *buf, const member_t *m)
 }
 
 /* Publishes view v through a RING_SYNC op (logged).  RB_OK or its error. */
-static int apply_view(rbd_state_t *st, rbd_aof_t *aof, const view_t *v)
+static int apply_view(rbd_state_t *st, const view_t *v)
 {
     rb_key_t *keys = calloc(v->n ? v->n : 1, sizeof(*keys));
     unsigned char *buf;
@@ -51,13 +53,13 @@ static int apply_view(rbd_state_t *st, rbd_aof_t *aof, const view_t *v)
     }
     op.keys = keys;
     op.nkeys = v->n;
-    rc = rbd_op_run(st, aof, &op);
+    rc = rbd_op_run(st, NULL, &op);
     free(buf);
     free(keys);
     return rc;
 }
 
-int rbd_source_sync(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof)
+int rbd_source_sync(rbd_source_t *s, rbd_state_t *st)
 {
     uint64_t drain;
     view_t *v;
@@ -75,7 +77,7 @@ int rbd_source_sync(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof)
         rbd_source_view_free(v);
         return RB_OK;
     }
-    if ((rc = apply_view(st, aof, v)) != RB_OK) {
+    if ((rc = apply_view(st, v)) != RB_OK) {
         /* Readers keep the table they have; the next view (or this one,
          * put back unless a newer came) is tried at the next sync. */
         rbd_log(LOG_WARNING, "ring source: cannot publish revision %lld: %s",
@@ -106,7 +108,7 @@ static const member_t *member(const member_t *m, size_t n, const char *name, siz
 /* The etcd write that makes op: key, value (NULL: delete) into val, and
  * the mod_revision compared (what this host saw of the key).  RB_OK, or
  * RB_EEXIST / RB_ENOENT (as a local change would answer), or
- * RBD_SOURCE_EREPLY with why; 1: a delete (val unused). */
+ * RBD_SINK_REPLY with why; 1: a delete (val unused). */
 static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, char *val,
                          int64_t *cmp, char *why, size_t cap)
 {
@@ -119,8 +121,7 @@ static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, c
         /* 0 keeps the vnode count from one vnode mode to another, as a
          * local RING.MODE does; a table mode's 0 is its automatic size. */
         uint32_t replicas = op->replicas;
-        if (replicas == 0 && op->mode != RB_RING_MAGLEV && op->mode != RB_RING_SLOTS &&
-            was != RB_RING_MAGLEV && was != RB_RING_SLOTS)
+        if (replicas == 0 && !rbi_ring_mode_is_table(op->mode) && !rbi_ring_mode_is_table(was))
             replicas = v != NULL ? v->replicas : s->dreplicas;
         strcpy(key, "mode");
         snprintf(val, 64, "%s %u", rb_ring_mode_name((rb_ring_mode_t)op->mode), replicas);
@@ -130,12 +131,12 @@ static int etcd_write_of(const rbd_source_t *s, const rbd_op_t *op, char *key, c
     if (op->type == RBD_OP_RING_SLOTS) {
         snprintf(why, cap, "ERR RING.SLOTS is not available with ring-source etcd (the "
                  "slot map is not kept in etcd); use RING.MODE slots, balanced by weight");
-        return RBD_SOURCE_EREPLY;
+        return RBD_SINK_REPLY;
     }
     if (memchr(op->name, '\0', op->len) != NULL) {
         snprintf(why, cap, "ERR ring-source etcd: a node name with a NUL byte cannot be an "
                  "etcd key");
-        return RBD_SOURCE_EREPLY;
+        return RBD_SINK_REPLY;
     }
     m = v != NULL ? member(v->m, v->n, op->name, op->len) : NULL;
     /* A node key skipped for its value: RING.ADD replaces it and
@@ -172,38 +173,47 @@ static int refuse_down(rbd_source_t *s, char *why, size_t cap)
     snprintf(why, cap, "ERR ring-source etcd: no working connection to etcd (%s); ring "
              "changes are refused, readers keep the table of revision %lld",
              ss.error[0] ? ss.error : "not reached yet", (long long)ss.applied);
-    return RBD_SOURCE_EREPLY;
+    return RBD_SINK_REPLY;
 }
 
-/* ---- changes handed to the writer thread --------------------------------------- */
+/* ---- changes handed to the writer thread: the op-sink row ------------------------ */
 
-int rbd_source_submit(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof, uint64_t client,
-                      const rbd_op_t *op, char *why, size_t cap)
+static int source_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t ticket,
+                         char *why, size_t cap)
 {
-    job_t *j = calloc(1, sizeof(*j)), **tail;
+    rbd_source_t *s = self;
+    job_t *j, **tail;
     int rc;
 
-    if (j == NULL)
+    if (!rbd_op_changes_ring(op->type))
+        return RBD_SINK_APPLY;
+    if (ticket == 0) {   /* cmd.c keeps ring changes out of EXEC; else no memory */
+        snprintf(why, cap, "ERR ring-source etcd: this ring change cannot wait for etcd's "
+                 "answer here");
+        return RBD_SINK_REPLY;
+    }
+    if ((j = calloc(1, sizeof(*j))) == NULL)
         return RB_ENOMEM;
-    (void)rbd_source_sync(s, st, aof);
+    (void)rbd_source_sync(s, st);
     if ((rc = refuse_down(s, why, cap)) != 0 ||
-        (rc = etcd_write_of(s, op, j->key, j->val, &j->cmp, why, cap)) < 0) {
+        (rc = etcd_write_of(s, op, j->key, j->val, &j->cmp, why, cap)) < 0 ||
+        rc == RBD_SINK_REPLY) {
         free(j);
         return rc;
     }
     j->del = rc == 1;
-    j->client = client;
+    j->ticket = ticket;
     pthread_mutex_lock(&s->mu);
     for (tail = &s->todo; *tail != NULL; tail = &(*tail)->next)
         ;
     *tail = j;
     pthread_cond_signal(&s->wcv);
     pthread_mutex_unlock(&s->mu);
-    return RB_OK;
+    return RBD_SINK_DEFERRED;
 }
 
-/* The answer to job j now (its reply through fn), or 0: not yet. */
-static int answer(rbd_source_t *s, job_t *j, rbd_source_reply_fn fn, void *arg)
+/* The answer to job j now (its ticket completed in sinks), or 0: not yet. */
+static int answer(rbd_source_t *s, job_t *j, rbd_sinks_t *sinks)
 {
     char line[1024];
 
@@ -211,27 +221,29 @@ static int answer(rbd_source_t *s, job_t *j, rbd_source_reply_fn fn, void *arg)
         snprintf(line, sizeof(line), "CONFLICT '%s' was changed in etcd by another host (its "
                  "revision is %lld, this host had read %lld): nothing was changed; read it "
                  "again", j->key, (long long)j->cur, (long long)j->cmp);
-        fn(arg, j->client, line);
+        rbd_sinks_complete(sinks, j->ticket, line);
         return 1;
     }
     if (j->rc != 0) {
         snprintf(line, sizeof(line), "ERR ring-source etcd: %s", j->err);
-        fn(arg, j->client, line);
+        rbd_sinks_complete(sinks, j->ticket, line);
         return 1;
     }
     if ((s->applied == NULL || s->applied->revision < j->rev) &&
         rbd_mono_ms() - j->done_ms < APPLY_WAIT_MS)
         return 0;
-    fn(arg, j->client, NULL);
+    rbd_sinks_complete(sinks, j->ticket, NULL);
     return 1;
 }
 
-void rbd_source_finish(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof,
-                       rbd_source_reply_fn fn, void *arg)
+/* poll and tick: publishes what the thread read, then answers each
+ * submitted change that is done. */
+static void source_finish(void *self, rbd_state_t *st)
 {
+    rbd_source_t *s = self;
     job_t *j, **at;
 
-    (void)rbd_source_sync(s, st, aof);
+    (void)rbd_source_sync(s, st);
     pthread_mutex_lock(&s->mu);
     j = s->done;
     s->done = NULL;
@@ -244,7 +256,7 @@ void rbd_source_finish(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof,
     }
     for (at = &s->waiting; *at != NULL;) {
         j = *at;
-        if (!answer(s, j, fn, arg)) {
+        if (!answer(s, j, &st->sinks)) {
             at = &j->next;
             continue;
         }
@@ -252,3 +264,10 @@ void rbd_source_finish(rbd_source_t *s, rbd_state_t *st, rbd_aof_t *aof,
         free(j);
     }
 }
+
+const rbd_sink_ops_t rbd_source_sink = {
+    .name = "etcd",
+    .accept = source_accept,
+    .poll = source_finish,
+    .tick = source_finish,
+};

@@ -18,6 +18,7 @@
 #include <syslog.h>
 
 #include "rbd_log.h"
+#include "ring_mode.h"   /* lib: the mode table's facts (is it a table mode) */
 #include "ring_source_impl.h"
 
 void rbd_source_view_free(view_t *v)
@@ -104,7 +105,7 @@ static int parse_node(const char *val, size_t vlen, uint32_t *weight, uint32_t *
  * them (ops.c: a table mode's r is its parameter, a maglev M prime, ...). */
 static int mode_ok(rb_ring_mode_t m, uint32_t r)
 {
-    int table = m == RB_RING_MAGLEV || m == RB_RING_SLOTS;
+    int table = rbi_ring_mode_is_table(m);
     rb_ring_t *ring = NULL;
     int ok = rb_ring_new(m, table ? 0 : r, &ring) == RB_OK &&
              (!table || r == 0 || rb_ring_set_mode(ring, m, r) == RB_OK);

@@ -7,7 +7,8 @@
  * One loop turn: read every readable client and execute every complete
  * request it sent (cmd.c; replies are appended to its output buffer), then
  * write the log records of the whole turn with one write (and one fsync
- * when needed, rbd_aof_flush), and only then send the replies.  If the log
+ * when needed: the op sinks' flush, sink.h, the log's rbd_aof_flush), and
+ * only then send the replies.  If the log
  * cannot be written the replies of the clients whose commands it could
  * not log stay queued (nothing unlogged is ever acknowledged), further
  * mutations are refused until it can, and everything else is answered.
@@ -326,21 +327,22 @@ static void handle_signals(server_t *s)
     }
 }
 
-/* A RING.* change etcd answered (ring_source.h): the client that asked,
- * if still there, gets its reply, and its requests after it run. */
-static void ring_answer(void *arg, uint64_t id, const char *err)
+/* A deferred reply's answer (sink.h: a sink completed its ticket): the
+ * client that asked, if still there, gets it, and its requests after it
+ * run. */
+void rbd_server_answer(void *arg, uint64_t id, const char *err)
 {
     server_t *s = arg;
 
     for (size_t fd = 0; fd < s->clients_cap; fd++) {
         client_t *c = s->clients[fd];
-        if (c == NULL || c->id != id || !c->awaits_ring)
+        if (c == NULL || c->id != id || !c->awaits_reply)
             continue;
         if (err != NULL)
             rbi_resp_error(&c->out, "%s", err);
         else
             rbi_resp_simple(&c->out, "OK");
-        c->awaits_ring = 0;
+        c->awaits_reply = 0;
         if (c->in.len > 0)
             s->resume_pending = 1;
         return;
@@ -361,8 +363,9 @@ static void housekeeping(server_t *s, uint64_t now)
         rbd_filters_tick(&s->state, &s->aof, rbd_now_ms() / 1000);
         rbd_aof_tick(&s->aof);
         rbd_snapshot_tick(&s->snaps, &s->aof, s->state.seg, &s->cfg, now);
-        if (s->source != NULL)   /* a failed publish's retry; changes waited for 2 s */
-            rbd_source_finish(s->source, &s->state, &s->aof, ring_answer, s);
+        /* The sinks' second: the etcd source's failed publish's retry, and
+         * its changes waited for 2 s. */
+        rbd_sinks_tick(&s->state.sinks, &s->state);
     }
     if (s->accept_paused && now >= s->accept_resume_ms)
         accept_resume(s);
@@ -373,7 +376,7 @@ static void housekeeping(server_t *s, uint64_t now)
          * are the daemon's delay, not the client's. */
         for (size_t fd = 0; fd < s->clients_cap; fd++) {
             client_t *c = s->clients[fd];
-            if (c != NULL && !c->awaits_log && !c->awaits_ring && now > c->last_active_ms &&
+            if (c != NULL && !c->awaits_flush && !c->awaits_reply && now > c->last_active_ms &&
                 now - c->last_active_ms > 1000ull * s->cfg.timeout) {
                 s->timeouts++;
                 rbd_client_free(s, c);
@@ -413,27 +416,25 @@ int rbd_server_run(server_t *s)
                 rbd_snapshot_poll(&s->snaps, &s->aof, rbd_mono_ms());
                 continue;
             }
-            if (s->source != NULL && fd == rbd_source_fd(s->source)) {
-                rbd_source_finish(s->source, &s->state, &s->aof, ring_answer, s);
-                continue;
-            }
+            if (rbd_sinks_poll(&s->state.sinks, &s->state, fd))
+                continue;   /* a sink's descriptor (the etcd source's eventfd) */
             c = (size_t)fd < s->clients_cap ? s->clients[fd] : NULL;
             if (c != NULL && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing &&
                 !c->paused)
                 rbd_client_read(s, c);
         }
-        /* Group commit: one write (+ fsync) for the whole turn, then
-         * replies.  If the log failed, only clients whose replies
-         * acknowledge an unlogged record wait (P1); the others - reads,
-         * MISCONF refusals, INFO - are answered. */
-        held = rbd_aof_flush(&s->aof) != 0;
+        /* Group commit: one write (+ fsync) for the whole turn (every
+         * sink's flush: the log's), then replies.  If the log failed, only
+         * clients whose replies acknowledge an unlogged record wait (P1);
+         * the others - reads, MISCONF refusals, INFO - are answered. */
+        held = rbd_sinks_flush(&s->state.sinks) != 0;
         for (size_t fd = 0; fd < s->clients_cap; fd++) {
             client_t *c = s->clients[fd];
             if (c == NULL)
                 continue;
             if (!held)
-                c->awaits_log = 0;
-            if (c->awaits_log) {
+                c->awaits_flush = 0;
+            if (c->awaits_flush) {
                 /* No EPOLLOUT while the replies are held: a writable
                  * socket would wake every turn for nothing. */
                 if (c->writing) {

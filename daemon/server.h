@@ -59,6 +59,9 @@ typedef struct server {
 /* Listens on cfg.socket (its directory created), sets up epoll and the
  * signalfd, fits the descriptor limit.  0, or -1 with err. */
 int rbd_server_listen(server_t *s, char *err, size_t errlen);
+/* The op sinks' reply function (rbd_sinks_init's, arg the server): a
+ * deferred reply's answer to client id (err NULL: OK). */
+void rbd_server_answer(void *arg, uint64_t id, const char *err);
 /* The event loop, until SHUTDOWN or a signal: 0, or -1 if epoll fails. */
 int rbd_server_run(server_t *s);
 /* Closes every client, the listener (its socket file removed) and the

@@ -1,7 +1,7 @@
 /*
  * state.h - what ringbloomd serves, and its mutations (ops.c) change: the
  * segment, the writer's ring model, the filter handles open on the
- * segment, and the counts INFO shows of the changes.
+ * segment, the op sinks, and the counts INFO shows of the changes.
  */
 #ifndef RBD_STATE_H
 #define RBD_STATE_H
@@ -10,6 +10,7 @@
 
 #include "filters.h"
 #include "ringbloom.h"
+#include "sink.h"
 
 typedef struct rbd_state {
     rb_segment_t *seg;         /* the live segment (segwatch.c may replace it) */
@@ -17,6 +18,8 @@ typedef struct rbd_state {
     rbd_filters_t filters;     /* handles into seg */
     uint64_t bf_adds;          /* keys new to their filter (live adds, not replay) */
     uint64_t ring_changes;     /* ring changes published (live, not replay) */
+    rbd_sinks_t sinks;         /* the consumers of its live ops (sink.h): the log,
+                                  the etcd source; registered at start (main.c) */
 } rbd_state_t;
 
 #endif /* RBD_STATE_H */

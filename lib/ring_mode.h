@@ -4,7 +4,9 @@
  * positions are ordered.  Each mode is one file (ring_mode_<name>.c)
  * defining one rbi_ring_mode_ops_t; ring_mode.c lists them by their
  * rb_ring_mode_t value.  The model (ring.c) and the readers (ring_read.c)
- * know no mode by name: every difference between modes is a field here.
+ * know no mode by name, nor does the daemon (RING.MODE's argument, RING_SYNC,
+ * the etcd source ask the fields and the accessors below): every
+ * difference between modes is a field here.
  *
  * Adding a mode: its value in rb_ring_mode_t (ringbloom/ring.h), its file, its
  * extern below and its entry in ring_mode.c's table (and the file in
@@ -111,6 +113,12 @@ typedef struct rbi_ring_mode_ops {
      * which membership changes edit instead of refilling (ring_table.c),
      * and its parameter is 1. */
     int map_settable;
+    /* Table modes whose parameter is the table size M asked for (maglev):
+     * what a size must be besides lying in [2, param_max], as RING.MODE's
+     * refusal words it ("a prime"; param_ok decides).  NULL: the mode's
+     * parameter is no size, and RING.MODE takes none (slots: RING.SLOTS
+     * sets it). */
+    const char *size_rule;
 } rbi_ring_mode_ops_t;
 
 extern const rbi_ring_mode_ops_t rbi_ring_mode_xxh3;    /* ring_mode_xxh3.c */
@@ -123,6 +131,22 @@ extern const rbi_ring_mode_ops_t rbi_ring_mode_slots;   /* ring_mode_slots.c */
 /* The operations of mode value `mode` (a model's, or a published copy's
  * mode word), or NULL if there is no such mode. */
 const rbi_ring_mode_ops_t *rbi_ring_mode_ops(uint64_t mode);
+
+/* The facts the daemon asks of a mode value (a command's, a record's, an
+ * etcd key's): 0 for a value that is no mode. */
+static inline int rbi_ring_mode_is_table(uint64_t mode)
+{
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops(mode);
+
+    return ops != NULL && ops->table;
+}
+
+static inline int rbi_ring_mode_map_settable(uint64_t mode)
+{
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops(mode);
+
+    return ops != NULL && ops->map_settable;
+}
 
 /* ---- what several modes share ------------------------------------------ */
 

@@ -117,5 +117,5 @@ static int maglev_fill(const rbi_ring_node_t *nodes, size_t n, uint64_t m, uint3
 const rbi_ring_mode_ops_t rbi_ring_mode_maglev = {
     .name = "maglev", .key_pos = maglev_key, .tie_by_seq = 0, .resize_all = 1,
     .table = 1, .param_max = RBI_MAGLEV_MAX_M, .table_size = maglev_table_size,
-    .param_ok = maglev_param_ok, .fill = maglev_fill,
+    .param_ok = maglev_param_ok, .fill = maglev_fill, .size_rule = "a prime",
 };

@@ -46,6 +46,8 @@ static inline void tsrv_open_sized(tsrv_t *t, const char *instance, uint64_t max
     ck_assert_int_eq(rb_ring_new(t->s.cfg.ring_mode, t->s.cfg.ring_replicas, &t->s.state.ring),
                      RB_OK);
     ck_assert_int_eq(rbd_aof_open(&t->s.aof, t->dir, FSYNC_NO, err, sizeof(err)), 0);
+    rbd_sinks_init(&t->s.state.sinks, rbd_server_answer, &t->s);   /* as main.c */
+    ck_assert_int_eq(rbd_sinks_add(&t->s.state.sinks, &rbd_sink_log, &t->s.aof, -1), 0);
     ck_assert_int_eq(rbd_snapshot_save(&t->s.snaps, &t->s.aof, t->s.state.seg, err,
                                        sizeof(err)), 0);
     t->c.uid = getuid();
@@ -57,6 +59,7 @@ static inline void tsrv_close(tsrv_t *t)
     char path[128];
 
     rbd_filters_close(&t->s.state.filters);
+    rbd_sinks_free(&t->s.state.sinks);
     rbd_aof_close(&t->s.aof);
     rb_segment_close(t->s.state.seg);
     rb_ring_free(t->s.state.ring);

@@ -1,0 +1,127 @@
+/*
+ * sink.h - the op sinks: everything that consumes the daemon's op stream
+ * (ops.c's live ops) does it through one table of operations, registered
+ * once at start (sink.c); and the deferred replies, one mechanism for
+ * every sink.
+ *
+ * A sink is a row, like a VFS's io_methods: a name and the operations it
+ * needs, NULL for the others.  rbd_op_run (ops.c) calls every registered
+ * sink in one place, in registration order:
+ *   accept    before the apply: the op is applied here (RBD_SINK_APPLY),
+ *             taken by the sink, which answers the client later through
+ *             the ticket it was given (RBD_SINK_DEFERRED: etcd makes the
+ *             ring change, ring_source_loop.c), refused with a reply line
+ *             (RBD_SINK_REPLY), or refused with an RB_E* error;
+ *   on_op     after an op applied and changed something: each such op is
+ *             seen once, in the order applied (the log appends its
+ *             record, sink_log.c);
+ *   txn_begin / txn_end  the frame of a transaction's ops (EXEC): the ops
+ *             between are one unit to the sink;
+ *   flush     at the end of every loop turn, before replies are sent: 0 if
+ *             the replies that acknowledge ops it saw may go, -1 to hold
+ *             them (the log's group commit and fsync, P1/P2);
+ *   poll      its descriptor (fd at registration, -1 none) is readable;
+ *   tick      once a second.
+ *
+ * Deferred replies: a sink that takes an op (RBD_SINK_DEFERRED) holds its
+ * ticket and completes it once it knows the answer (rbd_sinks_complete:
+ * NULL for OK, or the error line); the registry hands the answer to the
+ * server's reply function for the client the ticket was opened for.  The
+ * client's later requests wait for it (client.h, awaits_reply).  A ticket
+ * is completed once; a later completion, or one for a client gone, is
+ * dropped.
+ *
+ * Adding a consumer (filter replication, ...): its row (a const
+ * rbd_sink_ops_t beside its code) and one rbd_sinks_add in main.c.
+ * docs/design.md, "Op sinks", says what each sink does.
+ */
+#ifndef RBD_SINK_H
+#define RBD_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rbd_op;
+struct rbd_state;
+
+/* accept's answers (besides an RB_E* error, < 0). */
+#define RBD_SINK_APPLY    0   /* apply the op here */
+#define RBD_SINK_DEFERRED 1   /* the sink took it; it completes the ticket */
+#define RBD_SINK_REPLY    2   /* refused: the reply line is in why */
+
+typedef struct rbd_sink_ops {
+    const char *name;
+    /* ticket: the one to complete if the op is taken (0: it cannot be
+     * taken: the op has no client to answer later, as the aging tick's,
+     * it runs inside a transaction, or there is no memory for a ticket). */
+    int (*accept)(void *self, struct rbd_state *st, const struct rbd_op *op, uint64_t ticket,
+                  char *why, size_t cap);
+    void (*on_op)(void *self, const struct rbd_op *op);
+    /* txn_begin's value is given back to txn_end. */
+    size_t (*txn_begin)(void *self);
+    void (*txn_end)(void *self, size_t mark);
+    int (*flush)(void *self);
+    void (*poll)(void *self, struct rbd_state *st);
+    void (*tick)(void *self, struct rbd_state *st);
+} rbd_sink_ops_t;
+
+#define RBD_SINKS_MAX 8
+
+/* The answer to a deferred reply: err NULL for OK, else the error line
+ * (without "-"), to client `client` (server.c). */
+typedef void (*rbd_sink_reply_fn)(void *arg, uint64_t client, const char *err);
+
+typedef struct rbd_pending {   /* a deferred reply: its ticket and its client */
+    uint64_t ticket, client;
+} rbd_pending_t;
+
+typedef struct rbd_sinks {
+    struct {
+        const rbd_sink_ops_t *ops;
+        void *self;
+        int fd;
+        size_t txn_mark;
+    } v[RBD_SINKS_MAX];
+    size_t n;
+    rbd_sink_reply_fn reply;
+    void *reply_arg;
+    rbd_pending_t *pending;    /* open tickets, in the order opened */
+    size_t npending, cap;
+    uint64_t next_ticket;      /* the last ticket offered to a sink */
+    uint64_t opened;           /* tickets a sink took (client.c: the client whose
+                                  command opened one awaits its reply) */
+    uint64_t seen;             /* ops the sinks were shown (client.c: its reply
+                                  then waits for rbd_sinks_flush) */
+    int in_txn;                /* between txn_begin and txn_end: no ticket (an
+                                  EXEC's replies cannot wait for one) */
+    char why[1024];            /* the last RBD_SINK_REPLY's line (op->why points here) */
+} rbd_sinks_t;
+
+void rbd_sinks_init(rbd_sinks_t *s, rbd_sink_reply_fn reply, void *arg);
+/* Frees the open tickets (their clients are not answered). */
+void rbd_sinks_free(rbd_sinks_t *s);
+/* Registers row ops with its object self and descriptor fd (-1: none).
+ * 0, or -1 if RBD_SINKS_MAX are registered. */
+int rbd_sinks_add(rbd_sinks_t *s, const rbd_sink_ops_t *ops, void *self, int fd);
+/* Unregisters self (before it is freed). */
+void rbd_sinks_remove(rbd_sinks_t *s, const void *self);
+
+/* ops.c's calls.  rbd_sinks_accept: RBD_SINK_APPLY if every sink lets the
+ * op be applied, else the first other answer (RBD_SINK_DEFERRED: the
+ * ticket is open for op->client; RBD_SINK_REPLY: the line in s->why). */
+int rbd_sinks_accept(rbd_sinks_t *s, struct rbd_state *st, const struct rbd_op *op);
+void rbd_sinks_op(rbd_sinks_t *s, const struct rbd_op *op);
+void rbd_sinks_txn_begin(rbd_sinks_t *s);
+void rbd_sinks_txn_end(rbd_sinks_t *s);
+
+/* The event loop's calls: 0 if every sink lets the turn's replies go, -1
+ * if one holds them; 1 if fd is a sink's (polled), else 0; every sink's
+ * tick. */
+int rbd_sinks_flush(rbd_sinks_t *s);
+int rbd_sinks_poll(rbd_sinks_t *s, struct rbd_state *st, int fd);
+void rbd_sinks_tick(rbd_sinks_t *s, struct rbd_state *st);
+
+/* A sink's answer to the deferred reply of ticket. */
+void rbd_sinks_complete(rbd_sinks_t *s, uint64_t ticket, const char *err);
+
+#endif /* RBD_SINK_H */
