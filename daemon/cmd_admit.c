@@ -77,13 +77,13 @@ static void cmd_admit_reserve(rbd_ctx_t *x)
     bop.name = dk;
     bop.len = dlen;
     bop.params = (rb_bloom_params_t){ .capacity = (uint64_t)w, .error_rate = err,
-                                      .layout = (rb_bloom_layout_t)x->s->cfg.bf_default_layout,
-                                      .secret = s1 };
+                                      .layout = (rb_bloom_layout_t)x->s->cfg.bf_default_layout };
+    bop.secret = s1;
     cop.name = x->argv[1];
     cop.len = x->argl[1];
     cop.cms = (rb_cms_params_t){ .width = cap * 2 < 64 ? 64 : (uint32_t)cap * 2,
                                  .depth = TINYLFU_DEPTH, .small = 1, .aging = (uint64_t)w };
-    cop.params.secret = s2;
+    cop.secret = s2;
     if (rbd_cmd_cms_size_ok(x, &cop.cms) != 0)
         return;
     /* The sketch's name must be free too, before the doorkeeper is made. */

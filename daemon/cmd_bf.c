@@ -31,7 +31,7 @@ static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_bloom_pa
     rbd_op_t op = { .type = RBD_OP_BF_RESERVE, .name = name, .len = len, .params = *p };
 
     arc4random_buf(secret, sizeof(secret));
-    op.params.secret = secret;
+    op.secret = secret;
     return rbd_op_run(&x->s->state, &x->s->aof, &op);
 }
 

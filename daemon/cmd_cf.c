@@ -57,7 +57,7 @@ static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_cuckoo_p
 
     arc4random_buf(secret, sizeof(secret));
     op.cf.secret = NULL;
-    op.params.secret = secret;
+    op.secret = secret;
     return rbd_op_run(&x->s->state, &x->s->aof, &op);
 }
 

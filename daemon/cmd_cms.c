@@ -52,7 +52,7 @@ static void create(rbd_ctx_t *x, const rb_cms_params_t *p)
     else
         arc4random_buf(secret, sizeof(secret));
     op.cms.secret = NULL;
-    op.params.secret = secret;
+    op.secret = secret;
     rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
     if (rc == RB_OK)
         rbi_resp_simple(x->out, "OK");

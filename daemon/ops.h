@@ -59,16 +59,12 @@ typedef enum rbd_names {
  * rest are set by whoever runs it, or by the op. */
 typedef struct rbd_op {
     rbd_op_type_t type;
-    /* logged */
+    /* logged: what every op may carry (its row's fields say which) */
     const char *name;          /* node or filter; points into the request or record */
     size_t len;
-    uint32_t weight;           /* RING_ADD, RING_WEIGHT */
-    uint32_t mode, replicas;   /* RING_MODE (replicas 0: keep; the count in force is logged) */
-    uint32_t state;            /* RING_STATE: rb_node_state_t */
-    uint64_t revision;         /* RING_SYNC: etcd's revision (mode, replicas: its mode) */
-    rb_bloom_params_t params;  /* BF_RESERVE, secret included; CMS_INIT: the secret */
-    rb_cms_params_t cms;       /* CMS_INIT (its secret is params.secret) */
-    rb_cuckoo_params_t cf;     /* CF_RESERVE (its secret is params.secret) */
+    const unsigned char *secret; /* a new filter's secret, any kind (RB_BLOOM_SECRET_BYTES
+                                  bytes), carried here once: an apply gives it to its
+                                  kind's params */
     const rb_key_t *keys;      /* BF_ADD; after a failed add, the keys added before it;
                                   RING_SLOTS: one per range, rbd_slots_range's bytes;
                                   PFADD: the elements; PFMERGE: the sources' names;
@@ -79,6 +75,19 @@ typedef struct rbd_op {
     int64_t iter;              /* BF_/CF_LOADCHUNK: the chunk's iterator (1 with a header) */
     const unsigned char *data; /* BF_/CF_LOADCHUNK: the chunk */
     size_t dlen;
+    /* logged: one family's payload (an op uses its own members only) */
+    union {
+        struct {                   /* the ring's ops */
+            uint32_t weight;       /* RING_ADD, RING_WEIGHT */
+            uint32_t mode, replicas; /* RING_MODE (replicas 0: keep; the count in force
+                                      is logged) */
+            uint32_t state;        /* RING_STATE: rb_node_state_t */
+            uint64_t revision;     /* RING_SYNC: etcd's revision (mode, replicas: its mode) */
+        };
+        rb_bloom_params_t params;  /* BF_RESERVE (its secret: op->secret) */
+        rb_cms_params_t cms;       /* CMS_INIT (its secret: op->secret) */
+        rb_cuckoo_params_t cf;     /* CF_RESERVE (its secret: op->secret) */
+    };
     /* not logged */
     uint64_t client;           /* the client it runs for (0: the daemon's own, as the
                                   aging tick's): a sink may answer it later (sink.h) */
