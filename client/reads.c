@@ -221,13 +221,15 @@ typedef struct other_row {
     double error;
 } other_row_t;
 
-/* The row of the HyperLogLog counter, count-min sketch or cuckoo filter
- * name; 0 if it is none of them (or was deleted meanwhile). */
+/* The row of the HyperLogLog counter, count-min sketch, counting Bloom
+ * filter or cuckoo filter name; 0 if it is none of them (or was deleted meanwhile). */
 static int other_kind(const rb_segment_t *seg, const char *name, size_t len, other_row_t *r)
 {
     rb_cms_info_t cm;
     rb_cuckoo_info_t ci;
     rb_cuckoo_t *cf;
+    rb_cbf_info_t bi;
+    rb_cbf_t *cb;
     rb_hll_t *h;
 
     if (rb_hll_open(seg, name, len, &h) == RB_OK) {
@@ -242,6 +244,14 @@ static int other_kind(const rb_segment_t *seg, const char *name, size_t len, oth
         *r = (other_row_t){ cm.small ? "count-min 4-bit" : "count-min", cm.count, 0, cm.bytes,
                             cm.depth, 2.0 / cm.width };
         return 1;
+    }
+    if (rb_cbf_open(seg, name, len, &cb) == RB_OK) {
+        if (rb_cbf_info(cb, &bi) == RB_OK)
+            *r = (other_row_t){ bi.counter_bits == 4 ? "counting 4-bit" : "counting 8-bit",
+                                bi.items, bi.capacity, bi.bytes, 1,
+                                rb_cbf_fpr_formula(bi.counters, bi.k, bi.capacity) };
+        rb_cbf_close(cb);
+        return r->kind != NULL;
     }
     if (rb_cuckoo_open(seg, name, len, &cf) != RB_OK)
         return 0;

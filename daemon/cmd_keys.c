@@ -29,8 +29,10 @@
 #define HLL_TYPE     "string"      /* Redis's for a HyperLogLog (it is a string there) */
 #define CMS_TYPE     "CMSk-TYPE"   /* RedisBloom's for a count-min sketch */
 #define CF_TYPE      "MBbloomCF"   /* RedisBloom's for a cuckoo filter */
+#define CBF_TYPE     "RBbloomCB"   /* ours for a counting Bloom filter (RedisBloom has none;
+                                      9 bytes, as a Redis module type's name) */
 /* A name's kind, and what SCAN TYPE lists (TYPE_ANY: every kind). */
-enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF, TYPE_NONE };
+enum { TYPE_ANY, TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF, TYPE_CBF, TYPE_NONE };
 #define SCAN_COUNT   10            /* SCAN's default COUNT, as Redis */
 
 /* The open handle of filter argv[i], or NULL if there is none (a name no
@@ -70,23 +72,28 @@ static void cmd_del(rbd_ctx_t *x)
 }
 
 /* The kind of live filter name other than a Bloom filter: TYPE_HLL,
- * TYPE_CMS, TYPE_CF, or TYPE_BLOOM when it is none of them. */
+ * TYPE_CMS, TYPE_CF, TYPE_CBF, or TYPE_BLOOM when it is none of them. */
 static int other_kind(const rb_segment_t *seg, const char *name, size_t len)
 {
     rb_cms_info_t in;
     rb_cuckoo_t *h;
+    rb_cbf_t *cb;
 
     if (rbd_filters_is_hll(seg, name, len))
         return TYPE_HLL;
     if (rb_cms_info(seg, name, len, &in) == RB_OK)
         return TYPE_CMS;
+    if (rb_cbf_open(seg, name, len, &cb) == RB_OK) {
+        rb_cbf_close(cb);
+        return TYPE_CBF;
+    }
     if (rb_cuckoo_open(seg, name, len, &h) != RB_OK)
         return TYPE_BLOOM;
     rb_cuckoo_close(h);
     return TYPE_CF;
 }
 
-/* The kind of argv[i]: TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF or TYPE_NONE. */
+/* The kind of argv[i]: TYPE_BLOOM, TYPE_HLL, TYPE_CMS, TYPE_CF, TYPE_CBF or TYPE_NONE. */
 static int kind_of(rbd_ctx_t *x, size_t i)
 {
     int rc, k;
@@ -118,11 +125,13 @@ static void cmd_exists(rbd_ctx_t *x)
 }
 
 /* TYPE key: RedisBloom's name for a Bloom filter, a count-min sketch or a
- * cuckoo filter, Redis's for a HyperLogLog ("string"), or none. */
+ * cuckoo filter, Redis's for a HyperLogLog ("string"), ours for a
+ * counting Bloom filter, or none. */
 static void cmd_type(rbd_ctx_t *x)
 {
     static const char *const names[] = { [TYPE_BLOOM] = BLOOM_TYPE, [TYPE_HLL] = HLL_TYPE,
                                          [TYPE_CMS] = CMS_TYPE, [TYPE_CF] = CF_TYPE,
+                                         [TYPE_CBF] = CBF_TYPE,
                                          [TYPE_NONE] = "none" };
 
     rbi_resp_simple(x->out, names[kind_of(x, 1)]);
@@ -209,6 +218,8 @@ static int type_arg(const rbd_ctx_t *x, size_t i)
         return TYPE_CMS;
     if (x->argl[i] == sizeof(CF_TYPE) - 1 && strncasecmp(x->argv[i], CF_TYPE, x->argl[i]) == 0)
         return TYPE_CF;
+    if (x->argl[i] == sizeof(CBF_TYPE) - 1 && strncasecmp(x->argv[i], CBF_TYPE, x->argl[i]) == 0)
+        return TYPE_CBF;
     return TYPE_NONE;
 }
 

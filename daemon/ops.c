@@ -418,6 +418,15 @@ static const op_def_t ops[] = {
                               NULL, { NAME, U64(iter), BLOB } },
     [RBD_OP_RING_SYNC] = { "RING.SYNC", RBD_NAMES_NOTHING, OP_SYNC, ring_sync, NULL,
                            { U64(revision), U32(mode), U32(replicas), KEYS } },
+    /* Counting Bloom filters resolve their names too (ops_cbf.c). */
+    [RBD_OP_CBF_RESERVE] = { "CBF.RESERVE", RBD_NAMES_NOTHING, OP_SYNC, rbd_apply_cbf_reserve,
+                             NULL, { NAME, U64(cbf.capacity), F64(cbf.error_rate),
+                                     U32(cbf.counter_bits), SECRET } },
+    [RBD_OP_CBF_ADD] = { "CBF.ADD", RBD_NAMES_NOTHING, OP_PARTIAL, rbd_apply_cbf_add, NULL,
+                         { NAME, KEYS } },
+    [RBD_OP_CBF_DEL] = { "CBF.DEL", RBD_NAMES_NOTHING, 0, rbd_apply_cbf_del, NULL, { NAME, KEYS } },
+    [RBD_OP_CBF_LOADCHUNK] = { "CBF.LOADCHUNK", RBD_NAMES_NOTHING, OP_SYNC,
+                               rbd_apply_cbf_loadchunk, NULL, { NAME, U64(iter), BLOB } },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 

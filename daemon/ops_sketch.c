@@ -197,7 +197,7 @@ int rbd_apply_cf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
 int rbd_apply_delete_other(rbd_state_t *st, rbd_op_t *op)
 {
     static int (*const del[])(rb_segment_t *, const char *, size_t) = {
-        rb_hll_delete, rb_cms_delete, rb_cuckoo_delete,
+        rb_hll_delete, rb_cms_delete, rb_cuckoo_delete, rb_cbf_delete,
     };
 
     for (size_t i = 0; i < sizeof(del) / sizeof(del[0]); i++) {

@@ -21,7 +21,7 @@
 #include "util.h"
 
 static const rbi_kind_t *const kinds[] = { &rbi_kind_bloom, &rbi_kind_hll, &rbi_kind_cms,
-                                            &rbi_kind_cuckoo };
+                                            &rbi_kind_cuckoo, &rbi_kind_cbf };
 
 /* The kind of slot f by its layout word, or NULL if no kind owns it. */
 static const rbi_kind_t *kind_of(const rb_filter_shm_t *f)

@@ -39,6 +39,7 @@ extern const rbi_kind_t rbi_kind_bloom;   /* bloom_read.c */
 extern const rbi_kind_t rbi_kind_hll;     /* hll.c */
 extern const rbi_kind_t rbi_kind_cms;     /* cms.c */
 extern const rbi_kind_t rbi_kind_cuckoo;  /* cuckoo.c */
+extern const rbi_kind_t rbi_kind_cbf;     /* cbf.c */
 
 /* For a writer adopting m: the heap extents of every live slot in out
  * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.

@@ -42,6 +42,7 @@
 #include "ringbloom/hll.h"      /* HyperLogLog counters */
 #include "ringbloom/cms.h"      /* count-min sketches, TinyLFU admission */
 #include "ringbloom/cuckoo.h"   /* cuckoo filters (membership that deletes) */
+#include "ringbloom/cbf.h"      /* counting Bloom filters (Bloom filters that delete) */
 #include "ringbloom/conn.h"     /* the write path: a connection to the daemon */
 
 #endif /* RINGBLOOM_H */
