@@ -192,7 +192,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Everything the daemon serves, as text (malloc'd): every key, its type
- * and content (a dump's hash for cuckoo filters; for Bloom filters BF.INFO
+ * and content (a dump's hash for cuckoo and counting Bloom filters; for Bloom filters BF.INFO
  * and the hash of their bits, not of the dump's header, whose layer times
  * a replayed BF.RESET sets to the replay's; CMS.INFO and the counts of the
  * items the rounds use; PFCOUNT), and the ring (its nodes and states, mode
@@ -226,6 +226,10 @@ static char *fingerprint(void)
             fp_add(&fp, &len, &cap, " %s", out);
         } else if (strcmp(out, "MBbloomCF") == 0) {
             rbd_scandump(&d, "CF.SCANDUMP", name[i], &dp);
+            fp_add(&fp, &len, &cap, " %zu chunks %016llx", dp.n, dump_hash(&dp, 0));
+            rbd_dump_free(&dp);
+        } else if (strcmp(out, "RBbloomCB") == 0) {
+            rbd_scandump(&d, "CBF.SCANDUMP", name[i], &dp);
             fp_add(&fp, &len, &cap, " %zu chunks %016llx", dp.n, dump_hash(&dp, 0));
             rbd_dump_free(&dp);
         } else if (strcmp(out, "CMSk-TYPE") == 0) {
