@@ -115,7 +115,10 @@ END_TEST
 
 START_TEST(test_cbf_keyspace)
 {
+    char args[512], out[4096];
+    const char *line;
     rb_conn_t *c;
+    int status;
 
     rbd_start(&d, NULL);
     c = rbd_connect(&d);
@@ -140,6 +143,12 @@ START_TEST(test_cbf_keyspace)
     rbd_expect(c, "5", "EXISTS", "cb", "cf", "bf", "hll", "cms");
     rbd_expect(c, "0\ncb", "SCAN", "0", "COUNT", "100000", "TYPE", "rbbloomcb");
     rbd_expect(c, "cb", "KEYS", "cb*");
+    /* The CLI's listing, read from shared memory: its kind and figures. */
+    rbd_expect(c, "1\n1", "CBF.MADD", "cb", "x", "y");
+    snprintf(args, sizeof(args), "-i %s -s %s filters", d.inst, d.sock);
+    status = rbd_run_cli(out, sizeof(out), args);
+    ck_assert_msg(status == 0 && (line = strstr(out, "cb\tcounting 4-bit\t2\t100\t")) != NULL &&
+                  line == out + strcspn(out, "\n") + 1, "status %d: %s", status, out);
     rbd_expect(c, "1", "DEL", "cb");
     rbd_expect(c, "0", "EXISTS", "cb");
     rbd_expect(c, "0", "CBF.EXISTS", "cb", "x");
