@@ -27,21 +27,6 @@
 #define DUMP_MAGIC   "RBCBDUMP"
 #define DUMP_VERSION 1u
 
-static void put_le(unsigned char *p, uint64_t v, size_t width)
-{
-    for (size_t i = 0; i < width; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, size_t width)
-{
-    uint64_t v = 0;
-
-    for (size_t i = width; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
 typedef struct dump_arg {
     int64_t iter, next;
     size_t max, len;
@@ -54,15 +39,15 @@ static void header(const rbi_cbf_view_t *v, unsigned char *p)
 
     memset(p, 0, RBI_CBF_DUMP_HEADER);
     memcpy(p, DUMP_MAGIC, 8);
-    put_le(p + 8, DUMP_VERSION, 4);
-    put_le(p + 12, v->s.cb, 4);
-    put_le(p + 16, v->s.k, 4);
-    put_le(p + 24, v->s.m, 8);
-    put_le(p + 32, rbi_ld(RBI_CBF_CAP(f)), 8);
-    put_le(p + 40, rbi_ld(RBI_CBF_ITEMS(f)), 8);
-    put_le(p + 48, rbi_ld(RBI_CBF_DELETES(f)), 8);
-    put_le(p + 56, rbi_ld(RBI_CBF_SATURATED(f)), 8);
-    put_le(p + 64, rbi_ld(RBI_CBF_ERROR(f)), 8);
+    rbi_le_put(p + 8, DUMP_VERSION, 4);
+    rbi_le_put(p + 12, v->s.cb, 4);
+    rbi_le_put(p + 16, v->s.k, 4);
+    rbi_le_put(p + 24, v->s.m, 8);
+    rbi_le_put(p + 32, rbi_ld(RBI_CBF_CAP(f)), 8);
+    rbi_le_put(p + 40, rbi_ld(RBI_CBF_ITEMS(f)), 8);
+    rbi_le_put(p + 48, rbi_ld(RBI_CBF_DELETES(f)), 8);
+    rbi_le_put(p + 56, rbi_ld(RBI_CBF_SATURATED(f)), 8);
+    rbi_le_put(p + 64, rbi_ld(RBI_CBF_ERROR(f)), 8);
     memcpy(p + 72, v->secret, RBI_SECRET_BYTES);
 }
 
@@ -86,10 +71,8 @@ static int dump_fn(const rbi_cbf_view_t *v, void *arg)
         return RB_OK;
     a->len = bytes - off < a->max ? (size_t)(bytes - off) : a->max;
     a->next = a->iter + (int64_t)a->len;
-    for (size_t i = 0; a->buf != NULL && i < a->len; i++) {
-        uint64_t at = off + i;
-        a->buf[i] = (unsigned char)(rbi_ld(&v->arr[at / 8]) >> (8 * (at % 8)));
-    }
+    if (a->buf != NULL)
+        rbi_words_get_bytes(v->arr, off, a->buf, a->len);
     return RB_OK;
 }
 
@@ -120,16 +103,16 @@ static const char *parse(const unsigned char *p, size_t n, rbi_cbf_image_t *im)
     uint32_t k;
 
     if (n != RBI_CBF_DUMP_HEADER || memcmp(p, DUMP_MAGIC, 8) != 0 ||
-        get_le(p + 8, 4) != DUMP_VERSION || get_le(p + 20, 4) != 0)
+        rbi_le_get(p + 8, 4) != DUMP_VERSION || rbi_le_get(p + 20, 4) != 0)
         return "ERR received bad data";
-    im->p.counter_bits = (uint32_t)get_le(p + 12, 4);
-    im->k = (uint32_t)get_le(p + 16, 4);
-    im->m = get_le(p + 24, 8);
-    im->p.capacity = get_le(p + 32, 8);
-    im->items = get_le(p + 40, 8);
-    im->deletes = get_le(p + 48, 8);
-    im->saturated = get_le(p + 56, 8);
-    bits = get_le(p + 64, 8);
+    im->p.counter_bits = (uint32_t)rbi_le_get(p + 12, 4);
+    im->k = (uint32_t)rbi_le_get(p + 16, 4);
+    im->m = rbi_le_get(p + 24, 8);
+    im->p.capacity = rbi_le_get(p + 32, 8);
+    im->items = rbi_le_get(p + 40, 8);
+    im->deletes = rbi_le_get(p + 48, 8);
+    im->saturated = rbi_le_get(p + 56, 8);
+    bits = rbi_le_get(p + 64, 8);
     memcpy(&im->p.error_rate, &bits, sizeof(bits));
     memcpy(im->secret, p + 72, RBI_SECRET_BYTES);
     if (im->p.counter_bits != 4 && im->p.counter_bits != 8)
@@ -182,17 +165,6 @@ int rbi_cbf_load_chunk(rb_segment_t *seg, const char *name, size_t len, int64_t 
         *why = "ERR invalid chunk - Too big for current filter";
         return RB_EINVAL;
     }
-    /* Whole words, each merged with the bytes it keeps, one store each. */
-    for (size_t i = 0; i < n;) {
-        _Atomic uint64_t *w = &v.arr[(off + i) / 8];
-        uint64_t x = rbi_ld(w);
-        rbi_snap_touch(seg, w, 8);   /* S1 */
-        do {
-            unsigned sh = (unsigned)(8 * ((off + i) % 8));
-            x = (x & ~(0xFFULL << sh)) | ((uint64_t)src[i] << sh);
-            i++;
-        } while (i < n && (off + i) % 8 != 0);
-        rbi_st(w, x);
-    }
+    rbi_snap_store_bytes(seg, v.arr, off, src, n);
     return RB_OK;
 }
