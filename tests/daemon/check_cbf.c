@@ -33,6 +33,12 @@ START_TEST(test_cbf_commands)
     rbd_expect(c, "ERR wrong number of arguments for 'cbf.reserve' command", "CBF.RESERVE",
                "x", "0.01", "10", "COUNTERBITS");
     rbd_expect(c, "ERR wrong number of arguments for 'cbf.add' command", "CBF.ADD", "f");
+    rbd_expect(c, "ERR capacity and error rate give more than 1099511627776 counters or 32 "
+               "probes", "CBF.RESERVE", "x", "1e-12", "10");
+    /* 2*10^8 at 1%: 1,917,011,680 4-bit counters, 958,505,840 bytes zeroed at once. */
+    rbd_expect(c, "ERR a counting Bloom filter this large would write or read 958505840 bytes "
+               "in one go, more than max-command-bytes (67108864)", "CBF.RESERVE", "x", "0.01",
+               "200000000");
     rbd_expect(c, "0", "EXISTS", "x");
     /* Adds count: two adds of a take two deletes. */
     rbd_expect(c, "1", "CBF.ADD", "f", "a");
