@@ -10,7 +10,8 @@
  * that error for each key not added once the filter is full; CBF.DEL 1,
  * or 0 when refused (one of the key's counters is 0: it is not in the
  * filter, nothing changed); CBF.EXISTS / MEXISTS / COUNT 0 for a missing
- * filter (as BF.EXISTS), the other commands "ERR not found".  No command
+ * filter (as BF.EXISTS), the other commands "ERR not found".  Items are
+ * keys: not empty, at most max-key-bytes (as BF.*'s).  No command
  * creates a filter but CBF.RESERVE and CBF.LOADCHUNK.  A name holding a
  * filter of another kind answers WRONGTYPE, as everywhere in ringbloomd.
  */
@@ -120,7 +121,7 @@ static void cbf_add(rbd_ctx_t *x, int multi)
     rbd_op_t op = { .type = RBD_OP_CBF_ADD, .name = x->argv[1], .len = x->argl[1] };
     int rc;
 
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
+    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0 || rbd_cmd_arg_keys(x, 2) != 0)
         return;
     if ((keys = calloc(n, sizeof(*keys))) == NULL) {
         rbi_resp_error(x->out, "ERR out of memory");
@@ -164,7 +165,7 @@ static void cmd_cbf_del(rbd_ctx_t *x)
                     .keys = &item, .nkeys = 1 };
     int rc;
 
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
+    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0 || rbd_cmd_arg_key(x, 2) != 0)
         return;
     if ((rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) != RB_OK)
         cbf_error(x, rc);
@@ -177,12 +178,15 @@ static void cmd_cbf_del(rbd_ctx_t *x)
 static void cbf_check(rbd_ctx_t *x, int multi, int count)
 {
     rb_cbf_t *h = NULL;
-    int rc = x->argl[1] < 1 || x->argl[1] > RB_FILTER_NAME_MAX ? RB_ENOENT
-             : rb_cbf_open(x->s->state.seg, x->argv[1], x->argl[1], &h);
     size_t n = x->argc - 2;
-    long long *v = calloc(n, sizeof(*v));
+    long long *v;
+    int rc;
 
-    if (v == NULL)
+    if (rbd_cmd_arg_keys(x, 2) != 0)
+        return;
+    rc = x->argl[1] < 1 || x->argl[1] > RB_FILTER_NAME_MAX ? RB_ENOENT
+         : rb_cbf_open(x->s->state.seg, x->argv[1], x->argl[1], &h);
+    if ((v = calloc(n, sizeof(*v))) == NULL)
         rc = RB_ENOMEM;
     for (size_t i = 0; rc == RB_OK && i < n; i++) {
         uint64_t c = 0;

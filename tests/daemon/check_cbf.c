@@ -40,6 +40,11 @@ START_TEST(test_cbf_commands)
                "in one go, more than max-command-bytes (67108864)", "CBF.RESERVE", "x", "0.01",
                "200000000");
     rbd_expect(c, "0", "EXISTS", "x");
+    rbd_expect(c, "ERR empty key", "CBF.ADD", "f", "");
+    rbd_expect(c, "ERR empty key", "CBF.MADD", "f", "a", "");
+    rbd_expect(c, "ERR empty key", "CBF.DEL", "f", "");
+    rbd_expect(c, "ERR empty key", "CBF.MEXISTS", "f", "a", "");
+    rbd_expect(c, "0", "CBF.COUNT", "f", "a");   /* the refused MADD added nothing */
     /* Adds count: two adds of a take two deletes. */
     rbd_expect(c, "1", "CBF.ADD", "f", "a");
     rbd_expect(c, "1", "CBF.ADD", "f", "a");
