@@ -10,8 +10,8 @@
  * deleted meanwhile is noticed: K3) and loads the key's counters, each
  * word whole (K1).  No other re-check: a key present keeps all of its
  * counters > 0 at every instant (K2, cbf_impl.h), so any order of loads
- * finds it.  Workload: ~10^7 probes/s per reader thread; a probe is one
- * keyed hash and k counters (k cache lines at most).
+ * finds it.  Workload: a probe is one keyed hash and up to k counter
+ * loads (k cache lines at most), from many reader processes at once.
  */
 #include "config.h"
 
