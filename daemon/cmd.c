@@ -33,8 +33,7 @@ static const rbd_command_t dispatch_table[];
 static const rbd_command_t *const families[] = {
     rbd_cmd_bf_table, rbd_cmd_bf_dump_table, rbd_cmd_hll_table, rbd_cmd_ring_table,
     rbd_cmd_server_table, rbd_cmd_info_table, rbd_cmd_keys_table, rbd_cmd_cms_table,
-    rbd_cmd_admit_table,
-    rbd_cmd_cf_table, dispatch_table,
+    rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, dispatch_table,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
@@ -266,14 +265,14 @@ static void cmd_exec(rbd_ctx_t *x)
 /* ---- COMMAND -------------------------------------------------------------------- */
 
 /* A command as COMMAND INFO describes it (Redis 7's ten fields): BF.*,
- * CF.*, CMS.* and ADMIT.* name their filter or sketch first, the only key a
+ * CF.*, CBF.*, CMS.* and ADMIT.* name their filter or sketch first, the only key a
  * command of ours gives there; PF* name their counter first (PFCOUNT's
  * and PFMERGE's other keys, like CMS.MERGE's sources, are not given). */
 static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
 {
     char lower[32];
     int key = strncasecmp(cmd->name, "BF.", 3) == 0 || strncasecmp(cmd->name, "PF", 2) == 0 ||
-              strncasecmp(cmd->name, "CF.", 3) == 0 ||
+              strncasecmp(cmd->name, "CF.", 3) == 0 || strncasecmp(cmd->name, "CBF.", 4) == 0 ||
               strncasecmp(cmd->name, "CMS.", 4) == 0 || strncasecmp(cmd->name, "ADMIT.", 6) == 0;
     const char *flag = (cmd->flags & CMD_WRITE) ? "write" : (cmd->flags & CMD_ADMIN)
                        ? "admin" : key ? "readonly" : NULL;

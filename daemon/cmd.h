@@ -77,6 +77,7 @@ extern const rbd_command_t rbd_cmd_hll_table[];
 extern const rbd_command_t rbd_cmd_cms_table[];
 extern const rbd_command_t rbd_cmd_admit_table[];
 extern const rbd_command_t rbd_cmd_cf_table[];
+extern const rbd_command_t rbd_cmd_cbf_table[];   /* cmd_cbf.c */
 
 /* The command named by the len bytes at name (any case), or NULL. */
 const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len);

@@ -63,7 +63,7 @@ static const rbd_op_def_t core[] = {
 
 /* The families of rows; a new family (a filter kind's ops) is one entry. */
 static const rbd_op_def_t *const families[] = {
-    core, rbd_ops_ring, rbd_ops_bloom, rbd_ops_hll, rbd_ops_cms, rbd_ops_cf,
+    core, rbd_ops_ring, rbd_ops_bloom, rbd_ops_hll, rbd_ops_cms, rbd_ops_cf, rbd_ops_cbf,
 };
 
 /* The row of each type byte (NULL: no op), filled from families[] on the

@@ -43,6 +43,10 @@ typedef enum rbd_op_type {
     RBD_OP_CF_DEL = 21,        /* CF.DEL of a key found */
     RBD_OP_CF_LOADCHUNK = 22,  /* a chunk of CF.LOADCHUNK (header or data) */
     RBD_OP_RING_SYNC = 23,     /* ring-source etcd: the membership as of a revision */
+    RBD_OP_CBF_RESERVE = 24,   /* CBF.RESERVE */
+    RBD_OP_CBF_ADD = 25,       /* CBF.ADD / MADD: the keys added */
+    RBD_OP_CBF_DEL = 26,       /* CBF.DEL of a key not refused */
+    RBD_OP_CBF_LOADCHUNK = 27, /* a chunk of CBF.LOADCHUNK (header or data) */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -70,10 +74,11 @@ typedef struct rbd_op {
                                   PFADD: the elements; PFMERGE: the sources' names;
                                   CMS_INCRBY: per item, CMS_MERGE: per source,
                                   rbd_cms_pair's bytes; CF_ADD: the items, CF_DEL: the item;
+                                  CBF_ADD: the keys (added ones), CBF_DEL: the key;
                                   RING_SYNC: per node u32 weight, u32 state, name */
     size_t nkeys;
-    int64_t iter;              /* BF_/CF_LOADCHUNK: the chunk's iterator (1 with a header) */
-    const unsigned char *data; /* BF_/CF_LOADCHUNK: the chunk */
+    int64_t iter;              /* BF_/CF_/CBF_LOADCHUNK: the chunk's iterator (1 with a header) */
+    const unsigned char *data; /* BF_/CF_/CBF_LOADCHUNK: the chunk */
     size_t dlen;
     /* logged: one family's payload (an op uses its own members only) */
     union {
@@ -87,6 +92,7 @@ typedef struct rbd_op {
         rb_bloom_params_t params;  /* BF_RESERVE (its secret: op->secret) */
         rb_cms_params_t cms;       /* CMS_INIT (its secret: op->secret) */
         rb_cuckoo_params_t cf;     /* CF_RESERVE (its secret: op->secret) */
+        rb_cbf_params_t cbf;       /* CBF_RESERVE (its secret: op->secret) */
     };
     /* not logged */
     uint64_t client;           /* the client it runs for (0: the daemon's own, as the

@@ -2,7 +2,7 @@
  * ops_def.h - an op's row: what ops.c needs to log, replay and run an op
  * of any family, declared here so that each family defines its rows beside
  * its apply functions (ops_ring.c, ops_bloom.c, ops_hll.c, ops_cms.c,
- * ops_cf.c; DEL and TXN in ops.c) and ops.c assembles the table from the
+ * ops_cf.c, ops_cbf.c; DEL and TXN in ops.c) and ops.c assembles the table from the
  * families (its families[]), as cmd.c assembles the command tables.
  *
  * A row: its type (the log record's type byte, rbd_op_type_t in ops.h:
@@ -64,5 +64,6 @@ extern const rbd_op_def_t rbd_ops_bloom[];   /* ops_bloom.c */
 extern const rbd_op_def_t rbd_ops_hll[];     /* ops_hll.c */
 extern const rbd_op_def_t rbd_ops_cms[];     /* ops_cms.c */
 extern const rbd_op_def_t rbd_ops_cf[];      /* ops_cf.c */
+extern const rbd_op_def_t rbd_ops_cbf[];     /* ops_cbf.c */
 
 #endif /* RBD_OPS_DEF_H */

@@ -42,21 +42,6 @@ _Static_assert(RBI_DUMP_HEADER_MAX >= OURS_FIXED + OURS_LAYER * RB_BLOOM_MAX_LAY
                RBI_DUMP_HEADER_MAX >= RB_FIXED + RB_LINK * RB_BLOOM_MAX_LAYERS,
                "a header of either format fits");
 
-static void put_le(unsigned char *p, uint64_t v, size_t width)
-{
-    for (size_t i = 0; i < width; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, size_t width)
-{
-    uint64_t v = 0;
-
-    for (size_t i = width; i-- > 0;)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 static uint64_t dbits(double d)
 {
     uint64_t u;
@@ -123,21 +108,21 @@ static void image_of(const rbi_bloom_section_t *s, dump_arg_t *a)
 /* RedisBloom's dumpedChainHeader of im into p; its length. */
 static size_t rb_header(const rbi_bloom_image_t *im, unsigned char *p)
 {
-    put_le(p, im->items, 8);
-    put_le(p + 8, im->nlayers, 4);
-    put_le(p + 12, RB_NOROUND | RB_FORCE64 | ((im->flags & RB_BLOOM_NONSCALING) ? RB_NOSCALE : 0),
+    rbi_le_put(p, im->items, 8);
+    rbi_le_put(p + 8, im->nlayers, 4);
+    rbi_le_put(p + 12, RB_NOROUND | RB_FORCE64 | ((im->flags & RB_BLOOM_NONSCALING) ? RB_NOSCALE : 0),
            4);
-    put_le(p + 16, im->expansion, 4);
+    rbi_le_put(p + 16, im->expansion, 4);
     for (uint32_t l = 0; l < im->nlayers; l++) {
         const rbi_bloom_image_layer_t *il = &im->layer[l];
         unsigned char *q = p + RB_FIXED + RB_LINK * l;
-        put_le(q, il->bits / 8, 8);
-        put_le(q + 8, il->bits, 8);
-        put_le(q + 16, il->items, 8);
-        put_le(q + 24, dbits(il->error), 8);
-        put_le(q + 32, dbits(rbi_bloom_rb_bpe(il->error)), 8);
-        put_le(q + 40, il->k, 4);
-        put_le(q + 44, il->capacity, 8);
+        rbi_le_put(q, il->bits / 8, 8);
+        rbi_le_put(q + 8, il->bits, 8);
+        rbi_le_put(q + 16, il->items, 8);
+        rbi_le_put(q + 24, dbits(il->error), 8);
+        rbi_le_put(q + 32, dbits(rbi_bloom_rb_bpe(il->error)), 8);
+        rbi_le_put(q + 40, il->k, 4);
+        rbi_le_put(q + 44, il->capacity, 8);
         q[52] = 0;   /* n2: not a power of two (NOROUND) */
     }
     return RB_FIXED + RB_LINK * im->nlayers;
@@ -147,28 +132,28 @@ static size_t rb_header(const rbi_bloom_image_t *im, unsigned char *p)
 static size_t ours_header(const rbi_bloom_image_t *im, unsigned char *p)
 {
     memcpy(p, OURS_MAGIC, 8);
-    put_le(p + 8, OURS_VERSION, 4);
-    put_le(p + 12, (uint64_t)im->layout, 4);
-    put_le(p + 16, im->flags, 4);
-    put_le(p + 20, im->expansion, 4);
-    put_le(p + 24, im->nlayers, 4);
-    put_le(p + 28, im->current, 4);
-    put_le(p + 32, im->items, 8);
-    put_le(p + 40, im->capacity, 8);
-    put_le(p + 48, dbits(im->error_rate), 8);
-    put_le(p + 56, im->window, 8);
-    put_le(p + 64, im->rotations, 8);
-    put_le(p + 72, im->rotated_at, 8);
-    put_le(p + 80, im->created, 8);
+    rbi_le_put(p + 8, OURS_VERSION, 4);
+    rbi_le_put(p + 12, (uint64_t)im->layout, 4);
+    rbi_le_put(p + 16, im->flags, 4);
+    rbi_le_put(p + 20, im->expansion, 4);
+    rbi_le_put(p + 24, im->nlayers, 4);
+    rbi_le_put(p + 28, im->current, 4);
+    rbi_le_put(p + 32, im->items, 8);
+    rbi_le_put(p + 40, im->capacity, 8);
+    rbi_le_put(p + 48, dbits(im->error_rate), 8);
+    rbi_le_put(p + 56, im->window, 8);
+    rbi_le_put(p + 64, im->rotations, 8);
+    rbi_le_put(p + 72, im->rotated_at, 8);
+    rbi_le_put(p + 80, im->created, 8);
     memcpy(p + 88, im->secret, RBI_SECRET_BYTES);
     for (uint32_t l = 0; l < im->nlayers; l++) {
         const rbi_bloom_image_layer_t *il = &im->layer[l];
         unsigned char *q = p + OURS_FIXED + OURS_LAYER * l;
-        put_le(q, il->bits, 8);
-        put_le(q + 8, il->k, 8);
-        put_le(q + 16, il->capacity, 8);
-        put_le(q + 24, il->items, 8);
-        put_le(q + 32, dbits(il->error), 8);
+        rbi_le_put(q, il->bits, 8);
+        rbi_le_put(q + 8, il->k, 8);
+        rbi_le_put(q + 16, il->capacity, 8);
+        rbi_le_put(q + 24, il->items, 8);
+        rbi_le_put(q + 32, dbits(il->error), 8);
     }
     return OURS_FIXED + OURS_LAYER * im->nlayers;
 }
@@ -179,8 +164,8 @@ int rbi_bloom_dump_format(const void *vp, size_t n)
 
     if (n >= 8 && memcmp(p, OURS_MAGIC, 8) == 0)
         return 1;
-    if (n >= RB_FIXED && get_le(p + 8, 4) >= 1 &&
-        n == RB_FIXED + RB_LINK * get_le(p + 8, 4))
+    if (n >= RB_FIXED && rbi_le_get(p + 8, 4) >= 1 &&
+        n == RB_FIXED + RB_LINK * rbi_le_get(p + 8, 4))
         return 2;
     return 0;
 }
@@ -191,7 +176,7 @@ int rbi_bloom_dump_format(const void *vp, size_t n)
  * up.  0, or -1 with *why. */
 static int rb_parse(const unsigned char *p, size_t n, rbi_bloom_image_t *im, const char **why)
 {
-    uint64_t nl = get_le(p + 8, 4), opts = get_le(p + 12, 4), sum = 0;
+    uint64_t nl = rbi_le_get(p + 8, 4), opts = rbi_le_get(p + 12, 4), sum = 0;
 
     memset(im, 0, sizeof(*im));
     *why = "ERR received bad data";
@@ -207,23 +192,23 @@ static int rb_parse(const unsigned char *p, size_t n, rbi_bloom_image_t *im, con
     }
     im->layout = RB_BLOOM_REDISBLOOM;
     im->flags = (opts & RB_NOSCALE) ? RB_BLOOM_NONSCALING : 0;
-    im->items = get_le(p, 8);
+    im->items = rbi_le_get(p, 8);
     im->nlayers = (uint32_t)nl;
-    im->expansion = (uint32_t)get_le(p + 16, 4);
+    im->expansion = (uint32_t)rbi_le_get(p + 16, 4);
     if (im->expansion < 1 || im->expansion > RB_BLOOM_MAX_EXPANSION)
         return -1;
     for (uint32_t l = 0; l < nl; l++) {
         const unsigned char *q = p + RB_FIXED + RB_LINK * l;
         rbi_bloom_image_layer_t *il = &im->layer[l];
         rb_bloom_sizing_t sz;
-        il->bits = get_le(q + 8, 8);
-        il->items = get_le(q + 16, 8);
-        il->error = dval(get_le(q + 24, 8));
-        il->k = get_le(q + 40, 4);
-        il->capacity = get_le(q + 44, 8);
+        il->bits = rbi_le_get(q + 8, 8);
+        il->items = rbi_le_get(q + 16, 8);
+        il->error = dval(rbi_le_get(q + 24, 8));
+        il->k = rbi_le_get(q + 40, 4);
+        il->capacity = rbi_le_get(q + 44, 8);
         if (!(il->error > 0.0 && il->error < 1.0) || il->capacity == 0 || q[52] != 0 ||
-            get_le(q, 8) != il->bits / 8 || il->bits % 64 != 0 ||
-            get_le(q + 32, 8) != dbits(rbi_bloom_rb_bpe(il->error)) ||
+            rbi_le_get(q, 8) != il->bits / 8 || il->bits % 64 != 0 ||
+            rbi_le_get(q + 32, 8) != dbits(rbi_bloom_rb_bpe(il->error)) ||
             rb_bloom_size(il->capacity, il->error, RB_BLOOM_REDISBLOOM, &sz) != RB_OK ||
             sz.bits != il->bits || sz.k != il->k || il->items > UINT64_MAX - sum)
             return -1;
@@ -247,35 +232,35 @@ static int ours_parse(const unsigned char *p, size_t n, rbi_bloom_image_t *im, c
 
     memset(im, 0, sizeof(*im));
     *why = "ERR received bad data";
-    if (n < OURS_FIXED || get_le(p + 8, 4) != OURS_VERSION)
+    if (n < OURS_FIXED || rbi_le_get(p + 8, 4) != OURS_VERSION)
         return -1;
-    nl = get_le(p + 24, 4);
+    nl = rbi_le_get(p + 24, 4);
     if (nl < 1 || nl > RB_BLOOM_MAX_LAYERS || n != OURS_FIXED + OURS_LAYER * nl)
         return -1;
-    im->layout = (rb_bloom_layout_t)get_le(p + 12, 4);
+    im->layout = (rb_bloom_layout_t)rbi_le_get(p + 12, 4);
     if (im->layout != RB_BLOOM_STANDARD && im->layout != RB_BLOOM_BLOCKED) {
         *why = "ERR bad layout in the dump (a redisbloom filter dumps in RedisBloom's format)";
         return -1;
     }
-    im->flags = (uint32_t)get_le(p + 16, 4);
-    im->expansion = (uint32_t)get_le(p + 20, 4);
+    im->flags = (uint32_t)rbi_le_get(p + 16, 4);
+    im->expansion = (uint32_t)rbi_le_get(p + 20, 4);
     im->nlayers = (uint32_t)nl;
-    im->current = (uint32_t)get_le(p + 28, 4);
-    im->items = get_le(p + 32, 8);
-    im->capacity = get_le(p + 40, 8);
-    im->error_rate = dval(get_le(p + 48, 8));
-    im->window = get_le(p + 56, 8);
-    im->rotations = get_le(p + 64, 8);
-    im->rotated_at = get_le(p + 72, 8);
-    im->created = get_le(p + 80, 8);
+    im->current = (uint32_t)rbi_le_get(p + 28, 4);
+    im->items = rbi_le_get(p + 32, 8);
+    im->capacity = rbi_le_get(p + 40, 8);
+    im->error_rate = dval(rbi_le_get(p + 48, 8));
+    im->window = rbi_le_get(p + 56, 8);
+    im->rotations = rbi_le_get(p + 64, 8);
+    im->rotated_at = rbi_le_get(p + 72, 8);
+    im->created = rbi_le_get(p + 80, 8);
     memcpy(im->secret, p + 88, RBI_SECRET_BYTES);
     for (uint32_t l = 0; l < nl; l++) {
         const unsigned char *q = p + OURS_FIXED + OURS_LAYER * l;
-        im->layer[l].bits = get_le(q, 8);
-        im->layer[l].k = get_le(q + 8, 8);
-        im->layer[l].capacity = get_le(q + 16, 8);
-        im->layer[l].items = get_le(q + 24, 8);
-        im->layer[l].error = dval(get_le(q + 32, 8));
+        im->layer[l].bits = rbi_le_get(q, 8);
+        im->layer[l].k = rbi_le_get(q + 8, 8);
+        im->layer[l].capacity = rbi_le_get(q + 16, 8);
+        im->layer[l].items = rbi_le_get(q + 24, 8);
+        im->layer[l].error = dval(rbi_le_get(q + 32, 8));
     }
     return 0;
 }
@@ -339,10 +324,8 @@ static int dump_fn(const rbi_bloom_section_t *s, void *arg)
     if (a->len > a->max)
         a->len = a->max;
     a->next = a->iter + (int64_t)a->len;
-    for (size_t i = 0; a->buf != NULL && i < a->len; i++) {
-        uint64_t at = off + i;
-        a->buf[i] = (unsigned char)(rbi_ld(&a->arr[l][at / 8]) >> (8 * (at % 8)));
-    }
+    if (a->buf != NULL)
+        rbi_words_get_bytes(a->arr[l], off, a->buf, a->len);
     return RB_OK;
 }
 
@@ -389,17 +372,7 @@ static int load_fn(const rbi_bloom_section_t *s, void *arg)
         a->why = "ERR invalid chunk - Too big for current filter";
         return RB_EINVAL;
     }
-    for (size_t i = 0; i < a->len;) {
-        _Atomic uint64_t *w = (_Atomic uint64_t *)&a->arr[l][(off + i) / 8];
-        uint64_t v = rbi_ld(w);
-        rbi_snap_touch(a->seg, w, 8);
-        do {
-            unsigned sh = (unsigned)(8 * ((off + i) % 8));
-            v = (v & ~(0xFFULL << sh)) | ((uint64_t)a->src[i] << sh);
-            i++;
-        } while (i < a->len && (off + i) % 8 != 0);
-        rbi_st(w, v);
-    }
+    rbi_snap_store_bytes(a->seg, (_Atomic uint64_t *)a->arr[l], off, a->src, a->len);
     return RB_OK;
 }
 

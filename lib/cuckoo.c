@@ -66,36 +66,28 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
     return 1;
 }
 
-/* Finds h's name in m (the directory's lookup: each slot read whole) and
- * checks the filter found inside its section: RB_OK (h now names that
- * slot and incarnation), RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY. */
+/* rbi_dir_bind's check: the filter found is sound. */
+static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, void *arg)
+{
+    view_t v;
+
+    (void)arg;
+    return view_read(m, f, inc, &v);
+}
+
+/* Binds h to its name in m (rbi_dir_bind): RB_OK, RB_ENOENT,
+ * RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY. */
 static int rebind(const rb_cuckoo_t *ch, const rbi_map_t *m)
 {
     rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
-    view_t v;
+    uint64_t slot, inc;
+    int rc = rbi_dir_bind(m, h->name, h->len, rbi_cf_layout, bind_check, NULL, &slot, &inc);
 
-    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        rbi_slot_id_t id;
-        const rb_filter_shm_t *f;
-        int64_t i = rbi_dir_lookup(m, h->name, h->len, &id);
-        uint64_t g;
-        int rc;
-        if (i < 0)
-            return (int)i;
-        if (!rbi_cf_layout(id.layout))
-            return RB_EWRONGTYPE;
-        f = rbi_dir_slot(m, (uint64_t)i);
-        g = rbi_gen_read_begin(&f->gen);
-        rc = view_read(m, f, id.incarnation, &v);
-        if (rbi_gen_read_retry(&f->gen, g) || rc == 0)
-            continue;   /* deleted or replaced since the lookup: look again */
-        if (rc < 0)
-            return rc;
-        atomic_store_explicit(&h->slot, (uint64_t)i, memory_order_relaxed);
-        atomic_store_explicit(&h->incarnation, id.incarnation, memory_order_relaxed);
-        return RB_OK;
+    if (rc == RB_OK) {
+        atomic_store_explicit(&h->slot, slot, memory_order_relaxed);
+        atomic_store_explicit(&h->incarnation, inc, memory_order_relaxed);
     }
-    return RB_EBUSY;
+    return rc;
 }
 
 /* The one read loop (cuckoo_impl.h): a found key's section is re-checked

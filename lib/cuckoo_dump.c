@@ -29,21 +29,6 @@
 
 _Static_assert(RBI_CUCKOO_DUMP_FIXED == 56 + RBI_SECRET_BYTES, "header layout");
 
-static void put_le(unsigned char *p, uint64_t v, size_t width)
-{
-    for (size_t i = 0; i < width; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, size_t width)
-{
-    uint64_t v = 0;
-
-    for (size_t i = width; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
 typedef struct dump_arg {
     int64_t iter, next;
     size_t max, len;
@@ -57,19 +42,19 @@ static size_t header(const rbi_cf_view_t *v, unsigned char *p)
     size_t at = RBI_CUCKOO_DUMP_FIXED;
 
     memcpy(p, DUMP_MAGIC, 8);
-    put_le(p + 8, DUMP_VERSION, 4);
-    put_le(p + 12, v->s.fbits, 4);
-    put_le(p + 16, v->s.bsize, 4);
-    put_le(p + 20, rbi_ld(RBI_CF_ITERS(f)), 4);
-    put_le(p + 24, rbi_ld(RBI_CF_EXPAND(f)), 4);
-    put_le(p + 28, v->nl, 4);
-    put_le(p + 32, rbi_ld(RBI_CF_CAP(f)), 8);
-    put_le(p + 40, rbi_ld(RBI_CF_ITEMS(f)), 8);
-    put_le(p + 48, rbi_ld(RBI_CF_DELETES(f)), 8);
+    rbi_le_put(p + 8, DUMP_VERSION, 4);
+    rbi_le_put(p + 12, v->s.fbits, 4);
+    rbi_le_put(p + 16, v->s.bsize, 4);
+    rbi_le_put(p + 20, rbi_ld(RBI_CF_ITERS(f)), 4);
+    rbi_le_put(p + 24, rbi_ld(RBI_CF_EXPAND(f)), 4);
+    rbi_le_put(p + 28, v->nl, 4);
+    rbi_le_put(p + 32, rbi_ld(RBI_CF_CAP(f)), 8);
+    rbi_le_put(p + 40, rbi_ld(RBI_CF_ITEMS(f)), 8);
+    rbi_le_put(p + 48, rbi_ld(RBI_CF_DELETES(f)), 8);
     memcpy(p + 56, v->secret, RBI_SECRET_BYTES);
     for (uint32_t l = 0; l < v->nl; l++, at += RBI_CUCKOO_DUMP_LAYER) {
-        put_le(p + at, v->nb[l], 8);
-        put_le(p + at + 8, rbi_ld(&f->layer[l].items), 8);
+        rbi_le_put(p + at, v->nb[l], 8);
+        rbi_le_put(p + at + 8, rbi_ld(&f->layer[l].items), 8);
     }
     return at;
 }
@@ -112,10 +97,8 @@ static int dump_fn(const rbi_cf_view_t *v, void *arg)
     if (a->len > a->max)
         a->len = a->max;
     a->next = a->iter + (int64_t)a->len;
-    for (size_t i = 0; a->buf != NULL && i < a->len; i++) {
-        uint64_t at = off + i;
-        a->buf[i] = (unsigned char)(rbi_ld(&v->arr[l][at / 8]) >> (8 * (at % 8)));
-    }
+    if (a->buf != NULL)
+        rbi_words_get_bytes(v->arr[l], off, a->buf, a->len);
     /* The bytes of one instant between moves (the sequence re-checked). */
     return 1;
 }
@@ -145,16 +128,16 @@ static const char *parse_fixed(const unsigned char *p, size_t n, rbi_cf_image_t 
 {
     uint64_t e;
 
-    if (n < RBI_CUCKOO_DUMP_FIXED || memcmp(p, DUMP_MAGIC, 8) != 0 || get_le(p + 8, 4) != DUMP_VERSION)
+    if (n < RBI_CUCKOO_DUMP_FIXED || memcmp(p, DUMP_MAGIC, 8) != 0 || rbi_le_get(p + 8, 4) != DUMP_VERSION)
         return "ERR received bad data";
-    im->p.fp_bits = (uint32_t)get_le(p + 12, 4);
-    im->p.bucket_size = (uint32_t)get_le(p + 16, 4);
-    im->p.max_iterations = (uint32_t)get_le(p + 20, 4);
-    e = get_le(p + 24, 4);
-    im->nlayers = (uint32_t)get_le(p + 28, 4);
-    im->p.capacity = get_le(p + 32, 8);
-    im->items = get_le(p + 40, 8);
-    im->deletes = get_le(p + 48, 8);
+    im->p.fp_bits = (uint32_t)rbi_le_get(p + 12, 4);
+    im->p.bucket_size = (uint32_t)rbi_le_get(p + 16, 4);
+    im->p.max_iterations = (uint32_t)rbi_le_get(p + 20, 4);
+    e = rbi_le_get(p + 24, 4);
+    im->nlayers = (uint32_t)rbi_le_get(p + 28, 4);
+    im->p.capacity = rbi_le_get(p + 32, 8);
+    im->items = rbi_le_get(p + 40, 8);
+    im->deletes = rbi_le_get(p + 48, 8);
     memcpy(im->secret, p + 56, RBI_SECRET_BYTES);
     if (im->p.fp_bits != 8 && im->p.fp_bits != 12 && im->p.fp_bits != 16)
         return "ERR bad fingerprint size";
@@ -182,8 +165,8 @@ static const char *parse_layers(const unsigned char *p, rbi_cf_image_t *im)
     size_t at = RBI_CUCKOO_DUMP_FIXED;
 
     for (uint32_t l = 0; l < im->nlayers; l++, at += RBI_CUCKOO_DUMP_LAYER) {
-        im->nbuckets[l] = get_le(p + at, 8);
-        im->litems[l] = get_le(p + at + 8, 8);
+        im->nbuckets[l] = rbi_le_get(p + at, 8);
+        im->litems[l] = rbi_le_get(p + at + 8, 8);
         if (im->nbuckets[l] != want || !rbi_cf_nbuckets_ok(want))
             return "ERR bad filter size";
         if (im->litems[l] > want * im->p.bucket_size)
@@ -238,17 +221,6 @@ int rbi_cuckoo_load_chunk(rb_segment_t *seg, const char *name, size_t len, int64
         *why = "ERR invalid chunk - Too big for current filter";
         return RB_EINVAL;
     }
-    /* Whole words, each merged with the bytes it keeps, one store each. */
-    for (size_t i = 0; i < n;) {
-        _Atomic uint64_t *w = &v.arr[l][(off + i) / 8];
-        uint64_t x = rbi_ld(w);
-        rbi_snap_touch(seg, w, 8);   /* S1 */
-        do {
-            unsigned sh = (unsigned)(8 * ((off + i) % 8));
-            x = (x & ~(0xFFULL << sh)) | ((uint64_t)src[i] << sh);
-            i++;
-        } while (i < n && (off + i) % 8 != 0);
-        rbi_st(w, x);
-    }
+    rbi_snap_store_bytes(seg, v.arr[l], off, src, n);
     return RB_OK;
 }

@@ -73,6 +73,36 @@ int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slo
     return RB_ENOENT;
 }
 
+int rbi_dir_bind(const rbi_map_t *m, const char *name, size_t len,
+                 int (*of_kind)(uint64_t layout),
+                 int (*check)(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
+                              void *arg),
+                 void *arg, uint64_t *slot, uint64_t *incarnation)
+{
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        rbi_slot_id_t id;
+        const rb_filter_shm_t *f;
+        int64_t i = rbi_dir_lookup(m, name, len, &id);
+        uint64_t g;
+        int rc;
+        if (i < 0)
+            return (int)i;
+        if (!of_kind(id.layout))
+            return RB_EWRONGTYPE;
+        f = rbi_dir_slot(m, (uint64_t)i);
+        g = rbi_gen_read_begin(&f->gen);
+        rc = check(m, f, id.incarnation, arg);
+        if (rbi_gen_read_retry(&f->gen, g) || rc == 0)
+            continue;   /* deleted or replaced since the lookup: look again */
+        if (rc < 0)
+            return rc;
+        *slot = (uint64_t)i;
+        *incarnation = id.incarnation;
+        return RB_OK;
+    }
+    return RB_EBUSY;
+}
+
 int rbi_dir_walk(const rbi_map_t *m, uint64_t *cursor, size_t count,
                  int (*fn)(const char *name, size_t len, uint64_t layout, void *arg), void *arg)
 {

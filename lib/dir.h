@@ -56,6 +56,20 @@ int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id);
  * or RB_EBUSY.  O(directory): a reader resolves a name once per handle. */
 int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slot_id_t *id);
 
+/* Reader: binds a handle to name in m, the one rebind of every kind's
+ * handle: finds the name (rbi_dir_lookup), refuses a layout of_kind does
+ * not accept (RB_EWRONGTYPE), then runs check(m, f, incarnation, arg)
+ * inside the slot's generation section: 1 it is the filter found (sound),
+ * 0 it changed since the lookup (looked up again), < 0 an error such as
+ * RB_ECORRUPT.  RB_OK with *slot and *incarnation set; RB_ENOENT, the
+ * check's error, RB_EBUSY.  The handle keeps (slot, incarnation) and a
+ * read that meets another incarnation in that slot binds again. */
+int rbi_dir_bind(const rbi_map_t *m, const char *name, size_t len,
+                 int (*of_kind)(uint64_t layout),
+                 int (*check)(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
+                              void *arg),
+                 void *arg, uint64_t *slot, uint64_t *incarnation);
+
 /* Reader: calls fn(name, len, layout, arg) for each live slot of m from
  * slot *cursor on, at most `count` slots (SIZE_MAX: all); *cursor becomes
  * the next slot to visit, 0 when the walk is done.  A slot changing all

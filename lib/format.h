@@ -161,7 +161,9 @@ enum { RBI_FILTER_FREE = 0, RBI_FILTER_LIVE = 1 };
  *           words are 0 (docs/design.md, "HyperLogLog");
  *   17, 18  the count-min sketch's, 32-bit and 4-bit counters (cms_impl.h);
  *   19 .. 21 a cuckoo filter's, 8-, 12- and 16-bit fingerprints
- *           (cuckoo_impl.h: the words it uses, its layers' arrays).
+ *           (cuckoo_impl.h: the words it uses, its layers' arrays);
+ *   22, 23  a counting Bloom filter's, 4- and 8-bit counters (cbf_impl.h:
+ *           the words it uses, its counter array).
  * A Bloom filter call meeting a layout of another kind answers
  * RB_EWRONGTYPE (rbi_layout_other_kind), one of no kind RB_ECORRUPT. */
 #define RBI_LAYOUT_HLL 16u
@@ -170,12 +172,14 @@ enum { RBI_FILTER_FREE = 0, RBI_FILTER_LIVE = 1 };
 #define RBI_LAYOUT_CF8  19u
 #define RBI_LAYOUT_CF12 20u
 #define RBI_LAYOUT_CF16 21u
+#define RBI_LAYOUT_CBF4 22u
+#define RBI_LAYOUT_CBF8 23u
 #define RBI_HLL_BYTES  16384u   /* RB_HLL_REGISTERS registers, one byte each */
 
 /* 1 if layout is a known kind's other than the Bloom filter's. */
 static inline int rbi_layout_other_kind(uint64_t layout)
 {
-    return layout >= RBI_LAYOUT_HLL && layout <= RBI_LAYOUT_CF16;
+    return layout >= RBI_LAYOUT_HLL && layout <= RBI_LAYOUT_CBF8;
 }
 
 /* One layer of a filter: its own bit array, sized for its own capacity and
@@ -198,7 +202,8 @@ typedef struct rb_layer_shm {
  * `layout` word names the kind and its variant: 0 to 2 are the Bloom
  * filter's layouts (rb_bloom_layout_t), 16 HyperLogLog's, 17 and 18 the
  * count-min sketch's (32-bit and 4-bit counters), 19 to 21 the cuckoo
- * filter's (8-, 12-, 16-bit fingerprints); other values are free for
+ * filter's (8-, 12-, 16-bit fingerprints), 22 and 23 the counting Bloom
+ * filter's (4-, 8-bit counters); other values are free for
  * future kinds, each claiming its
  * values in kind.c's table.  A writer adopting a segment refuses a live slot of a
  * kind it does not know (it could not tell which heap extents it holds). */
@@ -209,7 +214,8 @@ typedef struct rb_filter_shm {
                                           when an array is replaced */
     _Atomic uint64_t layout;       /*  24 kind and variant: rb_bloom_layout_t,
                                           RBI_CMS_LAYOUT* (cms_impl.h),
-                                          RBI_LAYOUT_CF* (cuckoo_impl.h) */
+                                          RBI_LAYOUT_CF* (cuckoo_impl.h),
+                                          RBI_LAYOUT_CBF* (cbf_impl.h) */
     _Atomic uint64_t flags;        /*  32 RB_BLOOM_NONSCALING ... */
     _Atomic uint64_t expansion;    /*  40 capacity factor of each new layer */
     _Atomic uint64_t nlayers;      /*  48 1..RB_BLOOM_MAX_LAYERS */

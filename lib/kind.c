@@ -24,7 +24,7 @@
 #include "util.h"
 
 static const rbi_kind_t *const kinds[] = { &rbi_kind_bloom, &rbi_kind_hll, &rbi_kind_cms,
-                                            &rbi_kind_cuckoo };
+                                            &rbi_kind_cuckoo, &rbi_kind_cbf };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 

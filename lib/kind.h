@@ -53,6 +53,7 @@ extern const rbi_kind_t rbi_kind_bloom;   /* bloom_kind.c */
 extern const rbi_kind_t rbi_kind_hll;     /* hll.c */
 extern const rbi_kind_t rbi_kind_cms;     /* cms.c */
 extern const rbi_kind_t rbi_kind_cuckoo;  /* cuckoo.c */
+extern const rbi_kind_t rbi_kind_cbf;     /* cbf_kind.c */
 
 /* The kind whose layout values hold `layout`, or NULL. */
 const rbi_kind_t *rbi_kind_of(uint64_t layout);

@@ -43,6 +43,7 @@
 #include "ringbloom/cms.h"      /* count-min sketches, TinyLFU admission */
 #include "ringbloom/cuckoo.h"   /* cuckoo filters (membership that deletes) */
 #include "ringbloom/filter.h"   /* any filter: its kind, listing, delete, summary */
+#include "ringbloom/cbf.h"      /* counting Bloom filters (Bloom filters that delete) */
 #include "ringbloom/conn.h"     /* the write path: a connection to the daemon */
 
 #endif /* RINGBLOOM_H */

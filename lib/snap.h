@@ -41,4 +41,25 @@ static inline void rbi_snap_touch(rb_segment_t *seg, const void *p, size_t len)
         rbi_snap_save(seg->snap, p, len);
 }
 
+/* Writer: stores src[0 .. n) at byte off of the heap array of words arr
+ * (a dump's data chunk, rbi_words_get_bytes's inverse): whole words, each
+ * merged with the bytes it keeps (a chunk may start or end inside one),
+ * each touched first (S1) and stored once: readers see every word before
+ * or after. */
+static inline void rbi_snap_store_bytes(rb_segment_t *seg, _Atomic uint64_t *arr, uint64_t off,
+                                        const unsigned char *src, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        _Atomic uint64_t *w = &arr[(off + i) / 8];
+        uint64_t x = rbi_ld(w);
+        rbi_snap_touch(seg, w, 8);
+        do {
+            unsigned sh = (unsigned)(8 * ((off + i) % 8));
+            x = (x & ~(0xFFULL << sh)) | ((uint64_t)src[i] << sh);
+            i++;
+        } while (i < n && (off + i) % 8 != 0);
+        rbi_st(w, x);
+    }
+}
+
 #endif /* RBI_SNAP_H */

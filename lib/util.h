@@ -51,6 +51,32 @@ static inline uint64_t rbi_round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
+/* width bytes of v at p, little-endian (the dump headers' fields). */
+static inline void rbi_le_put(unsigned char *p, uint64_t v, size_t width)
+{
+    for (size_t i = 0; i < width; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The width-byte little-endian value at p. */
+static inline uint64_t rbi_le_get(const unsigned char *p, size_t width)
+{
+    uint64_t v = 0;
+
+    for (size_t i = width; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* n bytes of the array of 64-bit words arr from byte off into buf, each
+ * word read whole and taken little-endian (a dump's data chunk). */
+static inline void rbi_words_get_bytes(const _Atomic uint64_t *arr, uint64_t off,
+                                       unsigned char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (unsigned char)(rbi_ld(&arr[(off + i) / 8]) >> (8 * ((off + i) % 8)));
+}
+
 /* True if [off, off + len) lies inside a committed size `size`, with off
  * 8-byte aligned; safe against overflow for any off/len read from shm. */
 static inline int rbi_span_ok(uint64_t size, uint64_t off, uint64_t len)

@@ -40,8 +40,10 @@
  *      wait of a concurrent query; at most 3 runs (each is tens of seconds).
  *   s. the other kinds' reads (cuckoo contains, count-min query,
  *      HyperLogLog count) from shared memory against the same command over
- *      the socket, and a cuckoo filter's bits per key beside a blocked
- *      Bloom filter's at 1% and 0.1% (bench_sketch.c);
+ *      the socket, and a cuckoo filter's and a counting Bloom filter's
+ *      bits per key beside a blocked Bloom filter's at 1% and 0.1%, the
+ *      counting Bloom filter's FPR against its formula (bench_sketch.c,
+ *      bench_cbf.c);
  *   e. ring lookups from the table of a ringbloomd that follows etcd
  *      against a local one with the same membership (bench_fleet.c;
  *      skipped without etcd);

@@ -8,6 +8,7 @@
 #define RB_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -40,6 +41,12 @@ void bench_huge(int reps, FILE *csv);
 /* Section s (bench_sketch.c): the other kinds' reads from shared memory
  * against the same commands over the socket; cuckoo memory per key. */
 void bench_sketch(const char *tmpdir, int reps, int quick);
+
+/* For section s (bench_cbf.c): a counting Bloom filter of 10^6 keys at p
+ * with bits-bit counters, its bits per key (its measured FPR into *fpr);
+ * s3, its FPR against the formula at 4 and 8 bits, reps runs each. */
+double bench_cbf_bits(double p, uint32_t bits, double *fpr);
+void bench_cbf_fpr(int reps);
 
 /* Section e (bench_fleet.c): ring lookups from a ringbloomd following
  * etcd against a local one with the same membership; skipped without

@@ -15,7 +15,9 @@
  *       (its load), its measured FPR on 10^6 absent keys and its bits per
  *       key; the lightest shape within the target against a blocked Bloom
  *       filter sized for the same target and number of keys (its measured
- *       FPR too).
+ *       FPR too), and a counting Bloom filter's, 4- and 8-bit counters
+ *       (bench_cbf.c);
+ *   s3. the counting Bloom filter's FPR against its formula (bench_cbf.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -295,9 +297,9 @@ static void sk_memory(void)
         }
     for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
         const sk_shape_t *best = NULL;
-        double bbits, bfpr;
+        double bbits, bfpr, c4fpr, c8fpr;
         char wl[64], note[96];
-        cell_t cells[2];
+        cell_t cells[4];
         for (int i = 0; i < ns; i++)
             if (s[i].fpr <= targets[t] && (best == NULL || s[i].bits < best->bits))
                 best = &s[i];
@@ -307,8 +309,11 @@ static void sk_memory(void)
                  best ? best->b : 0, best ? 100 * best->fpr : NAN);
         cells[0] = (cell_t){ "blocked Bloom", bbits, NULL };
         cells[1] = (cell_t){ "cuckoo", best ? best->bits : NAN, best ? NULL : "none reached it" };
-        row("s", wl, "bits/key", 0, 0, cells, 2);
-        printf("    blocked Bloom measured FPR %.4f%%; cuckoo: %s\n", 100 * bfpr, note);
+        cells[2] = (cell_t){ "counting 4-bit", bench_cbf_bits(targets[t], 4, &c4fpr), NULL };
+        cells[3] = (cell_t){ "counting 8-bit", bench_cbf_bits(targets[t], 8, &c8fpr), NULL };
+        row("s", wl, "bits/key", 0, 0, cells, 4);
+        printf("    blocked Bloom measured FPR %.4f%%; cuckoo: %s; counting 4-bit %.4f%%, "
+               "8-bit %.4f%%\n", 100 * bfpr, note, 100 * c4fpr, 100 * c8fpr);
     }
 }
 
@@ -317,6 +322,7 @@ void bench_sketch(const char *tmpdir, int reps, int quick)
     sk_keys();
     sk_reads(tmpdir, reps, quick);
     sk_memory();
+    bench_cbf_fpr(reps);
     free(sk_key);
     free(sk_len);
 }

@@ -26,8 +26,8 @@ static size_t send_read_to_eof(int fd, const char *req, size_t len, char *tail, 
 
 /* An example of each command: `prep` (or NULL) runs before MULTI, `cmd`
  * is queued.  Words separated by spaces; "%d" in a word becomes the
- * round's number, "@bfhdr" / "@cfhdr" the header chunk of a Bloom /
- * cuckoo filter's dump (a LOADCHUNK that creates a filter). */
+ * round's number, "@bfhdr" / "@cfhdr" / "@cbfhdr" the header chunk of a
+ * Bloom / cuckoo / counting Bloom filter's dump (a LOADCHUNK that creates a filter). */
 typedef struct example {
     const char *name, *prep, *cmd;
 } example_t;
@@ -63,6 +63,16 @@ static const example_t examples[] = {
     { "CF.INFO", NULL, "CF.INFO cf" },
     { "CF.SCANDUMP", NULL, "CF.SCANDUMP cf 0" },
     { "CF.LOADCHUNK", NULL, "CF.LOADCHUNK lc%d 1 @cfhdr" },
+    { "CBF.RESERVE", NULL, "CBF.RESERVE br%d 0.01 100 COUNTERBITS 8" },
+    { "CBF.ADD", NULL, "CBF.ADD cbf a%d" },
+    { "CBF.MADD", NULL, "CBF.MADD cbf m%d n%d" },
+    { "CBF.DEL", "CBF.ADD cbf del%d", "CBF.DEL cbf del%d" },
+    { "CBF.EXISTS", NULL, "CBF.EXISTS cbf a1" },
+    { "CBF.MEXISTS", NULL, "CBF.MEXISTS cbf a1 a2" },
+    { "CBF.COUNT", NULL, "CBF.COUNT cbf a1" },
+    { "CBF.INFO", NULL, "CBF.INFO cbf" },
+    { "CBF.SCANDUMP", NULL, "CBF.SCANDUMP cbf 0" },
+    { "CBF.LOADCHUNK", NULL, "CBF.LOADCHUNK lcb%d 1 @cbfhdr" },
     { "CMS.INITBYDIM", NULL, "CMS.INITBYDIM cd%d 100 4" },
     { "CMS.INITBYPROB", NULL, "CMS.INITBYPROB cp%d 0.01 0.01" },
     { "CMS.INCRBY", NULL, "CMS.INCRBY c b 3" },
@@ -108,7 +118,7 @@ static const example_t examples[] = {
 };
 #define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
 
-static rbd_dump_t bfhdr, cfhdr;   /* chunk 0 of each: a LOADCHUNK's header */
+static rbd_dump_t bfhdr, cfhdr, cbfhdr;   /* chunk 0 of each: a LOADCHUNK's header */
 
 /* Runs the words of tmpl (round r) on c: its reply text into out, and
  * rb_conn_command's code. */
@@ -121,7 +131,8 @@ static int call(rb_conn_t *c, const char *tmpl, int r, char *out, size_t cap)
     snprintf(copy, sizeof(copy), "%s", tmpl);
     for (w = strtok_r(copy, " ", &save); w != NULL && argc < 16; w = strtok_r(NULL, " ", &save)) {
         const rbd_dump_t *hdr = strcmp(w, "@bfhdr") == 0 ? &bfhdr
-                                : strcmp(w, "@cfhdr") == 0 ? &cfhdr : NULL;
+                                : strcmp(w, "@cfhdr") == 0 ? &cfhdr
+                                : strcmp(w, "@cbfhdr") == 0 ? &cbfhdr : NULL;
         if (hdr != NULL) {
             argv[argc] = hdr->data[0];
             argl[argc++] = hdr->len[0];
@@ -181,7 +192,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Everything the daemon serves, as text (malloc'd): every key, its type
- * and content (a dump's hash for cuckoo filters; for Bloom filters BF.INFO
+ * and content (a dump's hash for cuckoo and counting Bloom filters; for Bloom filters BF.INFO
  * and the hash of their bits, not of the dump's header, whose layer times
  * a replayed BF.RESET sets to the replay's; CMS.INFO and the counts of the
  * items the rounds use; PFCOUNT), and the ring (its nodes and states, mode
@@ -215,6 +226,10 @@ static char *fingerprint(void)
             fp_add(&fp, &len, &cap, " %s", out);
         } else if (strcmp(out, "MBbloomCF") == 0) {
             rbd_scandump(&d, "CF.SCANDUMP", name[i], &dp);
+            fp_add(&fp, &len, &cap, " %zu chunks %016llx", dp.n, dump_hash(&dp, 0));
+            rbd_dump_free(&dp);
+        } else if (strcmp(out, "RBbloomCB") == 0) {
+            rbd_scandump(&d, "CBF.SCANDUMP", name[i], &dp);
             fp_add(&fp, &len, &cap, " %zu chunks %016llx", dp.n, dump_hash(&dp, 0));
             rbd_dump_free(&dp);
         } else if (strcmp(out, "CMSk-TYPE") == 0) {
@@ -367,7 +382,8 @@ static void txn_setup(void)
     static const char *const setup[] = {
         "BF.RESERVE bf 0.01 1000", "CF.RESERVE cf 1000", "CMS.INITBYDIM c 100 4",
         "PFADD h a b c", "RING.ADD n1", "RING.ADD n2", "ADMIT.RESERVE adm 1000",
-        "BF.ADD small a", "CF.ADD csmall a",
+        "BF.ADD small a", "CF.ADD csmall a", "CBF.RESERVE cbf 0.01 1000",
+        "CBF.RESERVE cbsmall 0.1 10",
     };
     char out[4096];
     rb_conn_t *c = rbd_connect(&d);
@@ -377,6 +393,7 @@ static void txn_setup(void)
     rb_conn_close(c);
     rbd_scandump(&d, "BF.SCANDUMP", "small", &bfhdr);
     rbd_scandump(&d, "CF.SCANDUMP", "csmall", &cfhdr);
+    rbd_scandump(&d, "CBF.SCANDUMP", "cbsmall", &cbfhdr);
 }
 
 /* Every command of the table inside MULTI, between changes, then first in
@@ -393,6 +410,7 @@ static void every_command_inside_multi(int first)
         txn_round(&examples[i], (int)i + (first ? 1000 : 0), first);
     rbd_dump_free(&bfhdr);
     rbd_dump_free(&cfhdr);
+    rbd_dump_free(&cbfhdr);
 }
 
 START_TEST(test_txn_every_command_between_changes)

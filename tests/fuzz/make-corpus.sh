@@ -143,7 +143,10 @@ txn_req() {
   txn_req ADMIT.TOUCH adm x; txn_req DEL h; txn_req BF.RESET bf; txn_req EXEC
   txn_req MULTI; txn_req RING.ADD n2; txn_req SAVE; txn_req EXEC
   txn_req MULTI; txn_req RING.ADD n3; txn_req DISCARD; } > "$out/fuzz_txn/kinds"
+{ txn_req CBF.RESERVE cb 0.01 4 COUNTERBITS 4; txn_req MULTI; txn_req CBF.ADD cb a
+  txn_req CBF.MADD cb b c d e f; txn_req CBF.DEL cb a; txn_req CBF.DEL cb zz; txn_req EXEC
+  txn_req CBF.SCANDUMP cb 0; txn_req CBF.LOADCHUNK cb 1 x; txn_req DEL cb; } > "$out/fuzz_txn/cbf"
 { txn_req MULTI; k=0
-  while [ $k -lt 96 ]; do txn_req "@$k" x; k=$((k + 1)); done
+  while [ $k -lt 112 ]; do txn_req "@$k" x; k=$((k + 1)); done
   txn_req EXEC; } > "$out/fuzz_txn/every-command"
 echo "seed corpora written to $out"

@@ -30,8 +30,8 @@ static void teardown(void)
     rb_segment_unlink(inst);
 }
 
-/* Makes name a filter of kind k (0 bloom, 1 hll, 2 cms, 3 cuckoo): the
- * library's result. */
+/* Makes name a filter of kind k (0 bloom, 1 hll, 2 cms, 3 cuckoo, 4
+ * counting Bloom): the library's result. */
 static int make(rb_segment_t *s, const char *name, int k)
 {
     size_t len = strlen(name);
@@ -39,17 +39,20 @@ static int make(rb_segment_t *s, const char *name, int k)
     rb_cms_params_t cp = { .width = 64, .depth = 4 };
     rb_cuckoo_params_t fp = { .capacity = 64, .bucket_size = 2, .max_iterations = 20,
                               .expansion = 1, .fp_bits = 8 };
+    rb_cbf_params_t bc = { .capacity = 100, .error_rate = 0.01, .counter_bits = 4 };
     rb_key_t e = { "x", 1 };
 
     switch (k) {
     case 0: return rb_bloom_reserve(s, name, len, &bp);
     case 1: return rb_hll_add(s, name, len, &e, 1) == 1 ? RB_OK : RB_EEXIST;
     case 2: return rb_cms_create(s, name, len, &cp);
-    default: return rb_cuckoo_reserve(s, name, len, &fp);
+    case 3: return rb_cuckoo_reserve(s, name, len, &fp);
+    default: return rb_cbf_reserve(s, name, len, &bc);
     }
 }
 
-static const char *const kind_names[] = { "bloom", "hyperloglog", "cms", "cuckoo" };
+#define KINDS 5
+static const char *const kind_names[KINDS] = { "bloom", "hyperloglog", "cms", "cuckoo", "cbf" };
 
 /* D1: after every step of a random churn of reserves and deletes of every
  * kind, the writer's index (rbi_dir_find) answers each name of the
@@ -71,7 +74,7 @@ START_TEST(test_index_agrees_with_the_directory)
         i = (int)((rnd >> 33) % NAMES);
         snprintf(name, sizeof(name), "name-%d", i);
         if (kind[i] < 0) {
-            int k = (int)((rnd >> 20) % 4);
+            int k = (int)((rnd >> 20) % KINDS);
             rc = make(seg, name, k);
             if (live == SLOTS) {
                 ck_assert_int_eq(rc, RB_ESLOTS);
@@ -96,7 +99,7 @@ START_TEST(test_index_agrees_with_the_directory)
         /* A live name cannot be made again, whatever the kind asked. */
         if (kind[i] >= 0) {
             snprintf(name, sizeof(name), "name-%d", i);
-            ck_assert_int_eq(make(seg, name, (kind[i] + 1) % 4) == RB_OK, 0);
+            ck_assert_int_eq(make(seg, name, (kind[i] + 1) % KINDS) == RB_OK, 0);
         }
     }
 }
@@ -130,14 +133,14 @@ START_TEST(test_kind_listing_summary_delete_of_every_kind)
     uint64_t cursor = 0;
     seen_t seen = { 0 };
 
-    ck_assert_ptr_nonnull(rb_kind(3));
-    ck_assert_ptr_null(rb_kind(4));
-    for (int i = 0; i < 4; i++) {
+    ck_assert_ptr_nonnull(rb_kind(KINDS - 1));
+    ck_assert_ptr_null(rb_kind(KINDS));
+    for (int i = 0; i < KINDS; i++) {
         ck_assert_str_eq(rb_kind((size_t)i)->name, kind_names[i]);
         ck_assert_int_eq(make(seg, kind_names[i], i), RB_OK);
     }
     ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < KINDS; i++) {
         const char *n = kind_names[i];
         ck_assert_int_eq(rb_filter_kind(seg, n, strlen(n), &k), RB_OK);
         ck_assert_ptr_eq(k, rb_kind((size_t)i));
@@ -152,6 +155,7 @@ START_TEST(test_kind_listing_summary_delete_of_every_kind)
     ck_assert_str_eq(rb_kind(1)->type, "string");
     ck_assert_str_eq(rb_kind(2)->type, "CMSk-TYPE");
     ck_assert_str_eq(rb_kind(3)->type, "MBbloomCF");
+    ck_assert_str_eq(rb_kind(4)->type, "RBbloomCB");
     ck_assert_int_eq(rb_filter_summary(r, "cms", 3, &sum), RB_OK);
     ck_assert_str_eq(sum.form, "count-min");
     ck_assert_uint_eq(sum.layers, 4);
@@ -162,12 +166,15 @@ START_TEST(test_kind_listing_summary_delete_of_every_kind)
     ck_assert_str_eq(sum.layout, "blocked");
     ck_assert_uint_eq(sum.capacity, 100);
     ck_assert_int_eq(rb_filter_scan(r, &cursor, SIZE_MAX, collect, &seen), RB_OK);
-    ck_assert_int_eq(seen.n, 4);
+    ck_assert_int_eq(seen.n, KINDS);
     ck_assert_uint_eq(cursor, 0);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < KINDS; i++)
         ck_assert_ptr_eq(seen.kinds[i], rb_kind((size_t)i));   /* slots filled in order */
+    ck_assert_int_eq(rb_filter_summary(r, "cbf", 3, &sum), RB_OK);
+    ck_assert_str_eq(sum.form, "counting 4-bit");
+    ck_assert_uint_eq(sum.capacity, 100);
     /* Delete of every kind, through the one call; then nothing is left. */
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < KINDS; i++) {
         const char *n = kind_names[i];
         ck_assert_int_eq(rb_filter_delete(r, n, strlen(n)), RB_EROFS);
         ck_assert_int_eq(rb_filter_delete(seg, n, strlen(n)), RB_OK);

@@ -1052,6 +1052,25 @@ static void snap_churn_cuckoo(rb_segment_t *seg, int round)
     }
 }
 
+/* A counting Bloom filter's changes (cbf_write.c): counters raised and
+ * lowered in place, into a filter made at round 0. */
+static void snap_churn_cbf(rb_segment_t *seg, int round)
+{
+    static const unsigned char secret[RB_BLOOM_SECRET_BYTES] = { 11 };
+    rb_cbf_params_t cp = { .capacity = 100000, .error_rate = 0.01, .counter_bits = 4,
+                           .secret = secret };
+    char key[160];
+
+    if (round == 0)
+        ck_assert_int_eq(rb_cbf_reserve(seg, "cbf", 3, &cp), RB_OK);
+    for (unsigned long i = 0; i < 3000; i++) {
+        size_t len = rb_test_key(key, sizeof(key), "v", (unsigned long)round * 3000 + i);
+        ck_assert_int_eq(rb_cbf_add(seg, "cbf", 3, key, len), 1);
+        if (i % 4 == 0)
+            ck_assert_int_eq(rb_cbf_del(seg, "cbf", 3, key, len), 1);
+    }
+}
+
 static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
 {
     static const char *names[] = { "std", "blk", "age" };
@@ -1080,6 +1099,7 @@ static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
     snap_churn_hll(seg, round);
     snap_churn_cms(seg, round);
     snap_churn_cuckoo(seg, round);
+    snap_churn_cbf(seg, round);
     for (int n = 0; n < 30; n++) {
         snprintf(key, sizeof(key), "node-%d-%d", round, n);
         ck_assert_int_eq(rb_ring_add(ring, key, strlen(key), 1 + (unsigned)n % 3), RB_OK);
