@@ -171,4 +171,36 @@ size_t rbd_cmd_dump_chunk_max(const rbd_ctx_t *x);
  * RB_ENOSPC is rbd_cmd_no_space's. */
 void rbd_cmd_create_error(rbd_ctx_t *x, int rc);
 
+/* A kind's reads for the handlers its commands share with other kinds
+ * (rbd_cmd_check, rbd_cmd_scandump): an open handle's contains (1, 0 or
+ * an error), count and dump chunk, the kind's error replies, and whether
+ * empty keys are refused first (RedisBloom's cuckoo filter takes them). */
+typedef struct rbd_reads {
+    int (*open)(const rb_segment_t *seg, const char *name, size_t len, void **h);
+    void (*close)(void *h);
+    int (*contains)(const void *h, const void *key, size_t len);
+    int (*count)(const void *h, const void *key, size_t len, uint64_t *c);
+    int (*dump)(const void *h, int64_t iter, size_t max_chunk, unsigned char *buf,
+                size_t *len, int64_t *next);
+    void (*error)(rbd_ctx_t *x, int rc);
+    int check_keys;
+} rbd_reads_t;
+
+/* KIND.EXISTS key item, KIND.MEXISTS key item... (multi) and KIND.COUNT
+ * key item (count), read from the segment through k: a missing filter
+ * holds nothing (RedisBloom's 0s), another error is k's reply. */
+void rbd_cmd_check(rbd_ctx_t *x, const rbd_reads_t *k, int multi, int count);
+
+/* KIND.SCANDUMP key iter: [next iter, bytes] (RedisBloom's iterator: 0
+ * gives the header, the arrays' bytes follow from 1; [0, ""] at the end),
+ * in k's dump format. */
+void rbd_cmd_scandump(rbd_ctx_t *x, const rbd_reads_t *k);
+
+/* KIND.LOADCHUNK key iter data, as the op of type `type` (logged,
+ * replayed): iter 1 with no such filter takes a header (it makes the
+ * filter, live at once, empty until the data chunks come), else data at
+ * the iterator SCANDUMP gave with it.  Errors: the op's words, a full
+ * directory as a create names it, the rest k's. */
+void rbd_cmd_loadchunk(rbd_ctx_t *x, int type, void (*error)(rbd_ctx_t *x, int rc));
+
 #endif /* RBD_CMD_H */

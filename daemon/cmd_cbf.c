@@ -173,57 +173,55 @@ static void cmd_cbf_del(rbd_ctx_t *x)
         rbi_resp_int(x->out, !op.noop);
 }
 
-/* CBF.EXISTS key item, CBF.MEXISTS key item..., CBF.COUNT key item: read
- * from the segment; a missing filter holds nothing (0s). */
-static void cbf_check(rbd_ctx_t *x, int multi, int count)
+/* The kind's reads for the shared handlers (rbd_reads_t: EXISTS,
+ * MEXISTS, COUNT, SCANDUMP). */
+static int check_open(const rb_segment_t *seg, const char *name, size_t len, void **h)
 {
-    rb_cbf_t *h = NULL;
-    size_t n = x->argc - 2;
-    long long *v;
-    int rc;
+    rb_cbf_t *k = NULL;
+    int rc = rb_cbf_open(seg, name, len, &k);
 
-    if (rbd_cmd_arg_keys(x, 2) != 0)
-        return;
-    rc = x->argl[1] < 1 || x->argl[1] > RB_FILTER_NAME_MAX ? RB_ENOENT
-         : rb_cbf_open(x->s->state.seg, x->argv[1], x->argl[1], &h);
-    if ((v = calloc(n, sizeof(*v))) == NULL)
-        rc = RB_ENOMEM;
-    for (size_t i = 0; rc == RB_OK && i < n; i++) {
-        uint64_t c = 0;
-        int r = count ? rb_cbf_count(h, x->argv[2 + i], x->argl[2 + i], &c)
-                      : rb_cbf_contains(h, x->argv[2 + i], x->argl[2 + i]);
-        if (r < 0)
-            rc = r;
-        v[i] = count ? (long long)c : r;
-    }
-    if (rc != RB_OK && rc != RB_ENOENT) {
-        cbf_error(x, rc);
-    } else {
-        if (multi)
-            rbi_resp_array(x->out, n);
-        for (size_t i = 0; i < n; i++)
-            if (count)
-                rbi_resp_int(x->out, rc == RB_OK ? v[i] : 0);
-            else
-                rbi_resp_bool(x->out, rc == RB_OK && v[i]);
-    }
-    rb_cbf_close(h);
-    free(v);
+    *h = k;
+    return rc;
 }
+
+static void check_close(void *h)
+{
+    rb_cbf_close(h);
+}
+
+static int check_contains(const void *h, const void *key, size_t len)
+{
+    return rb_cbf_contains(h, key, len);
+}
+
+static int check_count(const void *h, const void *key, size_t len, uint64_t *c)
+{
+    return rb_cbf_count(h, key, len, c);
+}
+
+static int check_dump(const void *h, int64_t iter, size_t max_chunk, unsigned char *buf,
+                      size_t *len, int64_t *next)
+{
+    return rbi_cbf_dump(h, iter, max_chunk, buf, len, next);
+}
+
+static const rbd_reads_t reads = {
+    check_open, check_close, check_contains, check_count, check_dump, cbf_error, 1,
+};
 
 static void cmd_cbf_exists(rbd_ctx_t *x)
 {
-    cbf_check(x, 0, 0);
+    rbd_cmd_check(x, &reads, 0, 0);
 }
 
 static void cmd_cbf_mexists(rbd_ctx_t *x)
 {
-    cbf_check(x, 1, 0);
+    rbd_cmd_check(x, &reads, 1, 0);
 }
 
 static void cmd_cbf_count(rbd_ctx_t *x)
 {
-    cbf_check(x, 0, 1);
+    rbd_cmd_check(x, &reads, 0, 1);
 }
 
 /* CBF.INFO key: the filter's figures (rb_cbf_info_t). */
@@ -271,32 +269,7 @@ static void cmd_cbf_info(rbd_ctx_t *x)
  * end), in our format (lib/cbf_dump.c). */
 static void cmd_cbf_scandump(rbd_ctx_t *x)
 {
-    long long iter;
-    unsigned char *buf = NULL;
-    size_t len;
-    int64_t next;
-    rb_cbf_t *h = NULL;
-    int rc;
-
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
-        return;
-    if (rbd_cmd_arg_ll(x, 2, &iter) != 0) {
-        rbi_resp_error(x->out, "Invalid position");
-        return;
-    }
-    if ((rc = rb_cbf_open(x->s->state.seg, x->argv[1], x->argl[1], &h)) == RB_OK &&
-        (rc = rbi_cbf_dump(h, iter, rbd_cmd_dump_chunk_max(x), NULL, &len, &next)) == RB_OK &&
-        (rc = (buf = malloc(len ? len : 1)) == NULL ? RB_ENOMEM : RB_OK) == RB_OK)
-        rc = rbi_cbf_dump(h, iter, rbd_cmd_dump_chunk_max(x), buf, &len, &next);
-    if (rc != RB_OK) {
-        cbf_error(x, rc);
-    } else {
-        rbi_resp_array(x->out, 2);
-        rbi_resp_int(x->out, next);
-        rbi_resp_bulk(x->out, buf, len);
-    }
-    free(buf);
-    rb_cbf_close(h);
+    rbd_cmd_scandump(x, &reads);
 }
 
 /* CBF.LOADCHUNK key iter data: iter 1 with no such filter takes a header
@@ -304,26 +277,7 @@ static void cmd_cbf_scandump(rbd_ctx_t *x)
  * else data at the iterator CBF.SCANDUMP gave with it.  Logged, replayed. */
 static void cmd_cbf_loadchunk(rbd_ctx_t *x)
 {
-    rbd_op_t op = { .type = RBD_OP_CBF_LOADCHUNK, .name = x->argv[1], .len = x->argl[1],
-                    .data = (const unsigned char *)x->argv[3], .dlen = x->argl[3] };
-    long long iter;
-    int rc;
-
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
-        return;
-    if (rbd_cmd_arg_ll(x, 2, &iter) != 0 || iter < 1) {
-        rbi_resp_error(x->out, "Invalid position");
-        return;
-    }
-    op.iter = iter;
-    if ((rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) == RB_OK)
-        rbi_resp_simple(x->out, "OK");
-    else if (rc == RB_EINVAL && op.why != NULL)
-        rbi_resp_error(x->out, "%s", op.why);
-    else if (rc == RB_ESLOTS)
-        rbd_cmd_create_error(x, rc);
-    else
-        cbf_error(x, rc);
+    rbd_cmd_loadchunk(x, RBD_OP_CBF_LOADCHUNK, cbf_error);
 }
 
 const rbd_command_t rbd_cmd_cbf_table[] = {

@@ -260,54 +260,55 @@ static void cmd_cf_insert(rbd_ctx_t *x)
     free(res);
 }
 
-/* CF.EXISTS key item, CF.MEXISTS key item..., CF.COUNT key item: read from
- * the segment; a missing filter holds nothing (RedisBloom's 0s). */
-static void cf_check(rbd_ctx_t *x, int multi, int count)
+/* The kind's reads for the shared handlers (rbd_reads_t: EXISTS,
+ * MEXISTS, COUNT, SCANDUMP). */
+static int check_open(const rb_segment_t *seg, const char *name, size_t len, void **h)
 {
-    rb_cuckoo_t *h = NULL;
-    int rc = x->argl[1] < 1 || x->argl[1] > RB_FILTER_NAME_MAX ? RB_ENOENT
-             : rb_cuckoo_open(x->s->state.seg, x->argv[1], x->argl[1], &h);
-    size_t n = x->argc - 2;
-    long long *v = calloc(n, sizeof(*v));
+    rb_cuckoo_t *k = NULL;
+    int rc = rb_cuckoo_open(seg, name, len, &k);
 
-    if (v == NULL)
-        rc = RB_ENOMEM;
-    for (size_t i = 0; rc == RB_OK && i < n; i++) {
-        uint64_t c = 0;
-        int r = count ? rb_cuckoo_count(h, x->argv[2 + i], x->argl[2 + i], &c)
-                      : rb_cuckoo_contains(h, x->argv[2 + i], x->argl[2 + i]);
-        if (r < 0)
-            rc = r;
-        v[i] = count ? (long long)c : r;
-    }
-    if (rc != RB_OK && rc != RB_ENOENT) {
-        cf_error(x, rc);
-    } else {
-        if (multi)
-            rbi_resp_array(x->out, n);
-        for (size_t i = 0; i < n; i++)
-            if (count)
-                rbi_resp_int(x->out, rc == RB_OK ? v[i] : 0);
-            else
-                rbi_resp_bool(x->out, rc == RB_OK && v[i]);
-    }
-    rb_cuckoo_close(h);
-    free(v);
+    *h = k;
+    return rc;
 }
+
+static void check_close(void *h)
+{
+    rb_cuckoo_close(h);
+}
+
+static int check_contains(const void *h, const void *key, size_t len)
+{
+    return rb_cuckoo_contains(h, key, len);
+}
+
+static int check_count(const void *h, const void *key, size_t len, uint64_t *c)
+{
+    return rb_cuckoo_count(h, key, len, c);
+}
+
+static int check_dump(const void *h, int64_t iter, size_t max_chunk, unsigned char *buf,
+                      size_t *len, int64_t *next)
+{
+    return rbi_cuckoo_dump(h, iter, max_chunk, buf, len, next);
+}
+
+static const rbd_reads_t reads = {
+    check_open, check_close, check_contains, check_count, check_dump, cf_error, 0,
+};
 
 static void cmd_cf_exists(rbd_ctx_t *x)
 {
-    cf_check(x, 0, 0);
+    rbd_cmd_check(x, &reads, 0, 0);
 }
 
 static void cmd_cf_mexists(rbd_ctx_t *x)
 {
-    cf_check(x, 1, 0);
+    rbd_cmd_check(x, &reads, 1, 0);
 }
 
 static void cmd_cf_count(rbd_ctx_t *x)
 {
-    cf_check(x, 0, 1);
+    rbd_cmd_check(x, &reads, 0, 1);
 }
 
 /* CF.DEL key item: 1 if a copy of the item's fingerprint was removed, 0
@@ -373,33 +374,7 @@ static void cmd_cf_info(rbd_ctx_t *x)
  * in our format (lib/cuckoo_dump.c). */
 static void cmd_cf_scandump(rbd_ctx_t *x)
 {
-    long long iter;
-    unsigned char *buf = NULL;
-    size_t len;
-    int64_t next;
-    rb_cuckoo_t *h = NULL;
-    int rc;
-
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
-        return;
-    if (rbd_cmd_arg_ll(x, 2, &iter) != 0) {
-        rbi_resp_error(x->out, "Invalid position");
-        return;
-    }
-    if ((rc = rb_cuckoo_open(x->s->state.seg, x->argv[1], x->argl[1], &h)) == RB_OK &&
-        (rc = rbi_cuckoo_dump(h, iter, rbd_cmd_dump_chunk_max(x), NULL, &len, &next)) ==
-            RB_OK &&
-        (rc = (buf = malloc(len ? len : 1)) == NULL ? RB_ENOMEM : RB_OK) == RB_OK)
-        rc = rbi_cuckoo_dump(h, iter, rbd_cmd_dump_chunk_max(x), buf, &len, &next);
-    if (rc != RB_OK) {
-        cf_error(x, rc);
-    } else {
-        rbi_resp_array(x->out, 2);
-        rbi_resp_int(x->out, next);
-        rbi_resp_bulk(x->out, buf, len);
-    }
-    free(buf);
-    rb_cuckoo_close(h);
+    rbd_cmd_scandump(x, &reads);
 }
 
 /* CF.LOADCHUNK key iter data: iter 1 with no such filter takes a header
@@ -407,24 +382,7 @@ static void cmd_cf_scandump(rbd_ctx_t *x)
  * else data at the iterator CF.SCANDUMP gave with it.  Logged, replayed. */
 static void cmd_cf_loadchunk(rbd_ctx_t *x)
 {
-    rbd_op_t op = { .type = RBD_OP_CF_LOADCHUNK, .name = x->argv[1], .len = x->argl[1],
-                    .data = (const unsigned char *)x->argv[3], .dlen = x->argl[3] };
-    long long iter;
-    int rc;
-
-    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
-        return;
-    if (rbd_cmd_arg_ll(x, 2, &iter) != 0 || iter < 1) {
-        rbi_resp_error(x->out, "Invalid position");
-        return;
-    }
-    op.iter = iter;
-    if ((rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) == RB_OK)
-        rbi_resp_simple(x->out, "OK");
-    else if (rc == RB_EINVAL && op.why != NULL)
-        rbi_resp_error(x->out, "%s", op.why);
-    else
-        cf_error(x, rc);
+    rbd_cmd_loadchunk(x, RBD_OP_CF_LOADCHUNK, cf_error);
 }
 
 const rbd_command_t rbd_cmd_cf_table[] = {

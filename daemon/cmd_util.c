@@ -286,3 +286,95 @@ void rbd_cmd_create_error(rbd_ctx_t *x, int rc)
     else
         rbd_cmd_error(x, RBD_AT_CREATE, rc);
 }
+
+void rbd_cmd_check(rbd_ctx_t *x, const rbd_reads_t *k, int multi, int count)
+{
+    void *h = NULL;
+    size_t n = x->argc - 2;
+    long long *v;
+    int rc;
+
+    if (k->check_keys && rbd_cmd_arg_keys(x, 2) != 0)
+        return;
+    rc = x->argl[1] < 1 || x->argl[1] > RB_FILTER_NAME_MAX ? RB_ENOENT
+         : k->open(x->s->state.seg, x->argv[1], x->argl[1], &h);
+    if ((v = calloc(n, sizeof(*v))) == NULL)
+        rc = RB_ENOMEM;
+    for (size_t i = 0; rc == RB_OK && i < n; i++) {
+        uint64_t c = 0;
+        int r = count ? k->count(h, x->argv[2 + i], x->argl[2 + i], &c)
+                      : k->contains(h, x->argv[2 + i], x->argl[2 + i]);
+        if (r < 0)
+            rc = r;
+        v[i] = count ? (long long)c : r;
+    }
+    if (rc != RB_OK && rc != RB_ENOENT) {
+        k->error(x, rc);
+    } else {
+        if (multi)
+            rbi_resp_array(x->out, n);
+        for (size_t i = 0; i < n; i++)
+            if (count)
+                rbi_resp_int(x->out, rc == RB_OK ? v[i] : 0);
+            else
+                rbi_resp_bool(x->out, rc == RB_OK && v[i]);
+    }
+    if (h != NULL)
+        k->close(h);
+    free(v);
+}
+
+void rbd_cmd_scandump(rbd_ctx_t *x, const rbd_reads_t *k)
+{
+    long long iter;
+    unsigned char *buf = NULL;
+    size_t len, max = rbd_cmd_dump_chunk_max(x);
+    int64_t next;
+    void *h = NULL;
+    int rc;
+
+    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
+        return;
+    if (rbd_cmd_arg_ll(x, 2, &iter) != 0) {
+        rbi_resp_error(x->out, "Invalid position");
+        return;
+    }
+    if ((rc = k->open(x->s->state.seg, x->argv[1], x->argl[1], &h)) == RB_OK &&
+        (rc = k->dump(h, iter, max, NULL, &len, &next)) == RB_OK &&
+        (rc = (buf = malloc(len ? len : 1)) == NULL ? RB_ENOMEM : RB_OK) == RB_OK)
+        rc = k->dump(h, iter, max, buf, &len, &next);
+    if (rc != RB_OK) {
+        k->error(x, rc);
+    } else {
+        rbi_resp_array(x->out, 2);
+        rbi_resp_int(x->out, next);
+        rbi_resp_bulk(x->out, buf, len);
+    }
+    free(buf);
+    if (h != NULL)
+        k->close(h);
+}
+
+void rbd_cmd_loadchunk(rbd_ctx_t *x, int type, void (*error)(rbd_ctx_t *x, int rc))
+{
+    rbd_op_t op = { .type = (rbd_op_type_t)type, .name = x->argv[1], .len = x->argl[1],
+                    .data = (const unsigned char *)x->argv[3], .dlen = x->argl[3] };
+    long long iter;
+    int rc;
+
+    if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
+        return;
+    if (rbd_cmd_arg_ll(x, 2, &iter) != 0 || iter < 1) {
+        rbi_resp_error(x->out, "Invalid position");
+        return;
+    }
+    op.iter = iter;
+    if ((rc = rbd_op_run(&x->s->state, &x->s->aof, &op)) == RB_OK)
+        rbi_resp_simple(x->out, "OK");
+    else if (rc == RB_EINVAL && op.why != NULL)
+        rbi_resp_error(x->out, "%s", op.why);
+    else if (rc == RB_ESLOTS)
+        rbd_cmd_create_error(x, rc);
+    else
+        error(x, rc);
+}

@@ -179,18 +179,22 @@ int rb_filter_scan(const rb_segment_t *seg, uint64_t *cursor, size_t count,
     return rbi_dir_walk(rbi_reader_map(seg), cursor, count, scan_one, &a);
 }
 
+/* rbi_writer_find's test for a slot of any layout. */
+static int any_layout(uint64_t layout)
+{
+    (void)layout;
+    return 1;
+}
+
 int rb_filter_delete(rb_segment_t *seg, const char *name, size_t len)
 {
-    const rbi_kind_t *k = NULL;
-    int64_t i;
+    const rbi_kind_t *k;
+    rb_filter_shm_t *f;
+    int rc = rbi_writer_find(seg, name, len, any_layout, &f);
 
-    if (seg == NULL || !rbi_name_ok(name, len))
-        return RB_EINVAL;
-    if (!seg->writable)
-        return RB_EROFS;
-    if ((i = rbi_dir_find(seg, name, len)) < 0)
-        return RB_ENOENT;
-    k = kind_of(rbi_dir_slot(rbi_seg_map(seg), (uint64_t)i));
+    if (rc != RB_OK)
+        return rc;
+    k = kind_of(f);
     return k != NULL ? k->remove(seg, name, len) : RB_ECORRUPT;
 }
 
