@@ -390,13 +390,12 @@ int rb_tinylfu_admit_h(const rb_tinylfu_t *t, const void *cand, size_t clen,
         return RB_EINVAL;
     if ((rc = cms_hread(t->cms, admit_fn, &a)) != RB_OK)
         return rc;
-    if (t->dk != NULL) {
+    for (int i = 0; i < 2 && t->dk != NULL; i++) {
         /* A doorkeeper deleted since the open holds nothing. */
-        int64_t n = rb_bloom_contains_many(t->dk, keys, 2, bit);
-        if (n < 0 && n != RB_ENOENT)
-            return (int)n;
-        if (n < 0)
-            bit[0] = bit[1] = 0;
+        rc = rb_bloom_contains(t->dk, keys[i].ptr, keys[i].len);
+        if (rc < 0 && rc != RB_ENOENT)
+            return rc;
+        bit[i] = rc == 1;
     }
     *admit = a.cand.est + bit[0] > a.victim.est + bit[1];
     return RB_OK;
