@@ -22,7 +22,7 @@
 struct rbd_filter_ref {
     rbd_filter_ref_t *next;                /* the chain of its bucket */
     rbd_filter_ref_t *aprev, *anext;       /* the aging list, if aging */
-    rb_bloom_t *bf;
+    rb_bloom_t *bf;                        /* NULL: the name holds another kind */
     uint64_t hash;
     size_t len;
     int aging;
@@ -81,7 +81,7 @@ static void file_aging(rbd_filters_t *f, rbd_filter_ref_t *r)
 {
     rb_bloom_stat_t st;
 
-    if (r->aging || rb_bloom_stat(r->bf, &st) != RB_OK || !(st.flags & RB_BLOOM_AGING) ||
+    if (r->aging || r->bf == NULL || rb_bloom_stat(r->bf, &st) != RB_OK || !(st.flags & RB_BLOOM_AGING) ||
         st.window == 0)
         return;
     r->aging = 1;
@@ -97,15 +97,19 @@ rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const cha
     uint64_t h = name_hash(name, len);
     rbd_filter_ref_t **p, *r;
 
-    if (f->nbuckets != 0 && *(p = find(f, name, len, h)) != NULL)
+    if (f->nbuckets != 0 && *(p = find(f, name, len, h)) != NULL) {
+        *rc = (*p)->bf != NULL ? RB_OK : RB_EWRONGTYPE;
         return (*p)->bf;
+    }
     if (f->n >= f->nbuckets && (*rc = grow(f)) != RB_OK)
         return NULL;
     if ((r = calloc(1, sizeof(*r) + len)) == NULL) {
         *rc = RB_ENOMEM;
         return NULL;
     }
-    if ((*rc = rb_bloom_open(seg, name, len, &r->bf)) != RB_OK) {
+    /* A name of another kind is kept too (bf NULL): it stays of that
+     * kind until a DEL, which forgets it. */
+    if ((*rc = rb_bloom_open(seg, name, len, &r->bf)) != RB_OK && *rc != RB_EWRONGTYPE) {
         free(r);
         return NULL;
     }

@@ -24,7 +24,9 @@ typedef struct rbd_filter_ref rbd_filter_ref_t;
  * 0).  Every way a Bloom filter appears in a served segment while the
  * cache is open passes through rbd_filters_made (BF.RESERVE, ADMIT.RESERVE's
  * doorkeeper, BF.LOADCHUNK's header chunk, live and replayed), every way
- * one goes through rbd_filters_forget (DEL of any kind); a segment
+ * one goes through rbd_filters_forget (DEL of any kind, so a name
+ * remembered as another kind is asked again once it could be a Bloom
+ * filter); a segment
  * replaced under the cache (restore, adoption, republish) closes it,
  * which clears aging_known, and the next rbd_filters_aging finds the set
  * again with one walk of the names. */
@@ -37,8 +39,9 @@ typedef struct rbd_filters {
 
 /* The open handle of filter name in seg, opened on first use, or NULL
  * (*rc: RB_ENOENT, RB_EWRONGTYPE: a filter of another kind, or an error).
- * Cost: O(1) for a name opened before (a hash), one directory walk the
- * first time (rb_bloom_open). */
+ * Cost: O(1) for a name asked before (a hash: a name of another kind is
+ * remembered as such until it is forgotten), one directory walk the first
+ * time (rb_bloom_open). */
 rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
                             size_t len, int *rc);
 
