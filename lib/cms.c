@@ -377,27 +377,39 @@ static void admit_fn(const cms_view_t *v, void *arg)
     query_fn(v, &a->victim);
 }
 
+/* The doorkeeper's bit of key: 1 if it holds key, else 0 (and 0 if the
+ * pair has none, or it was deleted since the open); or an error. */
+static int dk_bit(const rb_tinylfu_t *t, const void *key, size_t klen)
+{
+    int rc = t->dk != NULL ? rb_bloom_contains(t->dk, key, klen) : 0;
+
+    return rc == RB_ENOENT ? 0 : rc;
+}
+
 int rb_tinylfu_admit_h(const rb_tinylfu_t *t, const void *cand, size_t clen,
                        const void *victim, size_t vlen, int *admit)
 {
     admit_arg_t a = { { cand, clen, 0, NULL, NULL, 0 }, { victim, vlen, 0, NULL, NULL, 0 } };
-    rb_key_t keys[2] = { { cand, clen }, { victim, vlen } };
-    uint8_t bit[2] = { 0, 0 };
-    int rc;
+    int rc, cb = 0, vb = 0;
 
     if (t == NULL || admit == NULL || (cand == NULL && clen != 0) ||
         (victim == NULL && vlen != 0))
         return RB_EINVAL;
     if ((rc = cms_hread(t->cms, admit_fn, &a)) != RB_OK)
         return rc;
-    for (int i = 0; i < 2 && t->dk != NULL; i++) {
-        /* A doorkeeper deleted since the open holds nothing. */
-        rc = rb_bloom_contains(t->dk, keys[i].ptr, keys[i].len);
-        if (rc < 0 && rc != RB_ENOENT)
-            return rc;
-        bit[i] = rc == 1;
+    /* ce + cb > ve + vb with bits of 0 or 1: the doorkeeper decides only
+     * when ce is ve or ve + 1, and then only the bit that can change the
+     * answer is probed first (the answer is the one both bits give). */
+    if (a.cand.est == a.victim.est) {
+        if ((cb = dk_bit(t, cand, clen)) == 1)
+            vb = dk_bit(t, victim, vlen);
+    } else if (a.cand.est == a.victim.est + 1) {
+        if ((vb = dk_bit(t, victim, vlen)) == 1)
+            cb = dk_bit(t, cand, clen);
     }
-    *admit = a.cand.est + bit[0] > a.victim.est + bit[1];
+    if (cb < 0 || vb < 0)
+        return cb < 0 ? cb : vb;
+    *admit = a.cand.est + (uint64_t)cb > a.victim.est + (uint64_t)vb;
     return RB_OK;
 }
 

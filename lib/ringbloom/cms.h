@@ -152,12 +152,13 @@ RB_EXPORT void rb_tinylfu_close(rb_tinylfu_t *t);
 /* Any process, lock-free.  TinyLFU's admission test: estimate(k) = the
  * sketch's estimate, + 1 if the doorkeeper holds k; *admit = 1 iff
  * estimate(candidate) > estimate(victim).  Both sketch estimates come
- * from one section (one reading of the counters), both doorkeeper bits
- * from one contains_many; a deleted doorkeeper holds nothing.  No
- * directory scan and no allocation while both are the ones opened (a
- * deleted or remade sketch is rebound by name, as rb_cms_estimate).
- * Errors as rb_cms_estimate and rb_bloom_contains_many (but RB_ENOENT of
- * the doorkeeper). */
+ * from one section (one reading of the counters); the doorkeeper is
+ * probed only where its bits can change the answer (the sketch's
+ * estimates equal, or the candidate's one above), a deleted doorkeeper
+ * holding nothing.  No directory scan and no allocation while both are
+ * the ones opened (a deleted or remade sketch is rebound by name, as
+ * rb_cms_estimate).  Errors as rb_cms_estimate and rb_bloom_contains (but
+ * RB_ENOENT of the doorkeeper). */
 RB_EXPORT RB_WUR int rb_tinylfu_admit_h(const rb_tinylfu_t *t, const void *candidate,
                                         size_t clen, const void *victim, size_t vlen,
                                         int *admit);

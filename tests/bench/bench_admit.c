@@ -1,9 +1,10 @@
 /*
  * bench_admit.c - section a of `make bench`: TinyLFU admission, the call
  * a cache makes on every miss.  rb_tinylfu_admit_h (two kept handles: one
- * section of the sketch for both keys, one contains_many of the
- * doorkeeper for both) beside one rb_cms_estimate by handle (issue 26's
- * goal: within 1.5x), then the by-name calls (rb_cms_query,
+ * section of the sketch for both keys, the doorkeeper probed only where
+ * its bits can change the answer) beside one rb_cms_estimate by handle
+ * (issue 26's goal: within 1.5x; the keys: half counted 1-15 times and
+ * held by the doorkeeper, half never seen), then the by-name calls (rb_cms_query,
  * rb_tinylfu_admit) with 1,000 other names in the directory, which scan
  * it every call.  A private segment, no daemon; ratios per repetition,
  * median and spread.
