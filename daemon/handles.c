@@ -91,38 +91,50 @@ static void file_aging(rbd_filters_t *f, rbd_filter_ref_t *r)
     f->aging = r;
 }
 
-rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
-                            size_t len, int *rc)
+/* Adds name's entry (bf NULL: a name of another kind) to the table:
+ * RB_OK, or RB_ENOMEM with bf closed. */
+static int insert(rbd_filters_t *f, const char *name, size_t len, uint64_t h, rb_bloom_t *bf)
 {
-    uint64_t h = name_hash(name, len);
     rbd_filter_ref_t **p, *r;
 
-    if (f->nbuckets != 0 && *(p = find(f, name, len, h)) != NULL) {
-        *rc = (*p)->bf != NULL ? RB_OK : RB_EWRONGTYPE;
-        return (*p)->bf;
-    }
-    if (f->n >= f->nbuckets && (*rc = grow(f)) != RB_OK)
-        return NULL;
-    if ((r = calloc(1, sizeof(*r) + len)) == NULL) {
-        *rc = RB_ENOMEM;
-        return NULL;
-    }
-    /* A name of another kind is kept too (bf NULL): it stays of that
-     * kind until a DEL, which forgets it. */
-    if ((*rc = rb_bloom_open(seg, name, len, &r->bf)) != RB_OK && *rc != RB_EWRONGTYPE) {
-        free(r);
-        return NULL;
+    if ((f->n >= f->nbuckets && grow(f) != RB_OK) ||
+        (r = calloc(1, sizeof(*r) + len)) == NULL) {
+        rb_bloom_close(bf);
+        return RB_ENOMEM;
     }
     memcpy(r->name, name, len);
     r->len = len;
     r->hash = h;
+    r->bf = bf;
     p = &f->bucket[h & (f->nbuckets - 1)];
     r->next = *p;
     *p = r;
     f->n++;
     if (f->aging_known)
         file_aging(f, r);
-    return r->bf;
+    return RB_OK;
+}
+
+rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
+                            size_t len, int *rc)
+{
+    uint64_t h = name_hash(name, len);
+    rbd_filter_ref_t **p;
+    rb_bloom_t *bf = NULL;
+
+    if (f->nbuckets != 0 && *(p = find(f, name, len, h)) != NULL) {
+        *rc = (*p)->bf != NULL ? RB_OK : RB_EWRONGTYPE;
+        return (*p)->bf;
+    }
+    /* A name of another kind is kept too (bf NULL): it stays of that
+     * kind until a DEL, which forgets it. */
+    if ((*rc = rb_bloom_open(seg, name, len, &bf)) != RB_OK && *rc != RB_EWRONGTYPE)
+        return NULL;
+    if (insert(f, name, len, h, bf) != RB_OK) {
+        *rc = RB_ENOMEM;
+        return NULL;
+    }
+    return bf;
 }
 
 void rbd_filters_made(rbd_filters_t *f, const rb_segment_t *seg, const char *name, size_t len)
@@ -168,20 +180,42 @@ void rbd_filters_close(rbd_filters_t *f)
 typedef struct find_arg {
     rbd_filters_t *f;
     const rb_segment_t *seg;
+    const rb_kind_desc_t *bloom;
     int failed;
 } find_arg_t;
 
-/* A name that could not be opened (not gone, not of another kind) leaves
+/* The walk's step: a Bloom filter is opened (and filed if it ages), a
+ * name of another kind only remembered as such (no directory lookup).  A
+ * name that could not be opened (not gone, not of another kind) leaves
  * the set unknown: the next tick walks again rather than miss a filter. */
-static int find_one(const char *name, size_t len, void *arg)
+static int find_one(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
 {
     find_arg_t *a = arg;
+    uint64_t h = name_hash(name, len);
     int rc;
 
+    if (a->f->nbuckets != 0 && *find(a->f, name, len, h) != NULL)
+        return 0;
+    if (kind != a->bloom) {
+        if (insert(a->f, name, len, h, NULL) != RB_OK)
+            a->failed = 1;
+        return 0;
+    }
     if (rbd_filters_get(a->f, a->seg, name, len, &rc) == NULL && rc != RB_ENOENT &&
         rc != RB_EWRONGTYPE)
         a->failed = 1;
     return 0;
+}
+
+/* The kind table's row of the Bloom filter. */
+static const rb_kind_desc_t *bloom_kind(void)
+{
+    const rb_kind_desc_t *k;
+
+    for (size_t i = 0; (k = rb_kind(i)) != NULL; i++)
+        if (strcmp(k->name, "bloom") == 0)
+            return k;
+    return NULL;
 }
 
 void rbd_filters_aging(rbd_filters_t *f, const rb_segment_t *seg,
@@ -189,30 +223,19 @@ void rbd_filters_aging(rbd_filters_t *f, const rb_segment_t *seg,
                        void *arg)
 {
     if (!f->aging_known) {
-        find_arg_t a = { f, seg, 0 };
+        find_arg_t a = { f, seg, bloom_kind(), 0 };
+        uint64_t cursor = 0;
         /* Handles opened before were not filed: file them, then the rest
          * as the walk opens them. */
         for (size_t i = 0; i < f->nbuckets; i++)
             for (rbd_filter_ref_t *r = f->bucket[i]; r != NULL; r = r->next)
                 file_aging(f, r);
         f->aging_known = 1;
-        if (rb_bloom_list(seg, find_one, &a) != RB_OK || a.failed)
+        if (rb_filter_scan(seg, &cursor, SIZE_MAX, find_one, &a) != RB_OK || a.failed)
             f->aging_known = 0;
     }
     for (rbd_filter_ref_t *r = f->aging, *next; r != NULL; r = next) {
         next = r->anext;
         fn(r->name, r->len, r->bf, arg);
     }
-}
-
-/* Opening a handle reads the slot's kind, not its 16 KiB of registers
- * (SCAN TYPE and TYPE ask this of names, cmd_keys.c). */
-int rbd_filters_is_hll(const rb_segment_t *seg, const char *name, size_t len)
-{
-    rb_hll_t *h;
-
-    if (rb_hll_open(seg, name, len, &h) != RB_OK)
-        return 0;
-    rb_hll_close(h);
-    return 1;
 }

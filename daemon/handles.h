@@ -58,13 +58,11 @@ void rbd_filters_made(rbd_filters_t *f, const rb_segment_t *seg, const char *nam
 void rbd_filters_forget(rbd_filters_t *f, const char *name, size_t len);
 
 /* Calls fn on each aging filter of seg (A), first finding them if
- * aging_known is 0 (one walk of the names, each opened once).  fn may
+ * aging_known is 0 (one walk of the directory with each slot's kind: a
+ * Bloom filter is opened, a name of another kind only remembered).  fn may
  * forget the filter it is given, no other. */
 void rbd_filters_aging(rbd_filters_t *f, const rb_segment_t *seg,
                        void (*fn)(const char *name, size_t len, rb_bloom_t *bf, void *arg),
                        void *arg);
-
-/* 1 if name is a HyperLogLog counter in seg, else 0. */
-int rbd_filters_is_hll(const rb_segment_t *seg, const char *name, size_t len);
 
 #endif /* RBD_HANDLES_H */

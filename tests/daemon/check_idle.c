@@ -140,9 +140,8 @@ START_TEST(test_idle_cpu_many_filters)
     c = rbd_connect(&d);
     assert_rotates(c, "age0", "after the fill");
     assert_rotates(c, "age19", "after the fill");
-    /* INFO lists every filter: after the first (which asks each name's
-     * kind: a directory walk per sketch name, left to the kind table's
-     * listing), a name's kind is a hash lookup, not a walk. */
+    /* INFO lists every filter: no directory walk per name (main's
+     * daemon opened each name through rb_bloom_open, 0.94 s at 10^4). */
     {
         long t0 = rbd_cpu_ms(d.pid), first;
         int rc;
