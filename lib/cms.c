@@ -41,7 +41,7 @@ typedef struct cms_view {
     const _Atomic uint64_t *arr;
     rbi_cms_shape_t s;
     int small;
-    uint64_t count, aging, since, agings;
+    const rb_filter_shm_t *f;   /* its slot: the figures info reads in the section */
     unsigned char secret[RBI_SECRET_BYTES];
 } cms_view_t;
 
@@ -68,10 +68,7 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
         return RB_ECORRUPT;
     v->arr = rbi_word_at(m, off);
     v->small = layout == RBI_CMS_LAYOUT4;
-    v->count = rbi_ld(RBI_CMS_COUNT(f));
-    v->aging = rbi_ld(RBI_CMS_AGING(f));
-    v->since = rbi_ld(RBI_CMS_SINCE(f));
-    v->agings = rbi_ld(RBI_CMS_AGINGS(f));
+    v->f = f;
     rbi_copy_out(v->secret, f->secret, RBI_SECRET_WORDS);
     return 1;
 }
@@ -289,10 +286,10 @@ static void info_fn(const cms_view_t *v, void *arg)
     o->width = v->s.width;
     o->depth = v->s.depth;
     o->small = v->small;
-    o->count = v->count;
-    o->aging = v->aging;
-    o->since_aging = v->since;
-    o->agings = v->agings;
+    o->count = rbi_ld(RBI_CMS_COUNT(v->f));
+    o->aging = rbi_ld(RBI_CMS_AGING(v->f));
+    o->since_aging = rbi_ld(RBI_CMS_SINCE(v->f));
+    o->agings = rbi_ld(RBI_CMS_AGINGS(v->f));
     o->bytes = v->s.bytes;
 }
 
