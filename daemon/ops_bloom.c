@@ -8,13 +8,18 @@
 #include "bloom.h"   /* lib: the dump formats (bloom_dump.c) */
 #include "ops_def.h"
 
+/* The new filter is told to the handle cache (an aging one is ticked). */
 static int bf_reserve(rbd_state_t *st, rbd_op_t *op, int live)
 {
     rb_bloom_params_t p = op->params;
+    int rc;
 
     (void)live;   /* live, the caller chose the secret, so the log can replay it */
     p.secret = op->secret;
-    return rb_bloom_reserve(st->seg, op->name, op->len, &p);
+    rc = rb_bloom_reserve(st->seg, op->name, op->len, &p);
+    if (rc == RB_OK)
+        rbd_filters_made(&st->filters, st->seg, op->name, op->len);
+    return rc;
 }
 
 /* Live, the keys before a failure stay added and are what is logged; the
@@ -70,8 +75,12 @@ static int bf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
 
     (void)live;
     rc = rb_bloom_open(st->seg, op->name, op->len, &bf);
-    if (rc == RB_ENOENT && op->iter == 1)
-        return rbi_bloom_load_header(st->seg, op->name, op->len, op->data, op->dlen, &op->why);
+    if (rc == RB_ENOENT && op->iter == 1) {
+        rc = rbi_bloom_load_header(st->seg, op->name, op->len, op->data, op->dlen, &op->why);
+        if (rc == RB_OK)
+            rbd_filters_made(&st->filters, st->seg, op->name, op->len);
+        return rc;
+    }
     if (rc != RB_OK)
         return rc;
     rc = rbi_bloom_load_chunk(bf, op->iter, op->data, op->dlen, &op->why);

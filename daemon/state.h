@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "filters.h"
+#include "handles.h"
 #include "ringbloom.h"
 #include "sink.h"
 

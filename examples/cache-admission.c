@@ -11,10 +11,10 @@
  * the 4-bit sketch counts the rest, and both are halved / cleared every
  * W = 10 x cache counted requests: ringbloomd's ADMIT.TOUCH, done here
  * in-process) and, when full, stores a missed object only if its estimated
- * frequency beats the LRU victim's (rb_tinylfu_admit).  All are fed the
- * same requests in the same pass; the report gives hit ratio and cache
- * writes (insertions: disk or flash writes in a CDN cache) for each, on
- * two traces: the Zipf trace, and the same with its popularity shifted
+ * frequency beats the LRU victim's (rb_tinylfu_admit_h, on a handle opened
+ * once).  All are fed the same requests in the same pass; the report
+ * gives hit ratio and cache writes (insertions: disk or flash writes in
+ * a CDN cache) for each, on two traces: the Zipf trace, and the same with its popularity shifted
  * half-way (a phase change: the ranks map to other objects), where a
  * frequency policy must forget the old favourites (TinyLFU's aging).
  *
@@ -352,6 +352,7 @@ typedef struct policies {
     rb_segment_t *seg;
     rb_bloom_t *bf;       /* second hit: the aging filter */
     rb_bloom_t *dk;       /* TinyLFU: the doorkeeper "tlfu:dk" of sketch "tlfu" */
+    rb_tinylfu_t *admit;  /* ... the pair's admission handle (no lookup per miss) */
     lru_t plain, second, tlfu;
 } policies_t;
 
@@ -404,15 +405,17 @@ static int policies_make(policies_t *p, const options_t *o)
     cp = (rb_cms_params_t){ .width = o->cache * 2 < 64 ? 64 : (uint32_t)o->cache * 2,
                             .depth = 4, .small = 1, .aging = 10 * o->cache, .secret = secret };
     if ((rc = rb_bloom_reserve(p->seg, "tlfu" RB_TINYLFU_DOORKEEPER_SUFFIX, 7, &bp)) != RB_OK ||
-        (rc = rb_bloom_open(p->seg, "tlfu" RB_TINYLFU_DOORKEEPER_SUFFIX, 7, &p->dk)) != RB_OK)
+        (rc = rb_bloom_open(p->seg, "tlfu" RB_TINYLFU_DOORKEEPER_SUFFIX, 7, &p->dk)) != RB_OK ||
+        (rc = rb_cms_create(p->seg, "tlfu", 4, &cp)) != RB_OK)
         return rc;
-    return rb_cms_create(p->seg, "tlfu", 4, &cp);
+    return rb_tinylfu_open(p->seg, "tlfu", 4, &p->admit);
 }
 
 static void policies_free(policies_t *p)
 {
     rb_bloom_close(p->bf);
     rb_bloom_close(p->dk);
+    rb_tinylfu_close(p->admit);
     rb_segment_close(p->seg);
     lru_free(&p->plain);
     lru_free(&p->second);
@@ -439,8 +442,8 @@ static int request(policies_t *p, uint64_t key)
     if (!lru_get(&p->tlfu, key)) {
         uint64_t victim = LRU_VICTIM(&p->tlfu);
         if (victim != UINT64_MAX &&
-            (rc = rb_tinylfu_admit(p->seg, "tlfu", 4, &key, sizeof(key), &victim,
-                                   sizeof(victim), &admit)) != RB_OK)
+            (rc = rb_tinylfu_admit_h(p->admit, &key, sizeof(key), &victim, sizeof(victim),
+                                     &admit)) != RB_OK)
             return rc;
         if (admit)
             lru_put(&p->tlfu, key);

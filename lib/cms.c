@@ -1,13 +1,16 @@
 /*
- * cms.c - count-min sketches, the reader side: finding a sketch by name
- * inside its slot's generation section, the query, the figures, TinyLFU's
- * admission test, RedisBloom's sizing, and the sketch kind's entry in the
- * filter-kind table (kind.h).
+ * cms.c - count-min sketches, the reader side: the handle (open, close,
+ * rebinding by name), the query, the figures, TinyLFU's admission test
+ * (by handle and by name), RedisBloom's sizing, and the sketch kind's
+ * entry in the filter-kind table (kind.h).
  *
- * What: every call is one pass over the directory; each slot is read
- * inside its own generation section (latch.h), and the slot whose name
- * matches is queried inside that same section, so the name, secret, shape
- * and array offset used all belong to one sketch at one generation.
+ * What: a handle remembers its sketch's slot and incarnation; every call
+ * reads that slot inside its generation section (latch.h) and queries it
+ * inside that same section, so the secret, shape and array offset used
+ * all belong to one sketch at one generation, and a sketch deleted (or
+ * made again) meanwhile is noticed by its incarnation and the handle
+ * rebound by name (rbi_dir_bind, one directory lookup).  The by-name calls bind a handle
+ * on the stack, so they scan the directory once a call.
  * Why it is safe without a lock: a counter changes only by the writer's
  * aligned store of its whole word (old or new word seen); an array is only
  * replaced (aging, merge) or freed (delete) after a generation publish,
@@ -17,42 +20,47 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bloom.h"
 #include "cms_impl.h"
 #include "kind.h"
 
+struct rb_cms {
+    const rb_segment_t *seg;
+    _Atomic uint64_t slot;          /* where the sketch was last found */
+    _Atomic uint64_t incarnation;   /* ... and which one it was: a slot with
+                                       another is not ours (rebind by name) */
+    size_t len;
+    char name[RB_FILTER_NAME_MAX + 1];
+};
+
 /* A sketch as one section read it. */
 typedef struct cms_view {
     const _Atomic uint64_t *arr;
     rbi_cms_shape_t s;
     int small;
-    uint64_t count, aging, since, agings;
+    const rb_filter_shm_t *f;   /* its slot: the figures info reads in the section */
     unsigned char secret[RBI_SECRET_BYTES];
 } cms_view_t;
 
 typedef void (*cms_fn)(const cms_view_t *v, void *arg);
 
-/* Inside f's section: 0 if f is not live filter name, RB_EWRONGTYPE if it
- * is one of another kind, RB_ECORRUPT if its words fail validation, 1
- * and *v filled if it is sketch name. */
-static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, const char *name,
-                     size_t len, cms_view_t *v)
+/* Inside f's section: 1 and *v filled if f is live sketch `inc`, 0 if it
+ * is not (another filter, or none), RB_ECORRUPT (its words fail
+ * validation). */
+static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
+                     cms_view_t *v)
 {
-    char buf[RB_FILTER_NAME_MAX + 1];
     uint64_t layout, off;
 
     /* Acquire pairs with the release store of LIVE: the words are set. */
-    if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE ||
-        rbi_ld(&f->name_len) != len)
-        return 0;
-    rbi_copy_out(buf, f->name, (len + 7) / 8);
-    if (memcmp(buf, name, len) != 0)
+    if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE)
         return 0;
     layout = rbi_ld(&f->layout);
-    if (!rbi_cms_layout(layout))
-        return RB_EWRONGTYPE;
+    if (rbi_ld(&f->incarnation) != inc || !rbi_cms_layout(layout))
+        return 0;
     if (!rbi_cms_shape(layout, rbi_ld(RBI_CMS_WIDTH(f)), rbi_ld(RBI_CMS_DEPTH(f)), &v->s))
         return RB_ECORRUPT;
     off = rbi_ld(RBI_CMS_ARRAY(f));
@@ -60,45 +68,114 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, const char *n
         return RB_ECORRUPT;
     v->arr = rbi_word_at(m, off);
     v->small = layout == RBI_CMS_LAYOUT4;
-    v->count = rbi_ld(RBI_CMS_COUNT(f));
-    v->aging = rbi_ld(RBI_CMS_AGING(f));
-    v->since = rbi_ld(RBI_CMS_SINCE(f));
-    v->agings = rbi_ld(RBI_CMS_AGINGS(f));
+    v->f = f;
     rbi_copy_out(v->secret, f->secret, RBI_SECRET_WORDS);
     return 1;
 }
 
-/* Runs fn on sketch name inside its slot's section, retried while the
- * generation moves.  RB_OK, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT,
- * RB_EBUSY; fn's results are those of its last run (a retried run is
- * run again whole). */
+/* rbi_dir_bind's check: the sketch found is sound. */
+static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, void *arg)
+{
+    cms_view_t v;
+
+    (void)arg;
+    return view_read(m, f, inc, &v);
+}
+
+/* Binds h to its name in m (rbi_dir_bind, the one directory lookup):
+ * RB_OK, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY. */
+static int rebind(const rb_cms_t *ch, const rbi_map_t *m)
+{
+    rb_cms_t *h = (rb_cms_t *)ch;
+    uint64_t slot, inc;
+    int rc = rbi_dir_bind(m, h->name, h->len, rbi_cms_layout, bind_check, NULL, &slot, &inc);
+
+    if (rc == RB_OK) {
+        atomic_store_explicit(&h->slot, slot, memory_order_relaxed);
+        atomic_store_explicit(&h->incarnation, inc, memory_order_relaxed);
+    }
+    return rc;
+}
+
+/* Runs fn on h's sketch inside its slot's section, retried while the
+ * generation moves; if the slot no longer holds h's sketch (deleted, made
+ * again, another mapping), h is rebound by name once.  RB_OK, RB_ENOENT,
+ * RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY; fn's results are those of its
+ * last run (a retried run is run again whole).  No scan and no allocation
+ * while the slot holds h's sketch. */
+static int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
+{
+    const rbi_map_t *m = rbi_reader_map(h->seg);
+    int rebound = 0, rc;
+
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        uint64_t i = atomic_load_explicit(&h->slot, memory_order_relaxed);
+        uint64_t inc = atomic_load_explicit(&h->incarnation, memory_order_relaxed);
+        const rb_filter_shm_t *f;
+        uint64_t g;
+        cms_view_t v;
+        int vr;
+        if (i >= m->dir_slots)
+            i = 0;    /* another mapping, smaller: the incarnation misses */
+        f = rbi_dir_slot(m, i);
+        g = rbi_gen_read_begin(&f->gen);
+        if ((vr = view_read(m, f, inc, &v)) == 1)
+            fn(&v, arg);
+        if (rbi_gen_read_retry(&f->gen, g))
+            continue;
+        if (vr == 1)
+            return RB_OK;
+        if (vr != 0)
+            return vr;
+        /* Not (or no longer) h's sketch: find its name again, once. */
+        if (rebound++)
+            return RB_ENOENT;
+        if ((rc = rebind(h, m)) != RB_OK)
+            return rc;
+    }
+    return RB_EBUSY;
+}
+
+/* The by-name calls: a handle on the stack, bound by one scan. */
 static int cms_read(const rb_segment_t *seg, const char *name, size_t len, cms_fn fn,
                     void *arg)
 {
-    const rbi_map_t *m;
-    cms_view_t v;
+    rb_cms_t h;
+    int rc;
 
     if (seg == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
-    m = rbi_reader_map(seg);
-    for (uint64_t i = 0; i < m->dir_slots; i++) {
-        const rb_filter_shm_t *f = rbi_dir_slot(m, i);
-        uint32_t t;
-        int rc = 0;
-        for (t = 0; t < RBI_READ_RETRIES; t++) {
-            uint64_t g = rbi_gen_read_begin(&f->gen);
-            rc = view_read(m, f, name, len, &v);
-            if (rc == 1)
-                fn(&v, arg);
-            if (!rbi_gen_read_retry(&f->gen, g))
-                break;
-        }
-        if (t == RBI_READ_RETRIES)
-            return RB_EBUSY;
-        if (rc != 0)
-            return rc == 1 ? RB_OK : rc;
+    h.seg = seg;
+    h.len = len;
+    memcpy(h.name, name, len);
+    if ((rc = rebind(&h, rbi_reader_map(seg))) != RB_OK)
+        return rc;
+    return cms_hread(&h, fn, arg);
+}
+
+int rb_cms_open(const rb_segment_t *seg, const char *name, size_t len, rb_cms_t **out)
+{
+    rb_cms_t *h;
+    int rc;
+
+    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
+        return RB_EINVAL;
+    if ((h = calloc(1, sizeof(*h))) == NULL)
+        return RB_ENOMEM;
+    h->seg = seg;
+    h->len = len;
+    memcpy(h->name, name, len);
+    if ((rc = rebind(h, rbi_reader_map(seg))) != RB_OK) {
+        free(h);
+        return rc;
     }
-    return RB_ENOENT;
+    *out = h;
+    return RB_OK;
+}
+
+void rb_cms_close(rb_cms_t *h)
+{
+    free(h);
 }
 
 typedef struct query_arg {
@@ -160,6 +237,18 @@ int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len, const vo
     return rc;
 }
 
+int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen, uint64_t *out)
+{
+    query_arg_t a = { key, klen, 0, NULL, NULL, 0 };
+    int rc;
+
+    if (h == NULL || out == NULL || (key == NULL && klen != 0))
+        return RB_EINVAL;
+    if ((rc = cms_hread(h, query_fn, &a)) == RB_OK)
+        *out = a.est;
+    return rc;
+}
+
 typedef struct many_arg {
     const rb_key_t *keys;
     size_t n;
@@ -197,10 +286,10 @@ static void info_fn(const cms_view_t *v, void *arg)
     o->width = v->s.width;
     o->depth = v->s.depth;
     o->small = v->small;
-    o->count = v->count;
-    o->aging = v->aging;
-    o->since_aging = v->since;
-    o->agings = v->agings;
+    o->count = rbi_ld(RBI_CMS_COUNT(v->f));
+    o->aging = rbi_ld(RBI_CMS_AGING(v->f));
+    o->since_aging = rbi_ld(RBI_CMS_SINCE(v->f));
+    o->agings = rbi_ld(RBI_CMS_AGINGS(v->f));
     o->bytes = v->s.bytes;
 }
 
@@ -233,48 +322,107 @@ int rb_cms_dims(double error, double probability, uint32_t *width, uint32_t *dep
     return RB_OK;
 }
 
-/* The doorkeeper's estimate: 1 if its Bloom filter holds key, else 0
- * (and 0 if the pair has no doorkeeper). */
-static int doorkeeper_bit(const rb_segment_t *seg, const char *name, size_t len,
-                          const void *key, size_t klen, uint64_t *bit)
+struct rb_tinylfu {
+    rb_cms_t *cms;
+    rb_bloom_t *dk;   /* NULL: the pair had no doorkeeper when opened */
+};
+
+int rb_tinylfu_open(const rb_segment_t *seg, const char *name, size_t len, rb_tinylfu_t **out)
 {
+    const size_t sl = sizeof(RB_TINYLFU_DOORKEEPER_SUFFIX) - 1;
     char dk[RB_FILTER_NAME_MAX + 1];
-    rb_bloom_t *bf;
+    rb_tinylfu_t *t;
     int rc;
 
-    *bit = 0;
-    if (len + sizeof(RB_TINYLFU_DOORKEEPER_SUFFIX) - 1 > RB_FILTER_NAME_MAX)
-        return RB_OK;
-    memcpy(dk, name, len);
-    memcpy(dk + len, RB_TINYLFU_DOORKEEPER_SUFFIX, sizeof(RB_TINYLFU_DOORKEEPER_SUFFIX) - 1);
-    rc = rb_bloom_open(seg, dk, len + sizeof(RB_TINYLFU_DOORKEEPER_SUFFIX) - 1, &bf);
-    if (rc == RB_ENOENT)
-        return RB_OK;
-    if (rc != RB_OK)
+    if (out == NULL)
+        return RB_EINVAL;
+    if ((t = calloc(1, sizeof(*t))) == NULL)
+        return RB_ENOMEM;
+    if ((rc = rb_cms_open(seg, name, len, &t->cms)) == RB_OK && len + sl <= RB_FILTER_NAME_MAX) {
+        memcpy(dk, name, len);
+        memcpy(dk + len, RB_TINYLFU_DOORKEEPER_SUFFIX, sl);
+        if ((rc = rb_bloom_open(seg, dk, len + sl, &t->dk)) == RB_ENOENT)
+            rc = RB_OK;
+    }
+    if (rc != RB_OK) {
+        rb_tinylfu_close(t);
         return rc;
-    rc = rb_bloom_contains(bf, key, klen);
-    rb_bloom_close(bf);
-    if (rc < 0)
+    }
+    *out = t;
+    return RB_OK;
+}
+
+void rb_tinylfu_close(rb_tinylfu_t *t)
+{
+    if (t == NULL)
+        return;
+    rb_cms_close(t->cms);
+    rb_bloom_close(t->dk);
+    free(t);
+}
+
+typedef struct admit_arg {
+    query_arg_t cand, victim;
+} admit_arg_t;
+
+/* Both estimates from one section: one reading of the sketch. */
+static void admit_fn(const cms_view_t *v, void *arg)
+{
+    admit_arg_t *a = arg;
+
+    query_fn(v, &a->cand);
+    query_fn(v, &a->victim);
+}
+
+/* The doorkeeper's bit of key: 1 if it holds key, else 0 (and 0 if the
+ * pair has none, or it was deleted since the open); or an error. */
+static int dk_bit(const rb_tinylfu_t *t, const void *key, size_t klen)
+{
+    int rc = t->dk != NULL ? rb_bloom_contains(t->dk, key, klen) : 0;
+
+    return rc == RB_ENOENT ? 0 : rc;
+}
+
+int rb_tinylfu_admit_h(const rb_tinylfu_t *t, const void *cand, size_t clen,
+                       const void *victim, size_t vlen, int *admit)
+{
+    admit_arg_t a = { { cand, clen, 0, NULL, NULL, 0 }, { victim, vlen, 0, NULL, NULL, 0 } };
+    int rc, cb = 0, vb = 0;
+
+    if (t == NULL || admit == NULL || (cand == NULL && clen != 0) ||
+        (victim == NULL && vlen != 0))
+        return RB_EINVAL;
+    if ((rc = cms_hread(t->cms, admit_fn, &a)) != RB_OK)
         return rc;
-    *bit = rc == 1;
+    /* ce + cb > ve + vb with bits of 0 or 1: the doorkeeper decides only
+     * when ce is ve or ve + 1, and then only the bit that can change the
+     * answer is probed first (the answer is the one both bits give). */
+    if (a.cand.est == a.victim.est) {
+        if ((cb = dk_bit(t, cand, clen)) == 1)
+            vb = dk_bit(t, victim, vlen);
+    } else if (a.cand.est == a.victim.est + 1) {
+        if ((vb = dk_bit(t, victim, vlen)) == 1)
+            cb = dk_bit(t, cand, clen);
+    }
+    if (cb < 0 || vb < 0)
+        return cb < 0 ? cb : vb;
+    *admit = a.cand.est + (uint64_t)cb > a.victim.est + (uint64_t)vb;
     return RB_OK;
 }
 
 int rb_tinylfu_admit(const rb_segment_t *seg, const char *name, size_t len, const void *cand,
                      size_t clen, const void *victim, size_t vlen, int *admit)
 {
-    uint64_t ce, ve, cb, vb;
+    rb_tinylfu_t *t;
     int rc;
 
     if (admit == NULL)
         return RB_EINVAL;
-    if ((rc = rb_cms_query(seg, name, len, cand, clen, &ce)) != RB_OK ||
-        (rc = rb_cms_query(seg, name, len, victim, vlen, &ve)) != RB_OK ||
-        (rc = doorkeeper_bit(seg, name, len, cand, clen, &cb)) != RB_OK ||
-        (rc = doorkeeper_bit(seg, name, len, victim, vlen, &vb)) != RB_OK)
+    if ((rc = rb_tinylfu_open(seg, name, len, &t)) != RB_OK)
         return rc;
-    *admit = ce + cb > ve + vb;
-    return RB_OK;
+    rc = rb_tinylfu_admit_h(t, cand, clen, victim, vlen, admit);
+    rb_tinylfu_close(t);
+    return rc;
 }
 
 /* The sketch kind's extents (kind.h): its one counter array. */

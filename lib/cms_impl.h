@@ -45,6 +45,7 @@ static inline int rbi_cms_layout(uint64_t layout)
 /* A sketch's shape as read from its slot. */
 typedef struct rbi_cms_shape {
     uint32_t width, depth, per, cbits;
+    uint32_t pshift;             /* log2(per): a counter's word by a shift, not a division */
     uint64_t wpr, mask, bytes;   /* words per row, counter mask, array bytes */
 } rbi_cms_shape_t;
 
@@ -59,6 +60,7 @@ static inline int rbi_cms_shape(uint64_t layout, uint64_t width, uint64_t depth,
     s->width = (uint32_t)width;
     s->depth = (uint32_t)depth;
     s->per = layout == RBI_CMS_LAYOUT4 ? 16u : 2u;
+    s->pshift = layout == RBI_CMS_LAYOUT4 ? 4u : 1u;
     s->cbits = 64u / s->per;
     s->mask = layout == RBI_CMS_LAYOUT4 ? 0xFu : 0xFFFFFFFFu;
     s->wpr = (width + s->per - 1) / s->per;
@@ -81,8 +83,8 @@ static inline uint32_t rbi_cms_col(rbi_h128_t h, uint32_t r, uint32_t width)
 static inline uint64_t rbi_cms_word(const rbi_cms_shape_t *s, uint32_t r, uint32_t c,
                                     unsigned *shift)
 {
-    *shift = (c % s->per) * s->cbits;
-    return (uint64_t)r * s->wpr + c / s->per;
+    *shift = (c & (s->per - 1)) * s->cbits;
+    return (uint64_t)r * s->wpr + (c >> s->pshift);
 }
 
 /* The word with every counter halved (rounding down): one shift and a

@@ -99,11 +99,33 @@ RB_EXPORT RB_WUR int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dl
  * RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT. */
 RB_EXPORT RB_WUR int rb_cms_delete(rb_segment_t *seg, const char *name, size_t len);
 
+/* A reader's handle on one sketch (rb_cms_open): it remembers the
+ * sketch's slot and incarnation, so a call costs no directory scan and no
+ * allocation; if the sketch is deleted (and perhaps made again under its
+ * name) the next call rebinds by name once (a scan), as the Bloom and
+ * cuckoo handles do.  A handle may be shared by threads. */
+typedef struct rb_cms rb_cms_t;
+
+/* Any process.  Opens a handle on sketch name (one directory scan).
+ * RB_EINVAL, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY, RB_ENOMEM.
+ * rb_cms_close frees it (NULL is a no-op). */
+RB_EXPORT RB_WUR int rb_cms_open(const rb_segment_t *seg, const char *name, size_t len,
+                                 rb_cms_t **out);
+RB_EXPORT void rb_cms_close(rb_cms_t *h);
+
 /* Any process, lock-free, wait-free but for a bounded retry if the sketch
  * is replaced meanwhile (aging, merge, delete).  *out = the estimate of
- * key in sketch name.  The sketch is found by name at each call (a scan of
- * the directory: max_filters slots).  RB_ENOENT, RB_EWRONGTYPE,
- * RB_ECORRUPT, RB_EBUSY. */
+ * key in h's sketch, read inside one generation section (never counters
+ * of two arrays, nor of two sketches).  No scan, no allocation, unless the
+ * sketch was deleted since (then one rebind by name).  RB_EINVAL,
+ * RB_ENOENT (deleted, none made again), RB_EWRONGTYPE (the name now holds
+ * another kind), RB_ECORRUPT, RB_EBUSY. */
+RB_EXPORT RB_WUR int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen,
+                                     uint64_t *out);
+
+/* Any process.  rb_cms_estimate of sketch name, found by name at each call
+ * (a scan of the directory: max_filters slots; keep a handle on a hot
+ * path).  RB_EINVAL, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY. */
 RB_EXPORT RB_WUR int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len,
                                   const void *key, size_t klen, uint64_t *out);
 
@@ -112,13 +134,39 @@ RB_EXPORT RB_WUR int rb_cms_query(const rb_segment_t *seg, const char *name, siz
 RB_EXPORT RB_WUR int rb_cms_info(const rb_segment_t *seg, const char *name, size_t len,
                                  rb_cms_info_t *out);
 
-/* Any process.  TinyLFU's admission test on the pair made by the daemon's
- * ADMIT.RESERVE name: sketch "name" and its doorkeeper Bloom filter "name"
- * RB_TINYLFU_DOORKEEPER_SUFFIX (none: every doorkeeper bit is 0).
- * estimate(k) = the sketch's estimate, + 1 if the doorkeeper holds k.
- * *admit = 1 iff estimate(candidate) > estimate(victim).  Errors as
- * rb_cms_query, and the doorkeeper's (rb_bloom_open, rb_bloom_contains).
- * Cost: two directory scans and two doorkeeper opens. */
+/* A reader's handle on a TinyLFU pair (rb_tinylfu_open): a handle on its
+ * sketch and one on its doorkeeper, for the admission test of a cache's
+ * every miss. */
+typedef struct rb_tinylfu rb_tinylfu_t;
+
+/* Any process.  Opens the pair made by the daemon's ADMIT.RESERVE name:
+ * sketch "name" and its doorkeeper Bloom filter "name"
+ * RB_TINYLFU_DOORKEEPER_SUFFIX (none then: every doorkeeper bit is 0 for
+ * this handle's life).  Two directory scans.  Errors as rb_cms_open, and
+ * the doorkeeper's (rb_bloom_open) but RB_ENOENT.  rb_tinylfu_close frees
+ * it (NULL is a no-op). */
+RB_EXPORT RB_WUR int rb_tinylfu_open(const rb_segment_t *seg, const char *name, size_t len,
+                                     rb_tinylfu_t **out);
+RB_EXPORT void rb_tinylfu_close(rb_tinylfu_t *t);
+
+/* Any process, lock-free.  TinyLFU's admission test: estimate(k) = the
+ * sketch's estimate, + 1 if the doorkeeper holds k; *admit = 1 iff
+ * estimate(candidate) > estimate(victim).  Both sketch estimates come
+ * from one section (one reading of the counters); the doorkeeper is
+ * probed only where its bits can change the answer (the sketch's
+ * estimates equal, or the candidate's one above), a deleted doorkeeper
+ * holding nothing.  No directory scan and no allocation while both are
+ * the ones opened (a deleted or remade sketch is rebound by name, as
+ * rb_cms_estimate).  Errors as rb_cms_estimate and rb_bloom_contains (but
+ * RB_ENOENT of the doorkeeper). */
+RB_EXPORT RB_WUR int rb_tinylfu_admit_h(const rb_tinylfu_t *t, const void *candidate,
+                                        size_t clen, const void *victim, size_t vlen,
+                                        int *admit);
+
+/* Any process.  rb_tinylfu_admit_h on the pair name, opened and closed
+ * around it (two directory scans and the handles' allocations a call:
+ * keep an rb_tinylfu_t on a hot path).  Errors as rb_tinylfu_open and
+ * rb_tinylfu_admit_h. */
 RB_EXPORT RB_WUR int rb_tinylfu_admit(const rb_segment_t *seg, const char *name, size_t len,
                                       const void *candidate, size_t clen, const void *victim,
                                       size_t vlen, int *admit);

@@ -53,6 +53,14 @@ void bench_cbf_fpr(int reps);
  * etcd. */
 void bench_fleet(const char *tmpdir, int reps);
 
+/* Section i (bench_idle.c): an idle daemon's CPU with 10^4 filters, and
+ * before_bin's (an older ringbloomd; NULL: not run) beside it. */
+void bench_idle(const char *before_bin, int reps, int quick);
+
+/* Section a (bench_admit.c): TinyLFU admission by handle beside one
+ * count-min estimate by handle, and the by-name calls. */
+void bench_admit(int reps, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */
@@ -64,6 +72,9 @@ void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
  * directory; its socket path into sock; returns once it listens. */
 pid_t bench_daemon(const char *name, const char *extra, int cpu, char *sock, size_t cap);
 void bench_daemon_instance(const char *name, char *buf, size_t cap);
+/* bench_daemon (no pinning) of the ringbloomd at bin (NULL: the one under test). */
+pid_t bench_daemon_bin(const char *bin, const char *name, const char *extra, char *sock,
+                       size_t cap);
 void bench_daemon_stop(pid_t pid);
 
 #endif
