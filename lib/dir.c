@@ -62,7 +62,17 @@ int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slo
     if (id == NULL)
         id = &tmp;
     for (uint64_t i = 0; i < m->dir_slots; i++) {
-        int n = rbi_dir_slot_read(rbi_dir_slot(m, i), buf, id);
+        const rb_filter_shm_t *f = rbi_dir_slot(m, i);
+        int n;
+        /* The name alone first (a slot of another name costs no copy of
+         * its secret); the slot that holds it is read again whole. */
+        if (rbi_ld(&f->name_len) != len || (n = rbi_dir_slot_read(f, buf, NULL)) == 0)
+            continue;
+        if (n == RB_EBUSY)
+            return RB_EBUSY;
+        if ((size_t)n != len || memcmp(buf, name, len) != 0)
+            continue;
+        n = rbi_dir_slot_read(f, buf, id);
         if (n == RB_EBUSY)
             return RB_EBUSY;
         if ((size_t)n == len && memcmp(buf, name, len) == 0) {
