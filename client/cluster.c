@@ -3,7 +3,7 @@
  * which master owns each of the 16384 key slots from a cluster node
  * (CLUSTER SHARDS, or CLUSTER SLOTS before Redis 7) and sets the ring to
  * it in one transaction; keyslot prints a key's slot as Redis Cluster
- * computes it (lib/hash.c's rbi_hash_keyslot, the slots ring's too).
+ * computes it (lib/shm/hash.c's rbi_hash_keyslot, the slots ring's too).
  *
  * A ring node of the slots mode is named "ip:port" after its master (the
  * "ip" and "port" CLUSTER SHARDS gives, or its "endpoint" when there is

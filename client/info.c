@@ -20,7 +20,7 @@
 
 #include "cli.h"
 
-/* The fields of daemon/cmd_server.c's INFO whose values are names, never
+/* The fields of daemon/commands/cmd_server.c's INFO whose values are names, never
  * quantities.  A new field of that sort is added here; every other field
  * is typed by its value. */
 static const char *const name_keys[] = {

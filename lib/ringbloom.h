@@ -1,13 +1,16 @@
 /*
  * ringbloom.h - the one public header of libringbloom.
  *
- * libringbloom shares two hashing structures between the processes of one
+ * libringbloom shares hashing structures between the processes of one
  * host through a POSIX shared-memory segment:
  *
  *   - a consistent-hash ring (virtual nodes, integer weights) answering
  *     "which node owns this key?", and
- *   - Bloom filters answering "was this key (maybe) seen before?", and
- *   - HyperLogLog counters answering "how many distinct keys?".
+ *   - filters of several kinds in one namespace (ringbloom/filter.h): Bloom
+ *     filters and counting Bloom filters ("was this key (maybe) seen
+ *     before?", the second deleting), cuckoo filters (membership that
+ *     deletes), count-min sketches ("how often?", TinyLFU's admission) and
+ *     HyperLogLog counters ("how many distinct keys?").
  *
  * One process, the *writer* (normally the daemon ringbloomd), creates the
  * segment and is the only one that changes it.  Any number of *readers* map
@@ -24,7 +27,8 @@
  *     segment, from any number of threads at once on one handle.
  *   - "Writer" functions may only be called by the process that created or
  *     re-opened the segment for writing, from one thread at a time.
- *   - Handles (rb_segment_t, rb_ring_t, rb_bloom_t, rb_hll_t) are owned by the caller
+ *   - Handles (rb_segment_t, rb_ring_t, rb_bloom_t, rb_hll_t, rb_cms_t,
+ *     rb_tinylfu_t, rb_cuckoo_t, rb_cbf_t) are owned by the caller
  *     that obtained them and released with the matching close/free function.
  *   - Keys are arbitrary bytes (NUL and non-UTF-8 bytes included) given as
  *     pointer + length.

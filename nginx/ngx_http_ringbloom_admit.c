@@ -52,7 +52,7 @@ static void
 ngx_http_ringbloom_admit_enqueue(ngx_http_ringbloom_worker_t *w, int argc,
     const char **argv, const size_t *argl, ngx_log_t *log)
 {
-    /* Encoded by the project's one RESP encoder (lib/resp_enc.h). */
+    /* Encoded by the project's one RESP encoder (lib/conn/resp_enc.h). */
     if (!ngx_http_ringbloom_admit_room(w, rbi_resp_command_size(argc, argl))) {
         w->drops++;
 

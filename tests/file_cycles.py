@@ -14,8 +14,8 @@ else and, inside lib/ and daemon/, lower files never call upward: any
 strongly connected component of more than one file is a cycle, printed
 with the symbols that make each of its edges.
 
-Objects read (in the build directory): lib/.libs/*.o (or lib/*.o),
-daemon/*.o, client/*.o, examples/*.o and tests/harness/*.o (the launcher
+Objects read (in the build directory), in every folder below: lib/**/.libs/*.o
+(or lib/**/*.o), daemon/**/*.o, client/, examples/ and tests/harness/ (the launcher
 the examples are built with, and the rest of the tests' harness); test
 programs' copies of daemon sources (daemon/tests_*) are skipped, and so
 is an object whose source is gone (left over from an earlier build).  An object maps to its source by
@@ -90,7 +90,7 @@ def nm(obj, flags):
 
 
 def source_of(obj, builddir, srcdir):
-    """lib/.libs/librbcore_la-ring.o -> lib/ring.c (relative to srcdir), or
+    """lib/.libs/librbcore_la-ring.o -> lib/ring/ring.c (relative to srcdir), or
     None if no such source exists (a stale object of a removed file)."""
     rel = os.path.relpath(obj, builddir)
     d = os.path.dirname(rel)
@@ -191,10 +191,10 @@ def read_tree(srcdir, sources):
 
 
 def objects(builddir):
-    libs = glob.glob(os.path.join(builddir, "lib", ".libs", "*.o"))
-    objs = libs or glob.glob(os.path.join(builddir, "lib", "*.o"))
+    libs = glob.glob(os.path.join(builddir, "lib", "**", ".libs", "*.o"), recursive=True)
+    objs = libs or glob.glob(os.path.join(builddir, "lib", "**", "*.o"), recursive=True)
     for d in ("daemon", "client", "examples", os.path.join("tests", "harness")):
-        objs += [o for o in glob.glob(os.path.join(builddir, d, "*.o"))
+        objs += [o for o in glob.glob(os.path.join(builddir, d, "**", "*.o"), recursive=True)
                  if not os.path.basename(o).startswith("tests_")]
     return sorted(objs)
 

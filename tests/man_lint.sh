@@ -3,9 +3,9 @@
 # the sources: mandoc -T lint (warning level and up) finds nothing in any
 # page; every RB_EXPORT function of lib/ringbloom/*.h has a man3 page or a
 # .so link page leading to a page that names it (.Nm); every setting of
-# daemon/config.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
+# daemon/server/config.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
 # every command of the CLI's table (client/main.c) has one in ringbloom.1;
-# every command of the daemon's tables (daemon/cmd*.c) has one in
+# every command of the daemon's tables (daemon/commands/cmd*.c) has one in
 # ringbloomd.8, marked (W) exactly when it changes state.
 # The lists come from the sources, so a new function, setting or command
 # without its entry fails here.  Link pages (one line, ".so man3/PAGE.3")
@@ -84,19 +84,19 @@ test "$nfn" -ge 50 || bad "only $nfn exported functions found (has the header fo
 #     { "name", T_KIND, F(field), ...
 conf=$man/man5/ringbloomd.conf.5
 nset=0
-for s in $(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *T_[A-Z0-9]*,.*/\1/p' "$srcdir/daemon/config.c"); do
+for s in $(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *T_[A-Z0-9]*,.*/\1/p' "$srcdir/daemon/server/config.c"); do
     nset=$((nset + 1))
-    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/config.c) has no entry in ringbloomd.conf.5"
+    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/server/config.c) has no entry in ringbloomd.conf.5"
 done
-nrows=$(sed -n '/ settings\[\] = {/,/^};/p' "$srcdir/daemon/config.c" | grep -c '^[[:space:]]*{ *"')
-test "$nset" -eq "$nrows" || bad "read $nset settings from $nrows table rows of daemon/config.c"
+nrows=$(sed -n '/ settings\[\] = {/,/^};/p' "$srcdir/daemon/server/config.c" | grep -c '^[[:space:]]*{ *"')
+test "$nset" -eq "$nrows" || bad "read $nset settings from $nrows table rows of daemon/server/config.c"
 # ... and every other name of one (its aliases table: { "alias", "name" }).
 for s in $(sed -n '/ aliases\[\] = {/,/^};/s/^[[:space:]]*{ *"\([a-z0-9-]*\)", *"[a-z0-9-]*" *}.*/\1/p' \
-           "$srcdir/daemon/config.c"); do
+           "$srcdir/daemon/server/config.c"); do
     nset=$((nset + 1))
-    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/config.c) has no entry in ringbloomd.conf.5"
+    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/server/config.c) has no entry in ringbloomd.conf.5"
 done
-test "$nset" -ge 20 || bad "only $nset settings found in daemon/config.c (has its table changed?)"
+test "$nset" -ge 20 || bad "only $nset settings found in daemon/server/config.c (has its table changed?)"
 
 # (b3) Every command of the CLI's table: rows like
 #     { "name", MIN, MAX, cmd_fn, HEADING,
@@ -114,7 +114,7 @@ nrows=$(grep -c 'cmd_[a-z_]*, *[A-Z]*,' "$srcdir/client/main.c")
 test "$ncmd" -eq "$nrows" || bad "read $ncmd commands from $nrows table rows of client/main.c"
 test "$ncmd" -ge 10 || bad "only $ncmd commands found in client/main.c (has its table changed?)"
 
-# (b4) Every command of the daemon's tables (daemon/cmd*.c), rows like
+# (b4) Every command of the daemon's tables (daemon/commands/cmd*.c), rows like
 #     RBD_COMMAND("NAME", ARITY, FLAGS, cmd_fn, "group", "summary", "syntax"),
 # has an entry in ringbloomd.8's COMMANDS: ".It Cm NAME ...", or ".It Xo"
 # then ".Cm NAME ...", where NAME may be one of "A | B" alternatives that
@@ -122,11 +122,11 @@ test "$ncmd" -ge 10 || bad "only $ncmd commands found in client/main.c (has its 
 # (W), any other entry of it does not.
 daemon8=$man/man8/ringbloomd.8
 rows=$(sed -n 's/.*RBD_COMMAND("\([A-Z][A-Z.]*\)", *-*[0-9]*, *\([A-Z_0-9 |]*\), *cmd_[a-z0-9_]*, *"[a-z]*",.*/\1 \2/p' \
-       "$srcdir"/daemon/cmd*.c)
+       "$srcdir"/daemon/commands/cmd*.c)
 nrbd=$(printf '%s\n' "$rows" | grep -c .)
-nrows=$(cat "$srcdir"/daemon/cmd*.c | grep -c 'RBD_COMMAND("')
-test "$nrbd" -eq "$nrows" || bad "read $nrbd commands from $nrows RBD_COMMAND rows of daemon/cmd*.c"
-test "$nrbd" -ge 40 || bad "only $nrbd commands found in daemon/cmd*.c (has the table format changed?)"
+nrows=$(cat "$srcdir"/daemon/commands/cmd*.c | grep -c 'RBD_COMMAND("')
+test "$nrbd" -eq "$nrows" || bad "read $nrbd commands from $nrows RBD_COMMAND rows of daemon/commands/cmd*.c"
+test "$nrbd" -ge 40 || bad "only $nrbd commands found in daemon/commands/cmd*.c (has the table format changed?)"
 # Each entry of the COMMANDS section as "NAME... <tab> W|-": the names
 # that open it, and whether it says (W).
 entries=$(awk '/^\.Sh / { in_cmds = ($2 == "COMMANDS") }
@@ -152,7 +152,7 @@ problems=$(printf '%s\n' "$rows" | while read -r name flags; do
     marks=$(printf '%s\n' "$entries" | awk -F '\t' -v c="$name" \
             '{ n = split($1, t, " "); for (i = 1; i <= n; i++) if (t[i] == c) print $2 }')
     if test -z "$marks"; then
-        echo "command $name (daemon/cmd*.c) has no entry in ringbloomd.8"
+        echo "command $name (daemon/commands/cmd*.c) has no entry in ringbloomd.8"
     elif printf '%s\n' "$marks" | grep -qv "^$want\$"; then
         test "$want" = W && echo "command $name changes state: its ringbloomd.8 entry lacks (W)"
         test "$want" = - && echo "command $name changes nothing: its ringbloomd.8 entry says (W)"

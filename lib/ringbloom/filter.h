@@ -5,7 +5,7 @@
  *
  * Bloom filters, HyperLogLog counters, count-min sketches and cuckoo
  * filters share one namespace (the segment's directory).  Each kind is
- * one row of the library's kind table (lib/kind.c); what this header
+ * one row of the library's kind table (lib/filter/kind.c); what this header
  * offers comes from that table, so a program written against it (the
  * daemon's TYPE, DEL, SCAN TYPE and INFO, the CLI's `filters`, metrics)
  * learns a new kind without a change.

@@ -13,7 +13,7 @@
 #include "bench.h"
 
 #ifdef RB_MD5_LIBCRYPTO
-/* Deprecated in OpenSSL 3, as lib/hash.c explains; configure checked it. */
+/* Deprecated in OpenSSL 3, as lib/shm/hash.c explains; configure checked it. */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/md5.h>
 

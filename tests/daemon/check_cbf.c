@@ -1,6 +1,6 @@
 /*
  * check_cbf.c - the counting Bloom filter commands end to end
- * (daemon/cmd_cbf.c): CBF.* replies and errors (arguments, WRONGTYPE, not
+ * (daemon/commands/cmd_cbf.c): CBF.* replies and errors (arguments, WRONGTYPE, not
  * found, a full filter, a refused delete), the keyspace commands on
  * counting Bloom filters (TYPE, EXISTS, SCAN TYPE, KEYS, DEL), MULTI /
  * EXEC, CBF.SCANDUMP / CBF.LOADCHUNK round trips, and every change kept

@@ -1,5 +1,5 @@
 /*
- * check_cf.c - the cuckoo filter commands end to end (daemon/cmd_cf.c):
+ * check_cf.c - the cuckoo filter commands end to end (daemon/commands/cmd_cf.c):
  * RedisBloom's CF.* replies and errors, our FPBITS option, the keyspace
  * commands on cuckoo filters (TYPE, EXISTS, SCAN TYPE, DEL, WRONGTYPE),
  * CF.SCANDUMP / CF.LOADCHUNK round trips, and every change kept across a

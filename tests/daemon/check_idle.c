@@ -3,7 +3,7 @@
  * 26): the aging tick once a second visited every name and opened each
  * through a directory walk (quadratic: about 2 s of CPU per 10 s with
  * 5,000 Bloom filters and 5,000 sketches).  The tick now visits only the
- * aging filters (daemon/handles.c keeps their list); these tests bound
+ * aging filters (daemon/ops/handles.c keeps their list); these tests bound
  * the idle CPU and check that the list stays true across what makes and
  * removes filters: BF.RESERVE, DEL, BF.LOADCHUNK, a replay from the log
  * and the adoption of a live segment.  Figures are printed to the log.

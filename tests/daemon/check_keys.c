@@ -1,5 +1,5 @@
 /*
- * check_keys.c - the keyspace commands end to end (daemon/cmd_keys.c):
+ * check_keys.c - the keyspace commands end to end (daemon/commands/cmd_keys.c):
  * DEL / UNLINK / EXISTS / TYPE / KEYS / SCAN / DBSIZE as Redis answers
  * them, through our client and through redis-cli; deletes surviving a
  * restart by log replay and by snapshot; and filters deleted and made

@@ -1,6 +1,6 @@
 /*
  * check_persist.c - ringbloomd's state directory at start-up
- * (daemon/recovery.c, replay.c, snapshot.c; docs/design.md, "Files in the
+ * (daemon/persist/recovery.c, replay.c, snapshot.c; docs/design.md, "Files in the
  * state directory" and "Start-up"): every file state a crash can leave
  * starts with every acknowledged change, every other one is a refusal that
  * names the files, offsets and ids (exit status 1, nothing left in

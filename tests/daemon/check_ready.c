@@ -1,6 +1,6 @@
 /*
  * check_ready.c - ringbloomd tells whoever started it when it serves, or
- * why it cannot (daemon/ready.c): a daemonized start returns only once the
+ * why it cannot (daemon/server/ready.c): a daemonized start returns only once the
  * socket answers, or fails with the reason on stderr; under systemd
  * (NOTIFY_SOCKET) READY=1 comes only once the socket accepts, and
  * STOPPING=1 at shutdown.

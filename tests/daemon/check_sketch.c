@@ -1,6 +1,6 @@
 /*
  * check_sketch.c - the count-min sketch and TinyLFU commands end to end
- * (daemon/cmd_cms.c, cmd_admit.c): RedisBloom's CMS.* replies and errors,
+ * (daemon/commands/cmd_cms.c, cmd_admit.c): RedisBloom's CMS.* replies and errors,
  * our SMALL / AGING / LIKE options, the keyspace commands on sketches
  * (TYPE, EXISTS, KEYS, DEL, WRONGTYPE), ADMIT.*, and every change kept
  * across a restart by log replay (records 16-18, the halvings replayed

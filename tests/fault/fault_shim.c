@@ -1,7 +1,7 @@
 /*
  * fault_shim.c - an LD_PRELOAD library that makes chosen file system calls
  * of ringbloomd fail, so check_faults can reach the failure paths of
- * daemon/aof.c and snapshot.c that a real disk seldom takes (a log rename that fails
+ * daemon/persist/aof.c and snapshot.c that a real disk seldom takes (a log rename that fails
  * after the snapshot is installed, a failed fsync, a log that cannot be
  * written for a while).
  *

@@ -1,6 +1,6 @@
 /*
  * fuzz_persist.c - libFuzzer target: ringbloomd's start-up restore of a
- * snapshot and an append-only log (daemon/snapshot.c, daemon/replay.c),
+ * snapshot and an append-only log (daemon/persist/snapshot.c, daemon/persist/replay.c),
  * through the same functions rbd_recovery_start runs on the mapped files
  * (rbd_snapshot_load, rbd_replay_log), into a private (memfd) segment.
  *

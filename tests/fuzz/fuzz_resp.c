@@ -1,6 +1,6 @@
 /*
  * fuzz_resp.c - libFuzzer target: ringbloomd's resumable RESP2 request
- * parser (daemon/resp.c), driven the way server.c's process_input drives
+ * parser (daemon/server/resp.c), driven the way server.c's process_input drives
  * it.
  *
  * Input: byte 0 picks max-request-bytes (the parser's limits derive from

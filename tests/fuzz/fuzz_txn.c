@@ -1,7 +1,7 @@
 /*
  * fuzz_txn.c - libFuzzer target: a client's session of requests, MULTI /
  * EXEC / DISCARD among them, run through ringbloomd's dispatcher
- * (daemon/cmd.c: every command of its table, reached by name or by index)
+ * (daemon/commands/cmd.c: every command of its table, reached by name or by index)
  * on a server built in this process (a private segment, the log and
  * snapshots in a temporary directory, group commit after each request, a
  * BGSAVE run to its end as the loop would), then restored from the files

@@ -1,5 +1,5 @@
 /*
- * check_cbf.c - counting Bloom filters (lib/cbf.c, cbf_write.c,
+ * check_cbf.c - counting Bloom filters (lib/cbf/cbf.c, cbf_write.c,
  * cbf_dump.c): the sizing, no false negatives after adds and deletes, the
  * false positive rate beside rb_cbf_fpr_formula at 4 and 8 bits, a refused
  * delete that changes nothing, saturation (never lowered), a reader

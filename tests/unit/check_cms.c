@@ -1,5 +1,5 @@
 /*
- * check_cms.c - count-min sketches (lib/cms.c, cms_write.c): estimates
+ * check_cms.c - count-min sketches (lib/cms/cms.c, cms_write.c): estimates
  * never below the true count, the epsilon-delta bound, merge as the sketch
  * of the union, aging (exact halving; a racing reader sees the counters
  * before or after a halving, never a mix), 4-bit saturation, the kind

@@ -1,5 +1,5 @@
 /*
- * check_cuckoo.c - cuckoo filters (lib/cuckoo.c, cuckoo_write.c,
+ * check_cuckoo.c - cuckoo filters (lib/cuckoo/cuckoo.c, cuckoo_write.c,
  * cuckoo_dump.c): no false negatives at high load with deletes, the false
  * positive rate beside rb_cuckoo_fpr_formula, deleted keys answering 1
  * only through a remaining twin, a reader racing moves and growth (zero

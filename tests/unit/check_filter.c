@@ -1,6 +1,6 @@
 /*
- * check_filter.c - the kind-blind directory (lib/dir.c) and the kind table
- * behind ringbloom/filter.h (lib/kind.c): the writer's name index agrees
+ * check_filter.c - the kind-blind directory (lib/filter/dir.c) and the kind table
+ * behind ringbloom/filter.h (lib/filter/kind.c): the writer's name index agrees
  * with a walk of the directory through every reserve and delete of every
  * kind (D1), the kind of a name, the listing with kinds, delete and
  * summary of any kind, from the writer and from a reader's mapping.

@@ -1,4 +1,4 @@
-/* check_glob.c - KEYS / SCAN MATCH patterns (daemon/glob_match.c): the answers
+/* check_glob.c - KEYS / SCAN MATCH patterns (daemon/commands/glob_match.c): the answers
  * of Redis's stringmatchlen, on a table of patterns and against a
  * transcription of stringmatchlen itself (Redis's util.c, BSD-3-Clause,
  * nocase dropped, bytes unsigned as glob_match.c reads them) on every short

@@ -1,5 +1,5 @@
 /*
- * check_hll.c - HyperLogLog counters (lib/hll.c): estimates of 1 to 10^6
+ * check_hll.c - HyperLogLog counters (lib/hll/hll.c): estimates of 1 to 10^6
  * distinct elements within the estimator's error, duplicates, merge as
  * the count of the union, a reader racing the writer never sees a
  * register go down, takeover and dump / restore keep the registers, and

@@ -1,9 +1,9 @@
-/* check_resp.c - RESP: ringbloomd's request parser (daemon/resp.c), whose
+/* check_resp.c - RESP: ringbloomd's request parser (daemon/server/resp.c), whose
  * verdict on a request never depends on how its bytes were split (cases
  * from fuzz_resp: tests/fuzz/corpus/fuzz_resp/regress-*), which splits
  * inline commands as redis-server does (a table of cases, compared with a
  * redis-server started on a Unix socket when one is installed), and the project's
- * one encoder (lib/resp_enc.c), whose requests that parser reads back and
+ * one encoder (lib/conn/resp_enc.c), whose requests that parser reads back and
  * whose typed replies are RESP3's or, byte for byte, Redis 7's RESP2. */
 #include <fcntl.h>
 #include <poll.h>

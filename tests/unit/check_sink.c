@@ -1,5 +1,5 @@
 /*
- * check_sink.c - the op-sink seam (daemon/sink.h) on a server built in
+ * check_sink.c - the op-sink seam (daemon/ops/sink.h) on a server built in
  * this process (tsrv.h: the log registered as main.c registers it): a
  * test sink registered beside the log is shown every op once, in the
  * order applied, exactly the ops the log recorded (read back from its

@@ -1,6 +1,6 @@
 /*
  * check_tinylfu.c - the count-min sketch handle and TinyLFU admission by
- * handle (lib/cms.c): a handle answers what the by-name calls answer,
+ * handle (lib/cms/cms.c): a handle answers what the by-name calls answer,
  * rebinds by name after its sketch is deleted and made again (and says
  * RB_ENOENT / RB_EWRONGTYPE when the name holds nothing or another kind),
  * and rb_tinylfu_admit_h allocates nothing (counted by this program's

@@ -1,6 +1,6 @@
 /*
  * resp.h - incremental RESP2 request parser (ringbloomd); replies are
- * encoded by the project's one encoder, lib/resp_enc.h.
+ * encoded by the project's one encoder, lib/conn/resp_enc.h.
  *
  * Requests: multibulk arrays of bulk strings ("*2\r\n$4\r\nPING\r\n...") as
  * every Redis client sends, and inline commands (a text line split on

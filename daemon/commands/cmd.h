@@ -1,16 +1,20 @@
 /*
  * cmd.h - ringbloomd's commands: what a handler gets (rbd_ctx_t), what a
  * command table row says (rbd_command_t, its flags), the helpers every
- * handler uses (cmd_util.c), the per-family tables (cmd_bf.c, cmd_hll.c,
- * cmd_ring.c, cmd_server.c) and the dispatcher (cmd.c), which also runs transactions
- * (MULTI / EXEC / DISCARD) and describes the tables (COMMAND).
+ * handler uses (cmd_util.c: arguments, errors, and the handlers kinds
+ * share through an rbd_reads_t), the per-family tables (cmd_bf.c,
+ * cmd_bf_dump.c, cmd_hll.c, cmd_cms.c, cmd_admit.c, cmd_cf.c, cmd_cbf.c,
+ * cmd_ring.c, cmd_server.c, cmd_info.c, cmd_keys.c) and the dispatcher
+ * (cmd.c), which also runs transactions (MULTI / EXEC / DISCARD) and
+ * describes the tables (COMMAND).
  *
  * A command is one row in its family's table and one handler.  The
  * dispatcher has checked its arity (a range: the handler checks the rest)
  * and its flags before the handler runs.  A handler either fully succeeds
  * or changes nothing (a BF.ADD / BF.MADD / BF.INSERT that fills a filter
  * part-way keeps, and logs, the keys before); it changes the state only
- * through an op (ops.c), which logs the change.
+ * through an op (ops.c: applied, then shown to the op sinks, the log among
+ * them).
  */
 #ifndef RBD_CMD_H
 #define RBD_CMD_H

@@ -1,5 +1,5 @@
 /*
- * etcd_watch.c - the etcd client's watch (daemon/etcd.h): one streaming
+ * etcd_watch.c - the etcd client's watch (daemon/sources/etcd.h): one streaming
  * POST to /v3/watch with a create_request; the gateway answers a chunked
  * stream of JSON objects {"result": WatchResponse} (or {"error": ...}),
  * each parsed as it completes by json-c's incremental tokener in curl's

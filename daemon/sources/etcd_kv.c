@@ -1,5 +1,5 @@
 /*
- * etcd_kv.c - the etcd client's reads and writes (daemon/etcd.h): range
+ * etcd_kv.c - the etcd client's reads and writes (daemon/sources/etcd.h): range
  * in pages at one revision (/v3/kv/range), transactions with one compare
  * (/v3/kv/txn), the guarded write on the prefix's guard key, compaction.
  */

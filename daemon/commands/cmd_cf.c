@@ -371,7 +371,7 @@ static void cmd_cf_info(rbd_ctx_t *x)
 
 /* CF.SCANDUMP key iter: [next iter, bytes], RedisBloom's iterator (0
  * gives the header, the arrays' bytes follow from 1; [0, ""] at the end),
- * in our format (lib/cuckoo_dump.c). */
+ * in our format (lib/cuckoo/cuckoo_dump.c). */
 static void cmd_cf_scandump(rbd_ctx_t *x)
 {
     rbd_cmd_scandump(x, &reads);

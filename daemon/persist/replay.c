@@ -1,7 +1,8 @@
 /*
  * replay.c - replaying the append-only log at start-up: each whole,
- * checksummed record is decoded and applied through its op (ops.c), the
- * same code that applied it live (a TXN record: each of its members, so a
+ * checksummed record is decoded and applied through its op's row (ops.c's
+ * table, assembled from the families' rows: ops_def.h), the same code
+ * that applied it live (a TXN record: each of its members, so a
  * transaction is replayed whole or, torn, not at all); a torn tail (what a crash while
  * appending leaves, and only that) may be ignored; anything else that does
  * not parse or apply is corruption (docs/design.md, "Start-up": Records,

@@ -1,5 +1,5 @@
 /*
- * etcd.c - the etcd client's core (daemon/etcd.h): options, one CURL
+ * etcd.c - the etcd client's core (daemon/sources/etcd.h): options, one CURL
  * handle per endpoint, a request POSTed with failover across endpoints,
  * authentication (token in the Authorization header, renewed when etcd
  * calls it invalid), etcd's error replies mapped to RBD_ETCD_* codes, and

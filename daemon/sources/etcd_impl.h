@@ -1,5 +1,5 @@
 /*
- * etcd_impl.h - what the etcd client's files share (daemon/etcd.c: the
+ * etcd_impl.h - what the etcd client's files share (daemon/sources/etcd.c: the
  * client, its transport and JSON helpers; etcd_kv.c: range and txn;
  * etcd_watch.c: the watch stream).  Not for the rest of the daemon.
  */

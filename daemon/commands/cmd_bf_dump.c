@@ -1,7 +1,7 @@
 /*
  * cmd_bf_dump.c - BF.SCANDUMP and BF.LOADCHUNK: moving a filter out of and
  * into ringbloomd in chunks, with RedisBloom's iterator, in RedisBloom's
- * format for LAYOUT redisbloom and ours (lib/bloom_dump.c) for the rest.
+ * format for LAYOUT redisbloom and ours (lib/bloom/bloom_dump.c) for the rest.
  * A load is a mutation (ops.c, BF_LOADCHUNK).
  */
 #include "config.h"

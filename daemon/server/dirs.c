@@ -10,7 +10,7 @@
  * so read the snapshot and log (keys, filter secrets), replace them, or
  * listen in the daemon's place and receive its clients' keys.
  *
- * The rule is the library's (rb_trusted_dir, lib/paths.c; docs/design.md,
+ * The rule is the library's (rb_trusted_dir, lib/shm/paths.c; docs/design.md,
  * "Security review"), shared with the clients that look for the socket.
  * The path is walked level by level from "/" with openat(O_NOFOLLOW), each
  * level judged by the directory holding it.  A level in a directory that

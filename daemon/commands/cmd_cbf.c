@@ -266,7 +266,7 @@ static void cmd_cbf_info(rbd_ctx_t *x)
 
 /* CBF.SCANDUMP key iter: [next iter, bytes], RedisBloom's iterator (0
  * gives the header, the counters' bytes follow from 1; [0, ""] at the
- * end), in our format (lib/cbf_dump.c). */
+ * end), in our format (lib/cbf/cbf_dump.c). */
 static void cmd_cbf_scandump(rbd_ctx_t *x)
 {
     rbd_cmd_scandump(x, &reads);
