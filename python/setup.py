@@ -79,7 +79,7 @@ def _library():
 # says what each holds).  Hidden visibility: only PyInit__ringbloom leaves
 # the shared object, not the rbpy_* names the files share.
 SOURCES = ["ringbloom/%s.c" % f for f in ("_ringbloom", "_keys", "_segment", "_named", "_ring",
-                                          "_filter", "_cuckoo", "_cms", "_hll")]
+                                          "_filter", "_cuckoo", "_cms", "_hll", "_cbf")]
 
 lib = _library()
 ext = Extension("ringbloom._ringbloom", sources=SOURCES, depends=["ringbloom/_ringbloom.h"],

@@ -4,8 +4,8 @@ the filters and the sketches ringbloomd keeps in POSIX shared memory.
 Reads are in-process and lock-free (the C extension, on the library's
 public API): Ring(instance).lookup(key) / lookup_n(key, n),
 Filter(instance, name).contains(key) / contains_many(keys) / ``key in f``
-(Bloom), CuckooFilter (the same, and count(key)), CountMinSketch
-(query(key)) and HyperLogLog (count()).
+(Bloom), CuckooFilter and CountingBloomFilter (the same, and count(key)),
+CountMinSketch (query(key)) and HyperLogLog (count()).
 Writes go to the daemon: Client (a small RESP2 client of its socket) or
 any Redis client.  Admission is the "cache on the second hit" helper;
 ringbloom.scrapy holds a Scrapy dupefilter.  Errors are ringbloom.Error
@@ -16,13 +16,15 @@ ringbloom.scrapy holds a Scrapy dupefilter.  Errors are ringbloom.Error
 from ._errors import (Error, NotFound, Empty, Busy, Gone, PermissionDenied,  # noqa: F401
                       DaemonError, ReplyError, Full, WrongType)
 from ._ringbloom import (Segment, Ring, Filter, CuckooFilter, CountMinSketch,  # noqa: F401
-                         HyperLogLog, strerror, version, socket_path, daemon_uid)
+                         HyperLogLog, CountingBloomFilter, strerror, version, socket_path,
+                         daemon_uid)
 from .client import Client  # noqa: F401
 from .admission import Admission  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = ["Segment", "Ring", "Filter", "CuckooFilter", "CountMinSketch", "HyperLogLog",
+           "CountingBloomFilter",
            "Client", "Admission", "strerror", "version", "socket_path", "daemon_uid", "Error",
            "NotFound", "Empty", "Busy", "Gone", "PermissionDenied", "DaemonError", "ReplyError",
            "Full", "WrongType"]

@@ -1,28 +1,25 @@
 /*
  * _cms.c - ringbloom.CountMinSketch: a count-min sketch of the segment
- * (CMS.INITBYDIM / INITBYPROB, ADMIT.RESERVE's), queried lock-free
- * (rb_cms_query, rb_cms_info).
- *
- * The library's sketch calls name the sketch at each call (a directory
- * scan; it has no sketch handle yet): the object keeps the name, checks
- * at open that it holds a sketch (rb_cms_info), and keeps the Segment as
- * its "handle", only to say it is open.  A sketch deleted later answers
- * NotFound; a name that holds another kind, WrongType.
+ * (CMS.INITBYDIM / INITBYPROB, ADMIT.RESERVE's), queried lock-free through
+ * its handle (rb_cms_open, rb_cms_estimate: no directory scan per query;
+ * the handle rebinds by name if the sketch is made again); info() asks by
+ * name (rb_cms_info).  A sketch deleted later answers NotFound; a name
+ * that holds another kind, WrongType.
  */
 #include "_ringbloom.h"
 
 static int cms_open(const rb_segment_t *seg, const char *name, size_t len, void **out)
 {
-    rb_cms_info_t i;
-    int rc = rb_cms_info(seg, name, len, &i);
+    rb_cms_t *h = NULL;
+    int rc = rb_cms_open(seg, name, len, &h);
 
-    *out = rc == RB_OK ? (void *)seg : NULL;
+    *out = h;
     return rc;
 }
 
 static void cms_close(void *h)
 {
-    (void)h;   /* the Segment, released with the object's reference */
+    rb_cms_close(h);
 }
 
 static const rbpy_kind_t cms_kind = {"sketch", "CountMinSketch", cms_open, cms_close, NULL, NULL};
@@ -34,7 +31,7 @@ static int Cms_init(rbpy_named_t *self, PyObject *args, PyObject *kw)
 
 static int cms_query(rbpy_named_t *self, const void *key, size_t klen, uint64_t *out)
 {
-    return rb_cms_query(self->segment->seg, self->cname, self->clen, key, klen, out);
+    return rb_cms_estimate(self->h, key, klen, out);
 }
 
 static PyObject *Cms_query(rbpy_named_t *self, PyObject *key)

@@ -138,7 +138,7 @@ PyMODINIT_FUNC PyInit__ringbloom(void)
     static const struct { const char *name; PyTypeObject *type; } types[] = {
         {"Segment", &rbpy_SegmentType}, {"Ring", &rbpy_RingType}, {"Filter", &rbpy_FilterType},
         {"CuckooFilter", &rbpy_CuckooType}, {"CountMinSketch", &rbpy_CmsType},
-        {"HyperLogLog", &rbpy_HllType}};
+        {"HyperLogLog", &rbpy_HllType}, {"CountingBloomFilter", &rbpy_CbfType}};
     PyObject *m, *errs;
     size_t i;
 

@@ -8,7 +8,7 @@
  * Files: _ringbloom.c (the module: init, functions, errors), _keys.c (keys
  * and names), _segment.c (Segment), _named.c (the named reader), _ring.c
  * (Ring), _filter.c (Filter: Bloom), _cuckoo.c (CuckooFilter), _cms.c
- * (CountMinSketch), _hll.c (HyperLogLog).  Everything is on the public
+ * (CountMinSketch), _hll.c (HyperLogLog), _cbf.c (CountingBloomFilter).  Everything is on the public
  * API <ringbloom.h> only.  Symbols shared between the files are rbpy_*;
  * the extension is built with hidden visibility, so only PyInit__ringbloom
  * leaves the shared object.
@@ -156,6 +156,6 @@ extern PySequenceMethods rbpy_named_as_sequence;
 /* ---- the types the per-kind files define ---- */
 
 extern PyTypeObject rbpy_RingType, rbpy_FilterType, rbpy_CuckooType, rbpy_CmsType,
-    rbpy_HllType;
+    rbpy_HllType, rbpy_CbfType;
 
 #endif /* RBPY_RINGBLOOM_H */

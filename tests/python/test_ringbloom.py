@@ -239,6 +239,32 @@ client.execute("PFADD", "hl", "a", "b", "c")
 check(hl.count() == client.execute("PFCOUNT", "hl") == 3,
       "the handle follows a counter made again under its name")
 
+# CountingBloomFilter: the CBF.* filter read from shared memory, as the daemon answers.
+client.execute("CBF.RESERVE", "cb", "0.01", "5000")
+added = ["cb-%d" % i for i in range(3000)]
+for i in range(0, len(added), 500):
+    client.execute("CBF.MADD", "cb", *added[i:i + 500])
+client.execute("CBF.ADD", "cb", "cb-7")     # twice: its counters 2
+cb = rb.CountingBloomFilter(INST, "cb", socket=SOCK)
+probe = added[:200] + ["cb-absent-%d" % i for i in range(800)]
+want = [bool(x) for x in client.execute("CBF.MEXISTS", "cb", *probe)]
+check(cb.contains_many(probe) == want and [cb.contains(k) for k in probe] == want and
+      all(k in cb for k in added), "CountingBloomFilter.contains / contains_many / in equal "
+      "CBF.MEXISTS, no false negative")
+check(cb.count("cb-7") == client.execute("CBF.COUNT", "cb", "cb-7") >= 2,
+      "CountingBloomFilter.count equals CBF.COUNT")
+client.execute("CBF.DEL", "cb", "cb-7")
+check(cb.count("cb-7") == client.execute("CBF.COUNT", "cb", "cb-7") >= 1,
+      "a CBF.DEL lowers the key's counters, seen through the handle")
+info = cb.info()
+check(info["capacity"] == 5000 and info["items"] == 3000 and info["deletes"] == 1 and
+      info["counter_bits"] == 4, "CountingBloomFilter.info (%r)" % info)
+e = raises(rb.WrongType, rb.CountingBloomFilter, INST, "urls", socket=SOCK)
+check(e is not None and e.code == -29, "a CountingBloomFilter on a Bloom filter: WrongType")
+e = raises(rb.WrongType, rb.Filter, INST, "cb", socket=SOCK)
+check(e is not None and e.code == -29, "a Filter on a counting Bloom filter: WrongType")
+check(seg.kind("cb") == "cbf", "Segment.kind of a counting Bloom filter")
+
 # The kind table: Segment.kind names each kind, as TYPE does through the daemon.
 kinds = {n: seg.kind(n) for n in ("urls", "cf", "sk", "hl")}
 check(kinds == {"urls": "bloom", "cf": "cuckoo", "sk": "cms", "hl": "hyperloglog"} and
