@@ -29,7 +29,11 @@
 
 static const rbd_command_t dispatch_table[];
 
-/* Searched in this order: the write path first. */
+/* The families' tables (each in its cmd_<family>.c, ended by a row with
+ * a NULL name), searched in this order: the write path first. */
+extern const rbd_command_t rbd_cmd_bf_table[], rbd_cmd_bf_dump_table[], rbd_cmd_hll_table[],
+    rbd_cmd_ring_table[], rbd_cmd_server_table[], rbd_cmd_info_table[], rbd_cmd_keys_table[],
+    rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[];
 static const rbd_command_t *const families[] = {
     rbd_cmd_bf_table, rbd_cmd_bf_dump_table, rbd_cmd_hll_table, rbd_cmd_ring_table,
     rbd_cmd_server_table, rbd_cmd_info_table, rbd_cmd_keys_table, rbd_cmd_cms_table,

@@ -70,19 +70,6 @@ struct rbd_command {
 /* The row that ends a table. */
 #define RBD_COMMAND_END { NULL, 0, 0, 0, NULL, NULL, NULL, NULL }
 
-/* The families' tables, each ended by a row with a NULL name. */
-extern const rbd_command_t rbd_cmd_bf_table[];
-extern const rbd_command_t rbd_cmd_ring_table[];
-extern const rbd_command_t rbd_cmd_server_table[];
-extern const rbd_command_t rbd_cmd_info_table[];
-extern const rbd_command_t rbd_cmd_keys_table[];
-extern const rbd_command_t rbd_cmd_bf_dump_table[];
-extern const rbd_command_t rbd_cmd_hll_table[];
-extern const rbd_command_t rbd_cmd_cms_table[];
-extern const rbd_command_t rbd_cmd_admit_table[];
-extern const rbd_command_t rbd_cmd_cf_table[];
-extern const rbd_command_t rbd_cmd_cbf_table[];   /* cmd_cbf.c */
-
 /* The command named by the len bytes at name (any case), or NULL. */
 const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len);
 

@@ -2,8 +2,9 @@
  * ops_def.h - an op's row: what ops.c needs to log, replay and run an op
  * of any family, declared here so that each family defines its rows beside
  * its apply functions (ops_ring.c, ops_bloom.c, ops_hll.c, ops_cms.c,
- * ops_cf.c, ops_cbf.c; DEL and TXN in ops.c) and ops.c assembles the table from the
- * families (its families[]), as cmd.c assembles the command tables.
+ * ops_cf.c, ops_cbf.c; DEL and TXN in ops.c) and ops.c assembles the table
+ * from the families (its families[], where each is declared), as cmd.c
+ * assembles the command tables.
  *
  * A row: its type (the log record's type byte, rbd_op_type_t in ops.h:
  * claimed there once, never reused), its name for messages, what its name
@@ -57,13 +58,5 @@ typedef struct rbd_op_def {
 #define RBD_KEYS   { F_KEYS, 0 }
 #define RBD_BLOB   { F_BLOB, 0 }
 #define RBD_OP_END { 0, NULL, RBD_NAMES_NOTHING, 0, NULL, { { F_END, 0 } } }
-
-/* The families' rows, each ended by RBD_OP_END. */
-extern const rbd_op_def_t rbd_ops_ring[];    /* ops_ring.c */
-extern const rbd_op_def_t rbd_ops_bloom[];   /* ops_bloom.c */
-extern const rbd_op_def_t rbd_ops_hll[];     /* ops_hll.c */
-extern const rbd_op_def_t rbd_ops_cms[];     /* ops_cms.c */
-extern const rbd_op_def_t rbd_ops_cf[];      /* ops_cf.c */
-extern const rbd_op_def_t rbd_ops_cbf[];     /* ops_cbf.c */
 
 #endif /* RBD_OPS_DEF_H */

@@ -28,12 +28,7 @@
 #include "kind.h"
 
 struct rb_cms {
-    const rb_segment_t *seg;
-    _Atomic uint64_t slot;          /* where the sketch was last found */
-    _Atomic uint64_t incarnation;   /* ... and which one it was: a slot with
-                                       another is not ours (rebind by name) */
-    size_t len;
-    char name[RB_FILTER_NAME_MAX + 1];
+    rbi_named_t n;   /* its name and where it was last bound (dir.h) */
 };
 
 /* A sketch as one section read it. */
@@ -82,21 +77,6 @@ static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc
     return view_read(m, f, inc, &v);
 }
 
-/* Binds h to its name in m (rbi_dir_bind, the one directory lookup):
- * RB_OK, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY. */
-static int rebind(const rb_cms_t *ch, const rbi_map_t *m)
-{
-    rb_cms_t *h = (rb_cms_t *)ch;
-    uint64_t slot, inc;
-    int rc = rbi_dir_bind(m, h->name, h->len, rbi_cms_layout, bind_check, NULL, &slot, &inc);
-
-    if (rc == RB_OK) {
-        atomic_store_explicit(&h->slot, slot, memory_order_relaxed);
-        atomic_store_explicit(&h->incarnation, inc, memory_order_relaxed);
-    }
-    return rc;
-}
-
 /* Runs fn on h's sketch inside its slot's section, retried while the
  * generation moves; if the slot no longer holds h's sketch (deleted, made
  * again, another mapping), h is rebound by name once.  RB_OK, RB_ENOENT,
@@ -105,12 +85,12 @@ static int rebind(const rb_cms_t *ch, const rbi_map_t *m)
  * while the slot holds h's sketch. */
 static int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
 {
-    const rbi_map_t *m = rbi_reader_map(h->seg);
+    const rbi_map_t *m = rbi_reader_map(h->n.seg);
     int rebound = 0, rc;
 
     for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        uint64_t i = atomic_load_explicit(&h->slot, memory_order_relaxed);
-        uint64_t inc = atomic_load_explicit(&h->incarnation, memory_order_relaxed);
+        uint64_t i = atomic_load_explicit(&h->n.slot, memory_order_relaxed);
+        uint64_t inc = atomic_load_explicit(&h->n.incarnation, memory_order_relaxed);
         const rb_filter_shm_t *f;
         uint64_t g;
         cms_view_t v;
@@ -130,7 +110,7 @@ static int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
         /* Not (or no longer) h's sketch: find its name again, once. */
         if (rebound++)
             return RB_ENOENT;
-        if ((rc = rebind(h, m)) != RB_OK)
+        if ((rc = rbi_named_rebind(&h->n, m)) != RB_OK)
             return rc;
     }
     return RB_EBUSY;
@@ -141,36 +121,19 @@ static int cms_read(const rb_segment_t *seg, const char *name, size_t len, cms_f
                     void *arg)
 {
     rb_cms_t h;
-    int rc;
+    int rc = rbi_named_init(&h.n, seg, name, len, rbi_cms_layout, bind_check);
 
-    if (seg == NULL || !rbi_name_ok(name, len))
-        return RB_EINVAL;
-    h.seg = seg;
-    h.len = len;
-    memcpy(h.name, name, len);
-    if ((rc = rebind(&h, rbi_reader_map(seg))) != RB_OK)
-        return rc;
-    return cms_hread(&h, fn, arg);
+    return rc != RB_OK ? rc : cms_hread(&h, fn, arg);
 }
 
 int rb_cms_open(const rb_segment_t *seg, const char *name, size_t len, rb_cms_t **out)
 {
-    rb_cms_t *h;
-    int rc;
+    void *h = NULL;
+    int rc = rbi_named_new(sizeof(rb_cms_t), seg, name, len, rbi_cms_layout, bind_check, &h);
 
-    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
-        return RB_EINVAL;
-    if ((h = calloc(1, sizeof(*h))) == NULL)
-        return RB_ENOMEM;
-    h->seg = seg;
-    h->len = len;
-    memcpy(h->name, name, len);
-    if ((rc = rebind(h, rbi_reader_map(seg))) != RB_OK) {
-        free(h);
-        return rc;
-    }
-    *out = h;
-    return RB_OK;
+    if (rc == RB_OK)
+        *out = h;
+    return rc;
 }
 
 void rb_cms_close(rb_cms_t *h)

@@ -26,12 +26,7 @@
 #include "kind.h"
 
 struct rb_cuckoo {
-    const rb_segment_t *seg;
-    _Atomic uint64_t slot;          /* where the filter was last found */
-    _Atomic uint64_t incarnation;   /* ... and which one it was: a slot with
-                                       another is not ours (rebind by name) */
-    size_t len;
-    char name[RB_FILTER_NAME_MAX + 1];
+    rbi_named_t n;   /* its name and where it was last bound (dir.h) */
 };
 
 typedef rbi_cf_view_t view_t;
@@ -75,31 +70,16 @@ static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc
     return view_read(m, f, inc, &v);
 }
 
-/* Binds h to its name in m (rbi_dir_bind): RB_OK, RB_ENOENT,
- * RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY. */
-static int rebind(const rb_cuckoo_t *ch, const rbi_map_t *m)
-{
-    rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
-    uint64_t slot, inc;
-    int rc = rbi_dir_bind(m, h->name, h->len, rbi_cf_layout, bind_check, NULL, &slot, &inc);
-
-    if (rc == RB_OK) {
-        atomic_store_explicit(&h->slot, slot, memory_order_relaxed);
-        atomic_store_explicit(&h->incarnation, inc, memory_order_relaxed);
-    }
-    return rc;
-}
-
 /* The one read loop (cuckoo_impl.h): a found key's section is re-checked
  * against gen only, a miss's against the move sequence too (C2). */
 int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
 {
-    const rbi_map_t *m = rbi_reader_map(h->seg);
+    const rbi_map_t *m = rbi_reader_map(h->n.seg);
     int rebound = 0;
 
     for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        uint64_t i = atomic_load_explicit(&h->slot, memory_order_relaxed);
-        uint64_t inc = atomic_load_explicit(&h->incarnation, memory_order_relaxed);
+        uint64_t i = atomic_load_explicit(&h->n.slot, memory_order_relaxed);
+        uint64_t inc = atomic_load_explicit(&h->n.incarnation, memory_order_relaxed);
         const rb_filter_shm_t *f;
         uint64_t g, q;
         view_t v;
@@ -125,7 +105,7 @@ int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
         /* Not (or no longer) h's filter: find its name again, once. */
         if (rebound++)
             return RB_ENOENT;
-        if ((rc = rebind(h, m)) != RB_OK)
+        if ((rc = rbi_named_rebind(&h->n, m)) != RB_OK)
             return rc;
     }
     return RB_EBUSY;
@@ -133,22 +113,12 @@ int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
 
 int rb_cuckoo_open(const rb_segment_t *seg, const char *name, size_t len, rb_cuckoo_t **out)
 {
-    rb_cuckoo_t *h;
-    int rc;
+    void *h = NULL;
+    int rc = rbi_named_new(sizeof(rb_cuckoo_t), seg, name, len, rbi_cf_layout, bind_check, &h);
 
-    if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
-        return RB_EINVAL;
-    if ((h = calloc(1, sizeof(*h))) == NULL)
-        return RB_ENOMEM;
-    h->seg = seg;
-    h->len = len;
-    memcpy(h->name, name, len);
-    if ((rc = rebind(h, rbi_reader_map(seg))) != RB_OK) {
-        free(h);
-        return rc;
-    }
-    *out = h;
-    return RB_OK;
+    if (rc == RB_OK)
+        *out = h;
+    return rc;
 }
 
 void rb_cuckoo_close(rb_cuckoo_t *h)

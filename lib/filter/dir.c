@@ -113,6 +113,50 @@ int rbi_dir_bind(const rbi_map_t *m, const char *name, size_t len,
     return RB_EBUSY;
 }
 
+int rbi_named_rebind(const rbi_named_t *ch, const rbi_map_t *m)
+{
+    rbi_named_t *h = (rbi_named_t *)ch;
+    uint64_t slot, inc;
+    int rc = rbi_dir_bind(m, h->name, h->len, h->of_kind, h->check, NULL, &slot, &inc);
+
+    if (rc == RB_OK) {
+        atomic_store_explicit(&h->slot, slot, memory_order_relaxed);
+        atomic_store_explicit(&h->incarnation, inc, memory_order_relaxed);
+    }
+    return rc;
+}
+
+int rbi_named_init(rbi_named_t *h, const rb_segment_t *seg, const char *name, size_t len,
+                   int (*of_kind)(uint64_t layout), rbi_bind_check_fn check)
+{
+    if (seg == NULL || !rbi_name_ok(name, len))
+        return RB_EINVAL;
+    h->seg = seg;
+    h->of_kind = of_kind;
+    h->check = check;
+    h->len = len;
+    memcpy(h->name, name, len);
+    return rbi_named_rebind(h, rbi_reader_map(seg));
+}
+
+int rbi_named_new(size_t size, const rb_segment_t *seg, const char *name, size_t len,
+                  int (*of_kind)(uint64_t layout), rbi_bind_check_fn check, void **out)
+{
+    rbi_named_t *h;
+    int rc;
+
+    if (out == NULL || seg == NULL || !rbi_name_ok(name, len))
+        return RB_EINVAL;
+    if ((h = calloc(1, size)) == NULL)
+        return RB_ENOMEM;
+    if ((rc = rbi_named_init(h, seg, name, len, of_kind, check)) != RB_OK) {
+        free(h);
+        return rc;
+    }
+    *out = h;
+    return RB_OK;
+}
+
 int rbi_dir_walk(const rbi_map_t *m, uint64_t *cursor, size_t count,
                  int (*fn)(const char *name, size_t len, uint64_t layout, void *arg), void *arg)
 {

@@ -70,6 +70,44 @@ int rbi_dir_bind(const rbi_map_t *m, const char *name, size_t len,
                               void *arg),
                  void *arg, uint64_t *slot, uint64_t *incarnation);
 
+
+/* rbi_dir_bind's check of the filter a lookup found (see there). */
+typedef int (*rbi_bind_check_fn)(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
+                                 void *arg);
+
+/* A reader's handle on a filter by name, the one handle model of the
+ * kinds whose handle is (slot, incarnation): the count-min sketch's, the
+ * cuckoo filter's and the counting Bloom filter's handle structs begin
+ * with one.  A read loads slot and incarnation, reads the slot inside its
+ * generation section and, meeting another incarnation there (deleted,
+ * made again, another mapping), binds again by name (rbi_named_rebind). */
+typedef struct rbi_named {
+    const rb_segment_t *seg;
+    _Atomic uint64_t slot;          /* where the filter was last found */
+    _Atomic uint64_t incarnation;   /* ... and which one it was */
+    int (*of_kind)(uint64_t layout);  /* the kind's layouts */
+    rbi_bind_check_fn check;        /* the kind's check of a slot found */
+    size_t len;
+    char name[RB_FILTER_NAME_MAX + 1];
+} rbi_named_t;
+
+/* Reader: binds h to its name in m (rbi_dir_bind with h's kind), storing
+ * the slot and incarnation found: RB_OK, RB_ENOENT, RB_EWRONGTYPE, the
+ * check's error, RB_EBUSY. */
+int rbi_named_rebind(const rbi_named_t *h, const rbi_map_t *m);
+
+/* Reader: h names `name` in seg, of the kind of_kind and check describe,
+ * and is bound: RB_OK, RB_EINVAL (seg NULL, a bad name), or the bind's
+ * error (h then names nothing). */
+int rbi_named_init(rbi_named_t *h, const rb_segment_t *seg, const char *name, size_t len,
+                   int (*of_kind)(uint64_t layout), rbi_bind_check_fn check);
+
+/* Reader: a new handle of `size` bytes (a kind's handle struct, beginning
+ * with an rbi_named_t, the rest zeroed), made by rbi_named_init: RB_OK
+ * (*out, freed with free()), RB_EINVAL, RB_ENOMEM, the bind's error. */
+int rbi_named_new(size_t size, const rb_segment_t *seg, const char *name, size_t len,
+                  int (*of_kind)(uint64_t layout), rbi_bind_check_fn check, void **out);
+
 /* Reader: calls fn(name, len, layout, arg) for each live slot of m from
  * slot *cursor on, at most `count` slots (SIZE_MAX: all); *cursor becomes
  * the next slot to visit, 0 when the walk is done.  A slot changing all

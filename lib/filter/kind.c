@@ -7,7 +7,7 @@
  *
  * What: a slot's `layout` word names its kind (format.h).  Each kind is one
  * rbi_kind_t (kind.h) in the file(s) that implement it; a new kind is those
- * files plus one entry in kinds[] below.  Why a table: adopt.c and
+ * files plus its declaration and entry in kinds[] below.  Why a table: adopt.c and
  * rb_segment_info must account for every live slot (its heap extents, its
  * bytes) without knowing how a kind lays out its arrays, and must refuse a
  * slot of a kind this library does not know rather than free its extents;
@@ -22,6 +22,13 @@
 #include "kind.h"
 #include "segment.h"
 #include "util.h"
+
+/* The kinds: each row is defined in its kind's folder (kind.h). */
+extern const rbi_kind_t rbi_kind_bloom;    /* bloom/bloom_kind.c */
+extern const rbi_kind_t rbi_kind_hll;      /* hll/hll.c */
+extern const rbi_kind_t rbi_kind_cms;      /* cms/cms.c */
+extern const rbi_kind_t rbi_kind_cuckoo;   /* cuckoo/cuckoo.c */
+extern const rbi_kind_t rbi_kind_cbf;      /* cbf/cbf_kind.c */
 
 static const rbi_kind_t *const kinds[] = { &rbi_kind_bloom, &rbi_kind_hll, &rbi_kind_cms,
                                             &rbi_kind_cuckoo, &rbi_kind_cbf };

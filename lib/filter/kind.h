@@ -6,9 +6,10 @@
  * reader and writer paths do not go through it: they bind to their own
  * slots (the directory, dir.h) and keep their loops specialised.
  *
- * A new kind: its own files (reader, writer, dump), its row defined there
- * (the row must live in a file above both its reader and its writer, since
- * it names functions of each), and one line in kind.c's kinds[].
+ * A new kind: its own folder (reader, writer, dump), its row defined there
+ * (in a file above both its reader and its writer, since it names
+ * functions of each), and its row declared and listed in kind.c's table:
+ * one place.
  */
 #ifndef RBI_KIND_H
 #define RBI_KIND_H
@@ -49,11 +50,6 @@ typedef struct rbi_kind {
                    rb_filter_summary_t *out);
 } rbi_kind_t;
 
-extern const rbi_kind_t rbi_kind_bloom;   /* bloom_kind.c */
-extern const rbi_kind_t rbi_kind_hll;     /* hll.c */
-extern const rbi_kind_t rbi_kind_cms;     /* cms.c */
-extern const rbi_kind_t rbi_kind_cuckoo;  /* cuckoo.c */
-extern const rbi_kind_t rbi_kind_cbf;     /* cbf_kind.c */
 
 /* The kind whose layout values hold `layout`, or NULL. */
 const rbi_kind_t *rbi_kind_of(uint64_t layout);

@@ -3,9 +3,12 @@
  * handle (lib/cms/cms.c): a handle answers what the by-name calls answer,
  * rebinds by name after its sketch is deleted and made again (and says
  * RB_ENOENT / RB_EWRONGTYPE when the name holds nothing or another kind),
- * and rb_tinylfu_admit_h allocates nothing (counted by this program's
- * malloc, which the library's calls reach) where the by-name
- * rb_tinylfu_admit allocates its handles every call.
+ * and rb_tinylfu_admit_h allocates nothing where the by-name
+ * rb_tinylfu_admit allocates its handles every call (counted by wrapping
+ * malloc, calloc and realloc at link time, ld --wrap in Makefile.am: the
+ * library is linked into this program statically, so its calls are the
+ * wrapped ones, and the real allocator, a sanitizer's included, stays in
+ * charge).
  */
 #include <stdatomic.h>
 
@@ -15,28 +18,31 @@ static rb_segment_t *seg;
 
 /* ---- counted allocations ------------------------------------------------------------ */
 
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
 
 static _Atomic long allocs;
 
-void *malloc(size_t n)
+void *__wrap_malloc(size_t n)
 {
     atomic_fetch_add(&allocs, 1);
-    return __libc_malloc(n);
+    return __real_malloc(n);
 }
 
-void *calloc(size_t n, size_t m)
+void *__wrap_calloc(size_t n, size_t m)
 {
     atomic_fetch_add(&allocs, 1);
-    return __libc_calloc(n, m);
+    return __real_calloc(n, m);
 }
 
-void *realloc(void *p, size_t n)
+void *__wrap_realloc(void *p, size_t n)
 {
     atomic_fetch_add(&allocs, 1);
-    return __libc_realloc(p, n);
+    return __real_realloc(p, n);
 }
 
 /* ---- fixtures ------------------------------------------------------------------------ */
