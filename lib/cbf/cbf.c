@@ -28,8 +28,9 @@ typedef rbi_cbf_view_t view_t;
 
 /* Inside f's section: 1 and *v filled if f is live filter `inc` (the
  * incarnation a lookup found), 0 if it is not, RB_ECORRUPT. */
-static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, view_t *v)
+static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, void *view)
 {
+    view_t *v = view;
     uint64_t off;
 
     /* Acquire pairs with the release store of LIVE: the words are set. */
@@ -53,39 +54,26 @@ static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc
     return view_read(m, f, inc, &v);
 }
 
+/* A reader's function and its argument, through rbi_named_read. */
+typedef struct cbf_call {
+    rbi_cbf_fn fn;
+    void *arg;
+} cbf_call_t;
+
+static int cbf_use(const rb_filter_shm_t *f, void *view, void *arg)
+{
+    const cbf_call_t *c = arg;
+
+    (void)f;
+    return c->fn(view, c->arg);
+}
+
 int rbi_cbf_read(const rb_cbf_t *h, rbi_cbf_fn fn, void *arg)
 {
-    const rbi_map_t *m = rbi_reader_map(h->n.seg);
-    int rebound = 0;
+    view_t v;
+    cbf_call_t c = { fn, arg };
 
-    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        uint64_t i = atomic_load_explicit(&h->n.slot, memory_order_relaxed);
-        uint64_t inc = atomic_load_explicit(&h->n.incarnation, memory_order_relaxed);
-        const rb_filter_shm_t *f;
-        uint64_t g;
-        view_t v;
-        int vr, rc = RB_OK;
-        if (i >= m->dir_slots)
-            i = 0;    /* another mapping, smaller: the incarnation misses */
-        f = rbi_dir_slot(m, i);
-        g = rbi_gen_read_begin(&f->gen);
-        if ((vr = view_read(m, f, inc, &v)) == 1)
-            rc = fn(&v, arg);
-        if (rbi_gen_read_retry(&f->gen, g)) {
-            rbi_read_pause(t);   /* K3: the filter was deleted meanwhile */
-            continue;
-        }
-        if (vr == 1)
-            return rc;
-        if (vr != 0)
-            return vr;
-        /* Not (or no longer) h's filter: find its name again, once. */
-        if (rebound++)
-            return RB_ENOENT;
-        if ((rc = rbi_named_rebind(&h->n, m)) != RB_OK)
-            return rc;
-    }
-    return RB_EBUSY;
+    return rbi_named_read(&h->n, view_read, &v, cbf_use, &c);
 }
 
 int rb_cbf_open(const rb_segment_t *seg, const char *name, size_t len, rb_cbf_t **out)

@@ -45,9 +45,9 @@ typedef void (*cms_fn)(const cms_view_t *v, void *arg);
 /* Inside f's section: 1 and *v filled if f is live sketch `inc`, 0 if it
  * is not (another filter, or none), RB_ECORRUPT (its words fail
  * validation). */
-static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
-                     cms_view_t *v)
+static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, void *view)
 {
+    cms_view_t *v = view;
     uint64_t layout, off;
 
     /* Acquire pairs with the release store of LIVE: the words are set. */
@@ -77,43 +77,31 @@ static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc
     return view_read(m, f, inc, &v);
 }
 
-/* Runs fn on h's sketch inside its slot's section, retried while the
- * generation moves; if the slot no longer holds h's sketch (deleted, made
- * again, another mapping), h is rebound by name once.  RB_OK, RB_ENOENT,
- * RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY; fn's results are those of its
- * last run (a retried run is run again whole).  No scan and no allocation
- * while the slot holds h's sketch. */
+/* A kind's function and its argument, through rbi_named_read. */
+typedef struct cms_call {
+    cms_fn fn;
+    void *arg;
+} cms_call_t;
+
+static int cms_use(const rb_filter_shm_t *f, void *view, void *arg)
+{
+    const cms_call_t *c = arg;
+
+    (void)f;
+    c->fn(view, c->arg);
+    return RB_OK;
+}
+
+/* Runs fn on h's sketch inside its slot's section (rbi_named_read: run
+ * again whole while the generation moves, h rebound by name once if its
+ * slot no longer holds its sketch).  RB_OK, RB_ENOENT, RB_EWRONGTYPE,
+ * RB_ECORRUPT, RB_EBUSY; fn's results are those of its last run. */
 static int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
 {
-    const rbi_map_t *m = rbi_reader_map(h->n.seg);
-    int rebound = 0, rc;
+    cms_view_t v;
+    cms_call_t c = { fn, arg };
 
-    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        uint64_t i = atomic_load_explicit(&h->n.slot, memory_order_relaxed);
-        uint64_t inc = atomic_load_explicit(&h->n.incarnation, memory_order_relaxed);
-        const rb_filter_shm_t *f;
-        uint64_t g;
-        cms_view_t v;
-        int vr;
-        if (i >= m->dir_slots)
-            i = 0;    /* another mapping, smaller: the incarnation misses */
-        f = rbi_dir_slot(m, i);
-        g = rbi_gen_read_begin(&f->gen);
-        if ((vr = view_read(m, f, inc, &v)) == 1)
-            fn(&v, arg);
-        if (rbi_gen_read_retry(&f->gen, g))
-            continue;
-        if (vr == 1)
-            return RB_OK;
-        if (vr != 0)
-            return vr;
-        /* Not (or no longer) h's sketch: find its name again, once. */
-        if (rebound++)
-            return RB_ENOENT;
-        if ((rc = rbi_named_rebind(&h->n, m)) != RB_OK)
-            return rc;
-    }
-    return RB_EBUSY;
+    return rbi_named_read(&h->n, view_read, &v, cms_use, &c);
 }
 
 /* The by-name calls: a handle on the stack, bound by one scan. */

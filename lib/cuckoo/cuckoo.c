@@ -33,8 +33,9 @@ typedef rbi_cf_view_t view_t;
 
 /* Inside f's section: 1 and *v filled if f is live filter `inc` (the
  * incarnation a lookup found), 0 if it is not, RB_ECORRUPT. */
-static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, view_t *v)
+static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc, void *view)
 {
+    view_t *v = view;
     uint64_t nl, size = rbi_seg_size(m);
 
     /* Acquire pairs with the release store of LIVE: the words are set. */
@@ -70,45 +71,33 @@ static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc
     return view_read(m, f, inc, &v);
 }
 
-/* The one read loop (cuckoo_impl.h): a found key's section is re-checked
- * against gen only, a miss's against the move sequence too (C2). */
+/* A reader's function and its argument, through rbi_named_read. */
+typedef struct cf_call {
+    rbi_cf_fn fn;
+    void *arg;
+} cf_call_t;
+
+/* fn inside the move sequence too: a found key's section is re-checked
+ * against the generation only, a miss's (fn's 1) against the move
+ * sequence as well (C2), the whole section run again if a move ran. */
+static int cf_use(const rb_filter_shm_t *f, void *view, void *arg)
+{
+    const cf_call_t *c = arg;
+    uint64_t q = rbi_seq_read_begin(RBI_CF_SEQ(f));
+    int rc = c->fn(view, c->arg);
+
+    if (rc == 1)
+        rc = rbi_seq_read_retry(RBI_CF_SEQ(f), q) ? RBI_READ_AGAIN : RB_OK;
+    return rc;
+}
+
+/* The one read loop (cuckoo_impl.h): rbi_named_read with the move check. */
 int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
 {
-    const rbi_map_t *m = rbi_reader_map(h->n.seg);
-    int rebound = 0;
+    view_t v;
+    cf_call_t c = { fn, arg };
 
-    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        uint64_t i = atomic_load_explicit(&h->n.slot, memory_order_relaxed);
-        uint64_t inc = atomic_load_explicit(&h->n.incarnation, memory_order_relaxed);
-        const rb_filter_shm_t *f;
-        uint64_t g, q;
-        view_t v;
-        int vr, rc = 0;
-        if (i >= m->dir_slots)
-            i = 0;    /* another mapping, smaller: the incarnation misses */
-        f = rbi_dir_slot(m, i);
-        g = rbi_gen_read_begin(&f->gen);
-        if ((vr = view_read(m, f, inc, &v)) == 1) {
-            q = rbi_seq_read_begin(RBI_CF_SEQ(f));
-            rc = fn(&v, arg);
-            if (rc == 1 && rbi_seq_read_retry(RBI_CF_SEQ(f), q)) {
-                rbi_read_pause(t);   /* the writer is inside a move */
-                continue;
-            }
-        }
-        if (rbi_gen_read_retry(&f->gen, g))
-            continue;
-        if (vr == 1)
-            return rc == 1 ? RB_OK : rc;
-        if (vr != 0)
-            return vr;
-        /* Not (or no longer) h's filter: find its name again, once. */
-        if (rebound++)
-            return RB_ENOENT;
-        if ((rc = rbi_named_rebind(&h->n, m)) != RB_OK)
-            return rc;
-    }
-    return RB_EBUSY;
+    return rbi_named_read(&h->n, view_read, &v, cf_use, &c);
 }
 
 int rb_cuckoo_open(const rb_segment_t *seg, const char *name, size_t len, rb_cuckoo_t **out)

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "format.h"
+#include "latch.h"
 #include "segment.h"
 
 /* A slot's identity, read whole with its name (rbi_dir_slot_read). */
@@ -107,6 +108,64 @@ int rbi_named_init(rbi_named_t *h, const rb_segment_t *seg, const char *name, si
  * (*out, freed with free()), RB_EINVAL, RB_ENOMEM, the bind's error. */
 int rbi_named_new(size_t size, const rb_segment_t *seg, const char *name, size_t len,
                   int (*of_kind)(uint64_t layout), rbi_bind_check_fn check, void **out);
+
+/* A kind's reading of its slot inside the slot's generation section: 1
+ * and *view filled if f is live filter `inc` (the incarnation the handle
+ * holds), 0 if it is not (another filter, or none), or an error such as
+ * RB_ECORRUPT (its words fail validation). */
+typedef int (*rbi_view_fn)(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
+                           void *view);
+
+/* What a kind does with the view, inside the same section: RB_OK or an
+ * error (returned once the section holds), or RBI_READ_AGAIN to run the
+ * whole section again (a re-check of the kind's own failed, such as the
+ * cuckoo filter's move sequence). */
+#define RBI_READ_AGAIN 2
+typedef int (*rbi_use_fn)(const rb_filter_shm_t *f, void *view, void *arg);
+
+/* Reader: the one read loop of every (slot, incarnation) handle: reads
+ * h's slot with view_read inside its generation section, runs use on the
+ * view in that section, and runs the whole section again while the
+ * generation moves (G1 / G2) or use asks (at most RBI_READ_RETRIES times:
+ * RB_EBUSY); if the slot no longer holds h's filter (deleted, made again,
+ * another mapping), binds h by name once (rbi_named_rebind).  RB_OK,
+ * use's error, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY.  No scan
+ * and no allocation while the slot holds h's filter.  Inline, so a kind's
+ * constant view_read and use are inlined into its read. */
+static inline int rbi_named_read(const rbi_named_t *h, rbi_view_fn view_read, void *view,
+                                 rbi_use_fn use, void *arg)
+{
+    const rbi_map_t *m = rbi_reader_map(h->seg);
+    int rebound = 0;
+
+    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+        uint64_t i = atomic_load_explicit(&h->slot, memory_order_relaxed);
+        uint64_t inc = atomic_load_explicit(&h->incarnation, memory_order_relaxed);
+        const rb_filter_shm_t *f;
+        uint64_t g;
+        int vr, rc = RB_OK;
+        if (i >= m->dir_slots)
+            i = 0;    /* another mapping, smaller: the incarnation misses */
+        f = rbi_dir_slot(m, i);
+        g = rbi_gen_read_begin(&f->gen);
+        if ((vr = view_read(m, f, inc, view)) == 1)
+            rc = use(f, view, arg);
+        if (rc == RBI_READ_AGAIN || rbi_gen_read_retry(&f->gen, g)) {
+            rbi_read_pause(t);   /* a writer is inside this filter */
+            continue;
+        }
+        if (vr == 1)
+            return rc;
+        if (vr != 0)
+            return vr;
+        /* Not (or no longer) h's filter: find its name again, once. */
+        if (rebound++)
+            return RB_ENOENT;
+        if ((rc = rbi_named_rebind(h, m)) != RB_OK)
+            return rc;
+    }
+    return RB_EBUSY;
+}
 
 /* Reader: calls fn(name, len, layout, arg) for each live slot of m from
  * slot *cursor on, at most `count` slots (SIZE_MAX: all); *cursor becomes
