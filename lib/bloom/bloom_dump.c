@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "bloom.h"
+#include "chunk.h"
 #include "snap.h"
 
 #define OURS_MAGIC   "RBLMDUMP"
@@ -62,14 +63,12 @@ static double dval(uint64_t u)
 
 typedef struct dump_arg {
     rbi_bloom_image_t im;
-    const _Atomic uint64_t *arr[RB_BLOOM_MAX_LAYERS];
-    int64_t iter;
-    size_t max;
-    unsigned char *buf;   /* NULL: sizes only */
-    size_t len;
-    int64_t next;
+    rbi_chunk_arrays_t arrays;   /* its layers' arrays and bytes (chunk.h) */
+    rbi_chunk_t c;               /* dump_chunk */
     /* load_chunk */
     rb_segment_t *seg;
+    int64_t iter;
+    size_t len;
     const unsigned char *src;
     const char *why;
 } dump_arg_t;
@@ -99,8 +98,10 @@ static void image_of(const rbi_bloom_section_t *s, dump_arg_t *a)
         im->layer[l].capacity = rbi_ld(&f->layer[l].capacity);
         im->layer[l].items = rbi_ld(&f->layer[l].items);
         im->layer[l].error = rbi_load_double(&f->layer[l].error_bits);
-        a->arr[l] = s->layer[l].arr;
+        a->arrays.arr[l] = s->layer[l].arr;
+        a->arrays.bytes[l] = s->layer[l].bits / 8;
     }
+    a->arrays.n = s->nlayers;
 }
 
 /* ---- headers ----------------------------------------------------------------- */
@@ -285,47 +286,18 @@ int rbi_bloom_load_header(rb_segment_t *seg, const char *name, size_t len, const
 
 /* ---- data chunks ------------------------------------------------------------- */
 
-/* The layer holding array position pos (0-based, all layers back to
- * back) of image im, and the offset in it; -1 past the end. */
-static int locate(const rbi_bloom_image_t *im, uint64_t pos, uint64_t *off)
-{
-    for (uint32_t l = 0; l < im->nlayers; l++) {
-        uint64_t bytes = im->layer[l].bits / 8;
-        if (pos < bytes) {
-            *off = pos;
-            return (int)l;
-        }
-        pos -= bytes;
-    }
-    return -1;
-}
-
 static int dump_fn(const rbi_bloom_section_t *s, void *arg)
 {
     dump_arg_t *a = arg;
-    uint64_t off;
-    int l;
 
     image_of(s, a);
-    if (a->iter == 0) {
+    if (a->c.iter == 0) {
         unsigned char hdr[RBI_DUMP_HEADER_MAX];
-        a->len = a->im.layout == RB_BLOOM_REDISBLOOM ? rb_header(&a->im, hdr)
-                                                     : ours_header(&a->im, hdr);
-        if (a->buf != NULL)
-            memcpy(a->buf, hdr, a->len);
-        a->next = 1;
-        return RB_OK;
+        rbi_chunk_header(&a->c, hdr, a->im.layout == RB_BLOOM_REDISBLOOM
+                                         ? rb_header(&a->im, hdr) : ours_header(&a->im, hdr));
+    } else {
+        rbi_chunk_bytes(&a->c, &a->arrays);
     }
-    a->len = 0;
-    a->next = 0;
-    if (a->iter < 0 || (l = locate(&a->im, (uint64_t)a->iter - 1, &off)) < 0)
-        return RB_OK;
-    a->len = a->im.layer[l].bits / 8 - off;
-    if (a->len > a->max)
-        a->len = a->max;
-    a->next = a->iter + (int64_t)a->len;
-    if (a->buf != NULL)
-        rbi_words_get_bytes(a->arr[l], off, a->buf, a->len);
     return RB_OK;
 }
 
@@ -335,17 +307,12 @@ int rbi_bloom_dump(const rb_bloom_t *bf, int64_t iter, size_t max_chunk, unsigne
     dump_arg_t a;
     int rc;
 
-    if (bf == NULL || len == NULL || next == NULL || max_chunk == 0)
-        return RB_EINVAL;
     memset(&a, 0, sizeof(a));
-    a.iter = iter;
-    a.max = max_chunk;
-    a.buf = buf;
-    if ((rc = rbi_bloom_read(bf, dump_fn, &a)) != RB_OK)
-        return rc;
-    *len = a.len;
-    *next = a.next;
-    return RB_OK;
+    if (bf == NULL || rbi_chunk_begin(&a.c, iter, max_chunk, buf, len, next) != RB_OK)
+        return RB_EINVAL;
+    if ((rc = rbi_bloom_read(bf, dump_fn, &a)) == RB_OK)
+        rbi_chunk_end(&a.c, len, next);
+    return rc;
 }
 
 /* Stores a->src[0 .. a->len) at array position a->iter - a->len - 1: whole
@@ -355,24 +322,13 @@ int rbi_bloom_dump(const rb_bloom_t *bf, int64_t iter, size_t max_chunk, unsigne
 static int load_fn(const rbi_bloom_section_t *s, void *arg)
 {
     dump_arg_t *a = arg;
-    uint64_t off, pos;
-    int l;
+    uint64_t off;
+    uint32_t l;
 
     image_of(s, a);
-    if (a->iter - (int64_t)a->len < 1) {
-        a->why = "ERR invalid offset - no link found";
+    if ((a->why = rbi_chunk_place(&a->arrays, a->iter, a->len, &l, &off)) != NULL)
         return RB_EINVAL;
-    }
-    pos = (uint64_t)(a->iter - (int64_t)a->len) - 1;
-    if ((l = locate(&a->im, pos, &off)) < 0) {
-        a->why = "ERR invalid offset - no link found";
-        return RB_EINVAL;
-    }
-    if (a->len > a->im.layer[l].bits / 8 - off) {
-        a->why = "ERR invalid chunk - Too big for current filter";
-        return RB_EINVAL;
-    }
-    rbi_snap_store_bytes(a->seg, (_Atomic uint64_t *)a->arr[l], off, a->src, a->len);
+    rbi_snap_store_bytes(a->seg, (_Atomic uint64_t *)a->arrays.arr[l], off, a->src, a->len);
     return RB_OK;
 }
 

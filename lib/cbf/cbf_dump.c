@@ -22,16 +22,11 @@
 #include <string.h>
 
 #include "cbf_impl.h"
+#include "chunk.h"
 #include "snap.h"
 
 #define DUMP_MAGIC   "RBCBDUMP"
 #define DUMP_VERSION 1u
-
-typedef struct dump_arg {
-    int64_t iter, next;
-    size_t max, len;
-    unsigned char *buf;
-} dump_arg_t;
 
 static void header(const rbi_cbf_view_t *v, unsigned char *p)
 {
@@ -53,46 +48,30 @@ static void header(const rbi_cbf_view_t *v, unsigned char *p)
 
 static int dump_fn(const rbi_cbf_view_t *v, void *arg)
 {
-    dump_arg_t *a = arg;
-    uint64_t bytes = rbi_cbf_bytes(&v->s), off;
+    rbi_chunk_t *c = arg;
+    rbi_chunk_arrays_t a = { .n = 1, .arr = { v->arr }, .bytes = { rbi_cbf_bytes(&v->s) } };
 
-    if (a->iter == 0) {
+    if (c->iter == 0) {
         unsigned char hdr[RBI_CBF_DUMP_HEADER];
         header(v, hdr);
-        a->len = sizeof(hdr);
-        if (a->buf != NULL)
-            memcpy(a->buf, hdr, a->len);
-        a->next = 1;
-        return RB_OK;
+        rbi_chunk_header(c, hdr, sizeof(hdr));
+    } else {
+        rbi_chunk_bytes(c, &a);
     }
-    a->len = 0;
-    a->next = 0;
-    if (a->iter < 0 || (off = (uint64_t)a->iter - 1) >= bytes)
-        return RB_OK;
-    a->len = bytes - off < a->max ? (size_t)(bytes - off) : a->max;
-    a->next = a->iter + (int64_t)a->len;
-    if (a->buf != NULL)
-        rbi_words_get_bytes(v->arr, off, a->buf, a->len);
     return RB_OK;
 }
 
 int rbi_cbf_dump(const rb_cbf_t *h, int64_t iter, size_t max_chunk, unsigned char *buf,
                  size_t *len, int64_t *next)
 {
-    dump_arg_t a;
+    rbi_chunk_t c;
     int rc;
 
-    if (h == NULL || len == NULL || next == NULL || max_chunk == 0)
+    if (h == NULL || rbi_chunk_begin(&c, iter, max_chunk, buf, len, next) != RB_OK)
         return RB_EINVAL;
-    memset(&a, 0, sizeof(a));
-    a.iter = iter;
-    a.max = max_chunk;
-    a.buf = buf;
-    if ((rc = rbi_cbf_read(h, dump_fn, &a)) != RB_OK)
-        return rc;
-    *len = a.len;
-    *next = a.next;
-    return RB_OK;
+    if ((rc = rbi_cbf_read(h, dump_fn, &c)) == RB_OK)
+        rbi_chunk_end(&c, len, next);
+    return rc;
 }
 
 /* Header p (n bytes) into im, checked against the sizing reserve gives;
@@ -148,7 +127,9 @@ int rbi_cbf_load_chunk(rb_segment_t *seg, const char *name, size_t len, int64_t 
 {
     const unsigned char *src = vp;
     rbi_cbf_wview_t v;
-    uint64_t off, bytes;
+    rbi_chunk_arrays_t a = { .n = 1 };
+    uint64_t off;
+    uint32_t l;
     int rc;
 
     *why = "ERR received bad data";
@@ -156,15 +137,10 @@ int rbi_cbf_load_chunk(rb_segment_t *seg, const char *name, size_t len, int64_t 
         return RB_EINVAL;
     if ((rc = rbi_cbf_wbind(seg, name, len, &v)) != RB_OK)
         return rc;
-    bytes = rbi_cbf_bytes(&v.s);
-    if (iter <= 0 || (uint64_t)iter < n + 1 || (off = (uint64_t)iter - n - 1) >= bytes) {
-        *why = "ERR invalid offset - no link found";
+    a.arr[0] = v.arr;
+    a.bytes[0] = rbi_cbf_bytes(&v.s);
+    if ((*why = rbi_chunk_place(&a, iter, n, &l, &off)) != NULL)
         return RB_EINVAL;
-    }
-    if (n > bytes - off) {
-        *why = "ERR invalid chunk - Too big for current filter";
-        return RB_EINVAL;
-    }
     rbi_snap_store_bytes(seg, v.arr, off, src, n);
     return RB_OK;
 }

@@ -21,6 +21,7 @@
 
 #include <string.h>
 
+#include "chunk.h"
 #include "cuckoo_impl.h"
 #include "snap.h"
 
@@ -28,12 +29,6 @@
 #define DUMP_VERSION 1u
 
 _Static_assert(RBI_CUCKOO_DUMP_FIXED == 56 + RBI_SECRET_BYTES, "header layout");
-
-typedef struct dump_arg {
-    int64_t iter, next;
-    size_t max, len;
-    unsigned char *buf;
-} dump_arg_t;
 
 /* The header of the filter v shows, into p; its length. */
 static size_t header(const rbi_cf_view_t *v, unsigned char *p)
@@ -59,46 +54,29 @@ static size_t header(const rbi_cf_view_t *v, unsigned char *p)
     return at;
 }
 
-/* The layer holding array position pos of a filter of nl layers of nb[]
- * buckets, and the offset in it; -1 past the end. */
-static int locate(const rbi_cf_shape_t *s, uint32_t nl, const uint64_t *nb, uint64_t pos,
-                  uint64_t *off)
+/* The arrays of a filter of nl layers of nb[] buckets, in dump order. */
+static void arrays_of(const rbi_cf_shape_t *s, uint32_t nl, const uint64_t *nb,
+                      const _Atomic uint64_t *const *arr, rbi_chunk_arrays_t *out)
 {
+    out->n = nl;
     for (uint32_t l = 0; l < nl; l++) {
-        uint64_t bytes = rbi_cf_layer_bytes(s, nb[l]);
-        if (pos < bytes) {
-            *off = pos;
-            return (int)l;
-        }
-        pos -= bytes;
+        out->arr[l] = arr[l];
+        out->bytes[l] = rbi_cf_layer_bytes(s, nb[l]);
     }
-    return -1;
 }
 
 static int dump_fn(const rbi_cf_view_t *v, void *arg)
 {
-    dump_arg_t *a = arg;
-    uint64_t off;
-    int l;
+    rbi_chunk_t *c = arg;
+    rbi_chunk_arrays_t a;
 
-    if (a->iter == 0) {
+    if (c->iter == 0) {
         unsigned char hdr[RBI_CUCKOO_HEADER_MAX];
-        a->len = header(v, hdr);
-        if (a->buf != NULL)
-            memcpy(a->buf, hdr, a->len);
-        a->next = 1;
+        rbi_chunk_header(c, hdr, header(v, hdr));
         return RB_OK;
     }
-    a->len = 0;
-    a->next = 0;
-    if (a->iter < 0 || (l = locate(&v->s, v->nl, v->nb, (uint64_t)a->iter - 1, &off)) < 0)
-        return RB_OK;
-    a->len = rbi_cf_layer_bytes(&v->s, v->nb[l]) - off;
-    if (a->len > a->max)
-        a->len = a->max;
-    a->next = a->iter + (int64_t)a->len;
-    if (a->buf != NULL)
-        rbi_words_get_bytes(v->arr[l], off, a->buf, a->len);
+    arrays_of(&v->s, v->nl, v->nb, v->arr, &a);
+    rbi_chunk_bytes(c, &a);
     /* The bytes of one instant between moves (the sequence re-checked). */
     return 1;
 }
@@ -106,20 +84,14 @@ static int dump_fn(const rbi_cf_view_t *v, void *arg)
 int rbi_cuckoo_dump(const rb_cuckoo_t *h, int64_t iter, size_t max_chunk, unsigned char *buf,
                     size_t *len, int64_t *next)
 {
-    dump_arg_t a;
+    rbi_chunk_t c;
     int rc;
 
-    if (h == NULL || len == NULL || next == NULL || max_chunk == 0)
+    if (h == NULL || rbi_chunk_begin(&c, iter, max_chunk, buf, len, next) != RB_OK)
         return RB_EINVAL;
-    memset(&a, 0, sizeof(a));
-    a.iter = iter;
-    a.max = max_chunk;
-    a.buf = buf;
-    if ((rc = rbi_cuckoo_read(h, dump_fn, &a)) != RB_OK)
-        return rc;
-    *len = a.len;
-    *next = a.next;
-    return RB_OK;
+    if ((rc = rbi_cuckoo_read(h, dump_fn, &c)) == RB_OK)
+        rbi_chunk_end(&c, len, next);
+    return rc;
 }
 
 /* The fixed fields of header p (n bytes) into im, checked; NULL, or what
@@ -204,23 +176,19 @@ int rbi_cuckoo_load_chunk(rb_segment_t *seg, const char *name, size_t len, int64
 {
     const unsigned char *src = vp;
     rbi_cf_wview_t v;
+    rbi_chunk_arrays_t a;
     uint64_t off;
-    int l, rc;
+    uint32_t l;
+    int rc;
 
     *why = "ERR received bad data";
     if (vp == NULL && n != 0)
         return RB_EINVAL;
     if ((rc = rbi_cuckoo_wbind(seg, name, len, &v)) != RB_OK)
         return rc;
-    if (iter <= 0 || (uint64_t)iter < n + 1 ||
-        (l = locate(&v.s, v.nl, v.nb, (uint64_t)iter - n - 1, &off)) < 0) {
-        *why = "ERR invalid offset - no link found";
+    arrays_of(&v.s, v.nl, v.nb, (const _Atomic uint64_t *const *)v.arr, &a);
+    if ((*why = rbi_chunk_place(&a, iter, n, &l, &off)) != NULL)
         return RB_EINVAL;
-    }
-    if (n > rbi_cf_layer_bytes(&v.s, v.nb[l]) - off) {
-        *why = "ERR invalid chunk - Too big for current filter";
-        return RB_EINVAL;
-    }
     rbi_snap_store_bytes(seg, v.arr[l], off, src, n);
     return RB_OK;
 }
