@@ -379,20 +379,32 @@ static int add_growing(rb_segment_t *seg, wview_t *v, rbi_cf_key_t k)
     return 1;
 }
 
-int rb_cuckoo_add(rb_segment_t *seg, const char *name, size_t len, const void *key,
-                  size_t klen, int nx)
+/* The writer's view of filter name and key hashed with its secret, the
+ * start of an add and of a delete: RB_OK, RB_EINVAL, the bind's error. */
+static int key_bind(rb_segment_t *seg, const char *name, size_t len, const void *key,
+                    size_t klen, wview_t *v, rbi_cf_key_t *k)
 {
     unsigned char secret[RBI_SECRET_BYTES];
-    rbi_cf_key_t k;
-    wview_t v;
     int rc;
 
     if (key == NULL && klen != 0)
         return RB_EINVAL;
-    if ((rc = rbi_cuckoo_wbind(seg, name, len, &v)) != RB_OK)
+    if ((rc = rbi_cuckoo_wbind(seg, name, len, v)) != RB_OK)
         return rc;
-    rbi_copy_out(secret, v.f->secret, RBI_SECRET_WORDS);
-    k = rbi_cf_hash(secret, &v.s, key, klen);
+    rbi_copy_out(secret, v->f->secret, RBI_SECRET_WORDS);
+    *k = rbi_cf_hash(secret, &v->s, key, klen);
+    return RB_OK;
+}
+
+int rb_cuckoo_add(rb_segment_t *seg, const char *name, size_t len, const void *key,
+                  size_t klen, int nx)
+{
+    rbi_cf_key_t k;
+    wview_t v;
+    int rc;
+
+    if ((rc = key_bind(seg, name, len, key, klen, &v, &k)) != RB_OK)
+        return rc;
     for (uint32_t l = v.nl; nx && l-- > 0;)
         if (key_find(&v, l, k, k.fp) >= 0)
             return 0;
@@ -412,17 +424,12 @@ int rb_cuckoo_add(rb_segment_t *seg, const char *name, size_t len, const void *k
 int rb_cuckoo_del(rb_segment_t *seg, const char *name, size_t len, const void *key,
                   size_t klen)
 {
-    unsigned char secret[RBI_SECRET_BYTES];
     rbi_cf_key_t k;
     wview_t v;
     int rc;
 
-    if (key == NULL && klen != 0)
-        return RB_EINVAL;
-    if ((rc = rbi_cuckoo_wbind(seg, name, len, &v)) != RB_OK)
+    if ((rc = key_bind(seg, name, len, key, klen, &v, &k)) != RB_OK)
         return rc;
-    rbi_copy_out(secret, v.f->secret, RBI_SECRET_WORDS);
-    k = rbi_cf_hash(secret, &v.s, key, klen);
     for (uint32_t l = v.nl; l-- > 0;) {
         int64_t at = key_find(&v, l, k, k.fp);
         if (at >= 0) {
