@@ -69,5 +69,5 @@ const rbi_kind_t rbi_kind_bloom = {
     .desc = { "bloom", "MBbloom--" },   /* RedisBloom's type name */
     .layout_first = RB_BLOOM_STANDARD, .layout_last = RB_BLOOM_REDISBLOOM,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes,
-    .remove = rb_bloom_delete, .summary = kind_summary,
+    .summary = kind_summary,
 };

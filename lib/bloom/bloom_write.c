@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "bloom.h"
+#include "kind.h"
 #include "snap.h"
 
 #define TIGHTENING   0.5   /* each new layer: half the previous error rate */
@@ -578,30 +579,11 @@ int rb_bloom_add(rb_bloom_t *bf, const void *key, size_t len)
     return (int)rc;
 }
 
-/* The live slot of name, its layers validated as a reader's section
- * validates them (a writer that took the segment over frees only sound
- * extents: writer_bind).  RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE
- * (a HyperLogLog counter or a count-min sketch: hll.c, cms_write.c delete
- * them), RB_ECORRUPT. */
-static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloom_bind_t *b,
-                       rbi_bloom_section_t *s)
+/* rbi_kind_delete's test: a Bloom filter's layout (any other kind's is
+ * RB_EWRONGTYPE: hll.c, cms_write.c, ... delete theirs). */
+static int bloom_layout(uint64_t layout)
 {
-    int64_t i;
-
-    if (seg == NULL || !rbi_name_ok(name, len))
-        return RB_EINVAL;
-    if (!seg->writable)
-        return RB_EROFS;
-    memset(b, 0, sizeof(*b));
-    b->map = rbi_seg_map(seg);
-    if ((i = rbi_dir_find(seg, name, len)) < 0)
-        return RB_ENOENT;
-    b->slot = rbi_dir_slot(b->map, (uint64_t)i);
-    b->incarnation = rbi_ld(&b->slot->incarnation);
-    b->layout = (uint32_t)rbi_ld(&b->slot->layout);
-    if (rbi_layout_other_kind(b->layout))
-        return RB_EWRONGTYPE;
-    return rbi_bloom_section_begin(b, s);
+    return !rbi_layout_other_kind(layout);
 }
 
 /* R1 (why a deleted filter's slot and arrays may be reused while readers
@@ -614,24 +596,9 @@ static int writer_slot(rb_segment_t *seg, const char *name, size_t len, rbi_bloo
  * reader whose loads saw any of those stores sees the generation move at
  * its re-check (G2) and retries; the retry finds FREE or another
  * incarnation and answers RB_ENOENT.  A reader that began after the
- * publish sees FREE at once (G1). */
+ * publish sees FREE at once (G1).  Every kind deletes this way, through
+ * rbi_kind_delete (kind.c). */
 int rb_bloom_delete(rb_segment_t *seg, const char *name, size_t len)
 {
-    uint64_t off[RB_BLOOM_MAX_LAYERS], bytes[RB_BLOOM_MAX_LAYERS];
-    rbi_bloom_section_t s;
-    rbi_bloom_bind_t b;
-    rb_filter_shm_t *f;
-    int rc = writer_slot(seg, name, len, &b, &s);
-
-    if (rc != RB_OK)
-        return rc;
-    f = b.slot;
-    for (uint32_t l = 0; l < s.nlayers; l++) {
-        off[l] = rbi_ld(&f->layer[l].array_off);
-        bytes[l] = rbi_ld(&f->layer[l].bits) / 8;
-    }
-    rbi_dir_free(seg, f);   /* R1: before the arrays are freed */
-    for (uint32_t l = 0; l < s.nlayers; l++)
-        rbi_heap_free(seg, off[l], bytes[l]);
-    return RB_OK;
+    return rbi_kind_delete(seg, name, len, bloom_layout);
 }

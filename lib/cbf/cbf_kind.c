@@ -65,5 +65,5 @@ const rbi_kind_t rbi_kind_cbf = {
                                          Redis module type's name) */
     .layout_first = RBI_LAYOUT_CBF4, .layout_last = RBI_LAYOUT_CBF8,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes, .repair = NULL,
-    .remove = rb_cbf_delete, .summary = kind_summary,
+    .summary = kind_summary,
 };

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "cbf_impl.h"
+#include "kind.h"
 #include "snap.h"
 
 typedef rbi_cbf_wview_t wview_t;
@@ -189,12 +190,5 @@ int rb_cbf_del(rb_segment_t *seg, const char *name, size_t len, const void *key,
 
 int rb_cbf_delete(rb_segment_t *seg, const char *name, size_t len)
 {
-    wview_t v;
-    int rc = rbi_cbf_wbind(seg, name, len, &v);
-
-    if (rc != RB_OK)
-        return rc;
-    rbi_dir_free(seg, v.f);   /* R1 (dir.h): before the array is freed */
-    rbi_heap_free(seg, v.off, rbi_cbf_bytes(&v.s));
-    return RB_OK;
+    return rbi_kind_delete(seg, name, len, rbi_cbf_layout);
 }

@@ -440,5 +440,5 @@ const rbi_kind_t rbi_kind_cms = {
     .desc = { "cms", "CMSk-TYPE" },   /* RedisBloom's type name */
     .layout_first = RBI_CMS_LAYOUT32, .layout_last = RBI_CMS_LAYOUT4,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes,
-    .remove = rb_cms_delete, .summary = kind_summary,
+    .summary = kind_summary,
 };

@@ -22,6 +22,7 @@
 
 #include "bloom.h"
 #include "cms_impl.h"
+#include "kind.h"
 #include "snap.h"
 
 /* The writer's view of live sketch name: its slot, shape and array. */
@@ -295,12 +296,5 @@ int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen, const char *c
 
 int rb_cms_delete(rb_segment_t *seg, const char *name, size_t len)
 {
-    wview_t v;
-    int rc = wbind(seg, name, len, &v);
-
-    if (rc != RB_OK)
-        return rc;
-    rbi_dir_free(seg, v.f);   /* R1 (dir.h): before the array is freed */
-    rbi_heap_free(seg, v.off, v.s.bytes);
-    return RB_OK;
+    return rbi_kind_delete(seg, name, len, rbi_cms_layout);
 }

@@ -343,5 +343,5 @@ const rbi_kind_t rbi_kind_cuckoo = {
     .desc = { "cuckoo", "MBbloomCF" },   /* RedisBloom's type name */
     .layout_first = RBI_LAYOUT_CF8, .layout_last = RBI_LAYOUT_CF16,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes, .repair = kind_repair,
-    .remove = rb_cuckoo_delete, .summary = kind_summary,
+    .summary = kind_summary,
 };

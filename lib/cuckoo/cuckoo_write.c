@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "cuckoo_impl.h"
+#include "kind.h"
 #include "snap.h"
 
 typedef rbi_cf_wview_t wview_t;
@@ -444,13 +445,5 @@ int rb_cuckoo_del(rb_segment_t *seg, const char *name, size_t len, const void *k
 
 int rb_cuckoo_delete(rb_segment_t *seg, const char *name, size_t len)
 {
-    wview_t v;
-    int rc = rbi_cuckoo_wbind(seg, name, len, &v);
-
-    if (rc != RB_OK)
-        return rc;
-    rbi_dir_free(seg, v.f);   /* R1 (dir.h): before the arrays are freed */
-    for (uint32_t l = 0; l < v.nl; l++)
-        rbi_heap_free(seg, v.off[l], rbi_cf_layer_bytes(&v.s, v.nb[l]));
-    return RB_OK;
+    return rbi_kind_delete(seg, name, len, rbi_cf_layout);
 }

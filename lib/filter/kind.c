@@ -193,16 +193,30 @@ static int any_layout(uint64_t layout)
     return 1;
 }
 
-int rb_filter_delete(rb_segment_t *seg, const char *name, size_t len)
+int rbi_kind_delete(rb_segment_t *seg, const char *name, size_t len,
+                    int (*of_kind)(uint64_t layout))
 {
+    rbi_extent_t ext[RBI_KIND_MAX_EXTENTS];
     const rbi_kind_t *k;
     rb_filter_shm_t *f;
-    int rc = rbi_writer_find(seg, name, len, any_layout, &f);
+    size_t n = 0;
+    int rc = rbi_writer_find(seg, name, len, of_kind != NULL ? of_kind : any_layout, &f);
 
     if (rc != RB_OK)
         return rc;
-    k = kind_of(f);
-    return k != NULL ? k->remove(seg, name, len) : RB_ECORRUPT;
+    if ((k = kind_of(f)) == NULL)
+        return RB_ECORRUPT;
+    if ((rc = k->extents(f, rbi_seg_size(rbi_seg_map(seg)), ext, &n)) != RB_OK)
+        return rc;
+    rbi_dir_free(seg, f);   /* R1 (dir.h): before the arrays are freed */
+    for (size_t i = 0; i < n; i++)
+        rbi_heap_free(seg, ext[i].off, ext[i].len);
+    return RB_OK;
+}
+
+int rb_filter_delete(rb_segment_t *seg, const char *name, size_t len)
+{
+    return rbi_kind_delete(seg, name, len, NULL);
 }
 
 int rb_filter_summary(const rb_segment_t *seg, const char *name, size_t len,

@@ -2,7 +2,8 @@
  * kind.h - a filter kind: one row of the kind table (kind.c), all that the
  * kind-blind code needs from a kind: its names (ringbloom/filter.h), the
  * layout values it claims, its heap extents and bytes (adopt.c,
- * rb_segment_info), its repair, its delete and its summary.  A kind's
+ * rb_segment_info, and the one delete of every kind), its repair and its
+ * summary.  A kind's
  * reader and writer paths do not go through it: they bind to their own
  * slots (the directory, dir.h) and keep their loops specialised.
  *
@@ -42,8 +43,6 @@ typedef struct rbi_kind {
      * filter: a move left its sequence odd, C3).  Writer adopting the
      * segment, before its first change.  RB_OK or RB_ECORRUPT. */
     int (*repair)(rb_filter_shm_t *f);
-    /* Writer: deletes live filter name of this kind (rb_filter_delete). */
-    int (*remove)(rb_segment_t *seg, const char *name, size_t len);
     /* Reader: the summary of live filter name of this kind, out->kind set
      * by the caller (rb_filter_summary). */
     int (*summary)(const rb_segment_t *seg, const char *name, size_t len,
@@ -58,6 +57,15 @@ const rbi_kind_t *rbi_kind_of(uint64_t layout);
  * (room for dir_slots * RBI_KIND_MAX_EXTENTS), checked by its kind.
  * RB_ECORRUPT for a live slot of no known kind, or as the kind says. */
 int rbi_kind_extents(const rbi_map_t *m, rbi_extent_t *out, size_t *n);
+
+/* Writer: deletes live filter name, of a layout of_kind accepts (a kind's
+ * test, as rbi_writer_find; NULL: any kind), for
+ * every kind the same way: its slot is freed first (R1, rbi_dir_free: a
+ * reader inside it retries and misses), then the heap extents the kind
+ * reports.  RB_OK, RB_EINVAL, RB_EROFS, RB_ENOENT, RB_EWRONGTYPE (another
+ * kind holds name), RB_ECORRUPT (its words fail the kind's check). */
+int rbi_kind_delete(rb_segment_t *seg, const char *name, size_t len,
+                    int (*of_kind)(uint64_t layout));
 
 /* For a writer adopting m, after rbi_kind_extents succeeded: runs the
  * repair of every live slot whose kind has one.  RB_OK, or the first

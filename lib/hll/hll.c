@@ -463,6 +463,9 @@ int rb_hll_merge(rb_segment_t *seg, const char *dest, size_t len, const rb_key_t
 
 /* Writer.  R1 (bloom_write.c, rb_bloom_delete): FREE, then the slot's
  * generation is published, and only then are the registers freed. */
+/* The delete protocol of every kind (R1, rbi_kind_delete) over the
+ * counter's one extent, written here: this file holds the row kind.c
+ * lists, so calling kind.c from it would make a file circle. */
 int rb_hll_delete(rb_segment_t *seg, const char *name, size_t len)
 {
     rb_filter_shm_t *f;
@@ -523,5 +526,5 @@ const rbi_kind_t rbi_kind_hll = {
     .desc = { "hyperloglog", "string" },   /* Redis's type: a string there */
     .layout_first = RBI_LAYOUT_HLL, .layout_last = RBI_LAYOUT_HLL,
     .extents = kind_extents, .heap_bytes = kind_heap_bytes,
-    .remove = rb_hll_delete, .summary = kind_summary,
+    .summary = kind_summary,
 };
