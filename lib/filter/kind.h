@@ -3,14 +3,15 @@
  * kind-blind code needs from a kind: its names (ringbloom/filter.h), the
  * layout values it claims, its heap extents and bytes (adopt.c,
  * rb_segment_info, and the one delete of every kind), its repair and its
- * summary.  A kind's
- * reader and writer paths do not go through it: they bind to their own
- * slots (the directory, dir.h) and keep their loops specialised.
+ * summary.  A kind's reader and writer paths do not go through it: they
+ * bind to their own slots (the directory, dir.h) and keep their loops
+ * specialised.
  *
  * A new kind: its own folder (reader, writer, dump), its row defined there
- * (in a file above both its reader and its writer, since it names
- * functions of each), and its row declared and listed in kind.c's table:
- * one place.
+ * in its reader's file or a file of its own above the reader (it names
+ * the reader's functions; never in the writer's file, which calls this
+ * file's delete), and its row declared and listed in kind.c's table: one
+ * place.
  */
 #ifndef RBI_KIND_H
 #define RBI_KIND_H
