@@ -268,16 +268,27 @@ static void cmd_exec(rbd_ctx_t *x)
 
 /* ---- COMMAND -------------------------------------------------------------------- */
 
-/* A command as COMMAND INFO describes it (Redis 7's ten fields): BF.*,
- * CF.*, CBF.*, CMS.* and ADMIT.* name their filter or sketch first, the only key a
- * command of ours gives there; PF* name their counter first (PFCOUNT's
- * and PFMERGE's other keys, like CMS.MERGE's sources, are not given). */
+/* 1 if a command names a key first, from its row's syntax (COMMAND DOCS's:
+ * its first argument "key", "key...", "destkey" or "destination"), else
+ * 0.  The filter, sketch or counter it names is the only key a command of
+ * ours gives COMMAND INFO (PFCOUNT's, PFMERGE's and CMS.MERGE's other
+ * keys are not given); RING.GET's "key:string" is no keyspace key. */
+static int first_key(const rbd_command_t *cmd)
+{
+    static const char *const keys[] = { "key", "key...", "destkey", "destination" };
+    size_t n = strcspn(cmd->syntax, " ");
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strlen(keys[i]) == n && memcmp(cmd->syntax, keys[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* A command as COMMAND INFO describes it (Redis 7's ten fields). */
 static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
 {
     char lower[32];
-    int key = strncasecmp(cmd->name, "BF.", 3) == 0 || strncasecmp(cmd->name, "PF", 2) == 0 ||
-              strncasecmp(cmd->name, "CF.", 3) == 0 || strncasecmp(cmd->name, "CBF.", 4) == 0 ||
-              strncasecmp(cmd->name, "CMS.", 4) == 0 || strncasecmp(cmd->name, "ADMIT.", 6) == 0;
+    int key = first_key(cmd);
     const char *flag = (cmd->flags & CMD_WRITE) ? "write" : (cmd->flags & CMD_ADMIN)
                        ? "admin" : key ? "readonly" : NULL;
 

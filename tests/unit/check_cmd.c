@@ -341,6 +341,39 @@ START_TEST(test_cmd_docs_every_command_agrees_with_its_arity)
 }
 END_TEST
 
+/* COMMAND INFO's first key (fields 4-6), from each row's syntax: a
+ * command naming its filter, sketch or counter first gives position 1,
+ * whatever its family (so a new kind's commands need no list of
+ * prefixes), and "readonly" when it does not write; others give 0. */
+static void expect_key(tsrv_t *t, const char *name, const char *flag, int key)
+{
+    char want[256];
+    const char *got = run(t, "COMMAND", "INFO", name, NULL);
+
+    snprintf(want, sizeof(want), "%s\r\n:%d\r\n:%d\r\n:%d\r\n", flag, key, key, key);
+    ck_assert_msg(strstr(got, want) != NULL, "COMMAND INFO %s: %s", name, got);
+}
+
+START_TEST(test_cmd_info_first_key_from_the_syntax)
+{
+    tsrv_t t;
+
+    tsrv_open(&t);
+    expect_key(&t, "BF.EXISTS", "+readonly", 1);
+    expect_key(&t, "CBF.ADD", "+write", 1);
+    expect_key(&t, "CF.COUNT", "+readonly", 1);
+    expect_key(&t, "CMS.MERGE", "+write", 1);
+    expect_key(&t, "ADMIT.QUERY", "+readonly", 1);
+    expect_key(&t, "PFCOUNT", "+readonly", 1);
+    expect_key(&t, "PFMERGE", "+write", 1);
+    expect_key(&t, "TYPE", "+readonly", 1);   /* Redis: 1 1 1 */
+    expect_key(&t, "DEL", "+write", 1);
+    expect_key(&t, "RING.GET", "*0", 0);      /* a ring key is no keyspace key */
+    expect_key(&t, "PING", "*0", 0);
+    tsrv_close(&t);
+}
+END_TEST
+
 int main(void)
 {
     rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
@@ -349,7 +382,8 @@ int main(void)
                                  test_cmd_bf_add_and_exists_reply_as_redisbloom),
                         RB_TCASE("docs", 0, NULL, NULL,
                                  test_cmd_docs_bf_reserve_tree,
-                                 test_cmd_docs_every_command_agrees_with_its_arity),
+                                 test_cmd_docs_every_command_agrees_with_its_arity,
+                                 test_cmd_info_first_key_from_the_syntax),
                         RB_TCASE("flags", 0, NULL, NULL,
                                  test_cmd_flags_refuse_writes_without_permission,
                                  test_cmd_flags_refuse_writes_while_the_log_is_broken),
