@@ -6,7 +6,9 @@
  * A file calls only files below it (docs/design.md, "The CLI"):
  *   main.c          options, usage, the subcommand table
  *   cluster.c       import-cluster: a Redis Cluster's slot map into the ring; keyslot
- *   redis_node.c    a Redis server over TCP: one command, its reply as a tree
+ *   dump.c          dump, restore: a filter to a file and back, through the daemon
+ *   redis_node.c    a RESP2 server (Redis over TCP, the daemon over its socket):
+ *                   commands, their replies as trees
  *   metrics.c       metrics: INFO, the ring and the filters for Prometheus
  *   ring_offline.c  ring: a private ring, then reads.c's lookup stream
  *   reads.c         lookup, exists, nodes, filters: from shared memory
@@ -79,6 +81,10 @@ static inline int cli_parse_u32(const char *s, uint32_t *out)
 
 cli_cmd_fn cmd_import_cluster, cmd_keyslot;
 
+/* ---- dump.c ------------------------------------------------------------------ */
+
+cli_cmd_fn cmd_dump, cmd_restore;
+
 /* ---- redis_node.c ------------------------------------------------------------ */
 
 /* A RESP2 reply read from a Redis server, as a tree.  type is the RESP2
@@ -104,6 +110,13 @@ int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_r
                    char *why, size_t cap);
 void cli_redis_close(cli_redis_t *r);
 
+/* Connects to the Unix socket at path (the daemon's, once cli_find_socket
+ * has judged its directory); timeout_s bounds every send and receive, and
+ * a reply's bulk strings may be up to max_bulk bytes (at least 1 MiB).
+ * EX_YES, or EX_UNREACH / EX_FAIL with the reason in why (naming path). */
+int cli_redis_open_unix(const char *path, unsigned timeout_s, size_t max_bulk, cli_redis_t **out,
+                        char *why, size_t cap);
+
 /* Sends one command (argc NUL-terminated words) and reads its reply into
  * *reply (an error reply is a reply: type '-').  The reply is bounded
  * (a line 64 KiB, a bulk string 1 MiB, 2^20 elements, nesting 8): a
@@ -112,6 +125,13 @@ void cli_redis_close(cli_redis_t *r);
  * *reply is then empty.  Free it with cli_rv_free. */
 int cli_redis_call(cli_redis_t *r, size_t argc, const char *const *argv, cli_rv_t *reply,
                    char *why, size_t cap);
+
+/* cli_redis_call in halves, for a pipeline: send a command whose
+ * arguments are argl[i] bytes each (binary), and, later, read the next
+ * reply in the order the commands were sent.  Errors as cli_redis_call. */
+int cli_redis_send(cli_redis_t *r, size_t argc, const char *const *argv, const size_t *argl,
+                   char *why, size_t cap);
+int cli_redis_recv(cli_redis_t *r, cli_rv_t *reply, char *why, size_t cap);
 
 /* Frees what v holds (not v itself). */
 void cli_rv_free(cli_rv_t *v);
@@ -213,6 +233,11 @@ void cli_text_str(const char *s, size_t len);
 /* A filter layout's name as reserve --layout takes it ("standard",
  * "blocked", "redisbloom"). */
 const char *cli_layout_name(rb_bloom_layout_t layout);
+
+/* A progress line on stderr (a TTY), redrawn in place: a 30-column bar
+ * filled to frac (a part of 1; < 0: unknown, an empty frame), then
+ * text. */
+void cli_progress(double frac, const char *text);
 
 /* "ringbloom: what: <rb_strerror(rc)>" on stderr; returns code. */
 int cli_fail(int code, const char *what, int rc);

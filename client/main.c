@@ -5,7 +5,7 @@
  * Reads (lookup, exists, nodes, filters: reads.c) are answered from
  * shared memory, with no round trip to the daemon; changes (add, load,
  * node, reserve, reset, delete, shutdown: writes.c) go to the daemon over
- * its socket, and so do info (info.c), metrics (metrics.c) and
+ * its socket, and so do dump and restore (dump.c), info (info.c), metrics (metrics.c) and
  * import-cluster (cluster.c, which reads a Redis Cluster node over TCP
  * first); ring (ring_offline.c) and keyslot (cluster.c) need no daemon.  A subcommand is one row of the table below (its name, its
  * handler, its usage lines under their heading) and one handler; the exit
@@ -47,6 +47,12 @@ static const struct command {
       "  add FILTER KEY...            add keys; prints new / present per key\n" },
     { "load", 2, 2, cmd_load, DAEMON,
       "  load FILTER FILE|-           add one key per line, with a progress bar on a TTY\n" },
+    { "dump", 2, 4, cmd_dump, DAEMON,
+      "  dump FILTER FILE|- [--format redisbloom|ringbloom]\n"
+      "                               a Bloom, cuckoo or counting Bloom filter to a file\n" },
+    { "restore", 2, 3, cmd_restore, DAEMON,
+      "  restore FILTER FILE|- [--replace]\n"
+      "                               a dump into a new filter (--replace: over FILTER)\n" },
     { "node", 2, 3, cmd_node, DAEMON,
       "  node add NAME [WEIGHT]       join the ring (default weight 1)\n"
       "  node remove NAME             leave the ring\n"

@@ -8,7 +8,8 @@
  * field.  Every name, key or INFO value the CLI prints goes through one
  * escaping, cli_escape: as text, as a JSON string, or as a Prometheus
  * label value (metrics.c), so distinct names never print alike in any of
- * them and every output is valid UTF-8.
+ * them and every output is valid UTF-8.  The progress line of load, dump
+ * and restore is drawn here too.
  */
 #include "config.h"
 
@@ -77,6 +78,17 @@ const char *cli_layout_name(rb_bloom_layout_t layout)
     return layout == RB_BLOOM_STANDARD     ? "standard"
            : layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
                                            : "blocked";
+}
+
+void cli_progress(double frac, const char *text)
+{
+    int width = 30, filled = frac > 0 ? (int)((frac < 1 ? frac : 1) * width) : 0;
+
+    fputs("\r[", stderr);
+    for (int i = 0; i < width; i++)
+        fputc(i < filled ? '#' : (frac >= 0 ? '.' : ' '), stderr);
+    fprintf(stderr, "] %s", text);
+    fflush(stderr);
 }
 
 int cli_fail(int code, const char *what, int rc)

@@ -1,7 +1,9 @@
 /*
- * redis_node.c - a Redis server over TCP, for import-cluster: connect to
- * HOST PORT within the timeout, send one command, read its RESP2 reply
- * into a tree (cli_rv_t).
+ * redis_node.c - a RESP2 server as a tree of replies (cli_rv_t): a Redis
+ * server over TCP for import-cluster (connect to HOST PORT within the
+ * timeout, send one command, read its reply), and ringbloomd over its Unix
+ * socket for dump and restore (dump.c), whose replies and arguments are
+ * binary chunks, sent a few at a time ahead of their replies.
  *
  * The other side is any host the user names, so its reply is untrusted
  * input: every size is bounded before anything is allocated or read (a
@@ -10,7 +12,9 @@
  * in why[] that names the node, never a crash or an unbounded wait (each
  * send and receive waits at most the timeout).  conn.c's reader is the
  * daemon's client (a Unix socket, replies rendered as text); a cluster's
- * replies are nested maps in arrays, read here as a tree.
+ * replies are nested maps in arrays, and a dump's chunks are bytes with
+ * any value, read here as a tree.  A connection's bulk bound is 1 MiB,
+ * unless its opener raises it (dump.c: a dump chunk is up to 16 MiB).
  */
 #include "config.h"
 
@@ -23,13 +27,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "resp_enc.h"
 
 #define RV_MAX_LINE     65536u          /* a simple string, error or header line */
-#define RV_MAX_BULK     (1u << 20)      /* one bulk string */
+#define RV_MAX_BULK     (1u << 20)      /* one bulk string, unless cli_redis_open_unix's caller
+                                         * asks for more */
 #define RV_MAX_ELEMENTS (1u << 20)      /* every element of one reply, nested ones too */
 #define RV_MAX_DEPTH    8               /* CLUSTER SHARDS nests 4 deep */
 
@@ -39,6 +45,7 @@ struct cli_redis {
     char *buf;              /* received, not yet parsed: buf[pos .. len) */
     size_t pos, len, cap;
     size_t elements;        /* of the reply being read */
+    size_t max_bulk;        /* the longest bulk string a reply may hold */
 };
 
 /* why[] = "HOST:PORT: <text>". */
@@ -82,12 +89,20 @@ static int connect_within(int fd, const struct addrinfo *ai, int timeout_ms)
     return fcntl(fd, F_SETFL, fl);
 }
 
+/* Each send and receive on r waits at most timeout_s seconds. */
+static void set_timeouts(cli_redis_t *r, unsigned timeout_s)
+{
+    struct timeval tv = { .tv_sec = (time_t)timeout_s };
+
+    setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(r->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
 int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_redis_t **out,
                    char *why, size_t cap)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
     struct addrinfo *ais, *ai;
-    struct timeval tv = { .tv_sec = (time_t)timeout_s };
     cli_redis_t *r = calloc(1, sizeof(*r));
     int rc, e = 0;
 
@@ -96,6 +111,7 @@ int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_r
         return EX_FAIL;
     }
     r->fd = -1;
+    r->max_bulk = RV_MAX_BULK;
     snprintf(r->name, sizeof(r->name), "%s:%s", host, port);
     if ((rc = getaddrinfo(host, port, &hints, &ais)) != 0) {
         say(r, why, cap, "cannot resolve: %s", gai_strerror(rc));
@@ -117,8 +133,39 @@ int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_r
         free(r);
         return EX_UNREACH;
     }
-    setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(r->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    set_timeouts(r, timeout_s);
+    *out = r;
+    return EX_YES;
+}
+
+int cli_redis_open_unix(const char *path, unsigned timeout_s, size_t max_bulk, cli_redis_t **out,
+                        char *why, size_t cap)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    cli_redis_t *r = calloc(1, sizeof(*r));
+
+    if (r == NULL) {
+        snprintf(why, cap, "out of memory");
+        return EX_FAIL;
+    }
+    r->max_bulk = max_bulk > RV_MAX_BULK ? max_bulk : RV_MAX_BULK;
+    snprintf(r->name, sizeof(r->name), "%s", path);
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        say(r, why, cap, "the path is too long for a socket");
+        free(r);
+        return EX_FAIL;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    /* The daemon answers a connect at once or not at all (a Unix socket
+     * does not wait on a network): no connect timeout is needed. */
+    if ((r->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        connect(r->fd, (const struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        int e = errno;
+        say(r, why, cap, "cannot connect: %s", strerror(e));
+        cli_redis_close(r);
+        return EX_UNREACH;
+    }
+    set_timeouts(r, timeout_s);
     *out = r;
     return EX_YES;
 }
@@ -163,7 +210,7 @@ static int fill(cli_redis_t *r, char *why, size_t cap)
         char *b;
         /* A bulk string and its CRLF, or a line, fit: nothing waits for
          * more than that in the buffer. */
-        if (ncap > 2 * (RV_MAX_BULK + RV_MAX_LINE)) {
+        if (ncap > 2 * (r->max_bulk + RV_MAX_LINE)) {
             say(r, why, cap, "reply too large to buffer");
             return EX_FAIL;
         }
@@ -280,9 +327,9 @@ static int read_value(cli_redis_t *r, cli_rv_t *v, int depth, char *why, size_t 
             return EX_YES;
         }
         if (line[0] == '$') {
-            if (n > (long long)RV_MAX_BULK) {
-                say(r, why, cap, "malformed reply: a bulk string of %lld bytes (at most %u)",
-                    n, RV_MAX_BULK);
+            if (n > (long long)r->max_bulk) {
+                say(r, why, cap, "malformed reply: a bulk string of %lld bytes (at most %zu)",
+                    n, r->max_bulk);
                 return EX_FAIL;
             }
             while (r->len - r->pos < (size_t)n + 2)
@@ -324,22 +371,14 @@ static int read_value(cli_redis_t *r, cli_rv_t *v, int depth, char *why, size_t 
     return EX_FAIL;
 }
 
-int cli_redis_call(cli_redis_t *r, size_t argc, const char *const *argv, cli_rv_t *reply,
+int cli_redis_send(cli_redis_t *r, size_t argc, const char *const *argv, const size_t *argl,
                    char *why, size_t cap)
 {
     rbi_buf_t w = { 0 };
-    size_t *argl = calloc(argc, sizeof(*argl)), off = 0;
+    size_t off = 0;
     int ex = EX_YES;
 
-    memset(reply, 0, sizeof(*reply));
-    if (argl == NULL) {
-        snprintf(why, cap, "out of memory");
-        return EX_FAIL;
-    }
-    for (size_t i = 0; i < argc; i++)
-        argl[i] = strlen(argv[i]);
     rbi_resp_command(&w, argc, argv, argl);
-    free(argl);
     if (w.oom) {
         rbi_buf_free(&w);
         snprintf(why, cap, "out of memory");
@@ -358,8 +397,34 @@ int cli_redis_call(cli_redis_t *r, size_t argc, const char *const *argv, cli_rv_
         off += (size_t)n;
     }
     rbi_buf_free(&w);
+    return ex;
+}
+
+int cli_redis_recv(cli_redis_t *r, cli_rv_t *reply, char *why, size_t cap)
+{
+    int ex;
+
+    memset(reply, 0, sizeof(*reply));
     r->elements = 0;
-    if (ex == EX_YES && (ex = read_value(r, reply, 0, why, cap)) != EX_YES)
+    if ((ex = read_value(r, reply, 0, why, cap)) != EX_YES)
         cli_rv_free(reply);
     return ex;
+}
+
+int cli_redis_call(cli_redis_t *r, size_t argc, const char *const *argv, cli_rv_t *reply,
+                   char *why, size_t cap)
+{
+    size_t *argl = calloc(argc, sizeof(*argl));
+    int ex;
+
+    memset(reply, 0, sizeof(*reply));
+    if (argl == NULL) {
+        snprintf(why, cap, "out of memory");
+        return EX_FAIL;
+    }
+    for (size_t i = 0; i < argc; i++)
+        argl[i] = strlen(argv[i]);
+    ex = cli_redis_send(r, argc, argv, argl, why, cap);
+    free(argl);
+    return ex == EX_YES ? cli_redis_recv(r, reply, why, cap) : ex;
 }

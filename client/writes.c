@@ -63,17 +63,15 @@ int cmd_add(cli_t *cli, int argc, char **argv)
 static void progress(uint64_t done_bytes, uint64_t total, uint64_t keys, time_t start)
 {
     double secs = difftime(time(NULL), start);
-    int width = 30, filled = total ? (int)((double)done_bytes / (double)total * width) : 0;
+    char text[128];
+    int n = snprintf(text, sizeof(text), "%llu keys", (unsigned long long)keys);
 
-    fprintf(stderr, "\r[");
-    for (int i = 0; i < width; i++)
-        fputc(i < filled ? '#' : (total ? '.' : ' '), stderr);
-    fprintf(stderr, "] %llu keys", (unsigned long long)keys);
     if (total)
-        fprintf(stderr, " %3.0f%%", 100.0 * (double)done_bytes / (double)total);
+        n += snprintf(text + n, sizeof(text) - (size_t)n, " %3.0f%%",
+                      100.0 * (double)done_bytes / (double)total);
     if (secs > 0)
-        fprintf(stderr, " %.0f keys/s", (double)keys / secs);
-    fflush(stderr);
+        snprintf(text + n, sizeof(text) - (size_t)n, " %.0f keys/s", (double)keys / secs);
+    cli_progress(total ? (double)done_bytes / (double)total : -1, text);
 }
 
 /* Keys per rb_conn_bf_add_many call of load; their lines are held until
