@@ -389,6 +389,9 @@ static int dump_chunks(mover_t *m, FILE *out, const char *format)
     }
     if (put_record(out, 0, "", 0) != 0 || fflush(out) != 0)
         return say(m, EX_FAIL, "writing the file: %s", strerror(errno));
+    /* INFO's Size was an estimate of the dump's bytes: the bar ends full */
+    m->total = m->bytes;
+    progress(m, m->bytes);
     return EX_YES;
 }
 
@@ -576,6 +579,8 @@ static int restore_chunks(mover_t *m, FILE *in, int *made)
     }
     if (ex == EX_YES && getc(in) != EOF)
         ex = say(m, EX_FAIL, "the file is corrupt (bytes after its end record)");
+    if (ex == EX_YES)
+        progress(m, m->total ? m->total : m->bytes);
     if (m->chunks == 0 && ex == EX_YES)
         ex = say(m, EX_FAIL, "the file is corrupt (no chunks)");
     /* after a failure too: a chunk refused is said, and the filter goes */
