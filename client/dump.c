@@ -607,6 +607,11 @@ int cmd_restore(cli_t *cli, int argc, char **argv)
         }
         replace = 1;
     }
+    if (strcmp(path, "-") == 0 && isatty(0)) {
+        fprintf(stderr, "ringbloom: restore: standard input is a terminal: name a FILE or "
+                "redirect it\n");
+        return EX_USAGE;
+    }
     clock_gettime(CLOCK_MONOTONIC, &m.t0);
     if (strcmp(path, "-") != 0 && (in = fopen(path, "rb")) == NULL)
         return say(&m, EX_FAIL, "%s: %s", path, strerror(errno));

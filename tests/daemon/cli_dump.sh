@@ -8,7 +8,8 @@
 # --replace; a corrupt, a truncated, a cut-at-a-record and a wrong-kind
 # file refused with the partial filter gone, and a file whose chunk the
 # daemon refuses half-way too; a count-min sketch, an HLL and a missing
-# filter refused by dump; NOPERM said and exit 4.  RedisBloom's recorded
+# filter refused by dump; NOPERM said and exit 4; the progress bar on a
+# terminal (script(1)).  RedisBloom's recorded
 # chunks (tests/golden/redisbloom) restore and dump back byte for byte.  The file's CRCs are
 # checked against python's zlib.crc32 when a file is forged.
 set -u
@@ -140,6 +141,19 @@ C --json dump bf - 2> /dev/null | C --json restore bf.pipe - > "$dir/out" ||
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["filter"]=="bf.pipe" and \
 d["kind"]=="MBbloom--" and d["chunks"]>=2 and d["bytes"]>0, d' "$dir/out" || fail "--json summary"
 same BF bf bf.pipe
+
+# On a terminal (script(1) gives one): the progress bar, full at the end,
+# then the summary; a terminal as the file is refused.
+if command -v script > /dev/null 2>&1; then
+    script -qec "'$cli' -s '$dir/s.sock' restore bf.tty '$dir/bf.dump'" /dev/null \
+        > "$dir/tty" 2>&1 || { cat "$dir/tty"; fail "restore on a terminal failed"; }
+    grep -q '\[##############################\] [0-9]* bytes, [0-9]* chunks 100%' "$dir/tty" &&
+        grep -q "restored 'bf.tty'" "$dir/tty" || { cat "$dir/tty"; fail "no progress bar on a TTY"; }
+    same BF bf bf.tty
+    script -qec "'$cli' -s '$dir/s.sock' dump bf -" /dev/null > "$dir/tty" 2>&1
+    [ $? -eq 2 ] && grep -q "standard output is a terminal" "$dir/tty" || fail "dump to a TTY"
+    ok
+fi
 
 # A name that exists: refused (exit 4, the filter untouched), then --replace.
 expect 4 "the filter exists (--replace replaces it)" C restore cf.copy "$dir/bf.dump"
