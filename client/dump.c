@@ -518,26 +518,26 @@ static int drain(mover_t *m, int *inflight, const char *cmd)
     return ex;
 }
 
-/* The filter this restore made, deleted after a failure (over a new
- * connection if this one broke). */
+/* The filter this restore made, deleted after a failure, over a new
+ * connection: the old one may have replies still to come (a timeout) that
+ * would be read as DEL's. */
 static void forget(mover_t *m)
 {
     cli_rv_t v;
-    int ex = call_name(m, "DEL", &v);
+    int ex;
 
-    if (ex == EX_UNREACH) {
-        cli_redis_close(m->r);
-        m->r = NULL;
-        if (cli_redis_open_unix(m->cli->sock_path, m->cli->timeout_s, 0, &m->r, m->why,
-                                sizeof(m->why)) == EX_YES)
-            ex = call_name(m, "DEL", &v);
-    }
-    if (ex == EX_YES) {
+    cli_redis_close(m->r);
+    m->r = NULL;
+    ex = cli_redis_open_unix(m->cli->sock_path, m->cli->timeout_s, 0, &m->r, m->why,
+                             sizeof(m->why));
+    if (ex != EX_YES)
+        say(m, ex, "DEL: %s", m->why);
+    else if ((ex = call_name(m, "DEL", &v)) == EX_YES)
         cli_rv_free(&v);
+    if (ex == EX_YES)
         say(m, ex, "the partial filter it made was deleted");
-    } else {
+    else
         say(m, ex, "the partial filter it made could not be deleted (see above): DEL it");
-    }
 }
 
 /* The records of in, each sent with the kind's LOADCHUNK: the header

@@ -7,11 +7,12 @@
 # stdin); a restore onto a name that exists refused, then done with
 # --replace; a corrupt, a truncated, a cut-at-a-record and a wrong-kind
 # file refused with the partial filter gone, and a file whose chunk the
-# daemon refuses half-way too; a count-min sketch, an HLL and a missing
-# filter refused by dump; NOPERM said and exit 4; the progress bar on a
-# terminal (script(1)).  RedisBloom's recorded
-# chunks (tests/golden/redisbloom) restore and dump back byte for byte.  The file's CRCs are
-# checked against python's zlib.crc32 when a file is forged.
+# daemon refuses half-way too, and one whose connection the daemon closes
+# half-way (a chunk past its max-request-bytes); a count-min sketch, an
+# HLL and a missing filter refused by dump; NOPERM said and exit 4; the
+# progress bar on a terminal (script(1)).  RedisBloom's recorded chunks
+# (tests/golden/redisbloom) restore and dump back byte for byte.  The
+# file's CRCs are checked against python's zlib.crc32 when a file is forged.
 set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
@@ -229,6 +230,19 @@ expect 4 "only LAYOUT redisbloom filters dump in RedisBloom's format" \
 [ ! -e "$dir/x" ] || fail "a refused dump left a file"
 ok
 expect 2 "options: --replace" C restore a "$dir/bf.dump" --bogus
+
+# A daemon that takes smaller requests than the file's chunks: it answers
+# the big chunk with an error and closes the connection; the filter the
+# header chunk made is deleted over a new one.
+printf 'max-request-bytes 4096\n' >> "$dir/conf"
+kill -HUP "$pid"
+i=0
+until [ "$(R CONFIG GET max-request-bytes | sed -n 2p)" = 4096 ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "the reload did not take"; sleep 0.05
+done
+expect 4 "CF.LOADCHUNK: ERR" C restore c12 "$dir/cf.dump"
+grep -q "the partial filter it made was deleted" "$dir/err" || fail "no word of the deletion"
+gone c12
 
 # No permission to write: NOPERM, exit 4, and nothing made.
 printf 'allow-write-uid none\n' >> "$dir/conf"
