@@ -65,7 +65,8 @@ static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, rbi_bl
 {
     rbi_slot_id_t id;
     rbi_bloom_bind_t *b;
-    int64_t i = rbi_dir_lookup(m, name, len, &id);
+    unsigned char secret[RBI_SECRET_BYTES];
+    int64_t i = rbi_dir_lookup(m, name, len, &id, secret);
 
     if (i < 0)
         return (int)i;
@@ -78,7 +79,7 @@ static int bind_resolve(const rbi_map_t *m, const char *name, size_t len, rbi_bl
     b->slot = rbi_dir_slot(m, (uint64_t)i);
     b->incarnation = id.incarnation;
     b->layout = (uint32_t)id.layout;
-    memcpy(b->secret, id.secret, sizeof(b->secret));
+    memcpy(b->secret, secret, sizeof(b->secret));
     *out = b;
     return RB_OK;
 }

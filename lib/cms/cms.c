@@ -104,12 +104,13 @@ static int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
     return rbi_named_read(&h->n, view_read, &v, cms_use, &c);
 }
 
-/* The by-name calls: a handle on the stack, bound by one scan. */
+/* The by-name calls: a handle on the stack, bound by one scan, without the
+ * bind's check (the read that follows validates the slot in its section). */
 static int cms_read(const rb_segment_t *seg, const char *name, size_t len, cms_fn fn,
                     void *arg)
 {
     rb_cms_t h;
-    int rc = rbi_named_init(&h.n, seg, name, len, rbi_cms_layout, bind_check);
+    int rc = rbi_named_init(&h.n, seg, name, len, rbi_cms_layout, NULL);
 
     return rc != RB_OK ? rc : cms_hread(&h, fn, arg);
 }

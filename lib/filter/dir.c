@@ -30,7 +30,8 @@ typedef struct dir_index {
 #define ENTRY_SLOT(e) (((e) & 0xffffffffu) - 1)
 #define ENTRY_HASH(e) ((uint32_t)((e) >> 32))
 
-int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id)
+int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id,
+                      unsigned char *secret)
 {
     for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
         uint64_t g = rbi_gen_read_begin(&f->gen), len;
@@ -45,8 +46,9 @@ int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id)
             if (id != NULL) {
                 id->incarnation = rbi_ld(&f->incarnation);
                 id->layout = rbi_ld(&f->layout);
-                rbi_copy_out(id->secret, f->secret, RBI_SECRET_WORDS);
             }
+            if (secret != NULL)
+                rbi_copy_out(secret, f->secret, RBI_SECRET_WORDS);
         }
         if (!rbi_gen_read_retry(&f->gen, g))
             return live ? (int)len : 0;
@@ -54,7 +56,8 @@ int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id)
     return RB_EBUSY;
 }
 
-int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slot_id_t *id)
+int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slot_id_t *id,
+                       unsigned char *secret)
 {
     char buf[RB_FILTER_NAME_MAX + 8];
     rbi_slot_id_t tmp;
@@ -64,15 +67,10 @@ int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slo
     for (uint64_t i = 0; i < m->dir_slots; i++) {
         const rb_filter_shm_t *f = rbi_dir_slot(m, i);
         int n;
-        /* The name alone first (a slot of another name costs no copy of
-         * its secret); the slot that holds it is read again whole. */
-        if (rbi_ld(&f->name_len) != len || (n = rbi_dir_slot_read(f, buf, NULL)) == 0)
+        /* Name and identity in one read (a slot of another name of the
+         * same length costs the secret's copy only if one is asked for). */
+        if (rbi_ld(&f->name_len) != len || (n = rbi_dir_slot_read(f, buf, id, secret)) == 0)
             continue;
-        if (n == RB_EBUSY)
-            return RB_EBUSY;
-        if ((size_t)n != len || memcmp(buf, name, len) != 0)
-            continue;
-        n = rbi_dir_slot_read(f, buf, id);
         if (n == RB_EBUSY)
             return RB_EBUSY;
         if ((size_t)n == len && memcmp(buf, name, len) == 0) {
@@ -92,7 +90,7 @@ int rbi_dir_bind(const rbi_map_t *m, const char *name, size_t len,
     for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
         rbi_slot_id_t id;
         const rb_filter_shm_t *f;
-        int64_t i = rbi_dir_lookup(m, name, len, &id);
+        int64_t i = rbi_dir_lookup(m, name, len, &id, NULL);
         uint64_t g;
         int rc;
         if (i < 0)
@@ -101,7 +99,7 @@ int rbi_dir_bind(const rbi_map_t *m, const char *name, size_t len,
             return RB_EWRONGTYPE;
         f = rbi_dir_slot(m, (uint64_t)i);
         g = rbi_gen_read_begin(&f->gen);
-        rc = check(m, f, id.incarnation, arg);
+        rc = check != NULL ? check(m, f, id.incarnation, arg) : 1;
         if (rbi_gen_read_retry(&f->gen, g) || rc == 0)
             continue;   /* deleted or replaced since the lookup: look again */
         if (rc < 0)
@@ -165,7 +163,7 @@ int rbi_dir_walk(const rbi_map_t *m, uint64_t *cursor, size_t count,
     uint64_t i;
 
     for (i = *cursor; i < m->dir_slots && i - *cursor < count; i++) {
-        int len = rbi_dir_slot_read(rbi_dir_slot(m, i), name, &id), rc;
+        int len = rbi_dir_slot_read(rbi_dir_slot(m, i), name, &id, NULL), rc;
         if (len > 0 && (rc = fn(name, (size_t)len, id.layout, arg)) != 0) {
             *cursor = i + 1 < m->dir_slots ? i + 1 : 0;
             return rc;

@@ -32,7 +32,6 @@ typedef struct rbi_slot_id {
     uint64_t slot;          /* its index in the directory */
     uint64_t incarnation;   /* unique per reserve */
     uint64_t layout;        /* kind and variant (format.h) */
-    unsigned char secret[RBI_SECRET_BYTES];
 } rbi_slot_id_t;
 
 /* A filter name: 1 .. RB_FILTER_NAME_MAX bytes, any bytes. */
@@ -42,7 +41,9 @@ static inline int rbi_name_ok(const char *name, size_t len)
 }
 
 /* Reader: slot f's name (room for RB_FILTER_NAME_MAX bytes) and, if id is
- * not NULL, its identity, read whole inside the slot's generation section:
+ * not NULL, its identity, and if secret is not NULL its hash secret
+ * (RBI_SECRET_BYTES: only a caller that keeps it pays the copy), read
+ * whole inside the slot's generation section:
  * the name length (1..255), 0 if the slot holds no live filter, or
  * RB_EBUSY (it changed RBI_READ_RETRIES times under the read).  A slot can
  * be deleted and reserved again under a reader; the delete publishes the
@@ -50,12 +51,15 @@ static inline int rbi_name_ok(const char *name, size_t len)
  * and the generation never goes back, so a read that saw any new word sees
  * the generation move and is retried: never the name, secret or
  * incarnation of two filters at once.  id->slot is left as it was. */
-int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id);
+int rbi_dir_slot_read(const rb_filter_shm_t *f, char *name, rbi_slot_id_t *id,
+                      unsigned char *secret);
 
 /* Reader: the slot of live filter name in m, each slot read whole:
- * its index (id filled, id->slot included, if id is not NULL), RB_ENOENT
+ * its index (id filled, id->slot included, if id is not NULL; the secret
+ * into secret if it is not NULL), RB_ENOENT
  * or RB_EBUSY.  O(directory): a reader resolves a name once per handle. */
-int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slot_id_t *id);
+int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slot_id_t *id,
+                       unsigned char *secret);
 
 /* Reader: binds a handle to name in m, the one rebind of every kind's
  * handle: finds the name (rbi_dir_lookup), refuses a layout of_kind does
@@ -63,8 +67,11 @@ int64_t rbi_dir_lookup(const rbi_map_t *m, const char *name, size_t len, rbi_slo
  * inside the slot's generation section: 1 it is the filter found (sound),
  * 0 it changed since the lookup (looked up again), < 0 an error such as
  * RB_ECORRUPT.  RB_OK with *slot and *incarnation set; RB_ENOENT, the
- * check's error, RB_EBUSY.  The handle keeps (slot, incarnation) and a
- * read that meets another incarnation in that slot binds again. */
+ * check's error, RB_EBUSY.  check NULL takes the slot found as it is: for
+ * a handle that lives one call, whose read validates the slot anyway (a
+ * by-name call's handle on the stack).  The handle keeps (slot,
+ * incarnation) and a read that meets another incarnation in that slot
+ * binds again. */
 int rbi_dir_bind(const rbi_map_t *m, const char *name, size_t len,
                  int (*of_kind)(uint64_t layout),
                  int (*check)(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
@@ -97,8 +104,8 @@ typedef struct rbi_named {
  * check's error, RB_EBUSY. */
 int rbi_named_rebind(const rbi_named_t *h, const rbi_map_t *m);
 
-/* Reader: h names `name` in seg, of the kind of_kind and check describe,
- * and is bound: RB_OK, RB_EINVAL (seg NULL, a bad name), or the bind's
+/* Reader: h names `name` in seg, of the kind of_kind and check (NULL:
+ * none, rbi_dir_bind) describe, and is bound: RB_OK, RB_EINVAL (seg NULL, a bad name), or the bind's
  * error (h then names nothing). */
 int rbi_named_init(rbi_named_t *h, const rb_segment_t *seg, const char *name, size_t len,
                    int (*of_kind)(uint64_t layout), rbi_bind_check_fn check);

@@ -144,7 +144,7 @@ static int row_of(const rb_segment_t *seg, const char *name, size_t len, const r
         if ((i = rbi_dir_find((rb_segment_t *)seg, name, len)) < 0)
             return RB_ENOENT;
         id.layout = rbi_ld(&rbi_dir_slot(rbi_seg_map(seg), (uint64_t)i)->layout);
-    } else if ((i = rbi_dir_lookup(rbi_reader_map(seg), name, len, &id)) < 0) {
+    } else if ((i = rbi_dir_lookup(rbi_reader_map(seg), name, len, &id, NULL)) < 0) {
         return (int)i;
     }
     return (*k = rbi_kind_of(id.layout)) != NULL ? RB_OK : RB_ECORRUPT;

@@ -167,7 +167,7 @@ static int slot_take(const rbi_map_t *m, const rb_filter_shm_t *f, const char *n
 static int take(const rbi_map_t *m, const char *name, size_t len, uint8_t *acc, uint64_t *slot)
 {
     for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
-        int64_t i = rbi_dir_lookup(m, name, len, NULL);
+        int64_t i = rbi_dir_lookup(m, name, len, NULL, NULL);
         int rc;
         if (i == RB_ENOENT)
             return 0;

@@ -92,7 +92,7 @@ START_TEST(test_index_agrees_with_the_directory)
             int64_t w, x;
             snprintf(name, sizeof(name), "name-%d", j);
             x = rbi_dir_find(seg, name, strlen(name));
-            w = rbi_dir_lookup(rbi_seg_map(seg), name, strlen(name), NULL);
+            w = rbi_dir_lookup(rbi_seg_map(seg), name, strlen(name), NULL, NULL);
             ck_assert_int_eq(x, w < 0 ? -1 : w);
             ck_assert_int_eq(x >= 0, kind[j] >= 0);
         }
