@@ -29,6 +29,9 @@ typedef struct rbi_heap {
     rbi_extent_t *free;   /* sorted by offset, coalesced */
     size_t n, cap;
     int built;            /* 0 until the first allocation or a rebuild */
+    uint64_t unreleased;  /* bytes freed whose pages were not given back
+                             (a snapshot was in progress, or a rebuild):
+                             the next rb_segment_trim gives them back */
 } rbi_heap_t;
 
 /* One mapping of one shm object.  Immutable once published in a handle;
