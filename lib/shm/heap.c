@@ -130,9 +130,13 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 
     if (!seg->writable)
         return RB_EROFS;
-    /* A created segment's list: everything from heap_offset on is free. */
-    if (!hp->built && (rc = rbi_heap_rebuild(seg, NULL, 0)) != RB_OK)
-        return rc;
+    /* A created segment's list: everything from heap_offset on is free,
+     * and was just allocated by growth: nothing to give back. */
+    if (!hp->built) {
+        if ((rc = rbi_heap_rebuild(seg, NULL, 0)) != RB_OK)
+            return rc;
+        hp->unreleased = 0;
+    }
     if (bytes == 0 || bytes > rbi_seg_map(seg)->map_len)
         return RB_ENOSPC;
     bytes = rbi_round_up(bytes, RBI_ALIGN);
