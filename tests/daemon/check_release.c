@@ -9,7 +9,9 @@
  * object's allocated bytes come back within a bound of the live data
  * within seconds, and INFO's memory figures agree with each other
  * (used_memory <= ringbloom_segment_bytes, mem_fragmentation_ratio =
- * used_memory_rss / used_memory).
+ * used_memory_rss / used_memory).  A daemon killed while a release is
+ * pending restarts, on its segment or cold, with every key and gives the
+ * pages back.
  *
  * RB_STRESS_SECONDS (default 20) scales the churn's length.
  */
@@ -258,11 +260,73 @@ START_TEST(test_release_info_memory_fields)
 }
 END_TEST
 
+/* Every key of B answers 1 through a fresh reader handle of d's segment,
+ * and A is gone. */
+static void b_intact(const rbd_proc_t *d)
+{
+    rb_segment_t *seg = rbd_attach(d);
+    rb_bloom_t *bf;
+    char key[24];
+
+    ck_assert_int_eq(rb_bloom_open(seg, "A", 1, &bf), RB_ENOENT);
+    ck_assert_int_eq(rb_bloom_open(seg, "B", 1, &bf), RB_OK);
+    for (unsigned long i = 0; i < B_KEYS; i++)
+        ck_assert_int_eq(rb_bloom_contains(bf, key, b_key(key, sizeof(key), 'p', i)), 1);
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+}
+
+/* The daemon killed while a release is pending (A deleted during a
+ * background snapshot): restarted on its live segment (the new writer's
+ * first second sweeps the free space it adopted) and restarted cold (from
+ * the snapshot and the log), B keeps every key, A stays deleted, and the
+ * object's allocated bytes come back to the live data. */
+START_TEST(test_release_killed_while_pending)
+{
+    rbd_proc_t d;
+    rb_conn_t *c;
+    rb_segment_t *view;
+    uint64_t used, r;
+    char cap[32];
+
+    rbd_start(&d, "max-memory 512m\nappendfsync always\n");
+    for (int path = 0; path < 2; path++) {
+        c = rbd_connect(&d);
+        if (path == 0) {
+            snprintf(cap, sizeof(cap), "%d", B_KEYS);
+            rbd_expect(c, "OK", "BF.RESERVE", "B", B_RATE, cap);
+            madd(c, "B", 'p', 0, B_KEYS);
+        }
+        rbd_expect(c, "OK", "BF.RESERVE", "A", "0.01", A_CAP);
+        madd(c, "A", 'a', 0, A_KEYS);
+        rbd_expect(c, "Background saving started", "BGSAVE");
+        rbd_expect(c, "1", "DEL", "A");
+        rb_conn_close(c);
+        rbd_stop(&d, SIGKILL);
+        if (path == 0)
+            rbd_launch(&d, NULL);    /* re-attaches the live segment */
+        else
+            rbd_restart_cold(&d);    /* snapshot + log */
+        b_intact(&d);
+        c = rbd_connect(&d);
+        view = rbd_attach(&d);
+        r = await_released(c, view, &used);
+        ck_assert_msg(r <= used + SLACK, "path %d: resident %llu for %llu live bytes", path,
+                      (unsigned long long)r, (unsigned long long)used);
+        rb_segment_close(view);
+        rb_conn_close(c);
+    }
+    rbd_remove_all(&d);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("release",
                         RB_TCASE("info", 60, NULL, rbd_teardown,
                                  test_release_info_memory_fields),
                         RB_TCASE("churn", 240, NULL, rbd_teardown,
-                                 test_release_churn_under_a_reader));
+                                 test_release_churn_under_a_reader),
+                        RB_TCASE("kill", 120, NULL, rbd_teardown,
+                                 test_release_killed_while_pending));
 }
