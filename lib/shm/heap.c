@@ -122,6 +122,33 @@ static int heap_back(rbi_map_t *m, uint64_t off, uint64_t len)
     return RB_OK;
 }
 
+/* First fit of `bytes` (rounded) at *off, its pages below `fresh` backed
+ * again first (bytes from `fresh` on were just allocated by growth).
+ * RB_OK, 1 if no free extent fits, or heap_back's error. */
+static int heap_take(rb_segment_t *seg, uint64_t bytes, uint64_t fresh, uint64_t *off)
+{
+    rbi_heap_t *hp = &seg->heap;
+    int rc;
+
+    for (size_t i = 0; i < hp->n; i++) {
+        uint64_t at = hp->free[i].off;
+        if (hp->free[i].len < bytes)
+            continue;
+        if (at < fresh &&
+            (rc = heap_back(rbi_seg_map(seg), at, (at + bytes < fresh ? at + bytes : fresh) - at)) != RB_OK)
+            return rc;
+        *off = at;
+        hp->free[i].off += bytes;
+        hp->free[i].len -= bytes;
+        if (hp->free[i].len == 0) {
+            memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rbi_extent_t));
+            hp->n--;
+        }
+        return RB_OK;
+    }
+    return 1;
+}
+
 int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 {
     rbi_heap_t *hp = &seg->heap;
@@ -140,20 +167,8 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
     if (bytes == 0 || bytes > rbi_seg_map(seg)->map_len)
         return RB_ENOSPC;
     bytes = rbi_round_up(bytes, RBI_ALIGN);
-    for (size_t i = 0; i < hp->n; i++) {
-        if (hp->free[i].len >= bytes) {
-            if ((rc = heap_back(rbi_seg_map(seg), hp->free[i].off, bytes)) != RB_OK)
-                return rc;
-            *off = hp->free[i].off;
-            hp->free[i].off += bytes;
-            hp->free[i].len -= bytes;
-            if (hp->free[i].len == 0) {
-                memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rbi_extent_t));
-                hp->n--;
-            }
-            return RB_OK;
-        }
-    }
+    if ((rc = heap_take(seg, bytes, UINT64_MAX, off)) <= 0)
+        return rc;
     /* Nothing fits: grow the object, reusing a free extent at its end. */
     size = rbi_ld(&rbi_hdr(rbi_seg_map(seg))->size);
     if (hp->n > 0 && hp->free[hp->n - 1].off + hp->free[hp->n - 1].len == size)
@@ -167,7 +182,8 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
     rc = heap_insert(hp, size, rbi_ld(&rbi_hdr(rbi_seg_map(seg))->size) - size);
     if (rc != RB_OK)
         return rc;
-    return rbi_heap_alloc(seg, bytes, off);
+    /* Fits now (the merged tail); the grown bytes need no backing. */
+    return heap_take(seg, bytes, size, off);
 }
 
 void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes)
