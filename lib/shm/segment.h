@@ -105,7 +105,8 @@ static inline _Atomic uint64_t *rbi_word_at(const rbi_map_t *m, uint64_t off)
     return (_Atomic uint64_t *)(void *)(m->base + off);
 }
 
-/* The committed size: every byte below it is backed by the object. */
+/* The committed size: every byte below it is inside the object (free heap
+ * pages may be holes, which read as zeros: heap.c). */
 static inline uint64_t rbi_seg_size(const rbi_map_t *m)
 {
     /* Acquire pairs with rbi_segment_grow's release store after growing
