@@ -1318,6 +1318,37 @@ END_TEST
 
 /* A reader's handle: rb_segment_memory works there too (no unreleased),
  * and trimming is the writer's. */
+/* A reader reading freed space (a stale section does) faults pages back
+ * into the holes; the sweep (rb_segment_trim with sweep 1) gives them
+ * back, while a trim without it leaves them (nothing was pending). */
+START_TEST(test_segment_sweep_takes_back_reader_faults)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    const uint64_t slack = 1u << 20;
+    rb_segment_memory_t mem;
+    rb_segment_t *r = NULL;
+    const volatile unsigned char *base;
+    unsigned sum = 0;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    fill_big("big", 20);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    ck_assert_int_eq(rb_bloom_delete(wseg, "big", 3), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    ck_assert_uint_le(mem.resident, mem.used + slack);
+    base = rbi_seg_map(r)->base;
+    for (uint64_t at = mem.used; at < mem.committed; at += 4096)
+        sum += base[at];
+    ck_assert_uint_eq(sum, 0);                      /* holes read as zeros */
+    ck_assert_uint_gt(object_bytes(), mem.used + (10u << 20));
+    ck_assert_int_eq(rb_segment_trim(wseg, 0), RB_OK);
+    ck_assert_uint_gt(object_bytes(), mem.used + (10u << 20));
+    ck_assert_int_eq(rb_segment_trim(wseg, 1), RB_OK);
+    ck_assert_uint_le(object_bytes(), mem.used + slack);
+    rb_segment_close(r);
+}
+END_TEST
+
 START_TEST(test_segment_memory_on_reader_and_private)
 {
     rb_segment_t *r = NULL, *priv = NULL;
@@ -1385,6 +1416,7 @@ int main(void)
                         protection,
                         RB_TCASE("release", 120, setup, teardown,
                                  test_segment_freed_pages_go_back,
+                                 test_segment_sweep_takes_back_reader_faults,
                                  test_segment_memory_on_reader_and_private),
                         RB_TCASE("growth", 60, setup, teardown,
                                  test_segment_growth_past_reservation_is_enospc,
