@@ -77,14 +77,49 @@ static void info_clients(server_t *s, info_buf_t *ib)
     info_line(ib, "output_limit_clients:%llu", (unsigned long long)s->output_limit_clients);
 }
 
+/* Bytes as Redis's *_human fields write them: 1023B, 1.50K, 20.00M, 1.00G. */
+static void info_human(info_buf_t *ib, const char *field, uint64_t n)
+{
+    static const char units[] = "KMGTP";
+    double v = (double)n;
+    size_t u = 0;
+
+    if (n < 1024) {
+        info_line(ib, "%s:%lluB", field, (unsigned long long)n);
+        return;
+    }
+    v /= 1024.0;
+    while (v >= 1024.0 && u + 1 < sizeof(units) - 1) {
+        v /= 1024.0;
+        u++;
+    }
+    info_line(ib, "%s:%.2f%c", field, v, units[u]);
+}
+
 static void info_memory(server_t *s, info_buf_t *ib)
 {
     rb_segment_info_t si;
+    rb_segment_memory_t mem;
     const rb_segment_huge_t *h;
 
-    if (rb_segment_info(s->state.seg, &si) != RB_OK)
+    if (rb_segment_info(s->state.seg, &si) != RB_OK ||
+        rb_segment_memory(s->state.seg, &mem) != RB_OK)
         return;
     info_section(ib, "Memory");
+    /* Redis's names: used_memory the live data, used_memory_rss what the
+     * segment's object holds in memory, their ratio the fragmentation; the
+     * committed size and the free bytes in it (freed pages are given back,
+     * so rss follows used, not the committed size). */
+    info_line(ib, "used_memory:%llu", (unsigned long long)mem.used);
+    info_human(ib, "used_memory_human", mem.used);
+    info_line(ib, "used_memory_rss:%llu", (unsigned long long)mem.resident);
+    info_human(ib, "used_memory_rss_human", mem.resident);
+    info_line(ib, "mem_fragmentation_ratio:%.2f",
+              mem.used > 0 ? (double)mem.resident / (double)mem.used : 0.0);
+    info_line(ib, "ringbloom_segment_bytes:%llu", (unsigned long long)mem.committed);
+    info_human(ib, "ringbloom_segment_bytes_human", mem.committed);
+    info_line(ib, "ringbloom_free_bytes:%llu", (unsigned long long)mem.free);
+    info_line(ib, "ringbloom_unreleased_bytes:%llu", (unsigned long long)mem.unreleased);
     info_line(ib, "segment_used_bytes:%llu", (unsigned long long)si.used);
     info_line(ib, "segment_committed_bytes:%llu", (unsigned long long)si.size);
     info_line(ib, "segment_max_bytes:%llu", (unsigned long long)si.max_size);

@@ -1,7 +1,8 @@
 /*
  * kind.c - filter kinds: the table of what kind-blind code needs from a
  * directory slot whatever kind of filter it holds, the walks over the
- * directory that use it (adopting a segment, rb_segment_info), and the
+ * directory that use it (adopting a segment, rb_segment_info and
+ * rb_segment_memory), and the
  * kind-neutral public calls (ringbloom/filter.h: the kinds, the kind of a
  * name, the listing with kinds, delete and summary of any kind).
  *
@@ -123,6 +124,27 @@ int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out)
     out->writable = seg->writable;
     if (fstat(m->fd, &st) == 0)
         out->mode = st.st_mode & 0777;
+    return RB_OK;
+}
+
+int rb_segment_memory(const rb_segment_t *seg, rb_segment_memory_t *out)
+{
+    rb_segment_info_t si;
+    struct stat st;
+    int rc;
+
+    if (out == NULL)
+        return RB_EINVAL;
+    if ((rc = rb_segment_info(seg, &si)) != RB_OK)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    out->used = si.used;
+    out->committed = si.size;
+    out->reserved = si.max_size;
+    out->free = si.size > si.used ? si.size - si.used : 0;
+    if (fstat(rbi_seg_map(seg)->fd, &st) == 0)
+        out->resident = (uint64_t)st.st_blocks * 512u;
+    out->unreleased = seg->writable ? seg->heap.unreleased : 0;
     return RB_OK;
 }
 

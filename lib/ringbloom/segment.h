@@ -252,6 +252,41 @@ typedef struct rb_segment_info {
 /* Reader or writer.  Fills *out.  Cost: O(max_filters) loads. */
 RB_EXPORT int rb_segment_info(const rb_segment_t *seg, rb_segment_info_t *out);
 
+typedef struct rb_segment_memory {
+    uint64_t used;          /* live bytes: rb_segment_info's used (header and
+                               directory, ring copies, filter arrays) */
+    uint64_t committed;     /* the object's size (header.size) */
+    uint64_t reserved;      /* the mapping's size (max_size): address space,
+                               not memory */
+    uint64_t free;          /* committed bytes no live data uses */
+    uint64_t resident;      /* bytes of the object in memory now (its
+                               allocated blocks: fstat st_blocks * 512) */
+    uint64_t unreleased;    /* writer: bytes freed during a snapshot whose
+                               pages rb_segment_trim has not given back yet;
+                               0 for a reader */
+} rb_segment_memory_t;
+
+/* Reader or writer.  Fills *out: what the segment holds (used), what its
+ * object takes from /dev/shm (resident) and what lies between.  Freed heap
+ * space goes back to the system (the writer punches its whole pages out of
+ * the object, keeping its size), so resident follows used: it exceeds it
+ * by the partial pages around live extents, by pages a reader's fault put
+ * back until the next sweep, by `unreleased`, and in a huge-page segment
+ * by the free parts of 2 MiB pages still partly used.  RB_EINVAL.  Cost:
+ * rb_segment_info's and one fstat. */
+RB_EXPORT int rb_segment_memory(const rb_segment_t *seg, rb_segment_memory_t *out);
+
+/* Writer.  Gives back to the system the pages of freed heap space that are
+ * still in memory: with sweep 0 only what was freed while a snapshot was in
+ * progress (nothing else is pending; a no-op otherwise), with sweep 1 the
+ * whole pages of every free run (also those a reader's read fault put back
+ * into a hole).  Whole 2 MiB pieces only in a huge-page segment.  The
+ * object's size and every mapping stay: a reader still inside freed space
+ * reads zeros and retries.  A daemon calls it every second (sweep 1 every
+ * ten).  RB_OK, RB_EINVAL, RB_EROFS, RB_EBUSY (a snapshot is in progress:
+ * the pages stay pending).  Cost: one fallocate per free run with sweep 1. */
+RB_EXPORT int rb_segment_trim(rb_segment_t *seg, int sweep);
+
 /* Writer.  Turns huge pages on for a live segment, as if it had been
  * created with RB_SEGMENT_HUGE_PAGES (on one that has them, collapses
  * again whatever is not in 2 MiB pages, e.g. after taking it over): the committed size is rounded up to

@@ -13,11 +13,27 @@
  * Freed space may still be read by a reader that started before it was
  * unpublished; readers bounds-check and re-validate (latch or filter gen),
  * so such reads are discarded, never trusted.
+ *
+ * Freed pages go back to the system (design.md, "Giving freed pages
+ * back"): the whole pages of a free run (whole 2 MiB pieces in a
+ * huge-page segment, so no huge page is split) are punched out of the
+ * object (fallocate PUNCH_HOLE | KEEP_SIZE): its size and every mapping
+ * stay, a reader still inside reads zeros and its re-validation discards
+ * them, as it discards an extent the allocator already gave again.  Every
+ * writer has an fd (a private segment is a memfd).  A punch changes the
+ * heap's bytes, so while a snapshot is in progress (seg->snap, S1) it is
+ * only counted (heap.unreleased) and rb_segment_trim does it afterwards;
+ * that call's sweep also punches again pages a reader's fault put back
+ * (a read fault on a tmpfs hole allocates a page).  An extent handed out
+ * is backed again first (fallocate), so the writer's stores never fault
+ * on a full /dev/shm (SIGBUS): they fail here, as growth does.
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "heap.h"
 #include "segment.h"
@@ -68,6 +84,71 @@ static int heap_insert(rbi_heap_t *hp, uint64_t off, uint64_t len)
     return RB_OK;
 }
 
+/* The unit pages are given back and taken again in: a page, or 2 MiB in a
+ * huge-page segment (punching part of a huge page would split it). */
+static uint64_t heap_grain(const rbi_map_t *m)
+{
+    long page = sysconf(_SC_PAGESIZE);
+
+    return rbi_seg_huge(m) ? RBI_HUGE_STEP : page > 0 ? (uint64_t)page : 4096u;
+}
+
+/* Gives back the whole grains inside the free run [off, off+len).  A
+ * failure (a filesystem without holes) only keeps the pages. */
+static void heap_punch(rbi_map_t *m, uint64_t off, uint64_t len)
+{
+    uint64_t g = heap_grain(m), from = rbi_round_up(off, g), to = (off + len) - (off + len) % g;
+
+    if (to > from)
+        (void)fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+                        (off_t)(to - from));
+}
+
+/* Backs [off, off+len) again before it is handed out (a punched grain is a
+ * hole; on grains that have their pages this changes nothing), collapsing
+ * a huge-page segment's grains back into 2 MiB pages.  RB_OK or the errno
+ * code of fallocate (ENOSPC: /dev/shm is full). */
+static int heap_back(rbi_map_t *m, uint64_t off, uint64_t len)
+{
+    uint64_t g = heap_grain(m), size = rbi_ld(&rbi_hdr(m)->size);
+    uint64_t from = off - off % g, to = rbi_round_up(off + len, g);
+
+    if (to > size)
+        to = size;
+    if (fallocate(m->fd, 0, (off_t)from, (off_t)(to - from)) != 0)
+        return rbi_errno_code(errno);
+    if (rbi_seg_huge(m))
+        rbi_huge_collapse(m, from, to);
+    return RB_OK;
+}
+
+/* First fit of `bytes` (rounded) at *off, its pages below `fresh` backed
+ * again first (bytes from `fresh` on were just allocated by growth).
+ * RB_OK, 1 if no free extent fits, or heap_back's error. */
+static int heap_take(rb_segment_t *seg, uint64_t bytes, uint64_t fresh, uint64_t *off)
+{
+    rbi_heap_t *hp = &seg->heap;
+    int rc;
+
+    for (size_t i = 0; i < hp->n; i++) {
+        uint64_t at = hp->free[i].off;
+        if (hp->free[i].len < bytes)
+            continue;
+        if (at < fresh &&
+            (rc = heap_back(rbi_seg_map(seg), at, (at + bytes < fresh ? at + bytes : fresh) - at)) != RB_OK)
+            return rc;
+        *off = at;
+        hp->free[i].off += bytes;
+        hp->free[i].len -= bytes;
+        if (hp->free[i].len == 0) {
+            memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rbi_extent_t));
+            hp->n--;
+        }
+        return RB_OK;
+    }
+    return 1;
+}
+
 int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 {
     rbi_heap_t *hp = &seg->heap;
@@ -76,24 +157,18 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
 
     if (!seg->writable)
         return RB_EROFS;
-    /* A created segment's list: everything from heap_offset on is free. */
-    if (!hp->built && (rc = rbi_heap_rebuild(seg, NULL, 0)) != RB_OK)
-        return rc;
+    /* A created segment's list: everything from heap_offset on is free,
+     * and was just allocated by growth: nothing to give back. */
+    if (!hp->built) {
+        if ((rc = rbi_heap_rebuild(seg, NULL, 0)) != RB_OK)
+            return rc;
+        hp->unreleased = 0;
+    }
     if (bytes == 0 || bytes > rbi_seg_map(seg)->map_len)
         return RB_ENOSPC;
     bytes = rbi_round_up(bytes, RBI_ALIGN);
-    for (size_t i = 0; i < hp->n; i++) {
-        if (hp->free[i].len >= bytes) {
-            *off = hp->free[i].off;
-            hp->free[i].off += bytes;
-            hp->free[i].len -= bytes;
-            if (hp->free[i].len == 0) {
-                memmove(&hp->free[i], &hp->free[i + 1], (hp->n - i - 1) * sizeof(rbi_extent_t));
-                hp->n--;
-            }
-            return RB_OK;
-        }
-    }
+    if ((rc = heap_take(seg, bytes, UINT64_MAX, off)) <= 0)
+        return rc;
     /* Nothing fits: grow the object, reusing a free extent at its end. */
     size = rbi_ld(&rbi_hdr(rbi_seg_map(seg))->size);
     if (hp->n > 0 && hp->free[hp->n - 1].off + hp->free[hp->n - 1].len == size)
@@ -107,15 +182,49 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
     rc = heap_insert(hp, size, rbi_ld(&rbi_hdr(rbi_seg_map(seg))->size) - size);
     if (rc != RB_OK)
         return rc;
-    return rbi_heap_alloc(seg, bytes, off);
+    /* Fits now (the merged tail); the grown bytes need no backing. */
+    return heap_take(seg, bytes, size, off);
 }
 
 void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes)
 {
+    rbi_heap_t *hp = &seg->heap;
+    size_t i = 0;
+
+    bytes = rbi_round_up(bytes, RBI_ALIGN);
     /* The list was built by the allocation that gave the extent.  A failed
      * insert (no memory for the list) only leaks the extent
      * until the next takeover rebuilds the list. */
-    (void)heap_insert(&seg->heap, off, rbi_round_up(bytes, RBI_ALIGN));
+    if (heap_insert(hp, off, bytes) != RB_OK)
+        return;
+    /* The caller unpublished the extent first (R1, the ring's latch): no
+     * reader can reach it any more, so its pages may go. */
+    if (seg->snap != NULL) {
+        hp->unreleased += bytes;   /* S1: no punch until the dump ends */
+        return;
+    }
+    while (i + 1 < hp->n && hp->free[i].off + hp->free[i].len <= off)
+        i++;
+    heap_punch(rbi_seg_map(seg), hp->free[i].off, hp->free[i].len);
+}
+
+int rb_segment_trim(rb_segment_t *seg, int sweep)
+{
+    rbi_heap_t *hp;
+
+    if (seg == NULL)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    if (seg->snap != NULL)
+        return RB_EBUSY;
+    hp = &seg->heap;
+    if (!sweep && hp->unreleased == 0)
+        return RB_OK;
+    for (size_t i = 0; i < hp->n; i++)
+        heap_punch(rbi_seg_map(seg), hp->free[i].off, hp->free[i].len);
+    hp->unreleased = 0;
+    return RB_OK;
 }
 
 static int extent_cmp(const void *a, const void *b)
@@ -128,7 +237,7 @@ int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
 {
     const rb_header_shm_t *h = rbi_hdr(rbi_seg_map(seg));
     uint64_t size = rbi_ld(&h->size), pos = rbi_ld(&h->heap_offset);
-    rbi_heap_t fresh = { NULL, 0, 0, 1 };
+    rbi_heap_t fresh = { NULL, 0, 0, 1, 0 };
     int rc;
 
     if (nlive > 0)
@@ -152,6 +261,10 @@ int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
         heap_destroy(&fresh);
         return rc;
     }
+    /* Free space the previous writer may not have given back (it stopped
+     * during a snapshot): the next rb_segment_trim sweeps it. */
+    for (size_t i = 0; i < fresh.n; i++)
+        fresh.unreleased += fresh.free[i].len;
     heap_destroy(&seg->heap);
     seg->heap = fresh;
     return RB_OK;

@@ -7,7 +7,8 @@
  * (filter arrays), so a writer that adopts a segment rebuilds the list from
  * them (rbi_heap_rebuild, adopt.c) and nothing about free space has to be
  * kept consistent in shared memory.  A created segment's list is built at
- * its first allocation.  The list's storage (rbi_heap_t) is a member of the
+ * its first allocation.  Free pages go back to the system (holes punched
+ * in the object); rb_segment_trim (ringbloom/segment.h) is defined here.  The list's storage (rbi_heap_t) is a member of the
  * segment handle, declared in segment.h below this file, so segment.c
  * frees it with the handle without calling up into the allocator.
  */
@@ -21,11 +22,15 @@
 #include "segment.h"   /* rbi_extent_t, rbi_heap_t: the list's storage */
 
 /* Writer.  An extent of at least `bytes` (rounded up to RBI_ALIGN) at *off,
- * growing the object (rbi_segment_grow) when nothing fits.  RB_EROFS,
- * RB_ENOSPC (reservation or /dev/shm full), RB_ENOMEM. */
+ * growing the object (rbi_segment_grow) when nothing fits; pages of it
+ * that were given back are allocated again first.  RB_EROFS, RB_ENOSPC
+ * (reservation or /dev/shm full), RB_ENOMEM. */
 int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off);
 
-/* Writer.  Returns an extent rbi_heap_alloc gave (same bytes). */
+/* Writer.  Returns an extent rbi_heap_alloc gave (same bytes), which no
+ * reader can reach any more (R1, the ring's latch), and gives the whole
+ * pages of its merged free run back to the system (heap.c), or, during a
+ * snapshot, counts them for rb_segment_trim (S1). */
 void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes);
 
 /* Writer.  Replaces the free list with the complement of the `nlive` live

@@ -29,6 +29,9 @@ typedef struct rbi_heap {
     rbi_extent_t *free;   /* sorted by offset, coalesced */
     size_t n, cap;
     int built;            /* 0 until the first allocation or a rebuild */
+    uint64_t unreleased;  /* bytes freed whose pages were not given back
+                             (a snapshot was in progress, or a rebuild):
+                             the next rb_segment_trim gives them back */
 } rbi_heap_t;
 
 /* One mapping of one shm object.  Immutable once published in a handle;
@@ -102,7 +105,8 @@ static inline _Atomic uint64_t *rbi_word_at(const rbi_map_t *m, uint64_t off)
     return (_Atomic uint64_t *)(void *)(m->base + off);
 }
 
-/* The committed size: every byte below it is backed by the object. */
+/* The committed size: every byte below it is inside the object (free heap
+ * pages may be holes, which read as zeros: heap.c). */
 static inline uint64_t rbi_seg_size(const rbi_map_t *m)
 {
     /* Acquire pairs with rbi_segment_grow's release store after growing

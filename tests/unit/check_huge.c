@@ -2,7 +2,8 @@
  * check_huge.c - huge-page segments (RB_SEGMENT_HUGE_PAGES,
  * rb_segment_huge_pages, rb_segment_huge_status): 2 MiB reservation and
  * growth, and, as root, what the kernel really backs them with on a tmpfs
- * mounted huge=always or huge=never, and the message where it refuses.
+ * mounted huge=always or huge=never, and the message where it refuses;
+ * freed space given back in whole 2 MiB pages, none split.
  *
  * The mount tests run in a forked child that enters a private mount
  * namespace (unshare(CLONE_NEWNS), the tree made MS_PRIVATE) and mounts a
@@ -116,6 +117,36 @@ static int read_back(const char *name, rb_segment_huge_t *rh)
     return bad ? -1 : 0;
 }
 
+/* Freed space in a huge-page segment: a deleted ~12 MiB filter gives back
+ * its whole 2 MiB pages, and no page is split (every resident byte is
+ * still mapped by a 2 MiB page); made again, its pages are 2 MiB ones
+ * again.  0, or -1 (printing what differed). */
+static int release_check(rb_segment_t *seg)
+{
+    rb_bloom_params_t p = { .capacity = 10000000, .error_rate = 0.01,
+                            .layout = RB_BLOOM_BLOCKED, .flags = RB_BLOOM_NONSCALING };
+    rb_bloom_params_t small = { .capacity = 1000, .error_rate = 0.01 };
+    rb_segment_memory_t m1, m2, m3;
+    rb_segment_huge_t h2, h3;
+    int ok;
+
+    /* g lies between f and a small filter: its free run ends inside a
+     * 2 MiB page that stays in use. */
+    if (rb_bloom_reserve(seg, "g", 1, &p) != RB_OK || rb_bloom_reserve(seg, "s", 1, &small) != RB_OK ||
+        rb_segment_memory(seg, &m1) != RB_OK ||
+        rb_bloom_delete(seg, "g", 1) != RB_OK || rb_segment_memory(seg, &m2) != RB_OK ||
+        rb_segment_huge_status(seg, &h2) != RB_OK || rb_bloom_reserve(seg, "g", 1, &p) != RB_OK ||
+        rb_segment_memory(seg, &m3) != RB_OK || rb_segment_huge_status(seg, &h3) != RB_OK)
+        return -1;
+    fprintf(stderr, "release: resident %llu with g, %llu without (%llu in 2 MiB pages), "
+            "%llu with g again (%llu in 2 MiB pages)\n", (unsigned long long)m1.resident,
+            (unsigned long long)m2.resident, (unsigned long long)h2.huge_bytes,
+            (unsigned long long)m3.resident, (unsigned long long)h3.huge_bytes);
+    ok = m2.resident + 8 * MIB <= m1.resident && h2.huge_bytes >= m2.resident &&
+         m2.resident % (2 * MIB) == 0 && h3.huge_bytes >= m3.resident && m3.resident >= m1.resident;
+    return ok ? 0 : -1;
+}
+
 /* The child of a mount test: a segment with the flag on a tmpfs mounted
  * huge=<huge> (with THP disabled for the process if thp_off), filled and
  * read back; then whether the writer's status says what expect_huge says.
@@ -148,6 +179,10 @@ static void huge_child(const char *huge, int thp_off, int expect_huge)
         /* The clear message: the cause, and the mount with its fix. */
         ok = h.requested && h.huge_bytes == 0 && strstr(h.why, "PR_SET_THP_DISABLE") &&
              strstr(h.why, "huge=never") && strstr(h.why, "remount,huge=within_size /dev/shm");
+    if (ok && expect_huge && release_check(seg) != 0) {
+        fprintf(stderr, "huge=%s: freed space split a 2 MiB page or stayed\n", huge);
+        ok = 0;
+    }
     rb_bloom_close(bf);
     rb_segment_close(seg);
     /* A writer taking the segment over (a restarted daemon) maps it in

@@ -1210,6 +1210,169 @@ START_TEST(test_segment_second_writer_is_refused)
 }
 END_TEST
 
+/* The object's allocated bytes (tmpfs counts the pages it holds). */
+static uint64_t object_bytes(void)
+{
+    rb_segment_memory_t mem;
+
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    return mem.resident;
+}
+
+/* Reserves filter `name` of about `mb` MiB of bits and adds keys spread
+ * over all of it, so every page of its array holds set bits. */
+static void fill_big(const char *name, unsigned mb)
+{
+    rb_bloom_params_t p = { .capacity = (uint64_t)mb * 1000000u, .error_rate = 0.05,
+                            .layout = RB_BLOOM_BLOCKED };
+    rb_bloom_t *bf;
+    char key[32];
+
+    ck_assert_int_eq(rb_bloom_reserve(wseg, name, strlen(name), &p), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, name, strlen(name), &bf), RB_OK);
+    for (unsigned i = 0; i < 200000; i++) {
+        int n = snprintf(key, sizeof(key), "big-%u", i);
+        ck_assert_int_ge(rb_bloom_add(bf, key, (size_t)n), 0);
+    }
+    rb_bloom_close(bf);
+}
+
+/* Every key of the small filter still answers 1. */
+static void keep_answers(void)
+{
+    rb_bloom_t *bf;
+    char key[32];
+
+    ck_assert_int_eq(rb_bloom_open(wseg, "keep", 4, &bf), RB_OK);
+    for (unsigned i = 0; i < 1000; i++) {
+        int n = snprintf(key, sizeof(key), "keep-%u", i);
+        ck_assert_int_eq(rb_bloom_contains(bf, key, (size_t)n), 1);
+    }
+    rb_bloom_close(bf);
+}
+
+/* Freed heap space goes back to the system: after a ~30 MB filter is
+ * deleted, the object's allocated bytes come within a few pages per live
+ * extent of the live data (before, they stayed at the committed size);
+ * the object's size does not change; a delete during a snapshot keeps its
+ * pages until rb_segment_trim after the snapshot; freed pages are taken
+ * again (and read as zeros) by the next filter. */
+START_TEST(test_segment_freed_pages_go_back)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    rb_bloom_params_t small = { .capacity = 1000, .error_rate = 0.01 };
+    const uint64_t slack = 1u << 20;   /* partial pages, the ring, the list */
+    rb_segment_memory_t mem;
+    rb_segment_snap_t *snap;
+    rb_bloom_t *bf;
+    uint64_t committed;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "keep", 4, &small), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, "keep", 4, &bf), RB_OK);
+    for (unsigned i = 0; i < 1000; i++) {
+        char key[32];
+        int n = snprintf(key, sizeof(key), "keep-%u", i);
+        ck_assert_int_ge(rb_bloom_add(bf, key, (size_t)n), 0);
+    }
+    rb_bloom_close(bf);
+
+    fill_big("big", 30);
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    ck_assert_uint_gt(mem.used, 20u << 20);
+    ck_assert_uint_ge(mem.resident, mem.used - slack);
+    committed = mem.committed;
+    ck_assert_int_eq(rb_bloom_delete(wseg, "big", 3), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    ck_assert_uint_lt(mem.used, 1u << 20);
+    ck_assert_uint_eq(mem.committed, committed);          /* the size stays */
+    ck_assert_uint_eq(mem.free, mem.committed - mem.used);
+    ck_assert_msg(mem.resident <= mem.used + slack, "resident %llu for %llu live bytes",
+                  (unsigned long long)mem.resident, (unsigned long long)mem.used);
+    keep_answers();
+
+    /* Taken again: the punched pages come back, zeroed. */
+    fill_big("big", 30);
+    ck_assert_uint_ge(object_bytes(), 20u << 20);
+    ck_assert_int_eq(rb_bloom_open(wseg, "big", 3, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_contains(bf, "big-7", 5), 1);
+    rb_bloom_close(bf);
+
+    /* During a snapshot a delete keeps its pages (S1): they go at the
+     * trim after it. */
+    ck_assert_int_eq(rb_segment_snap_begin(wseg, &snap), RB_OK);
+    ck_assert_int_eq(rb_bloom_delete(wseg, "big", 3), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    ck_assert_uint_gt(mem.unreleased, 20u << 20);
+    ck_assert_uint_gt(mem.resident, 20u << 20);
+    ck_assert_int_eq(rb_segment_trim(wseg, 1), RB_EBUSY);
+    ck_assert_uint_gt(object_bytes(), 20u << 20);
+    rb_segment_snap_end(snap, NULL);
+    ck_assert_int_eq(rb_segment_trim(wseg, 0), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    ck_assert_uint_eq(mem.unreleased, 0);
+    ck_assert_uint_le(mem.resident, mem.used + slack);
+    keep_answers();
+}
+END_TEST
+
+/* A reader's handle: rb_segment_memory works there too (no unreleased),
+ * and trimming is the writer's. */
+/* A reader reading freed space (a stale section does) faults pages back
+ * into the holes; the sweep (rb_segment_trim with sweep 1) gives them
+ * back, while a trim without it leaves them (nothing was pending). */
+START_TEST(test_segment_sweep_takes_back_reader_faults)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    const uint64_t slack = 1u << 20;
+    rb_segment_memory_t mem;
+    rb_segment_t *r = NULL;
+    const volatile unsigned char *base;
+    unsigned sum = 0;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    fill_big("big", 20);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    ck_assert_int_eq(rb_bloom_delete(wseg, "big", 3), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    ck_assert_uint_le(mem.resident, mem.used + slack);
+    base = rbi_seg_map(r)->base;
+    for (uint64_t at = mem.used; at < mem.committed; at += 4096)
+        sum += base[at];
+    ck_assert_uint_eq(sum, 0);                      /* holes read as zeros */
+    ck_assert_uint_gt(object_bytes(), mem.used + (10u << 20));
+    ck_assert_int_eq(rb_segment_trim(wseg, 0), RB_OK);
+    ck_assert_uint_gt(object_bytes(), mem.used + (10u << 20));
+    ck_assert_int_eq(rb_segment_trim(wseg, 1), RB_OK);
+    ck_assert_uint_le(object_bytes(), mem.used + slack);
+    rb_segment_close(r);
+}
+END_TEST
+
+START_TEST(test_segment_memory_on_reader_and_private)
+{
+    rb_segment_t *r = NULL, *priv = NULL;
+    rb_segment_memory_t a, b;
+
+    create_default();
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(wseg, &a), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(r, &b), RB_OK);
+    ck_assert_uint_eq(a.used, b.used);
+    ck_assert_uint_eq(a.resident, b.resident);
+    ck_assert_uint_gt(b.resident, 0);
+    ck_assert_uint_eq(b.unreleased, 0);
+    ck_assert_int_eq(rb_segment_trim(r, 1), RB_EROFS);
+    ck_assert_int_eq(rb_segment_memory(NULL, &a), RB_EINVAL);
+    rb_segment_close(r);
+    ck_assert_int_eq(rb_segment_create(NULL, NULL, &priv), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(priv, &a), RB_OK);
+    ck_assert_uint_gt(a.resident, 0);
+    ck_assert_int_eq(rb_segment_trim(priv, 1), RB_OK);
+    rb_segment_close(priv);
+}
+END_TEST
+
 int main(void)
 {
     /* A reader's store into its read-only mapping must end in SIGSEGV. */
@@ -1251,6 +1414,10 @@ int main(void)
                                  test_segment_restore_layout1_dump,
                                  test_segment_snap_is_the_state_at_begin),
                         protection,
+                        RB_TCASE("release", 120, setup, teardown,
+                                 test_segment_freed_pages_go_back,
+                                 test_segment_sweep_takes_back_reader_faults,
+                                 test_segment_memory_on_reader_and_private),
                         RB_TCASE("growth", 60, setup, teardown,
                                  test_segment_growth_past_reservation_is_enospc,
                                  test_segment_attach_never_fails_while_growing));
