@@ -20,11 +20,14 @@
  * object (fallocate PUNCH_HOLE | KEEP_SIZE): its size and every mapping
  * stay, a reader still inside reads zeros and its re-validation discards
  * them, as it discards an extent the allocator already gave again.  Every
- * writer has an fd (a private segment is a memfd).  A punch changes the
- * heap's bytes, so while a snapshot is in progress (seg->snap, S1) it is
- * only counted (heap.unreleased) and rb_segment_trim does it afterwards;
- * that call's sweep also punches again pages a reader's fault put back
- * (a read fault on a tmpfs hole allocates a page).  An extent handed out
+ * writer has an fd (a private segment is a memfd).  A release takes about
+ * 0.3 ms per MB, so a free gives back at most RBI_RELEASE_MS worth and
+ * leaves the rest pending (heap.release_at, heap.unreleased) for
+ * rb_segment_trim, which the daemon calls every second: a DEL of a 1 GB
+ * filter does not hold the loop for 300 ms.  A punch changes the heap's
+ * bytes, so while a snapshot is in progress (seg->snap, S1) nothing is
+ * punched, only left pending; the trim's sweep also punches again pages a
+ * reader's fault put back (a read fault on a tmpfs hole allocates a page).  An extent handed out
  * is backed again first (fallocate), so the writer's stores never fault
  * on a full /dev/shm (SIGBUS): they fail here, as growth does.
  */
@@ -33,11 +36,15 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "heap.h"
 #include "segment.h"
 #include "util.h"
+
+#define RBI_RELEASE_MS    10u          /* the most one call spends giving pages back */
+#define RBI_RELEASE_PIECE (32u << 20)  /* bytes punched between two looks at the clock */
 
 /* Frees a list's storage and empties it. */
 static void heap_destroy(rbi_heap_t *hp)
@@ -163,6 +170,7 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
         if ((rc = rbi_heap_rebuild(seg, NULL, 0)) != RB_OK)
             return rc;
         hp->unreleased = 0;
+        hp->release_at = UINT64_MAX;
     }
     if (bytes == 0 || bytes > rbi_seg_map(seg)->map_len)
         return RB_ENOSPC;
@@ -186,6 +194,54 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off)
     return heap_take(seg, bytes, size, off);
 }
 
+/* Milliseconds of a monotonic clock. */
+static uint64_t heap_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Gives back the pages of the free runs from hp->release_at on, in pieces
+ * of RBI_RELEASE_PIECE bytes (whole grains), until every run is done or
+ * RBI_RELEASE_MS have passed: a release costs about 0.3 ms per MB freed,
+ * so one call never holds the writer (the daemon's loop) longer than that
+ * and the next call goes on from where this one stopped.  1 when nothing
+ * is left pending, else 0. */
+static int heap_release(rb_segment_t *seg)
+{
+    rbi_heap_t *hp = &seg->heap;
+    rbi_map_t *m = rbi_seg_map(seg);
+    uint64_t g = heap_grain(m), t0 = heap_ms();
+
+    for (size_t i = 0; i < hp->n; i++) {
+        uint64_t a = hp->free[i].off, end = a + hp->free[i].len;
+        if (end <= hp->release_at)
+            continue;
+        if (a < hp->release_at)
+            a = hp->release_at;
+        while (a < end) {
+            uint64_t b = end - a > RBI_RELEASE_PIECE ? a + RBI_RELEASE_PIECE : end;
+            if (b < end)
+                b -= b % g;   /* pieces meet on a grain: none is left out */
+            if (b <= a)
+                b = end;
+            heap_punch(m, a, b - a);
+            hp->release_at = a = b;
+            if (a < end && heap_ms() - t0 >= RBI_RELEASE_MS)
+                return 0;
+        }
+        if (i + 1 < hp->n && heap_ms() - t0 >= RBI_RELEASE_MS) {
+            hp->release_at = hp->free[i + 1].off;
+            return 0;
+        }
+    }
+    hp->release_at = UINT64_MAX;
+    hp->unreleased = 0;
+    return 1;
+}
+
 void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes)
 {
     rbi_heap_t *hp = &seg->heap;
@@ -198,14 +254,16 @@ void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes)
     if (heap_insert(hp, off, bytes) != RB_OK)
         return;
     /* The caller unpublished the extent first (R1, the ring's latch): no
-     * reader can reach it any more, so its pages may go. */
-    if (seg->snap != NULL) {
-        hp->unreleased += bytes;   /* S1: no punch until the dump ends */
-        return;
-    }
+     * reader can reach it any more, so its pages may go, from the start of
+     * the free run it joined. */
     while (i + 1 < hp->n && hp->free[i].off + hp->free[i].len <= off)
         i++;
-    heap_punch(rbi_seg_map(seg), hp->free[i].off, hp->free[i].len);
+    hp->unreleased += bytes;
+    if (hp->free[i].off < hp->release_at)
+        hp->release_at = hp->free[i].off;
+    if (seg->snap != NULL)
+        return;   /* S1: no punch until the dump ends (rb_segment_trim) */
+    (void)heap_release(seg);
 }
 
 int rb_segment_trim(rb_segment_t *seg, int sweep)
@@ -219,11 +277,10 @@ int rb_segment_trim(rb_segment_t *seg, int sweep)
     if (seg->snap != NULL)
         return RB_EBUSY;
     hp = &seg->heap;
-    if (!sweep && hp->unreleased == 0)
-        return RB_OK;
-    for (size_t i = 0; i < hp->n; i++)
-        heap_punch(rbi_seg_map(seg), hp->free[i].off, hp->free[i].len);
-    hp->unreleased = 0;
+    if (sweep && hp->release_at == UINT64_MAX)
+        hp->release_at = 0;
+    if (hp->release_at != UINT64_MAX)
+        (void)heap_release(seg);
     return RB_OK;
 }
 
@@ -237,7 +294,7 @@ int rbi_heap_rebuild(rb_segment_t *seg, rbi_extent_t *live, size_t nlive)
 {
     const rb_header_shm_t *h = rbi_hdr(rbi_seg_map(seg));
     uint64_t size = rbi_ld(&h->size), pos = rbi_ld(&h->heap_offset);
-    rbi_heap_t fresh = { NULL, 0, 0, 1, 0 };
+    rbi_heap_t fresh = { NULL, 0, 0, 1, 0, 0 };
     int rc;
 
     if (nlive > 0)

@@ -30,8 +30,11 @@ typedef struct rbi_heap {
     size_t n, cap;
     int built;            /* 0 until the first allocation or a rebuild */
     uint64_t unreleased;  /* bytes freed whose pages were not given back
-                             (a snapshot was in progress, or a rebuild):
-                             the next rb_segment_trim gives them back */
+                             yet (a snapshot was in progress, a release ran
+                             out of its time, or a rebuild): rb_segment_trim
+                             gives them back */
+    uint64_t release_at;  /* free runs from this offset on may still hold
+                             pages; UINT64_MAX: none */
 } rbi_heap_t;
 
 /* One mapping of one shm object.  Immutable once published in a handle;
