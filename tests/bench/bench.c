@@ -51,6 +51,10 @@
  *      5,000 sketches, beside --daemon-before's (bench_idle.c);
  *   a. TinyLFU admission by handle against one count-min estimate by
  *      handle, and the by-name calls (bench_admit.c);
+ *   m. memory and disk after a deleted filter: ~250 MB filled and deleted
+ *      beside a filter a reader process checks; the DEL, the seconds until
+ *      the pages are back, the snapshot's size after, beside
+ *      --daemon-before's (bench_freed.c);
  *   h. contains_many on a 1 GiB blocked filter in small pages and in 2 MiB
  *      pages (bench_huge.c; root, else skipped).
  *
@@ -87,7 +91,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiah";
+static const char *only = "123456789seiamh";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -1557,7 +1561,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--daemon-before") == 0 && i + 1 < argc)
             before_bin = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiah] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamh] "
                     "[--daemon PATH] [--daemon-before PATH] [--cli PATH]\n");
             return 2;
         }
@@ -1601,6 +1605,8 @@ int main(int argc, char **argv)
         bench_idle(before_bin, reps, quick);
     if (strchr(only, 'a'))
         bench_admit(reps, quick);
+    if (strchr(only, 'm'))
+        bench_freed(tmpdir, before_bin, quick);
     if (strchr(only, 'h'))
         bench_huge(reps, csv);
     fclose(csv);

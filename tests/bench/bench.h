@@ -61,6 +61,12 @@ void bench_idle(const char *before_bin, int reps, int quick);
  * count-min estimate by handle, and the by-name calls. */
 void bench_admit(int reps, int quick);
 
+/* Section m (bench_freed.c): a ~250 MB filter filled and deleted beside a
+ * filter another process reads: the DEL, the seconds until the object's
+ * resident bytes follow the live data, the next snapshot's size; with
+ * before_bin (not NULL) the same run of that ringbloomd beside. */
+void bench_freed(const char *tmpdir, const char *before_bin, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */

@@ -1,0 +1,209 @@
+/*
+ * bench_freed.c - section m of `make bench`: memory and disk that follow
+ * the live data (issue 27).  A ringbloomd holds a small filter B, which a
+ * reader process checks from shared memory throughout; a filter A of
+ * about 250 MB (blocked, 1%) is reserved, filled with 3*10^7 keys
+ * (BF.MADD) and deleted.  Printed: A's DEL round trip, the seconds until
+ * the object's resident bytes are within 64 MB of the live data, the
+ * resident and live bytes then, the size on disk (allocated blocks) and
+ * apparent size of the snapshot a SAVE writes then, and the reader's
+ * errors and wrong answers (B's keys must all answer 1).  With
+ * --daemon-before PATH (an older ringbloomd, e.g. main's) the same run is
+ * made with it and printed beside.  --quick: A of about 25 MB.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "ringbloom.h"
+
+#define MB_BKEYS  100000u        /* filter B's keys */
+#define MB_BATCH  1000u          /* keys per BF.MADD */
+#define MB_SLACK  (64u << 20)    /* the issue's bound: within 64 MB of the live data */
+#define MB_WAIT_S 60.0
+
+typedef struct mb_result {
+    double del_ms, back_s, resident_mb, live_mb, snap_disk_mb, snap_size_mb;
+    double peak_mb;
+    unsigned long long reads, errors, wrong;
+} mb_result_t;
+
+/* One request given as one line of words (changed in place); its reply. */
+static void mb_cmd(rb_conn_t *c, char *line, char *reply, size_t cap)
+{
+    char *argv[8], *save = NULL;
+    size_t argl[8], argc = 0;
+
+    for (char *w = strtok_r(line, " ", &save); w != NULL && argc < 8;
+         w = strtok_r(NULL, " ", &save)) {
+        argv[argc] = w;
+        argl[argc++] = strlen(w);
+    }
+    if (rb_conn_command(c, argc, (const char *const *)argv, argl, reply, cap) != RB_OK)
+        bench_die("section m: %s: %s", line, reply);
+}
+
+/* Adds keys "<prefix><first .. first+n)" to filter name. */
+static void mb_fill(rb_conn_t *c, const char *name, const char *prefix, uint64_t first,
+                    uint64_t n)
+{
+    static char buf[MB_BATCH][24];
+    rb_key_t keys[MB_BATCH];
+
+    for (uint64_t done = 0; done < n;) {
+        size_t k = n - done < MB_BATCH ? (size_t)(n - done) : MB_BATCH;
+        for (size_t i = 0; i < k; i++) {
+            keys[i].ptr = buf[i];
+            keys[i].len = (size_t)snprintf(buf[i], sizeof(buf[i]), "%s%llu", prefix,
+                                           (unsigned long long)(first + done + i));
+        }
+        if (rb_conn_bf_add_many(c, name, strlen(name), keys, k, NULL) < 0)
+            bench_die("section m: BF.MADD %s: %s", name, rb_conn_error(c));
+        done += k;
+    }
+}
+
+/* The reader process: checks B's keys until `stop` reads EOF, then writes
+ * its counts (reads, errors, wrong answers) to `out`. */
+static void mb_reader(const char *instance, int stop, int out)
+{
+    unsigned long long n[3] = { 0, 0, 0 };
+    rb_segment_t *seg = NULL;
+    rb_bloom_t *b = NULL;
+    char k[24], c;
+
+    if (rb_segment_attach(instance, 0, &seg) != RB_OK || rb_bloom_open(seg, "B", 1, &b) != RB_OK)
+        n[1] = 1;
+    fcntl(stop, F_SETFL, O_NONBLOCK);
+    for (uint64_t i = 0; b != NULL; i++) {
+        int len = snprintf(k, sizeof(k), "b%llu", (unsigned long long)(i % MB_BKEYS)), rc;
+        rc = rb_bloom_contains(b, k, (size_t)len);
+        n[0]++;
+        n[1] += rc < 0;
+        n[2] += rc == 0;
+        if (i % 4096 == 0 && read(stop, &c, 1) == 0)
+            break;
+    }
+    if (write(out, n, sizeof(n)) != (ssize_t)sizeof(n))
+        _exit(1);
+    rb_bloom_close(b);
+    rb_segment_close(seg);
+    _exit(0);
+}
+
+/* Bytes of a file on disk (allocated blocks) and its apparent size. */
+static void mb_file(const char *path, double *disk_mb, double *size_mb)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0)
+        bench_die("section m: %s: %s", path, strerror(errno));
+    *disk_mb = (double)st.st_blocks * 512.0 / 1e6;
+    *size_mb = (double)st.st_size / 1e6;
+}
+
+static void mb_run(const char *bin, const char *tag, const char *tmpdir, int quick,
+                   mb_result_t *r)
+{
+    char sock[256], instance[128], reply[256], line[128], snap[512];
+    uint64_t cap = quick ? 20000000u : 200000000u, nkeys = quick ? 3000000u : 30000000u;
+    int stop[2], out[2];
+    rb_segment_memory_t m;
+    rb_segment_t *seg;
+    rb_conn_t *c;
+    pid_t d, rd;
+    double t0;
+
+    memset(r, 0, sizeof(*r));
+    d = bench_daemon_bin(bin, tag, "max-command-bytes 1gb", sock, sizeof(sock));
+    bench_daemon_instance(tag, instance, sizeof(instance));
+    if (rb_conn_open(NULL, sock, 600000, &c) != RB_OK)
+        bench_die("section m: connect %s", sock);
+    snprintf(line, sizeof(line), "BF.RESERVE B 0.01 %u", MB_BKEYS);
+    mb_cmd(c, line, reply, sizeof(reply));
+    mb_fill(c, "B", "b", 0, MB_BKEYS);
+    if (pipe(stop) != 0 || pipe(out) != 0)
+        bench_die("section m: pipe");
+    if ((rd = fork()) == 0) {
+        close(stop[1]);
+        close(out[0]);
+        mb_reader(instance, stop[0], out[1]);
+    }
+    close(stop[0]);
+    close(out[1]);
+    snprintf(line, sizeof(line), "BF.RESERVE A 0.01 %llu", (unsigned long long)cap);
+    mb_cmd(c, line, reply, sizeof(reply));
+    mb_fill(c, "A", "a", 0, nkeys);
+    if (rb_segment_attach(instance, 0, &seg) != RB_OK || rb_segment_memory(seg, &m) != RB_OK)
+        bench_die("section m: attach %s", instance);
+    r->peak_mb = (double)m.resident / 1e6;
+    snprintf(line, sizeof(line), "DEL A");
+    t0 = bench_now_s();
+    mb_cmd(c, line, reply, sizeof(reply));
+    r->del_ms = (bench_now_s() - t0) * 1e3;
+    r->back_s = -1;
+    while (bench_now_s() - t0 < MB_WAIT_S) {
+        if (rb_segment_memory(seg, &m) != RB_OK)
+            bench_die("section m: rb_segment_memory");
+        if (m.resident <= m.used + MB_SLACK) {
+            r->back_s = bench_now_s() - t0;
+            break;
+        }
+        usleep(50000);
+    }
+    usleep(2000000);   /* what the daemon's next seconds give back besides */
+    (void)rb_segment_memory(seg, &m);
+    r->resident_mb = (double)m.resident / 1e6;
+    r->live_mb = (double)m.used / 1e6;
+    rb_segment_close(seg);
+    snprintf(line, sizeof(line), "SAVE");
+    mb_cmd(c, line, reply, sizeof(reply));
+    snprintf(snap, sizeof(snap), "%s/%s-state/snapshot.rbs", tmpdir, tag);
+    mb_file(snap, &r->snap_disk_mb, &r->snap_size_mb);
+    close(stop[1]);
+    {
+        unsigned long long n[3] = { 0, 0, 0 };
+        if (read(out[0], n, sizeof(n)) != (ssize_t)sizeof(n))
+            n[1] = 1;
+        r->reads = n[0];
+        r->errors = n[1];
+        r->wrong = n[2];
+    }
+    close(out[0]);
+    waitpid(rd, NULL, 0);
+    rb_conn_close(c);
+    bench_daemon_stop(d);
+}
+
+static void mb_print(const char *who, const mb_result_t *r)
+{
+    printf("  %-10s DEL A %.1f ms; resident within 64 MB of live after %s%.1f s; then "
+           "%.1f MB resident for %.1f MB live (peak %.1f MB)\n", who, r->del_ms,
+           r->back_s < 0 ? "> " : "", r->back_s < 0 ? MB_WAIT_S : r->back_s, r->resident_mb,
+           r->live_mb, r->peak_mb);
+    printf("  %-10s snapshot after it: %.1f MB on disk, %.1f MB apparent; reader of B: "
+           "%llu reads, %llu errors, %llu wrong\n", who, r->snap_disk_mb, r->snap_size_mb,
+           r->reads, r->errors, r->wrong);
+}
+
+void bench_freed(const char *tmpdir, const char *before_bin, int quick)
+{
+    mb_result_t now, before;
+
+    printf("\n[m] Memory and disk after a deleted filter: A of %s (blocked, 1%%, %s keys) "
+           "filled and deleted beside B (%u keys, read by another process throughout)\n",
+           quick ? "~25 MB" : "~250 MB", quick ? "3*10^6" : "3*10^7", MB_BKEYS);
+    mb_run(NULL, "memnow", tmpdir, quick, &now);
+    mb_print("this", &now);
+    if (before_bin != NULL) {
+        mb_run(before_bin, "membefore", tmpdir, quick, &before);
+        mb_print("before", &before);
+    }
+}
