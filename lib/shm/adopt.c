@@ -27,6 +27,7 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,11 +109,18 @@ static int all_zero(const unsigned char *p, size_t n)
 }
 
 /* Copies the dump's bytes [lo, hi) (8-byte aligned, inside what the dump
- * and seg hold) into seg page by page, leaving out pages of zeros: seg's
- * new pages are zeros already, and a page never written is never
- * allocated (nor, in a sparse snapshot file, read from disk). */
-static void copy_live(const rbi_map_t *m, const unsigned char *d, uint64_t lo, uint64_t hi)
+ * and seg hold) into seg, whose pages there it reserves first (the
+ * writer's stores into live data must not fault: rbi_segment_grow), page
+ * by page, leaving out pages of zeros: seg's new pages are zeros already
+ * (nor, in a sparse snapshot file, are they read from disk).  RB_OK, or
+ * the errno code of posix_fallocate (/dev/shm full: RB_ENOSPC). */
+static int copy_live(const rbi_map_t *m, const unsigned char *d, uint64_t lo, uint64_t hi)
 {
+    uint64_t from = lo / PAGE * PAGE, to = (hi + PAGE - 1) / PAGE * PAGE;
+    int rc = posix_fallocate(m->fd, (off_t)from, (off_t)(to - from));
+
+    if (rc != 0)
+        return rbi_errno_code(rc);
     while (lo < hi) {
         uint64_t end = (lo / PAGE + 1) * PAGE;
         if (end > hi)
@@ -121,6 +129,7 @@ static void copy_live(const rbi_map_t *m, const unsigned char *d, uint64_t lo, u
             rbi_copy_in(rbi_word_at(m, lo), d + lo, (size_t)(end - lo));
         lo = end;
     }
+    return RB_OK;
 }
 
 /* The heap's live bytes, for a dump this layout's ring code reads: the
@@ -147,7 +156,7 @@ static int copy_extents(const rbi_map_t *m, const rb_header_shm_t *dh, uint64_t 
         if (lo < heap_off)
             lo = heap_off;
         if (lo < hi)
-            copy_live(m, (const unsigned char *)dh, lo & ~7ull, (hi + 7) & ~7ull);
+            rc = copy_live(m, (const unsigned char *)dh, lo & ~7ull, (hi + 7) & ~7ull);
     }
     free(ext);
     return rc;
@@ -157,18 +166,21 @@ static int copy_extents(const rbi_map_t *m, const rb_header_shm_t *dh, uint64_t 
  * latch, incarnation counter) and its heap into seg, one generation up.
  * The heap: only the live extents the header and the directory name
  * (whole, for a layout-1 dump, whose ring copies this layout's code does
- * not read); the rest is free, and adopt_contents rebuilds the free list
- * from the same extents. */
+ * not read); the rest is free, neither written nor reserved (the
+ * allocator backs an extent before handing it out), and adopt_contents
+ * rebuilds the free list from the same extents. */
 static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh, int layout1)
 {
     const rbi_map_t *m = rbi_seg_map(seg);
     rb_header_shm_t *h = rbi_hdr(m);
     uint64_t size = rbi_ld(&dh->size), dir_off = rbi_ld(&dh->dir_offset);
     uint64_t heap_off = rbi_ld(&dh->heap_offset);
-    int rc = rbi_segment_grow(seg, size);
+    int rc = layout1 ? rbi_segment_grow(seg, size) : rbi_segment_grow_unbacked(seg, size);
 
     if (rc != RB_OK)
         return rc;
+    if (!layout1 && (rc = posix_fallocate(m->fd, 0, (off_t)heap_off)) != 0)
+        return rbi_errno_code(rc);
     rbi_copy_in(rbi_word_at(m, dir_off), (const unsigned char *)dh + dir_off,
                 (layout1 ? size : heap_off) - dir_off);
     rbi_st(&h->ring.seq, rbi_ld(&dh->ring.seq));
