@@ -175,7 +175,7 @@ static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh, int layou
     rb_header_shm_t *h = rbi_hdr(m);
     uint64_t size = rbi_ld(&dh->size), dir_off = rbi_ld(&dh->dir_offset);
     uint64_t heap_off = rbi_ld(&dh->heap_offset);
-    int rc = layout1 ? rbi_segment_grow(seg, size) : rbi_segment_grow_unbacked(seg, size);
+    int rc = rbi_segment_grow_to(seg, size, layout1);
 
     if (rc != RB_OK)
         return rc;

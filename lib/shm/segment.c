@@ -55,7 +55,7 @@ static uint64_t page_size(void)
     return p > 0 ? (uint64_t)p : 4096u;
 }
 
-static int grow(rb_segment_t *seg, uint64_t new_size, int back)
+int rbi_segment_grow_to(rb_segment_t *seg, uint64_t new_size, int back)
 {
     rbi_map_t *m = rbi_seg_map(seg);
     rb_header_shm_t *h = rbi_hdr(m);
@@ -92,16 +92,6 @@ static int grow(rb_segment_t *seg, uint64_t new_size, int back)
      * least that large. */
     atomic_store_explicit(&h->size, new_size, memory_order_release);
     return RB_OK;
-}
-
-int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
-{
-    return grow(seg, new_size, 1);
-}
-
-int rbi_segment_grow_unbacked(rb_segment_t *seg, uint64_t new_size)
-{
-    return grow(seg, new_size, 0);
 }
 
 /* Where a writer of this host places the directory and the heap for
