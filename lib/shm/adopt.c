@@ -98,6 +98,15 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
 
 #define PAGE 4096u
 
+/* Whether a restore reserves the heap's free space too (posix_fallocate,
+ * as rbi_segment_grow does).  The allocator (heap.c) hands out free
+ * extents as they are, so a free page left unreserved would fault at the
+ * writer's first store into it (SIGBUS on a full /dev/shm: check_faults).
+ * 0 once the allocator reserves an extent before handing it out: a
+ * restore then reserves the live data alone (copy_live).  Either way it
+ * reads and writes only the live data. */
+#define RESTORE_RESERVES_FREE 1
+
 static int all_zero(const unsigned char *p, size_t n)
 {
     static const unsigned char zeros[PAGE];
@@ -166,16 +175,16 @@ static int copy_extents(const rbi_map_t *m, const rb_header_shm_t *dh, uint64_t 
  * latch, incarnation counter) and its heap into seg, one generation up.
  * The heap: only the live extents the header and the directory name
  * (whole, for a layout-1 dump, whose ring copies this layout's code does
- * not read); the rest is free, neither written nor reserved (the
- * allocator backs an extent before handing it out), and adopt_contents
- * rebuilds the free list from the same extents. */
+ * not read); the rest is free, neither read nor written (reserved as
+ * RESTORE_RESERVES_FREE says), and adopt_contents rebuilds the free list
+ * from the same extents. */
 static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh, int layout1)
 {
     const rbi_map_t *m = rbi_seg_map(seg);
     rb_header_shm_t *h = rbi_hdr(m);
     uint64_t size = rbi_ld(&dh->size), dir_off = rbi_ld(&dh->dir_offset);
     uint64_t heap_off = rbi_ld(&dh->heap_offset);
-    int rc = rbi_segment_grow_to(seg, size, layout1);
+    int rc = rbi_segment_grow_to(seg, size, layout1 || RESTORE_RESERVES_FREE);
 
     if (rc != RB_OK)
         return rc;
