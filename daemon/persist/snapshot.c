@@ -158,7 +158,7 @@ static void put_header(unsigned char *hdr, const rbd_snap_job_t *j)
 /* ---- the thread's steps ------------------------------------------------------- */
 
 /* Step (3): the snapshot at snap_tmp, fsync'd; the dump sparse (free heap
- * pages and pages of zeros skipped, snap_sparse.c).  0, or -1 with j->err. */
+ * pages skipped, snap_sparse.c).  0, or -1 with j->err. */
 static int write_snapshot(rbd_snap_job_t *j)
 {
     unsigned char hdr[SNAP_HDR] = { 0 };

@@ -98,13 +98,13 @@ typedef struct rbd_sparse {
     int fd;
     uint64_t len;       /* the dump's bytes so far */
     uint64_t holes;     /* ... of which holes of the dump */
-    uint64_t skipped;   /* ... of which left out of the file (holes, pages of zeros) */
+    uint64_t skipped;   /* ... of which left out of the file (the holes) */
     XXH3_state_t *xx;   /* XXH3-64 of the dump, holes as zeros */
 } rbd_sparse_t;
 
 /* rb_segment_snap_dump_sparse's callbacks (arg: an rbd_sparse_t): data is
- * written but for its whole 4 KiB pages of zeros, holes are skipped; both
- * hashed.  0, or -1 with errno. */
+ * written, holes are skipped (the restore never reads them); both hashed.
+ * 0, or -1 with errno. */
 int rbd_sparse_data(const void *data, size_t len, void *arg);
 int rbd_sparse_hole(uint64_t len, void *arg);
 /* After the dump: the file ends where the dump does.  0, or -1 (errno). */

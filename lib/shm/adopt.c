@@ -101,7 +101,7 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
 /* Whether a restore reserves the heap's free space too (posix_fallocate,
  * as rbi_segment_grow does).  The allocator (heap.c) hands out free
  * extents as they are, so a free page left unreserved would fault at the
- * writer's first store into it (SIGBUS on a full /dev/shm: check_faults).
+ * writer's first store into it (SIGBUS on a full /dev/shm).
  * 0 once the allocator reserves an extent before handing it out: a
  * restore then reserves the live data alone (copy_live).  Either way it
  * reads and writes only the live data. */
