@@ -33,10 +33,12 @@
 #include "replay.h"
 #include "seg_txn.h"
 
-/* The bytes of a state file, mmap'ed. */
+/* The bytes of a state file, mmap'ed, and the file (for SEEK_DATA /
+ * SEEK_HOLE: a sparse snapshot's holes are not read, snap_sparse.c). */
 typedef struct mapped {
     const unsigned char *data;
     size_t len;
+    int fd;
 } mapped_t;
 
 /* The state directory's files, for one start. */
@@ -52,6 +54,7 @@ static int map_file(const char *path, mapped_t *m, int *missing)
     *missing = 0;
     m->data = NULL;
     m->len = 0;
+    m->fd = -1;
     if (fd < 0) {
         *missing = errno == ENOENT;
         return *missing ? 0 : -1;
@@ -69,7 +72,7 @@ static int map_file(const char *path, mapped_t *m, int *missing)
         }
         m->data = d;
     }
-    close(fd);
+    m->fd = fd;
     return 0;
 }
 
@@ -77,7 +80,10 @@ static void unmap_file(mapped_t *m)
 {
     if (m->data != NULL)
         munmap((void *)m->data, m->len);
+    if (m->fd >= 0)
+        close(m->fd);
     m->data = NULL;
+    m->fd = -1;
 }
 
 /* Keeps path as <path>.<what>-<unix time>[.<n>] - a hard link, never over
@@ -243,7 +249,7 @@ static int load_snapshot(const rbd_config_t *cfg, rbd_state_t *st, const start_f
     }
     if (missing)
         return 0;
-    rc = rbd_snapshot_load(cfg, cfg->instance, f->snap, m.data, m.len, sh, &st->seg, err,
+    rc = rbd_snapshot_load(cfg, cfg->instance, f->snap, m.fd, m.data, m.len, sh, &st->seg, err,
                            errlen);
     unmap_file(&m);
     if (rc != 0 && discard(f->snap, 0, m.len, 0, ignore_corrupt, err, errlen) != 0)

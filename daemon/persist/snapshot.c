@@ -112,6 +112,7 @@ struct rbd_snap_job {
     int xfd;                       /* X for reading (-1: nothing to carry over) */
     uint64_t carried;              /* X's bytes [from, from + carried) are in Y */
     uint64_t len, hash;            /* the dump's */
+    uint64_t skipped;              /* ... bytes left out of the file (sparse) */
     /* The loop's, fixed before the thread starts or at GO. */
     uint64_t id, prev, from;       /* Y; X (0: none); F (0: X is superseded whole) */
     const _Atomic uint64_t *x_written;
@@ -156,34 +157,22 @@ static void put_header(unsigned char *hdr, const rbd_snap_job_t *j)
 
 /* ---- the thread's steps ------------------------------------------------------- */
 
-typedef struct dump_ctx {
-    int fd;
-    uint64_t len;
-    XXH3_state_t *xx;
-} dump_ctx_t;
-
-static int dump_write(const void *data, size_t len, void *arg)
-{
-    dump_ctx_t *d = arg;
-
-    d->len += len;
-    XXH3_64bits_update(d->xx, data, len);
-    return rbd_write_all(d->fd, data, len);
-}
-
-/* Step (3): the snapshot at snap_tmp, fsync'd.  0, or -1 with j->err. */
+/* Step (3): the snapshot at snap_tmp, fsync'd; the dump sparse (free heap
+ * pages skipped, snap_sparse.c).  0, or -1 with j->err. */
 static int write_snapshot(rbd_snap_job_t *j)
 {
     unsigned char hdr[SNAP_HDR] = { 0 };
-    dump_ctx_t d = { -1, 0, XXH3_createState() };
+    rbd_sparse_t d = { -1, 0, 0, 0, XXH3_createState() };
     int ok, rc = RB_OK;
 
     d.fd = open(j->p.snap_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     ok = d.xx != NULL && XXH3_64bits_reset(d.xx) == XXH_OK && d.fd >= 0 &&
          rbd_write_all(d.fd, hdr, sizeof(hdr)) == 0 &&
-         (rc = rb_segment_snap_dump(j->snap, dump_write, &d)) == RB_OK;
+         (rc = rb_segment_snap_dump_sparse(j->snap, rbd_sparse_data, rbd_sparse_hole,
+                                           &d)) == RB_OK && rbd_sparse_finish(&d) == 0;
     if (ok) {
         j->len = d.len;
+        j->skipped = d.skipped;
         j->hash = XXH3_64bits_digest(d.xx);
         put_header(hdr, j);
         ok = pwrite(d.fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) && fsync(d.fd) == 0;
@@ -464,8 +453,10 @@ static int job_done(rbd_snapshots_t *sn, rbd_aof_t *aof, char *err, size_t errle
         sn->last_mono = rbd_mono_ms();
         sn->last_duration_ms = sn->last_mono - j->begun_mono;
         sn->count++;
-        rbd_log(LOG_INFO, "snapshot saved: %s (%llu bytes, %llu ms, %llu us in the event loop, "
-                "%llu bytes copied on write)", j->p.snap, (unsigned long long)j->len,
+        sn->last_file_bytes = j->len - j->skipped;
+        rbd_log(LOG_INFO, "snapshot saved: %s (%llu bytes, %llu written, %llu ms, %llu us in the "
+                "event loop, %llu bytes copied on write)", j->p.snap, (unsigned long long)j->len,
+                (unsigned long long)(j->len - j->skipped),
                 (unsigned long long)sn->last_duration_ms, (unsigned long long)sn->last_loop_us,
                 (unsigned long long)saved);
     } else {
@@ -578,6 +569,21 @@ int rbd_snapshot_init(rbd_snapshots_t *sn)
     return sn->wakefd;
 }
 
+/* The log is large enough for a snapshot: past save-log-bytes (the
+ * minimum) and past save-log-percent of the live data (0: the minimum
+ * alone), as Redis's auto-aof-rewrite-min-size and -percentage; so a load
+ * into a large filter does not snapshot its reservation every 64 MB. */
+static int log_due(const rbd_aof_t *aof, const rb_segment_t *seg, const rbd_config_t *cfg)
+{
+    rb_segment_info_t in;
+
+    if (aof->log_bytes < cfg->save_log_bytes)
+        return 0;
+    if (cfg->save_log_percent == 0 || rb_segment_info(seg, &in) != RB_OK)
+        return 1;
+    return aof->log_bytes / cfg->save_log_percent >= in.used / 100;
+}
+
 void rbd_snapshot_tick(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg,
                        const rbd_config_t *cfg, uint64_t now)
 {
@@ -589,7 +595,7 @@ void rbd_snapshot_tick(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg,
     due = aof->broken || sn->scheduled ||
           (aof->changes > 0 && !aof->write_error &&
            ((cfg->save_seconds > 0 && now - sn->last_mono >= 1000ull * cfg->save_seconds) ||
-            aof->log_bytes >= cfg->save_log_bytes));
+            log_due(aof, seg, cfg)));
     if (!due || sn->job != NULL || now < sn->next_attempt)
         return;
     what = aof->broken ? "repairing" : sn->scheduled ? "scheduled" : "periodic";
@@ -652,14 +658,14 @@ static int snapshot_header(const unsigned char *data, size_t size, const char *p
 }
 
 int rbd_snapshot_load(const rbd_config_t *cfg, const char *instance, const char *path,
-                      const void *data, size_t size, rbd_snap_t *snap, rb_segment_t **seg,
-                      char *err, size_t errlen)
+                      int fd, const void *data, size_t size, rbd_snap_t *snap,
+                      rb_segment_t **seg, char *err, size_t errlen)
 {
     rb_segment_opts_t o = { .mode = cfg->segment_mode, .max_size = cfg->max_memory,
                             .flags = RB_SEGMENT_HIDDEN };
     const unsigned char *d = data;
     rbd_snap_t h = *snap;
-    uint64_t len, hash;
+    uint64_t len, hash, read;
     int rc;
 
     if (snapshot_header(d, size, path, &h, &len, &hash, err, errlen) != 0)
@@ -669,10 +675,12 @@ int rbd_snapshot_load(const rbd_config_t *cfg, const char *instance, const char 
                  size, (unsigned long long)(len + h.header));
         return -1;
     }
-    if (XXH3_64bits(d + h.header, len) != hash) {
+    if (rbd_sparse_hash(fd, d, h.header, len, &read) != hash) {
         snprintf(err, errlen, "snapshot %s is corrupt: checksum mismatch", path);
         return -1;
     }
+    rbd_log(LOG_DEBUG, "snapshot %s: %llu of its %llu bytes are data, the rest holes", path,
+            (unsigned long long)read, (unsigned long long)len);
     rc = rb_segment_restore(instance, &o, d + h.header, len, seg);
     if (rc != RB_OK) {
         snprintf(err, errlen, "snapshot %s cannot be restored: %s", path, rb_strerror(rc));

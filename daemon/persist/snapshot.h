@@ -11,6 +11,7 @@
 #include "aof.h"
 #include "rbd_config.h"
 #include "ringbloom.h"
+#include <xxhash.h>
 
 #define RBD_SNAP_FILE "snapshot.rbs"
 
@@ -26,6 +27,7 @@ typedef struct rbd_snapshots {
     uint64_t last_duration_ms; /* the last one, freeze to install */
     uint64_t last_loop_us;     /* ... of which the event loop spent (steps 1, 5-7) */
     uint64_t last_saved_bytes; /* ... pages the writer saved for it (copy on write) */
+    uint64_t last_file_bytes;  /* ... bytes of it written to the file (the rest sparse) */
     rbd_snap_job_t *job;       /* the one being written, or NULL */
     int scheduled;             /* BGSAVE asked for one when none could start (inside
                                   an EXEC, or one being written): the tick starts it */
@@ -82,9 +84,35 @@ void rbd_snapshot_tick(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg,
  * and checksum and restores the dump into a new hidden segment of instance
  * (NULL: a private one) in *seg, filling snap (whose path the caller set;
  * present = 1).  On error *seg is untouched and nothing is left in
- * /dev/shm.  data must be 8-byte aligned.  0, or -1 with err. */
+ * /dev/shm.  data must be 8-byte aligned.  fd: the file data maps (-1:
+ * none), whose holes are hashed as zeros without reading them (a sparse
+ * snapshot, snap_sparse.c).  0, or -1 with err. */
 int rbd_snapshot_load(const rbd_config_t *cfg, const char *instance, const char *path,
-                      const void *data, size_t len, rbd_snap_t *snap, rb_segment_t **seg,
-                      char *err, size_t errlen);
+                      int fd, const void *data, size_t len, rbd_snap_t *snap,
+                      rb_segment_t **seg, char *err, size_t errlen);
+
+/* ---- the dump as a sparse file (snap_sparse.c) ---- */
+
+/* A dump being written to fd at its current offset. */
+typedef struct rbd_sparse {
+    int fd;
+    uint64_t len;       /* the dump's bytes so far */
+    uint64_t holes;     /* ... of which holes of the dump */
+    uint64_t skipped;   /* ... of which left out of the file (the holes) */
+    XXH3_state_t *xx;   /* XXH3-64 of the dump, holes as zeros */
+} rbd_sparse_t;
+
+/* rb_segment_snap_dump_sparse's callbacks (arg: an rbd_sparse_t): data is
+ * written, holes are skipped (the restore never reads them); both hashed.
+ * 0, or -1 with errno. */
+int rbd_sparse_data(const void *data, size_t len, void *arg);
+int rbd_sparse_hole(uint64_t len, void *arg);
+/* After the dump: the file ends where the dump does.  0, or -1 (errno). */
+int rbd_sparse_finish(rbd_sparse_t *d);
+/* XXH3-64 of file[off, off + len) (a mapping of fd): the data ranges
+ * SEEK_DATA / SEEK_HOLE find are read, the holes hashed as zeros without
+ * touching the mapping (fd < 0: all read).  *read: the bytes read. */
+uint64_t rbd_sparse_hash(int fd, const unsigned char *file, uint64_t off, uint64_t len,
+                         uint64_t *read);
 
 #endif /* RBD_SNAPSHOT_H */

@@ -46,12 +46,10 @@ static const setting_t settings[] = {
      * an error then, not at start); whether this process may give its
      * files the group is rbd_config_check_groups'. */
     { "unixsocketgroup", T_GROUP, F(socket_group), 0, 0, 0 },
-    /* Readers only read; an object others could write is refused by them
-     * (name squatting). */
+    /* Readers refuse an object others could write (name squatting). */
     { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0 },
     { "segment-group", T_GROUP, F(segment_group), 0, 0, 0 },
-    /* Applied to the segment at start (segwatch.c): a warning, not a
-     * refusal, where the kernel gives no huge pages. */
+    /* Applied at start (segwatch.c): a warning where the kernel has none. */
     { "huge-pages", T_BOOL, F(huge_pages), 0, 0, 0 },
     { "max-memory", T_SIZE, F(max_memory), 1u << 20, RB_MAX_MAX_SIZE, 0 },
     { "max-filters", T_U32, F(max_filters), 1, RB_MAX_FILTERS, 0 },
@@ -71,6 +69,7 @@ static const setting_t settings[] = {
     { "appendfsync", T_FSYNC, F(appendfsync), 0, 0, 1 },
     { "save-seconds", T_U32, F(save_seconds), 0, 100000000, 1 },
     { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1 },
+    { "save-log-percent", T_U32, F(save_log_percent), 0, 1000000, 1 },
     { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0 },
     { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0 },
     /* Where the ring's membership lives (ring_source.c): this daemon's
@@ -159,6 +158,7 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->appendfsync = FSYNC_EVERYSEC;
     c->save_seconds = 300;
     c->save_log_bytes = 64u << 20;
+    c->save_log_percent = 100;
     c->ring_mode = RB_RING_XXH3;
     c->ring_replicas = RB_RING_DEFAULT_REPLICAS;
     c->ring_source = RING_SOURCE_LOCAL;

@@ -56,6 +56,7 @@ typedef struct rbd_config {
     int appendfsync;
     uint32_t save_seconds;       /* snapshot at least this often (0 = only on demand) */
     uint64_t save_log_bytes;     /* ... or when the log grows past this */
+    uint32_t save_log_percent;   /* ... and past this % of the live data (0: the bytes alone) */
     rb_ring_mode_t ring_mode;    /* for a ring that does not exist yet */
     uint32_t ring_replicas;
     int ring_source;             /* RING_SOURCE_*: who keeps the membership */

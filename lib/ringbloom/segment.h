@@ -142,8 +142,10 @@ RB_EXPORT RB_WUR int rb_segment_dump(const rb_segment_t *seg,
  * state of that instant (it copies the header and directory now, O(max
  * filters); the heap is copied on write: the writer's first store into a
  * page the dump has not reached saves that page first).  Any one thread,
- * once: rb_segment_snap_dump passes exactly the bytes rb_segment_dump would
- * have passed at begin to fn, in order, in pieces of at most 1 MiB, while
+ * once: rb_segment_snap_dump passes the bytes rb_segment_dump would have
+ * passed at begin to fn, in order, in pieces of at most 1 MiB, except
+ * that heap pages lying wholly inside free space at begin are passed as
+ * zero bytes (they are never read: see rb_segment_snap_dump_sparse), while
  * the writer thread keeps changing the segment (no other thread may
  * change it).  Writer thread, after the dump returned (or instead of it):
  * rb_segment_snap_end frees it and tells how many bytes the writer saved
@@ -157,6 +159,23 @@ RB_EXPORT RB_WUR int rb_segment_snap_begin(rb_segment_t *seg, rb_segment_snap_t 
 RB_EXPORT RB_WUR int rb_segment_snap_dump(rb_segment_snap_t *snap,
                                           int (*fn)(const void *data, size_t len, void *arg),
                                           void *arg);
+/* As rb_segment_snap_dump, but the heap pages that lay wholly inside free
+ * space at begin (holes: nothing live is in them, and a restore does not
+ * read them) are not passed to fn: each run of them is passed to hole
+ * (its length in bytes, a multiple of 4096) at its place in the stream, so
+ * the bytes fn and hole account for, in order, are the dump's length.  A
+ * hole's bytes are never read from the segment (freed pages may have been
+ * given back to the system); rb_segment_snap_dump passes them to fn as
+ * zero bytes, so its dump is this one with every hole filled with zeros.
+ * hole == NULL is rb_segment_snap_dump.  hole returns 0 on success.
+ * Errors: as rb_segment_snap_dump (RB_ESYS also if hole failed). */
+RB_EXPORT RB_WUR int rb_segment_snap_dump_sparse(rb_segment_snap_t *snap,
+                                                 int (*fn)(const void *data, size_t len,
+                                                           void *arg),
+                                                 int (*hole)(uint64_t len, void *arg),
+                                                 void *arg);
+/* The bytes of the dump that are holes (known at begin). */
+RB_EXPORT uint64_t rb_segment_snap_holes(const rb_segment_snap_t *snap);
 /* The length of the dump: the committed bytes at begin. */
 RB_EXPORT uint64_t rb_segment_snap_size(const rb_segment_snap_t *snap);
 RB_EXPORT void rb_segment_snap_end(rb_segment_snap_t *snap, uint64_t *saved_bytes);

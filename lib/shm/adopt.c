@@ -19,10 +19,15 @@
  * layout 2 (copies without node states) is taken as it is.  A live
  * segment of another layout is not taken over (RB_EVERSION): ringbloomd
  * then starts from its snapshot and log, which hold the same state.
+ * A restore copies the header and directory, then only the heap's live
+ * extents they name (each bounded by the heap, pages of zeros left out),
+ * so it reads and allocates the live data, not the dump's length; nothing
+ * it copied is trusted until adopt_contents has checked it all.
  * Workload: once per daemon start (takeover) or snapshot load (restore).
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,18 +96,99 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
     return RB_OK;
 }
 
-/* Copies the dump's directory, heap and the header words a writer keeps
- * (ring latch, incarnation counter) into seg, one generation up. */
-static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh)
+#define PAGE 4096u
+
+/* A restore reserves (posix_fallocate) the live data alone (copy_live),
+ * not the heap's free space: the allocator backs a free extent before it
+ * hands it out (heap.c, heap_back), so the writer's first store into it
+ * cannot fault on a full /dev/shm, and the restored object's memory is its
+ * live data.  It reads and writes only the live data. */
+
+static int all_zero(const unsigned char *p, size_t n)
+{
+    static const unsigned char zeros[PAGE];
+
+    for (size_t i = 0; i < n; i += PAGE)
+        if (memcmp(p + i, zeros, n - i < PAGE ? n - i : PAGE) != 0)
+            return 0;
+    return 1;
+}
+
+/* Copies the dump's bytes [lo, hi) (8-byte aligned, inside what the dump
+ * and seg hold) into seg, whose pages there it reserves first (the
+ * writer's stores into live data must not fault: rbi_segment_grow), page
+ * by page, leaving out pages of zeros: seg's new pages are zeros already
+ * (nor, in a sparse snapshot file, are they read from disk).  RB_OK, or
+ * the errno code of posix_fallocate (/dev/shm full: RB_ENOSPC). */
+static int copy_live(const rbi_map_t *m, const unsigned char *d, uint64_t lo, uint64_t hi)
+{
+    uint64_t from = lo / PAGE * PAGE, to = (hi + PAGE - 1) / PAGE * PAGE;
+    int rc = posix_fallocate(m->fd, (off_t)from, (off_t)(to - from));
+
+    if (rc != 0)
+        return rbi_errno_code(rc);
+    while (lo < hi) {
+        uint64_t end = (lo / PAGE + 1) * PAGE;
+        if (end > hi)
+            end = hi;
+        if (!all_zero(d + lo, (size_t)(end - lo)))
+            rbi_copy_in(rbi_word_at(m, lo), d + lo, (size_t)(end - lo));
+        lo = end;
+    }
+    return RB_OK;
+}
+
+/* The heap's live bytes, for a dump this layout's ring code reads: the
+ * ring copies the dump's header names and the extents of every live
+ * filter seg's directory (the dump's, copied) names, each clipped to the
+ * heap (heap_off and size are checked and page-aligned; the offsets
+ * themselves are not trusted: adopt_contents checks them next).  A slot
+ * the kind table refuses fails here as it would there. */
+static int copy_extents(const rbi_map_t *m, const rb_header_shm_t *dh, uint64_t heap_off,
+                        uint64_t size)
+{
+    rbi_extent_t *ext = malloc((2 + m->dir_slots * RBI_KIND_MAX_EXTENTS) * sizeof(*ext));
+    size_t nring = 0, nfilters = 0;
+    int rc;
+
+    if (ext == NULL)
+        return RB_ENOMEM;
+    rbi_ring_extents(m, ext, &nring);
+    rc = rbi_kind_extents(m, ext + nring, &nfilters);
+    for (size_t i = 0; rc == RB_OK && i < nring + nfilters; i++) {
+        uint64_t lo = ext[i].off, hi = lo + ext[i].len;
+        if (hi < lo || hi > size)
+            hi = size;
+        if (lo < heap_off)
+            lo = heap_off;
+        if (lo < hi)
+            rc = copy_live(m, (const unsigned char *)dh, lo & ~7ull, (hi + 7) & ~7ull);
+    }
+    free(ext);
+    return rc;
+}
+
+/* Copies the dump's directory, the header words a writer keeps (ring
+ * latch, incarnation counter) and its heap into seg, one generation up.
+ * The heap: only the live extents the header and the directory name
+ * (whole, for a layout-1 dump, whose ring copies this layout's code does
+ * not read); the rest is free, neither read, written nor reserved (a hole
+ * until the allocator hands it out), and adopt_contents rebuilds the free list
+ * from the same extents. */
+static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh, int layout1)
 {
     const rbi_map_t *m = rbi_seg_map(seg);
     rb_header_shm_t *h = rbi_hdr(m);
     uint64_t size = rbi_ld(&dh->size), dir_off = rbi_ld(&dh->dir_offset);
-    int rc = rbi_segment_grow(seg, size);
+    uint64_t heap_off = rbi_ld(&dh->heap_offset);
+    int rc = rbi_segment_grow_to(seg, size, layout1);
 
     if (rc != RB_OK)
         return rc;
-    rbi_copy_in(rbi_word_at(m, dir_off), (const unsigned char *)dh + dir_off, size - dir_off);
+    if (!layout1 && (rc = posix_fallocate(m->fd, 0, (off_t)heap_off)) != 0)
+        return rbi_errno_code(rc);
+    rbi_copy_in(rbi_word_at(m, dir_off), (const unsigned char *)dh + dir_off,
+                (layout1 ? size : heap_off) - dir_off);
     rbi_st(&h->ring.seq, rbi_ld(&dh->ring.seq));
     for (int c = 0; c < 2; c++) {
         rbi_st(&h->ring.copy_off[c], rbi_ld(&dh->ring.copy_off[c]));
@@ -110,7 +196,7 @@ static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh)
     }
     rbi_st(&h->next_incarnation, rbi_ld(&dh->next_incarnation));
     rbi_st(&h->generation, rbi_ld(&dh->generation) + 1);
-    return RB_OK;
+    return layout1 ? RB_OK : copy_extents(m, dh, heap_off, size);
 }
 
 /* A dump of segment layout 1 or 2 differs from this layout in its ring
@@ -180,7 +266,7 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     if ((rc = rbi_segment_make(instance, &o, 0, &seg)) != RB_OK)
         return rc;
     /* Everything the dump names is checked before anyone may see it. */
-    rc = restore_bytes(seg, dh);
+    rc = restore_bytes(seg, dh, layout1);
     if (rc == RB_OK && layout1)
         rc = take_layout1_ring(seg, &ring);
     if (rc == RB_OK)

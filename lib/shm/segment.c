@@ -55,7 +55,7 @@ static uint64_t page_size(void)
     return p > 0 ? (uint64_t)p : 4096u;
 }
 
-int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
+int rbi_segment_grow_to(rb_segment_t *seg, uint64_t new_size, int back)
 {
     rbi_map_t *m = rbi_seg_map(seg);
     rb_header_shm_t *h = rbi_hdr(m);
@@ -76,7 +76,7 @@ int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
         return rbi_errno_code(errno);
     /* Reserve the pages now: on a full /dev/shm a later store would
      * otherwise die of SIGBUS instead of returning an error here. */
-    rc = posix_fallocate(m->fd, (off_t)old, (off_t)(new_size - old));
+    rc = back || huge ? posix_fallocate(m->fd, (off_t)old, (off_t)(new_size - old)) : 0;
     if (rc != 0) {
         if (ftruncate(m->fd, (off_t)old) != 0) {
             /* the object stays larger than size says: harmless, only

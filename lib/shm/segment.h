@@ -163,7 +163,15 @@ static inline void rbi_huge_collapse(rbi_map_t *m, uint64_t from, uint64_t to)
  * segment, whose new bytes it then collapses into 2 MiB pages) and
  * publishes the new header.size.  RB_ENOSPC past the
  * reservation, or the errno code of ftruncate / posix_fallocate. */
-int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size);
+int rbi_segment_grow_to(rb_segment_t *seg, uint64_t new_size, int back);
+static inline int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
+{
+    return rbi_segment_grow_to(seg, new_size, 1);
+}
+/* back == 0: the same without reserving the new pages (a huge-page
+ * segment's are reserved all the same): for a restore (adopt.c), which
+ * reserves the pages of the live data it copies and leaves the free space
+ * to the allocator, which backs an extent before handing it out. */
 
 /* ---- for adopt.c: a writer adopting contents it did not make ------------ */
 

@@ -11,7 +11,14 @@
  *   BUSY   one side is copying it (4 KiB); the other waits for that copy;
  *   DUMPED the dump took it as it was: the writer may store freely;
  *   SAVED  the writer saved its frozen bytes in saved[i] before its first
- *          store: the dump takes them from there (and frees them).
+ *          store: the dump takes them from there (and frees them);
+ *   HOLE   the page lay wholly inside a free extent of the writer's list
+ *          at begin: nothing of it is live (a restore rebuilds the free
+ *          list from the live extents, adopt.c), so the dump passes it as
+ *          a hole (zero bytes or the hole callback) and never reads it;
+ *          the writer saves nothing for it.  A free page may have been
+ *          given back to the system (heap.c punches holes): reading it
+ *          would allocate it again.
  * Either side moves a page out of FREE only by compare-and-swap to BUSY,
  * so exactly one of them copies it, and the copy is of the frozen bytes:
  * the writer has not stored into a FREE page (S1), and it does not while
@@ -35,7 +42,7 @@
 #define PAGE       4096u
 #define PIECE      (1u << 20)   /* bytes handed to the dump's callback at a time */
 
-enum { FREE = 0, BUSY = 1, DUMPED = 2, SAVED = 3 };
+enum { FREE = 0, BUSY = 1, DUMPED = 2, SAVED = 3, HOLE = 4 };
 
 struct rb_segment_snap {
     rb_segment_t *seg;
@@ -49,7 +56,10 @@ struct rb_segment_snap {
     _Atomic uint64_t saved_bytes; /* saved by the writer, in all */
     _Atomic int failed;           /* the writer could not save a page (no memory) */
     int dumped;                   /* rb_segment_snap_dump ran */
+    uint64_t holes;               /* pages marked HOLE at begin */
 };
+
+static const unsigned char zeros[PAGE];   /* a hole's bytes, for rb_segment_snap_dump */
 
 static inline void relax(unsigned spins)
 {
@@ -93,7 +103,7 @@ void rbi_snap_save(rb_segment_snap_t *s, const void *p, size_t len)
     for (size_t i = (off - s->heap) / PAGE; i <= (end - 1 - s->heap) / PAGE; i++) {
         unsigned char *copy;
         if (atomic_load_explicit(&s->state[i], memory_order_acquire) >= DUMPED)
-            continue;
+            continue;   /* DUMPED, SAVED, or a HOLE (not in the dump) */
         if (!claim(s, i)) {
             settled(s, i);   /* the dump is copying it; then it is DUMPED */
             continue;
@@ -109,6 +119,32 @@ void rbi_snap_save(rb_segment_snap_t *s, const void *p, size_t len)
         s->saved[i] = copy;
         atomic_fetch_add_explicit(&s->saved_bytes, PAGE, memory_order_relaxed);
         atomic_store_explicit(&s->state[i], SAVED, memory_order_release);
+    }
+}
+
+/* Marks HOLE every page wholly inside a free extent of hp (the writer's
+ * list, heap.h: sorted, coalesced, within the heap).  A list not built yet
+ * (a created segment before its first allocation) has the whole heap free. */
+static void mark_holes(rb_segment_snap_t *s, const rbi_heap_t *hp)
+{
+    rbi_extent_t all = { s->heap, s->size - s->heap };
+    const rbi_extent_t *ext = hp->built ? hp->free : &all;
+    size_t n = hp->built ? hp->n : 1;
+
+    for (size_t k = 0; k < n; k++) {
+        uint64_t lo = ext[k].off, hi = ext[k].off + ext[k].len;
+        if (hi < lo || lo >= s->size || hi <= s->heap)
+            continue;
+        if (lo < s->heap)
+            lo = s->heap;
+        if (hi > s->size)
+            hi = s->size;
+        lo = s->heap + (lo - s->heap + PAGE - 1) / PAGE * PAGE;
+        hi = s->heap + (hi - s->heap) / PAGE * PAGE;
+        for (uint64_t o = lo; o < hi; o += PAGE) {
+            atomic_store_explicit(&s->state[(o - s->heap) / PAGE], HOLE, memory_order_relaxed);
+            s->holes++;
+        }
     }
 }
 
@@ -153,6 +189,7 @@ int rb_segment_snap_begin(rb_segment_t *seg, rb_segment_snap_t **out)
     /* Between two changes (the caller's contract): the header page and
      * the directory as they are now are the dump's. */
     memcpy(s->front, s->base, (size_t)s->heap);
+    mark_holes(s, &seg->heap);
     seg->snap = s;
     *out = s;
     return RB_OK;
@@ -172,11 +209,45 @@ static int emit(unsigned char *buf, size_t *fill, const void *p, size_t len,
     return 0;
 }
 
-int rb_segment_snap_dump(rb_segment_snap_t *s, int (*fn)(const void *, size_t, void *),
-                         void *arg)
-{
+/* The dump's stream: pieces of data to fn through buf, runs of hole pages
+ * to hole (NULL: as zero bytes to fn). */
+typedef struct stream {
+    int (*fn)(const void *, size_t, void *);
+    int (*hole)(uint64_t, void *);
+    void *arg;
     unsigned char *buf;
-    size_t fill = 0;
+    size_t fill;
+    uint64_t run;   /* hole bytes not passed yet */
+} stream_t;
+
+static int flush_run(stream_t *st)
+{
+    uint64_t run = st->run;
+
+    st->run = 0;
+    if (run == 0)
+        return 0;
+    if (st->fill > 0 && st->fn(st->buf, st->fill, st->arg) != 0)
+        return -1;
+    st->fill = 0;
+    return st->hole(run, st->arg);
+}
+
+static int put_page(stream_t *st, const unsigned char *page)
+{
+    if (page == NULL && st->hole != NULL) {
+        st->run += PAGE;
+        return 0;
+    }
+    if (st->run > 0 && flush_run(st) != 0)
+        return -1;
+    return emit(st->buf, &st->fill, page != NULL ? page : zeros, PAGE, st->fn, st->arg);
+}
+
+int rb_segment_snap_dump_sparse(rb_segment_snap_t *s, int (*fn)(const void *, size_t, void *),
+                                int (*hole)(uint64_t, void *), void *arg)
+{
+    stream_t st = { fn, hole, arg, NULL, 0, 0 };
     int rc = RB_OK;
 
     if (s == NULL || fn == NULL)
@@ -184,36 +255,52 @@ int rb_segment_snap_dump(rb_segment_snap_t *s, int (*fn)(const void *, size_t, v
     if (s->dumped)
         return RB_EBUSY;
     s->dumped = 1;
-    buf = malloc(PIECE);
-    if (buf == NULL)
+    st.buf = malloc(PIECE);
+    if (st.buf == NULL)
         return RB_ENOMEM;
     for (uint64_t o = 0; o < s->heap && rc == RB_OK; o += PAGE)
-        if (emit(buf, &fill, s->front + o, PAGE, fn, arg) != 0)
+        if (put_page(&st, s->front + o) != 0)
             rc = RB_ESYS;
     for (size_t i = 0; i < s->npages && rc == RB_OK; i++) {
         const unsigned char *page = s->base + s->heap + (uint64_t)i * PAGE;
+        unsigned char st_i;
         int r;
         if (claim(s, i)) {
-            r = emit(buf, &fill, page, PAGE, fn, arg);
+            r = put_page(&st, page);
             atomic_store_explicit(&s->state[i], DUMPED, memory_order_release);
-        } else if (settled(s, i) == SAVED) {
-            r = emit(buf, &fill, s->saved[i], PAGE, fn, arg);
+        } else if ((st_i = settled(s, i)) == SAVED) {
+            r = put_page(&st, s->saved[i]);
             free(s->saved[i]);
             s->saved[i] = NULL;
+        } else if (st_i == HOLE) {
+            r = put_page(&st, NULL);   /* never read: it may be given back */
         } else {
             /* DUMPED before the dump: only a save that failed leaves that,
              * and the dump fails below; the length stays right. */
-            r = emit(buf, &fill, page, PAGE, fn, arg);
+            r = put_page(&st, page);
         }
         if (r != 0)
             rc = RB_ESYS;
     }
-    if (rc == RB_OK && fill > 0 && fn(buf, fill, arg) != 0)
+    if (rc == RB_OK && st.run > 0 && flush_run(&st) != 0)
         rc = RB_ESYS;
-    free(buf);
+    if (rc == RB_OK && st.fill > 0 && fn(st.buf, st.fill, arg) != 0)
+        rc = RB_ESYS;
+    free(st.buf);
     if (rc == RB_OK && atomic_load_explicit(&s->failed, memory_order_relaxed))
         rc = RB_ENOMEM;
     return rc;
+}
+
+int rb_segment_snap_dump(rb_segment_snap_t *s, int (*fn)(const void *, size_t, void *),
+                         void *arg)
+{
+    return rb_segment_snap_dump_sparse(s, fn, NULL, arg);
+}
+
+uint64_t rb_segment_snap_holes(const rb_segment_snap_t *s)
+{
+    return s != NULL ? s->holes * PAGE : 0;
 }
 
 uint64_t rb_segment_snap_size(const rb_segment_snap_t *s)

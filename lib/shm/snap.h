@@ -12,7 +12,10 @@
  * first.  The dumping thread takes each page as it is (claiming it first,
  * so a writer that wants it waits for one 4 KiB copy) or, if the writer
  * got there first, from the saved copy.  So the dump is the segment at
- * begin, byte for byte, however the writer goes on.
+ * begin, byte for byte, however the writer goes on, but for the holes:
+ * the heap pages wholly inside free space at begin, which the dump never
+ * reads and passes as zeros or to its hole callback (snap.c), and for
+ * which the writer saves nothing.
  *
  * Invariant S1: between begin and end, every store of the writer into the
  * heap is preceded by rbi_snap_touch of its bytes.  The stores are: bits

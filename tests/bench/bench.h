@@ -67,6 +67,11 @@ void bench_admit(int reps, int quick);
  * before_bin (not NULL) the same run of that ringbloomd beside. */
 void bench_freed(const char *tmpdir, const char *before_bin, int quick);
 
+/* Section r (bench_sparse.c): a snapshot's size on disk, SAVE and a
+ * restart with 20 MiB live in a segment that once held ~1 GiB, beside
+ * before_bin's (an older ringbloomd; NULL: not run). */
+void bench_sparse(const char *tmpdir, const char *before_bin, int reps, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */

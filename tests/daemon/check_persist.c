@@ -57,6 +57,12 @@ static void put_le32(unsigned char *p, uint32_t v)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
+static void put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
 /* The u64 at offset off of a file. */
 static uint64_t file_u64(const char *path, size_t off)
 {
@@ -1363,6 +1369,241 @@ START_TEST(test_persist_dumped_and_loaded_filters_survive_snapshots)
 }
 END_TEST
 
+/* ---- sparse snapshots (snap_sparse.c) and the log's trigger ----------------- */
+
+/* Adds n keys "<prefix><i>" to filter f by pipelined BF.MADD. */
+static void add_keys(rb_conn_t *c, const char *f, const char *prefix, int n)
+{
+    rb_key_t *keys = malloc((size_t)n * sizeof(*keys));
+    char *text = malloc((size_t)n * 24);
+
+    ck_assert_ptr_nonnull(keys);
+    ck_assert_ptr_nonnull(text);
+    for (int i = 0; i < n; i++) {
+        keys[i].ptr = text + (size_t)i * 24;
+        keys[i].len = (size_t)snprintf(text + (size_t)i * 24, 24, "%s%d", prefix, i);
+    }
+    ck_assert_int_ge(rb_conn_bf_add_many(c, f, strlen(f), keys, (size_t)n, NULL), 0);
+    free(keys);
+    free(text);
+}
+
+static void expect_keys(rb_conn_t *c, const char *f, const char *prefix, int n)
+{
+    char key[32];
+
+    for (int i = 0; i < n; i += 97) {
+        snprintf(key, sizeof(key), "%s%d", prefix, i);
+        expect_exists(c, f, key, 1);
+    }
+}
+
+/* Bytes the file's blocks take on disk. */
+static uint64_t file_blocks(const char *path)
+{
+    struct stat st;
+
+    ck_assert_int_eq(stat(path, &st), 0);
+    return (uint64_t)st.st_blocks * 512;
+}
+
+/* A 64 MiB filter filled and deleted, a small one kept: the snapshot's
+ * blocks follow the live data (its length is still the segment's) and the
+ * restart from it answers the same (check_segment's
+ * test_segment_restore_reads_the_live_data: the restore reads no free page);
+ * and a snapshot of the same state written whole, its free pages holding
+ * a deleted filter's stale bytes (what an older ringbloomd wrote), loads
+ * as well. */
+START_TEST(test_persist_snapshot_follows_the_live_data)
+{
+    unsigned char *snap;
+    size_t len;
+    size_t run = 0, best = 0, best_end = 0;
+    rb_conn_t *c;
+
+    start("appendfsync everysec\nsave-seconds 0\nmax-memory 1gb\nmax-command-bytes 256mb");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "big", "0.01", "55000000");
+    add_keys(c, "big", "b", 300000);   /* a 64-byte block each: every page touched */
+    rbd_expect(c, "OK", "BF.RESERVE", "keep", "0.01", "20000");
+    add_keys(c, "keep", "k", 2000);
+    rbd_expect(c, "1", "DEL", "big");
+    rbd_expect(c, "OK", "SAVE");
+    rb_conn_close(c);
+    ck_assert_uint_gt(file_size(snap_path), 64l << 20);   /* the segment's length */
+    ck_assert_msg(file_blocks(snap_path) < (8u << 20), "the snapshot takes %llu bytes on disk",
+                  (unsigned long long)file_blocks(snap_path));
+    crash();
+    started(NULL);
+    c = rbd_connect(&d);
+    expect_keys(c, "keep", "k", 2000);
+    rbd_expect(c, "0", "EXISTS", "big");
+    rb_conn_close(c);
+
+    /* Written whole, with stale bytes in the middle of the longest run of
+     * zero pages (the deleted filter's place) and both checksums redone. */
+    crash();
+    snap = (unsigned char *)rbd_read_file(snap_path, &len);
+    for (size_t o = 128; o + 4096 <= len; o += 4096) {
+        int zero = snap[o] == 0 && memcmp(snap + o, snap + o + 1, 4095) == 0;
+        run = zero ? run + 1 : 0;
+        if (run > best) {
+            best = run;
+            best_end = o + 4096;
+        }
+    }
+    ck_assert_uint_gt(best, 8192);
+    memset(snap + best_end - best * 4096 + best / 4 * 4096, 0xA5, best / 2 * 4096);
+    put_le64(snap + 32, rbi_hash_xxh3(snap + 128, len - 128));
+    put_le64(snap + 120, rbi_hash_xxh3(snap, 120));
+    rbd_write_file(snap_path, snap, len);
+    free(snap);
+    ck_assert_uint_gt(file_blocks(snap_path), 64u << 20);
+    started(NULL);
+    c = rbd_connect(&d);
+    expect_keys(c, "keep", "k", 2000);
+    rb_conn_close(c);
+}
+END_TEST
+
+/* Killed while a sparse snapshot is written (free space behind a live
+ * filter large enough that the dump takes a while), the daemon restarts
+ * with every acknowledged change: by taking over the live segment, and
+ * from the files (snapshot and log). */
+START_TEST(test_persist_killed_in_sparse_snapshot_keeps_every_change)
+{
+    char key[32];
+    int acked = 0, during = 0;
+    rb_conn_t *c;
+
+    start("appendfsync everysec\nsave-seconds 0\nmax-memory 1gb\nmax-command-bytes 256mb");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "gone", "0.01", "55000000");
+    add_keys(c, "gone", "g", 100000);
+    rbd_expect(c, "OK", "BF.RESERVE", "big", "0.01", "100000000");
+    rbd_expect(c, "1", "DEL", "gone");
+    rb_conn_close(c);
+    for (int round = 0; round < 2; round++) {   /* 0: takeover; 1: from the files */
+        c = rbd_connect(&d);
+        rbd_expect(c, "Background saving started", "BGSAVE");
+        for (int i = 0; i < 30; i++) {
+            snprintf(key, sizeof(key), "k%d", acked++);
+            rbd_expect(c, "1", "BF.ADD", "big", key);
+        }
+        during += persistence(c, "snapshot_in_progress") == 1;
+        rb_conn_close(c);
+        rbd_stop(&d, SIGKILL);
+        if (round == 1)
+            ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+        started(NULL);
+        c = rbd_connect(&d);
+        for (int i = 0; i < acked; i++) {
+            snprintf(key, sizeof(key), "k%d", i);
+            expect_exists(c, "big", key, 1);
+        }
+        rbd_expect(c, "0", "EXISTS", "gone");
+        rb_conn_close(c);
+    }
+    ck_assert_int_gt(during, 0);   /* at least one kill did fall inside a snapshot */
+}
+END_TEST
+
+/* A filter's SCANDUMP chunks (up to 16 MiB each, past rbd_scandump's
+ * buffer): iterators and data, read off a plain socket. */
+typedef struct big_dump {
+    size_t n;
+    long long iter[16];
+    size_t len[16];
+    char *data[16];
+} big_dump_t;
+
+static void big_scandump(const char *f, big_dump_t *dp)
+{
+    size_t cap = (17u << 20), have;
+    char *buf = malloc(cap), *p;
+    long long it = 0;
+    int fd = rbd_raw_connect(&d);
+
+    ck_assert_ptr_nonnull(buf);
+    dp->n = 0;
+    do {
+        char it_s[32];
+        size_t want = 0;
+        snprintf(it_s, sizeof(it_s), "%lld", it);
+        ck_assert_int_gt(dprintf(fd, "*3\r\n$11\r\nBF.SCANDUMP\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
+                                 strlen(f), f, strlen(it_s), it_s), 0);
+        for (have = 0; want == 0 || have < want;) {
+            ssize_t got = read(fd, buf + have, cap - have);
+            ck_assert_int_gt(got, 0);
+            have += (size_t)got;
+            buf[have < cap ? have : cap - 1] = '\0';
+            /* *2\r\n:<iter>\r\n$<len>\r\n<bytes>\r\n */
+            if (want == 0 && (p = strstr(buf, "\r\n$")) != NULL && strstr(p + 3, "\r\n"))
+                want = (size_t)(strstr(p + 3, "\r\n") + 2 - buf) + strtoul(p + 3, NULL, 10) + 2;
+        }
+        ck_assert_int_eq(buf[0], '*');
+        it = atoll(buf + 5);
+        if (it == 0)
+            break;
+        ck_assert_uint_lt(dp->n, 16);
+        p = strstr(buf, "\r\n$");
+        dp->iter[dp->n] = it;
+        dp->len[dp->n] = strtoul(p + 3, NULL, 10);
+        dp->data[dp->n] = malloc(dp->len[dp->n] + 1);
+        ck_assert_ptr_nonnull(dp->data[dp->n]);
+        memcpy(dp->data[dp->n], strstr(p + 3, "\r\n") + 2, dp->len[dp->n]);
+        dp->n++;
+    } while (it != 0);
+    close(fd);
+    free(buf);
+}
+
+/* The log's trigger grows with the data (save-log-percent): a 64 MiB
+ * filter copied in by LOADCHUNK (its header chunk reserves it whole), a
+ * chunk a second, with save-log-bytes 4mb: at most one snapshot with the
+ * default 100 % (the log passes the live data only at the end), one every
+ * 16 MiB chunk with 0 (the fixed trigger, as before). */
+START_TEST(test_persist_log_trigger_grows_with_the_data)
+{
+    big_dump_t dp;
+    long long counts[2];
+    char reply[256];
+
+    for (int pct = 0; pct < 2; pct++) {
+        rb_conn_t *c;
+        start(pct == 0 ? "save-seconds 0\nsave-log-bytes 4mb\nsave-log-percent 0\n"
+                         "max-memory 1gb\nmax-command-bytes 256mb"
+                       : "save-seconds 0\nsave-log-bytes 4mb\nmax-memory 1gb\n"
+                         "max-command-bytes 256mb");
+        c = rbd_connect(&d);
+        rbd_expect(c, "OK", "BF.RESERVE", "src", "0.01", "55000000");
+        add_keys(c, "src", "s", 3000);
+        big_scandump("src", &dp);
+        ck_assert_uint_ge(dp.n, 5);   /* the header and 16 MiB pieces */
+        rbd_expect(c, "1", "DEL", "src");
+        rbd_expect(c, "OK", "SAVE");
+        counts[pct] = persistence(c, "snapshots");
+        for (size_t i = 0; i < dp.n; i++) {
+            char it[32];
+            const char *argv[] = { "BF.LOADCHUNK", "dst", it, dp.data[i] };
+            size_t argl[4] = { 12, 3, 0, dp.len[i] };
+            argl[2] = (size_t)snprintf(it, sizeof(it), "%lld", dp.iter[i]);
+            ck_assert_int_eq(rb_conn_command(c, 4, argv, argl, reply, sizeof(reply)), 0);
+            ck_assert_str_eq(reply, "OK");
+            free(dp.data[i]);
+            usleep(1200000);   /* the trigger is looked at once a second */
+        }
+        counts[pct] = persistence(c, "snapshots") - counts[pct];
+        expect_keys(c, "dst", "s", 3000);
+        rb_conn_close(c);
+        rbd_stop(&d, SIGTERM);
+        rbd_remove_all(&d);
+    }
+    ck_assert_int_ge(counts[0], 3);   /* fixed: a snapshot per chunk or so */
+    ck_assert_int_le(counts[1], 1);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("persist",
@@ -1390,5 +1631,9 @@ int main(void)
                                  test_persist_format2_snapshot_starts_with_its_data,
                                  test_persist_old_format_state_starts_with_its_data),
                         RB_TCASE("dumped and loaded filters", 300, NULL, rbd_teardown,
-                                 test_persist_dumped_and_loaded_filters_survive_snapshots));
+                                 test_persist_dumped_and_loaded_filters_survive_snapshots),
+                        RB_TCASE("sparse snapshots", 300, NULL, rbd_teardown,
+                                 test_persist_snapshot_follows_the_live_data,
+                                 test_persist_killed_in_sparse_snapshot_keeps_every_change,
+                                 test_persist_log_trigger_grows_with_the_data));
 }

@@ -220,7 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* rbd_recovery_start, steps 2-4, with the files' bytes. */
     if (flags & F_SNAP) {
-        if (rbd_snapshot_load(&cfg, NULL, "snapshot", snap, snap_len, &snap_info, &s.seg, err,
+        if (rbd_snapshot_load(&cfg, NULL, "snapshot", -1, snap, snap_len, &snap_info, &s.seg, err,
                               sizeof(err)) != 0) {
             CHECK(s.seg == NULL);   /* nothing half-loaded */
             goto out;

@@ -186,7 +186,7 @@ static void check_files(srv_t *t)
     cfg.max_filters = 16;
     sdata = slurp(RBD_SNAP_FILE, &slen);
     ldata = slurp(RBD_LOG_FILE, &llen);
-    if (rbd_snapshot_load(&cfg, NULL, "snapshot", sdata, slen, &snap, &st.seg, err,
+    if (rbd_snapshot_load(&cfg, NULL, "snapshot", -1, sdata, slen, &snap, &st.seg, err,
                           sizeof(err)) != 0)
         fprintf(stderr, "fuzz_txn: the snapshot does not load: %s\n", err);
     CHECK(st.seg != NULL);

@@ -911,6 +911,67 @@ START_TEST(test_segment_txn_mark_survives_takeover_not_restore)
 }
 END_TEST
 
+/* A restore reads the live extents, not the dump: a 64 MiB filter filled
+ * and deleted leaves its bytes in the dump (free space is not cleared);
+ * with every page of the dump inside the writer's free space made
+ * unreadable (PROT_NONE: a read is SIGSEGV), the restore succeeds and
+ * answers as the writer did. */
+START_TEST(test_segment_restore_reads_the_live_data)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    rb_bloom_params_t big = { .capacity = 55000000, .error_rate = 0.01,
+                              .layout = RB_BLOOM_BLOCKED };
+    rb_bloom_params_t small = { .capacity = 20000, .error_rate = 0.01 };
+    rb_segment_t *copy;
+    rb_bloom_t *bf;
+    rb_test_dump_t d = { NULL, 0 };
+    unsigned char *buf;
+    uint64_t hidden = 0;
+    char key[64];
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "big", 3, &big), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, "big", 3, &bf), RB_OK);
+    for (int i = 0; i < 300000; i++)   /* one 64-byte block each: every page touched */
+        ck_assert_int_ge(rb_bloom_add(bf, key, (size_t)snprintf(key, sizeof(key), "b%d", i)), 0);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "keep", 4, &small), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, "keep", 4, &bf), RB_OK);
+    for (int i = 0; i < 2000; i++)
+        ck_assert_int_ge(rb_bloom_add(bf, key, (size_t)snprintf(key, sizeof(key), "k%d", i)), 0);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_bloom_delete(wseg, "big", 3), RB_OK);
+    ck_assert_int_eq(rb_segment_dump(wseg, rb_test_dump_fn, &d), RB_OK);
+    ck_assert_uint_gt(d.len, 64u << 20);
+    buf = mmap(NULL, d.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(buf != MAP_FAILED);
+    memcpy(buf, d.data, d.len);
+    ck_assert_int_eq(wseg->heap.built, 1);
+    for (size_t i = 0; i < wseg->heap.n; i++) {
+        uint64_t lo = (wseg->heap.free[i].off + 4095) / 4096 * 4096;
+        uint64_t hi = (wseg->heap.free[i].off + wseg->heap.free[i].len) / 4096 * 4096;
+        if (hi > d.len)
+            hi = d.len;
+        if (lo < hi) {
+            ck_assert_int_eq(mprotect(buf + lo, (size_t)(hi - lo), PROT_NONE), 0);
+            hidden += hi - lo;
+        }
+    }
+    ck_assert_uint_gt(hidden, 64u << 20);   /* the deleted filter's pages among them */
+
+    ck_assert_int_eq(rb_segment_restore(NULL, NULL, buf, d.len, &copy), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(copy, "keep", 4, &bf), RB_OK);
+    for (int i = 0; i < 2000; i++)
+        ck_assert_int_eq(rb_bloom_contains(bf, key, (size_t)snprintf(key, sizeof(key), "k%d", i)),
+                         1);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_bloom_open(copy, "big", 3, &bf), RB_ENOENT);
+    rb_segment_close(copy);
+    munmap(buf, d.len);
+    free(d.data);
+}
+END_TEST
+
 START_TEST(test_segment_restore_layout1_dump)
 {
     const char *dir = getenv("srcdir");
@@ -965,6 +1026,8 @@ typedef struct snap_out {
     unsigned char *data;
     size_t len, cap;
     int slow;          /* sleep after each piece, so the writer runs ahead */
+    uint64_t holes;    /* bytes passed as holes (rb_segment_snap_dump_sparse) */
+    unsigned char *hole;   /* per 4 KiB page of the dump: 1 if a hole (NULL: none kept) */
 } snap_out_t;
 
 static int snap_fn(const void *data, size_t len, void *arg)
@@ -980,10 +1043,42 @@ static int snap_fn(const void *data, size_t len, void *arg)
     return 0;
 }
 
+/* A hole: zeros in the logical dump, its pages noted. */
+static int snap_hole(uint64_t len, void *arg)
+{
+    snap_out_t *o = arg;
+
+    ck_assert_uint_eq(len % 4096, 0);
+    ck_assert_uint_eq(o->len % 4096, 0);
+    ck_assert_uint_le(o->len + len, o->cap);
+    memset(o->data + o->len, 0, (size_t)len);
+    for (uint64_t p = 0; o->hole != NULL && p < len; p += 4096)
+        o->hole[(o->len + p) / 4096] = 1;
+    o->len += (size_t)len;
+    o->holes += len;
+    return 0;
+}
+
+/* The dump, sparse (holes to snap_hole) when the output keeps a hole map. */
 static void *snap_thread(void *arg)
 {
     void **a = arg;
-    return (void *)(intptr_t)rb_segment_snap_dump(a[0], snap_fn, a[1]);
+    snap_out_t *o = a[1];
+
+    if (o->hole != NULL)
+        return (void *)(intptr_t)rb_segment_snap_dump_sparse(a[0], snap_fn, snap_hole, o);
+    return (void *)(intptr_t)rb_segment_snap_dump(a[0], snap_fn, o);
+}
+
+/* Restores a dump privately and dumps the result (live extents only: the
+ * rest of a restored heap is zeros). */
+static void restored_dump(const void *data, size_t len, rb_test_dump_t *out)
+{
+    rb_segment_t *copy;
+
+    ck_assert_int_eq(rb_segment_restore(NULL, NULL, data, len, &copy), RB_OK);
+    ck_assert_int_eq(rb_segment_dump(copy, rb_test_dump_fn, out), RB_OK);
+    rb_segment_close(copy);
 }
 
 /* Every kind of heap store a writer makes: bits (standard, blocked,
@@ -1107,9 +1202,12 @@ static void snap_churn(rb_segment_t *seg, rb_ring_t *ring, int round)
     }
 }
 
-/* The dump is the segment at begin, byte for byte, whether the writer's
- * changes all come before the dump reaches their pages (each page saved by
- * the writer), while it runs, or not at all; and it restores. */
+/* The dump is the segment at begin, byte for byte, but for its holes (the
+ * heap pages free at begin, zeros: rb_segment_snap_dump_sparse passes them
+ * to its hole callback), whether the writer's changes all come before the
+ * dump reaches their pages (each page saved by the writer), while it runs,
+ * or not at all; and it restores to what the whole segment at begin
+ * restores to: no hole held anything live. */
 START_TEST(test_segment_snap_is_the_state_at_begin)
 {
     rb_segment_opts_t o = { .max_size = 256u << 20 };
@@ -1145,6 +1243,8 @@ START_TEST(test_segment_snap_is_the_state_at_begin)
         out.len = 0;
         out.data = malloc(out.cap);
         out.slow = mode == 1;
+        out.holes = 0;
+        out.hole = mode < 2 ? calloc(ref.len / 4096 + 1, 1) : NULL;   /* mode 2: plain dump */
         ck_assert_ptr_nonnull(out.data);
         if (mode == 0)
             snap_churn(wseg, ring, 1);
@@ -1158,8 +1258,31 @@ START_TEST(test_segment_snap_is_the_state_at_begin)
         ck_assert_int_eq((int)(intptr_t)res, RB_OK);
         rb_segment_snap_end(snap, &saved);
         ck_assert_uint_eq(out.len, ref.len);
-        ck_assert_msg(memcmp(out.data, ref.data, ref.len) == 0, "mode %d: the dump differs "
-                      "from the segment at begin", mode);
+        /* Freed arrays (deletes, resets, rotations) and the committed
+         * tail leave holes; the sparse dump reports what begin counted. */
+        ck_assert_uint_gt(rb_segment_snap_holes(snap), 0);
+        if (out.hole != NULL)
+            ck_assert_uint_eq(out.holes, rb_segment_snap_holes(snap));
+        for (size_t pg = 0; pg < ref.len / 4096; pg++) {
+            int same = memcmp(out.data + pg * 4096, ref.data + pg * 4096, 4096) == 0;
+            int zero = out.data[pg * 4096] == 0 &&
+                       memcmp(out.data + pg * 4096, out.data + pg * 4096 + 1, 4095) == 0;
+            ck_assert_msg(out.hole != NULL ? (out.hole[pg] ? zero : same) : (same || zero),
+                          "mode %d: page %zu of the dump differs from the segment at begin",
+                          mode, pg);
+        }
+        {
+            rb_test_dump_t a = { NULL, 0 }, b = { NULL, 0 };
+            restored_dump(out.data, out.len, &a);
+            restored_dump(ref.data, ref.len, &b);
+            ck_assert_uint_eq(a.len, b.len);
+            ck_assert_msg(memcmp(a.data + RBI_HEADER_SIZE, b.data + RBI_HEADER_SIZE,
+                                 a.len - RBI_HEADER_SIZE) == 0, "mode %d: a hole held live "
+                          "bytes: the restores differ", mode);
+            free(a.data);
+            free(b.data);
+        }
+        free(out.hole);
         if (mode < 2) {
             /* The test can fail: the writer did change the dumped bytes
              * (mode 0: all before the dump began, so every page it stored
@@ -1412,6 +1535,7 @@ int main(void)
                                  test_segment_takeover_forgets_inactive_copy,
                                  test_segment_txn_mark_survives_takeover_not_restore,
                                  test_segment_restore_layout1_dump,
+                                 test_segment_restore_reads_the_live_data,
                                  test_segment_snap_is_the_state_at_begin),
                         protection,
                         RB_TCASE("release", 120, setup, teardown,
