@@ -960,12 +960,26 @@ START_TEST(test_segment_restore_reads_the_live_data)
     ck_assert_uint_gt(hidden, 64u << 20);   /* the deleted filter's pages among them */
 
     ck_assert_int_eq(rb_segment_restore(NULL, NULL, buf, d.len, &copy), RB_OK);
+    {
+        /* The restored object holds the live data: the free space is not
+         * reserved (the allocator backs an extent before handing it out). */
+        rb_segment_memory_t mem;
+        ck_assert_int_eq(rb_segment_memory(copy, &mem), RB_OK);
+        ck_assert_msg(mem.resident <= mem.used + (1u << 20), "restored: %llu resident for %llu live",
+                      (unsigned long long)mem.resident, (unsigned long long)mem.used);
+    }
     ck_assert_int_eq(rb_bloom_open(copy, "keep", 4, &bf), RB_OK);
     for (int i = 0; i < 2000; i++)
         ck_assert_int_eq(rb_bloom_contains(bf, key, (size_t)snprintf(key, sizeof(key), "k%d", i)),
                          1);
     rb_bloom_close(bf);
     ck_assert_int_eq(rb_bloom_open(copy, "big", 3, &bf), RB_ENOENT);
+    /* Space handed out again is backed first: a new filter there works. */
+    ck_assert_int_eq(rb_bloom_reserve(copy, "again", 5, &big), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(copy, "again", 5, &bf), RB_OK);
+    ck_assert_int_ge(rb_bloom_add(bf, "x", 1), 0);
+    ck_assert_int_eq(rb_bloom_contains(bf, "x", 1), 1);
+    rb_bloom_close(bf);
     rb_segment_close(copy);
     munmap(buf, d.len);
     free(d.data);
