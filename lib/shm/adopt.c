@@ -143,29 +143,40 @@ static int copy_live(const rbi_map_t *m, const unsigned char *d, uint64_t lo, ui
  * filter seg's directory (the dump's, copied) names, each clipped to the
  * heap (heap_off and size are checked and page-aligned; the offsets
  * themselves are not trusted: adopt_contents checks them next).  A slot
- * the kind table refuses fails here as it would there. */
-static int copy_extents(const rbi_map_t *m, const rb_header_shm_t *dh, uint64_t heap_off,
+ * the kind table refuses fails here as it would there.  Then the object,
+ * still unseen by any reader, is cut where the last of them ends: free
+ * space at the dump's tail is not part of the restored object at all. */
+static int copy_extents(rb_segment_t *seg, const rb_header_shm_t *dh, uint64_t heap_off,
                         uint64_t size)
 {
+    const rbi_map_t *m = rbi_seg_map(seg);
     rbi_extent_t *ext = malloc((2 + m->dir_slots * RBI_KIND_MAX_EXTENTS) * sizeof(*ext));
-    size_t nring = 0, nfilters = 0;
+    size_t nring = 0, nfilters = 0, n;
+    uint64_t end = heap_off;
     int rc;
 
     if (ext == NULL)
         return RB_ENOMEM;
     rbi_ring_extents(m, ext, &nring);
     rc = rbi_kind_extents(m, ext + nring, &nfilters);
-    for (size_t i = 0; rc == RB_OK && i < nring + nfilters; i++) {
+    n = nring + nfilters;
+    for (size_t i = 0; i < n; i++) {   /* clipped to the heap */
         uint64_t lo = ext[i].off, hi = lo + ext[i].len;
         if (hi < lo || hi > size)
             hi = size;
         if (lo < heap_off)
             lo = heap_off;
-        if (lo < hi)
-            rc = copy_live(m, (const unsigned char *)dh, lo & ~7ull, (hi + 7) & ~7ull);
+        ext[i].off = lo;
+        ext[i].len = lo < hi ? hi - lo : 0;
+        if (lo < hi && hi > end)
+            end = hi;
     }
+    for (size_t i = 0; rc == RB_OK && i < n; i++)
+        if (ext[i].len > 0)
+            rc = copy_live(m, (const unsigned char *)dh, ext[i].off & ~7ull,
+                           (ext[i].off + ext[i].len + 7) & ~7ull);
     free(ext);
-    return rc;
+    return rc == RB_OK ? rbi_segment_cut_unborn(seg, end) : rc;
 }
 
 /* Copies the dump's directory, the header words a writer keeps (ring
@@ -173,7 +184,9 @@ static int copy_extents(const rbi_map_t *m, const rb_header_shm_t *dh, uint64_t 
  * The heap: only the live extents the header and the directory name
  * (whole, for a layout-1 dump, whose ring copies this layout's code does
  * not read); the rest is free, neither read, written nor reserved (a hole
- * until the allocator hands it out), and adopt_contents rebuilds the free list
+ * until the allocator hands it out), and the object ends where the last
+ * live extent does (copy_extents): a restart from the files also drops the
+ * free tail a larger past left.  adopt_contents rebuilds the free list
  * from the same extents. */
 static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh, int layout1)
 {
@@ -196,7 +209,7 @@ static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh, int layou
     }
     rbi_st(&h->next_incarnation, rbi_ld(&dh->next_incarnation));
     rbi_st(&h->generation, rbi_ld(&dh->generation) + 1);
-    return layout1 ? RB_OK : copy_extents(m, dh, heap_off, size);
+    return layout1 ? RB_OK : copy_extents(seg, dh, heap_off, size);
 }
 
 /* A dump of segment layout 1 or 2 differs from this layout in its ring

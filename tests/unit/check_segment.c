@@ -916,6 +916,45 @@ END_TEST
  * with every page of the dump inside the writer's free space made
  * unreadable (PROT_NONE: a read is SIGSEGV), the restore succeeds and
  * answers as the writer did. */
+/* A restore ends the object where its last live extent ends: a dump
+ * whose tail is a deleted filter's free space restores to an object of
+ * the live data's size (committed and resident), not the dump's, and
+ * the restored writer grows it again as it needs. */
+START_TEST(test_segment_restore_drops_the_free_tail)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    rb_bloom_params_t big = { .capacity = 25000000, .error_rate = 0.01,
+                              .layout = RB_BLOOM_BLOCKED };
+    rb_bloom_params_t small = { .capacity = 20000, .error_rate = 0.01 };
+    rb_segment_memory_t mem;
+    rb_test_dump_t d = { NULL, 0 };
+    rb_segment_t *copy;
+    rb_bloom_t *bf;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "keep", 4, &small), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "big", 3, &big), RB_OK);   /* the tail */
+    ck_assert_int_eq(rb_bloom_delete(wseg, "big", 3), RB_OK);
+    ck_assert_int_eq(rb_segment_dump(wseg, rb_test_dump_fn, &d), RB_OK);
+    ck_assert_uint_gt(d.len, 28u << 20);
+    ck_assert_int_eq(rb_segment_restore(NULL, NULL, d.data, d.len, &copy), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(copy, &mem), RB_OK);
+    ck_assert_msg(mem.committed < (4u << 20) && mem.resident <= mem.used + (1u << 20),
+                  "restored: %llu committed, %llu resident for %llu live of a %zu-byte dump",
+                  (unsigned long long)mem.committed, (unsigned long long)mem.resident,
+                  (unsigned long long)mem.used, d.len);
+    ck_assert_int_eq(rb_bloom_open(copy, "keep", 4, &bf), RB_OK);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_bloom_reserve(copy, "big", 3, &big), RB_OK);   /* grows again */
+    ck_assert_int_eq(rb_bloom_open(copy, "big", 3, &bf), RB_OK);
+    ck_assert_int_ge(rb_bloom_add(bf, "x", 1), 0);
+    ck_assert_int_eq(rb_bloom_contains(bf, "x", 1), 1);
+    rb_bloom_close(bf);
+    rb_segment_close(copy);
+    free(d.data);
+}
+END_TEST
+
 START_TEST(test_segment_restore_reads_the_live_data)
 {
     rb_segment_opts_t o = { .max_size = 256u << 20 };
@@ -1550,6 +1589,7 @@ int main(void)
                                  test_segment_txn_mark_survives_takeover_not_restore,
                                  test_segment_restore_layout1_dump,
                                  test_segment_restore_reads_the_live_data,
+                                 test_segment_restore_drops_the_free_tail,
                                  test_segment_snap_is_the_state_at_begin),
                         protection,
                         RB_TCASE("release", 120, setup, teardown,
