@@ -153,6 +153,7 @@ static void info_persistence(server_t *s, info_buf_t *ib)
     info_line(ib, "last_snapshot_ms:%llu", (unsigned long long)s->snaps.last_duration_ms);
     info_line(ib, "last_snapshot_loop_us:%llu", (unsigned long long)s->snaps.last_loop_us);
     info_line(ib, "last_snapshot_cow_bytes:%llu", (unsigned long long)s->snaps.last_saved_bytes);
+    info_line(ib, "last_snapshot_file_bytes:%llu", (unsigned long long)s->snaps.last_file_bytes);
     info_line(ib, "log_fsyncs:%llu", (unsigned long long)a->fsyncs);
     info_line(ib, "log_write_errors:%llu", (unsigned long long)a->log_errors);
     info_line(ib, "log_write_ok:%d", !rbd_aof_refuses(a));

@@ -1611,7 +1611,7 @@ int main(int argc, char **argv)
     if (strchr(only, 'a'))
         bench_admit(reps, quick);
     if (strchr(only, 'm'))
-        bench_freed(tmpdir, before_bin, quick);
+        bench_freed(tmpdir, before_bin, cli_bin, quick);
     if (strchr(only, 'h'))
         bench_huge(reps, csv);
     if (strchr(only, 'r'))

@@ -64,8 +64,10 @@ void bench_admit(int reps, int quick);
 /* Section m (bench_freed.c): a ~250 MB filter filled and deleted beside a
  * filter another process reads: the DEL, the seconds until the object's
  * resident bytes follow the live data, the next snapshot's size; with
- * before_bin (not NULL) the same run of that ringbloomd beside. */
-void bench_freed(const char *tmpdir, const char *before_bin, int quick);
+ * before_bin (not NULL) the same run of that ringbloomd beside; then a
+ * ~500 MB filter moved with cli's dump / restore: the snapshots the
+ * restoring daemon writes. */
+void bench_freed(const char *tmpdir, const char *before_bin, const char *cli, int quick);
 
 /* Section r (bench_sparse.c): a snapshot's size on disk, SAVE and a
  * restart with 20 MiB live in a segment that once held ~1 GiB, beside

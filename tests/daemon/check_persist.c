@@ -1429,6 +1429,9 @@ START_TEST(test_persist_snapshot_follows_the_live_data)
     add_keys(c, "keep", "k", 2000);
     rbd_expect(c, "1", "DEL", "big");
     rbd_expect(c, "OK", "SAVE");
+    /* INFO says what the file takes on disk, not the segment's length. */
+    ck_assert_int_gt(persistence(c, "last_snapshot_file_bytes"), 0);
+    ck_assert_int_lt(persistence(c, "last_snapshot_file_bytes"), 8l << 20);
     rb_conn_close(c);
     ck_assert_uint_gt(file_size(snap_path), 64l << 20);   /* the segment's length */
     ck_assert_msg(file_blocks(snap_path) < (8u << 20), "the snapshot takes %llu bytes on disk",
