@@ -28,8 +28,10 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "heap.h"
 #include "kind.h"
@@ -138,6 +140,27 @@ static int copy_live(const rbi_map_t *m, const unsigned char *d, uint64_t lo, ui
     return RB_OK;
 }
 
+/* On an object no reader has mapped yet (a restore, before it goes live):
+ * cuts the object and header.size down to new_size (rounded up as growth
+ * rounds; never below the heap's start).  Only there: a reader holding a
+ * mapping of the bytes cut would die of SIGBUS touching them, so a live
+ * segment never shrinks.  RB_OK or ftruncate's errno code. */
+static int cut_unborn(rb_segment_t *seg, uint64_t new_size)
+{
+    rbi_map_t *m = rbi_seg_map(seg);
+    rb_header_shm_t *h = rbi_hdr(m);
+    uint64_t heap = rbi_ld(&h->heap_offset);
+
+    new_size = rbi_round_up(new_size < heap ? heap : new_size,
+                            rbi_seg_huge(m) ? RBI_HUGE_STEP : RBI_GROW_STEP);
+    if (new_size >= rbi_ld(&h->size))
+        return RB_OK;
+    if (ftruncate(m->fd, (off_t)new_size) != 0)
+        return rbi_errno_code(errno);
+    rbi_st(&h->size, new_size);
+    return RB_OK;
+}
+
 /* The heap's live bytes, for a dump this layout's ring code reads: the
  * ring copies the dump's header names and the extents of every live
  * filter seg's directory (the dump's, copied) names, each clipped to the
@@ -176,7 +199,7 @@ static int copy_extents(rb_segment_t *seg, const rb_header_shm_t *dh, uint64_t h
             rc = copy_live(m, (const unsigned char *)dh, ext[i].off & ~7ull,
                            (ext[i].off + ext[i].len + 7) & ~7ull);
     free(ext);
-    return rc == RB_OK ? rbi_segment_cut_unborn(seg, end) : rc;
+    return rc == RB_OK ? cut_unborn(seg, end) : rc;
 }
 
 /* Copies the dump's directory, the header words a writer keeps (ring

@@ -94,22 +94,6 @@ int rbi_segment_grow_to(rb_segment_t *seg, uint64_t new_size, int back)
     return RB_OK;
 }
 
-int rbi_segment_cut_unborn(rb_segment_t *seg, uint64_t new_size)
-{
-    rbi_map_t *m = rbi_seg_map(seg);
-    rb_header_shm_t *h = rbi_hdr(m);
-    uint64_t heap = rbi_ld(&h->heap_offset);
-
-    new_size = rbi_round_up(new_size < heap ? heap : new_size,
-                            rbi_seg_huge(m) ? RBI_HUGE_STEP : RBI_GROW_STEP);
-    if (new_size >= rbi_ld(&h->size))
-        return RB_OK;
-    if (ftruncate(m->fd, (off_t)new_size) != 0)
-        return rbi_errno_code(errno);
-    rbi_st(&h->size, new_size);
-    return RB_OK;
-}
-
 /* Where a writer of this host places the directory and the heap for
  * `slots` filters (rbi_segment_make). */
 static uint64_t heap_offset_for(uint64_t slots)

@@ -175,13 +175,6 @@ static inline int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
 
 /* ---- for adopt.c: a writer adopting contents it did not make ------------ */
 
-/* Writer, on an object no reader has mapped yet (a restore, before it
- * goes live): cuts the object and header.size down to new_size (rounded
- * up as growth rounds; never below the heap's start).  Only there: a
- * reader holding a mapping of the bytes cut would die of SIGBUS touching
- * them, so a live segment never shrinks.  RB_OK or ftruncate's errno code. */
-int rbi_segment_cut_unborn(rb_segment_t *seg, uint64_t new_size);
-
 /* Creates the object of instance (NULL: private) as rb_segment_create
  * does; it goes live only if `live` (a restore fills it first). */
 int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int live,
