@@ -8,9 +8,10 @@
  * them (rbi_heap_rebuild, adopt.c) and nothing about free space has to be
  * kept consistent in shared memory.  A created segment's list is built at
  * its first allocation.  Free pages go back to the system (holes punched
- * in the object); rb_segment_trim (ringbloom/segment.h) is defined here.  The list's storage (rbi_heap_t) is a member of the
- * segment handle, declared in segment.h below this file, so segment.c
- * frees it with the handle without calling up into the allocator.
+ * in the object); rb_segment_trim (ringbloom/segment.h) is defined here.
+ * The list's storage (rbi_heap_t) is a member of the segment handle,
+ * declared in segment.h below this file, so segment.c frees it with the
+ * handle without calling up into the allocator.
  */
 #ifndef RBI_HEAP_H
 #define RBI_HEAP_H
@@ -29,8 +30,9 @@ int rbi_heap_alloc(rb_segment_t *seg, uint64_t bytes, uint64_t *off);
 
 /* Writer.  Returns an extent rbi_heap_alloc gave (same bytes), which no
  * reader can reach any more (R1, the ring's latch), and gives the whole
- * pages of its merged free run back to the system (heap.c), or, during a
- * snapshot, counts them for rb_segment_trim (S1). */
+ * pages of its merged free run back to the system (heap.c) for at most
+ * 10 ms, leaving the rest, and all of it during a snapshot (S1), pending
+ * for rb_segment_trim. */
 void rbi_heap_free(rb_segment_t *seg, uint64_t off, uint64_t bytes);
 
 /* Writer.  Replaces the free list with the complement of the `nlive` live
