@@ -401,8 +401,8 @@ int cmd_dump(cli_t *cli, int argc, char **argv)
     mover_t m = { .cli = cli, .verb = "dump", .name = argv[1], .tty = isatty(2) };
     const char *path = argv[2], *format = NULL;
     char *tmp = NULL;
-    FILE *out = stdout;
     int ex, to_stdout = strcmp(path, "-") == 0;
+    FILE *out = to_stdout ? stdout : NULL;   /* a FILE's: the temp file, once made */
 
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--format") != 0 || i + 1 == argc ||
@@ -444,7 +444,7 @@ int cmd_dump(cli_t *cli, int argc, char **argv)
     }
     if (ex == EX_YES)
         ex = dump_chunks(&m, out, format);
-    if (out != NULL && !to_stdout) {
+    if (out != NULL && !to_stdout) {   /* the temp file was made: renamed or removed */
         if (ex == EX_YES && (fsync(fileno(out)) != 0 || fclose(out) != 0 || rename(tmp, path) != 0))
             ex = say(&m, EX_FAIL, "%s: %s", path, strerror(errno));
         else if (ex != EX_YES)
