@@ -116,7 +116,7 @@ static int all_zero(const unsigned char *p, size_t n)
     return 1;
 }
 
-/* Copies the dump's bytes [lo, hi) (8-byte aligned, inside what the dump
+/* Copies the dump's bytes [lo, hi) (lo 8-byte aligned, inside what the dump
  * and seg hold) into seg, whose pages there it reserves first (the
  * writer's stores into live data must not fault: rbi_segment_grow), page
  * by page, leaving out pages of zeros: seg's new pages are zeros already
@@ -194,10 +194,13 @@ static int copy_extents(rb_segment_t *seg, const rb_header_shm_t *dh, uint64_t h
         if (lo < hi && hi > end)
             end = hi;
     }
-    for (size_t i = 0; rc == RB_OK && i < n; i++)
+    for (size_t i = 0; rc == RB_OK && i < n; i++) {
+        /* Whole words, but never past the dump's size (which a dump's
+         * header may give unaligned: the bytes end there). */
+        uint64_t hi = (ext[i].off + ext[i].len + 7) & ~7ull;
         if (ext[i].len > 0)
-            rc = copy_live(m, (const unsigned char *)dh, ext[i].off & ~7ull,
-                           (ext[i].off + ext[i].len + 7) & ~7ull);
+            rc = copy_live(m, (const unsigned char *)dh, ext[i].off & ~7ull, hi < size ? hi : size);
+    }
     free(ext);
     return rc == RB_OK ? cut_unborn(seg, end) : rc;
 }
