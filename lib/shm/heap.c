@@ -27,9 +27,11 @@
  * filter does not hold the loop for 300 ms.  A punch changes the heap's
  * bytes, so while a snapshot is in progress (seg->snap, S1) nothing is
  * punched, only left pending; the trim's sweep also punches again pages a
- * reader's fault put back (a read fault on a tmpfs hole allocates a page).  An extent handed out
- * is backed again first (fallocate), so the writer's stores never fault
- * on a full /dev/shm (SIGBUS): they fail here, as growth does.
+ * reader's fault put back (a read fault on a tmpfs hole allocates a page).
+ * heap.unreleased is an upper bound: a release cut short by its time keeps
+ * counting what it already gave back until it finishes.  An extent handed
+ * out is backed again first (fallocate), so the writer's stores never
+ * fault on a full /dev/shm (SIGBUS): they fail here, as growth does.
  */
 #include "config.h"
 

@@ -185,7 +185,7 @@ static void mb_run(const char *bin, const char *tag, const char *tmpdir, int qui
     bench_daemon_stop(d);
 }
 
-/* INFO's value of field in the daemon at sock (a count). */
+/* INFO persistence's value of field (a count) in the daemon c talks to. */
 static unsigned long long mb_info(rb_conn_t *c, const char *field)
 {
     static char reply[1 << 16];
