@@ -42,15 +42,15 @@ static const setting_t settings[] = {
     { "pidfile", T_STR, F(pidfile), 0, 0, 0 },
     { "dir", T_STR, F(dir), 0, 0, 0 },
     { "socket-mode", T_MODE, F(socket_mode), 0, 0, 0 },
-    /* A group name or numeric gid, resolved when read (an unknown name is
-     * an error then, not at start); whether this process may give its
-     * files the group is rbd_config_check_groups'. */
+    /* A group name or gid, resolved when read (an unknown name is an error
+     * then); whether this process may give it is rbd_config_check_groups'. */
     { "unixsocketgroup", T_GROUP, F(socket_group), 0, 0, 0 },
     /* Readers refuse an object others could write (name squatting). */
     { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0 },
     { "segment-group", T_GROUP, F(segment_group), 0, 0, 0 },
     /* Applied at start (segwatch.c): a warning where the kernel has none. */
     { "huge-pages", T_BOOL, F(huge_pages), 0, 0, 0 },
+    { "segment-shrink-bytes", T_SIZE, F(segment_shrink_bytes), 0, RB_MAX_MAX_SIZE, 1 },
     { "max-memory", T_SIZE, F(max_memory), 1u << 20, RB_MAX_MAX_SIZE, 0 },
     { "max-filters", T_U32, F(max_filters), 1, RB_MAX_FILTERS, 0 },
     { "max-nodes", T_U32, F(max_nodes), 1, RB_RING_MAX_NODES, 1 },
@@ -140,6 +140,7 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->socket_group = getegid();   /* what the files get without a chown */
     c->segment_group = getegid();
     c->max_memory = RB_DEFAULT_MAX_SIZE;
+    c->segment_shrink_bytes = 64u << 20;
     c->max_filters = RB_DEFAULT_MAX_FILTERS;
     c->max_nodes = RB_RING_MAX_NODES;
     /* Under 250 ms for a command that rebuilds the ring or makes, merges
@@ -154,7 +155,6 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->output_soft_limit = 8u << 20;
     c->output_hard_limit = 64u << 20;
     c->max_client_memory = 1u << 30;
-    c->timeout = 0;
     c->appendfsync = FSYNC_EVERYSEC;
     c->save_seconds = 300;
     c->save_log_bytes = 64u << 20;

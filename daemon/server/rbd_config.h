@@ -34,6 +34,9 @@ typedef struct rbd_config {
     gid_t segment_group;         /* segment-group; default: the daemon's egid */
     int huge_pages;              /* back the segment with 2 MiB pages */
     uint64_t max_memory;         /* segment reservation, bytes */
+    uint64_t segment_shrink_bytes; /* a free tail this large (and as large as
+                                    the live data) is cut by a rebuild
+                                    (segwatch.c); 0 = never */
     uint32_t max_filters;
     uint32_t max_nodes;
     uint32_t max_ring_points;    /* a ring change past it is refused: each

@@ -1,5 +1,6 @@
 /*
- * segwatch.c - keeps the instance's segment reachable by its name.
+ * segwatch.c - keeps the instance's segment reachable by its name and
+ * cut to its live data.
  *
  * Readers find the daemon's segment by name in /dev/shm.  Whoever may
  * remove that name (the daemon's user, root, systemd-logind's RemoveIPC=
@@ -20,6 +21,18 @@
  * gone) is removed first if the daemon may (its own user's object, or the
  * daemon is root); otherwise the daemon says so and keeps checking.
  *
+ * The same move, made on purpose, cuts the segment down to its live data
+ * (shrink): a free tail of at least segment-shrink-bytes that is also at
+ * least the live data (so the copy costs no more than it gives back) is
+ * dropped by a rebuild (rb_segment_rebuild: the live extents copied into a
+ * new object renamed over the name, the old one retired, its readers
+ * following, as after a restart).  Freed pages went back to the system
+ * already (heap.c); the rebuild gives back the rest: the committed size,
+ * and with it what a snapshot and a restart cover.
+ *
+ * Both wait for a second without a snapshot in progress (server.c), which
+ * reads the object they replace.
+ *
  * Also here, since it applies to whichever object the daemon holds (the
  * one start-up made or re-attached, or a republished one): huge-pages.
  */
@@ -32,6 +45,7 @@
 #include "segwatch.h"
 
 #define WATCH_LOG_MS 60000u   /* a republish that keeps failing: one line a minute */
+#define SHRINK_RETRY_MS 60000u /* after a rebuild that failed */
 
 typedef struct restore_arg {
     const char *instance;
@@ -48,6 +62,35 @@ static int restore_into(const void *data, size_t len, void *arg)
     return a->rc == RB_OK ? 0 : -1;
 }
 
+/* The options of a new object for the state of seg (whose info is si). */
+static void new_opts(rb_segment_opts_t *o, const rb_segment_info_t *si, const rbd_config_t *cfg)
+{
+    memset(o, 0, sizeof(*o));
+    o->mode = cfg->segment_mode;
+    o->max_size = si->max_size;
+}
+
+/* Moves the daemon from st->seg (whose info is si) to fresh, a new object
+ * under the name holding the same state: its group set before readers are
+ * sent to it, the old one retired (its readers move to the generation
+ * fresh has) and closed with the handles into it. */
+static void move_to(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg,
+                    const rb_segment_info_t *si, rb_segment_t *fresh)
+{
+    rb_segment_t *old = st->seg;
+
+    if (rb_segment_set_group(fresh, cfg->segment_group) != RB_OK)
+        rbd_log(LOG_WARNING, "could not set the new segment's group to %u",
+                (unsigned)cfg->segment_group);
+    if (rb_segment_retire(old, si->generation + 1) != RB_OK)
+        rbd_log(LOG_WARNING, "could not retire the old segment");
+    rbd_filters_close(&st->filters);   /* they point into the old object */
+    st->seg = fresh;
+    rb_segment_close(old);
+    w->huge_ms = 0;   /* INFO's figures were the old object's */
+    rbd_segwatch_huge(st->seg, cfg);
+}
+
 /* Copies the state into a new object under the name, retires the old
  * one and moves the daemon to the new one.  RB_OK or an error (nothing
  * changed). */
@@ -61,9 +104,7 @@ static int republish(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg
 
     if ((rc = rb_segment_info(old, &si)) != RB_OK)
         return rc;
-    memset(&o, 0, sizeof(o));
-    o.mode = cfg->segment_mode;
-    o.max_size = si.max_size;
+    new_opts(&o, &si, cfg);
     a.instance = cfg->instance;
     a.opts = &o;
     a.fresh = NULL;
@@ -80,21 +121,44 @@ static int republish(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg
         rbd_log(LOG_WARNING, "segment /dev/shm/ringbloom.%s was another object (not this "
                 "daemon's): removed it", cfg->instance);
     }
-    /* The new object's group before its readers are sent to it. */
-    if (rb_segment_set_group(a.fresh, cfg->segment_group) != RB_OK)
-        rbd_log(LOG_WARNING, "could not set the republished segment's group to %u",
-                (unsigned)cfg->segment_group);
-    /* Readers of the old object see it retired and move to the new one
-     * (the generation restore gave it). */
-    if (rb_segment_retire(old, si.generation + 1) != RB_OK)
-        rbd_log(LOG_WARNING, "could not retire the unlinked segment");
-    rbd_filters_close(&st->filters);   /* they point into the old object */
-    st->seg = a.fresh;
-    rb_segment_close(old);
+    move_to(w, st, cfg, &si, a.fresh);
     w->republished++;
-    w->huge_ms = 0;   /* INFO's figures were the old object's */
-    rbd_segwatch_huge(st->seg, cfg);
     return RB_OK;
+}
+
+/* Cuts the segment's free tail when it passes the bound (above).  A
+ * failure (/dev/shm too full for the copy, say) is logged and tried
+ * again after SHRINK_RETRY_MS; nothing changed. */
+static void shrink(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg)
+{
+    rb_segment_memory_t mem;
+    rb_segment_info_t si;
+    rb_segment_opts_t o;
+    rb_segment_t *fresh;
+    uint64_t now = rbd_mono_ms(), t0;
+    int rc;
+
+    if (cfg->segment_shrink_bytes == 0 || now < w->shrink_after_ms ||
+        rb_segment_memory(st->seg, &mem) != RB_OK || mem.tail < cfg->segment_shrink_bytes ||
+        mem.tail < mem.used || rb_segment_info(st->seg, &si) != RB_OK)
+        return;
+    new_opts(&o, &si, cfg);
+    t0 = now;
+    if ((rc = rb_segment_rebuild(st->seg, &o, &fresh)) != RB_OK) {
+        w->shrink_after_ms = now + SHRINK_RETRY_MS;
+        rbd_log(LOG_WARNING, "could not cut the segment's %llu free bytes at its end (%s); "
+                "trying again in a minute", (unsigned long long)mem.tail, rb_strerror(rc));
+        return;
+    }
+    move_to(w, st, cfg, &si, fresh);
+    if (rb_segment_info(st->seg, &si) != RB_OK)
+        si.size = mem.committed;
+    w->shrunk++;
+    w->shrunk_bytes += mem.committed > si.size ? mem.committed - si.size : 0;
+    rbd_log(LOG_NOTICE, "segment /dev/shm/ringbloom.%s cut from %llu to %llu bytes "
+            "(%llu live) in %llu ms; attached readers follow it", cfg->instance,
+            (unsigned long long)mem.committed, (unsigned long long)si.size,
+            (unsigned long long)mem.used, (unsigned long long)(rbd_mono_ms() - t0));
 }
 
 const rb_segment_huge_t *rbd_segwatch_huge_status(rbd_segwatch_t *w, const rb_segment_t *seg)
@@ -147,6 +211,7 @@ void rbd_segwatch_check(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *
 
     if (rc == 1) {
         w->linked = 1;
+        shrink(w, st, cfg);
         return;
     }
     if (rc < 0)

@@ -145,6 +145,11 @@ int rb_segment_memory(const rb_segment_t *seg, rb_segment_memory_t *out)
     if (fstat(rbi_seg_map(seg)->fd, &st) == 0)
         out->resident = (uint64_t)st.st_blocks * 512u;
     out->unreleased = seg->writable ? seg->heap.unreleased : 0;
+    if (seg->writable && seg->heap.n > 0) {   /* the list ends at the size */
+        const rbi_extent_t *last = &seg->heap.free[seg->heap.n - 1];
+        if (last->off + last->len >= si.size && last->off < si.size)
+            out->tail = si.size - last->off;
+    }
     return RB_OK;
 }
 

@@ -210,6 +210,24 @@ RB_EXPORT int rb_segment_unlink(const char *instance);
  * re-attach; new attaches are refused.  Ring and filters stay readable. */
 RB_EXPORT RB_WUR int rb_segment_retire(rb_segment_t *seg, uint64_t next);
 
+/* Writer.  A new object of seg's instance holding seg's state as a
+ * restart from a dump would (rb_segment_restore: only the live extents
+ * copied, the object cut where the last one ends, so the free tail is
+ * gone; one generation up), live and put under the instance's name in
+ * place of seg's object in one rename: a reader that opens the name
+ * finds one of the two, both complete, never none.  seg is left as it is
+ * (mapped, live, its name gone): the caller sets the new object's group
+ * (rb_segment_set_group), retires seg in favour of the new generation so
+ * that its readers follow (rb_segment_retire), closes it and writes on
+ * *out.  Call it between two changes.  It copies the live data (a moment
+ * of twice its memory).  A rebuild cut short by the process's death
+ * leaves an object under a second name, which the instance's next
+ * rebuild, takeover (rb_segment_open_writer) or restore removes.
+ * RB_EINVAL (a private segment), RB_EROFS, RB_EBUSY (a snapshot of seg is
+ * in progress: it reads seg), RB_ENOSPC, RB_ESYS; seg is unchanged then. */
+RB_EXPORT RB_WUR int rb_segment_rebuild(rb_segment_t *seg, const rb_segment_opts_t *opts,
+                                        rb_segment_t **out);
+
 /* Reader or writer.  1 if instance's name in /dev/shm still leads to this
  * handle's object, 0 if the name is gone or leads to another object (a
  * writer whose object was unlinked under it should republish its state:
@@ -283,6 +301,9 @@ typedef struct rb_segment_memory {
     uint64_t unreleased;    /* writer: bytes freed during a snapshot whose
                                pages rb_segment_trim has not given back yet;
                                0 for a reader */
+    uint64_t tail;          /* writer: the free bytes at the object's end,
+                               past its last live extent: what
+                               rb_segment_rebuild cuts; 0 for a reader */
 } rb_segment_memory_t;
 
 /* Reader or writer.  Fills *out: what the segment holds (used), what its

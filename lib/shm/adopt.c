@@ -29,7 +29,9 @@
 
 #include <fcntl.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,6 +40,20 @@
 #include "ring.h"
 #include "segment.h"
 #include "util.h"
+
+/* A rebuild's object, under a name no reader looks up ('~' is not in an
+ * instance name) until it is renamed into place. */
+#define REBUILD_SUFFIX "~rebuild"
+
+/* Removes what a rebuild cut short (its process killed before the rename)
+ * left under instance: the next writer of the instance calls it. */
+static void drop_leftover(const char *instance)
+{
+    char name[RBI_SHM_NAME_MAX];
+
+    if (instance != NULL && rbi_shm_name(instance, REBUILD_SUFFIX, name, sizeof(name)) == RB_OK)
+        (void)shm_unlink(name);
+}
 
 /* The inactive ring copy is never read (L1) and rb_ring_publish rewrites
  * it before making it active, reusing its extent when copy_cap says it is
@@ -89,6 +105,7 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
         return RB_EINVAL;
     if ((rc = rbi_segment_open_rw(instance, &seg)) != RB_OK)
         return rc;
+    drop_leftover(instance);   /* only the lock's holder may */
     if ((rc = adopt_contents(seg)) != RB_OK) {
         rb_segment_close(seg);
         return rc;
@@ -282,13 +299,16 @@ static int take_layout1_ring(rb_segment_t *seg, rb_ring_t **ring)
     return rc;
 }
 
-int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
-                       const void *dump, size_t len, rb_segment_t **out)
+/* rb_segment_restore into instance's object, or with suffix into the
+ * object of that name (a rebuild's), which goes live only if asked. */
+static int restore_as(const char *instance, const char *suffix, const rb_segment_opts_t *opts,
+                      const void *dump, size_t len, rb_segment_t **out)
 {
     const rb_header_shm_t *dh = dump;
     rb_segment_opts_t o = { 0, 0, 0, 0 };
     rb_ring_t *ring = NULL;
     rb_segment_t *seg;
+    char name[RBI_SHM_NAME_MAX];
     int rc, layout1;
 
     if (dump == NULL || out == NULL)
@@ -302,8 +322,10 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     o.max_filters = (uint32_t)rbi_ld(&dh->dir_slots);
     if (o.max_size < rbi_ld(&dh->max_size))
         o.max_size = rbi_ld(&dh->max_size);
-    if ((rc = rbi_segment_make(instance, &o, 0, &seg)) != RB_OK)
+    if ((rc = rbi_segment_make(instance, suffix, &o, 0, &seg)) != RB_OK)
         return rc;
+    if (suffix == NULL)
+        drop_leftover(instance);   /* the name is this object's now */
     /* Everything the dump names is checked before anyone may see it. */
     rc = restore_bytes(seg, dh, layout1);
     if (rc == RB_OK && layout1)
@@ -315,12 +337,65 @@ int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
     rb_ring_free(ring);
     if (rc != RB_OK) {
         rb_segment_close(seg);
-        if (instance != NULL)
-            rb_segment_unlink(instance);
+        if (instance != NULL &&
+            rbi_shm_name(instance, suffix != NULL ? suffix : "", name, sizeof(name)) == RB_OK)
+            (void)shm_unlink(name);
         return rc == RB_ENOSPC || rc == RB_ENOMEM ? rc : RB_ECORRUPT;
     }
     if (!(o.flags & RB_SEGMENT_HIDDEN))
         rb_segment_go_live(seg);
     *out = seg;
+    return RB_OK;
+}
+
+int rb_segment_restore(const char *instance, const rb_segment_opts_t *opts,
+                       const void *dump, size_t len, rb_segment_t **out)
+{
+    return restore_as(instance, NULL, opts, dump, len, out);
+}
+
+/* The object is made under a second name and renamed over the first
+ * (rename(2) in RBI_SHM_DIR replaces it in one step), so a reader that
+ * opens the name at any moment finds one of the two complete, live
+ * objects, never none: unlinking first would leave a gap as long as the
+ * copy in which attaching fails with "no such instance". */
+int rb_segment_rebuild(rb_segment_t *seg, const rb_segment_opts_t *opts, rb_segment_t **out)
+{
+    char tmp[sizeof(RBI_SHM_DIR) + RBI_SHM_NAME_MAX], dst[sizeof(tmp)];
+    rb_segment_opts_t o = { 0, 0, 0, 0 };
+    const rbi_map_t *m;
+    rb_segment_t *fresh;
+    int rc;
+
+    if (seg == NULL || out == NULL || seg->instance[0] == '\0')
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    if (seg->snap != NULL)
+        return RB_EBUSY;   /* the snapshot in progress reads this object */
+    m = rbi_seg_map(seg);
+    if (opts != NULL)
+        o = *opts;
+    o.flags |= RB_SEGMENT_HIDDEN;
+    strcpy(tmp, RBI_SHM_DIR);
+    strcpy(dst, RBI_SHM_DIR);
+    if ((rc = rbi_shm_name(seg->instance, REBUILD_SUFFIX, tmp + strlen(tmp),
+                           sizeof(tmp) - strlen(tmp))) != RB_OK ||
+        (rc = rbi_shm_name(seg->instance, "", dst + strlen(dst),
+                           sizeof(dst) - strlen(dst))) != RB_OK)
+        return rc;
+    drop_leftover(seg->instance);
+    /* Between two changes of the only writer: the bytes are a state. */
+    rc = restore_as(seg->instance, REBUILD_SUFFIX, &o, m->base, rbi_seg_size(m), &fresh);
+    if (rc != RB_OK)
+        return rc;
+    rb_segment_go_live(fresh);   /* live before any reader can open it */
+    if (rename(tmp, dst) != 0) {
+        rc = rbi_errno_code(errno);
+        rb_segment_close(fresh);
+        drop_leftover(seg->instance);
+        return rc;
+    }
+    *out = fresh;
     return RB_OK;
 }

@@ -38,13 +38,18 @@
 #include "segment.h"
 #include "util.h"
 
-#define SHM_PREFIX "/ringbloom."
+#define SHM_PREFIX RBI_SHM_PREFIX
 
 static int shm_name(const char *instance, char *buf, size_t cap)
 {
+    return rbi_shm_name(instance, "", buf, cap);
+}
+
+int rbi_shm_name(const char *instance, const char *suffix, char *buf, size_t cap)
+{
     if (!rbi_instance_ok(instance))
         return RB_EINVAL;
-    snprintf(buf, cap, "%s%s", SHM_PREFIX, instance);
+    snprintf(buf, cap, "%s%s%s", SHM_PREFIX, instance, suffix);
     return RB_OK;
 }
 
@@ -326,10 +331,10 @@ static void header_init(rb_header_shm_t *h, const rb_segment_opts_t *o, uint64_t
     rbi_st(&h->magic, RBI_MAGIC);
 }
 
-int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int live,
-                     rb_segment_t **out)
+int rbi_segment_make(const char *instance, const char *suffix, const rb_segment_opts_t *opts,
+                     int live, rb_segment_t **out)
 {
-    char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
+    char name[RBI_SHM_NAME_MAX];
     rb_segment_opts_t o = { 0, 0, 0, 0 };
     uint64_t heap_off;
     rb_segment_t *seg;
@@ -340,7 +345,8 @@ int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int li
         return RB_EINVAL;
     if ((rc = create_opts(opts, &o, &heap_off)) != RB_OK)
         return rc;
-    if (instance != NULL && (rc = shm_name(instance, name, sizeof(name))) != RB_OK)
+    if (instance != NULL &&
+        (rc = rbi_shm_name(instance, suffix != NULL ? suffix : "", name, sizeof(name))) != RB_OK)
         return rc;
     seg = seg_alloc(instance);
     m = map_new();
@@ -371,8 +377,8 @@ int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int li
 int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
                       rb_segment_t **out)
 {
-    return rbi_segment_make(instance, opts, opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN),
-                            out);
+    return rbi_segment_make(instance, NULL, opts,
+                            opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN), out);
 }
 
 int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, void *), void *arg)

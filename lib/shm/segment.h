@@ -176,9 +176,22 @@ static inline int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
 /* ---- for adopt.c: a writer adopting contents it did not make ------------ */
 
 /* Creates the object of instance (NULL: private) as rb_segment_create
- * does; it goes live only if `live` (a restore fills it first). */
-int rbi_segment_make(const char *instance, const rb_segment_opts_t *opts, int live,
-                     rb_segment_t **out);
+ * does; it goes live only if `live` (a restore fills it first).  suffix
+ * (NULL: none) is appended to the object's name, not to the handle's
+ * instance: a rebuild (adopt.c) makes its object under a name no reader
+ * looks up and renames it into place. */
+int rbi_segment_make(const char *instance, const char *suffix, const rb_segment_opts_t *opts,
+                     int live, rb_segment_t **out);
+
+/* The shm object names: RBI_SHM_PREFIX instance suffix, the file
+ * RBI_SHM_DIR name (glibc's shm_open resolves every name there). */
+#define RBI_SHM_PREFIX   "/ringbloom."
+#define RBI_SHM_DIR      "/dev/shm"
+#define RBI_SHM_NAME_MAX (sizeof(RBI_SHM_PREFIX) + RB_INSTANCE_MAX + 16)
+
+/* Fills buf with instance's object name plus suffix ("" for the
+ * object itself).  RB_EINVAL for a bad instance name. */
+int rbi_shm_name(const char *instance, const char *suffix, char *buf, size_t cap);
 
 /* Opens, maps read-write and locks instance's existing object, checking its
  * header only (RB_EBUSY: another writer holds the lock). */

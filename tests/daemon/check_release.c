@@ -15,6 +15,7 @@
  *
  * RB_STRESS_SECONDS (default 20) scales the churn's length.
  */
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,12 +35,20 @@
 typedef struct rel_shared {
     _Atomic int stop, go;
     uint64_t checked, errors, wrong, absent_checked, absent_hits, rounds;
+    uint64_t gen_first, gen_last;   /* the reader's segment generation */
     char first_bad[128];
 } rel_shared_t;
 
 static size_t b_key(char *buf, size_t cap, char tag, unsigned long i)
 {
     return (size_t)snprintf(buf, cap, "b%c:%lu", tag, i);
+}
+
+static uint64_t generation(const rb_segment_t *seg)
+{
+    rb_segment_info_t si;
+
+    return rb_segment_info(seg, &si) == RB_OK ? si.generation : 0;
 }
 
 /* The reader: B's present keys (one by one and in one batch) and as many
@@ -60,6 +69,7 @@ static void reader_main(rel_shared_t *sh, const char *inst)
         _exit(11);
     for (unsigned long i = 0; i < B_KEYS; i++)
         keys[i] = (rb_key_t){ kb[i], b_key(kb[i], sizeof(kb[i]), 'p', i) };
+    sh->gen_first = generation(seg);
     atomic_fetch_add(&sh->go, 1);
     while (!atomic_load(&sh->stop)) {
         int64_t n = rb_bloom_contains_many(bf, keys, B_KEYS, out);
@@ -81,6 +91,7 @@ static void reader_main(rel_shared_t *sh, const char *inst)
         }
         sh->rounds++;
     }
+    sh->gen_last = generation(seg);
     rb_bloom_close(bf);
     rb_segment_close(seg);
     _exit(0);
@@ -320,6 +331,101 @@ START_TEST(test_release_killed_while_pending)
 }
 END_TEST
 
+/* Whether /dev/shm holds an object whose name starts with the segment's
+ * and goes on (a rebuild's second name). */
+static int shm_leftover(const rbd_proc_t *d)
+{
+    char path[256];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "/dev/shm/ringbloom.%s~rebuild", d->inst);
+    return stat(path, &st) == 0;
+}
+
+/* The segment shrinks to its live data, readers following: with
+ * segment-shrink-bytes 16m, each round makes A (~32 MB) past B and
+ * deletes it; within seconds the daemon rebuilds the segment without the
+ * free tail (INFO segment_shrinks counts it, ringbloom_segment_bytes comes
+ * down to the live data), while a reader process attached before the
+ * first round checks B throughout: 0 errors, 0 wrong answers, and its
+ * handle has moved to a newer generation.  No second object is left in
+ * /dev/shm, and what a rebuild killed before its rename leaves (an object
+ * under the second name) is removed when the daemon restarts, on its
+ * segment or cold. */
+START_TEST(test_release_shrink_under_a_reader)
+{
+    rel_shared_t *sh;
+    rbd_proc_t d;
+    rb_conn_t *c;
+    double used, seg = 0, shrinks = 0;
+    pid_t pid;
+    int status, fd;
+    char cap[32], name[128];
+
+    sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(sh != MAP_FAILED);
+    rbd_start(&d, "max-memory 512m\nappendfsync no\nsegment-shrink-bytes 16m\n");
+    c = rbd_connect(&d);
+    snprintf(cap, sizeof(cap), "%d", B_KEYS);
+    rbd_expect(c, "OK", "BF.RESERVE", "B", B_RATE, cap);
+    madd(c, "B", 'p', 0, B_KEYS);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        reader_main(sh, d.inst);
+    while (atomic_load(&sh->go) == 0)
+        usleep(1000);
+    for (int round = 1; round <= 3; round++) {
+        uint64_t r0 = sh->rounds;
+        rbd_expect(c, "OK", "BF.RESERVE", "A", "0.01", A_CAP);
+        madd(c, "A", 'a', (unsigned long)round * A_KEYS, A_KEYS);
+        ck_assert(info_num(c, "memory", "ringbloom_segment_bytes") > 30e6);
+        rbd_expect(c, "1", "DEL", "A");
+        for (int i = 0; i < 100; i++) {   /* <= 10 s */
+            shrinks = info_num(c, "memory", "segment_shrinks");
+            seg = info_num(c, "memory", "ringbloom_segment_bytes");
+            if (shrinks >= round)
+                break;
+            usleep(100000);
+        }
+        used = info_num(c, "memory", "used_memory");
+        ck_assert_msg(shrinks == round, "round %d: %.0f shrinks", round, shrinks);
+        ck_assert_msg(seg <= used + (1u << 20), "round %d: segment %.0f bytes for %.0f live",
+                      round, seg, used);
+        ck_assert(!shm_leftover(&d));
+        while (sh->rounds < r0 + 2)   /* the reader went on across it */
+            usleep(1000);
+    }
+    ck_assert(info_num(c, "memory", "segment_shrunk_bytes") > 3 * 28e6);
+    atomic_store(&sh->stop, 1);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader status %d", status);
+    ck_assert_msg(sh->errors == 0, "%llu reader errors", (unsigned long long)sh->errors);
+    ck_assert_msg(sh->wrong == 0, "%llu wrong answers, first %s", (unsigned long long)sh->wrong,
+                  sh->first_bad);
+    ck_assert_uint_ge(sh->gen_last, sh->gen_first + 3);   /* it followed every rebuild */
+    rb_conn_close(c);
+
+    /* What a rebuild killed before its rename leaves, on both restart paths. */
+    snprintf(name, sizeof(name), "/ringbloom.%s~rebuild", d.inst);
+    for (int path = 0; path < 2; path++) {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+        close(fd);
+        rbd_stop(&d, SIGKILL);
+        if (path == 0)
+            rbd_launch(&d, NULL);
+        else
+            rbd_restart_cold(&d);
+        ck_assert_msg(!shm_leftover(&d), "path %d: the rebuild's object is still there", path);
+        b_intact(&d);
+    }
+    rbd_remove_all(&d);
+    munmap(sh, sizeof(*sh));
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("release",
@@ -328,5 +434,7 @@ int main(void)
                         RB_TCASE("churn", 240, NULL, rbd_teardown,
                                  test_release_churn_under_a_reader),
                         RB_TCASE("kill", 120, NULL, rbd_teardown,
-                                 test_release_killed_while_pending));
+                                 test_release_killed_while_pending),
+                        RB_TCASE("shrink", 120, NULL, rbd_teardown,
+                                 test_release_shrink_under_a_reader));
 }

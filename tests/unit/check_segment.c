@@ -911,11 +911,6 @@ START_TEST(test_segment_txn_mark_survives_takeover_not_restore)
 }
 END_TEST
 
-/* A restore reads the live extents, not the dump: a 64 MiB filter filled
- * and deleted leaves its bytes in the dump (free space is not cleared);
- * with every page of the dump inside the writer's free space made
- * unreadable (PROT_NONE: a read is SIGSEGV), the restore succeeds and
- * answers as the writer did. */
 /* A restore ends the object where its last live extent ends: a dump
  * whose tail is a deleted filter's free space restores to an object of
  * the live data's size (committed and resident), not the dump's, and
@@ -955,6 +950,80 @@ START_TEST(test_segment_restore_drops_the_free_tail)
 }
 END_TEST
 
+/* rb_segment_rebuild cuts the free tail of a live segment, readers
+ * following: a deleted 32 MiB filter at the end leaves a tail
+ * rb_segment_memory reports; the rebuilt object has the live data's
+ * size, a new attach maps it before the old one is even retired (the
+ * rename put it under the name), a reader attached before moves to it at
+ * the retire and answers as before, and no second object stays behind.
+ * Refused for a private segment, a reader, and while a snapshot reads
+ * the old object. */
+START_TEST(test_segment_rebuild_cuts_the_tail_readers_follow)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    rb_bloom_params_t big = { .capacity = 25000000, .error_rate = 0.01,
+                              .layout = RB_BLOOM_BLOCKED };
+    rb_bloom_params_t small = { .capacity = 20000, .error_rate = 0.01 };
+    rb_segment_memory_t mem;
+    rb_segment_info_t si, ri;
+    rb_segment_snap_t *snap;
+    rb_segment_t *fresh, *r, *r2, *priv;
+    rb_bloom_t *bf;
+    struct stat st;
+    char path[160];
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "keep", 4, &small), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, "keep", 4, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_add(bf, "k1", 2), 1);
+    rb_bloom_close(bf);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "big", 3, &big), RB_OK);   /* the tail */
+    ck_assert_int_eq(rb_bloom_delete(wseg, "big", 3), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(wseg, &mem), RB_OK);
+    ck_assert_uint_gt(mem.tail, 28u << 20);
+    ck_assert_uint_le(mem.tail, mem.free);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r), RB_OK);
+    ck_assert_uint_eq(rb_segment_memory(r, &mem) == RB_OK ? mem.tail : 1, 0);
+
+    ck_assert_int_eq(rb_segment_rebuild(r, NULL, &fresh), RB_EROFS);
+    ck_assert_int_eq(rb_segment_create(NULL, NULL, &priv), RB_OK);
+    ck_assert_int_eq(rb_segment_rebuild(priv, NULL, &fresh), RB_EINVAL);
+    rb_segment_close(priv);
+    ck_assert_int_eq(rb_segment_snap_begin(wseg, &snap), RB_OK);
+    ck_assert_int_eq(rb_segment_rebuild(wseg, NULL, &fresh), RB_EBUSY);
+    rb_segment_snap_end(snap, NULL);
+
+    ck_assert_int_eq(rb_segment_info(wseg, &si), RB_OK);
+    ck_assert_int_eq(rb_segment_rebuild(wseg, NULL, &fresh), RB_OK);
+    ck_assert_int_eq(rb_segment_memory(fresh, &mem), RB_OK);
+    ck_assert_msg(mem.committed < (4u << 20) && mem.tail < (1u << 20),
+                  "rebuilt: %llu committed, tail %llu", (unsigned long long)mem.committed,
+                  (unsigned long long)mem.tail);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &r2), RB_OK);   /* the new object */
+    ck_assert_int_eq(rb_segment_info(r2, &ri), RB_OK);
+    ck_assert_uint_eq(ri.generation, si.generation + 1);
+    rb_segment_close(r2);
+    ck_assert_int_eq(rb_segment_retire(wseg, si.generation + 1), RB_OK);
+    rb_segment_close(wseg);
+    wseg = fresh;
+    ck_assert_int_eq(rb_segment_refresh(r), 1);
+    ck_assert_int_eq(rb_segment_info(r, &ri), RB_OK);
+    ck_assert_uint_eq(ri.generation, si.generation + 1);
+    ck_assert_int_eq(rb_bloom_open(r, "keep", 4, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_contains(bf, "k1", 2), 1);
+    rb_bloom_close(bf);
+    rb_segment_close(r);
+    snprintf(path, sizeof(path), "/dev/shm/ringbloom.%s~rebuild", inst);
+    ck_assert_int_ne(stat(path, &st), 0);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "big", 3, &big), RB_OK);   /* grows again */
+}
+END_TEST
+
+/* A restore reads the live extents, not the dump: a 64 MiB filter filled
+ * and deleted leaves its bytes in the dump (free space is not cleared);
+ * with every page of the dump inside the writer's free space made
+ * unreadable (PROT_NONE: a read is SIGSEGV), the restore succeeds and
+ * answers as the writer did. */
 START_TEST(test_segment_restore_reads_the_live_data)
 {
     rb_segment_opts_t o = { .max_size = 256u << 20 };
@@ -1592,6 +1661,7 @@ int main(void)
                                  test_segment_restore_layout1_dump,
                                  test_segment_restore_reads_the_live_data,
                                  test_segment_restore_drops_the_free_tail,
+                                 test_segment_rebuild_cuts_the_tail_readers_follow,
                                  test_segment_snap_is_the_state_at_begin),
                         protection,
                         RB_TCASE("release", 120, setup, teardown,
