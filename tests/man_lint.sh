@@ -3,7 +3,7 @@
 # the sources: mandoc -T lint (warning level and up) finds nothing in any
 # page; every RB_EXPORT function of lib/ringbloom/*.h has a man3 page or a
 # .so link page leading to a page that names it (.Nm); every setting of
-# daemon/server/config.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
+# daemon/server/config_table.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
 # every command of the CLI's table (client/main.c) has one in ringbloom.1;
 # every command of the daemon's tables (daemon/commands/cmd*.c) has one in
 # ringbloomd.8, marked (W) exactly when it changes state.
@@ -80,23 +80,23 @@ test "$nfn" -eq "$nexp" ||
     bad "found $nfn functions on $nexp RB_EXPORT lines of lib/ringbloom/*.h"
 test "$nfn" -ge 50 || bad "only $nfn exported functions found (has the header format changed?)"
 
-# (b2) Every setting of config.c's table: rows like
+# (b2) Every setting of config_table.c's table: rows like
 #     { "name", T_KIND, F(field), ...
 conf=$man/man5/ringbloomd.conf.5
 nset=0
-for s in $(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *T_[A-Z0-9]*,.*/\1/p' "$srcdir/daemon/server/config.c"); do
+for s in $(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *T_[A-Z0-9]*,.*/\1/p' "$srcdir/daemon/server/config_table.c"); do
     nset=$((nset + 1))
-    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/server/config.c) has no entry in ringbloomd.conf.5"
+    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/server/config_table.c) has no entry in ringbloomd.conf.5"
 done
-nrows=$(sed -n '/ settings\[\] = {/,/^};/p' "$srcdir/daemon/server/config.c" | grep -c '^[[:space:]]*{ *"')
-test "$nset" -eq "$nrows" || bad "read $nset settings from $nrows table rows of daemon/server/config.c"
+nrows=$(sed -n '/ rbd_settings\[\] = {/,/^};/p' "$srcdir/daemon/server/config_table.c" | grep -c '^[[:space:]]*{ *"')
+test "$nset" -eq "$nrows" || bad "read $nset settings from $nrows table rows of daemon/server/config_table.c"
 # ... and every other name of one (its aliases table: { "alias", "name" }).
-for s in $(sed -n '/ aliases\[\] = {/,/^};/s/^[[:space:]]*{ *"\([a-z0-9-]*\)", *"[a-z0-9-]*" *}.*/\1/p' \
-           "$srcdir/daemon/server/config.c"); do
+for s in $(sed -n '/ rbd_aliases\[\] = {/,/^};/s/^[[:space:]]*{ *"\([a-z0-9-]*\)", *"[a-z0-9-]*" *}.*/\1/p' \
+           "$srcdir/daemon/server/config_table.c"); do
     nset=$((nset + 1))
-    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/server/config.c) has no entry in ringbloomd.conf.5"
+    grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/server/config_table.c) has no entry in ringbloomd.conf.5"
 done
-test "$nset" -ge 20 || bad "only $nset settings found in daemon/server/config.c (has its table changed?)"
+test "$nset" -ge 20 || bad "only $nset settings found in daemon/server/config_table.c (has its table changed?)"
 
 # (b3) Every command of the CLI's table: rows like
 #     { "name", MIN, MAX, cmd_fn, HEADING,

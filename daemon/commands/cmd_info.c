@@ -128,6 +128,7 @@ static void info_memory(server_t *s, info_buf_t *ib)
     info_line(ib, "segment_republished:%llu", (unsigned long long)s->watch.republished);
     info_line(ib, "segment_shrinks:%llu", (unsigned long long)s->watch.shrunk);
     info_line(ib, "segment_shrunk_bytes:%llu", (unsigned long long)s->watch.shrunk_bytes);
+    info_line(ib, "segment_last_shrink_ms:%llu", (unsigned long long)s->watch.last_shrink_ms);
     if ((h = rbd_segwatch_huge_status(&s->watch, s->state.seg)) == NULL)
         return;
     /* huge_pages: the segment asks for them; huge_bytes: what they back

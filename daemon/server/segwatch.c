@@ -155,10 +155,11 @@ static void shrink(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg)
         si.size = mem.committed;
     w->shrunk++;
     w->shrunk_bytes += mem.committed > si.size ? mem.committed - si.size : 0;
+    w->last_shrink_ms = rbd_mono_ms() - t0;
     rbd_log(LOG_NOTICE, "segment /dev/shm/ringbloom.%s cut from %llu to %llu bytes "
             "(%llu live) in %llu ms; attached readers follow it", cfg->instance,
             (unsigned long long)mem.committed, (unsigned long long)si.size,
-            (unsigned long long)mem.used, (unsigned long long)(rbd_mono_ms() - t0));
+            (unsigned long long)mem.used, (unsigned long long)w->last_shrink_ms);
 }
 
 const rb_segment_huge_t *rbd_segwatch_huge_status(rbd_segwatch_t *w, const rb_segment_t *seg)

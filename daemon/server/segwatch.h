@@ -16,6 +16,7 @@ typedef struct rbd_segwatch {
     uint64_t republished;      /* times the state was republished under it */
     uint64_t shrunk;           /* times a rebuild cut the segment's free tail */
     uint64_t shrunk_bytes;     /* committed bytes those rebuilds cut */
+    uint64_t last_shrink_ms;   /* the last one's time (the loop held) */
     uint64_t shrink_after_ms;  /* no rebuild before (monotonic): one failed */
     rbd_ratelog_t log;         /* a republish that keeps failing */
     rb_segment_huge_t huge;    /* INFO's copy of rb_segment_huge_status */

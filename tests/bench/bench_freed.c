@@ -5,7 +5,9 @@
  * about 250 MB (blocked, 1%) is reserved, filled with 3*10^7 keys
  * (BF.MADD) and deleted.  Printed: A's DEL round trip, the seconds until
  * the object's resident bytes are within 64 MB of the live data, the
- * resident and live bytes then, the size on disk (allocated blocks) and
+ * resident and live bytes then, the segment's size before and after (cut
+ * by a rebuild: the seconds until it is, and the loop's time in it), the
+ * size on disk (allocated blocks) and
  * apparent size of the snapshot a SAVE writes then, and the reader's
  * errors and wrong answers (B's keys must all answer 1).  With
  * --daemon-before PATH (an older ringbloomd, e.g. main's) the same run is
@@ -34,7 +36,8 @@
 
 typedef struct mb_result {
     double del_ms, back_s, resident_mb, live_mb, snap_disk_mb, snap_size_mb;
-    double peak_mb;
+    double peak_mb, seg_before_mb, seg_after_mb, shrunk_s;
+    long long shrink_ms;   /* the rebuild's loop time (INFO), -1: none */
     unsigned long long reads, errors, wrong;
 } mb_result_t;
 
@@ -112,6 +115,31 @@ static void mb_file(const char *path, double *disk_mb, double *size_mb)
     *size_mb = (double)st.st_size / 1e6;
 }
 
+/* INFO's value of field (a count; -1 if INFO has none: an older daemon)
+ * in section ("persistence", "memory") of the daemon c talks to. */
+static long long mb_info_in(rb_conn_t *c, const char *section, const char *field)
+{
+    static char reply[1 << 16];
+    char line[64], want[80], *p;
+
+    snprintf(line, sizeof(line), "INFO %s", section);
+    mb_cmd(c, line, reply, sizeof(reply));
+    snprintf(want, sizeof(want), "\n%s:", field);
+    if ((p = strstr(reply, want)) == NULL)
+        return -1;
+    return strtoll(p + strlen(want), NULL, 10);
+}
+
+/* INFO persistence's value of field (a count) in the daemon c talks to. */
+static unsigned long long mb_info(rb_conn_t *c, const char *field)
+{
+    long long v = mb_info_in(c, "persistence", field);
+
+    if (v < 0)
+        bench_die("section m: INFO has no %s", field);
+    return (unsigned long long)v;
+}
+
 static void mb_run(const char *bin, const char *tag, const char *tmpdir, int quick,
                    mb_result_t *r)
 {
@@ -147,6 +175,7 @@ static void mb_run(const char *bin, const char *tag, const char *tmpdir, int qui
     if (rb_segment_attach(instance, 0, &seg) != RB_OK || rb_segment_memory(seg, &m) != RB_OK)
         bench_die("section m: attach %s", instance);
     r->peak_mb = (double)m.resident / 1e6;
+    r->seg_before_mb = (double)m.committed / 1e6;
     snprintf(line, sizeof(line), "DEL A");
     t0 = bench_now_s();
     mb_cmd(c, line, reply, sizeof(reply));
@@ -161,10 +190,27 @@ static void mb_run(const char *bin, const char *tag, const char *tmpdir, int qui
         }
         usleep(50000);
     }
+    /* The segment's size: cut by a rebuild (segment-shrink-bytes) the
+     * reader's handle follows. */
+    r->shrunk_s = -1;
+    while (bench_now_s() - t0 < MB_WAIT_S) {
+        long long n = mb_info_in(c, "memory", "segment_shrinks");
+        if (n < 0)
+            break;   /* a daemon without it */
+        (void)rb_segment_refresh(seg);
+        if (n > 0 && rb_segment_memory(seg, &m) == RB_OK && m.committed <= m.used + MB_SLACK) {
+            r->shrunk_s = bench_now_s() - t0;
+            break;
+        }
+        usleep(50000);
+    }
     usleep(2000000);   /* what the daemon's next seconds give back besides */
+    (void)rb_segment_refresh(seg);
     (void)rb_segment_memory(seg, &m);
     r->resident_mb = (double)m.resident / 1e6;
     r->live_mb = (double)m.used / 1e6;
+    r->seg_after_mb = (double)m.committed / 1e6;
+    r->shrink_ms = mb_info_in(c, "memory", "segment_last_shrink_ms");
     rb_segment_close(seg);
     snprintf(line, sizeof(line), "SAVE");
     mb_cmd(c, line, reply, sizeof(reply));
@@ -185,18 +231,6 @@ static void mb_run(const char *bin, const char *tag, const char *tmpdir, int qui
     bench_daemon_stop(d);
 }
 
-/* INFO persistence's value of field (a count) in the daemon c talks to. */
-static unsigned long long mb_info(rb_conn_t *c, const char *field)
-{
-    static char reply[1 << 16];
-    char line[64], *p;
-
-    snprintf(line, sizeof(line), "INFO persistence");
-    mb_cmd(c, line, reply, sizeof(reply));
-    if ((p = strstr(reply, field)) == NULL)
-        bench_die("section m: INFO has no %s", field);
-    return strtoull(p + strlen(field) + 1, NULL, 10);
-}
 
 /* Runs the CLI at cli with its arguments; dies unless it succeeds. */
 static void mb_cli(const char *cli, const char *sock, const char *a, const char *b,
@@ -257,6 +291,12 @@ static void mb_print(const char *who, const mb_result_t *r)
            "%.1f MB resident for %.1f MB live (peak %.1f MB)\n", who, r->del_ms,
            r->back_s < 0 ? "> " : "", r->back_s < 0 ? MB_WAIT_S : r->back_s, r->resident_mb,
            r->live_mb, r->peak_mb);
+    printf("  %-10s segment %.1f MB -> %.1f MB", who, r->seg_before_mb, r->seg_after_mb);
+    if (r->shrunk_s >= 0)
+        printf(" (cut by a rebuild after %.1f s, the loop held %lld ms)\n", r->shrunk_s,
+               r->shrink_ms);
+    else
+        printf(" (no rebuild)\n");
     printf("  %-10s snapshot after it: %.1f MB on disk, %.1f MB apparent; reader of B: "
            "%llu reads, %llu errors, %llu wrong\n", who, r->snap_disk_mb, r->snap_size_mb,
            r->reads, r->errors, r->wrong);

@@ -1,0 +1,148 @@
+/*
+ * config_table.c - the settings of ringbloomd as data: the table config.c
+ * parses, renders and reloads by (a new setting is a row here, its field
+ * in rbd_config.h and its default in rbd_config_defaults below), the
+ * other names settings answer to, the words of the few-valued settings,
+ * and the defaults.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "config_table.h"
+#include "rbd_config.h"
+
+#define F(f) offsetof(rbd_config_t, f), sizeof(((rbd_config_t *)0)->f)
+const setting_t rbd_settings[] = {
+    { "instance", T_STR, F(instance), 0, 0, 0 },
+    { "socket", T_STR, F(socket), 0, 0, 0 },
+    { "pidfile", T_STR, F(pidfile), 0, 0, 0 },
+    { "dir", T_STR, F(dir), 0, 0, 0 },
+    { "socket-mode", T_MODE, F(socket_mode), 0, 0, 0 },
+    /* A group name or gid, resolved when read (an unknown name is an error
+     * then); whether this process may give it is rbd_config_check_groups'. */
+    { "unixsocketgroup", T_GROUP, F(socket_group), 0, 0, 0 },
+    /* Readers refuse an object others could write (name squatting). */
+    { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0 },
+    { "segment-group", T_GROUP, F(segment_group), 0, 0, 0 },
+    /* Applied at start (segwatch.c): a warning where the kernel has none. */
+    { "huge-pages", T_BOOL, F(huge_pages), 0, 0, 0 },
+    { "segment-shrink-bytes", T_SIZE, F(segment_shrink_bytes), 0, RB_MAX_MAX_SIZE, 1 },
+    { "max-memory", T_SIZE, F(max_memory), 1u << 20, RB_MAX_MAX_SIZE, 0 },
+    { "max-filters", T_U32, F(max_filters), 1, RB_MAX_FILTERS, 0 },
+    { "max-nodes", T_U32, F(max_nodes), 1, RB_RING_MAX_NODES, 1 },
+    { "max-ring-points", T_U32, F(max_ring_points), 1, RB_RING_MAX_POINTS, 1 },
+    { "max-command-bytes", T_SIZE, F(max_command_bytes), 1u << 20, RB_MAX_MAX_SIZE, 1 },
+    /* RING.DOWN's share of nodes not up, % (cmd_ring.c); 100: none. */
+    { "ring-down-max-percent", T_U32, F(ring_down_max_percent), 0, 100, 1 },
+    { "max-clients", T_U32, F(max_clients), 1, 1000000, 1 },
+    { "reserved-writer-clients", T_U32, F(reserved_writer_clients), 0, 999999, 1 },
+    { "max-key-bytes", T_SIZE, F(max_key_bytes), 1, 512u << 20, 1 },
+    { "max-request-bytes", T_SIZE, F(max_request_bytes), 1024, 1u << 30, 1 },
+    { "client-output-soft-limit", T_SIZE, F(output_soft_limit), 64u << 10, 1ULL << 40, 1 },
+    { "client-output-hard-limit", T_SIZE, F(output_hard_limit), 64u << 10, 1ULL << 40, 1 },
+    { "max-client-memory", T_SIZE, F(max_client_memory), 1u << 20, 1ULL << 40, 1 },
+    { "timeout", T_U32, F(timeout), 0, 100000000, 1 },
+    { "appendfsync", T_FSYNC, F(appendfsync), 0, 0, 1 },
+    { "save-seconds", T_U32, F(save_seconds), 0, 100000000, 1 },
+    { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1 },
+    { "save-log-percent", T_U32, F(save_log_percent), 0, 1000000, 1 },
+    { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0 },
+    { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0 },
+    /* Where the ring's membership lives (ring_source.c): this daemon's
+     * log, or etcd under etcd-prefix, shared by every host's daemon. */
+    { "ring-source", T_SOURCE, F(ring_source), 0, 0, 0 },
+    { "etcd-endpoints", T_STR, F(etcd_endpoints), 0, 0, 0 },
+    { "etcd-prefix", T_STR, F(etcd_prefix), 0, 0, 0 },
+    { "etcd-cacert", T_STR, F(etcd_cacert), 0, 0, 0 },
+    { "etcd-cert", T_STR, F(etcd_cert), 0, 0, 0 },
+    { "etcd-key", T_STR, F(etcd_key), 0, 0, 0 },
+    { "etcd-user", T_STR, F(etcd_user), 0, 0, 0 },
+    { "etcd-password", T_STR, F(etcd_password), 0, 0, 0 },
+    { "etcd-timeout", T_U32, F(etcd_timeout), 100, 600000, 0 },
+    { "bf-default-layout", T_LAYOUT, F(bf_default_layout), 0, 0, 1 },
+    /* Names are resolved when read, as for the groups above. */
+    { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1 },
+    { "allow-write-gid", T_GIDS, F(write_gids), 0, 0, 1 },
+    { "loglevel", T_LEVEL, F(loglevel), 0, 0, 1 },
+    { "keep-segment", T_BOOL, F(keep_segment), 0, 0, 1 },
+    { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1 },
+};
+const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
+
+/* Other names of settings, Redis's among them, so a redis.conf line means
+ * the same here. */
+const rbd_alias_t rbd_aliases[] = {
+    { "unixsocketperm", "socket-mode" },
+};
+const size_t rbd_naliases = sizeof(rbd_aliases) / sizeof(rbd_aliases[0]);
+
+
+const word_t rbd_words[] = {
+    { T_FSYNC, "everysec", FSYNC_EVERYSEC }, { T_FSYNC, "always", FSYNC_ALWAYS },
+    { T_FSYNC, "no", FSYNC_NO },
+    { T_BOOL, "yes", 1 }, { T_BOOL, "no", 0 },
+    { T_LEVEL, "info", LOG_INFO }, { T_LEVEL, "notice", LOG_INFO },
+    { T_LEVEL, "debug", LOG_DEBUG }, { T_LEVEL, "warning", LOG_WARNING },
+    { T_LAYOUT, "blocked", RB_BLOOM_BLOCKED }, { T_LAYOUT, "standard", RB_BLOOM_STANDARD },
+    { T_LAYOUT, "redisbloom", RB_BLOOM_REDISBLOOM },
+    { T_SOURCE, "local", RING_SOURCE_LOCAL }, { T_SOURCE, "etcd", RING_SOURCE_ETCD },
+};
+const size_t rbd_nwords = sizeof(rbd_words) / sizeof(rbd_words[0]);
+
+int rbd_config_defaults(rbd_config_t *c, const char *instance)
+{
+    rb_paths_t p;
+    int rc;
+
+    memset(c, 0, sizeof(*c));
+    if ((rc = rb_default_paths(instance, &p)) != RB_OK)
+        return rc;
+    snprintf(c->instance, sizeof(c->instance), "%s", instance);
+    snprintf(c->socket, sizeof(c->socket), "%s", p.socket);
+    snprintf(c->pidfile, sizeof(c->pidfile), "%s", p.pidfile);
+    snprintf(c->dir, sizeof(c->dir), "%s", p.state_dir);
+    c->socket_mode = 0660;
+    c->segment_mode = 0640;
+    c->socket_group = getegid();   /* what the files get without a chown */
+    c->segment_group = getegid();
+    c->max_memory = RB_DEFAULT_MAX_SIZE;
+    c->segment_shrink_bytes = 64u << 20;
+    c->max_filters = RB_DEFAULT_MAX_FILTERS;
+    c->max_nodes = RB_RING_MAX_NODES;
+    /* Under 250 ms for a command that rebuilds the ring or makes, merges
+     * or halves a sketch (~135 ms: 2^20 points; 140 ms: 64 MiB fresh). */
+    c->max_ring_points = 1u << 20;
+    c->max_command_bytes = 64u << 20;
+    c->ring_down_max_percent = 50;
+    c->max_clients = 1024;
+    c->reserved_writer_clients = 16;
+    c->max_key_bytes = 64u << 10;
+    c->max_request_bytes = 64u << 20;
+    c->output_soft_limit = 8u << 20;
+    c->output_hard_limit = 64u << 20;
+    c->max_client_memory = 1u << 30;
+    c->appendfsync = FSYNC_EVERYSEC;
+    c->save_seconds = 300;
+    c->save_log_bytes = 64u << 20;
+    c->save_log_percent = 100;
+    c->ring_mode = RB_RING_XXH3;
+    c->ring_replicas = RB_RING_DEFAULT_REPLICAS;
+    c->ring_source = RING_SOURCE_LOCAL;
+    snprintf(c->etcd_endpoints, sizeof(c->etcd_endpoints), "http://127.0.0.1:2379");
+    snprintf(c->etcd_prefix, sizeof(c->etcd_prefix), "/ringbloom/ring/");
+    c->etcd_timeout = 2000;
+    c->bf_default_layout = RB_BLOOM_BLOCKED;
+    c->write_uids.id[0] = getuid();
+    c->write_uids.n = 1;
+    if (getuid() != 0)
+        c->write_uids.id[c->write_uids.n++] = 0;
+    c->loglevel = LOG_INFO;
+    c->keep_segment = 1;
+    c->load_truncated = 1;
+    return RB_OK;
+}
+

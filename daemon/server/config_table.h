@@ -1,0 +1,46 @@
+/*
+ * config_table.h - the rows of ringbloomd's settings (config_table.c),
+ * which config.c's parser, renderer and reload read: one row per setting
+ * (name, value type, field of rbd_config_t, bounds, whether a reload may
+ * change it), the other names a setting answers to, and the words of the
+ * settings that take one of a few.
+ */
+#ifndef RBD_CONFIG_TABLE_H
+#define RBD_CONFIG_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_RINGMODE,
+               T_UIDS, T_GIDS, T_GROUP, T_SOURCE } kind_t;
+
+typedef struct setting {
+    const char *name;
+    kind_t kind;
+    size_t off, size;    /* the field in rbd_config_t */
+    uint64_t min, max;   /* T_SIZE / T_U32; T_MODE: max = the bits allowed (0: any) */
+    int reload;          /* may change on SIGHUP */
+} setting_t;
+
+typedef struct rbd_alias {
+    const char *alias, *name;
+} rbd_alias_t;
+
+/* The words of the settings that take one of a few (T_FSYNC, T_BOOL,
+ * T_LEVEL, T_LAYOUT, T_SOURCE): a value's first word is the one CONFIG
+ * GET shows. */
+typedef struct word {
+    kind_t kind;
+    const char *word;
+    int value;
+} word_t;
+
+extern const setting_t rbd_settings[];
+extern const size_t rbd_nsettings;
+/* Other names of settings, Redis's among them. */
+extern const rbd_alias_t rbd_aliases[];
+extern const size_t rbd_naliases;
+extern const word_t rbd_words[];
+extern const size_t rbd_nwords;
+
+#endif /* RBD_CONFIG_TABLE_H */
