@@ -27,8 +27,10 @@
  * dropped by a rebuild (rb_segment_rebuild: the live extents copied into a
  * new object renamed over the name, the old one retired, its readers
  * following, as after a restart).  Freed pages went back to the system
- * already (heap.c); the rebuild gives back the rest: the committed size,
- * and with it what a snapshot and a restart cover.
+ * already (heap.c: the rebuild waits until nothing is pending, since
+ * readers keep the old object mapped for a while, follow.c); the rebuild
+ * gives back the rest: the committed size, and with it what a snapshot
+ * and a restart cover.
  *
  * Both wait for a second without a snapshot in progress (server.c), which
  * reads the object they replace.
@@ -140,7 +142,7 @@ static void shrink(rbd_segwatch_t *w, rbd_state_t *st, const rbd_config_t *cfg)
 
     if (cfg->segment_shrink_bytes == 0 || now < w->shrink_after_ms ||
         rb_segment_memory(st->seg, &mem) != RB_OK || mem.tail < cfg->segment_shrink_bytes ||
-        mem.tail < mem.used || rb_segment_info(st->seg, &si) != RB_OK)
+        mem.tail < mem.used || mem.unreleased > 0 || rb_segment_info(st->seg, &si) != RB_OK)
         return;
     new_opts(&o, &si, cfg);
     t0 = now;

@@ -266,8 +266,11 @@ RB_EXPORT int rb_segment_check(const rb_segment_t *seg);
  * rb_segment_attach: another user's object is never mapped).  Lookups do
  * this by themselves, every 1024 calls per thread, at most every 250 ms per
  * handle; this call does it now.  Returns 1 if the handle moved, 0 if not (still current, or
- * nothing newer to move to).  Mappings it leaves stay valid until
- * rb_segment_close, so other threads need not stop. */
+ * nothing newer to move to).  Mappings it leaves stay mapped, so other
+ * threads need not stop: as they were for 10 s (a read section inside one
+ * ends long before), then as zero pages, which a read rejects and retries
+ * on the current object: the old object's memory is given back then, not
+ * at rb_segment_close. */
 RB_EXPORT int rb_segment_refresh(rb_segment_t *seg);
 
 typedef struct rb_segment_info {

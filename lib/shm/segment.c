@@ -163,7 +163,7 @@ int rbi_segment_check_header(const rb_header_shm_t *h, int fd, uint64_t len)
     return RB_OK;
 }
 
-static int writer_gone(const rb_header_shm_t *h)
+int rbi_writer_gone(const rb_header_shm_t *h)
 {
     uint64_t pid = rbi_ld(&h->writer_pid);
 
@@ -409,10 +409,7 @@ static int owner_ok(const struct stat *st, int writable, uid_t owner)
     return owner == (uid_t)-1 || st->st_uid == owner;
 }
 
-/* Opens and maps instance (writable or not) and validates its header.  If
- * skip is given and the object is that same one (dev, ino), stops early with
- * RB_EEXIST. */
-static int map_open(const char *instance, int writable, const rbi_map_t *skip, uid_t owner,
+int rbi_map_open(const char *instance, int writable, const rbi_map_t *skip, uid_t owner,
                     rbi_map_t **out)
 {
     char name[sizeof(SHM_PREFIX) + RB_INSTANCE_MAX];
@@ -503,13 +500,13 @@ static int seg_open(const char *instance, int writable, uid_t owner, int stale_o
 {
     rb_segment_t *seg = NULL;
     rbi_map_t *m;
-    int rc = map_open(instance, writable, NULL, owner, &m);
+    int rc = rbi_map_open(instance, writable, NULL, owner, &m);
 
     if (rc != RB_OK)
         return rc;
     if (writable && flock(m->fd, LOCK_EX | LOCK_NB) != 0)
         rc = RB_EBUSY;   /* a live writer: its process holds the lock until it exits */
-    else if (!writable && !stale_ok && writer_gone(rbi_hdr(m)))
+    else if (!writable && !stale_ok && rbi_writer_gone(rbi_hdr(m)))
         rc = RB_EGONE;
     else if ((seg = seg_alloc(instance)) == NULL)
         rc = RB_ENOMEM;
@@ -630,70 +627,4 @@ int rb_segment_linked(const rb_segment_t *seg)
         return rc;
     m = rbi_seg_map(seg);
     return st.st_dev == m->dev && st.st_ino == m->ino;
-}
-
-int rb_segment_check(const rb_segment_t *seg)
-{
-    const rb_header_shm_t *h;
-    uint64_t state;
-
-    if (seg == NULL)
-        return RB_EINVAL;
-    h = rbi_hdr(rbi_seg_map(seg));
-    state = atomic_load_explicit(&h->state, memory_order_acquire);
-    if (state == RBI_STATE_RETIRED)
-        return RB_ERETIRED;
-    if (state != RBI_STATE_LIVE)
-        return RB_ECORRUPT;
-    if (seg->instance[0] != '\0' && writer_gone(h))
-        return RB_EGONE;
-    return RB_OK;
-}
-
-static uint64_t coarse_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Moves seg to a newer object if the current one is retired or silent.
- * force: ignore the rate limit.  Returns 1 if it moved. */
-static int seg_poll(rb_segment_t *seg, int force)
-{
-    rbi_map_t *cur = rbi_seg_map(seg), *next;
-    const rb_header_shm_t *h = rbi_hdr(cur);
-    uint64_t now = coarse_ms(), hb;
-    int moved = 0;
-
-    if (seg->writable || seg->instance[0] == '\0')
-        return 0;
-    hb = rbi_ld(&h->heartbeat_ms);
-    if (atomic_load_explicit(&h->state, memory_order_acquire) == RBI_STATE_LIVE &&
-        (hb > now || now - hb < RBI_STALE_MS))
-        return 0;
-    if (!force && now < atomic_load_explicit(&seg->next_poll_ms, memory_order_relaxed))
-        return 0;
-    pthread_mutex_lock(&seg->lock);
-    atomic_store_explicit(&seg->next_poll_ms, now + RBI_POLL_MS, memory_order_relaxed);
-    if (rbi_seg_map(seg) == cur && map_open(seg->instance, 0, cur, seg->owner, &next) == RB_OK) {
-        next->older = cur;
-        /* Release: threads that load the new map see it fully set up. */
-        atomic_store_explicit(&seg->map, next, memory_order_release);
-        moved = 1;
-    }
-    pthread_mutex_unlock(&seg->lock);
-    return moved;
-}
-
-void rbi_segment_poll(rb_segment_t *seg)
-{
-    seg_poll(seg, 0);
-}
-
-int rb_segment_refresh(rb_segment_t *seg)
-{
-    if (seg == NULL)
-        return RB_EINVAL;
-    return seg_poll(seg, 1);
 }

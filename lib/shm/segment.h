@@ -53,6 +53,9 @@ typedef struct rbi_map {
     int collapse_err;        /* writer: errno of the last MADV_COLLAPSE that
                                 failed (huge pages), 0 if none did */
     struct rbi_map *older;   /* replaced mappings, freed at close */
+    uint64_t replaced_ms;    /* reader: when a newer one replaced it */
+    int zeroed;              /* reader: its range is zero pages now and its
+                                fd closed (follow.c: after a grace) */
 } rbi_map_t;
 
 struct rb_segment {
@@ -65,6 +68,8 @@ struct rb_segment {
     rb_segment_snap_t *snap; /* writer only: the dump in progress (snap.h), or NULL */
     pthread_mutex_t lock;    /* reader: serialises moving to a new object */
     _Atomic uint64_t next_poll_ms; /* reader: earliest next look for one */
+    _Atomic uint64_t reclaim_ms; /* reader: when a replaced mapping's grace
+                                ends (follow.c), 0: none pending */
     uid_t owner;             /* reader: the owner of every object it maps:
                                 given at attach, or else the first one's */
 };
@@ -82,7 +87,8 @@ static inline rbi_map_t *rbi_seg_map(const rb_segment_t *seg)
 #define RBI_STALE_MS   3000u    /* a heartbeat older than this: writer gone */
 
 /* Moves a reader handle to its instance's live object if the current one
- * is retired or silent (at most every RBI_POLL_MS). */
+ * is retired or silent (at most every RBI_POLL_MS), and gives back the
+ * memory of mappings it replaced long enough ago (follow.c). */
 void rbi_segment_poll(rb_segment_t *seg);
 
 static inline rbi_map_t *rbi_reader_map(const rb_segment_t *seg)
@@ -172,6 +178,17 @@ static inline int rbi_segment_grow(rb_segment_t *seg, uint64_t new_size)
  * segment's are reserved all the same): for a restore (adopt.c), which
  * reserves the pages of the live data it copies and leaves the free space
  * to the allocator, which backs an extent before handing it out. */
+
+/* ---- for follow.c: a reader moving to a newer object --------------------- */
+
+/* Opens and maps instance (writable or not) and validates its header.  If
+ * skip is given and the object is that same one (dev, ino), stops early with
+ * RB_EEXIST. */
+int rbi_map_open(const char *instance, int writable, const rbi_map_t *skip, uid_t owner,
+                 rbi_map_t **out);
+
+/* 1 if the writer process the header names no longer exists. */
+int rbi_writer_gone(const rb_header_shm_t *h);
 
 /* ---- for adopt.c: a writer adopting contents it did not make ------------ */
 

@@ -182,6 +182,7 @@ static void mb_run(const char *bin, const char *tag, const char *tmpdir, int qui
     r->del_ms = (bench_now_s() - t0) * 1e3;
     r->back_s = -1;
     while (bench_now_s() - t0 < MB_WAIT_S) {
+        (void)rb_segment_refresh(seg);   /* a rebuild's object, if one came */
         if (rb_segment_memory(seg, &m) != RB_OK)
             bench_die("section m: rb_segment_memory");
         if (m.resident <= m.used + MB_SLACK) {

@@ -950,12 +950,28 @@ START_TEST(test_segment_restore_drops_the_free_tail)
 }
 END_TEST
 
+/* Mappings of this process of inst's object that was removed. */
+static int deleted_mappings(const char *name)
+{
+    char line[512], want[160];
+    FILE *f = fopen("/proc/self/maps", "r");
+    int n = 0;
+
+    ck_assert_ptr_nonnull(f);
+    snprintf(want, sizeof(want), "/ringbloom.%s (deleted)", name);
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, want) != NULL;
+    fclose(f);
+    return n;
+}
+
 /* rb_segment_rebuild cuts the free tail of a live segment, readers
  * following: a deleted 32 MiB filter at the end leaves a tail
  * rb_segment_memory reports; the rebuilt object has the live data's
  * size, a new attach maps it before the old one is even retired (the
  * rename put it under the name), a reader attached before moves to it at
- * the retire and answers as before, and no second object stays behind.
+ * the retire and answers as before, lets go of the old object's mapping
+ * after its grace, and no second object stays behind.
  * Refused for a private segment, a reader, and while a snapshot reads
  * the old object. */
 START_TEST(test_segment_rebuild_cuts_the_tail_readers_follow)
@@ -1010,6 +1026,13 @@ START_TEST(test_segment_rebuild_cuts_the_tail_readers_follow)
     ck_assert_int_eq(rb_segment_info(r, &ri), RB_OK);
     ck_assert_uint_eq(ri.generation, si.generation + 1);
     ck_assert_int_eq(rb_bloom_open(r, "keep", 4, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_contains(bf, "k1", 2), 1);
+    /* The reader keeps the old object mapped for its grace (10 s), then
+     * lets go of it (follow.c): no mapping of a removed object is left. */
+    ck_assert_int_eq(deleted_mappings(inst), 1);
+    usleep(10500 * 1000);
+    ck_assert_int_eq(rb_segment_refresh(r), 0);
+    ck_assert_int_eq(deleted_mappings(inst), 0);
     ck_assert_int_eq(rb_bloom_contains(bf, "k1", 2), 1);
     rb_bloom_close(bf);
     rb_segment_close(r);
