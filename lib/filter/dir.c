@@ -328,6 +328,11 @@ void rbi_dir_publish(rb_segment_t *seg, rb_filter_shm_t *f)
     const rbi_map_t *m = rbi_seg_map(seg);
     dir_index_t *x = seg->dir_index;
 
+    /* A live slot's generation is never 0, so a reader's section that
+     * began on it and then read zeros (a mapping replaced by zero pages
+     * after its grace, follow.c) fails its re-check. */
+    if (rbi_ld(&f->gen.word) == 0)
+        rbi_gen_publish(&f->gen);
     /* Release: readers that acquire LIVE see every word stored before. */
     atomic_store_explicit(&f->state, RBI_FILTER_LIVE, memory_order_release);
     if (x != NULL && x->map_id == m->id)
