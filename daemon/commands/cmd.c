@@ -33,11 +33,13 @@ static const rbd_command_t dispatch_table[];
  * a NULL name), searched in this order: the write path first. */
 extern const rbd_command_t rbd_cmd_bf_table[], rbd_cmd_bf_dump_table[], rbd_cmd_hll_table[],
     rbd_cmd_ring_table[], rbd_cmd_server_table[], rbd_cmd_info_table[], rbd_cmd_keys_table[],
-    rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[];
+    rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[],
+    rbd_cmd_observe_table[];
 static const rbd_command_t *const families[] = {
     rbd_cmd_bf_table, rbd_cmd_bf_dump_table, rbd_cmd_hll_table, rbd_cmd_ring_table,
     rbd_cmd_server_table, rbd_cmd_info_table, rbd_cmd_keys_table, rbd_cmd_cms_table,
-    rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, dispatch_table,
+    rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, rbd_cmd_observe_table,
+    dispatch_table,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
@@ -152,6 +154,7 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
                      const char **argv, const size_t *argl)
 {
     rbd_ctx_t x = { s, c, argc, argv, argl, out, NULL };
+    uint64_t t0;
 
     s->commands++;
     if (check(&x) != 0) {
@@ -165,7 +168,9 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
     }
     if (effects_only && !(x.cmd->flags & (CMD_WRITE | CMD_ADMIN)))
         return;
+    t0 = rbd_mono_us();
     x.cmd->fn(&x);
+    rbd_observe_command(s, c, argc, argv, argl, rbd_mono_us() - t0);
 }
 
 void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,

@@ -1,7 +1,8 @@
 /*
  * cmd_info.c - INFO: Redis-style "# Section" blocks of key:value lines,
  * one function per section (server, clients, memory, persistence, stats,
- * ring, bloom), chosen by the arguments as Redis chooses them; its table
+ * replication, ring, bloom, keyspace), chosen by the arguments as Redis
+ * chooses them (Redis's fields where tools read them); its table
  * row and handler.  The filter section counts the filters of each kind
  * from the kind table (ringbloom/filter.h) and describes each Bloom filter.
  */
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "snapshot.h"
 
 #define INFO_KINDS 16   /* kinds counted (the kind table has fewer) */
+#define RBD_REDIS_VERSION "7.0.15"   /* Debian 12's redis-server, the tools' peer */
 
 /* INFO's text: Redis-style "# Section" blocks of key:value lines. */
 typedef struct info_buf {
@@ -52,21 +55,34 @@ static void info_section(info_buf_t *ib, const char *title)
 
 static void info_server(server_t *s, info_buf_t *ib)
 {
+    struct utsname u;
+    uint64_t up = (rbd_mono_ms() - s->start_ms) / 1000;
+
     info_section(ib, "Server");
+    /* The Redis version whose protocol and INFO this daemon answers as:
+     * tools (redis-cli, exporters) choose what to ask by it. */
+    info_line(ib, "redis_version:%s", RBD_REDIS_VERSION);
+    info_line(ib, "redis_mode:standalone");
+    if (uname(&u) == 0)
+        info_line(ib, "os:%s %s %s", u.sysname, u.release, u.machine);
+    info_line(ib, "arch_bits:%d", (int)(8 * sizeof(void *)));
+    info_line(ib, "tcp_port:0");
+    info_line(ib, "uptime_in_days:%llu", (unsigned long long)(up / 86400));
     info_line(ib, "ringbloom_version:%s", PACKAGE_VERSION);
     info_line(ib, "process_id:%d", (int)getpid());
     info_line(ib, "instance:%s", s->cfg.instance);
     info_line(ib, "segment:/dev/shm/ringbloom.%s", s->cfg.instance);
     info_line(ib, "socket:%s", s->cfg.socket);
     info_line(ib, "config_file:%s", s->src != NULL ? s->src->file : "");
-    info_line(ib, "uptime_in_seconds:%llu",
-              (unsigned long long)((rbd_mono_ms() - s->start_ms) / 1000));
+    info_line(ib, "uptime_in_seconds:%llu", (unsigned long long)up);
 }
 
 static void info_clients(server_t *s, info_buf_t *ib)
 {
     info_section(ib, "Clients");
     info_line(ib, "connected_clients:%u", s->nclients);
+    info_line(ib, "blocked_clients:0");   /* no command blocks */
+    info_line(ib, "monitor_clients:%u", s->obs.monitors);
     info_line(ib, "max_clients:%u", s->cfg.max_clients);
     info_line(ib, "reserved_writer_clients:%u", s->cfg.reserved_writer_clients);
     info_line(ib, "max_open_files:%llu", (unsigned long long)s->fd_limit);
@@ -303,6 +319,28 @@ static void info_bloom(server_t *s, info_buf_t *ib)
     (void)rb_filter_scan(s->state.seg, &cursor, SIZE_MAX, info_filter, ib);
 }
 
+/* Redis's: a standalone server, no replicas. */
+static void info_replication(server_t *s, info_buf_t *ib)
+{
+    (void)s;
+    info_section(ib, "Replication");
+    info_line(ib, "role:master");
+    info_line(ib, "connected_slaves:0");
+}
+
+/* Redis's db0 line: every filter, sketch and counter is a key of db 0,
+ * none expires; no line without keys, as Redis. */
+static void info_keyspace(server_t *s, info_buf_t *ib)
+{
+    rb_segment_info_t si;
+
+    if (rb_segment_info(s->state.seg, &si) != RB_OK)
+        return;
+    info_section(ib, "Keyspace");
+    if (si.filters > 0)
+        info_line(ib, "db0:keys=%u,expires=0,avg_ttl=0", si.filters);
+}
+
 static int info_want(rbd_ctx_t *x, const char *section)
 {
     if (x->argc < 2)
@@ -321,8 +359,9 @@ static void cmd_info(rbd_ctx_t *x)
         void (*fn)(server_t *s, info_buf_t *ib);   /* writes nothing if it cannot tell */
     } sections[] = {
         { "server", info_server }, { "clients", info_clients }, { "memory", info_memory },
-        { "persistence", info_persistence }, { "stats", info_stats }, { "ring", info_ring },
-        { "bloom", info_bloom },
+        { "persistence", info_persistence }, { "stats", info_stats },
+        { "replication", info_replication }, { "ring", info_ring }, { "bloom", info_bloom },
+        { "keyspace", info_keyspace },
     };
     info_buf_t ib;
 

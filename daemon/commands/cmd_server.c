@@ -283,14 +283,71 @@ static void cfg_emit(const char *name, const char *value, void *arg)
     }
 }
 
+/* CONFIG SET name value [name value ...]: all or nothing, as Redis 7, and
+ * only settings a reload may change (the others take a restart); put in
+ * force as a SIGHUP would (server.c's rbd_server_apply, through the
+ * server's `apply`: the loop is above the commands), not written to the
+ * file. */
+static void config_set(rbd_ctx_t *x)
+{
+    rbd_config_t fresh = x->s->cfg;
+    char key[64], val[4096], err[512];
+    const char *which;
+
+    if (!x->c->can_write) {
+        x->s->denied++;
+        rbi_resp_error(x->out, "NOPERM this user (uid %u) has no permissions to run the "
+                       "'config|set' command", (unsigned)x->c->uid);
+        return;
+    }
+    if (x->argc < 4 || x->argc % 2 != 0) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for 'config|set' command");
+        return;
+    }
+    for (size_t i = 2; i < x->argc; i += 2) {
+        if (x->argl[i] >= sizeof(key) || x->argl[i + 1] >= sizeof(val) ||
+            memchr(x->argv[i + 1], '\0', x->argl[i + 1]) != NULL) {
+            rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument "
+                           "'%.*s') - too long", (int)(x->argl[i] < 64 ? x->argl[i] : 64),
+                           x->argv[i]);
+            return;
+        }
+        memcpy(key, x->argv[i], x->argl[i]);
+        key[x->argl[i]] = '\0';
+        memcpy(val, x->argv[i + 1], x->argl[i + 1]);
+        val[x->argl[i + 1]] = '\0';
+        if (rbd_config_set(&fresh, key, val, err, sizeof(err)) != 0) {
+            rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument "
+                           "'%s') - %s", key, err);
+            return;
+        }
+    }
+    if (rbd_config_keep_restart_only(&fresh, &x->s->cfg, &which)) {
+        rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument '%s') - "
+                       "can't set immutable config (it takes a restart)", which);
+        return;
+    }
+    if (rbd_config_check(&fresh, err, sizeof(err)) != 0) {
+        rbi_resp_error(x->out, "ERR CONFIG SET failed - %s", err);
+        return;
+    }
+    x->s->apply(x->s, &fresh);
+    rbd_log(LOG_NOTICE, "CONFIG SET by uid %u pid %d", (unsigned)x->c->uid, (int)x->c->pid);
+    rbi_resp_simple(x->out, "OK");
+}
+
 static void cmd_config(rbd_ctx_t *x)
 {
     cfg_get_t g = { x, 0, 1 };
     char save[32];
 
+    if (rbd_cmd_arg_is(x, 1, "SET")) {
+        config_set(x);
+        return;
+    }
     if (!rbd_cmd_arg_is(x, 1, "GET")) {
-        rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET.", (int)x->argl[1],
-                   x->argv[1]);
+        rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET or CONFIG SET.",
+                       (int)x->argl[1], x->argv[1]);
         return;
     }
     if (x->argc < 3) {
@@ -419,8 +476,9 @@ const rbd_command_t rbd_cmd_server_table[] = {
                 "Returns the server's time",
                 ""),
     RBD_COMMAND("CONFIG", -2, 0, cmd_config, "server",
-                "Returns the settings whose names match patterns",
-                "GET parameter:pattern..."),
+                "Returns the settings whose names match patterns, or changes those a "
+                "reload may change",
+                "(GET parameter:pattern... | SET (parameter value)...)"),
     RBD_COMMAND("SAVE", 1, CMD_ADMIN | CMD_NO_MULTI, cmd_save, "server",
                 "Writes a snapshot and starts a new log",
                 ""),

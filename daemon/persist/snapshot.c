@@ -448,6 +448,7 @@ static int job_done(rbd_snapshots_t *sn, rbd_aof_t *aof, char *err, size_t errle
     sn->last_failed = j->failed;
     sn->last_saved_bytes = saved;
     sn->last_loop_us = j->loop_us + (now_us() - t0);
+    sn->ends++;
     if (!j->failed) {
         sn->last_ms = rbd_now_ms();
         sn->last_mono = rbd_mono_ms();

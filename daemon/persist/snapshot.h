@@ -26,6 +26,8 @@ typedef struct rbd_snapshots {
     int last_failed;           /* the last attempt failed */
     uint64_t last_duration_ms; /* the last one, freeze to install */
     uint64_t last_loop_us;     /* ... of which the event loop spent (steps 1, 5-7) */
+    uint64_t ends;             /* snapshots ended, saved or failed (last_loop_us is
+                                  the last one's: the latency monitor's sample) */
     uint64_t last_saved_bytes; /* ... pages the writer saved for it (copy on write) */
     uint64_t last_file_bytes;  /* ... bytes of it written to the file (the rest sparse) */
     rbd_snap_job_t *job;       /* the one being written, or NULL */

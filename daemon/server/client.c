@@ -51,6 +51,8 @@ static void client_account(server_t *s, client_t *c)
 
 void rbd_client_free(server_t *s, client_t *c)
 {
+    if (c->monitor)
+        s->obs.monitors--;
     epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     s->clients[c->fd] = NULL;
@@ -172,6 +174,41 @@ static void make_room(server_t *s, uint64_t extra)
     }
 }
 
+/* Appends data (a MONITOR line) to c's unsent replies, which the loop
+ * sends at the end of its turn.  Bounded as replies are (B1, B2): past
+ * client-output-hard-limit, or with all clients' buffers past
+ * max-client-memory, c is closed instead (its replies dropped). */
+static void client_push(server_t *s, client_t *c, const void *data, size_t len)
+{
+    if (c->closing)
+        return;
+    if (c->out.len + len > s->cfg.output_hard_limit ||
+        s->client_mem + len > s->cfg.max_client_memory) {
+        s->output_limit_clients++;
+        client_drop(s, c, "its MONITOR feed passed client-output-hard-limit or "
+                    "max-client-memory");
+        return;
+    }
+    rbi_buf_append(&c->out, data, len);
+    client_account(s, c);
+}
+
+/* MONITOR: a request of c, as it is run, to every other monitoring
+ * client (observe.c writes the line). */
+static void monitor_feed(server_t *s, const client_t *c, size_t argc, const char **argv,
+                         const size_t *argl)
+{
+    rbi_buf_t line = { 0 };
+
+    rbd_monitor_line(s, argc, argv, argl, &line);
+    for (size_t fd = 0; !line.oom && fd < s->clients_cap; fd++) {
+        client_t *m = s->clients[fd];
+        if (m != NULL && m != c && m->monitor)
+            client_push(s, m, line.data, line.len);
+    }
+    rbi_buf_free(&line);
+}
+
 /* Runs the request the parser completed in base (c's input): its reply
  * goes to c->out.  0, or -1 if its arguments could not be gathered (out of
  * memory: c closes). */
@@ -189,6 +226,8 @@ static int execute(server_t *s, client_t *c, const char *base)
     }
     for (size_t i = 0; i < c->parser.nargs; i++)
         s->argv[i] = resp_arg(&c->parser, base, i);
+    if (s->obs.monitors > 0)
+        monitor_feed(s, c, c->parser.nargs, s->argv, c->parser.len);
     rbd_cmd_execute(s, c, c->parser.nargs, s->argv, c->parser.len);
     c->last_active_ms = rbd_mono_ms();
     /* A command whose op the sinks were shown acknowledges it: this
@@ -336,6 +375,7 @@ void rbd_clients_resume(server_t *s)
             rbd_client_interest(s, c);
     }
 }
+
 
 /* Sends queued replies; returns 0 if the client is still alive. */
 int rbd_client_write(server_t *s, client_t *c)

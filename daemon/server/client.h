@@ -49,6 +49,8 @@ typedef struct client {
     int awaits_reply;     /* a sink took its op (sink.h: with ring-source etcd,
                              a RING.* change): its answer, and the requests
                              after it, wait for the ticket (server.c) */
+    int monitor;          /* MONITOR: every other client's command is fed to it
+                             (observe.c), counted in obs.monitors */
 } client_t;
 
 /* A client for connection fd of the peer cred (may it write: can_write),

@@ -108,6 +108,17 @@ static int set_number(const setting_t *s, const char *key, void *field, const ch
 {
     uint64_t n;
 
+    if (s->kind == T_I64) {   /* a negative number too (Redis's -1: off) */
+        int neg = value[0] == '-';
+        if (parse_u64(value + neg, &n, 0) != 0 || n > INT64_MAX ||
+            (neg ? -(int64_t)n < (int64_t)s->min : (int64_t)n > (int64_t)s->max)) {
+            snprintf(err, errlen, "%s: '%s' is not a number in [%lld, %lld]", key, value,
+                     (long long)(int64_t)s->min, (long long)(int64_t)s->max);
+            return -1;
+        }
+        *(int64_t *)field = neg ? -(int64_t)n : (int64_t)n;
+        return 0;
+    }
     if (parse_u64(value, &n, s->kind == T_SIZE) != 0 || n < s->min || n > s->max) {
         snprintf(err, errlen, "%s: '%s' is not a number in [%llu, %llu]", key, value,
                  (unsigned long long)s->min, (unsigned long long)s->max);
@@ -232,6 +243,7 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
         return set_mode(s, key, field, value, err, errlen);
     case T_SIZE:
     case T_U32:
+    case T_I64:
         return set_number(s, key, field, value, err, errlen);
     case T_FSYNC:
     case T_BOOL:
@@ -372,6 +384,9 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
         break;
     case T_U32:
         snprintf(v, cap, "%u", *(const uint32_t *)field);
+        break;
+    case T_I64:
+        snprintf(v, cap, "%lld", (long long)*(const int64_t *)field);
         break;
     case T_FSYNC:
     case T_BOOL:

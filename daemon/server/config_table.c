@@ -70,6 +70,11 @@ const setting_t rbd_settings[] = {
     { "loglevel", T_LEVEL, F(loglevel), 0, 0, 1 },
     { "keep-segment", T_BOOL, F(keep_segment), 0, 0, 1 },
     { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1 },
+    /* Redis's tools (observe.c): the slow log and the latency monitor. */
+    { "slowlog-log-slower-than", T_I64, F(slowlog_log_slower_than), (uint64_t)-1,
+      1000000000, 1 },
+    { "slowlog-max-len", T_U32, F(slowlog_max_len), 0, 100000, 1 },
+    { "latency-monitor-threshold", T_U32, F(latency_monitor_threshold), 0, 100000000, 1 },
 };
 const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
 
@@ -143,6 +148,8 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->loglevel = LOG_INFO;
     c->keep_segment = 1;
     c->load_truncated = 1;
+    c->slowlog_log_slower_than = 10000;   /* Redis's defaults */
+    c->slowlog_max_len = 128;
     return RB_OK;
 }
 

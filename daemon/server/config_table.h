@@ -12,13 +12,14 @@
 #include <stdint.h>
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_RINGMODE,
-               T_UIDS, T_GIDS, T_GROUP, T_SOURCE } kind_t;
+               T_UIDS, T_GIDS, T_GROUP, T_SOURCE, T_I64 } kind_t;
 
 typedef struct setting {
     const char *name;
     kind_t kind;
     size_t off, size;    /* the field in rbd_config_t */
-    uint64_t min, max;   /* T_SIZE / T_U32; T_MODE: max = the bits allowed (0: any) */
+    uint64_t min, max;   /* T_SIZE / T_U32 (T_I64: as int64_t); T_MODE: max = the bits
+                            allowed (0: any) */
     int reload;          /* may change on SIGHUP */
 } setting_t;
 

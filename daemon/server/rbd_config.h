@@ -34,6 +34,9 @@ typedef struct rbd_config {
     gid_t segment_group;         /* segment-group; default: the daemon's egid */
     int huge_pages;              /* back the segment with 2 MiB pages */
     uint64_t max_memory;         /* segment reservation, bytes */
+    int64_t slowlog_log_slower_than; /* microseconds; < 0: no slow log */
+    uint32_t slowlog_max_len;    /* slow-log entries kept */
+    uint32_t latency_monitor_threshold; /* ms; 0: no latency samples */
     uint64_t segment_shrink_bytes; /* a free tail this large (and as large as
                                     the live data) is cut by a rebuild
                                     (segwatch.c); 0 = never */

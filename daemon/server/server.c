@@ -126,6 +126,11 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen)
         snprintf(err, errlen, "socket path too long: %s", s->cfg.socket);
         return -1;
     }
+    s->apply = rbd_server_apply;
+    if (rbd_slowlog_resize(&s->obs, s->cfg.slowlog_max_len) != 0) {
+        snprintf(err, errlen, "out of memory for slowlog-max-len %u", s->cfg.slowlog_max_len);
+        return -1;
+    }
     if (rbd_make_dir(s->cfg.socket, 0, 0755, "socket", err, errlen) != 0)
         return -1;
     /* The pidfile lock is ours, so a socket file left here is stale. */
@@ -300,7 +305,14 @@ static void reload(server_t *s)
     if (rbd_config_keep_restart_only(&fresh, &s->cfg, &which))
         rbd_log(LOG_WARNING, "SIGHUP: '%s' changed but takes a restart; "
                 "the settings that can change now are applied", which);
-    s->cfg = fresh;
+    rbd_server_apply(s, &fresh);
+    rbd_log(LOG_NOTICE, "configuration reloaded");
+}
+
+void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
+{
+    s->cfg = *fresh;
+    (void)rbd_slowlog_resize(&s->obs, s->cfg.slowlog_max_len);   /* else the old length */
     s->aof.appendfsync = s->cfg.appendfsync;
     fit_fd_limit(s);
     rbd_log_level(s->cfg.loglevel);
@@ -308,7 +320,6 @@ static void reload(server_t *s)
         if (s->clients[fd] != NULL)
             s->clients[fd]->can_write =
                 may_write(s, (int)fd, s->clients[fd]->uid, s->clients[fd]->gid);
-    rbd_log(LOG_NOTICE, "configuration reloaded");
 }
 
 static void handle_signals(server_t *s)
@@ -388,12 +399,12 @@ static void housekeeping(server_t *s, uint64_t now)
 int rbd_server_run(server_t *s)
 {
     struct epoll_event ev[MAX_EVENTS];
-    uint64_t last_tick = 0;
+    uint64_t last_tick = 0, snap_ends = s->snaps.ends;
     int held;
 
     while (!s->shutdown) {
         int n = epoll_wait(s->epfd, ev, MAX_EVENTS, s->resume_pending ? 0 : TICK_MS);
-        uint64_t now;
+        uint64_t now, turn0 = rbd_mono_ms(), flush0;
 
         if (n < 0 && errno != EINTR) {
             rbd_log(LOG_WARNING, "epoll_wait: %s", strerror(errno));
@@ -427,7 +438,10 @@ int rbd_server_run(server_t *s)
          * sink's flush: the log's), then replies.  If the log failed, only
          * clients whose replies acknowledge an unlogged record wait (P1);
          * the others - reads, MISCONF refusals, INFO - are answered. */
+        flush0 = rbd_mono_ms();
         held = rbd_sinks_flush(&s->state.sinks) != 0;
+        if (s->cfg.appendfsync == FSYNC_ALWAYS)
+            rbd_latency_add(s, RBD_LAT_FSYNC, rbd_mono_ms() - flush0);
         for (size_t fd = 0; fd < s->clients_cap; fd++) {
             client_t *c = s->clients[fd];
             if (c == NULL)
@@ -450,6 +464,12 @@ int rbd_server_run(server_t *s)
             housekeeping(s, now);
             last_tick = now;
         }
+        /* The latency monitor's loop samples (observe.h). */
+        if (s->snaps.ends != snap_ends) {
+            snap_ends = s->snaps.ends;
+            rbd_latency_add(s, RBD_LAT_SNAPSHOT, s->snaps.last_loop_us / 1000);
+        }
+        rbd_latency_add(s, RBD_LAT_EVENTLOOP, rbd_mono_ms() - turn0);
     }
     return 0;
 }
@@ -476,6 +496,7 @@ void rbd_server_close(server_t *s)
         close(s->snaps.wakefd);
     s->lfd = s->sigfd = s->epfd = s->spare_fd = s->snaps.wakefd = -1;
     free(s->argv);
+    rbd_observe_free(&s->obs);
     s->argv = NULL;
     s->argv_cap = 0;
 }

@@ -13,6 +13,7 @@
 #include "aof.h"
 #include "client.h"
 #include "rbd_config.h"
+#include "observe.h"
 #include "rbd_log.h"
 #include "resp_enc.h"
 #include "segwatch.h"
@@ -28,6 +29,7 @@ typedef struct server {
     rbd_aof_t aof;
     rbd_snapshots_t snaps;
     rbd_segwatch_t watch;
+    rbd_observe_t obs;         /* slow log, latency monitor, MONITOR (observe.c) */
     rbd_source_t *source;      /* ring-source etcd (ring_source.c), else NULL */
     int epfd, lfd, sigfd;
     int spare_fd;              /* held to tell a client "no" when out of fds */
@@ -48,6 +50,9 @@ typedef struct server {
     int in_exec;               /* an EXEC's members are running */
     int shutdown;              /* 1: leave the loop */
     int shutdown_save;         /* snapshot before leaving */
+    /* Puts a configuration in force (rbd_server_apply): how CONFIG SET,
+     * below the loop, reaches it (set by rbd_server_listen). */
+    void (*apply)(struct server *s, const rbd_config_t *fresh);
     /* stats */
     uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,
         evicted_clients, output_limit_clients;
@@ -62,6 +67,11 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen);
 /* The op sinks' reply function (rbd_sinks_init's, arg the server): a
  * deferred reply's answer to client id (err NULL: OK). */
 void rbd_server_answer(void *arg, uint64_t id, const char *err);
+/* Puts fresh in force, as a reload does (SIGHUP, CONFIG SET): the caller
+ * kept its restart-only settings as they are (rbd_config_keep_restart_
+ * only); the slow log's length, the log's fsync, the descriptor limit, the
+ * log level and every client's permission follow it. */
+void rbd_server_apply(server_t *s, const rbd_config_t *fresh);
 /* The event loop, until SHUTDOWN or a signal: 0, or -1 if epoll fails. */
 int rbd_server_run(server_t *s);
 /* Closes every client, the listener (its socket file removed) and the

@@ -115,6 +115,9 @@ static const example_t examples[] = {
     { "SAVE", NULL, "SAVE" },
     { "BGSAVE", NULL, "BGSAVE" },
     { "SHUTDOWN", NULL, "SHUTDOWN NOSAVE" },
+    { "SLOWLOG", NULL, "SLOWLOG LEN" },
+    { "LATENCY", NULL, "LATENCY LATEST" },
+    { "MONITOR", NULL, "MONITOR" },
 };
 #define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
 

@@ -78,6 +78,7 @@ static void srv_open(srv_t *t)
     rb_segment_go_live(t->s.state.seg);   /* as at start-up: a snapshot takes a live one */
     CHECK(rbd_aof_open(&t->s.aof, dir, FSYNC_NO, err, sizeof(err)) == 0);
     rbd_sinks_init(&t->s.state.sinks, rbd_server_answer, &t->s);   /* as main.c */
+    t->s.apply = rbd_server_apply;   /* as rbd_server_listen: CONFIG SET */
     CHECK(rbd_sinks_add(&t->s.state.sinks, &rbd_sink_log, &t->s.aof, -1) == 0);
     t->s.snaps.wakefd = -1;   /* no event loop: a BGSAVE is waited for */
     CHECK(rbd_snapshot_save(&t->s.snaps, &t->s.aof, t->s.state.seg, err, sizeof(err)) == 0);
@@ -93,6 +94,7 @@ static void srv_close(srv_t *t)
     free(t->c.lib_name);
     free(t->c.lib_ver);
     free(t->s.argv);
+    rbd_observe_free(&t->s.obs);
     rbd_filters_close(&t->s.state.filters);
     rbd_sinks_free(&t->s.state.sinks);
     rbd_aof_close(&t->s.aof);

@@ -122,6 +122,43 @@ START_TEST(test_cmd_flags_refuse_writes_without_permission)
 }
 END_TEST
 
+/* CONFIG SET: all pairs or none (a bad second pair leaves the first
+ * unset), a restart-only setting refused, a client that may not write
+ * refused, and what it sets is in force at once (the slow log takes the
+ * next command, its length is the new one). */
+START_TEST(test_cmd_config_set_all_or_nothing)
+{
+    tsrv_t t;
+
+    tsrv_open(&t);
+    ck_assert_int_eq(t.s.cfg.slowlog_max_len, 128);
+    ck_assert_ptr_nonnull(strstr(run(&t, "CONFIG", "SET", "slowlog-max-len", "5",
+                                     "max-memory", "2gb", NULL), "immutable"));
+    ck_assert_ptr_nonnull(strstr(run(&t, "CONFIG", "SET", "slowlog-max-len", "5",
+                                     "timeout", "x", NULL), "'timeout'"));
+    ck_assert_int_eq(t.s.cfg.slowlog_max_len, 128);
+    ck_assert_str_eq(run(&t, "CONFIG", "SET", "slowlog-max-len", "2",
+                         "slowlog-log-slower-than", "0", NULL), "+OK\r\n");
+    ck_assert_int_eq(t.s.cfg.slowlog_max_len, 2);
+    ck_assert_int_eq(t.s.cfg.slowlog_log_slower_than, 0);
+    run(&t, "PING", NULL);
+    run(&t, "ECHO", "x", NULL);
+    run(&t, "TIME", NULL);
+    ck_assert_str_eq(run(&t, "SLOWLOG", "LEN", NULL), ":2\r\n");
+    ck_assert_ptr_nonnull(strstr(run(&t, "SLOWLOG", "GET", NULL), "$4\r\nTIME\r\n"));
+    ck_assert_str_eq(run(&t, "CONFIG", "SET", "slowlog-log-slower-than", "-1", NULL),
+                     "+OK\r\n");
+    ck_assert_str_eq(run(&t, "SLOWLOG", "RESET", NULL), "+OK\r\n");
+    run(&t, "PING", NULL);
+    ck_assert_str_eq(run(&t, "SLOWLOG", "LEN", NULL), ":0\r\n");
+    t.c.can_write = 0;
+    ck_assert_ptr_nonnull(strstr(run(&t, "CONFIG", "SET", "slowlog-max-len", "9", NULL),
+                                 "NOPERM"));
+    ck_assert_int_eq(t.s.cfg.slowlog_max_len, 2);
+    tsrv_close(&t);
+}
+END_TEST
+
 /* While the log cannot be written, CMD_WRITE is refused (MISCONF) and
  * CMD_ADMIN is not: SAVE repairs the log, and writes work again. */
 START_TEST(test_cmd_flags_refuse_writes_while_the_log_is_broken)
@@ -386,7 +423,8 @@ int main(void)
                                  test_cmd_info_first_key_from_the_syntax),
                         RB_TCASE("flags", 0, NULL, NULL,
                                  test_cmd_flags_refuse_writes_without_permission,
-                                 test_cmd_flags_refuse_writes_while_the_log_is_broken),
+                                 test_cmd_flags_refuse_writes_while_the_log_is_broken,
+                                 test_cmd_config_set_all_or_nothing),
                         RB_TCASE("replay", 0, NULL, NULL,
                                  test_cmd_ring_add_record_replays_to_the_same_ring));
 }

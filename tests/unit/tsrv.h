@@ -47,6 +47,7 @@ static inline void tsrv_open_sized(tsrv_t *t, const char *instance, uint64_t max
                      RB_OK);
     ck_assert_int_eq(rbd_aof_open(&t->s.aof, t->dir, FSYNC_NO, err, sizeof(err)), 0);
     rbd_sinks_init(&t->s.state.sinks, rbd_server_answer, &t->s);   /* as main.c */
+    t->s.apply = rbd_server_apply;   /* as rbd_server_listen: CONFIG SET */
     ck_assert_int_eq(rbd_sinks_add(&t->s.state.sinks, &rbd_sink_log, &t->s.aof, -1), 0);
     ck_assert_int_eq(rbd_snapshot_save(&t->s.snaps, &t->s.aof, t->s.state.seg, err,
                                        sizeof(err)), 0);
@@ -64,6 +65,7 @@ static inline void tsrv_close(tsrv_t *t)
     rb_segment_close(t->s.state.seg);
     rb_ring_free(t->s.state.ring);
     rbi_buf_free(&t->c.out);
+    rbd_observe_free(&t->s.obs);   /* a CONFIG SET may have sized the slow log */
     snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_SNAP_FILE);
     unlink(path);
     snprintf(path, sizeof(path), "%s/%s", t->dir, RBD_LOG_FILE);

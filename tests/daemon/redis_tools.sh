@@ -1,0 +1,136 @@
+#!/bin/sh
+# Redis's own tools against a private daemon, as a redis-server user runs
+# them (issue 28): `redis-cli --stat` for 2 s prints the key count, memory,
+# clients and 0 blocked (not -9223372036854775808); `redis-cli --latency`
+# prints figures; SLOWLOG GET / LEN / RESET with slowlog-log-slower-than
+# set by CONFIG SET (and CONFIG GET reading it back; a restart-only setting
+# refused); LATENCY LATEST / HISTORY / RESET with latency-monitor-threshold
+# (a snapshot's freeze and loop turns as events); MONITOR printing other
+# clients' commands as redis-server does, quoted; INFO's keyspace, clients
+# and memory fields; and Debian's prometheus-redis-exporter scraping the
+# socket without an error line (skipped with its reason where it is not
+# installed).
+set -u
+daemon=${RB_DAEMON:-../daemon/ringbloomd}
+srcdir=${srcdir:-$(dirname "$0")/../..}
+. "$srcdir/tests/harness/private_daemon.sh"
+fail() { rbd_sh_fail "$1"; }
+checks=0
+ok() { checks=$((checks + 1)); }
+rbd_sh_start tools "rbtools$$"
+R() { redis-cli -s "$dir/s.sock" "$@"; }
+mon=
+exporter=
+cleanup_more() {
+    [ -n "$mon" ] && kill "$mon" 2>/dev/null
+    [ -n "$exporter" ] && kill "$exporter" 2>/dev/null
+    rbd_sh_cleanup
+}
+trap cleanup_more EXIT
+
+R BF.RESERVE a 0.01 1000 > /dev/null && R BF.ADD a x > /dev/null && R PFADD h e1 > /dev/null &&
+    R CMS.INITBYDIM c 100 4 > /dev/null || fail "setting up failed"
+
+# INFO: Redis's fields the tools read.
+R INFO > "$dir/info.txt" || fail "INFO failed"
+for f in 'redis_version:' 'used_memory:' 'connected_clients:' 'blocked_clients:0' \
+         'total_commands_processed:' 'db0:keys=3,expires=0,avg_ttl=0' 'role:master'; do
+    grep -q "^$f" "$dir/info.txt" || fail "INFO has no $f"
+done
+ok
+
+# redis-cli --stat (it prints only to a terminal: script(1) gives it one).
+timeout 3 script -qc "redis-cli -s $dir/s.sock --stat -i 1" /dev/null > "$dir/stat.txt" 2>&1
+tr -d '\r' < "$dir/stat.txt" > "$dir/stat2.txt"
+grep -q -- '-9223372036854775808' "$dir/stat2.txt" && fail "--stat printed LONG_MIN: $(cat "$dir/stat2.txt")"
+grep -Eq '^3 +[0-9.]+[KMG] +[0-9]+ +0 +[0-9]+' "$dir/stat2.txt" ||
+    fail "--stat: no line with 3 keys, memory, clients and 0 blocked: $(cat "$dir/stat2.txt")"
+ok
+timeout 3 script -qc "redis-cli -s $dir/s.sock --latency" /dev/null > "$dir/lat.txt" 2>&1
+tr -d '\r' < "$dir/lat.txt" | grep -Eq 'min: [0-9]+, max: [0-9]+, avg: [0-9.]+' ||
+    fail "--latency printed no figures: $(cat "$dir/lat.txt")"
+ok
+
+# CONFIG SET / GET, and what CONFIG SET refuses.
+[ "$(R CONFIG SET slowlog-log-slower-than 0 slowlog-max-len 3)" = OK ] ||
+    fail "CONFIG SET slowlog-log-slower-than 0 slowlog-max-len 3 failed"
+[ "$(R CONFIG GET slowlog-max-len | tail -n 1)" = 3 ] || fail "CONFIG GET slowlog-max-len is not 3"
+R CONFIG SET max-memory 2gb | grep -q "can't set immutable config" ||
+    fail "CONFIG SET of a restart-only setting was not refused"
+R CONFIG SET slowlog-max-len 3 nosuch 1 | grep -q "nosuch" || fail "CONFIG SET nosuch accepted"
+[ "$(R CONFIG SET slowlog-log-slower-than -2)" != OK ] || fail "slowlog-log-slower-than -2 accepted"
+ok
+
+# SLOWLOG: every command now (0 us), the newest 3 kept, newest first.
+R SLOWLOG RESET > /dev/null
+R BF.ADD a y > /dev/null; R BF.EXISTS a y > /dev/null; R PFCOUNT h > /dev/null
+R BF.ADD a z > /dev/null
+[ "$(R SLOWLOG LEN)" = 3 ] || fail "SLOWLOG LEN is $(R SLOWLOG LEN), not 3"
+R SLOWLOG GET 1 > "$dir/slow.txt"
+# id, time, us, the arguments, the peer, the name: SLOWLOG LEN was the newest
+sed -n 4p "$dir/slow.txt" | grep -qx 'SLOWLOG' || fail "SLOWLOG GET 1: $(cat "$dir/slow.txt")"
+R SLOWLOG GET -1 | grep -qx 'BF.ADD' || fail "SLOWLOG GET -1 lost BF.ADD"
+R CONFIG SET slowlog-log-slower-than -1 > /dev/null
+R SLOWLOG RESET > /dev/null
+R BF.ADD a w > /dev/null
+[ "$(R SLOWLOG LEN)" = 0 ] || fail "slowlog-log-slower-than -1 still logs"
+ok
+
+# LATENCY: off by default; with a 1 ms threshold a snapshot's freeze or a
+# loop turn of a big reserve passes it.
+[ -z "$(R LATENCY LATEST)" ] || fail "LATENCY LATEST not empty with the monitor off"
+R CONFIG SET latency-monitor-threshold 1 > /dev/null
+R BF.RESERVE big 0.0001 20000000 > /dev/null
+R SAVE > /dev/null
+R LATENCY LATEST > "$dir/latest.txt"
+grep -Eqx 'eventloop|command|snapshot-freeze' "$dir/latest.txt" ||
+    fail "LATENCY LATEST has no event after a 48 MB reserve and a SAVE: $(cat "$dir/latest.txt")"
+ev=$(grep -Ex 'eventloop|command|snapshot-freeze' "$dir/latest.txt" | head -n 1)
+[ -n "$(R LATENCY HISTORY "$ev")" ] || fail "LATENCY HISTORY $ev is empty"
+R CONFIG SET latency-monitor-threshold 0 > /dev/null   # no new sample after the reset
+[ "$(R LATENCY RESET)" -ge 1 ] || fail "LATENCY RESET reset nothing"
+[ -z "$(R LATENCY LATEST)" ] || fail "LATENCY LATEST not empty after RESET"
+ok
+
+# MONITOR: another client's commands, as redis-server prints them.
+R MONITOR > "$dir/mon.txt" 2>&1 &
+mon=$!
+i=0
+while [ "$(R INFO clients | tr -d '\r' | sed -n 's/^monitor_clients://p')" != 1 ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "MONITOR did not start"; sleep 0.05
+done
+R BF.ADD a 'q"uote' > /dev/null
+i=0
+while ! grep -q '"BF.ADD" "a" "q\\"uote"' "$dir/mon.txt"; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "MONITOR printed no BF.ADD line: $(cat "$dir/mon.txt")"; sleep 0.05
+done
+grep -Eq '^[0-9]+\.[0-9]{6} \[0 unix:' "$dir/mon.txt" || fail "MONITOR's line format: $(cat "$dir/mon.txt")"
+kill "$mon"; mon=
+ok
+
+# prometheus-redis-exporter (Debian's), scraping the socket.
+if command -v prometheus-redis-exporter > /dev/null 2>&1 && command -v curl > /dev/null 2>&1; then
+    port=$((20000 + $$ % 20000))
+    prometheus-redis-exporter -redis.addr "unix://$dir/s.sock" \
+        -web.listen-address "127.0.0.1:$port" > "$dir/exporter.log" 2>&1 &
+    exporter=$!
+    i=0
+    while ! curl -sf "http://127.0.0.1:$port/metrics" > "$dir/metrics.txt"; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "the exporter did not answer: $(cat "$dir/exporter.log")"
+        sleep 0.1
+    done
+    grep -qx 'redis_up 1' "$dir/metrics.txt" || fail "exporter: redis_up is not 1"
+    grep -q '^redis_db_keys{db="db0"} 4$' "$dir/metrics.txt" ||
+        fail "exporter: db0 keys: $(grep db_keys.*db0 "$dir/metrics.txt")"
+    grep -q '^redis_memory_used_bytes [1-9]' "$dir/metrics.txt" || fail "exporter: no used memory"
+    grep -q '^redis_exporter_last_scrape_error{err=""} 0' "$dir/metrics.txt" ||
+        fail "exporter: scrape error $(grep last_scrape_error "$dir/metrics.txt")"
+    grep -Eq 'level=(error|warning)' "$dir/exporter.log" &&
+        fail "exporter logged: $(grep -E 'level=(error|warning)' "$dir/exporter.log")"
+    kill "$exporter"; exporter=
+    ok
+else
+    echo "prometheus-redis-exporter or curl not installed: its scrape is skipped"
+fi
+echo "Checks: $checks, Failures: 0, Errors: 0"
+exit 0
