@@ -7,17 +7,18 @@
  * 24 rounds.  Each round starts the daemon (appendfsync always, everysec
  * and no; save-log-bytes 1mb with save-log-percent 0, so the log's
  * compaction into a snapshot also starts on its own) and runs two client
- * processes: an adder streaming BF.MADD batches into the filter "keep",
- * and a churner that reserves a ~19 MB filter "big", fills every page of
- * it (a BGSAVE half way: a snapshot holding big) and deletes it, over and
- * over, with a BGSAVE before the DEL (the DEL lands in the snapshot: its
- * pages wait for the snapshot, then for the daemon's next second,
- * ringbloom_unreleased_bytes) or after it (a sparse snapshot with a hole
- * where big was).  The test kills the daemon at a random moment, or
- * once INFO shows a snapshot being written, or once it shows freed pages
- * waiting for their release (each aim under both restart paths: the
- * segment kept in /dev/shm, and the segment removed so the daemon restores
- * from the snapshot and the log).  After every restart:
+ * processes: an adder streaming BF.MADD batches into the filter "keep"
+ * (at most 65,536 keys a round), and a churner that reserves a ~19 MB
+ * filter "big", fills every page of it (a BGSAVE half way: a snapshot
+ * holding big) and deletes it, over and over, with a BGSAVE before the
+ * DEL (the DEL lands in the snapshot: its pages wait for the snapshot,
+ * then for the daemon's next second, ringbloom_unreleased_bytes) or after
+ * it (a sparse snapshot with a hole where big was).  The test kills the
+ * daemon at a random moment, or once INFO shows a snapshot being written,
+ * or once it shows freed pages waiting for their release (each aim under
+ * both restart paths: the segment kept in /dev/shm, and the segment
+ * removed so the daemon restores from the snapshot and the log).  After
+ * every restart:
  *
  *   - every key the adder got acknowledged, in any round, is present
  *     through the reader API, and its last one through BF.EXISTS;
@@ -37,7 +38,8 @@
  */
 #include "faults.h"
 
-enum { MEM_ROUNDS = 24, MEM_KEEP_BATCH = 64, MEM_BIG_BATCH = 2000, MEM_BIG_FILL = 40000 };
+enum { MEM_ROUNDS = 24, MEM_KEEP_BATCH = 64, MEM_KEEP_MAX = 65536, MEM_BIG_BATCH = 2000,
+       MEM_BIG_FILL = 40000 };
 #define MEM_BIG_CAP "16000000"      /* ~19 MB of bits at 0.01 */
 #define MEM_SLACK (6ull << 20)      /* allocated past the live data: partial
                                        pages, the directory, ring copies */
@@ -135,13 +137,20 @@ static rb_conn_t *mem_connect(mem_box_t *box, char *err)
     return c;
 }
 
-/* The adder: keep's keys in batches until the daemon goes away. */
+/* The adder: keep's keys in batches until the daemon goes away, at most
+ * MEM_KEEP_MAX a round (the checks after every restart stay bounded),
+ * then PINGs. */
 static void mem_adder(mem_box_t *box, unsigned round)
 {
-    char *err = box->error[0];
+    char *err = box->error[0], reply[64];
     rb_conn_t *c = mem_connect(box, err);
 
     for (uint32_t next = 0;; next += MEM_KEEP_BATCH) {
+        if (next == MEM_KEEP_MAX) {
+            while (mem_cmd(c, err, reply, sizeof(reply), "PING", (const char *)NULL) == 0)
+                usleep(5000);
+            break;
+        }
         if (mem_add(c, err, "keep", 0, round, 0, next, MEM_KEEP_BATCH))
             break;
         atomic_store(&box->keep_acked, next + MEM_KEEP_BATCH);
