@@ -123,27 +123,12 @@ void expect_protocol_close(int line, const void *bytes, size_t len, const char *
 
 /* ---- daemon figures ------------------------------------------------------------- */
 
-/* A numeric field of INFO section (the line "field:N"). */
-long long info_num(rb_conn_t *c, const char *section, const char *field)
-{
-    char key[64];
-    const char *t, *p;
-    int rc;
-
-    t = rbd_cmd(c, &rc, "INFO", section, (const char *)NULL);
-    ck_assert_int_eq(rc, RB_OK);
-    snprintf(key, sizeof(key), "\n%s:", field);
-    p = strstr(t, key);
-    ck_assert_msg(p != NULL, "INFO %s has no %s", section, field);
-    return atoll(p + strlen(key));
-}
-
 /* Waits (<= 3 s) until the daemon counts n connected clients. */
 void wait_clients(long long n)
 {
     long long got = -1;
 
-    for (int i = 0; i < 300 && (got = info_num(w, "clients", "connected_clients")) != n; i++)
+    for (int i = 0; i < 300 && (got = rbd_info_num(w, "clients", "connected_clients")) != n; i++)
         usleep(10000);
     ck_assert_msg(got == n, "connected_clients %lld, expected %lld", got, n);
 }
@@ -188,8 +173,8 @@ void capture(state_t *st)
     ck_assert_uint_eq(si.filters, st->nfilters);
     st->seg_used = si.used;
     st->seg_size = si.size;
-    st->log_bytes = info_num(w, "persistence", "log_bytes");
-    st->changes = info_num(w, "persistence", "changes_since_last_save");
+    st->log_bytes = rbd_info_num(w, "persistence", "log_bytes");
+    st->changes = rbd_info_num(w, "persistence", "changes_since_last_save");
 }
 
 /* The daemon lives, answers the client connected before and a new one. */

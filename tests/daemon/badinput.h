@@ -69,8 +69,6 @@ void expect_protocol_close(int line, const void *bytes, size_t len, const char *
 
 /* ---- daemon figures ------------------------------------------------------------- */
 
-/* A numeric field of INFO section (the line "field:N"). */
-long long info_num(rb_conn_t *c, const char *section, const char *field);
 /* Waits (<= 3 s) until the daemon counts n connected clients. */
 void wait_clients(long long n);
 

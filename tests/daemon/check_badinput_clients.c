@@ -54,7 +54,7 @@ START_TEST(test_badinput_idle_client_timed_out)
         usleep(100000);
         EXPECT(w, "PONG", A("PING"));
     }
-    ck_assert_int_eq(info_num(w, "stats", "client_timeouts"), 1);
+    ck_assert_int_eq(rbd_info_num(w, "stats", "client_timeouts"), 1);
     ASSERT_UNCHANGED(&st);
 }
 END_TEST
@@ -111,7 +111,7 @@ START_TEST(test_badinput_half_request_then_disconnect)
     }
     wait_clients(1);
     printf("half requests: %d connections cut mid-request\n", cuts);
-    ck_assert_int_eq(info_num(w, "stats", "protocol_errors"), 0);
+    ck_assert_int_eq(rbd_info_num(w, "stats", "protocol_errors"), 0);
     ASSERT_UNCHANGED(&st);
 }
 END_TEST
@@ -141,7 +141,7 @@ START_TEST(test_badinput_max_clients)
     EXPECT(w, "PONG", A("PING"));
     EXPECT(c2, "1", A("BF.EXISTS"), A("f"), A("k1"));
     EXPECT(c3, "n1\n1\nn2\n2", A("RING.NODES"));
-    ck_assert_int_eq(info_num(w, "clients", "rejected_connections"), 1);
+    ck_assert_int_eq(rbd_info_num(w, "clients", "rejected_connections"), 1);
     rb_conn_close(c3);
     /* The daemon notices the hang-up on its next turn. */
     for (int i = 0; i < 100 && !accepted; i++) {
@@ -264,7 +264,7 @@ START_TEST(test_badinput_unauthorised_uid)
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "uid 65534 child: exit %d: %s",
                   WEXITSTATUS(status), msg);
-    ck_assert_int_eq(info_num(w, "stats", "denied_commands"), (long long)NARGS(writes));
+    ck_assert_int_eq(rbd_info_num(w, "stats", "denied_commands"), (long long)NARGS(writes));
     assert_no_filter("new", 3);
     ASSERT_UNCHANGED(&st);
     munmap(msg, 4096);

@@ -21,7 +21,7 @@ START_TEST(test_badinput_resp_bad_multibulk_length)
     PROTO_CLOSE("*\r\n", want);
     PROTO_CLOSE("*--1\r\n", want);
     PROTO_CLOSE("*123456789012345678901234", want);   /* 21 bytes and no CR yet */
-    ck_assert_int_eq(info_num(w, "stats", "protocol_errors"), 5);
+    ck_assert_int_eq(rbd_info_num(w, "stats", "protocol_errors"), 5);
     ASSERT_UNCHANGED(&st);
 }
 END_TEST
@@ -95,7 +95,7 @@ START_TEST(test_badinput_resp_unterminated_bulk_then_disconnect)
         close(fd);
     }
     wait_clients(1);
-    ck_assert_int_eq(info_num(w, "stats", "protocol_errors"), 0);
+    ck_assert_int_eq(rbd_info_num(w, "stats", "protocol_errors"), 0);
     ASSERT_UNCHANGED(&st);
 }
 END_TEST
@@ -294,7 +294,7 @@ START_TEST(test_badinput_unknown_command)
                                   (arg_t[]){ A("RING.ADD\0"), A("n3") }), RB_EREPLY);
         ck_assert_ptr_nonnull(strstr(buf, "ERR unknown command 'RING.ADD"));
     }
-    ck_assert_int_eq(info_num(w, "stats", "protocol_errors"), 0);
+    ck_assert_int_eq(rbd_info_num(w, "stats", "protocol_errors"), 0);
     ASSERT_UNCHANGED(&st);
 }
 END_TEST

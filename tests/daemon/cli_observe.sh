@@ -5,7 +5,7 @@
 # with digits only), `metrics` through prometheus_client's parser (the
 # Debian package python3-prometheus-client: every family's type, the
 # per-filter series against `--json filters`, escaped labels read back,
-# the ring), `--json lookup -` against `--json lookup KEY`, and `metrics`
+# the ring, the memory figures against INFO's after a SAVE), `--json lookup -` against `--json lookup KEY`, and `metrics`
 # printing nothing when the daemon is gone.  Filters and nodes with odd
 # names (NULs, bytes that are not UTF-8 beside the text that escapes them,
 # backslashes, quotes, control bytes, overlong and surrogate forms): every
@@ -37,8 +37,9 @@ weird=$(printf 'q"uo\\te\nx')
     C add urls u1 u2 u3 && C add "$weird" w1 && C add recent r1 r2
 } > "$dir/setup.out" 2>&1 || { cat "$dir/setup.out"; fail "setting up failed"; }
 # A name that is not UTF-8: its byte reads back as the text \xff.
-printf 'BF.RESERVE "bin\\xffary" 0.01 100\nBF.ADD "bin\\xffary" b1\n' |
-    redis-cli -s "$dir/s.sock" > /dev/null || fail "BF.RESERVE bin\\xffary failed"
+# A SAVE, so INFO has a last snapshot's file size.
+printf 'BF.RESERVE "bin\\xffary" 0.01 100\nBF.ADD "bin\\xffary" b1\nSAVE\n' |
+    redis-cli -s "$dir/s.sock" > /dev/null || fail "BF.RESERVE bin\\xffary or SAVE failed"
 
 C --json info > "$dir/info.json" && C --json info server > "$dir/server.json" &&
     C metrics > "$dir/metrics.txt" && C --json filters > "$dir/filters.json" ||
@@ -112,6 +113,9 @@ types = {
     "ringbloom_log_fsyncs": "counter", "ringbloom_log_write_errors": "counter",
     "ringbloom_snapshots": "counter", "ringbloom_last_snapshot_duration_seconds": "gauge",
     "ringbloom_segment_used_bytes": "gauge", "ringbloom_uptime_seconds": "gauge",
+    "ringbloom_segment_committed_bytes": "gauge", "ringbloom_segment_resident_bytes": "gauge",
+    "ringbloom_segment_fragmentation_ratio": "gauge", "ringbloom_segment_free_bytes": "gauge",
+    "ringbloom_segment_unreleased_bytes": "gauge", "ringbloom_last_snapshot_file_bytes": "gauge",
     "ringbloom_build_info": "gauge", "ringbloom_log_fsync_policy": "gauge",
     "ringbloom_ring_nodes": "gauge", "ringbloom_ring_points": "gauge",
     "ringbloom_ring_nodes_not_up": "gauge",
@@ -147,6 +151,23 @@ check(info["ring"]["ring_nodes_not_up"] == 1, "ring.ring_nodes_not_up is 1")
 check(value("ringbloom_ring_points") > 0, "the ring has points")
 check(value("ringbloom_ring_mode", mode="xxh3") == 1, "the ring's mode is a label")
 check(value("ringbloom_filters") == 4, "4 filters")
+# The memory figures, each INFO's own (the daemon is idle between the two)
+# and consistent with each other within one INFO.
+mem, per = info["memory"], info["persistence"]
+used, rss = value("ringbloom_segment_used_bytes"), value("ringbloom_segment_resident_bytes")
+check(used == mem["used_memory"] and rss == mem["used_memory_rss"] and rss > 0,
+      "used %r and resident %r bytes are INFO's" % (used, rss))
+check(value("ringbloom_segment_committed_bytes") == mem["ringbloom_segment_bytes"],
+      "the segment's bytes are INFO's")
+check(abs(value("ringbloom_segment_fragmentation_ratio") - rss / used) <= 0.0051 and
+      value("ringbloom_segment_fragmentation_ratio") == mem["mem_fragmentation_ratio"],
+      "the fragmentation ratio is resident / used")
+check(value("ringbloom_segment_free_bytes") == mem["ringbloom_free_bytes"] ==
+      value("ringbloom_segment_committed_bytes") - used, "free bytes are committed - used")
+check(value("ringbloom_segment_unreleased_bytes") == mem["ringbloom_unreleased_bytes"] == 0,
+      "nothing waits for a release")
+check(0 < value("ringbloom_last_snapshot_file_bytes") == per["last_snapshot_file_bytes"],
+      "the SAVE's file bytes are INFO's")
 # --json filters and metrics give a name as one escaped text (a byte that
 # is not UTF-8 as the text \xNN, the backslash as \\, control bytes as C
 # escapes): the JSON name is the label value.

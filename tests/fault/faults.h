@@ -63,5 +63,6 @@ void assert_recovered(const char *filter, const char *const *keys, size_t n);
 TCase *faults_disk_tcase(void);   /* check_faults_full.c */
 TCase *faults_shm_tcase(void);    /* check_faults_full.c */
 TCase *faults_shim_tcase(void);   /* check_faults_shim.c */
+TCase *faults_memory_tcase(void);  /* check_faults_memory.c */
 
 #endif

@@ -194,6 +194,20 @@ const char *rbd_cmd(rb_conn_t *c, int *rc, ...)
     return buf;
 }
 
+long long rbd_info_num(rb_conn_t *c, const char *section, const char *field)
+{
+    char key[80];
+    const char *t, *p;
+    int rc;
+
+    t = rbd_cmd(c, &rc, "INFO", section, (const char *)NULL);
+    ck_assert_int_eq(rc, RB_OK);
+    snprintf(key, sizeof(key), "\n%s:", field);
+    p = strstr(t, key);
+    ck_assert_msg(p != NULL, "INFO %s has no %s", section, field);
+    return atoll(p + strlen(key));
+}
+
 int rbd_log_count(const rbd_proc_t *d, const char *needle)
 {
     FILE *f = fopen(d->log, "r");

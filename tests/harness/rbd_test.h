@@ -99,6 +99,10 @@ void rbd_loadchunks(rb_conn_t *c, const char *cmd, const char *name, const rbd_d
 void rbd_assert_same_dump(const rbd_dump_t *a, const rbd_dump_t *b, const char *name);
 void rbd_dump_free(rbd_dump_t *dp);
 
+/* An integer field of INFO section (its line "field:N"), asserting that
+ * INFO answers and has it. */
+long long rbd_info_num(rb_conn_t *c, const char *section, const char *field);
+
 /* Asserts the reply text of a command. */
 #define rbd_expect(c, want, ...)                                                         \
     do {                                                                                 \
