@@ -84,6 +84,8 @@ static const struct info_metric {
       "1 if the segment is reachable under its name in /dev/shm." },
     { "segment_republished", "segment_republished_total", "counter", NUM, 1, NULL,
       "Times the state was republished because the segment's name was lost." },
+    { "segment_shrinks", "segment_shrinks_total", "counter", NUM, 1, NULL,
+      "Times the segment was rebuilt without its free tail (segment-shrink-bytes)." },
     { "segment_huge_bytes", "segment_huge_bytes", "gauge", NUM, 1, NULL,
       "Bytes of the segment backed by huge pages." },
     { "appendfsync", "log_fsync_policy", "gauge", LABEL, 1, "policy",

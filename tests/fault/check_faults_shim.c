@@ -508,6 +508,81 @@ START_TEST(test_faults_txn_killed_between_members_keeps_none)
 }
 END_TEST
 
+/* The daemon killed inside a shrink (segment-shrink-bytes: a free tail
+ * cut by rb_segment_rebuild), in both of its crash windows: before the
+ * rename (the new object made under its second name, ~rebuild) and just
+ * after it (the new object under the name, the old one not retired).
+ * Restarted onto the segment it left and from the files alone: every
+ * acknowledged key is there, the deleted filter stays deleted, no second
+ * object is left in /dev/shm, a reader attached before the kill follows
+ * and answers, and the restarted daemon cuts the tail itself. */
+START_TEST(test_faults_killed_in_a_shrink_keeps_every_ack)
+{
+    static const char *const window[2] = { "KILL", "KILL-AFTER" };
+    const char *shim = shim_path();
+    char rule[160], key[32], leftover[300];
+    rb_segment_t *view;
+    rb_bloom_t *bf;
+    rb_conn_t *c;
+    struct stat st;
+    int rc, n = 0;
+
+    if (shim == NULL)
+        return;
+    start_with_shim(shim, "appendfsync always\nsegment-shrink-bytes 8m\nmax-memory 256mb");
+    snprintf(leftover, sizeof(leftover), "/dev/shm/ringbloom.%s~rebuild", d.inst);
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "BF.RESERVE", "keep", "0.01", "100000");
+    rb_conn_close(c);
+    for (int r = 0; r < 4; r++) {
+        int after = r % 2, keep_segment = r < 2;
+        c = rbd_connect(&d);
+        for (int i = 0; i < 500; i++, n++) {
+            snprintf(key, sizeof(key), "k%d", n);
+            rbd_expect(c, "1", "BF.ADD", "keep", key);
+        }
+        rbd_expect(c, "OK", "BF.RESERVE", "big", "0.01", "16000000");   /* ~19 MB at the end */
+        snprintf(rule, sizeof(rule), "rename /dev/shm/ringbloom.%s %s\n", d.inst, window[after]);
+        fault_set(rule);
+        rbd_expect(c, "1", "DEL", "big");
+        rb_conn_close(c);
+        ck_assert_int_eq(rb_segment_attach(d.inst, 0, &view), RB_OK);
+        for (int i = 0; i < 100 && kill(d.pid, 0) == 0 &&
+             waitpid(d.pid, NULL, WNOHANG) == 0; i++)
+            usleep(100000);   /* the shrink comes within a second or two */
+        fault_set("");
+        rbd_stop(&d, SIGKILL);   /* already dead: reaped */
+        ck_assert_int_eq(stat(leftover, &st) == 0, !after);   /* the window was hit */
+        if (!keep_segment)
+            ck_assert_int_eq(rb_segment_unlink(d.inst), RB_OK);
+        relaunch_with_shim(shim);
+        ck_assert_msg(stat(leftover, &st) != 0, "round %d: %s left behind", r, leftover);
+        c = rbd_connect(&d);
+        ck_assert_str_eq(rbd_cmd(c, &rc, "EXISTS", "big", (const char *)NULL), "0");
+        for (int i = 0; i < n; i++) {
+            snprintf(key, sizeof(key), "k%d", i);
+            ck_assert_str_eq(rbd_cmd(c, &rc, "BF.EXISTS", "keep", key, (const char *)NULL), "1");
+        }
+        /* The reader attached before the kill follows the restart. */
+        for (int i = 0; i < 100 && rb_segment_refresh(view) == 0 &&
+             rb_segment_check(view) != RB_OK; i++)
+            usleep(100000);
+        ck_assert_int_eq(rb_bloom_open(view, "keep", 4, &bf), RB_OK);
+        ck_assert_int_eq(rb_bloom_contains(bf, "k0", 2), 1);
+        rb_bloom_close(bf);
+        rb_segment_close(view);
+        /* The restarted daemon cuts the tail (when the one killed did not). */
+        for (int i = 0; i < 100 && rbd_info_num(c, "memory", "ringbloom_segment_bytes") >
+                                    rbd_info_num(c, "memory", "used_memory") + (1 << 20); i++)
+            usleep(100000);
+        ck_assert_msg(rbd_info_num(c, "memory", "ringbloom_segment_bytes") <=
+                      rbd_info_num(c, "memory", "used_memory") + (1 << 20),
+                      "round %d: the restarted daemon kept the free tail", r);
+        rb_conn_close(c);
+    }
+}
+END_TEST
+
 TCase *faults_shim_tcase(void)
 {
     return RB_TCASE("shim", 60, NULL, faults_teardown,
@@ -516,5 +591,6 @@ TCase *faults_shim_tcase(void)
                     test_faults_everysec_fsync_failure_forces_snapshot,
                     test_faults_log_outage_does_not_spin,
                     test_faults_txn_killed_keeps_all_or_none,
-                    test_faults_txn_killed_between_members_keeps_none);
+                    test_faults_txn_killed_between_members_keeps_none,
+                    test_faults_killed_in_a_shrink_keeps_every_ack);
 }

@@ -16,11 +16,17 @@
  * with SUFFIX - or, for ERRNO KILL, KILL-HALF or KILL-AFTER, the process
  * dies by SIGKILL in the call: before it does anything, after writing the
  * first half of the bytes (a write; any other call dies before), or after
- * writing all of them: the crash windows of a log write - (for calls on a
+ * writing all of them: the crash windows of a log write; a rename with
+ * KILL-AFTER is made, then the process dies - (for calls on a
  * descriptor, the path /proc/self/fd names; for rename, the new name).
  * Lines starting with '#' and unknown lines are ignored.  A missing file
  * means no faults.  Every injected failure is reported on stderr (the
  * daemon's log in the tests) as "fault_shim: CALL PATH: ERRNO".
+ *
+ * A rename onto the shm object (/dev/shm/ringbloom.<instance>) is a
+ * segment's rebuild putting its new object in place (rb_segment_rebuild):
+ * KILL dies with the new object made under its second name, KILL-AFTER
+ * with it in place and the old one not yet retired (check_faults).
  *
  * ftruncate of the shm object (/dev/shm/ringbloom.<instance>) is the
  * segment's growth, which a command makes before it changes anything: a
@@ -205,6 +211,10 @@ int rename(const char *from, const char *to)
 {
     int e = fault_for("rename", to);
 
+    if (e == -3) {   /* KILL-AFTER: renamed, then dead */
+        (void)REAL(int, "rename", const char *, const char *)(from, to);
+        raise(SIGKILL);
+    }
     if (e < 0)
         raise(SIGKILL);
     if (e != 0) {
