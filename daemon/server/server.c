@@ -287,11 +287,20 @@ static void accept_clients(server_t *s)
     }
 }
 
+int rbd_server_log_setup(server_t *s, char *err, size_t errlen)
+{
+    const rbd_log_setup_t o = { s->foreground, s->cfg.loglevel, s->cfg.logfile,
+                                s->cfg.syslog_enabled, s->cfg.syslog_ident,
+                                s->cfg.syslog_facility };
+
+    return rbd_log_setup(&o, err, errlen);
+}
+
 static void reload(server_t *s)
 {
     rbd_config_t fresh;
     const char *which;
-    char err[512];
+    char err[4200];
 
     if (rbd_config_build(s->src, &fresh, err, sizeof(err)) != 0) {
         rbd_log(LOG_WARNING, "SIGHUP: configuration not reloaded: %s", err);
@@ -303,7 +312,8 @@ static void reload(server_t *s)
     s->cfg = fresh;
     s->aof.appendfsync = s->cfg.appendfsync;
     fit_fd_limit(s);
-    rbd_log_level(s->cfg.loglevel);
+    if (rbd_server_log_setup(s, err, sizeof(err)) != 0)
+        rbd_log(LOG_WARNING, "SIGHUP: %s; the log stays where it was", err);
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
             s->clients[fd]->can_write =

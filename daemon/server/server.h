@@ -48,6 +48,7 @@ typedef struct server {
     int in_exec;               /* an EXEC's members are running */
     int shutdown;              /* 1: leave the loop */
     int shutdown_save;         /* snapshot before leaving */
+    int foreground;            /* -f: the log's stderr, no syslog (rbd_log.c) */
     /* stats */
     uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,
         evicted_clients, output_limit_clients;
@@ -62,6 +63,9 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen);
 /* The op sinks' reply function (rbd_sinks_init's, arg the server): a
  * deferred reply's answer to client id (err NULL: OK). */
 void rbd_server_answer(void *arg, uint64_t id, const char *err);
+/* The log as s->cfg and s->foreground say (rbd_log_setup): at start and
+ * on SIGHUP.  0, or -1 with err (the logfile that cannot be opened). */
+int rbd_server_log_setup(server_t *s, char *err, size_t errlen);
 /* The event loop, until SHUTDOWN or a signal: 0, or -1 if epoll fails. */
 int rbd_server_run(server_t *s);
 /* Closes every client, the listener (its socket file removed) and the
