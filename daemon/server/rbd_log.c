@@ -1,19 +1,19 @@
 /*
  * rbd_log.c - ringbloomd's log.  Its lines go to the logfile when one is
- * set (foreground or not), else to stderr with -f; and to syslog when
- * syslog-enabled is yes and the daemon is detached (in the foreground
- * stderr already reaches the journal under systemd: syslog too would
- * write every line twice).  A line in the file or on stderr reads
- * "PID:M DD Mon YYYY HH:MM:SS.mmm C message" (Redis's format; C: ! error
- * and worse, # warning, * notice, . info, - debug); on a stderr that is the journal
- * (JOURNAL_STREAM names its device and inode, sd-daemon(3)) it reads
- * "<N>message" instead, N the syslog priority, so journald keeps each
- * line's priority and adds the time and pid itself.  Messages below the
- * configured level are dropped; the level can change on SIGHUP, when the
- * logfile is also reopened by its path (logrotate's rename).  A condition
- * that a client can provoke at will (out of file descriptors, evictions)
- * logs through a rate limiter, so no client can make the log grow faster
- * than one line per interval.
+ * set (foreground or not; with -f its errors also go to stderr), else to
+ * stderr with -f; and to syslog when syslog-enabled is yes and the daemon
+ * is detached (in the foreground stderr already reaches the journal under
+ * systemd: syslog too would write every line twice).  A line in the file
+ * or on stderr reads "PID:M DD Mon YYYY HH:MM:SS.mmm C message" (Redis's
+ * format; C: ! error and worse, # warning, * notice, . info, - debug); on
+ * a stderr that is the journal (JOURNAL_STREAM names its device and inode,
+ * sd-daemon(3)) it reads "<N>message" instead, N the syslog priority, so
+ * journald keeps each line's priority and adds the time and pid itself.
+ * Messages below the configured level are dropped; the level can change
+ * on SIGHUP, when the logfile is also reopened by its path (logrotate's
+ * rename).  A condition that a client can provoke at will (out of file
+ * descriptors, evictions) logs through a rate limiter, so no client can
+ * make the log grow faster than one line per interval.
  */
 #include "config.h"
 
@@ -33,6 +33,7 @@
 static int log_level = LOG_INFO;
 static int log_fd = -1;            /* the logfile, or -1 */
 static int log_stderr = 1;         /* write lines to stderr (-f, no logfile) */
+static int log_errors_too;         /* -f with a logfile: errors to stderr as well */
 static int log_journal;            /* ... as "<N>message": stderr is the journal */
 static int log_syslog;             /* and to syslog */
 static char log_ident[64] = "ringbloomd";   /* openlog keeps the pointer */
@@ -67,6 +68,7 @@ int rbd_log_setup(const rbd_log_setup_t *o, char *err, size_t errlen)
         log_fd = fd;
     }
     log_stderr = o->foreground && log_fd < 0;
+    log_errors_too = o->foreground && log_fd >= 0;
     log_journal = log_stderr && stderr_is_journal();
     if (log_syslog)
         closelog();
@@ -138,6 +140,8 @@ void rbd_log(int level, const char *fmt, ...)
         line[n - 1] = '\n';
     }
     write_all(log_fd >= 0 ? log_fd : 2, line, (size_t)n);
+    if (log_errors_too && level <= LOG_ERR)
+        write_all(2, line, (size_t)n);   /* "cannot start: ..." reaches the terminal */
 }
 
 void rbd_log_every(rbd_ratelog_t *r, uint64_t interval_ms, int level, const char *fmt, ...)

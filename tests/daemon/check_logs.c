@@ -106,10 +106,12 @@ START_TEST(test_logfile_reopened_after_rename)
 END_TEST
 
 /* A logfile that cannot be opened: at start, a start error naming it; on
- * SIGHUP, a warning in the file in use, which stays in use. */
+ * SIGHUP, a warning in the file in use, which stays in use.  In the
+ * foreground with a logfile, an error (a start that fails later) goes to
+ * stderr as well as to the file. */
 START_TEST(test_logfile_cannot_open)
 {
-    char path[512], bad[600], extra[700];
+    char path[512], bad[600], extra[1200];
     const char *why;
 
     start_with_logfile(&d, path, sizeof(path));
@@ -128,6 +130,15 @@ START_TEST(test_logfile_cannot_open)
     ck_assert_msg(strstr(why, "cannot start: cannot open logfile") != NULL &&
                   strstr(why, bad) != NULL && strstr(why, "No such file or directory") != NULL,
                   "%s", why);
+
+    snprintf(bad, sizeof(bad), "%s/not-a-dir", d.dir);
+    rbd_write_file(bad, "", 0);
+    snprintf(extra, sizeof(extra), "logfile %s\ndir %s", path, bad);
+    rbd_write_conf(&d, extra);
+    why = rbd_start_fails(d.conf);
+    ck_assert_msg(strstr(why, " ! cannot start: ") != NULL && strstr(why, bad) != NULL, "%s",
+                  why);
+    ck_assert_int_eq(count_in(path, " ! cannot start: "), 1);
 }
 END_TEST
 
