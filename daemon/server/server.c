@@ -298,6 +298,7 @@ int rbd_server_log_setup(server_t *s, char *err, size_t errlen)
 
 static void reload(server_t *s)
 {
+    static char old_logfile[sizeof(s->cfg.logfile)];
     rbd_config_t fresh;
     const char *which;
     char err[4200];
@@ -309,11 +310,15 @@ static void reload(server_t *s)
     if (rbd_config_keep_restart_only(&fresh, &s->cfg, &which))
         rbd_log(LOG_WARNING, "SIGHUP: '%s' changed but takes a restart; "
                 "the settings that can change now are applied", which);
+    memcpy(old_logfile, s->cfg.logfile, sizeof(old_logfile));
     s->cfg = fresh;
     s->aof.appendfsync = s->cfg.appendfsync;
     fit_fd_limit(s);
-    if (rbd_server_log_setup(s, err, sizeof(err)) != 0)
+    if (rbd_server_log_setup(s, err, sizeof(err)) != 0) {
+        /* CONFIG GET logfile names the file the lines still go to. */
+        memcpy(s->cfg.logfile, old_logfile, sizeof(old_logfile));
         rbd_log(LOG_WARNING, "SIGHUP: %s; the log stays where it was", err);
+    }
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
             s->clients[fd]->can_write =

@@ -113,6 +113,7 @@ START_TEST(test_logfile_cannot_open)
 {
     char path[512], bad[600], extra[1200];
     const char *why;
+    rb_conn_t *c;
 
     start_with_logfile(&d, path, sizeof(path));
     wait_for(path, "ready");
@@ -123,6 +124,10 @@ START_TEST(test_logfile_cannot_open)
     wait_for(path, "SIGHUP: cannot open logfile");
     ck_assert_int_eq(count_in(path, bad), 1);
     ck_assert_int_eq(count_in(path, "the log stays where it was"), 1);
+    c = rbd_connect(&d);
+    snprintf(extra, sizeof(extra), "logfile\n%s", path);   /* CONFIG GET names the file in use */
+    rbd_expect(c, extra, "CONFIG", "GET", "logfile");
+    rb_conn_close(c);
     rbd_stop(&d, SIGTERM);
     wait_for(path, "ringbloomd stopped");
 
