@@ -16,12 +16,20 @@
  * else the owner of the socket's directory (rb_daemon_uid: root's, yours,
  * or one root placed, such as /run/ringbloom), which works whether or not
  * the daemon is running.
+ *
+ * A connect refused for permission (EACCES) says which group would let
+ * the user in: the socket's, or its directory's if that is the one this
+ * user cannot enter, by name.
  */
 #include "config.h"
 
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -156,6 +164,68 @@ int cli_attach(cli_t *cli, rb_segment_t **seg)
     return EX_YES;
 }
 
+/* 1 if this process has group gid (its own or a supplementary one). */
+static int in_group(gid_t gid)
+{
+    gid_t groups[NGROUPS_MAX + 1];
+    int n = getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+
+    if (getegid() == gid)
+        return 1;
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return 1;
+    return 0;
+}
+
+/* Why connecting to sock was refused for permission, into out: the
+ * directory on the way that this user cannot enter, else the socket; its
+ * mode and group (by name), and what would let the user in. */
+static void refused_why(const char *sock, char *out, size_t cap)
+{
+    char dir[4096], gbuf[4096], pbuf[4096], uname[64], gname[64];
+    const char *slash = strrchr(sock, '/'), *what = "the socket", *path = sock;
+    struct group gr, *g = NULL;
+    struct passwd pw, *p = NULL;
+    struct stat st;
+    mode_t need = 0020;   /* a socket: group write */
+
+    snprintf(dir, sizeof(dir), "%.*s", slash != NULL && slash != sock ? (int)(slash - sock) : 1,
+             slash != NULL ? sock : ".");
+    if (access(dir, X_OK) != 0) {
+        what = "its directory";
+        path = dir;
+        need = 0010;      /* a directory: group search */
+    }
+    if (stat(path, &st) != 0) {
+        snprintf(out, cap, "Permission denied");
+        return;
+    }
+    getgrgid_r(st.st_gid, &gr, gbuf, sizeof(gbuf), &g);
+    getpwuid_r(getuid(), &pw, pbuf, sizeof(pbuf), &p);
+    if (g != NULL)
+        snprintf(gname, sizeof(gname), "%s", g->gr_name);
+    else
+        snprintf(gname, sizeof(gname), "%u", (unsigned)st.st_gid);
+    if (p != NULL)
+        snprintf(uname, sizeof(uname), "%s", p->pw_name);
+    else
+        snprintf(uname, sizeof(uname), "%u", (unsigned)getuid());
+    if ((st.st_mode & need) == 0)
+        snprintf(out, cap, "Permission denied: %s %s is mode 0%o, group %s, which lets no "
+                 "group member in; its owner (uid %u) may", what, path,
+                 (unsigned)st.st_mode & 07777, gname, (unsigned)st.st_uid);
+    else if (in_group(st.st_gid))
+        snprintf(out, cap, "Permission denied: %s %s is mode 0%o, group %s, which this "
+                 "process has, yet it was refused", what, path, (unsigned)st.st_mode & 07777,
+                 gname);
+    else
+        snprintf(out, cap, "Permission denied: %s %s is mode 0%o, group %s, and user %s "
+                 "(uid %u) is not in that group: a member may connect (adduser %s %s, then "
+                 "log in again)", what, path, (unsigned)st.st_mode & 07777, gname, uname,
+                 (unsigned)getuid(), uname, gname);
+}
+
 int cli_connect(cli_t *cli, rb_conn_t **c)
 {
     int rc, ex, named;
@@ -164,6 +234,14 @@ int cli_connect(cli_t *cli, rb_conn_t **c)
         return ex;
     named = cli->instance_set || cli->socket == NULL;
     rc = rb_conn_open(NULL, cli->sock_path, cli->timeout_s * 1000u, c);
+    if (rc == RB_EDAEMON && errno == EACCES) {
+        char why[8192 + 512];
+        refused_why(cli->sock_path, why, sizeof(why));
+        fprintf(stderr, "ringbloom: cannot connect to the daemon%s%s%s at %s: %s%s%s\n",
+                named ? " of instance '" : "", named ? cli->instance : "", named ? "'" : "",
+                cli->sock_path, why, tried_note(cli), cli->tried);
+        return EX_UNREACH;
+    }
     if (rc != RB_OK) {
         int e = errno;
         fprintf(stderr, "ringbloom: cannot connect to the daemon%s%s%s at %s: %s (%s)%s%s\n",

@@ -1,12 +1,18 @@
 /*
  * cmd_ring.c - the RING.* commands: their table and handlers.  Changes go
  * through ops (ops.c: applied to the model, published, logged); reads come
- * from the published ring in the segment, as any reader's.
+ * from the published ring in the segment, as any reader's.  Each change a
+ * client makes is logged once, at notice level, with who made it (the
+ * uid and pid of the socket's peer); a replay at start-up does not come
+ * here, and the etcd source logs the revisions it applies (ops_ring.c).
  */
 #include "config.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "cmd.h"
 #include "ops.h"
@@ -36,6 +42,29 @@ static int node_name_ok(rbd_ctx_t *x, size_t i)
     return 0;
 }
 
+/* Logs the change x asked for: its words (bytes outside printable ASCII
+ * as \xHH, at most ~200 bytes) and the peer's uid and pid; how: "made"
+ * or "sent to etcd". */
+static void log_change(const rbd_ctx_t *x, const char *how)
+{
+    char words[256];
+    size_t w = (size_t)snprintf(words, sizeof(words), "%s", x->cmd->name);
+
+    for (size_t i = 1; i < x->argc && w < 200; i++) {
+        words[w++] = ' ';
+        for (size_t j = 0; j < x->argl[i] && w < 200; j++) {
+            unsigned char ch = (unsigned char)x->argv[i][j];
+            if (isprint(ch) && ch != '\\')
+                words[w++] = (char)ch;
+            else
+                w += (size_t)snprintf(words + w, sizeof(words) - w, "\\x%02x", ch);
+        }
+    }
+    words[w < sizeof(words) ? w : sizeof(words) - 1] = '\0';
+    rbd_log(LOG_NOTICE, "ring change %s: %s%s (uid %u, pid %d)", how, words,
+            w >= 200 ? "..." : "", (unsigned)x->c->uid, (int)x->c->pid);
+}
+
 /* Runs a ring op and replies OK, or why it failed; a sink may take it
  * (sink.h: with ring-source etcd the source makes it in etcd) and answer
  * later through its ticket, the client's later requests waiting for that
@@ -46,13 +75,17 @@ static void run(rbd_ctx_t *x, rbd_op_t *op)
 
     op->client = x->c->id;
     rc = rbd_op_run(&x->s->state, &x->s->aof, op);
-    if (rc == RBD_OP_DEFERRED)
+    if (rc == RBD_OP_DEFERRED) {
+        log_change(x, "sent to etcd");
         return;   /* client.c marks the client awaits_reply */
-    if (rc == RBD_OP_EREPLY)
+    }
+    if (rc == RBD_OP_EREPLY) {
         rbi_resp_error(x->out, "%s", op->why);
-    else if (rc == RB_OK)
+    } else if (rc == RB_OK) {
+        if (!op->noop)
+            log_change(x, "made");
         rbi_resp_simple(x->out, "OK");
-    else
+    } else
         rbd_cmd_error(x, op->publish_failed ? RBD_AT_PUBLISH : RBD_AT_NODE, rc);
 }
 

@@ -4,6 +4,8 @@
  * they apply.  A ring op changes the writer's model; live, the model is
  * published, and on a failed publish the change is undone (readers never
  * saw it).  Replayed, only the model changes (start-up publishes once).
+ * A revision of the etcd source applied live is logged here, "by etcd"
+ * (a client's own change is logged by cmd_ring.c, with its uid and pid).
  */
 #include "config.h"
 
@@ -128,8 +130,12 @@ static int ring_sync(rbd_state_t *st, rbd_op_t *op, int live)
                 (unsigned)RB_RING_MAX_NODES, (unsigned)RB_RING_MAX_POINTS);
     if (rc == RB_OK)
         rc = rb_ring_set_source_revision(r, op->revision);
-    if (rc == RB_OK && live && (rc = rb_ring_publish(r, st->seg)) == RB_OK)
+    if (rc == RB_OK && live && (rc = rb_ring_publish(r, st->seg)) == RB_OK) {
         st->ring_changes++;
+        rbd_log(LOG_NOTICE, "ring change by etcd: revision %llu applied, %zu nodes, mode %s",
+                (unsigned long long)op->revision, op->nkeys - left_out,
+                rb_ring_mode_name(mode));
+    }
     if (rc != RB_OK) {
         rb_ring_free(r);
         return rc;

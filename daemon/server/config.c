@@ -72,7 +72,7 @@ static int set_str(const setting_t *s, const char *key, char *field, const char 
 {
     rb_paths_t p;
 
-    if (strlen(value) == 0 || strlen(value) >= s->size) {
+    if ((strlen(value) == 0 && s->min == 0) || strlen(value) >= s->size) {
         snprintf(err, errlen, "%s: value empty or longer than %zu bytes", key, s->size - 1);
         return -1;
     }
@@ -205,8 +205,8 @@ static int set_ids(const char *key, int users, rbd_ids_t *ids, const char *value
     return 0;
 }
 
-/* T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_SOURCE: one of the words of the
- * kind. */
+/* T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_SOURCE, T_FACILITY: one of the
+ * words of the kind. */
 static int set_word(const setting_t *s, const char *key, int *field, const char *value,
                     char *err, size_t errlen)
 {
@@ -214,6 +214,7 @@ static int set_word(const setting_t *s, const char *key, int *field, const char 
         [T_FSYNC] = "always, everysec or no", [T_BOOL] = "yes or no",
         [T_LEVEL] = "debug, info, notice or warning",
         [T_LAYOUT] = "blocked, standard or redisbloom", [T_SOURCE] = "local or etcd",
+        [T_FACILITY] = "local0 .. local7, daemon or user",
     };
 
     for (size_t i = 0; i < rbd_nwords; i++) {
@@ -250,6 +251,7 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
     case T_LEVEL:
     case T_LAYOUT:
     case T_SOURCE:
+    case T_FACILITY:
         return set_word(s, key, field, value, err, errlen);
     case T_RINGMODE:
         if (rb_ring_mode_parse(value, strlen(value), field) != RB_OK) {
@@ -393,6 +395,7 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
     case T_LEVEL:
     case T_LAYOUT:
     case T_SOURCE:
+    case T_FACILITY:
         for (size_t i = 0; i < rbd_nwords; i++)
             if (rbd_words[i].kind == s->kind && rbd_words[i].value == *(const int *)field) {
                 snprintf(v, cap, "%s", rbd_words[i].word);
@@ -558,7 +561,10 @@ int rbd_config_build(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, 
     }
     if (rbd_config_absolute(src, cfg->socket, sizeof(cfg->socket), "socket", err, errlen) != 0 ||
         rbd_config_absolute(src, cfg->pidfile, sizeof(cfg->pidfile), "pidfile", err, errlen) != 0 ||
-        rbd_config_absolute(src, cfg->dir, sizeof(cfg->dir), "dir", err, errlen) != 0)
+        rbd_config_absolute(src, cfg->dir, sizeof(cfg->dir), "dir", err, errlen) != 0 ||
+        (cfg->logfile[0] != '\0' &&
+         rbd_config_absolute(src, cfg->logfile, sizeof(cfg->logfile), "logfile", err,
+                             errlen) != 0))
         return -1;
     return rbd_config_check(cfg, err, errlen);
 }

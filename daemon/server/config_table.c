@@ -75,6 +75,12 @@ const setting_t rbd_settings[] = {
       1000000000, 1 },
     { "slowlog-max-len", T_U32, F(slowlog_max_len), 0, 100000, 1 },
     { "latency-monitor-threshold", T_U32, F(latency_monitor_threshold), 0, 100000000, 1 },
+    /* The log's destinations (rbd_log.c), applied again on SIGHUP, which
+     * reopens the logfile by its path ("": none). */
+    { "logfile", T_STR, F(logfile), 1, 0, 1 },
+    { "syslog-enabled", T_BOOL, F(syslog_enabled), 0, 0, 1 },
+    { "syslog-ident", T_STR, F(syslog_ident), 0, 0, 1 },
+    { "syslog-facility", T_FACILITY, F(syslog_facility), 0, 0, 1 },
 };
 const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
 
@@ -95,6 +101,11 @@ const word_t rbd_words[] = {
     { T_LAYOUT, "blocked", RB_BLOOM_BLOCKED }, { T_LAYOUT, "standard", RB_BLOOM_STANDARD },
     { T_LAYOUT, "redisbloom", RB_BLOOM_REDISBLOOM },
     { T_SOURCE, "local", RING_SOURCE_LOCAL }, { T_SOURCE, "etcd", RING_SOURCE_ETCD },
+    { T_FACILITY, "daemon", LOG_DAEMON }, { T_FACILITY, "user", LOG_USER },
+    { T_FACILITY, "local0", LOG_LOCAL0 }, { T_FACILITY, "local1", LOG_LOCAL1 },
+    { T_FACILITY, "local2", LOG_LOCAL2 }, { T_FACILITY, "local3", LOG_LOCAL3 },
+    { T_FACILITY, "local4", LOG_LOCAL4 }, { T_FACILITY, "local5", LOG_LOCAL5 },
+    { T_FACILITY, "local6", LOG_LOCAL6 }, { T_FACILITY, "local7", LOG_LOCAL7 },
 };
 const size_t rbd_nwords = sizeof(rbd_words) / sizeof(rbd_words[0]);
 
@@ -150,6 +161,9 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->load_truncated = 1;
     c->slowlog_log_slower_than = 10000;   /* Redis's defaults */
     c->slowlog_max_len = 128;
+    c->syslog_enabled = 1;   /* detached, the log went to syslog before logfile existed */
+    snprintf(c->syslog_ident, sizeof(c->syslog_ident), "ringbloomd");
+    c->syslog_facility = LOG_DAEMON;
     return RB_OK;
 }
 

@@ -12,14 +12,14 @@
 #include <stdint.h>
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_RINGMODE,
-               T_UIDS, T_GIDS, T_GROUP, T_SOURCE, T_I64 } kind_t;
+               T_UIDS, T_GIDS, T_GROUP, T_SOURCE, T_I64, T_FACILITY } kind_t;
 
 typedef struct setting {
     const char *name;
     kind_t kind;
     size_t off, size;    /* the field in rbd_config_t */
     uint64_t min, max;   /* T_SIZE / T_U32 (T_I64: as int64_t); T_MODE: max = the bits
-                            allowed (0: any) */
+                            allowed (0: any); T_STR: min 1 = the value may be "" */
     int reload;          /* may change on SIGHUP */
 } setting_t;
 
@@ -28,7 +28,7 @@ typedef struct rbd_alias {
 } rbd_alias_t;
 
 /* The words of the settings that take one of a few (T_FSYNC, T_BOOL,
- * T_LEVEL, T_LAYOUT, T_SOURCE): a value's first word is the one CONFIG
+ * T_LEVEL, T_LAYOUT, T_SOURCE, T_FACILITY): a value's first word is the one CONFIG
  * GET shows. */
 typedef struct word {
     kind_t kind;

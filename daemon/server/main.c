@@ -11,9 +11,9 @@
  * With no arguments it serves instance "default" on the embedded defaults
  * (paths from rb_default_paths).  Settings come from the defaults, then the
  * file, then -i/-s/-d/-o, in that order; SIGHUP re-reads them the same way.
- * A relative path (of -c, or of the socket, pidfile or state directory) is
- * taken from the directory ringbloomd was started in, at start and on every
- * SIGHUP alike, although a daemon runs in / (daemon(3)).
+ * A relative path (of -c, or of the socket, pidfile, state directory or
+ * logfile) is taken from the directory ringbloomd was started in, at start
+ * and on every SIGHUP alike, although a daemon runs in / (daemon(3)).
  *
  * The daemon's files, and which may call which: docs/design.md,
  * "ringbloomd".
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
     static rbd_config_src_t src;   /* large: not on the stack */
     static server_t s;
     options_t o = { 0, 0, 0 };
-    char err[1024];
+    char err[4200];
     struct pidfh *pfh;
     sigset_t sigs;
     int status;
@@ -287,9 +287,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "ringbloomd: cannot start: %s\n", err);
         return 1;
     }
+    /* Before the detach: a logfile that cannot be opened is said here. */
+    s.foreground = o.foreground;
+    if (rbd_server_log_setup(&s, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ringbloomd: cannot start: %s\n", err);
+        return 1;
+    }
+    if (!o.foreground && s.cfg.logfile[0] == '\0' && !s.cfg.syslog_enabled)
+        fprintf(stderr, "ringbloomd: warning: no logfile and syslog-enabled no: "
+                "the daemon's log goes nowhere\n");
     if ((pfh = become_daemon(&s.cfg, o.foreground)) == NULL)
         return 1;
-    rbd_log_init(o.foreground, s.cfg.loglevel);
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);

@@ -81,6 +81,10 @@ typedef struct rbd_config {
     int loglevel;                /* LOG_DEBUG .. LOG_WARNING */
     int keep_segment;            /* leave the segment behind on shutdown */
     int load_truncated;          /* accept a log whose last record is torn */
+    char logfile[4096];          /* the log's file, made absolute ("": none; rbd_log.c) */
+    int syslog_enabled;          /* log to syslog too when detached */
+    char syslog_ident[64];
+    int syslog_facility;         /* LOG_DAEMON, LOG_USER, LOG_LOCAL0..7 */
 } rbd_config_t;
 
 /* Where the settings come from: filled by main.c from its arguments and

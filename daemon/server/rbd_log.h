@@ -1,10 +1,11 @@
 /*
- * rbd_log.h - ringbloomd's log (stderr or syslog), its rate limiter, and
- * the two clocks (rbd_log.c).
+ * rbd_log.h - ringbloomd's log (a file, stderr or syslog), its rate
+ * limiter, and the two clocks (rbd_log.c).
  */
 #ifndef RBD_LOG_H
 #define RBD_LOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A rate limiter for one kind of message: rbd_log_every logs at most one
@@ -15,6 +16,26 @@ typedef struct rbd_ratelog {
     int logged;
 } rbd_ratelog_t;
 
+/* Where the lines go (the settings logfile, syslog-enabled, syslog-ident,
+ * syslog-facility, loglevel, and -f): */
+typedef struct rbd_log_setup {
+    int foreground;            /* -f: stderr when there is no logfile */
+    int level;                 /* LOG_DEBUG .. LOG_WARNING: lines above it dropped */
+    const char *logfile;       /* "" : none */
+    int syslog_enabled;        /* syslog too, when not in the foreground */
+    const char *ident;         /* syslog's ident */
+    int facility;              /* LOG_DAEMON, LOG_USER, LOG_LOCAL0..7 */
+} rbd_log_setup_t;
+
+/* Applies o: at start (before the detach, so a logfile that cannot be
+ * opened is said on the terminal) and on SIGHUP, where it reopens the
+ * logfile by its path (logrotate renames the file, then sends SIGHUP).
+ * 0, or -1 with err naming the path when the logfile cannot be opened:
+ * the log then keeps the file it had (none at start). */
+int rbd_log_setup(const rbd_log_setup_t *o, char *err, size_t errlen);
+/* rbd_log_setup with no logfile, syslog (ident ringbloomd, facility
+ * daemon) when not foreground: for the tests that run the daemon's code
+ * in-process. */
 void rbd_log_init(int foreground, int level);
 void rbd_log_level(int level);
 void rbd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

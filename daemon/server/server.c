@@ -292,11 +292,20 @@ static void accept_clients(server_t *s)
     }
 }
 
+int rbd_server_log_setup(server_t *s, char *err, size_t errlen)
+{
+    const rbd_log_setup_t o = { s->foreground, s->cfg.loglevel, s->cfg.logfile,
+                                s->cfg.syslog_enabled, s->cfg.syslog_ident,
+                                s->cfg.syslog_facility };
+
+    return rbd_log_setup(&o, err, errlen);
+}
+
 static void reload(server_t *s)
 {
     rbd_config_t fresh;
     const char *which;
-    char err[512];
+    char err[4200];
 
     if (rbd_config_build(s->src, &fresh, err, sizeof(err)) != 0) {
         rbd_log(LOG_WARNING, "SIGHUP: configuration not reloaded: %s", err);
@@ -311,11 +320,18 @@ static void reload(server_t *s)
 
 void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
 {
+    char old_logfile[sizeof(s->cfg.logfile)], err[4200];
+
+    memcpy(old_logfile, s->cfg.logfile, sizeof(old_logfile));
     s->cfg = *fresh;
     (void)rbd_slowlog_resize(&s->obs, s->cfg.slowlog_max_len);   /* else the old length */
     s->aof.appendfsync = s->cfg.appendfsync;
     fit_fd_limit(s);
-    rbd_log_level(s->cfg.loglevel);
+    if (rbd_server_log_setup(s, err, sizeof(err)) != 0) {
+        /* CONFIG GET logfile names the file the lines still go to. */
+        memcpy(s->cfg.logfile, old_logfile, sizeof(old_logfile));
+        rbd_log(LOG_WARNING, "settings applied but %s; the log stays where it was", err);
+    }
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
             s->clients[fd]->can_write =

@@ -53,6 +53,7 @@ typedef struct server {
     /* Puts a configuration in force (rbd_server_apply): how CONFIG SET,
      * below the loop, reaches it (set by rbd_server_listen). */
     void (*apply)(struct server *s, const rbd_config_t *fresh);
+    int foreground;            /* -f: the log's stderr, no syslog (rbd_log.c) */
     /* stats */
     uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,
         evicted_clients, output_limit_clients;
@@ -70,8 +71,12 @@ void rbd_server_answer(void *arg, uint64_t id, const char *err);
 /* Puts fresh in force, as a reload does (SIGHUP, CONFIG SET): the caller
  * kept its restart-only settings as they are (rbd_config_keep_restart_
  * only); the slow log's length, the log's fsync, the descriptor limit, the
- * log level and every client's permission follow it. */
+ * log (level, file reopened by its path, syslog) and every client's
+ * permission follow it. */
 void rbd_server_apply(server_t *s, const rbd_config_t *fresh);
+/* The log as s->cfg and s->foreground say (rbd_log_setup): at start and
+ * on SIGHUP.  0, or -1 with err (the logfile that cannot be opened). */
+int rbd_server_log_setup(server_t *s, char *err, size_t errlen);
 /* The event loop, until SHUTDOWN or a signal: 0, or -1 if epoll fails. */
 int rbd_server_run(server_t *s);
 /* Closes every client, the listener (its socket file removed) and the

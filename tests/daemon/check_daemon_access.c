@@ -5,7 +5,8 @@
  * run directory saying what to do) and a run directory behind another
  * user's symlink; clients refuse an untrusted socket
  * directory; the CLI refuses a squatted segment, says when a change may
- * have been applied, and escapes node names.
+ * have been applied, escapes node names, and names the group that would
+ * let a refused user connect.
  */
 #include <endian.h>
 #include <grp.h>
@@ -490,6 +491,73 @@ START_TEST(test_daemon_cli_escapes_node_names)
 }
 END_TEST
 
+/* The CLI run as RB_TEST_OTHER_UID (nobody, no groups) with args: its
+ * exit status, its output (stdout and stderr) into out. */
+static int cli_as_other(char *out, size_t cap, const char *const *args)
+{
+    char buf[PATH_MAX], *argv[16] = { NULL };
+    const char *cli = rbl_tool_path(NULL, "RB_CLI", "client/ringbloom", buf, sizeof(buf));
+    int p[2], status;
+    size_t n = 0, i;
+    ssize_t r;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(p), 0);
+    argv[0] = (char *)cli;
+    for (i = 0; args[i] != NULL && i + 2 < sizeof(argv) / sizeof(argv[0]); i++)
+        argv[i + 1] = (char *)args[i];
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0 || rb_test_become_other() != 0)
+            _exit(10);
+        execv(cli, argv);
+        _exit(11);
+    }
+    close(p[1]);
+    while (n + 1 < cap && (r = read(p[0], out + n, cap - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = '\0';
+    close(p[0]);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Issue 28: a connect refused for permission names the socket (or the
+ * directory on the way) and its group, by name, and says that a member
+ * may connect, instead of "is ringbloomd running?".  Needs root to switch
+ * uid. */
+START_TEST(test_daemon_cli_refusal_names_the_group)
+{
+    const char *args[] = { "--socket", d.sock, "node", "add", "n1", NULL };
+    char out[4096], want[1024], gname[64];
+    struct group *g;
+    int status;
+
+    if (getuid() != 0) {
+        printf("refusal test needs root to switch uid; running as uid %u it checks nothing\n",
+               (unsigned)getuid());
+        return;
+    }
+    rbd_start(&d, "socket-mode 0660");
+    g = getgrgid(getegid());
+    snprintf(gname, sizeof(gname), "%s", g != NULL ? g->gr_name : "?");
+    status = cli_as_other(out, sizeof(out), args);
+    snprintf(want, sizeof(want), "at %s: Permission denied: the socket %s is mode 0660, group %s, "
+             "and user ", d.sock, d.sock, gname);
+    ck_assert_msg(status == 3 && strstr(out, want) != NULL &&
+                  strstr(out, "is not in that group: a member may connect (adduser ") != NULL &&
+                  strstr(out, "is ringbloomd running") == NULL, "status %d: %s", status, out);
+
+    ck_assert_int_eq(chmod(d.dir, 0750), 0);   /* now the directory is what refuses */
+    status = cli_as_other(out, sizeof(out), args);
+    snprintf(want, sizeof(want), "Permission denied: its directory %s is mode 0750, group %s, "
+             "and user ", d.dir, gname);
+    ck_assert_int_eq(chmod(d.dir, 0755), 0);
+    ck_assert_msg(status == 3 && strstr(out, want) != NULL, "status %d: %s", status, out);
+}
+END_TEST
+
 TCase *daemon_access_tcase(void)
 {
     return RB_TCASE("access", 120, NULL, rbd_teardown,
@@ -508,5 +576,6 @@ TCase *daemon_cli_tcase(void)
     return RB_TCASE("cli", 120, NULL, rbd_teardown,
                     test_daemon_cli_refuses_squatted_segment,
                     test_daemon_cli_timeout_says_change_may_be_applied,
-                    test_daemon_cli_escapes_node_names);
+                    test_daemon_cli_escapes_node_names,
+                    test_daemon_cli_refusal_names_the_group);
 }

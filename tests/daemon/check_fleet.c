@@ -14,7 +14,8 @@
  * two daemons changing one node at once (one outcome everywhere, the
  * loser told CONFLICT); keys another tool wrote that the daemons cannot
  * use (a NUL byte, a value that does not parse: skipped, named, counted,
- * the watch goes on); the table's age across restarts while etcd is
+ * the watch goes on; each host logs the revisions it applies, and the
+ * one asked who asked); the table's age across restarts while etcd is
  * unreachable; and TLS with client certificates and etcd's
  * authentication, right and wrong.  Skipped (exit 77) without etcd
  * (etcd-server).
@@ -582,7 +583,14 @@ START_TEST(test_fleet_foreign_keys)
         ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/other\\x00tool'"), 1);
         ck_assert_int_ge(rbd_log_count(&d[h], "etcd key '/fleet/node/nul\\x00name'"), 1);
         ck_assert_int_eq(rbd_log_count(&d[h], "/fleet/some/tool"), 0);   /* foreign: ignored */
+        /* Every host logs the revisions it applies, "by etcd" (issue 28). */
+        ck_assert_int_ge(rbd_log_count(&d[h], "ring change by etcd: revision "), 3);
     }
+    /* The host a client asked logs who asked, once (issue 28). */
+    snprintf(extra, sizeof(extra), "ring change sent to etcd: RING.ADD c 3 (uid %u, pid %d)",
+             (unsigned)getuid(), (int)getpid());
+    ck_assert_int_eq(rbd_log_count(&d[1], extra), 1);
+    ck_assert_int_eq(rbd_log_count(&d[0], "ring change sent to etcd: RING.ADD c 3"), 0);
     printf("fleet: 2 keys with a NUL byte skipped on every host, e.g. %s\n",
            info(0, "etcd_last_skipped"));
     /* A daemon started now loads the prefix and serves the ring. */

@@ -98,6 +98,12 @@ START_TEST(test_ready_daemonized_failure_says_why)
     ck_assert_msg(strstr(err, "cannot listen") != NULL && strstr(err, "/proc/nope") != NULL,
                   "stderr: %s", err);
     rb_segment_unlink(d.inst);   /* the start got that far */
+    /* The parent returns once the daemon reports; the daemon itself still
+     * cleans up, and holds the pidfile until it is gone (<= 5 s). */
+    snprintf(path, sizeof(path), "%s/pid", d.dir);
+    for (int i = 0; i < 5000 && access(path, F_OK) == 0; i++)
+        usleep(1000);
+    ck_assert_msg(access(path, F_OK) != 0, "the failed daemon kept its pidfile");
 
     /* A state directory under a plain file. */
     snprintf(path, sizeof(path), "%s/file", d.dir);

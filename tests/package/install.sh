@@ -224,7 +224,7 @@ EOF
     mkdir -p "$tmp/conf.d" "$tmp/cache"
     chown www-data "$tmp/cache"
     printf '%s\n' "$conf" | sed -e "s/listen 8080;/listen 127.0.0.1:$p_ngx;/" \
-        -e "s|/var/cache/nginx/ringbloom|$tmp/cache|" \
+        -e "s|/var/lib/nginx/ringbloom|$tmp/cache|" \
         -e "s/127\.0\.0\.1:8081/127.0.0.1:$p_b1/g" > "$tmp/conf.d/example.conf"
     # Debian's nginx.conf, reduced to what the example needs: the packaged
     # modules, www-data workers, conf.d included inside http.
