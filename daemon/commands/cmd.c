@@ -33,11 +33,13 @@ static const rbd_command_t dispatch_table[];
  * a NULL name), searched in this order: the write path first. */
 extern const rbd_command_t rbd_cmd_bf_table[], rbd_cmd_bf_dump_table[], rbd_cmd_hll_table[],
     rbd_cmd_ring_table[], rbd_cmd_server_table[], rbd_cmd_info_table[], rbd_cmd_keys_table[],
-    rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[];
+    rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[],
+    rbd_cmd_acl_table[];
 static const rbd_command_t *const families[] = {
     rbd_cmd_bf_table, rbd_cmd_bf_dump_table, rbd_cmd_hll_table, rbd_cmd_ring_table,
     rbd_cmd_server_table, rbd_cmd_info_table, rbd_cmd_keys_table, rbd_cmd_cms_table,
-    rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, dispatch_table,
+    rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, rbd_cmd_acl_table,
+    dispatch_table,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
@@ -76,37 +78,92 @@ static void misconf(rbd_ctx_t *x, const char *prefix)
                    "until it can (see the daemon's log)", prefix, x->s->aof.dir);
 }
 
-/* What the command's flags demand of the client and the log: 0, or
- * replies why not and returns -1. */
+const rbd_command_t *rbd_cmd_lookup_sub(const rbd_command_t *cmd, const char *name, size_t len)
+{
+    if (cmd->subs == NULL)
+        return NULL;
+    for (const rbd_command_t *c = cmd->subs; c->name != NULL; c++)
+        if (c->len == len && strncasecmp(name, c->name, len) == 0)
+            return c;
+    return NULL;
+}
+
+int rbd_cmd_known(const char *name)
+{
+    const char *bar = strchr(name, '|');
+    const rbd_command_t *cmd = rbd_cmd_lookup(name, bar ? (size_t)(bar - name) : strlen(name));
+
+    if (cmd == NULL || bar == NULL)
+        return cmd != NULL;
+    return rbd_cmd_lookup_sub(cmd, bar + 1, strlen(bar + 1)) != NULL;
+}
+
+int rbd_cmd_permitted(const server_t *s, const rbd_acl_who_t *who, uid_t uid,
+                      const rbd_command_t *cmd, const rbd_command_t *sub, char *why,
+                      size_t cap)
+{
+    char name[32], subname[32], user[256], rules[1024];
+
+    rbd_cmd_lower(cmd, name, sizeof(name));
+    if (sub != NULL)
+        rbd_cmd_lower(sub, subname, sizeof(subname));
+    if (rbd_acl_allows(&s->cfg.acl, who, name, sub ? subname : NULL,
+                       rbd_cmd_categories(sub ? sub : cmd)))
+        return 1;
+    if (why != NULL) {
+        rbd_acl_user_name(uid, user, sizeof(user));
+        rbd_acl_describe(&s->cfg.acl, who, rules, sizeof(rules));
+        snprintf(why, cap, "User %s has no permissions to run the '%s%s%s' command (%s)", user,
+                 name, sub ? "|" : "", sub ? subname : "", rules);
+    }
+    return 0;
+}
+
+/* What the command's categories and flags demand of the client and the
+ * log: 0, or replies why not and returns -1. */
 static int allowed(rbd_ctx_t *x)
 {
-    char lower[32];
+    char why[1400];
 
-    if ((x->cmd->flags & (CMD_WRITE | CMD_ADMIN)) && !x->c->can_write) {
+    if (!rbd_cmd_permitted(x->s, &x->c->who, x->c->uid, x->cmd, x->sub, why, sizeof(why))) {
         x->s->denied++;
-        rbi_resp_error(x->out, "NOPERM this user (uid %u) has no permissions to run the '%s' "
-                   "command", (unsigned)x->c->uid, rbd_cmd_lower(x->cmd, lower, sizeof(lower)));
+        rbi_resp_error(x->out, "NOPERM %s", why);
         return -1;
     }
-    if ((x->cmd->flags & CMD_WRITE) && rbd_aof_refuses(&x->s->aof)) {
+    if (((x->sub ? x->sub : x->cmd)->flags & CMD_WRITE) && rbd_aof_refuses(&x->s->aof)) {
         misconf(x, "");
         return -1;
     }
     return 0;
 }
 
-/* The checks before a command runs or is queued: it exists, its arity,
- * its flags (allowed).  0 (x->cmd set), or -1 with the refusal replied. */
+/* 1 if argc fits arity. */
+static int arity_ok(int arity, size_t argc)
+{
+    return (arity > 0 && argc == (size_t)arity) || (arity < 0 && argc >= (size_t)-arity);
+}
+
+/* The checks before a command runs or is queued: it exists, its arity (a
+ * subcommand's too: x->sub), its flags and ACL rules (allowed).  0
+ * (x->cmd set), or -1 with the refusal replied. */
 static int check(rbd_ctx_t *x)
 {
+    char lower[32], sub[32];
+
     x->cmd = rbd_cmd_lookup(x->argv[0], x->argl[0]);
     if (x->cmd == NULL) {
         unknown_command(x);
         return -1;
     }
-    if ((x->cmd->arity > 0 && x->argc != (size_t)x->cmd->arity) ||
-        (x->cmd->arity < 0 && x->argc < (size_t)-x->cmd->arity)) {
+    if (!arity_ok(x->cmd->arity, x->argc)) {
         rbd_cmd_wrong_arity(x);
+        return -1;
+    }
+    x->sub = x->argc > 1 ? rbd_cmd_lookup_sub(x->cmd, x->argv[1], x->argl[1]) : NULL;
+    if (x->sub != NULL && !arity_ok(x->sub->arity, x->argc)) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for '%s|%s' command",
+                       rbd_cmd_lower(x->cmd, lower, sizeof(lower)),
+                       rbd_cmd_lower(x->sub, sub, sizeof(sub)));
         return -1;
     }
     return allowed(x);
@@ -151,7 +208,7 @@ static void queue(rbd_ctx_t *x)
 static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only, size_t argc,
                      const char **argv, const size_t *argl)
 {
-    rbd_ctx_t x = { s, c, argc, argv, argl, out, NULL };
+    rbd_ctx_t x = { s, c, argc, argv, argl, out, NULL, NULL };
 
     s->commands++;
     if (check(&x) != 0) {
@@ -163,9 +220,9 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
         queue(&x);
         return;
     }
-    if (effects_only && !(x.cmd->flags & (CMD_WRITE | CMD_ADMIN)))
+    if (effects_only && !((x.sub ? x.sub : x.cmd)->flags & (CMD_WRITE | CMD_ADMIN)))
         return;
-    x.cmd->fn(&x);
+    (x.sub ? x.sub : x.cmd)->fn(&x);
 }
 
 void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
@@ -284,27 +341,57 @@ static int first_key(const rbd_command_t *cmd)
     return 0;
 }
 
-/* A command as COMMAND INFO describes it (Redis 7's ten fields). */
-static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
+/* A command as COMMAND INFO describes it (Redis 7's ten fields), or its
+ * subcommand sub (named "cmd|sub", as Redis names them). */
+static void command_info_of(rbd_ctx_t *x, const rbd_command_t *cmd, const rbd_command_t *sub)
 {
-    char lower[32];
-    int key = first_key(cmd);
-    const char *flag = (cmd->flags & CMD_WRITE) ? "write" : (cmd->flags & CMD_ADMIN)
+    const rbd_command_t *row = sub ? sub : cmd;
+    char lower[32], name[64];
+    int key = first_key(row);
+    const char *flag = (row->flags & CMD_WRITE) ? "write" : (row->flags & CMD_ADMIN)
                        ? "admin" : key ? "readonly" : NULL;
+    size_t nsubs = 0;
 
+    rbd_cmd_lower(cmd, name, sizeof(name));
+    if (sub != NULL)
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "|%s",
+                 rbd_cmd_lower(sub, lower, sizeof(lower)));
     rbi_resp_array(x->out, 10);
-    rbi_resp_bulk_str(x->out, rbd_cmd_lower(cmd, lower, sizeof(lower)));
-    rbi_resp_int(x->out, cmd->arity);
+    rbi_resp_bulk_str(x->out, name);
+    rbi_resp_int(x->out, row->arity);
     rbi_resp_set(x->out, flag != NULL);
     if (flag != NULL)
         rbi_resp_simple(x->out, flag);
     rbi_resp_int(x->out, key);
     rbi_resp_int(x->out, key);
     rbi_resp_int(x->out, key);
-    rbi_resp_set(x->out, 0);     /* ACL categories */
+    rbd_doc_categories(x->out, rbd_cmd_categories(row));
     rbi_resp_set(x->out, 0);     /* tips */
     rbi_resp_array(x->out, 0);   /* key specs */
-    rbi_resp_array(x->out, 0);   /* subcommands */
+    for (const rbd_command_t *s = sub == NULL ? cmd->subs : NULL; s && s->name; s++)
+        nsubs++;
+    rbi_resp_array(x->out, nsubs);
+    for (size_t i = 0; i < nsubs; i++)
+        command_info_of(x, cmd, &cmd->subs[i]);
+}
+
+static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
+{
+    command_info_of(x, cmd, NULL);
+}
+
+size_t rbd_cmd_each(void *arg, void (*fn)(void *arg, const rbd_command_t *cmd,
+                                          const rbd_command_t *sub))
+{
+    size_t n = 0;
+
+    for (size_t f = 0; f < NFAMILIES; f++)
+        for (const rbd_command_t *c = families[f]; c->name != NULL; c++, n++) {
+            fn(arg, c, NULL);
+            for (const rbd_command_t *s = c->subs; s != NULL && s->name != NULL; s++)
+                fn(arg, c, s);
+        }
+    return n;
 }
 
 /* Calls fn for every command; returns how many there are. */
@@ -384,16 +471,16 @@ static void cmd_command(rbd_ctx_t *x)
 }
 
 static const rbd_command_t dispatch_table[] = {
-    RBD_COMMAND("MULTI", 1, CMD_TXN, cmd_multi, "transactions",
+    RBD_COMMAND("MULTI", 1, CMD_TXN | CMD_FAST, cmd_multi, "transactions",
                 "Starts a transaction",
                 ""),
     RBD_COMMAND("EXEC", 1, CMD_TXN, cmd_exec, "transactions",
                 "Runs the commands queued since MULTI",
                 ""),
-    RBD_COMMAND("DISCARD", 1, CMD_TXN, cmd_discard, "transactions",
+    RBD_COMMAND("DISCARD", 1, CMD_TXN | CMD_FAST, cmd_discard, "transactions",
                 "Drops the commands queued since MULTI",
                 ""),
-    RBD_COMMAND("COMMAND", -1, 0, cmd_command, "server",
+    RBD_COMMAND_CATS("COMMAND", -1, 0, ACL_CONNECTION, cmd_command, "server",
                 "Describes the commands",
                 "[COUNT|LIST|INFO [command-name...]|DOCS [command-name...]]"),
     RBD_COMMAND_END,

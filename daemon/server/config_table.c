@@ -70,6 +70,9 @@ const setting_t rbd_settings[] = {
     { "loglevel", T_LEVEL, F(loglevel), 0, 0, 1 },
     { "keep-segment", T_BOOL, F(keep_segment), 0, 0, 1 },
     { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1 },
+    /* Repeatable: each line adds rules for its user or group (acl.c). */
+    { "acl-user", T_ACL_USER, F(acl), 0, 0, 1 },
+    { "acl-group", T_ACL_GROUP, F(acl), 0, 0, 1 },
 };
 const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "acl.h"
 #include "ringbloom.h"
 
 #define RBD_MAX_IDS 32
@@ -78,6 +79,7 @@ typedef struct rbd_config {
     int loglevel;                /* LOG_DEBUG .. LOG_WARNING */
     int keep_segment;            /* leave the segment behind on shutdown */
     int load_truncated;          /* accept a log whose last record is torn */
+    rbd_acl_t acl;               /* acl-user and acl-group lines (acl.c) */
 } rbd_config_t;
 
 /* Where the settings come from: filled by main.c from its arguments and
