@@ -14,7 +14,9 @@
  * the segment's transaction mark set meanwhile (ops.c): a restart after a
  * crash keeps all of them or none (T1, docs/design.md).
  * COMMAND describes the tables, so it lives here too; COMMAND DOCS's
- * map of a command comes from its row's syntax (cmd_docs.c).
+ * map of a command comes from its row's syntax (cmd_docs.c).  So do ACL's
+ * rows, ACL CAT's listing and ACL DRYRUN, which walk the tables (the rest
+ * of ACL, and the check of the ACL rules, is cmd_acl.c's).
  */
 #include "config.h"
 
@@ -33,13 +35,11 @@ static const rbd_command_t dispatch_table[];
  * a NULL name), searched in this order: the write path first. */
 extern const rbd_command_t rbd_cmd_bf_table[], rbd_cmd_bf_dump_table[], rbd_cmd_hll_table[],
     rbd_cmd_ring_table[], rbd_cmd_server_table[], rbd_cmd_info_table[], rbd_cmd_keys_table[],
-    rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[],
-    rbd_cmd_acl_table[];
+    rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[];
 static const rbd_command_t *const families[] = {
     rbd_cmd_bf_table, rbd_cmd_bf_dump_table, rbd_cmd_hll_table, rbd_cmd_ring_table,
     rbd_cmd_server_table, rbd_cmd_info_table, rbd_cmd_keys_table, rbd_cmd_cms_table,
-    rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, rbd_cmd_acl_table,
-    dispatch_table,
+    rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, dispatch_table,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
 
@@ -96,27 +96,6 @@ int rbd_cmd_known(const char *name)
     if (cmd == NULL || bar == NULL)
         return cmd != NULL;
     return rbd_cmd_lookup_sub(cmd, bar + 1, strlen(bar + 1)) != NULL;
-}
-
-int rbd_cmd_permitted(const server_t *s, const rbd_acl_who_t *who, uid_t uid,
-                      const rbd_command_t *cmd, const rbd_command_t *sub, char *why,
-                      size_t cap)
-{
-    char name[32], subname[32], user[256], rules[1024];
-
-    rbd_cmd_lower(cmd, name, sizeof(name));
-    if (sub != NULL)
-        rbd_cmd_lower(sub, subname, sizeof(subname));
-    if (rbd_acl_allows(&s->cfg.acl, who, name, sub ? subname : NULL,
-                       rbd_cmd_categories(sub ? sub : cmd)))
-        return 1;
-    if (why != NULL) {
-        rbd_acl_user_name(uid, user, sizeof(user));
-        rbd_acl_describe(&s->cfg.acl, who, rules, sizeof(rules));
-        snprintf(why, cap, "User %s has no permissions to run the '%s%s%s' command (%s)", user,
-                 name, sub ? "|" : "", sub ? subname : "", rules);
-    }
-    return 0;
 }
 
 /* What the command's categories and flags demand of the client and the
@@ -470,6 +449,111 @@ static void cmd_command(rbd_ctx_t *x)
     }
 }
 
+/* ---- ACL CAT, ACL DRYRUN and ACL's rows (the rest: cmd_acl.c) ------------------ */
+
+typedef struct cat_list {
+    rbd_ctx_t *x;
+    uint32_t cat;
+    size_t n;
+    int count_only;
+} cat_list_t;
+
+/* A command (or subcommand) of category l->cat: counted, or its name
+ * ("cmd|sub" for a subcommand) replied. */
+static void cat_emit(void *arg, const rbd_command_t *cmd, const rbd_command_t *sub)
+{
+    cat_list_t *l = arg;
+    char name[32], subname[32], full[72];
+
+    if (!(rbd_cmd_categories(sub ? sub : cmd) & l->cat))
+        return;
+    l->n++;
+    if (l->count_only)
+        return;
+    rbd_cmd_lower(cmd, name, sizeof(name));
+    if (sub != NULL)
+        snprintf(full, sizeof(full), "%s|%s", name, rbd_cmd_lower(sub, subname, sizeof(subname)));
+    else
+        snprintf(full, sizeof(full), "%s", name);
+    rbi_resp_bulk_str(l->x->out, full);
+}
+
+/* ACL CAT [category]. */
+static void cmd_acl_cat(rbd_ctx_t *x)
+{
+    cat_list_t l = { x, 0, 0, 1 };
+
+    if (x->argc > 3) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for 'acl|cat' command");
+        return;
+    }
+    if (x->argc == 2) {
+        rbi_resp_array(x->out, RBD_ACL_NCATS);
+        for (unsigned i = 0; i < RBD_ACL_NCATS; i++)
+            rbi_resp_bulk_str(x->out, rbd_acl_cat_name(i));
+        return;
+    }
+    l.cat = rbd_acl_cat_bit(x->argv[2], x->argl[2]);
+    if (l.cat == 0) {
+        rbi_resp_error(x->out, "ERR Unknown category '%.*s'",
+                       (int)(x->argl[2] < 64 ? x->argl[2] : 64), x->argv[2]);
+        return;
+    }
+    rbd_cmd_each(&l, cat_emit);
+    rbi_resp_array(x->out, l.n);
+    l.count_only = 0;
+    rbd_cmd_each(&l, cat_emit);
+}
+
+/* ACL DRYRUN user command [arg...]: OK if user may run it, else why not
+ * (a bulk string, as Redis answers), with the rule that refused it. */
+static void cmd_acl_dryrun(rbd_ctx_t *x)
+{
+    const rbd_command_t *cmd, *sub = NULL;
+    rbd_acl_who_t who;
+    char why[1400];
+    uid_t uid;
+
+    if (rbd_cmd_acl_who(x, &uid, &who) != 0)
+        return;
+    cmd = rbd_cmd_lookup(x->argv[3], x->argl[3]);
+    if (cmd == NULL) {
+        rbi_resp_error(x->out, "ERR Command '%.*s' not found",
+                       (int)(x->argl[3] < 64 ? x->argl[3] : 64), x->argv[3]);
+        return;
+    }
+    if (x->argc > 4)
+        sub = rbd_cmd_lookup_sub(cmd, x->argv[4], x->argl[4]);
+    if ((cmd->arity > 0 && x->argc - 3 != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && x->argc - 3 < (size_t)-cmd->arity) ||
+        (sub != NULL && ((sub->arity > 0 && x->argc - 3 != (size_t)sub->arity) ||
+                         (sub->arity < 0 && x->argc - 3 < (size_t)-sub->arity)))) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for '%.*s' command",
+                       (int)(x->argl[3] < 64 ? x->argl[3] : 64), x->argv[3]);
+        return;
+    }
+    if (rbd_cmd_permitted(x->s, &who, uid, cmd, sub, why, sizeof(why)))
+        rbi_resp_simple(x->out, "OK");
+    else
+        rbi_resp_bulk_str(x->out, why);
+}
+
+static const rbd_command_t acl_subs[] = {
+    RBD_SUBCOMMAND("WHOAMI", 2, 0, rbd_cmd_acl_whoami, "server",
+                "Returns the connection's Unix user name",
+                ""),
+    RBD_SUBCOMMAND("CAT", -2, 0, cmd_acl_cat, "server",
+                "Lists the ACL categories, or a category's commands",
+                "[category]"),
+    RBD_SUBCOMMAND("LIST", 2, CMD_ADMIN, rbd_cmd_acl_list, "server",
+                "Lists the ACL rules in force, by user and group",
+                ""),
+    RBD_SUBCOMMAND("DRYRUN", -4, CMD_ADMIN, cmd_acl_dryrun, "server",
+                "Says whether a user may run a command",
+                "username command [arg...]"),
+    RBD_COMMAND_END,
+};
+
 static const rbd_command_t dispatch_table[] = {
     RBD_COMMAND("MULTI", 1, CMD_TXN | CMD_FAST, cmd_multi, "transactions",
                 "Starts a transaction",
@@ -483,5 +567,8 @@ static const rbd_command_t dispatch_table[] = {
     RBD_COMMAND_CATS("COMMAND", -1, 0, ACL_CONNECTION, cmd_command, "server",
                 "Describes the commands",
                 "[COUNT|LIST|INFO [command-name...]|DOCS [command-name...]]"),
+    RBD_COMMAND_SUBS("ACL", -2, 0, acl_subs, rbd_cmd_acl, "server",
+                     "Access tiers: WHOAMI, CAT, LIST, DRYRUN",
+                     "(WHOAMI|CAT [category]|LIST|DRYRUN username command [arg...])"),
     RBD_COMMAND_END,
 };

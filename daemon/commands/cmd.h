@@ -5,8 +5,9 @@
  * share through an rbd_reads_t), the per-family tables (cmd_bf.c,
  * cmd_bf_dump.c, cmd_hll.c, cmd_cms.c, cmd_admit.c, cmd_cf.c, cmd_cbf.c,
  * cmd_ring.c, cmd_server.c, cmd_info.c, cmd_keys.c) and the dispatcher
- * (cmd.c), which also runs transactions (MULTI / EXEC / DISCARD) and
- * describes the tables (COMMAND).
+ * (cmd.c), which also runs transactions (MULTI / EXEC / DISCARD),
+ * describes the tables (COMMAND) and holds ACL's rows (the ACL rules'
+ * check and the rest of ACL: cmd_acl.c).
  *
  * A command is one row in its family's table and one handler.  The
  * dispatcher has checked its arity (a range: the handler checks the rest)
@@ -83,6 +84,9 @@ struct rbd_command {
 /* A row with subcommands (a table ended by RBD_COMMAND_END). */
 #define RBD_COMMAND_SUBS(name, arity, flags, subs, fn, group, summary, syntax) \
     { name, sizeof(name) - 1, arity, flags, fn, group, summary, syntax, 0, subs }
+/* A subcommand's row (in its command's subs table). */
+#define RBD_SUBCOMMAND(name, arity, flags, fn, group, summary, syntax) \
+    RBD_COMMAND(name, arity, flags, fn, group, summary, syntax)
 /* The row that ends a table. */
 #define RBD_COMMAND_END { NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL }
 
@@ -99,9 +103,20 @@ int rbd_cmd_known(const char *name);
 size_t rbd_cmd_each(void *arg, void (*fn)(void *arg, const rbd_command_t *cmd,
                                           const rbd_command_t *sub));
 
-/* Whether client c may run cmd (sub: its subcommand's row, or NULL) under
- * the ACL rules (acl.h): 1, or 0 with the NOPERM reply's text in why
- * (NULL: not wanted).  c's user's name in it comes from uid. */
+/* ACL's handlers that do not walk the command tables (cmd_acl.c): ACL
+ * with an unknown subcommand, ACL WHOAMI, ACL LIST; and the rule sets
+ * user (a name or uid: argument 2) would get on connecting (its uid, its
+ * primary group and the groups the group database gives it, what the
+ * kernel's SO_PEERGROUPS holds for a fresh login): 0, or replies and
+ * returns -1. */
+void rbd_cmd_acl(rbd_ctx_t *x);
+void rbd_cmd_acl_whoami(rbd_ctx_t *x);
+void rbd_cmd_acl_list(rbd_ctx_t *x);
+int rbd_cmd_acl_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who);
+
+/* Whether a client of rule sets who may run cmd (sub: its subcommand's
+ * row, or NULL) under the ACL rules (acl.h; cmd_acl.c): 1, or 0 with the
+ * NOPERM reply's text in why (NULL: not wanted), naming the user (uid). */
 int rbd_cmd_permitted(const server_t *s, const rbd_acl_who_t *who, uid_t uid,
                       const rbd_command_t *cmd, const rbd_command_t *sub, char *why,
                       size_t cap);

@@ -10,6 +10,8 @@
  * AUTH or password: the rules come from the configuration (acl-user,
  * acl-group) and change with it on SIGHUP.  WHOAMI and CAT only read
  * (@read: every peer may); LIST and DRYRUN are @admin, as in Redis.
+ * ACL's rows, CAT's listing and DRYRUN walk the command tables, so they
+ * are cmd.c's (as COMMAND is): this file never calls into cmd.c.
  */
 #include "config.h"
 
@@ -24,73 +26,18 @@
 #include "cmd.h"
 #include "cmd_docs.h"
 
-/* ACL with a subcommand it does not have. */
-static void cmd_acl(rbd_ctx_t *x)
+void rbd_cmd_acl(rbd_ctx_t *x)
 {
     rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'. Try ACL WHOAMI, ACL CAT, ACL LIST "
                    "or ACL DRYRUN.", (int)(x->argl[1] < 64 ? x->argl[1] : 64), x->argv[1]);
 }
 
-static void cmd_acl_whoami(rbd_ctx_t *x)
+void rbd_cmd_acl_whoami(rbd_ctx_t *x)
 {
     char name[256];
 
     rbd_acl_user_name(x->c->uid, name, sizeof(name));
     rbi_resp_bulk_str(x->out, name);
-}
-
-typedef struct cat_list {
-    rbd_ctx_t *x;
-    uint32_t cat;
-    size_t n;
-    int count_only;
-} cat_list_t;
-
-/* A command (or subcommand) of category l->cat: counted, or its name
- * ("cmd|sub" for a subcommand) replied. */
-static void cat_emit(void *arg, const rbd_command_t *cmd, const rbd_command_t *sub)
-{
-    cat_list_t *l = arg;
-    char name[32], subname[32], full[72];
-
-    if (!(rbd_cmd_categories(sub ? sub : cmd) & l->cat))
-        return;
-    l->n++;
-    if (l->count_only)
-        return;
-    rbd_cmd_lower(cmd, name, sizeof(name));
-    if (sub != NULL)
-        snprintf(full, sizeof(full), "%s|%s", name, rbd_cmd_lower(sub, subname, sizeof(subname)));
-    else
-        snprintf(full, sizeof(full), "%s", name);
-    rbi_resp_bulk_str(l->x->out, full);
-}
-
-/* ACL CAT [category]. */
-static void cmd_acl_cat(rbd_ctx_t *x)
-{
-    cat_list_t l = { x, 0, 0, 1 };
-
-    if (x->argc > 3) {
-        rbi_resp_error(x->out, "ERR wrong number of arguments for 'acl|cat' command");
-        return;
-    }
-    if (x->argc == 2) {
-        rbi_resp_array(x->out, RBD_ACL_NCATS);
-        for (unsigned i = 0; i < RBD_ACL_NCATS; i++)
-            rbi_resp_bulk_str(x->out, rbd_acl_cat_name(i));
-        return;
-    }
-    l.cat = rbd_acl_cat_bit(x->argv[2], x->argl[2]);
-    if (l.cat == 0) {
-        rbi_resp_error(x->out, "ERR Unknown category '%.*s'",
-                       (int)(x->argl[2] < 64 ? x->argl[2] : 64), x->argv[2]);
-        return;
-    }
-    rbd_cmd_each(&l, cat_emit);
-    rbi_resp_array(x->out, l.n);
-    l.count_only = 0;
-    rbd_cmd_each(&l, cat_emit);
 }
 
 /* One ACL LIST line: "user NAME on nopass ~* &* RULES" (or "group NAME
@@ -153,17 +100,13 @@ static size_t list_lines(rbd_ctx_t *x, int count_only)
     return n;
 }
 
-static void cmd_acl_list(rbd_ctx_t *x)
+void rbd_cmd_acl_list(rbd_ctx_t *x)
 {
     rbi_resp_array(x->out, list_lines(x, 1));
     list_lines(x, 0);
 }
 
-/* The rule sets user (a name or uid: argument 2) would get on connecting:
- * its uid, its primary group and the groups the group database gives it
- * (what the kernel's SO_PEERGROUPS holds for a fresh login).  0, or
- * replies and returns -1. */
-static int dryrun_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who)
+int rbd_cmd_acl_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who)
 {
     char name[256], buf[4096], *end;
     struct passwd pw, *found = NULL;
@@ -196,58 +139,24 @@ static int dryrun_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who)
     return 0;
 }
 
-/* ACL DRYRUN user command [arg...]: OK if user may run it, else why not
- * (a bulk string, as Redis answers), with the rule that refused it. */
-static void cmd_acl_dryrun(rbd_ctx_t *x)
+int rbd_cmd_permitted(const server_t *s, const rbd_acl_who_t *who, uid_t uid,
+                      const rbd_command_t *cmd, const rbd_command_t *sub, char *why,
+                      size_t cap)
 {
-    const rbd_command_t *cmd, *sub = NULL;
-    rbd_acl_who_t who;
-    char why[1400];
-    uid_t uid;
+    char name[32], subname[32], user[256], rules[1024];
 
-    if (dryrun_who(x, &uid, &who) != 0)
-        return;
-    cmd = rbd_cmd_lookup(x->argv[3], x->argl[3]);
-    if (cmd == NULL) {
-        rbi_resp_error(x->out, "ERR Command '%.*s' not found",
-                       (int)(x->argl[3] < 64 ? x->argl[3] : 64), x->argv[3]);
-        return;
+    rbd_cmd_lower(cmd, name, sizeof(name));
+    if (sub != NULL)
+        rbd_cmd_lower(sub, subname, sizeof(subname));
+    if (rbd_acl_allows(&s->cfg.acl, who, name, sub ? subname : NULL,
+                       rbd_cmd_categories(sub ? sub : cmd)))
+        return 1;
+    if (why != NULL) {
+        rbd_acl_user_name(uid, user, sizeof(user));
+        rbd_acl_describe(&s->cfg.acl, who, rules, sizeof(rules));
+        snprintf(why, cap, "User %s has no permissions to run the '%s%s%s' command (%s)", user,
+                 name, sub ? "|" : "", sub ? subname : "", rules);
     }
-    if (x->argc > 4)
-        sub = rbd_cmd_lookup_sub(cmd, x->argv[4], x->argl[4]);
-    if ((cmd->arity > 0 && x->argc - 3 != (size_t)cmd->arity) ||
-        (cmd->arity < 0 && x->argc - 3 < (size_t)-cmd->arity) ||
-        (sub != NULL && ((sub->arity > 0 && x->argc - 3 != (size_t)sub->arity) ||
-                         (sub->arity < 0 && x->argc - 3 < (size_t)-sub->arity)))) {
-        rbi_resp_error(x->out, "ERR wrong number of arguments for '%.*s' command",
-                       (int)(x->argl[3] < 64 ? x->argl[3] : 64), x->argv[3]);
-        return;
-    }
-    if (rbd_cmd_permitted(x->s, &who, uid, cmd, sub, why, sizeof(why)))
-        rbi_resp_simple(x->out, "OK");
-    else
-        rbi_resp_bulk_str(x->out, why);
+    return 0;
 }
 
-static const rbd_command_t acl_subs[] = {
-    RBD_COMMAND("WHOAMI", 2, 0, cmd_acl_whoami, "server",
-                "Returns the connection's Unix user name",
-                ""),
-    RBD_COMMAND("CAT", -2, 0, cmd_acl_cat, "server",
-                "Lists the ACL categories, or a category's commands",
-                "[category]"),
-    RBD_COMMAND("LIST", 2, CMD_ADMIN, cmd_acl_list, "server",
-                "Lists the ACL rules in force, by user and group",
-                ""),
-    RBD_COMMAND("DRYRUN", -4, CMD_ADMIN, cmd_acl_dryrun, "server",
-                "Says whether a user may run a command",
-                "username command [arg...]"),
-    RBD_COMMAND_END,
-};
-
-const rbd_command_t rbd_cmd_acl_table[] = {
-    RBD_COMMAND_SUBS("ACL", -2, 0, acl_subs, cmd_acl, "server",
-                     "Access tiers: WHOAMI, CAT, LIST, DRYRUN",
-                     "(WHOAMI|CAT [category]|LIST|DRYRUN username command [arg...])"),
-    RBD_COMMAND_END,
-};
