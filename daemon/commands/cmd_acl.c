@@ -110,7 +110,7 @@ int rbd_cmd_acl_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who)
 {
     char name[256], buf[4096], *end;
     struct passwd pw, *found = NULL;
-    gid_t groups[NGROUPS_MAX + 1];
+    static gid_t groups[NGROUPS_MAX + 1];   /* the loop is one thread */
     int ngroups = 0;
     unsigned long n;
 
@@ -129,9 +129,10 @@ int rbd_cmd_acl_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who)
     }
     if (found != NULL) {
         ngroups = (int)(sizeof(groups) / sizeof(groups[0]));
-        if (getgrouplist(found->pw_name, found->pw_gid, groups, &ngroups) < 0)
-            ngroups = 1;
-        groups[0] = found->pw_gid;   /* getgrouplist puts it first; primary first */
+        if (getgrouplist(found->pw_name, found->pw_gid, groups, &ngroups) < 0) {
+            ngroups = 1;   /* more than NGROUPS_MAX: the primary group alone */
+            groups[0] = found->pw_gid;
+        }
     }
     rbd_acl_resolve(&x->s->cfg.acl, x->s->cfg.write_uids.id, x->s->cfg.write_uids.n,
                     x->s->cfg.write_gids.id, x->s->cfg.write_gids.n, getuid(), *uid, groups,
