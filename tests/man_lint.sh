@@ -6,7 +6,8 @@
 # daemon/server/config_table.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
 # every command of the CLI's table (client/main.c) has one in ringbloom.1;
 # every command of the daemon's tables (daemon/commands/cmd*.c) has one in
-# ringbloomd.8, marked (W) exactly when it changes state.
+# ringbloomd.8, marked (W) exactly when it changes state (@write) and (A)
+# exactly when it is @admin.
 # The lists come from the sources, so a new function, setting or command
 # without its entry fails here.  Link pages (one line, ".so man3/PAGE.3")
 # are checked by hand, not linted: mandoc calls every .so fragile.
@@ -84,7 +85,7 @@ test "$nfn" -ge 50 || bad "only $nfn exported functions found (has the header fo
 #     { "name", T_KIND, F(field), ...
 conf=$man/man5/ringbloomd.conf.5
 nset=0
-for s in $(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *T_[A-Z0-9]*,.*/\1/p' "$srcdir/daemon/server/config_table.c"); do
+for s in $(sed -n 's/^[[:space:]]*{ *"\([a-z0-9-]*\)", *T_[A-Z0-9_]*,.*/\1/p' "$srcdir/daemon/server/config_table.c"); do
     nset=$((nset + 1))
     grep -Eq "^\.It Cm $s( |\$)" "$conf" || bad "setting $s (daemon/server/config_table.c) has no entry in ringbloomd.conf.5"
 done
@@ -116,15 +117,17 @@ test "$ncmd" -ge 10 || bad "only $ncmd commands found in client/main.c (has its 
 
 # (b4) Every command of the daemon's tables (daemon/commands/cmd*.c), rows like
 #     RBD_COMMAND("NAME", ARITY, FLAGS, cmd_fn, "group", "summary", "syntax"),
+# (or RBD_COMMAND_CATS / _SUBS, with categories or subcommands before
+# cmd_fn; subcommands' own rows, RBD_SUBCOMMAND, are their command's)
 # has an entry in ringbloomd.8's COMMANDS: ".It Cm NAME ...", or ".It Xo"
 # then ".Cm NAME ...", where NAME may be one of "A | B" alternatives that
-# open the entry; an entry of a command flagged CMD_WRITE or CMD_ADMIN says
-# (W), any other entry of it does not.
+# open the entry; an entry of a command flagged CMD_WRITE says (W), of one
+# flagged CMD_ADMIN (A), any other entry of it neither.
 daemon8=$man/man8/ringbloomd.8
-rows=$(sed -n 's/.*RBD_COMMAND("\([A-Z][A-Z.]*\)", *-*[0-9]*, *\([A-Z_0-9 |]*\), *cmd_[a-z0-9_]*, *"[a-z]*",.*/\1 \2/p' \
+rows=$(sed -n 's/.*RBD_COMMAND\(_CATS\|_SUBS\)\{0,1\}("\([A-Z][A-Z.]*\)", *-*[0-9]*, *\([A-Z_0-9 |]*\), *\([A-Za-z_]*, *\)\{0,1\}[a-z_]*cmd_[a-z0-9_]*, *"[a-z]*",.*/\2 \3/p' \
        "$srcdir"/daemon/commands/cmd*.c)
 nrbd=$(printf '%s\n' "$rows" | grep -c .)
-nrows=$(cat "$srcdir"/daemon/commands/cmd*.c | grep -c 'RBD_COMMAND("')
+nrows=$(cat "$srcdir"/daemon/commands/cmd*.c | grep -c 'RBD_COMMAND\(_CATS\|_SUBS\)\{0,1\}("')
 test "$nrbd" -eq "$nrows" || bad "read $nrbd commands from $nrows RBD_COMMAND rows of daemon/commands/cmd*.c"
 test "$nrbd" -ge 40 || bad "only $nrbd commands found in daemon/commands/cmd*.c (has the table format changed?)"
 # Each entry of the COMMANDS section as "NAME... <tab> W|-": the names
@@ -136,26 +139,28 @@ entries=$(awk '/^\.Sh / { in_cmds = ($2 == "COMMANDS") }
         names = t[1]
         for (i = 2; i + 1 <= n && t[i] == "|"; i += 2)
             names = names " " t[i + 1]
-        cur = names; w = (text ~ /\(W\)/)
+        cur = names; w = (text ~ /\(W\)/) ? "W" : (text ~ /\(A\)/) ? "A" : "-"
     }
-    function close_entry() { if (cur != "") print cur "\t" (w ? "W" : "-"); cur = "" }
+    function close_entry() { if (cur != "") print cur "\t" w; cur = "" }
     $1 == ".It" && $2 == "Cm" { close_entry(); open_entry(substr($0, 8), $0); next }
     $0 == ".It Xo" { close_entry(); xo = 1; next }
     xo && $1 == ".Cm" { open_entry(substr($0, 5), $0); xo = 0; next }
     $1 == ".It" || $1 == ".El" { close_entry(); next }
-    cur != "" && /\(W\)/ { w = 1 }
+    cur != "" && /\(W\)/ { w = "W" }
+    cur != "" && /\(A\)/ { w = "A" }
     END { close_entry() }' "$daemon8")
 problems=$(printf '%s\n' "$rows" | while read -r name flags; do
     test -n "$name" || continue
     want=-
-    case $flags in *CMD_WRITE* | *CMD_ADMIN*) want=W ;; esac
+    case $flags in *CMD_WRITE*) want=W ;; *CMD_ADMIN*) want=A ;; esac
     marks=$(printf '%s\n' "$entries" | awk -F '\t' -v c="$name" \
             '{ n = split($1, t, " "); for (i = 1; i <= n; i++) if (t[i] == c) print $2 }')
     if test -z "$marks"; then
         echo "command $name (daemon/commands/cmd*.c) has no entry in ringbloomd.8"
     elif printf '%s\n' "$marks" | grep -qv "^$want\$"; then
         test "$want" = W && echo "command $name changes state: its ringbloomd.8 entry lacks (W)"
-        test "$want" = - && echo "command $name changes nothing: its ringbloomd.8 entry says (W)"
+        test "$want" = A && echo "command $name is @admin: its ringbloomd.8 entry lacks (A)"
+        test "$want" = - && echo "command $name changes nothing: its ringbloomd.8 entry says (W) or (A)"
     fi
 done)
 if test -n "$problems"; then

@@ -14,7 +14,9 @@
  * the segment's transaction mark set meanwhile (ops.c): a restart after a
  * crash keeps all of them or none (T1, docs/design.md).
  * COMMAND describes the tables, so it lives here too; COMMAND DOCS's
- * map of a command comes from its row's syntax (cmd_docs.c).
+ * map of a command comes from its row's syntax (cmd_docs.c).  So do ACL's
+ * rows, ACL CAT's listing and ACL DRYRUN, which walk the tables (the rest
+ * of ACL, and the check of the ACL rules, is cmd_acl.c's).
  */
 #include "config.h"
 
@@ -78,37 +80,71 @@ static void misconf(rbd_ctx_t *x, const char *prefix)
                    "until it can (see the daemon's log)", prefix, x->s->aof.dir);
 }
 
-/* What the command's flags demand of the client and the log: 0, or
- * replies why not and returns -1. */
+const rbd_command_t *rbd_cmd_lookup_sub(const rbd_command_t *cmd, const char *name, size_t len)
+{
+    if (cmd->subs == NULL)
+        return NULL;
+    for (const rbd_command_t *c = cmd->subs; c->name != NULL; c++)
+        if (c->len == len && strncasecmp(name, c->name, len) == 0)
+            return c;
+    return NULL;
+}
+
+int rbd_cmd_known(const char *name)
+{
+    const char *bar = strchr(name, '|');
+    const rbd_command_t *cmd = rbd_cmd_lookup(name, bar ? (size_t)(bar - name) : strlen(name));
+
+    if (cmd == NULL || bar == NULL)
+        return cmd != NULL;
+    return rbd_cmd_lookup_sub(cmd, bar + 1, strlen(bar + 1)) != NULL;
+}
+
+/* What the command's categories and flags demand of the client and the
+ * log: 0, or replies why not and returns -1. */
 static int allowed(rbd_ctx_t *x)
 {
-    char lower[32];
+    char why[1400];
 
-    if ((x->cmd->flags & (CMD_WRITE | CMD_ADMIN)) && !x->c->can_write) {
+    if (!rbd_cmd_permitted(x->s, &x->c->who, x->c->uid, x->cmd, x->sub, why, sizeof(why))) {
         x->s->denied++;
-        rbi_resp_error(x->out, "NOPERM this user (uid %u) has no permissions to run the '%s' "
-                   "command", (unsigned)x->c->uid, rbd_cmd_lower(x->cmd, lower, sizeof(lower)));
+        rbi_resp_error(x->out, "NOPERM %s", why);
         return -1;
     }
-    if ((x->cmd->flags & CMD_WRITE) && rbd_aof_refuses(&x->s->aof)) {
+    if (((x->sub ? x->sub : x->cmd)->flags & CMD_WRITE) && rbd_aof_refuses(&x->s->aof)) {
         misconf(x, "");
         return -1;
     }
     return 0;
 }
 
-/* The checks before a command runs or is queued: it exists, its arity,
- * its flags (allowed).  0 (x->cmd set), or -1 with the refusal replied. */
+/* 1 if argc fits arity. */
+static int arity_ok(int arity, size_t argc)
+{
+    return (arity > 0 && argc == (size_t)arity) || (arity < 0 && argc >= (size_t)-arity);
+}
+
+/* The checks before a command runs or is queued: it exists, its arity (a
+ * subcommand's too: x->sub), its flags and ACL rules (allowed).  0
+ * (x->cmd set), or -1 with the refusal replied. */
 static int check(rbd_ctx_t *x)
 {
+    char lower[32], sub[32];
+
     x->cmd = rbd_cmd_lookup(x->argv[0], x->argl[0]);
     if (x->cmd == NULL) {
         unknown_command(x);
         return -1;
     }
-    if ((x->cmd->arity > 0 && x->argc != (size_t)x->cmd->arity) ||
-        (x->cmd->arity < 0 && x->argc < (size_t)-x->cmd->arity)) {
+    if (!arity_ok(x->cmd->arity, x->argc)) {
         rbd_cmd_wrong_arity(x);
+        return -1;
+    }
+    x->sub = x->argc > 1 ? rbd_cmd_lookup_sub(x->cmd, x->argv[1], x->argl[1]) : NULL;
+    if (x->sub != NULL && !arity_ok(x->sub->arity, x->argc)) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for '%s|%s' command",
+                       rbd_cmd_lower(x->cmd, lower, sizeof(lower)),
+                       rbd_cmd_lower(x->sub, sub, sizeof(sub)));
         return -1;
     }
     return allowed(x);
@@ -153,7 +189,7 @@ static void queue(rbd_ctx_t *x)
 static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only, size_t argc,
                      const char **argv, const size_t *argl)
 {
-    rbd_ctx_t x = { s, c, argc, argv, argl, out, NULL };
+    rbd_ctx_t x = { s, c, argc, argv, argl, out, NULL, NULL };
     uint64_t t0;
 
     s->commands++;
@@ -166,10 +202,10 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
         queue(&x);
         return;
     }
-    if (effects_only && !(x.cmd->flags & (CMD_WRITE | CMD_ADMIN)))
+    if (effects_only && !((x.sub ? x.sub : x.cmd)->flags & (CMD_WRITE | CMD_ADMIN)))
         return;
     t0 = rbd_mono_us();
-    x.cmd->fn(&x);
+    (x.sub ? x.sub : x.cmd)->fn(&x);
     rbd_observe_command(s, c, argc, argv, argl, rbd_mono_us() - t0);
 }
 
@@ -289,27 +325,57 @@ static int first_key(const rbd_command_t *cmd)
     return 0;
 }
 
-/* A command as COMMAND INFO describes it (Redis 7's ten fields). */
-static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
+/* A command as COMMAND INFO describes it (Redis 7's ten fields), or its
+ * subcommand sub (named "cmd|sub", as Redis names them). */
+static void command_info_of(rbd_ctx_t *x, const rbd_command_t *cmd, const rbd_command_t *sub)
 {
-    char lower[32];
-    int key = first_key(cmd);
-    const char *flag = (cmd->flags & CMD_WRITE) ? "write" : (cmd->flags & CMD_ADMIN)
+    const rbd_command_t *row = sub ? sub : cmd;
+    char lower[32], name[64];
+    int key = first_key(row);
+    const char *flag = (row->flags & CMD_WRITE) ? "write" : (row->flags & CMD_ADMIN)
                        ? "admin" : key ? "readonly" : NULL;
+    size_t nsubs = 0;
 
+    rbd_cmd_lower(cmd, name, sizeof(name));
+    if (sub != NULL)
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), "|%s",
+                 rbd_cmd_lower(sub, lower, sizeof(lower)));
     rbi_resp_array(x->out, 10);
-    rbi_resp_bulk_str(x->out, rbd_cmd_lower(cmd, lower, sizeof(lower)));
-    rbi_resp_int(x->out, cmd->arity);
+    rbi_resp_bulk_str(x->out, name);
+    rbi_resp_int(x->out, row->arity);
     rbi_resp_set(x->out, flag != NULL);
     if (flag != NULL)
         rbi_resp_simple(x->out, flag);
     rbi_resp_int(x->out, key);
     rbi_resp_int(x->out, key);
     rbi_resp_int(x->out, key);
-    rbi_resp_set(x->out, 0);     /* ACL categories */
+    rbd_doc_categories(x->out, rbd_cmd_categories(row));
     rbi_resp_set(x->out, 0);     /* tips */
     rbi_resp_array(x->out, 0);   /* key specs */
-    rbi_resp_array(x->out, 0);   /* subcommands */
+    for (const rbd_command_t *s = sub == NULL ? cmd->subs : NULL; s && s->name; s++)
+        nsubs++;
+    rbi_resp_array(x->out, nsubs);
+    for (size_t i = 0; i < nsubs; i++)
+        command_info_of(x, cmd, &cmd->subs[i]);
+}
+
+static void command_info(rbd_ctx_t *x, const rbd_command_t *cmd)
+{
+    command_info_of(x, cmd, NULL);
+}
+
+size_t rbd_cmd_each(void *arg, void (*fn)(void *arg, const rbd_command_t *cmd,
+                                          const rbd_command_t *sub))
+{
+    size_t n = 0;
+
+    for (size_t f = 0; f < NFAMILIES; f++)
+        for (const rbd_command_t *c = families[f]; c->name != NULL; c++, n++) {
+            fn(arg, c, NULL);
+            for (const rbd_command_t *s = c->subs; s != NULL && s->name != NULL; s++)
+                fn(arg, c, s);
+        }
+    return n;
 }
 
 /* Calls fn for every command; returns how many there are. */
@@ -388,18 +454,126 @@ static void cmd_command(rbd_ctx_t *x)
     }
 }
 
+/* ---- ACL CAT, ACL DRYRUN and ACL's rows (the rest: cmd_acl.c) ------------------ */
+
+typedef struct cat_list {
+    rbd_ctx_t *x;
+    uint32_t cat;
+    size_t n;
+    int count_only;
+} cat_list_t;
+
+/* A command (or subcommand) of category l->cat: counted, or its name
+ * ("cmd|sub" for a subcommand) replied. */
+static void cat_emit(void *arg, const rbd_command_t *cmd, const rbd_command_t *sub)
+{
+    cat_list_t *l = arg;
+    char name[32], subname[32], full[72];
+
+    if (!(rbd_cmd_categories(sub ? sub : cmd) & l->cat))
+        return;
+    l->n++;
+    if (l->count_only)
+        return;
+    rbd_cmd_lower(cmd, name, sizeof(name));
+    if (sub != NULL)
+        snprintf(full, sizeof(full), "%s|%s", name, rbd_cmd_lower(sub, subname, sizeof(subname)));
+    else
+        snprintf(full, sizeof(full), "%s", name);
+    rbi_resp_bulk_str(l->x->out, full);
+}
+
+/* ACL CAT [category]. */
+static void cmd_acl_cat(rbd_ctx_t *x)
+{
+    cat_list_t l = { x, 0, 0, 1 };
+
+    if (x->argc > 3) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for 'acl|cat' command");
+        return;
+    }
+    if (x->argc == 2) {
+        rbi_resp_array(x->out, RBD_ACL_NCATS);
+        for (unsigned i = 0; i < RBD_ACL_NCATS; i++)
+            rbi_resp_bulk_str(x->out, rbd_acl_cat_name(i));
+        return;
+    }
+    l.cat = rbd_acl_cat_bit(x->argv[2], x->argl[2]);
+    if (l.cat == 0) {
+        rbi_resp_error(x->out, "ERR Unknown category '%.*s'",
+                       (int)(x->argl[2] < 64 ? x->argl[2] : 64), x->argv[2]);
+        return;
+    }
+    rbd_cmd_each(&l, cat_emit);
+    rbi_resp_array(x->out, l.n);
+    l.count_only = 0;
+    rbd_cmd_each(&l, cat_emit);
+}
+
+/* ACL DRYRUN user command [arg...]: OK if user may run it, else why not
+ * (a bulk string, as Redis answers), with the rule that refused it. */
+static void cmd_acl_dryrun(rbd_ctx_t *x)
+{
+    const rbd_command_t *cmd, *sub = NULL;
+    rbd_acl_who_t who;
+    char why[1400];
+    uid_t uid;
+
+    if (rbd_cmd_acl_who(x, &uid, &who) != 0)
+        return;
+    cmd = rbd_cmd_lookup(x->argv[3], x->argl[3]);
+    if (cmd == NULL) {
+        rbi_resp_error(x->out, "ERR Command '%.*s' not found",
+                       (int)(x->argl[3] < 64 ? x->argl[3] : 64), x->argv[3]);
+        return;
+    }
+    if (x->argc > 4)
+        sub = rbd_cmd_lookup_sub(cmd, x->argv[4], x->argl[4]);
+    if ((cmd->arity > 0 && x->argc - 3 != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && x->argc - 3 < (size_t)-cmd->arity) ||
+        (sub != NULL && ((sub->arity > 0 && x->argc - 3 != (size_t)sub->arity) ||
+                         (sub->arity < 0 && x->argc - 3 < (size_t)-sub->arity)))) {
+        rbi_resp_error(x->out, "ERR wrong number of arguments for '%.*s' command",
+                       (int)(x->argl[3] < 64 ? x->argl[3] : 64), x->argv[3]);
+        return;
+    }
+    if (rbd_cmd_permitted(x->s, &who, uid, cmd, sub, why, sizeof(why)))
+        rbi_resp_simple(x->out, "OK");
+    else
+        rbi_resp_bulk_str(x->out, why);
+}
+
+static const rbd_command_t acl_subs[] = {
+    RBD_SUBCOMMAND("WHOAMI", 2, 0, rbd_cmd_acl_whoami, "server",
+                "Returns the connection's Unix user name",
+                ""),
+    RBD_SUBCOMMAND("CAT", -2, 0, cmd_acl_cat, "server",
+                "Lists the ACL categories, or a category's commands",
+                "[category]"),
+    RBD_SUBCOMMAND("LIST", 2, CMD_ADMIN, rbd_cmd_acl_list, "server",
+                "Lists the ACL rules in force, by user and group",
+                ""),
+    RBD_SUBCOMMAND("DRYRUN", -4, CMD_ADMIN, cmd_acl_dryrun, "server",
+                "Says whether a user may run a command",
+                "username command [arg...]"),
+    RBD_COMMAND_END,
+};
+
 static const rbd_command_t dispatch_table[] = {
-    RBD_COMMAND("MULTI", 1, CMD_TXN, cmd_multi, "transactions",
+    RBD_COMMAND("MULTI", 1, CMD_TXN | CMD_FAST, cmd_multi, "transactions",
                 "Starts a transaction",
                 ""),
     RBD_COMMAND("EXEC", 1, CMD_TXN, cmd_exec, "transactions",
                 "Runs the commands queued since MULTI",
                 ""),
-    RBD_COMMAND("DISCARD", 1, CMD_TXN, cmd_discard, "transactions",
+    RBD_COMMAND("DISCARD", 1, CMD_TXN | CMD_FAST, cmd_discard, "transactions",
                 "Drops the commands queued since MULTI",
                 ""),
-    RBD_COMMAND("COMMAND", -1, 0, cmd_command, "server",
+    RBD_COMMAND_CATS("COMMAND", -1, 0, ACL_CONNECTION, cmd_command, "server",
                 "Describes the commands",
                 "[COUNT|LIST|INFO [command-name...]|DOCS [command-name...]]"),
+    RBD_COMMAND_SUBS("ACL", -2, 0, acl_subs, rbd_cmd_acl, "server",
+                     "Access tiers: WHOAMI, CAT, LIST, DRYRUN",
+                     "(WHOAMI|CAT [category]|LIST|DRYRUN username command [arg...])"),
     RBD_COMMAND_END,
 };

@@ -5,8 +5,9 @@
  * share through an rbd_reads_t), the per-family tables (cmd_bf.c,
  * cmd_bf_dump.c, cmd_hll.c, cmd_cms.c, cmd_admit.c, cmd_cf.c, cmd_cbf.c,
  * cmd_ring.c, cmd_server.c, cmd_info.c, cmd_keys.c) and the dispatcher
- * (cmd.c), which also runs transactions (MULTI / EXEC / DISCARD) and
- * describes the tables (COMMAND).
+ * (cmd.c), which also runs transactions (MULTI / EXEC / DISCARD),
+ * describes the tables (COMMAND) and holds ACL's rows (the ACL rules'
+ * check and the rest of ACL: cmd_acl.c).
  *
  * A command is one row in its family's table and one handler.  The
  * dispatcher has checked its arity (a range: the handler checks the rest)
@@ -22,14 +23,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "acl.h"
 #include "resp_enc.h"
 #include "server.h"
 
-/* Command flags, after Redis's (server.h).  A command with none only reads
- * the state or its own connection: anyone may run it, always. */
-#define CMD_WRITE 0x1u   /* a mutation: needs write permission, and is refused
-                            (MISCONF) while the log cannot be written */
-#define CMD_ADMIN 0x2u   /* needs write permission; logs nothing, so it runs
+/* Command flags, after Redis's (server.h).  A command with neither
+ * CMD_WRITE nor CMD_ADMIN only reads the state or its own connection.
+ * Who may run a command is decided by its ACL categories (acl.h), derived
+ * from these flags and its row (rbd_cmd_categories, cmd_docs.c). */
+#define CMD_WRITE 0x1u   /* a mutation (@write), refused (MISCONF) while the
+                            log cannot be written */
+#define CMD_ADMIN 0x2u   /* @admin and @dangerous; logs nothing, so it runs
                             while the log is broken (SAVE: a snapshot is what
                             repairs it; SHUTDOWN) */
 #define CMD_TXN   0x4u   /* runs at once inside MULTI, never queued (MULTI,
@@ -39,6 +43,7 @@
 #define CMD_RING_SOURCE 0x10u /* a ring change: with ring-source etcd etcd answers
                             it later, after the EXEC's step, so it is refused
                             inside MULTI then (when queued) */
+#define CMD_FAST 0x20u   /* @fast (O(1) or O(log n) per item), else @slow */
 
 typedef struct rbd_command rbd_command_t;
 
@@ -50,6 +55,7 @@ typedef struct rbd_ctx {
     const size_t *argl;
     rbi_buf_t *out;              /* the client's replies */
     const rbd_command_t *cmd;     /* the command being run */
+    const rbd_command_t *sub;     /* its subcommand's row (argv[1]), or NULL */
 } rbd_ctx_t;
 
 struct rbd_command {
@@ -62,16 +68,58 @@ struct rbd_command {
     const char *group;            /* Redis's group ("server", "generic"...), or ours ("bf", "ring") */
     const char *summary;          /* one line */
     const char *syntax;           /* its arguments, as Redis's docs write them ("" if none) */
+    uint32_t cats;                /* ACL categories its flags and group do not give
+                                     (rbd_cmd_categories adds those) */
+    const rbd_command_t *subs;    /* its subcommands (ACL's), or NULL: each row has
+                                     its own arity (the command's name counted),
+                                     flags and handler */
 };
 
 /* A table row: the name's length is computed from the literal. */
 #define RBD_COMMAND(name, arity, flags, fn, group, summary, syntax) \
-    { name, sizeof(name) - 1, arity, flags, fn, group, summary, syntax }
+    { name, sizeof(name) - 1, arity, flags, fn, group, summary, syntax, 0, NULL }
+/* A row with categories beyond those derived (cats: ACL_* of acl.h). */
+#define RBD_COMMAND_CATS(name, arity, flags, cats, fn, group, summary, syntax) \
+    { name, sizeof(name) - 1, arity, flags, fn, group, summary, syntax, cats, NULL }
+/* A row with subcommands (a table ended by RBD_COMMAND_END). */
+#define RBD_COMMAND_SUBS(name, arity, flags, subs, fn, group, summary, syntax) \
+    { name, sizeof(name) - 1, arity, flags, fn, group, summary, syntax, 0, subs }
+/* A subcommand's row (in its command's subs table). */
+#define RBD_SUBCOMMAND(name, arity, flags, fn, group, summary, syntax) \
+    RBD_COMMAND(name, arity, flags, fn, group, summary, syntax)
 /* The row that ends a table. */
-#define RBD_COMMAND_END { NULL, 0, 0, 0, NULL, NULL, NULL, NULL }
+#define RBD_COMMAND_END { NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0, NULL }
 
 /* The command named by the len bytes at name (any case), or NULL. */
 const rbd_command_t *rbd_cmd_lookup(const char *name, size_t len);
+/* Subcommand name (len bytes, any case) of cmd, or NULL. */
+const rbd_command_t *rbd_cmd_lookup_sub(const rbd_command_t *cmd, const char *name, size_t len);
+/* 1 if name (lower case: "cmd" or "cmd|sub") is a command or subcommand:
+ * the hook acl.c checks rules' names with (rbd_acl_set_known). */
+int rbd_cmd_known(const char *name);
+/* Calls fn for every command (and each subcommand after its command, sub
+ * then its row and cmd its command's); returns how many commands there
+ * are (subcommands not counted). */
+size_t rbd_cmd_each(void *arg, void (*fn)(void *arg, const rbd_command_t *cmd,
+                                          const rbd_command_t *sub));
+
+/* ACL's handlers that do not walk the command tables (cmd_acl.c): ACL
+ * with an unknown subcommand, ACL WHOAMI, ACL LIST; and the rule sets
+ * user (a name or uid: argument 2) would get on connecting (its uid, its
+ * primary group and the groups the group database gives it, what the
+ * kernel's SO_PEERGROUPS holds for a fresh login): 0, or replies and
+ * returns -1. */
+void rbd_cmd_acl(rbd_ctx_t *x);
+void rbd_cmd_acl_whoami(rbd_ctx_t *x);
+void rbd_cmd_acl_list(rbd_ctx_t *x);
+int rbd_cmd_acl_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who);
+
+/* Whether a client of rule sets who may run cmd (sub: its subcommand's
+ * row, or NULL) under the ACL rules (acl.h; cmd_acl.c): 1, or 0 with the
+ * NOPERM reply's text in why (NULL: not wanted), naming the user (uid). */
+int rbd_cmd_permitted(const server_t *s, const rbd_acl_who_t *who, uid_t uid,
+                      const rbd_command_t *cmd, const rbd_command_t *sub, char *why,
+                      size_t cap);
 
 /* Runs one request of client c (argv[0] the command name): its reply, or
  * the reason it was refused, goes to c->out.  Inside MULTI a command

@@ -573,16 +573,16 @@ static void cmd_bf_reset(rbd_ctx_t *x)
 }
 
 const rbd_command_t rbd_cmd_bf_table[] = {
-    RBD_COMMAND("BF.ADD", 3, CMD_WRITE, cmd_bf_add, "bf",
+    RBD_COMMAND("BF.ADD", 3, CMD_WRITE | CMD_FAST, cmd_bf_add, "bf",
                 "Adds an item to a Bloom filter, creating it if missing",
                 "key item"),
-    RBD_COMMAND("BF.MADD", -3, CMD_WRITE, cmd_bf_madd, "bf",
+    RBD_COMMAND("BF.MADD", -3, CMD_WRITE | CMD_FAST, cmd_bf_madd, "bf",
                 "Adds items to a Bloom filter, creating it if missing",
                 "key item..."),
-    RBD_COMMAND("BF.EXISTS", 3, 0, cmd_bf_exists, "bf",
+    RBD_COMMAND("BF.EXISTS", 3, CMD_FAST, cmd_bf_exists, "bf",
                 "Checks whether an item may have been added to a Bloom filter",
                 "key item"),
-    RBD_COMMAND("BF.MEXISTS", -3, 0, cmd_bf_mexists, "bf",
+    RBD_COMMAND("BF.MEXISTS", -3, CMD_FAST, cmd_bf_mexists, "bf",
                 "Checks whether items may have been added to a Bloom filter",
                 "key item..."),
     RBD_COMMAND("BF.RESERVE", -4, CMD_WRITE, cmd_bf_reserve, "bf",
@@ -595,10 +595,10 @@ const rbd_command_t rbd_cmd_bf_table[] = {
                 "key [CAPACITY capacity:integer] [ERROR error:double] "
                 "[EXPANSION expansion:integer] [NOCREATE] [NONSCALING] "
                 "[LAYOUT (STANDARD|BLOCKED|REDISBLOOM)] ITEMS item..."),
-    RBD_COMMAND("BF.INFO", -2, 0, cmd_bf_info, "bf",
+    RBD_COMMAND("BF.INFO", -2, CMD_FAST, cmd_bf_info, "bf",
                 "Returns a Bloom filter's figures, or one of them",
                 "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]"),
-    RBD_COMMAND("BF.CARD", 2, 0, cmd_bf_card, "bf",
+    RBD_COMMAND("BF.CARD", 2, CMD_FAST, cmd_bf_card, "bf",
                 "Returns the number of items added to a Bloom filter",
                 "key"),
     RBD_COMMAND("BF.RESET", 2, CMD_WRITE, cmd_bf_reset, "bf",

@@ -28,6 +28,7 @@
  * parsed into a tree on the stack for each answer, nothing is allocated.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cmd_docs.h"
@@ -297,4 +298,44 @@ void rbd_doc_reply(rbi_buf_t *out, const rbd_command_t *cmd)
         rbi_resp_bulk_str(out, "arguments");
         reply_args(out, &doc, doc.first);
     }
+}
+
+/* ---- ACL categories ------------------------------------------------------------ */
+
+uint32_t rbd_cmd_categories(const rbd_command_t *cmd)
+{
+    static const struct {
+        const char *group;
+        uint32_t cats;
+    } groups[] = {
+        { "bf", ACL_BLOOM }, { "cbf", ACL_BLOOM }, { "cf", ACL_CUCKOO }, { "cms", ACL_CMS },
+        { "hyperloglog", ACL_HYPERLOGLOG }, { "ring", ACL_RING }, { "admit", ACL_ADMIT },
+        { "generic", ACL_KEYSPACE }, { "connection", ACL_CONNECTION },
+        { "transactions", ACL_TRANSACTION },
+    };
+    uint32_t c = cmd->cats;
+
+    for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+        if (strcmp(cmd->group, groups[i].group) == 0)
+            c |= groups[i].cats;
+    if (cmd->flags & CMD_WRITE)
+        c |= ACL_WRITE;
+    if (cmd->flags & CMD_ADMIN)
+        c |= ACL_ADMIN | ACL_DANGEROUS;
+    c |= (cmd->flags & CMD_FAST) ? ACL_FAST : ACL_SLOW;
+    if (!(cmd->flags & (CMD_WRITE | CMD_ADMIN)) && !(c & (ACL_CONNECTION | ACL_TRANSACTION)))
+        c |= ACL_READ;
+    return c;
+}
+
+void rbd_doc_categories(rbi_buf_t *out, uint32_t cats)
+{
+    char name[40];
+
+    rbi_resp_set(out, (size_t)__builtin_popcount(cats));
+    for (unsigned i = 0; i < RBD_ACL_NCATS; i++)
+        if (cats & (1u << i)) {
+            snprintf(name, sizeof(name), "@%s", rbd_acl_cat_name(i));
+            rbi_resp_simple(out, name);
+        }
 }

@@ -51,4 +51,18 @@ int rbd_doc_parse(const char *syntax, rbd_doc_t *doc);
  * maps and sets, or RESP2's flat arrays. */
 void rbd_doc_reply(rbi_buf_t *out, const rbd_command_t *cmd);
 
+/* The ACL categories of a command or subcommand row (acl.h's ACL_*), in
+ * one place, as Redis's setImplicitACLCategories derives them: the row's
+ * own (cats), and from its flags @write (CMD_WRITE), @admin @dangerous
+ * (CMD_ADMIN), @fast (CMD_FAST) or else @slow; from its group the data
+ * type's (bf and cbf: @bloom, cf: @cuckoo, cms: @cms, hyperloglog, ring,
+ * admit), @keyspace (generic), @connection and @transaction; and @read
+ * for every command that changes nothing, unless it is a connection's or
+ * a transaction's (INFO, TIME, KEYS and ACL WHOAMI are @read here). */
+uint32_t rbd_cmd_categories(const rbd_command_t *cmd);
+
+/* Appends the categories' set ("@read", "@fast"...), COMMAND INFO's
+ * element 7, to out. */
+void rbd_doc_categories(rbi_buf_t *out, uint32_t cats);
+
 #endif /* RBD_CMD_DOCS_H */

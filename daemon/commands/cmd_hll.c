@@ -122,7 +122,7 @@ static void cmd_pfmerge(rbd_ctx_t *x)
 }
 
 const rbd_command_t rbd_cmd_hll_table[] = {
-    RBD_COMMAND("PFADD", -2, CMD_WRITE, cmd_pfadd, "hyperloglog",
+    RBD_COMMAND("PFADD", -2, CMD_WRITE | CMD_FAST, cmd_pfadd, "hyperloglog",
                 "Adds elements to a HyperLogLog counter, creating it if missing",
                 "key [element...]"),
     RBD_COMMAND("PFCOUNT", -2, 0, cmd_pfcount, "hyperloglog",

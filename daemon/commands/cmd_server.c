@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <syslog.h>
 #include <time.h>
@@ -284,7 +285,9 @@ static void cfg_emit(const char *name, const char *value, void *arg)
 }
 
 /* CONFIG SET name value [name value ...]: all or nothing, as Redis 7, and
- * only settings a reload may change (the others take a restart); put in
+ * only settings a reload may change (the others take a restart; the ACL
+ * lines, which add rather than replace, are the file's); @admin (CONFIG's
+ * row); put in
  * force as a SIGHUP would (server.c's rbd_server_apply, through the
  * server's `apply`: the loop is above the commands), not written to the
  * file. */
@@ -294,12 +297,6 @@ static void config_set(rbd_ctx_t *x)
     char key[64], val[4096], err[512];
     const char *which;
 
-    if (!x->c->can_write) {
-        x->s->denied++;
-        rbi_resp_error(x->out, "NOPERM this user (uid %u) has no permissions to run the "
-                       "'config|set' command", (unsigned)x->c->uid);
-        return;
-    }
     if (x->argc < 4 || x->argc % 2 != 0) {
         rbi_resp_error(x->out, "ERR wrong number of arguments for 'config|set' command");
         return;
@@ -314,6 +311,11 @@ static void config_set(rbd_ctx_t *x)
         }
         memcpy(key, x->argv[i], x->argl[i]);
         key[x->argl[i]] = '\0';
+        if (strncasecmp(key, "acl-", 4) == 0) {   /* each line adds rules: the file's */
+            rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument "
+                           "'%s') - access rules are set in the file, then SIGHUP", key);
+            return;
+        }
         memcpy(val, x->argv[i + 1], x->argl[i + 1]);
         val[x->argl[i + 1]] = '\0';
         if (rbd_config_set(&fresh, key, val, err, sizeof(err)) != 0) {
@@ -447,35 +449,35 @@ static void cmd_shutdown(rbd_ctx_t *x)
 }
 
 const rbd_command_t rbd_cmd_server_table[] = {
-    RBD_COMMAND("PING", -1, 0, cmd_ping, "connection",
+    RBD_COMMAND("PING", -1, CMD_FAST, cmd_ping, "connection",
                 "Returns PONG, or the message",
                 "[message]"),
-    RBD_COMMAND("ECHO", 2, 0, cmd_echo, "connection",
+    RBD_COMMAND("ECHO", 2, CMD_FAST, cmd_echo, "connection",
                 "Returns the message",
                 "message"),
-    RBD_COMMAND("QUIT", -1, CMD_TXN, cmd_quit, "connection",
+    RBD_COMMAND("QUIT", -1, CMD_TXN | CMD_FAST, cmd_quit, "connection",
                 "Closes the connection",
                 ""),
-    RBD_COMMAND("SELECT", 2, 0, cmd_select, "connection",
+    RBD_COMMAND("SELECT", 2, CMD_FAST, cmd_select, "connection",
                 "Selects database 0, the only one",
                 "index:integer"),
     RBD_COMMAND("CLIENT", -2, 0, cmd_client, "connection",
                 "Describes or names the connection",
                 "(ID|GETNAME|SETNAME connection-name|SETINFO (LIB-NAME libname|LIB-VER "
                 "libver)|INFO)"),
-    RBD_COMMAND("HELLO", -1, 0, cmd_hello, "connection",
+    RBD_COMMAND("HELLO", -1, CMD_FAST, cmd_hello, "connection",
                 "Switches the protocol and describes the server",
                 "[protover:integer [AUTH username password] [SETNAME clientname]]"),
-    RBD_COMMAND("AUTH", -2, 0, cmd_auth, "connection",
+    RBD_COMMAND("AUTH", -2, CMD_FAST, cmd_auth, "connection",
                 "Authenticates as the default user",
                 "[username] password"),
-    RBD_COMMAND("RESET", 1, CMD_TXN, cmd_reset, "connection",
+    RBD_COMMAND("RESET", 1, CMD_TXN | CMD_FAST, cmd_reset, "connection",
                 "Resets the connection",
                 ""),
-    RBD_COMMAND("TIME", 1, 0, cmd_time, "server",
+    RBD_COMMAND("TIME", 1, CMD_FAST, cmd_time, "server",
                 "Returns the server's time",
                 ""),
-    RBD_COMMAND("CONFIG", -2, 0, cmd_config, "server",
+    RBD_COMMAND("CONFIG", -2, CMD_ADMIN, cmd_config, "server",
                 "Returns the settings whose names match patterns, or changes those a "
                 "reload may change",
                 "(GET parameter:pattern... | SET (parameter value)...)"),

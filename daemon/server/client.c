@@ -72,7 +72,7 @@ void rbd_client_free(server_t *s, client_t *c)
 
 /* A client for connection fd of the peer cred, watched for input; fd is
  * closed if there is no memory for it. */
-void rbd_client_new(server_t *s, int fd, const struct ucred *cred, int can_write)
+void rbd_client_new(server_t *s, int fd, const struct ucred *cred, const rbd_acl_who_t *who)
 {
     struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
     client_t *c;
@@ -101,7 +101,7 @@ void rbd_client_new(server_t *s, int fd, const struct ucred *cred, int can_write
     c->uid = cred->uid;
     c->gid = cred->gid;
     c->pid = cred->pid;
-    c->can_write = can_write;
+    c->who = *who;
     c->last_active_ms = c->created_ms = rbd_mono_ms();
     resp_parser_init(&c->parser);
     s->clients[fd] = c;

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "acl.h"
 #include "resp.h"
 #include "resp_enc.h"
 #include "txn.h"
@@ -38,7 +39,8 @@ typedef struct client {
     uint64_t last_active_ms; /* last complete request or reply byte sent */
     int closing;          /* close once out is flushed */
     int writing;          /* registered for EPOLLOUT */
-    int can_write;        /* may run mutations (decided at accept and on SIGHUP) */
+    rbd_acl_who_t who;    /* its ACL rule sets (acl.h), from its peer
+                             credentials at accept and again on SIGHUP */
     int awaits_flush;     /* a reply in out acknowledges an op the sinks have
                              not flushed (the log: a record not yet durable):
                              out waits for rbd_sinks_flush (P1) */
@@ -53,9 +55,10 @@ typedef struct client {
                              (observe.c), counted in obs.monitors */
 } client_t;
 
-/* A client for connection fd of the peer cred (may it write: can_write),
+/* A client for connection fd of the peer cred (its ACL rule sets: who),
  * watched for input; fd is closed if there is no memory for it. */
-void rbd_client_new(struct server *s, int fd, const struct ucred *cred, int can_write);
+void rbd_client_new(struct server *s, int fd, const struct ucred *cred,
+                    const rbd_acl_who_t *who);
 /* Closes c and frees it, its buffers given back at once. */
 void rbd_client_free(struct server *s, client_t *c);
 /* Sets what epoll watches for c from its state. */

@@ -265,6 +265,9 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
     case T_UIDS:
     case T_GIDS:
         return set_ids(key, s->kind == T_UIDS, field, value, err, errlen);
+    case T_ACL_USER:
+    case T_ACL_GROUP:
+        return rbd_acl_parse(field, s->kind == T_ACL_GROUP, key, value, err, errlen);
     }
     return -1;
 }
@@ -411,6 +414,10 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
         break;
     case T_GROUP:
         render_group(v, cap, *(const gid_t *)field);
+        break;
+    case T_ACL_USER:
+    case T_ACL_GROUP:
+        rbd_acl_render(field, s->kind == T_ACL_GROUP, v, cap);
         break;
     }
 }

@@ -81,6 +81,9 @@ const setting_t rbd_settings[] = {
     { "syslog-enabled", T_BOOL, F(syslog_enabled), 0, 0, 1 },
     { "syslog-ident", T_STR, F(syslog_ident), 0, 0, 1 },
     { "syslog-facility", T_FACILITY, F(syslog_facility), 0, 0, 1 },
+    /* Repeatable: each line adds rules for its user or group (acl.c). */
+    { "acl-user", T_ACL_USER, F(acl), 0, 0, 1 },
+    { "acl-group", T_ACL_GROUP, F(acl), 0, 0, 1 },
 };
 const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
 

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_RINGMODE,
-               T_UIDS, T_GIDS, T_GROUP, T_SOURCE, T_I64, T_FACILITY } kind_t;
+               T_UIDS, T_GIDS, T_GROUP, T_SOURCE, T_I64, T_FACILITY, T_ACL_USER,
+               T_ACL_GROUP } kind_t;
 
 typedef struct setting {
     const char *name;

@@ -31,6 +31,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "cmd.h"
 #include "dirs.h"
 #include "ready.h"
 #include "recovery.h"
@@ -274,6 +275,7 @@ int main(int argc, char **argv)
     sigset_t sigs;
     int status;
 
+    rbd_acl_set_known(rbd_cmd_known);   /* before any configuration is read */
     if ((status = parse_args(argc, argv, &src, &o)) >= 0 ||
         (status = configure(&src, &s.cfg)) >= 0)
         return status;

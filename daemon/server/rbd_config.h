@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "acl.h"
 #include "ringbloom.h"
 
 #define RBD_MAX_IDS 32
@@ -85,6 +86,7 @@ typedef struct rbd_config {
     int syslog_enabled;          /* log to syslog too when detached */
     char syslog_ident[64];
     int syslog_facility;         /* LOG_DAEMON, LOG_USER, LOG_LOCAL0..7 */
+    rbd_acl_t acl;               /* acl-user and acl-group lines (acl.c) */
 } rbd_config_t;
 
 /* Where the settings come from: filled by main.c from its arguments and

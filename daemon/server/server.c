@@ -1,7 +1,7 @@
 /*
  * server.c - ringbloomd's event loop: one epoll loop over the listener, a
  * signalfd and non-blocking Unix socket clients with pipelining
- * (client.c); access control by peer credentials, limits, idle timeouts,
+ * (client.c); access tiers by peer credentials (acl.c), limits, idle timeouts,
  * SIGHUP reloads, housekeeping and group commit.
  *
  * One loop turn: read every readable client and execute every complete
@@ -62,31 +62,23 @@
                                 syslog, snapshot files, the spare (B3) */
 #define ACCEPT_PAUSE_MS 1000u
 
-/* 1 if the peer of fd (uid, primary gid) may run mutations under the
- * current configuration.  allow-write-gid also matches the peer's
- * supplementary groups as the kernel recorded them at connect
- * (SO_PEERGROUPS): a user such as www-data added to group ringbloom has
- * it only as a supplementary group. */
-static int may_write(const server_t *s, int fd, uid_t uid, gid_t gid)
+/* The ACL rule sets (acl.c, rbd_acl_resolve) of the peer of fd (uid,
+ * primary gid) under the current configuration.  Group rules (acl-group,
+ * allow-write-gid) also match the peer's supplementary groups as the
+ * kernel recorded them at connect (SO_PEERGROUPS): a user such as
+ * www-data added to group ringbloom has it only as a supplementary
+ * group. */
+static void peer_acl(const server_t *s, int fd, uid_t uid, gid_t gid, rbd_acl_who_t *who)
 {
-    static gid_t groups[NGROUPS_MAX + 1];   /* the loop is one thread */
-    socklen_t len = sizeof(groups);
-    size_t n;
+    static gid_t groups[NGROUPS_MAX + 2];   /* the loop is one thread */
+    socklen_t len = sizeof(groups) - sizeof(groups[0]);
+    size_t n = 1;
 
-    for (size_t i = 0; i < s->cfg.write_uids.n; i++)
-        if (s->cfg.write_uids.id[i] == uid)
-            return 1;
-    for (size_t i = 0; i < s->cfg.write_gids.n; i++)
-        if (s->cfg.write_gids.id[i] == gid)
-            return 1;
-    if (s->cfg.write_gids.n == 0 || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
-        return 0;
-    n = len / sizeof(groups[0]);
-    for (size_t i = 0; i < s->cfg.write_gids.n; i++)
-        for (size_t j = 0; j < n; j++)
-            if (s->cfg.write_gids.id[i] == groups[j])
-                return 1;
-    return 0;
+    groups[0] = gid;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups + 1, &len) == 0)
+        n += len / sizeof(groups[0]);
+    rbd_acl_resolve(&s->cfg.acl, s->cfg.write_uids.id, s->cfg.write_uids.n,
+                    s->cfg.write_gids.id, s->cfg.write_gids.n, getuid(), uid, groups, n, who);
 }
 
 /* B3: raises the descriptor limit to what max-clients needs, or lowers
@@ -253,6 +245,7 @@ static void accept_clients(server_t *s)
 
     for (;;) {
         struct ucred cred;
+        rbd_acl_who_t who;
         socklen_t len = sizeof(cred);
         uint32_t reserve;
         int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -277,18 +270,20 @@ static void accept_clients(server_t *s)
             close(fd);
             continue;
         }
-        /* B4: the last `reserve` places are for clients that may write
-         * (at most half of them: readers are never locked out). */
+        /* B4: the last `reserve` places are for clients the configuration
+         * names (root, the daemon's user, acl-user, acl-group,
+         * allow-write-*: not the default readers), at most half of them:
+         * readers are never locked out. */
         reserve = s->cfg.reserved_writer_clients < s->cfg.max_clients / 2
                       ? s->cfg.reserved_writer_clients : s->cfg.max_clients / 2;
+        peer_acl(s, fd, cred.uid, cred.gid, &who);
         if (s->nclients >= s->cfg.max_clients ||
-            (s->nclients + reserve >= s->cfg.max_clients &&
-             !may_write(s, fd, cred.uid, cred.gid))) {
+            (s->nclients + reserve >= s->cfg.max_clients && !who.named)) {
             s->rejected_clients++;
             refuse(fd, full);
             continue;
         }
-        rbd_client_new(s, fd, &cred, may_write(s, fd, cred.uid, cred.gid));
+        rbd_client_new(s, fd, &cred, &who);
     }
 }
 
@@ -334,8 +329,8 @@ void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
     }
     for (size_t fd = 0; fd < s->clients_cap; fd++)
         if (s->clients[fd] != NULL)
-            s->clients[fd]->can_write =
-                may_write(s, (int)fd, s->clients[fd]->uid, s->clients[fd]->gid);
+            peer_acl(s, (int)fd, s->clients[fd]->uid, s->clients[fd]->gid,
+                     &s->clients[fd]->who);
 }
 
 static void handle_signals(server_t *s)

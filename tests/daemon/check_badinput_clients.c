@@ -6,6 +6,8 @@
  */
 #include "badinput.h"
 
+#include <pwd.h>
+
 /* ---- connections ----------------------------------------------------------------- */
 
 /* Waits (<= ms) for the daemon to close fd, which must get no reply,
@@ -234,8 +236,12 @@ START_TEST(test_badinput_unauthorised_uid)
             _exit(11);
         for (size_t i = 0; i < NARGS(writes); i++) {
             int rc = run_args(o, buf, sizeof(buf), writes[i].n, writes[i].a);
-            snprintf(want, sizeof(want), "NOPERM this user (uid 65534) has no permissions to "
-                     "run the '%s' command", writes[i].cmd);
+            struct passwd *pw = getpwuid(65534);
+            char user[64];
+            snprintf(user, sizeof(user), "%s", pw ? pw->pw_name : "65534");
+            snprintf(want, sizeof(want), "NOPERM User %s has no permissions to run the '%s' "
+                     "command (rule: user default: +@read +@connection +@transaction)", user,
+                     writes[i].cmd);
             if (rc != RB_EPERM || strcmp(buf, want) != 0) {
                 snprintf(msg, 4096, "write %zu: expected [%s], got [%s] (rc %d)", i, want, buf,
                          rc);

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <poll.h>
+#include <pwd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <termios.h>
@@ -228,11 +229,16 @@ START_TEST(test_proto_queued_noperm_aborts_exec)
                (unsigned)getuid());
         return;
     }
+    struct passwd *pw = getpwuid(RB_TEST_OTHER_UID);
+    char user[64];
+
+    snprintf(user, sizeof(user), "%s", pw ? pw->pw_name : "65534");
     snprintf(want, sizeof(want), "+OK\r\n+QUEUED\r\n"
-             "-NOPERM this user (uid %u) has no permissions to run the 'bf.add' command\r\n"
-             "-NOPERM this user (uid %u) has no permissions to run the 'ring.add' command\r\n"
-             "-EXECABORT Transaction discarded because of previous errors.\r\n",
-             (unsigned)RB_TEST_OTHER_UID, (unsigned)RB_TEST_OTHER_UID);
+             "-NOPERM User %s has no permissions to run the 'bf.add' command "
+             "(rule: user default: +@read +@connection +@transaction)\r\n"
+             "-NOPERM User %s has no permissions to run the 'ring.add' command "
+             "(rule: user default: +@read +@connection +@transaction)\r\n"
+             "-EXECABORT Transaction discarded because of previous errors.\r\n", user, user);
     got = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(got != MAP_FAILED);
     rbd_start(&d, NULL);

@@ -111,6 +111,7 @@ static const example_t examples[] = {
     { "RESET", NULL, "RESET" },
     { "TIME", NULL, "TIME" },
     { "CONFIG", NULL, "CONFIG GET max*" },
+    { "ACL", NULL, "ACL WHOAMI" },
     { "INFO", NULL, "INFO persistence" },
     { "SAVE", NULL, "SAVE" },
     { "BGSAVE", NULL, "BGSAVE" },

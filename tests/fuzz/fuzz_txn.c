@@ -82,7 +82,8 @@ static void srv_open(srv_t *t)
     CHECK(rbd_sinks_add(&t->s.state.sinks, &rbd_sink_log, &t->s.aof, -1) == 0);
     t->s.snaps.wakefd = -1;   /* no event loop: a BGSAVE is waited for */
     CHECK(rbd_snapshot_save(&t->s.snaps, &t->s.aof, t->s.state.seg, err, sizeof(err)) == 0);
-    t->c.can_write = 1;
+    t->c.who.n = 1;                      /* +@all, as root */
+    t->c.who.e[0].set = RBD_ACL_ALL;
 }
 
 static void srv_close(srv_t *t)

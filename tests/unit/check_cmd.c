@@ -95,23 +95,26 @@ START_TEST(test_cmd_bf_add_and_exists_reply_as_redisbloom)
 }
 END_TEST
 
-/* CMD_WRITE and CMD_ADMIN need write permission; reads do not.  A refused
+/* The default tier (+@read +@connection +@transaction) may read but not
+ * write (@write) or SAVE (@admin), and the refusal names the rule; a refused
  * write changes and logs nothing. */
 START_TEST(test_cmd_flags_refuse_writes_without_permission)
 {
-    char want[160];
+    char want[400], user[256];
     uint64_t changes;
     tsrv_t t;
 
     tsrv_open(&t);
     ck_assert_str_eq(run(&t, "BF.ADD", "f", "a", NULL), ":1\r\n");
     changes = t.s.aof.changes;
-    t.c.can_write = 0;
-    snprintf(want, sizeof(want), "-NOPERM this user (uid %u) has no permissions to run the "
-             "'bf.add' command\r\n", (unsigned)getuid());
+    t.c.who.e[0].set = RBD_ACL_READER;   /* the default tier: +@read ... */
+    t.c.who.e[0].by = RBD_ACL_BY_DEFAULT;
+    rbd_acl_user_name(getuid(), user, sizeof(user));
+    snprintf(want, sizeof(want), "-NOPERM User %s has no permissions to run the 'bf.add' "
+             "command (rule: user default: +@read +@connection +@transaction)\r\n", user);
     ck_assert_str_eq(run(&t, "BF.ADD", "f", "b", NULL), want);
-    snprintf(want, sizeof(want), "-NOPERM this user (uid %u) has no permissions to run the "
-             "'save' command\r\n", (unsigned)getuid());
+    snprintf(want, sizeof(want), "-NOPERM User %s has no permissions to run the 'save' "
+             "command (rule: user default: +@read +@connection +@transaction)\r\n", user);
     ck_assert_str_eq(run(&t, "SAVE", NULL), want);
     ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "a", NULL), ":1\r\n");
     ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "b", NULL), ":0\r\n");
@@ -123,8 +126,8 @@ START_TEST(test_cmd_flags_refuse_writes_without_permission)
 END_TEST
 
 /* CONFIG SET: all pairs or none (a bad second pair leaves the first
- * unset), a restart-only setting refused, a client that may not write
- * refused, and what it sets is in force at once (the slow log takes the
+ * unset), a restart-only setting refused, the ACL lines refused (they
+ * add, CONFIG SET replaces), a client without @admin refused, and what it sets is in force at once (the slow log takes the
  * next command, its length is the new one). */
 START_TEST(test_cmd_config_set_all_or_nothing)
 {
@@ -151,7 +154,10 @@ START_TEST(test_cmd_config_set_all_or_nothing)
     ck_assert_str_eq(run(&t, "SLOWLOG", "RESET", NULL), "+OK\r\n");
     run(&t, "PING", NULL);
     ck_assert_str_eq(run(&t, "SLOWLOG", "LEN", NULL), ":0\r\n");
-    t.c.can_write = 0;
+    ck_assert_ptr_nonnull(strstr(run(&t, "CONFIG", "SET", "acl-user", "nobody +@all",
+                                     NULL), "SIGHUP"));   /* lines add: the file's */
+    t.c.who.e[0].set = RBD_ACL_WRITER;   /* the write tier: no @admin */
+    t.c.who.e[0].by = RBD_ACL_BY_DEFAULT;
     ck_assert_ptr_nonnull(strstr(run(&t, "CONFIG", "SET", "slowlog-max-len", "9", NULL),
                                  "NOPERM"));
     ck_assert_int_eq(t.s.cfg.slowlog_max_len, 2);

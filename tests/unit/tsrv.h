@@ -52,7 +52,8 @@ static inline void tsrv_open_sized(tsrv_t *t, const char *instance, uint64_t max
     ck_assert_int_eq(rbd_snapshot_save(&t->s.snaps, &t->s.aof, t->s.state.seg, err,
                                        sizeof(err)), 0);
     t->c.uid = getuid();
-    t->c.can_write = 1;
+    t->c.who.n = 1;                      /* +@all, as root */
+    t->c.who.e[0].set = RBD_ACL_ALL;
 }
 
 static inline void tsrv_close(tsrv_t *t)
