@@ -8,8 +8,8 @@
 # (a snapshot's freeze and loop turns as events); MONITOR printing other
 # clients' commands as redis-server does, quoted; INFO's keyspace, clients
 # and memory fields; and Debian's prometheus-redis-exporter scraping the
-# socket without an error line (skipped with its reason where it is not
-# installed).
+# socket without an error line, as the prometheus user under the ACL rule
+# the README gives it (skipped with its reason where it is not installed).
 set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 srcdir=${srcdir:-$(dirname "$0")/../..}
@@ -17,7 +17,14 @@ srcdir=${srcdir:-$(dirname "$0")/../..}
 fail() { rbd_sh_fail "$1"; }
 checks=0
 ok() { checks=$((checks + 1)); }
-rbd_sh_start tools "rbtools$$"
+# The exporter's user (Debian's package makes "prometheus") gets what
+# redis_exporter's docs ask of an ACL user, and no more.
+acl=
+id prometheus > /dev/null 2>&1 &&
+    acl="acl-user prometheus +@read +@connection +config|get +slowlog +latency"
+rbd_sh_start tools "rbtools$$" "socket-mode 0666
+$acl"
+chmod 755 "$dir"
 R() { redis-cli -s "$dir/s.sock" "$@"; }
 mon=
 exporter=
@@ -111,7 +118,9 @@ ok
 # prometheus-redis-exporter (Debian's), scraping the socket.
 if command -v prometheus-redis-exporter > /dev/null 2>&1 && command -v curl > /dev/null 2>&1; then
     port=$((20000 + $$ % 20000))
-    prometheus-redis-exporter -redis.addr "unix://$dir/s.sock" \
+    as=
+    [ "$(id -u)" = 0 ] && [ -n "$acl" ] && as="runuser -u prometheus --"
+    $as prometheus-redis-exporter -redis.addr "unix://$dir/s.sock" \
         -web.listen-address "127.0.0.1:$port" > "$dir/exporter.log" 2>&1 &
     exporter=$!
     i=0
@@ -128,6 +137,14 @@ if command -v prometheus-redis-exporter > /dev/null 2>&1 && command -v curl > /d
     grep -Eq 'level=(error|warning)' "$dir/exporter.log" &&
         fail "exporter logged: $(grep -E 'level=(error|warning)' "$dir/exporter.log")"
     kill "$exporter"; exporter=
+    if [ -n "$as" ]; then   # the rule lets it read, not write
+        $as redis-cli -s "$dir/s.sock" BF.ADD a p | grep -q NOPERM ||
+            fail "the exporter's user could BF.ADD"
+        $as redis-cli -s "$dir/s.sock" CONFIG SET slowlog-max-len 1 | grep -q NOPERM ||
+            fail "the exporter's user could CONFIG SET"
+    else
+        echo "not root or no prometheus user: the exporter ran as $(id -un)"
+    fi
     ok
 else
     echo "prometheus-redis-exporter or curl not installed: its scrape is skipped"
