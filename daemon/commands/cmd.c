@@ -36,11 +36,12 @@ static const rbd_command_t dispatch_table[];
 extern const rbd_command_t rbd_cmd_bf_table[], rbd_cmd_bf_dump_table[], rbd_cmd_hll_table[],
     rbd_cmd_ring_table[], rbd_cmd_server_table[], rbd_cmd_info_table[], rbd_cmd_keys_table[],
     rbd_cmd_cms_table[], rbd_cmd_admit_table[], rbd_cmd_cf_table[], rbd_cmd_cbf_table[],
-    rbd_cmd_observe_table[];
+    rbd_cmd_observe_table[], rbd_cmd_client_table[];
 static const rbd_command_t *const families[] = {
     rbd_cmd_bf_table, rbd_cmd_bf_dump_table, rbd_cmd_hll_table, rbd_cmd_ring_table,
     rbd_cmd_server_table, rbd_cmd_info_table, rbd_cmd_keys_table, rbd_cmd_cms_table,
     rbd_cmd_admit_table, rbd_cmd_cf_table, rbd_cmd_cbf_table, rbd_cmd_observe_table,
+    rbd_cmd_client_table,
     dispatch_table,
 };
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))
@@ -204,6 +205,8 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
     }
     if (effects_only && !((x.sub ? x.sub : x.cmd)->flags & (CMD_WRITE | CMD_ADMIN)))
         return;
+    c->last_cmd = x.cmd->name;   /* CLIENT LIST's cmd= */
+    c->last_sub = x.sub != NULL ? x.sub->name : NULL;
     t0 = rbd_mono_us();
     (x.sub ? x.sub : x.cmd)->fn(&x);
     rbd_observe_command(s, c, argc, argv, argl, rbd_mono_us() - t0);

@@ -130,6 +130,11 @@ void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
 
 /* ---- handlers' helpers (cmd_util.c) ---------------------------------------------- */
 
+/* A name for CLIENT SETNAME / SETINFO / HELLO SETNAME (argument i):
+ * printable ASCII without spaces, as Redis asks.  A copy goes to *slot
+ * (NULL for an empty name): 0, or replies why not (what: "Client names",
+ * "lib-name") and returns -1. */
+int rbd_cmd_set_name(rbd_ctx_t *x, size_t i, const char *what, char **slot);
 /* 1 if argument i is word, ignoring case. */
 int rbd_cmd_arg_is(const rbd_ctx_t *x, size_t i, const char *word);
 /* Strict integer (Redis's string2ll rules: no sign for zero, no spaces):

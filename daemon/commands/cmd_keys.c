@@ -97,6 +97,38 @@ static void cmd_type(rbd_ctx_t *x)
     rbi_resp_simple(x->out, k != NULL ? k->type : "none");
 }
 
+/* MEMORY USAGE key [SAMPLES count]: the bytes of the key's arrays in the
+ * segment (what rb_filter_summary counts; SAMPLES is Redis's and changes
+ * nothing: nothing is sampled), nil for a key that does not exist. */
+static void cmd_memory(rbd_ctx_t *x)
+{
+    rb_filter_summary_t sum;
+    long long samples;
+    int rc;
+
+    if (rbd_cmd_arg_is(x, 1, "HELP") && x->argc == 2) {
+        rbi_resp_array(x->out, 2);
+        rbi_resp_simple(x->out, "MEMORY USAGE <key> [SAMPLES <count>]");
+        rbi_resp_simple(x->out, "    Return memory in bytes used by <key>'s arrays.");
+        return;
+    }
+    if (!rbd_cmd_arg_is(x, 1, "USAGE") || x->argc < 3 ||
+        (x->argc != 3 && !(x->argc == 5 && rbd_cmd_arg_is(x, 3, "SAMPLES") &&
+                           rbd_cmd_arg_ll(x, 4, &samples) == 0 && samples >= 0))) {
+        rbi_resp_error(x->out, "ERR unknown subcommand or wrong number of arguments for "
+                       "'%.*s'. Try MEMORY HELP.", (int)(x->argl[1] < 64 ? x->argl[1] : 64),
+                       x->argv[1]);
+        return;
+    }
+    rc = rb_filter_summary(x->s->state.seg, x->argv[2], x->argl[2], &sum);
+    if (rc == RB_OK)
+        rbi_resp_int(x->out, (long long)sum.bytes);
+    else if (rc == RB_ENOENT || rc == RB_EINVAL)
+        rbi_resp_nil(x->out);
+    else
+        rbi_resp_error(x->out, "ERR %s", rb_strerror(rc));
+}
+
 static int count_one(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
 {
     (void)name;
@@ -271,6 +303,9 @@ const rbd_command_t rbd_cmd_keys_table[] = {
     RBD_COMMAND("SCAN", -2, 0, cmd_scan, "generic",
                 "Iterates over the Bloom filters' names",
                 "cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [TYPE type]"),
+    RBD_COMMAND("MEMORY", -2, 0, cmd_memory, "server",
+                "Returns the bytes a key's arrays take in the segment",
+                "(USAGE key [SAMPLES count:integer] | HELP)"),
     RBD_COMMAND_CATS("DBSIZE", 1, CMD_FAST, ACL_KEYSPACE, cmd_dbsize, "server",
                 "Returns the number of Bloom filters",
                 ""),

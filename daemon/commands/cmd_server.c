@@ -49,106 +49,6 @@ static void cmd_select(rbd_ctx_t *x)
         rbi_resp_error(x->out, "ERR DB index is out of range");
 }
 
-/* A name for CLIENT SETNAME / SETINFO / HELLO SETNAME: printable ASCII
- * without spaces, as Redis asks.  A copy goes to *slot (NULL for an empty
- * name): 0, or replies why not (what: "Client names", "lib-name") and
- * returns -1. */
-static int set_name(rbd_ctx_t *x, size_t i, const char *what, char **slot)
-{
-    char *copy = NULL;
-
-    for (size_t k = 0; k < x->argl[i]; k++)
-        if (x->argv[i][k] < '!' || x->argv[i][k] > '~') {
-            rbi_resp_error(x->out, "ERR %s cannot contain spaces, newlines or special "
-                           "characters.", what);
-            return -1;
-        }
-    if (x->argl[i] > 0 && (copy = strndup(x->argv[i], x->argl[i])) == NULL) {
-        rbi_resp_error(x->out, "ERR out of memory");
-        return -1;
-    }
-    free(*slot);
-    *slot = copy;
-    return 0;
-}
-
-/* CLIENT INFO's line: every field of Redis 7.2's, in its order (redis-py's
- * parser reads sub, psub, qbuf, obl, omem, tot-mem ... as integers and
- * fails on a missing one), with what it means here or zero, then the
- * peer's credentials. */
-static void client_info(rbd_ctx_t *x)
-{
-    const client_t *c = x->c;
-    uint64_t now = rbd_mono_ms();
-    char line[1024];
-    int n = snprintf(line, sizeof(line), "id=%llu addr=%s:0 laddr=%s:0 fd=%d name=%s age=%llu "
-                     "idle=%llu flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=%zu "
-                     "qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 obl=0 oll=0 omem=%zu "
-                     "tot-mem=%llu events=r cmd=client|info user=default redir=-1 resp=%d "
-                     "lib-name=%s lib-ver=%s uid=%u pid=%d\n",
-                     (unsigned long long)c->id, x->s->cfg.socket, x->s->cfg.socket,
-                     c->fd, c->name ? c->name : "",
-                     (unsigned long long)(now - c->created_ms) / 1000,
-                     (unsigned long long)(now - c->last_active_ms) / 1000,
-                     c->txn.active ? "x" : "N", c->txn.active ? (int)c->txn.count : -1,
-                     c->in.len, c->in.cap - c->in.len, c->in.cap, c->out.len,
-                     (unsigned long long)c->mem, c->out.resp3 ? 3 : 2,
-                     c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "",
-                     (unsigned)c->uid, (int)c->pid);
-
-    rbi_resp_verbatim(x->out, line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
-/* CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
- * INFO: what Redis clients send on connecting (redis-py and node-redis
- * send SETINFO and ignore its errors), answered as Redis 7.2 does. */
-static void cmd_client(rbd_ctx_t *x)
-{
-    static const char *const subs[] = { "ID", "GETNAME", "SETNAME", "SETINFO", "INFO" };
-    static const size_t argcs[] = { 2, 2, 3, 4, 2 };
-    size_t sub = 0;
-    char **slot;
-
-    while (sub < 5 && !rbd_cmd_arg_is(x, 1, subs[sub]))
-        sub++;
-    if (sub == 5) {
-        rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'.", (int)x->argl[1], x->argv[1]);
-        return;
-    }
-    if (x->argc != argcs[sub]) {
-        rbi_resp_error(x->out, "ERR wrong number of arguments for 'client|%s' command",
-                       sub == 0 ? "id" : sub == 1 ? "getname" : sub == 2 ? "setname"
-                       : sub == 3 ? "setinfo" : "info");
-        return;
-    }
-    switch (sub) {
-    case 0:
-        rbi_resp_int(x->out, (long long)x->c->id);
-        break;
-    case 1:
-        if (x->c->name != NULL)
-            rbi_resp_bulk_str(x->out, x->c->name);
-        else
-            rbi_resp_nil(x->out);
-        break;
-    case 2:
-        if (set_name(x, 2, "Client names", &x->c->name) == 0)
-            rbi_resp_simple(x->out, "OK");
-        break;
-    case 3:
-        slot = rbd_cmd_arg_is(x, 2, "LIB-NAME") ? &x->c->lib_name
-               : rbd_cmd_arg_is(x, 2, "LIB-VER") ? &x->c->lib_ver : NULL;
-        if (slot == NULL)
-            rbi_resp_error(x->out, "ERR Unrecognized option '%.*s'",
-                           (int)(x->argl[2] < 64 ? x->argl[2] : 64), x->argv[2]);
-        else if (set_name(x, 3, slot == &x->c->lib_name ? "lib-name" : "lib-ver", slot) == 0)
-            rbi_resp_simple(x->out, "OK");
-        break;
-    default:
-        client_info(x);
-    }
-}
-
 /* HELLO [protover [AUTH user pass] [SETNAME name]]: Redis 7's checks in
  * its order, then the protocol switch and a map about the server (in
  * RESP2 a flat array).  There are no passwords: AUTH succeeds for the
@@ -186,7 +86,7 @@ static void cmd_hello(rbd_ctx_t *x)
             return;
         }
     }
-    if (name != 0 && set_name(x, name, "Client names", &x->c->name) != 0)
+    if (name != 0 && rbd_cmd_set_name(x, name, "Client names", &x->c->name) != 0)
         return;
     if (ver != 0)
         x->out->resp3 = ver == 3;
@@ -465,10 +365,6 @@ const rbd_command_t rbd_cmd_server_table[] = {
     RBD_COMMAND("SELECT", 2, CMD_FAST, cmd_select, "connection",
                 "Selects database 0, the only one",
                 "index:integer"),
-    RBD_COMMAND("CLIENT", -2, 0, cmd_client, "connection",
-                "Describes or names the connection",
-                "(ID|GETNAME|SETNAME connection-name|SETINFO (LIB-NAME libname|LIB-VER "
-                "libver)|INFO)"),
     RBD_COMMAND("HELLO", -1, CMD_FAST, cmd_hello, "connection",
                 "Switches the protocol and describes the server",
                 "[protover:integer [AUTH username password] [SETNAME clientname]]"),

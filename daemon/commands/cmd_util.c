@@ -378,3 +378,22 @@ void rbd_cmd_loadchunk(rbd_ctx_t *x, int type, void (*error)(rbd_ctx_t *x, int r
     else
         error(x, rc);
 }
+
+int rbd_cmd_set_name(rbd_ctx_t *x, size_t i, const char *what, char **slot)
+{
+    char *copy = NULL;
+
+    for (size_t k = 0; k < x->argl[i]; k++)
+        if (x->argv[i][k] < '!' || x->argv[i][k] > '~') {
+            rbi_resp_error(x->out, "ERR %s cannot contain spaces, newlines or special "
+                           "characters.", what);
+            return -1;
+        }
+    if (x->argl[i] > 0 && (copy = strndup(x->argv[i], x->argl[i])) == NULL) {
+        rbi_resp_error(x->out, "ERR out of memory");
+        return -1;
+    }
+    free(*slot);
+    *slot = copy;
+    return 0;
+}

@@ -51,6 +51,7 @@ typedef struct client {
     int awaits_reply;     /* a sink took its op (sink.h: with ring-source etcd,
                              a RING.* change): its answer, and the requests
                              after it, wait for the ticket (server.c) */
+    const char *last_cmd, *last_sub; /* the last command run (its row's names) */
     int monitor;          /* MONITOR: every other client's command is fed to it
                              (observe.c), counted in obs.monitors */
 } client_t;

@@ -474,9 +474,14 @@ START_TEST(test_perms_acl_tiers)
             snprintf(lower, sizeof(lower), "%s", w[0]);
             for (char *p = lower; *p; p++)
                 *p = (char)tolower((unsigned char)*p);
-            if (strcmp(lower, "acl") == 0)
-                snprintf(lower, sizeof(lower), "acl|%s", strcmp(w[1], "LIST") == 0 ? "list"
-                         : "dryrun");
+            if (strcmp(lower, "acl") == 0 || strcmp(lower, "config") == 0) {
+                /* a subcommand row: the refusal names it */
+                char sub[32];
+                snprintf(sub, sizeof(sub), "%s", w[1]);
+                for (char *p = sub; *p; p++)
+                    *p = (char)tolower((unsigned char)*p);
+                snprintf(lower + strlen(lower), sizeof(lower) - strlen(lower), "|%s", sub);
+            }
             if (cases[i].who == 0)
                 snprintf(rule, sizeof(rule), "rule: group %s (allow-write-gid): +@all -@admin "
                          "-@dangerous", grp);

@@ -119,6 +119,7 @@ static const example_t examples[] = {
     { "SLOWLOG", NULL, "SLOWLOG LEN" },
     { "LATENCY", NULL, "LATENCY LATEST" },
     { "MONITOR", NULL, "MONITOR" },
+    { "MEMORY", NULL, "MEMORY USAGE f%d" },
 };
 #define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
 

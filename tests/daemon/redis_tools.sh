@@ -6,7 +6,8 @@
 # set by CONFIG SET (and CONFIG GET reading it back; a restart-only setting
 # refused); LATENCY LATEST / HISTORY / RESET with latency-monitor-threshold
 # (a snapshot's freeze and loop turns as events); MONITOR printing other
-# clients' commands as redis-server does, quoted; INFO's keyspace, clients
+# clients' commands as redis-server does, quoted; CLIENT LIST and KILL;
+# MEMORY USAGE; INFO's keyspace, clients
 # and memory fields; and Debian's prometheus-redis-exporter scraping the
 # socket without an error line, as the prometheus user under the ACL rule
 # the README gives it (skipped with its reason where it is not installed).
@@ -21,7 +22,7 @@ ok() { checks=$((checks + 1)); }
 # redis_exporter's docs ask of an ACL user, and no more.
 acl=
 id prometheus > /dev/null 2>&1 &&
-    acl="acl-user prometheus +@read +@connection +config|get +slowlog +latency"
+    acl="acl-user prometheus +@read +ping +client|setname +config|get +slowlog +latency"
 rbd_sh_start tools "rbtools$$" "socket-mode 0666
 $acl"
 chmod 755 "$dir"
@@ -99,6 +100,12 @@ R CONFIG SET latency-monitor-threshold 0 > /dev/null   # no new sample after the
 [ -z "$(R LATENCY LATEST)" ] || fail "LATENCY LATEST not empty after RESET"
 ok
 
+# MEMORY USAGE: the arrays' bytes (a's: 1000 keys at 1%, ~1.2 kB).
+m=$(R MEMORY USAGE a)
+[ "$m" -ge 1000 ] && [ "$m" -le 4096 ] || fail "MEMORY USAGE a is $m"
+[ -z "$(R MEMORY USAGE nosuch)" ] || fail "MEMORY USAGE of a missing key is not nil"
+ok
+
 # MONITOR: another client's commands, as redis-server prints them.
 R MONITOR > "$dir/mon.txt" 2>&1 &
 mon=$!
@@ -112,7 +119,19 @@ while ! grep -q '"BF.ADD" "a" "q\\"uote"' "$dir/mon.txt"; do
     i=$((i + 1)); [ $i -gt 100 ] && fail "MONITOR printed no BF.ADD line: $(cat "$dir/mon.txt")"; sleep 0.05
 done
 grep -Eq '^[0-9]+\.[0-9]{6} \[0 unix:' "$dir/mon.txt" || fail "MONITOR's line format: $(cat "$dir/mon.txt")"
-kill "$mon"; mon=
+# CLIENT LIST shows it (flags O) and CLIENT KILL ID closes it.
+R CLIENT LIST > "$dir/list.txt"
+[ "$(grep -c '^id=' "$dir/list.txt")" = 2 ] || fail "CLIENT LIST: $(cat "$dir/list.txt")"
+mid=$(sed -n 's/^id=\([0-9]*\) .* flags=O .*/\1/p' "$dir/list.txt")
+[ -n "$mid" ] || fail "CLIENT LIST shows no monitor (flags=O): $(cat "$dir/list.txt")"
+grep -q "cmd=client|list user=$(id -un) " "$dir/list.txt" || fail "CLIENT LIST: no cmd= or user="
+[ "$(R CLIENT KILL ID "$mid")" = 1 ] || fail "CLIENT KILL ID $mid did not close one"
+i=0
+while kill -0 "$mon" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "the MONITOR client was not closed"; sleep 0.05
+done
+mon=
+[ "$(R CLIENT KILL ID "$mid")" = 0 ] || fail "CLIENT KILL of a closed client counted one"
 ok
 
 # prometheus-redis-exporter (Debian's), scraping the socket.
@@ -142,6 +161,8 @@ if command -v prometheus-redis-exporter > /dev/null 2>&1 && command -v curl > /d
             fail "the exporter's user could BF.ADD"
         $as redis-cli -s "$dir/s.sock" CONFIG SET slowlog-max-len 1 | grep -q NOPERM ||
             fail "the exporter's user could CONFIG SET"
+        $as redis-cli -s "$dir/s.sock" CLIENT KILL ID 1 | grep -q NOPERM ||
+            fail "the exporter's user could CLIENT KILL"
     else
         echo "not root or no prometheus user: the exporter ran as $(id -un)"
     fi
