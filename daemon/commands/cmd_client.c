@@ -2,7 +2,7 @@
  * cmd_client.c - CLIENT: the connection's own subcommands (ID, GETNAME,
  * SETNAME, SETINFO, INFO: what Redis clients send on connecting; redis-py
  * and node-redis send SETINFO and ignore its errors) and the
- * administrative ones over every connection (LIST, KILL), each a
+ * administrative ones over every connection (LIST, KILL, PAUSE, UNPAUSE), each a
  * subcommand row (an access rule may name client|list alone), answered
  * as Redis 7.2 does; their table row and handlers.
  */
@@ -174,6 +174,44 @@ static void client_kill(rbd_ctx_t *x)
         rbi_resp_error(x->out, "ERR No such client");
 }
 
+/* CLIENT PAUSE timeout [WRITE | ALL]: every other connection's commands
+ * (WRITE: those that change state) wait timeout ms, unread (client.c
+ * holds them in their input, the loop runs them when the pause ends);
+ * CLIENT UNPAUSE ends it now.  A second PAUSE lengthens it, never
+ * shortens it, and ALL wins over WRITE, as Redis. */
+static void client_pause(rbd_ctx_t *x)
+{
+    long long ms;
+    int writes = 0;
+
+    if (rbd_cmd_arg_ll(x, 2, &ms) != 0 || ms < 0) {
+        rbi_resp_error(x->out, "ERR timeout is not an integer or out of range");
+        return;
+    }
+    if (x->argc == 4 && rbd_cmd_arg_is(x, 3, "WRITE"))
+        writes = 1;
+    else if (x->argc == 4 && !rbd_cmd_arg_is(x, 3, "ALL")) {
+        rbi_resp_error(x->out, "ERR syntax error");
+        return;
+    }
+    if (x->argc > 4) {
+        rbi_resp_error(x->out, "ERR syntax error");
+        return;
+    }
+    /* ALL over WRITE while both are in force, the later end of the two. */
+    x->s->pause_writes = writes && (x->s->pause_until_ms == 0 || x->s->pause_writes);
+    if (rbd_mono_ms() + (uint64_t)ms > x->s->pause_until_ms)
+        x->s->pause_until_ms = rbd_mono_ms() + (uint64_t)ms;
+    rbi_resp_simple(x->out, "OK");
+}
+
+static void client_unpause(rbd_ctx_t *x)
+{
+    x->s->pause_until_ms = 0;
+    x->s->resume_pending = 1;   /* what waited runs at the next turn */
+    rbi_resp_simple(x->out, "OK");
+}
+
 static void client_id(rbd_ctx_t *x)
 {
     rbi_resp_int(x->out, (long long)x->c->id);
@@ -209,7 +247,7 @@ static void client_setinfo(rbd_ctx_t *x)
 static void cmd_client(rbd_ctx_t *x)
 {
     rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CLIENT ID, GETNAME, SETNAME, "
-                   "SETINFO, INFO, LIST or KILL.",
+                   "SETINFO, INFO, LIST, KILL, PAUSE or UNPAUSE.",
                    (int)(x->argl[1] < 64 ? x->argl[1] : 64), x->argv[1]);
 }
 
@@ -230,6 +268,11 @@ static const rbd_command_t client_subs[] = {
                    "Closes connections by id, user or address",
                    "(addr | (ID client-id:integer | USER username | ADDR addr | LADDR laddr | "
                    "SKIPME yesno)...)"),
+    RBD_SUBCOMMAND("PAUSE", -3, CMD_ADMIN, client_pause, "connection",
+                   "Holds other connections' commands (or their writes) for a while",
+                   "timeout:integer [WRITE | ALL]"),
+    RBD_SUBCOMMAND("UNPAUSE", 2, CMD_ADMIN, client_unpause, "connection",
+                   "Ends a CLIENT PAUSE", ""),
     RBD_COMMAND_END,
 };
 
@@ -238,6 +281,7 @@ const rbd_command_t rbd_cmd_client_table[] = {
                      "Describes, names or closes connections",
                      "(ID | GETNAME | SETNAME connection-name | SETINFO (LIB-NAME libname | "
                      "LIB-VER libver) | INFO | LIST [TYPE type] | KILL (ID client-id:integer | "
-                     "USER username | ADDR addr | SKIPME yesno)...)"),
+                     "USER username | ADDR addr | SKIPME yesno)... | PAUSE timeout:integer "
+                     "[WRITE | ALL] | UNPAUSE)"),
     RBD_COMMAND_END,
 };

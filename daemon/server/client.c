@@ -209,6 +209,27 @@ static void monitor_feed(server_t *s, const client_t *c, size_t argc, const char
     rbi_buf_free(&line);
 }
 
+/* CLIENT PAUSE (cmd_client.c): whether the request the parser completed
+ * in base waits (it stays in c's input; the loop runs it when the pause
+ * ends).  CLIENT itself never waits, so CLIENT UNPAUSE gets through; with
+ * WRITE only the commands that change state wait (EXEC with a change
+ * queued, not the queueing). */
+static int held_by_pause(const server_t *s, const client_t *c, const char *base)
+{
+    const rbd_command_t *cmd;
+
+    if (s->pause_until_ms == 0 || rbd_mono_ms() >= s->pause_until_ms || c->parser.nargs == 0)
+        return 0;
+    cmd = rbd_cmd_lookup(resp_arg(&c->parser, base, 0), c->parser.len[0]);
+    if (cmd != NULL && strcmp(cmd->name, "CLIENT") == 0)
+        return 0;
+    if (!s->pause_writes || cmd == NULL)
+        return 1;
+    if (c->txn.active)
+        return strcmp(cmd->name, "EXEC") == 0 && (c->txn.writes || (cmd->flags & CMD_WRITE));
+    return (cmd->flags & CMD_WRITE) != 0;
+}
+
 /* Runs the request the parser completed in base (c's input): its reply
  * goes to c->out.  0, or -1 if its arguments could not be gathered (out of
  * memory: c closes). */
@@ -277,6 +298,10 @@ static int run_input(server_t *s, client_t *c)
             rbi_resp_error(&c->out, "ERR %s", err);
             s->protocol_errors++;
             c->closing = 1;
+            break;
+        }
+        if (held_by_pause(s, c, base)) {
+            resp_parser_reset(&c->parser);   /* parsed again when the pause ends */
             break;
         }
         if (c->parser.nargs > 0 && execute(s, c, base) != 0) {

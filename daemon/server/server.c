@@ -389,6 +389,10 @@ static void housekeeping(server_t *s, uint64_t now)
          * its changes waited for 2 s. */
         rbd_sinks_tick(&s->state.sinks, &s->state);
     }
+    if (s->pause_until_ms != 0 && now >= s->pause_until_ms) {
+        s->pause_until_ms = 0;     /* CLIENT PAUSE is over: what waited runs */
+        s->resume_pending = 1;
+    }
     if (s->accept_paused && now >= s->accept_resume_ms)
         accept_resume(s);
     if (s->cfg.timeout > 0) {

@@ -53,6 +53,9 @@ typedef struct server {
     /* Puts a configuration in force (rbd_server_apply): how CONFIG SET,
      * below the loop, reaches it (set by rbd_server_listen). */
     void (*apply)(struct server *s, const rbd_config_t *fresh);
+    uint64_t pause_until_ms;   /* CLIENT PAUSE: clients' commands wait until then
+                                  (monotonic; 0: no pause), all of them or, with */
+    int pause_writes;          /* ... this, those that change state (client.c) */
     int foreground;            /* -f: the log's stderr, no syslog (rbd_log.c) */
     /* stats */
     uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,

@@ -6,7 +6,8 @@
 # set by CONFIG SET (and CONFIG GET reading it back; a restart-only setting
 # refused); LATENCY LATEST / HISTORY / RESET with latency-monitor-threshold
 # (a snapshot's freeze and loop turns as events); MONITOR printing other
-# clients' commands as redis-server does, quoted; CLIENT LIST and KILL;
+# clients' commands as redis-server does, quoted; CLIENT LIST, KILL, PAUSE
+# WRITE (a write waits, a read does not) and UNPAUSE;
 # MEMORY USAGE; INFO's keyspace, clients
 # and memory fields; and Debian's prometheus-redis-exporter scraping the
 # socket without an error line, as the prometheus user under the ACL rule
@@ -104,6 +105,20 @@ ok
 m=$(R MEMORY USAGE a)
 [ "$m" -ge 1000 ] && [ "$m" -le 4096 ] || fail "MEMORY USAGE a is $m"
 [ -z "$(R MEMORY USAGE nosuch)" ] || fail "MEMORY USAGE of a missing key is not nil"
+ok
+
+# CLIENT PAUSE WRITE: a write waits, a read does not; UNPAUSE runs it.
+[ "$(R CLIENT PAUSE 60000 WRITE)" = OK ] || fail "CLIENT PAUSE failed"
+R BF.ADD a held > "$dir/held.txt" 2>&1 &
+held=$!
+sleep 0.3
+[ "$(R BF.EXISTS a x)" = 1 ] || fail "a read waited in a WRITE pause"
+kill -0 "$held" 2>/dev/null || fail "a write ran in a WRITE pause: $(cat "$dir/held.txt")"
+[ "$(R BF.EXISTS a held)" = 0 ] || fail "the held write was applied"
+[ "$(R CLIENT UNPAUSE)" = OK ] || fail "CLIENT UNPAUSE failed"
+wait "$held"
+[ "$(cat "$dir/held.txt")" = 1 ] || fail "the held write answered $(cat "$dir/held.txt")"
+[ "$(R BF.EXISTS a held)" = 1 ] || fail "the held write was lost"
 ok
 
 # MONITOR: another client's commands, as redis-server prints them.
