@@ -26,27 +26,12 @@ static void teardown(void)
     rbd_teardown();
 }
 
-/* Lines of the file at path that contain needle (0 if there is no file). */
-static int count_in(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    char line[4096];
-    int n = 0;
-
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
-        n += strstr(line, needle) != NULL;
-    fclose(f);
-    return n;
-}
-
 /* Waits (<= 5 s) until the file at path has a line with needle. */
 static void wait_for(const char *path, const char *needle)
 {
     uint64_t until = rb_test_now_ms() + 5000;
 
-    while (count_in(path, needle) == 0) {
+    while (rbd_file_count(path, needle) == 0) {
         ck_assert_msg(rb_test_now_ms() < until, "%s: no line with '%s' within 5 s", path,
                       needle);
         usleep(10000);
@@ -82,7 +67,7 @@ START_TEST(test_logfile_reopened_after_rename)
     snprintf(want, sizeof(want), "* ring change made: RING.ADD n1 3 (uid %u, pid %d)",
              (unsigned)getuid(), (int)getpid());
     wait_for(path, want);
-    ck_assert_int_eq(count_in(path, "ring change"), 1);
+    ck_assert_int_eq(rbd_file_count(path, "ring change"), 1);
 
     snprintf(old, sizeof(old), "%s.1", path);
     ck_assert_int_eq(rename(path, old), 0);
@@ -92,16 +77,16 @@ START_TEST(test_logfile_reopened_after_rename)
     wait_for(path, "configuration reloaded");
     rbd_expect(c, "OK", "RING.DOWN", "n1");
     wait_for(path, "ring change made: RING.DOWN n1 (uid");
-    ck_assert_int_eq(count_in(old, "RING.DOWN"), 0);
-    ck_assert_int_eq(count_in(old, "configuration reloaded"), 0);
-    ck_assert_int_eq(count_in(path, "RING.ADD"), 0);
+    ck_assert_int_eq(rbd_file_count(old, "RING.DOWN"), 0);
+    ck_assert_int_eq(rbd_file_count(old, "configuration reloaded"), 0);
+    ck_assert_int_eq(rbd_file_count(path, "RING.ADD"), 0);
     rb_conn_close(c);
 
     /* A restart replays the ring's log silently: no change is logged again. */
     rbd_stop(&d, SIGTERM);
     rbd_restart_cold(&d);
     wait_for(path, "ready");
-    ck_assert_int_eq(count_in(path, "ring change"), 1);
+    ck_assert_int_eq(rbd_file_count(path, "ring change"), 1);
 }
 END_TEST
 
@@ -122,8 +107,8 @@ START_TEST(test_logfile_cannot_open)
     rbd_write_conf(&d, extra);
     ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
     wait_for(path, "settings applied but cannot open logfile");
-    ck_assert_int_eq(count_in(path, bad), 1);
-    ck_assert_int_eq(count_in(path, "the log stays where it was"), 1);
+    ck_assert_int_eq(rbd_file_count(path, bad), 1);
+    ck_assert_int_eq(rbd_file_count(path, "the log stays where it was"), 1);
     c = rbd_connect(&d);
     snprintf(extra, sizeof(extra), "logfile\n%s", path);   /* CONFIG GET names the file in use */
     rbd_expect(c, extra, "CONFIG", "GET", "logfile");
@@ -143,7 +128,7 @@ START_TEST(test_logfile_cannot_open)
     why = rbd_start_fails(d.conf);
     ck_assert_msg(strstr(why, " ! cannot start: ") != NULL && strstr(why, bad) != NULL, "%s",
                   why);
-    ck_assert_int_eq(count_in(path, " ! cannot start: "), 1);
+    ck_assert_int_eq(rbd_file_count(path, " ! cannot start: "), 1);
 }
 END_TEST
 

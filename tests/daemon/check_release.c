@@ -97,21 +97,6 @@ static void reader_main(rel_shared_t *sh, const char *inst)
     _exit(0);
 }
 
-/* A number field of INFO memory (or persistence); asserts it is there. */
-static double info_num(rb_conn_t *c, const char *section, const char *field)
-{
-    char want[80];
-    const char *t, *p;
-    int rc;
-
-    t = rbd_cmd(c, &rc, "INFO", section, (const char *)NULL);
-    ck_assert_int_eq(rc, RB_OK);
-    snprintf(want, sizeof(want), "\n%s:", field);
-    p = strstr(t, want);
-    ck_assert_msg(p != NULL, "INFO %s has no %s", section, field);
-    return atof(p + strlen(want));
-}
-
 /* BF.MADD of n keys b_key(tag, i) from i = first into filter name. */
 static void madd(rb_conn_t *c, const char *name, char tag, unsigned long first, size_t n)
 {
@@ -145,7 +130,7 @@ static uint64_t await_released(rb_conn_t *c, rb_segment_t *view, uint64_t *used)
 
     for (int i = 0; i < 150; i++) {
         r = resident(view, used);
-        if (r <= *used + SLACK && info_num(c, "memory", "ringbloom_unreleased_bytes") == 0)
+        if (r <= *used + SLACK && rbd_info_num(c, "memory", "ringbloom_unreleased_bytes") == 0)
             break;
         usleep(100000);
     }
@@ -191,10 +176,10 @@ START_TEST(test_release_churn_under_a_reader)
              * stay until the snapshot is written (S1), then go. */
             rbd_expect(c, "Background saving started", "BGSAVE");
             rbd_expect(c, "1", "DEL", "A");
-            if (info_num(c, "persistence", "snapshot_in_progress") == 1 &&
-                info_num(c, "memory", "ringbloom_unreleased_bytes") > 16e6)
+            if (rbd_info_num(c, "persistence", "snapshot_in_progress") == 1 &&
+                rbd_info_num(c, "memory", "ringbloom_unreleased_bytes") > 16e6)
                 deferred++;
-            while (info_num(c, "persistence", "snapshot_in_progress") == 1)
+            while (rbd_info_num(c, "persistence", "snapshot_in_progress") == 1)
                 usleep(10000);
         } else {
             rbd_expect(c, "1", "DEL", "A");
@@ -206,7 +191,7 @@ START_TEST(test_release_churn_under_a_reader)
                   (unsigned long long)r, (unsigned long long)used, (unsigned long long)peak);
     ck_assert_uint_gt(peak, 30ull << 20);   /* A did take its pages each time */
     ck_assert_uint_gt(deferred, 0);         /* and a snapshot held them once */
-    ck_assert_uint_eq(info_num(c, "memory", "ringbloom_unreleased_bytes"), 0);
+    ck_assert_uint_eq(rbd_info_num(c, "memory", "ringbloom_unreleased_bytes"), 0);
 
     atomic_store(&sh->stop, 1);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -246,11 +231,11 @@ START_TEST(test_release_info_memory_fields)
     c = rbd_connect(&d);
     rbd_expect(c, "OK", "BF.RESERVE", "B", B_RATE, "200000");
     madd(c, "B", 'p', 0, 5000);
-    used = info_num(c, "memory", "used_memory");
-    rss = info_num(c, "memory", "used_memory_rss");
-    seg = info_num(c, "memory", "ringbloom_segment_bytes");
-    freeb = info_num(c, "memory", "ringbloom_free_bytes");
-    ratio = info_num(c, "memory", "mem_fragmentation_ratio");
+    used = rbd_info_num(c, "memory", "used_memory");
+    rss = rbd_info_num(c, "memory", "used_memory_rss");
+    seg = rbd_info_num(c, "memory", "ringbloom_segment_bytes");
+    freeb = rbd_info_num(c, "memory", "ringbloom_free_bytes");
+    ratio = rbd_info_num(c, "memory", "mem_fragmentation_ratio");
     ck_assert(used > 200000 / 8);
     ck_assert(used <= seg);
     ck_assert(rss > 0 && rss <= seg);
@@ -379,16 +364,16 @@ START_TEST(test_release_shrink_under_a_reader)
         uint64_t r0 = sh->rounds;
         rbd_expect(c, "OK", "BF.RESERVE", "A", "0.01", A_CAP);
         madd(c, "A", 'a', (unsigned long)round * A_KEYS, A_KEYS);
-        ck_assert(info_num(c, "memory", "ringbloom_segment_bytes") > 30e6);
+        ck_assert(rbd_info_num(c, "memory", "ringbloom_segment_bytes") > 30e6);
         rbd_expect(c, "1", "DEL", "A");
         for (int i = 0; i < 100; i++) {   /* <= 10 s */
-            shrinks = info_num(c, "memory", "segment_shrinks");
-            seg = info_num(c, "memory", "ringbloom_segment_bytes");
+            shrinks = rbd_info_num(c, "memory", "segment_shrinks");
+            seg = rbd_info_num(c, "memory", "ringbloom_segment_bytes");
             if (shrinks >= round)
                 break;
             usleep(100000);
         }
-        used = info_num(c, "memory", "used_memory");
+        used = rbd_info_num(c, "memory", "used_memory");
         ck_assert_msg(shrinks == round, "round %d: %.0f shrinks", round, shrinks);
         ck_assert_msg(seg <= used + (1u << 20), "round %d: segment %.0f bytes for %.0f live",
                       round, seg, used);
@@ -396,7 +381,7 @@ START_TEST(test_release_shrink_under_a_reader)
         while (sh->rounds < r0 + 2)   /* the reader went on across it */
             usleep(1000);
     }
-    ck_assert(info_num(c, "memory", "segment_shrunk_bytes") > 3 * 28e6);
+    ck_assert(rbd_info_num(c, "memory", "segment_shrunk_bytes") > 3 * 28e6);
     atomic_store(&sh->stop, 1);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reader status %d", status);

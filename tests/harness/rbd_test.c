@@ -194,7 +194,7 @@ const char *rbd_cmd(rb_conn_t *c, int *rc, ...)
     return buf;
 }
 
-long long rbd_info_num(rb_conn_t *c, const char *section, const char *field)
+double rbd_info_num(rb_conn_t *c, const char *section, const char *field)
 {
     char key[80];
     const char *t, *p;
@@ -205,13 +205,18 @@ long long rbd_info_num(rb_conn_t *c, const char *section, const char *field)
     snprintf(key, sizeof(key), "\n%s:", field);
     p = strstr(t, key);
     ck_assert_msg(p != NULL, "INFO %s has no %s", section, field);
-    return atoll(p + strlen(key));
+    return atof(p + strlen(key));
 }
 
 int rbd_log_count(const rbd_proc_t *d, const char *needle)
 {
-    FILE *f = fopen(d->log, "r");
-    char line[2048];
+    return rbd_file_count(d->log, needle);
+}
+
+int rbd_file_count(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
     int n = 0;
 
     if (f == NULL)

@@ -99,9 +99,10 @@ void rbd_loadchunks(rb_conn_t *c, const char *cmd, const char *name, const rbd_d
 void rbd_assert_same_dump(const rbd_dump_t *a, const rbd_dump_t *b, const char *name);
 void rbd_dump_free(rbd_dump_t *dp);
 
-/* An integer field of INFO section (its line "field:N"), asserting that
- * INFO answers and has it. */
-long long rbd_info_num(rb_conn_t *c, const char *section, const char *field);
+/* A number field of INFO section (its line "field:N", an integer or a
+ * decimal such as mem_fragmentation_ratio), asserting that INFO answers
+ * and has it. */
+double rbd_info_num(rb_conn_t *c, const char *section, const char *field);
 
 /* Asserts the reply text of a command. */
 #define rbd_expect(c, want, ...)                                                         \
@@ -114,6 +115,8 @@ long long rbd_info_num(rb_conn_t *c, const char *section, const char *field);
 
 /* Number of lines of d's log (all its runs) that contain needle. */
 int rbd_log_count(const rbd_proc_t *d, const char *needle);
+/* Number of lines of the file at path that contain needle (0: no file). */
+int rbd_file_count(const char *path, const char *needle);
 /* Replaces the file at path with len bytes of data. */
 void rbd_write_file(const char *path, const void *data, size_t len);
 /* The whole file (malloc'd, caller frees); its size in *len. */
