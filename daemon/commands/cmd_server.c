@@ -242,7 +242,7 @@ static void config_set(rbd_ctx_t *x)
  * their own: an access rule may name config|get alone). */
 static void cmd_config(rbd_ctx_t *x)
 {
-    rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET or CONFIG SET.",
+    rbi_resp_error(x->out, "ERR unknown subcommand '%.*s'. Try CONFIG GET, SET or REWRITE.",
                    (int)(x->argl[1] < 64 ? x->argl[1] : 64), x->argv[1]);
 }
 
@@ -274,12 +274,29 @@ static void config_get(rbd_ctx_t *x)
     }
 }
 
+/* CONFIG REWRITE: the file brought to the settings in force
+ * (config_rewrite.c says what it keeps and leaves). */
+static void config_rewrite(rbd_ctx_t *x)
+{
+    char err[8400];
+
+    if (rbd_config_rewrite(&x->s->cfg, x->s->src, err, sizeof(err)) != 0) {
+        rbi_resp_error(x->out, "ERR Rewriting config file: %s", err);
+        return;
+    }
+    rbd_log(LOG_NOTICE, "CONFIG REWRITE by uid %u pid %d: %s", (unsigned)x->c->uid,
+            (int)x->c->pid, x->s->src->file);
+    rbi_resp_simple(x->out, "OK");
+}
+
 static const rbd_command_t config_subs[] = {
     RBD_SUBCOMMAND("GET", -3, CMD_ADMIN, config_get, "server",
                    "Returns the settings whose names match patterns", "parameter:pattern..."),
     RBD_SUBCOMMAND("SET", -4, CMD_ADMIN, config_set, "server",
                    "Changes settings a reload may change, at once, all or none",
                    "(parameter value)..."),
+    RBD_SUBCOMMAND("REWRITE", 2, CMD_ADMIN, config_rewrite, "server",
+                   "Writes the settings in force into the configuration file", ""),
     RBD_COMMAND_END,
 };
 
@@ -380,7 +397,7 @@ const rbd_command_t rbd_cmd_server_table[] = {
     RBD_COMMAND_SUBS("CONFIG", -2, CMD_ADMIN, config_subs, cmd_config, "server",
                 "Returns the settings whose names match patterns, or changes those a "
                 "reload may change",
-                "(GET parameter:pattern... | SET (parameter value)...)"),
+                "(GET parameter:pattern... | SET (parameter value)... | REWRITE)"),
     RBD_COMMAND("SAVE", 1, CMD_ADMIN | CMD_NO_MULTI, cmd_save, "server",
                 "Writes a snapshot and starts a new log",
                 ""),

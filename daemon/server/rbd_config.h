@@ -118,6 +118,13 @@ int rbd_config_absolute(const rbd_config_src_t *src, char *path, size_t cap, con
  * is settled first.  The start-up and SIGHUP path: 0, or -1 with err. */
 int rbd_config_build(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, size_t errlen);
 
+/* CONFIG REWRITE (config_rewrite.c): src->file brought to c, comments and
+ * the operator's order kept, the access rules and what the command line
+ * set left alone; replaced by a rename.  0, or -1 with err. */
+#define RBD_REWRITE_MAX 96   /* settings rendered (the table has fewer) */
+int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char *err,
+                       size_t errlen);
+
 /* Defaults for `instance` (paths derived with rb_default_paths). */
 int rbd_config_defaults(rbd_config_t *c, const char *instance);
 

@@ -4,7 +4,7 @@
 # clients and 0 blocked (not -9223372036854775808); `redis-cli --latency`
 # prints figures; SLOWLOG GET / LEN / RESET with slowlog-log-slower-than
 # set by CONFIG SET (and CONFIG GET reading it back; a restart-only setting
-# refused); LATENCY LATEST / HISTORY / RESET with latency-monitor-threshold
+# refused; CONFIG REWRITE writing it into the file, comments kept); LATENCY LATEST / HISTORY / RESET with latency-monitor-threshold
 # (a snapshot's freeze and loop turns as events); MONITOR printing other
 # clients' commands as redis-server does, quoted; CLIENT LIST, KILL, PAUSE
 # WRITE (a write waits, a read does not) and UNPAUSE;
@@ -68,6 +68,15 @@ R CONFIG SET max-memory 2gb | grep -q "can't set immutable config" ||
     fail "CONFIG SET of a restart-only setting was not refused"
 R CONFIG SET slowlog-max-len 3 nosuch 1 | grep -q "nosuch" || fail "CONFIG SET nosuch accepted"
 [ "$(R CONFIG SET slowlog-log-slower-than -2)" != OK ] || fail "slowlog-log-slower-than -2 accepted"
+# CONFIG REWRITE: the file gets what CONFIG SET put in force, its own lines
+# (a comment, the instance) stay, a setting absent from it is appended.
+printf '# the operator'"'"'s comment\nslowlog-max-len 100\n' >> "$dir/conf"
+[ "$(R CONFIG REWRITE)" = OK ] || fail "CONFIG REWRITE failed: $(R CONFIG REWRITE)"
+grep -qx '# the operator'"'"'s comment' "$dir/conf" || fail "CONFIG REWRITE lost a comment"
+grep -qx 'slowlog-max-len 3' "$dir/conf" || fail "CONFIG REWRITE: $(cat "$dir/conf")"
+grep -qx 'slowlog-log-slower-than 0' "$dir/conf" || fail "CONFIG REWRITE did not append"
+grep -qx "instance $inst" "$dir/conf" || fail "CONFIG REWRITE lost the instance line"
+[ "$(grep -c '^slowlog-max-len' "$dir/conf")" = 1 ] || fail "CONFIG REWRITE left a second line"
 ok
 
 # SLOWLOG: every command now (0 us), the newest 3 kept, newest first.

@@ -1,0 +1,156 @@
+/*
+ * config_rewrite.c - CONFIG REWRITE: the configuration file brought to
+ * the settings in force, as Redis rewrites redis.conf.  Every line the
+ * operator wrote stays where it is (comments, blank lines, unknown text);
+ * a setting's first line gets its current value and its later lines go
+ * (the first one decides nothing when the last one wins: the file had
+ * them for the same setting); a setting the file does not name but whose
+ * value differs from the default is appended under one comment.  Left as
+ * they are: the access rules (each acl-user / acl-group line adds rules,
+ * so they are the file's alone) and what the command line set (-i, -s,
+ * -d, -o: a unit may run many instances from one file, whose instance
+ * and paths must not end up in it).  The new text goes to a temporary file
+ * beside the old one, of the old one's mode, made durable and renamed over
+ * it: a crash leaves the old file or the new one.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config_table.h"
+#include "rbd_config.h"
+
+typedef struct rendered {
+    const char *name[RBD_REWRITE_MAX];
+    char value[RBD_REWRITE_MAX][4200];
+    size_t n;
+} rendered_t;
+
+static void collect(const char *name, const char *value, void *arg)
+{
+    rendered_t *r = arg;
+
+    if (r->n < RBD_REWRITE_MAX) {
+        r->name[r->n] = name;
+        snprintf(r->value[r->n], sizeof(r->value[0]), "%s", value);
+        r->n++;
+    }
+}
+
+/* The row of setting key (an alias resolved), or -1. */
+static long row_of(const char *key, size_t len)
+{
+    for (size_t i = 0; i < rbd_naliases; i++)
+        if (strlen(rbd_aliases[i].alias) == len && strncasecmp(rbd_aliases[i].alias, key, len) == 0) {
+            key = rbd_aliases[i].name;
+            len = strlen(key);
+        }
+    for (size_t i = 0; i < rbd_nsettings; i++)
+        if (strlen(rbd_settings[i].name) == len && strncasecmp(rbd_settings[i].name, key, len) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* What the rewrite leaves to the file: the access rules, and what the
+ * command line set. */
+static int left_alone(size_t row, const rbd_config_src_t *src)
+{
+    const setting_t *s = &rbd_settings[row];
+
+    if (s->kind == T_ACL_USER || s->kind == T_ACL_GROUP)
+        return 1;
+    for (int i = 0; src != NULL && i < src->noverrides; i++) {
+        long r = row_of(src->overrides[i].key, strlen(src->overrides[i].key));
+        if (r == (long)row)
+            return 1;
+    }
+    return 0;
+}
+
+static void put_setting(FILE *out, const char *name, const char *value)
+{
+    fprintf(out, value[0] == '\0' ? "%s \"%s\"\n" : "%s %s\n", name, value);
+}
+
+int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char *err,
+                       size_t errlen)
+{
+    static rendered_t now, dflt;
+    unsigned char seen[RBD_REWRITE_MAX] = { 0 };
+    char line[8192], tmp[8300];
+    rbd_config_t d;
+    struct stat st;
+    int fd, appended = 0, ok;
+    FILE *in, *out;
+
+    if (src == NULL || src->file[0] == '\0') {
+        snprintf(err, errlen, "The server is running without a config file");
+        return -1;
+    }
+    if ((in = fopen(src->file, "r")) == NULL || fstat(fileno(in), &st) != 0) {
+        snprintf(err, errlen, "%s: %s", src->file, strerror(errno));
+        if (in != NULL)
+            fclose(in);
+        return -1;
+    }
+    now.n = dflt.n = 0;
+    rbd_config_each(c, collect, &now);
+    if (rbd_config_defaults(&d, c->instance) != RB_OK) {
+        fclose(in);
+        snprintf(err, errlen, "cannot compute the defaults");
+        return -1;
+    }
+    rbd_config_each(&d, collect, &dflt);
+    snprintf(tmp, sizeof(tmp), "%s.rewrite.tmp", src->file);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 07777);
+    if (fd < 0 || (out = fdopen(fd, "w")) == NULL) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fclose(in);
+        return -1;
+    }
+    while (fgets(line, sizeof(line), in) != NULL) {
+        const char *p = line, *k;
+        long row;
+        while (isspace((unsigned char)*p))
+            p++;
+        k = p;
+        while (*p != '\0' && !isspace((unsigned char)*p))
+            p++;
+        row = *k == '#' || p == k ? -1 : row_of(k, (size_t)(p - k));
+        if (row < 0 || left_alone((size_t)row, src) || (size_t)row >= now.n) {
+            fputs(line, out);   /* as the operator wrote it */
+            if (line[strlen(line) - 1] != '\n')
+                fputc('\n', out);
+            continue;
+        }
+        if (!seen[row])
+            put_setting(out, now.name[row], now.value[row]);
+        seen[row] = 1;
+    }
+    for (size_t i = 0; i < now.n; i++) {
+        if (seen[i] || left_alone(i, src) || strcmp(now.value[i], dflt.value[i]) == 0)
+            continue;
+        if (!appended++)
+            fputs("\n# Generated by CONFIG REWRITE\n", out);
+        put_setting(out, now.name[i], now.value[i]);
+    }
+    fclose(in);
+    ok = fflush(out) == 0 && fsync(fileno(out)) == 0;
+    ok = fclose(out) == 0 && ok;
+    if (!ok || rename(tmp, src->file) != 0) {
+        snprintf(err, errlen, "%s: %s", src->file, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
