@@ -50,11 +50,7 @@ port=$((30000 + $$ % 20000))
     --collector.textfile.directory="$dir/textfile" \
     --web.listen-address="127.0.0.1:$port" > "$dir/ne.log" 2>&1 &
 exporter=$!
-i=0
-while ! curl -sf "http://127.0.0.1:$port/metrics" > "$dir/metrics.txt"; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "node_exporter did not answer: $(cat "$dir/ne.log")"
-    sleep 0.1
-done
+rbd_sh_scrape "http://127.0.0.1:$port/metrics" "$dir/metrics.txt" "$dir/ne.log"
 grep -q "^node_textfile_scrape_error 0" "$dir/metrics.txt" ||
     fail "node_exporter could not read the file: $(grep textfile "$dir/metrics.txt" | head -5)"
 grep -q "^ringbloom_filters{ringbloom_instance=\"$inst\"} 1" "$dir/metrics.txt" ||

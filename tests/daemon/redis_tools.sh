@@ -166,11 +166,7 @@ if command -v prometheus-redis-exporter > /dev/null 2>&1 && command -v curl > /d
     $as prometheus-redis-exporter -redis.addr "unix://$dir/s.sock" \
         -web.listen-address "127.0.0.1:$port" > "$dir/exporter.log" 2>&1 &
     exporter=$!
-    i=0
-    while ! curl -sf "http://127.0.0.1:$port/metrics" > "$dir/metrics.txt"; do
-        i=$((i + 1)); [ $i -gt 100 ] && fail "the exporter did not answer: $(cat "$dir/exporter.log")"
-        sleep 0.1
-    done
+    rbd_sh_scrape "http://127.0.0.1:$port/metrics" "$dir/metrics.txt" "$dir/exporter.log"
     grep -qx 'redis_up 1' "$dir/metrics.txt" || fail "exporter: redis_up is not 1"
     grep -q '^redis_db_keys{db="db0"} 4$' "$dir/metrics.txt" ||
         fail "exporter: db0 keys: $(grep db_keys.*db0 "$dir/metrics.txt")"

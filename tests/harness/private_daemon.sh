@@ -1,5 +1,5 @@
 # tests/harness/private_daemon.sh - sourced by the shell tests that drive a
-# private ringbloomd (cli_golden.sh, cli_observe.sh): rbd_sh_start PREFIX
+# private ringbloomd (cli_golden.sh, cli_observe.sh, redis_tools.sh, node_exporter.sh...): rbd_sh_start PREFIX
 # INST [CONF_LINES] makes a temporary directory ($dir), writes a
 # configuration for instance INST with its socket ($dir/s.sock), state and
 # pidfile there plus CONF_LINES, starts "$daemon" -f ($pid, its log in
@@ -29,5 +29,15 @@ rbd_sh_start() {
         _i=$((_i + 1))
         [ $_i -gt 200 ] && { cat "$dir/daemon.log"; rbd_sh_fail "daemon did not start"; }
         sleep 0.05
+    done
+}
+# rbd_sh_scrape URL OUT LOG: waits (<= 10 s) until an HTTP server started
+# in the background (its output in LOG) answers URL, its page in OUT.
+rbd_sh_scrape() {
+    _i=0
+    while ! curl -sf "$1" > "$2"; do
+        _i=$((_i + 1))
+        [ $_i -gt 100 ] && rbd_sh_fail "nothing answered $1: $(cat "$3")"
+        sleep 0.1
     done
 }
