@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include <json-c/json.h>
+
 #include "ringbloom.h"
 
 /* Exit codes (documented in --help and README):
@@ -221,7 +223,14 @@ int cli_conn_fail(const cli_t *cli, rb_conn_t *c, const char *what, int rc, int 
  * (text format 0.0.4), each of which reads back as T. */
 void cli_escape(FILE *f, const char *s, size_t len, int quoted);
 
-/* s as a JSON string, quotes included, on stdout: cli_escape quoted. */
+/* cli_escape's T of s as a new json-c string (NULL: no memory); written
+ * by json-c it is the same bytes as cli_escape quoted. */
+json_object *cli_json_text(const char *s, size_t len);
+/* j on stdout as json-c writes it, without blanks and with '/' as is
+ * ("null" for NULL). */
+void cli_json_print(json_object *j);
+/* s as a JSON string, quotes included, on stdout: cli_json_text through
+ * cli_json_print. */
 void cli_json_str(const char *s, size_t len);
 
 /* A node name or a key (of add / exists) in line-oriented output:

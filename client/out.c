@@ -8,12 +8,16 @@
  * field.  Every name, key or INFO value the CLI prints goes through one
  * escaping, cli_escape: as text, as a JSON string, or as a Prometheus
  * label value (metrics.c), so distinct names never print alike in any of
- * them and every output is valid UTF-8.  The progress line of load, dump
- * and restore is drawn here too.
+ * them and every output is valid UTF-8.  JSON is json-c's: a name's JSON
+ * string is the text escaping (T) as a json-c string, which json-c
+ * writes with its quotes and backslashes escaped.  The progress line of
+ * load, dump and restore is drawn here too.
  */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
@@ -63,9 +67,41 @@ void cli_escape(FILE *f, const char *s, size_t len, int quoted)
         fputc('"', f);
 }
 
+json_object *cli_json_text(const char *s, size_t len)
+{
+    char *t = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&t, &n);
+    json_object *j = NULL;
+
+    if (m == NULL)
+        return NULL;
+    cli_escape(m, s, len, 0);
+    if (fclose(m) == 0 && n <= INT_MAX)
+        j = json_object_new_string_len(t, (int)n);
+    free(t);
+    return j;
+}
+
+void cli_json_print(json_object *j)
+{
+    /* PLAIN: no blanks, as the output has always been; NOSLASHESCAPE:
+     * '/' as is (json-c writes "\/" otherwise), so a name's JSON string is
+     * exactly cli_escape's T with its backslashes and quotes escaped. */
+    if (j == NULL) {
+        fputs("null", stdout);
+        return;
+    }
+    fputs(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+          stdout);
+}
+
 void cli_json_str(const char *s, size_t len)
 {
-    cli_escape(stdout, s, len, 1);
+    json_object *j = cli_json_text(s, len);
+
+    cli_json_print(j);
+    json_object_put(j);
 }
 
 void cli_text_str(const char *s, size_t len)
