@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -83,25 +84,75 @@ json_object *cli_json_text(const char *s, size_t len)
     return j;
 }
 
-void cli_json_print(json_object *j)
+void cli_json_fprint(FILE *f, json_object *j)
 {
     /* PLAIN: no blanks, as the output has always been; NOSLASHESCAPE:
      * '/' as is (json-c writes "\/" otherwise), so a name's JSON string is
      * exactly cli_escape's T with its backslashes and quotes escaped. */
     if (j == NULL) {
-        fputs("null", stdout);
+        fputs("null", f);
         return;
     }
     fputs(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-          stdout);
+          f);
 }
 
-void cli_json_str(const char *s, size_t len)
+void cli_json_print(json_object *j)
 {
-    json_object *j = cli_json_text(s, len);
+    cli_json_fprint(stdout, j);
+}
 
-    cli_json_print(j);
+json_object *cli_json_num(const char *fmt, ...)
+{
+    char buf[64];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return NULL;
+    return json_object_new_double_s(strtod(buf, NULL), buf);
+}
+
+json_object *cli_json_obj(const char *key, ...)
+{
+    json_object *o = json_object_new_object();
+    va_list ap;
+
+    va_start(ap, key);
+    for (const char *k = key; k != NULL; k = va_arg(ap, const char *)) {
+        json_object *v = va_arg(ap, json_object *);
+        if (o == NULL || v == NULL || json_object_object_add(o, k, v) != 0) {
+            json_object_put(v);
+            json_object_put(o);
+            o = NULL;
+        }
+    }
+    va_end(ap);
+    return o;
+}
+
+int cli_json_push(json_object *array, json_object *v)
+{
+    if (array == NULL || v == NULL || json_object_array_add(array, v) != 0) {
+        json_object_put(v);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_json_fline(FILE *f, json_object *j)
+{
+    cli_json_fprint(f, j);
+    fputc('\n', f);
     json_object_put(j);
+}
+
+void cli_json_line(json_object *j)
+{
+    cli_json_fline(stdout, j);
 }
 
 void cli_text_str(const char *s, size_t len)
