@@ -6,7 +6,9 @@
 # installed) into a temporary directory, starts a private daemon and runs
 # tests/python/test_ringbloom.py on it (its checks are listed there).
 # Skips (77) only without python3-dev (Python.h); fails, naming the Debian
-# package, without python3-setuptools, python3-pip or python3-scrapy.
+# package, without python3-setuptools, python3-pip, python3-build or
+# python3-scrapy.  Also builds an sdist and a wheel from it with
+# `python3 -m build`.
 set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
@@ -38,6 +40,8 @@ fi
 
 "$py" -m pip --version > /dev/null 2>&1 ||
     fail "$py has no pip (Debian package python3-pip)"
+"$py" -c 'import build' 2>/dev/null ||
+    fail "$py cannot import build (Debian package python3-build)"
 
 rbd_sh_start py "py$$"
 # Built as `pip install ./python` builds it: through pyproject.toml's
@@ -57,6 +61,17 @@ grep -q 'Building wheel for ringbloom (pyproject.toml)' "$dir/build.log" ||
 grep -i 'warning' "$dir/build.log" | grep -v 'byte-compiling is disabled' &&
     fail "building the package gave warnings"
 [ ! -e "$dir/lib/ringbloom/_ringbloom.c" ] || fail "the extension's C files were installed"
+# `python3 -m build` (Debian's python3-build, no isolation): an sdist, and
+# a wheel built from that sdist, so the sdist must hold every file the
+# extension needs (MANIFEST.in: _ringbloom.h).
+cp -R "$srcdir/python" "$dir/src2" && chmod -R u+w "$dir/src2" || fail "copying python/ failed"
+RINGBLOOM_BUILDDIR="$builddir" RINGBLOOM_SRCDIR="$srcdir" PYTHONDONTWRITEBYTECODE=1 \
+    "$py" -m build --no-isolation --outdir "$dir/dist" "$dir/src2" > "$dir/dist.log" 2>&1 ||
+    { cat "$dir/dist.log"; fail "python3 -m build failed"; }
+tar tzf "$dir"/dist/ringbloom-*.tar.gz | grep -q '/ringbloom/_ringbloom\.h$' ||
+    fail "the sdist has no ringbloom/_ringbloom.h"
+"$py" -c 'import sys, zipfile; n = zipfile.ZipFile(sys.argv[1]).namelist(); sys.exit(not any(f.startswith("ringbloom/_ringbloom.") and f.endswith(".so") for f in n))' \
+    "$(ls "$dir"/dist/ringbloom-*.whl)" || fail "the wheel has no extension"
 lib=$dir/lib
 PYTHONPATH=$lib PYTHONDONTWRITEBYTECODE=1 "$py" -u "$srcdir/tests/python/test_ringbloom.py" \
     "$inst" "$dir/s.sock" "$cli"
