@@ -15,7 +15,7 @@
  *   writes.c        add, load, node, reserve, reset, delete, shutdown: through the daemon
  *   info.c          info: the daemon's INFO, fetched, walked, typed
  *   reach.c         the instance: its socket, the daemon's segment, a connection
- *   out.c           what is printed: escaped text, JSON strings, error lines
+ *   out.c           what is printed: escaped text, JSON (json-c), error lines
  */
 #ifndef RB_CLI_H
 #define RB_CLI_H
@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
+
+#include <json-c/json.h>
 
 #include "ringbloom.h"
 
@@ -221,8 +223,24 @@ int cli_conn_fail(const cli_t *cli, rb_conn_t *c, const char *what, int rc, int 
  * (text format 0.0.4), each of which reads back as T. */
 void cli_escape(FILE *f, const char *s, size_t len, int quoted);
 
-/* s as a JSON string, quotes included, on stdout: cli_escape quoted. */
-void cli_json_str(const char *s, size_t len);
+/* cli_escape's T of s as a new json-c string (NULL: no memory); written
+ * by json-c it is the same bytes as cli_escape quoted. */
+json_object *cli_json_text(const char *s, size_t len);
+/* j on f (stdout) as json-c writes it, without blanks and with '/' as is
+ * ("null" for NULL). */
+void cli_json_fprint(FILE *f, json_object *j);
+void cli_json_print(json_object *j);
+/* A JSON number written with the digits printf's fmt gives (json-c keeps
+ * them: "%llu", "%.17g", "%.3f"); NULL: no memory. */
+json_object *cli_json_num(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A new object of (key, value) pairs up to a NULL key, in that order; the
+ * values are taken (freed on failure too); NULL if any value is NULL. */
+json_object *cli_json_obj(const char *key, ...);
+/* Appends v (taken) to array; -1: NULL array or v, or no memory. */
+int cli_json_push(json_object *array, json_object *v);
+/* j on f (stdout) as cli_json_fprint writes it, a newline, and j freed. */
+void cli_json_fline(FILE *f, json_object *j);
+void cli_json_line(json_object *j);
 
 /* A node name or a key (of add / exists) in line-oriented output:
  * cli_escape's T, so a name or key never breaks a line or a field.

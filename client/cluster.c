@@ -588,8 +588,10 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
     rb_conn_close(k.c);
     if (ex == EX_YES && !dry) {
         if (cli->json)
-            printf("{\"masters\":%zu,\"ranges\":%zu,\"added\":%zu,\"removed\":%zu}\n",
-                   m->masters, ranges, added, removed);
+            cli_json_line(cli_json_obj("masters", cli_json_num("%zu", m->masters),
+                                       "ranges", cli_json_num("%zu", ranges),
+                                       "added", cli_json_num("%zu", added),
+                                       "removed", cli_json_num("%zu", removed), NULL));
         else
             printf("imported %s:%s: %zu masters, %zu slot ranges; ring nodes added: %zu, "
                    "removed: %zu\n", host, port, m->masters, ranges, added, removed);
@@ -602,26 +604,31 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
 
 /* ---- keyslot ------------------------------------------------------------- */
 
-static void keyslot_line(const cli_t *cli, const char *key, size_t len, int echo, int *first)
+/* One key's slot: a line (echo: the key, a tab, the slot), or with --json
+ * an object, on its own line (echo) or pushed onto array. */
+static void keyslot_line(const cli_t *cli, const char *key, size_t len, int echo,
+                         json_object *array)
 {
     unsigned slot = rbi_hash_keyslot(key, len);
 
     if (cli->json) {
-        printf("%s{\"key\":", echo || *first ? "" : ",");
-        cli_json_str(key, len);
-        printf(",\"slot\":%u}%s", slot, echo ? "\n" : "");
+        json_object *o = cli_json_obj("key", cli_json_text(key, len), "slot",
+                                      cli_json_num("%u", slot), NULL);
+        if (echo)
+            cli_json_line(o);
+        else
+            cli_json_push(array, o);
     } else if (echo) {
         fwrite(key, 1, len, stdout);
         printf("\t%u\n", slot);
     } else {
         printf("%u\n", slot);
     }
-    *first = 0;
 }
 
 int cmd_keyslot(cli_t *cli, int argc, char **argv)
 {
-    int first = 1;
+    json_object *out = NULL;
 
     if (argc == 2 && strcmp(argv[1], "-") == 0) {
         char *line = NULL;
@@ -630,16 +637,16 @@ int cmd_keyslot(cli_t *cli, int argc, char **argv)
         while ((len = getline(&line, &cap, stdin)) >= 0) {
             while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
                 line[--len] = '\0';
-            keyslot_line(cli, line, (size_t)len, 1, &first);
+            keyslot_line(cli, line, (size_t)len, 1, NULL);
         }
         free(line);
         return EX_YES;
     }
     if (cli->json)
-        putchar('[');
+        out = json_object_new_array();
     for (int i = 1; i < argc; i++)
-        keyslot_line(cli, argv[i], strlen(argv[i]), 0, &first);
+        keyslot_line(cli, argv[i], strlen(argv[i]), 0, out);
     if (cli->json)
-        printf("]\n");
+        cli_json_line(out);
     return EX_YES;
 }

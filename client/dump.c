@@ -115,10 +115,11 @@ static void summary(const mover_t *m, FILE *f)
     if (m->tty)
         fputc('\n', stderr);
     if (m->cli->json) {
-        fputs("{\"filter\":", f);
-        cli_escape(f, m->name, strlen(m->name), 1);
-        fprintf(f, ",\"kind\":\"%s\",\"bytes\":%llu,\"chunks\":%llu,\"seconds\":%.3f}\n",
-                m->k->type, (unsigned long long)m->bytes, (unsigned long long)m->chunks, s);
+        cli_json_fline(f, cli_json_obj("filter", cli_json_text(m->name, strlen(m->name)),
+                                       "kind", json_object_new_string(m->k->type),
+                                       "bytes", cli_json_num("%llu", (unsigned long long)m->bytes),
+                                       "chunks", cli_json_num("%llu", (unsigned long long)m->chunks),
+                                       "seconds", cli_json_num("%.3f", s), NULL));
         return;
     }
     fprintf(f, "%s '", strcmp(m->verb, "dump") == 0 ? "dumped" : "restored");

@@ -1,7 +1,7 @@
 /*
  * info.c - the daemon's INFO as the CLI reads it: fetched over the socket,
  * walked as sections of typed key:value fields, and printed by `info`
- * (as it came, or as JSON with --json).  `metrics` reads it through the
+ * (as it came, or as JSON with --json, built and written by json-c).  `metrics` reads it through the
  * same walk.
  *
  * INFO is Redis-style text: "# Title" lines open sections, "key:value"
@@ -16,6 +16,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -104,48 +105,61 @@ void cli_info_each(char *text, cli_info_fn *fn, void *arg)
 }
 
 /* info --json: a section is an object under its lower-case title; a
- * field before any section would stand at the top level. */
+ * field before any section would stand at the top level.  The objects are
+ * json-c's (members in the order INFO gives them); a number keeps INFO's
+ * own digits (json_object_new_double_s), so "1.50" stays 1.50. */
 typedef struct json_walk {
-    int open;      /* a section's object is open */
-    int fields;    /* members of the innermost open object so far */
-    int top;       /* members of the outer object so far */
+    json_object *top;  /* the whole reply */
+    json_object *cur;  /* the object fields go into: top or a section's */
+    int failed;        /* out of memory */
 } json_walk_t;
+
+static void json_add(json_walk_t *w, json_object *to, const char *key, json_object *v)
+{
+    if (v == NULL || json_object_object_add(to, key, v) != 0) {
+        json_object_put(v);
+        w->failed = 1;
+    }
+}
 
 static void json_field(const char *section, const char *key, const char *value, void *arg)
 {
     json_walk_t *w = arg;
+    json_object *v;
 
     if (key == NULL) {
-        printf("%s%s", w->open ? "}" : "", w->top++ ? "," : "");
-        cli_json_str(section, strlen(section));
-        putchar(':');
-        putchar('{');
-        w->open = 1;
-        w->fields = 0;
+        w->cur = json_object_new_object();
+        json_add(w, w->top, section, w->cur);
+        if (w->failed)
+            w->cur = w->top;
         return;
     }
-    if (w->open ? w->fields++ : w->top++)
-        putchar(',');
-    cli_json_str(key, strlen(key));
-    putchar(':');
     if (cli_info_is_number(key, value))
-        fputs(value, stdout);
+        v = json_object_new_double_s(strtod(value, NULL), value);
     else
-        cli_json_str(value, strlen(value));
+        v = cli_json_text(value, strlen(value));
+    json_add(w, w->cur, key, v);
 }
 
 int cmd_info(cli_t *cli, int argc, char **argv)
 {
     static char buf[1 << 20];
-    json_walk_t w = { 0, 0, 0 };
+    json_walk_t w = { NULL, NULL, 0 };
     int ex;
 
     if ((ex = cli_info_fetch(cli, argc > 1 ? argv[1] : NULL, buf, sizeof(buf))) != EX_YES)
         return ex;
     if (cli->json) {
-        putchar('{');
+        if ((w.top = w.cur = json_object_new_object()) == NULL)
+            return cli_fail(EX_FAIL, "info", RB_ENOMEM);
         cli_info_each(buf, json_field, &w);
-        printf("%s}\n", w.open ? "}" : "");
+        if (!w.failed) {
+            cli_json_print(w.top);
+            putchar('\n');
+        }
+        json_object_put(w.top);
+        if (w.failed)
+            return cli_fail(EX_FAIL, "info", RB_ENOMEM);
     } else {
         fputs(buf, stdout);
         if (buf[0] && buf[strlen(buf) - 1] != '\n')

@@ -8,12 +8,17 @@
  * field.  Every name, key or INFO value the CLI prints goes through one
  * escaping, cli_escape: as text, as a JSON string, or as a Prometheus
  * label value (metrics.c), so distinct names never print alike in any of
- * them and every output is valid UTF-8.  The progress line of load, dump
- * and restore is drawn here too.
+ * them and every output is valid UTF-8.  JSON is json-c's: a name's JSON
+ * string is the text escaping (T) as a json-c string, which json-c
+ * writes with its quotes and backslashes escaped.  The progress line of
+ * load, dump and restore is drawn here too.
  */
 #include "config.h"
 
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
@@ -63,9 +68,91 @@ void cli_escape(FILE *f, const char *s, size_t len, int quoted)
         fputc('"', f);
 }
 
-void cli_json_str(const char *s, size_t len)
+json_object *cli_json_text(const char *s, size_t len)
 {
-    cli_escape(stdout, s, len, 1);
+    char *t = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&t, &n);
+    json_object *j = NULL;
+
+    if (m == NULL)
+        return NULL;
+    cli_escape(m, s, len, 0);
+    if (fclose(m) == 0 && n <= INT_MAX)
+        j = json_object_new_string_len(t, (int)n);
+    free(t);
+    return j;
+}
+
+void cli_json_fprint(FILE *f, json_object *j)
+{
+    /* PLAIN: no blanks, as the output has always been; NOSLASHESCAPE:
+     * '/' as is (json-c writes "\/" otherwise), so a name's JSON string is
+     * exactly cli_escape's T with its backslashes and quotes escaped. */
+    if (j == NULL) {
+        fputs("null", f);
+        return;
+    }
+    fputs(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+          f);
+}
+
+void cli_json_print(json_object *j)
+{
+    cli_json_fprint(stdout, j);
+}
+
+json_object *cli_json_num(const char *fmt, ...)
+{
+    char buf[64];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return NULL;
+    return json_object_new_double_s(strtod(buf, NULL), buf);
+}
+
+json_object *cli_json_obj(const char *key, ...)
+{
+    json_object *o = json_object_new_object();
+    va_list ap;
+
+    va_start(ap, key);
+    for (const char *k = key; k != NULL; k = va_arg(ap, const char *)) {
+        json_object *v = va_arg(ap, json_object *);
+        if (o == NULL || v == NULL || json_object_object_add(o, k, v) != 0) {
+            json_object_put(v);
+            json_object_put(o);
+            o = NULL;
+        }
+    }
+    va_end(ap);
+    return o;
+}
+
+int cli_json_push(json_object *array, json_object *v)
+{
+    if (array == NULL || v == NULL || json_object_array_add(array, v) != 0) {
+        json_object_put(v);
+        return -1;
+    }
+    return 0;
+}
+
+void cli_json_fline(FILE *f, json_object *j)
+{
+    cli_json_fprint(f, j);
+    fputc('\n', f);
+    json_object_put(j);
+}
+
+void cli_json_line(json_object *j)
+{
+    cli_json_fline(stdout, j);
 }
 
 void cli_text_str(const char *s, size_t len)

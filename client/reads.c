@@ -29,11 +29,9 @@ int cli_lookup_stream(const cli_t *cli, rb_segment_t *seg)
             break;
         }
         if (cli->json) {
-            printf("{\"key\":");
-            cli_json_str(line, (size_t)len);
-            printf(",\"nodes\":[");
-            cli_json_str(n.name, n.name_len);
-            printf("]}\n");
+            json_object *a = json_object_new_array();
+            cli_json_push(a, cli_json_text(n.name, n.name_len));
+            cli_json_line(cli_json_obj("key", cli_json_text(line, (size_t)len), "nodes", a, NULL));
         } else {
             printf("%s\t", line);
             cli_text_str(n.name, n.name_len);
@@ -83,15 +81,10 @@ int cmd_lookup(cli_t *cli, int argc, char **argv)
         return cli_fail(rc == RB_EEMPTY ? EX_NO : EX_FAIL, "lookup", rc);
     }
     if (cli->json) {
-        printf("{\"key\":");
-        cli_json_str(key, strlen(key));
-        printf(",\"nodes\":[");
-        for (int i = 0; i < rc; i++) {
-            if (i)
-                putchar(',');
-            cli_json_str(nodes[i].name, nodes[i].name_len);
-        }
-        printf("]}\n");
+        json_object *a = json_object_new_array();
+        for (int i = 0; i < rc; i++)
+            cli_json_push(a, cli_json_text(nodes[i].name, nodes[i].name_len));
+        cli_json_line(cli_json_obj("key", cli_json_text(key, strlen(key)), "nodes", a, NULL));
     } else {
         for (int i = 0; i < rc; i++) {
             cli_text_str(nodes[i].name, nodes[i].name_len);
@@ -107,6 +100,7 @@ int cmd_exists(cli_t *cli, int argc, char **argv)
 {
     rb_segment_t *seg;
     rb_bloom_t *bf;
+    json_object *out = NULL;
     int rc, ex, all = 1;
 
     if ((ex = cli_attach(cli, &seg)) != EX_YES)
@@ -121,19 +115,19 @@ int cmd_exists(cli_t *cli, int argc, char **argv)
         return cli_fail(EX_FAIL, "exists", rc);
     }
     if (cli->json)
-        putchar('[');
+        out = json_object_new_array();
     for (int i = 2; i < argc; i++) {
         int r = rb_bloom_contains(bf, argv[i], strlen(argv[i]));
         if (r < 0) {
+            json_object_put(out);
             rb_bloom_close(bf);
             rb_segment_close(seg);
             return cli_fail(EX_FAIL, "exists", r);
         }
         all &= r;
         if (cli->json) {
-            printf("%s{\"key\":", i > 2 ? "," : "");
-            cli_json_str(argv[i], strlen(argv[i]));
-            printf(",\"present\":%s}", r ? "true" : "false");
+            cli_json_push(out, cli_json_obj("key", cli_json_text(argv[i], strlen(argv[i])),
+                                            "present", json_object_new_boolean(r), NULL));
         } else {
             printf("%s\t", r ? "present" : "absent");
             cli_text_str(argv[i], strlen(argv[i]));
@@ -141,7 +135,7 @@ int cmd_exists(cli_t *cli, int argc, char **argv)
         }
     }
     if (cli->json)
-        printf("]\n");
+        cli_json_line(out);
     rb_bloom_close(bf);
     rb_segment_close(seg);
     return all ? EX_YES : EX_NO;
@@ -152,6 +146,7 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
     rb_ring_stat_t st;
     rb_segment_t *seg;
     rb_node_t *nodes = NULL;
+    json_object *list = NULL;
     size_t count = 0;
     int rc, ex;
 
@@ -172,15 +167,14 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
     if (count > st.nodes)
         count = st.nodes;     /* changed meanwhile: print what we have */
     if (cli->json)
-        printf("{\"mode\":\"%s\",\"version\":%llu,\"points\":%u,\"nodes\":[",
-               rb_ring_mode_name((rb_ring_mode_t)st.mode), (unsigned long long)st.version,
-               st.points);
+        list = json_object_new_array();
     for (size_t i = 0; i < count; i++) {
         if (cli->json) {
-            printf("%s{\"name\":", i ? "," : "");
-            cli_json_str(nodes[i].name, nodes[i].name_len);
-            printf(",\"weight\":%u,\"state\":\"%s\"}", nodes[i].weight,
-                   rb_node_state_name((rb_node_state_t)nodes[i].state));
+            cli_json_push(list, cli_json_obj(
+                "name", cli_json_text(nodes[i].name, nodes[i].name_len),
+                "weight", cli_json_num("%u", nodes[i].weight),
+                "state", json_object_new_string(rb_node_state_name((rb_node_state_t)nodes[i].state)),
+                NULL));
         } else {
             /* A node that is not up says so in a third column. */
             cli_text_str(nodes[i].name, nodes[i].name_len);
@@ -191,7 +185,9 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
         }
     }
     if (cli->json)
-        printf("]}\n");
+        cli_json_line(cli_json_obj("mode", json_object_new_string(rb_ring_mode_name((rb_ring_mode_t)st.mode)),
+                                   "version", cli_json_num("%llu", (unsigned long long)st.version),
+                                   "points", cli_json_num("%u", st.points), "nodes", list, NULL));
     free(nodes);
     rb_segment_close(seg);
     return EX_YES;
@@ -200,7 +196,7 @@ int cmd_nodes(cli_t *cli, int argc, char **argv)
 typedef struct filters_arg {
     const cli_t *cli;
     const rb_segment_t *seg;
-    int n;
+    json_object *rows;   /* --json: the array */
 } filters_arg_t;
 
 static void print_row(filters_arg_t *a, const char *name, size_t len, const char *kind,
@@ -208,19 +204,20 @@ static void print_row(filters_arg_t *a, const char *name, size_t len, const char
                       unsigned layers, double error)
 {
     if (a->cli->json) {
-        printf("%s{\"name\":", a->n ? "," : "");
-        cli_json_str(name, len);
-        printf(",\"kind\":\"%s\",\"layout\":\"%s\",\"items\":%llu,\"capacity\":%llu,"
-               "\"bytes\":%llu,\"layers\":%u,\"error_rate\":%.17g}", kind, layout,
-               (unsigned long long)items, (unsigned long long)capacity,
-               (unsigned long long)bytes, layers, error);
+        cli_json_push(a->rows, cli_json_obj(
+            "name", cli_json_text(name, len), "kind", json_object_new_string(kind),
+            "layout", json_object_new_string(layout),
+            "items", cli_json_num("%llu", (unsigned long long)items),
+            "capacity", cli_json_num("%llu", (unsigned long long)capacity),
+            "bytes", cli_json_num("%llu", (unsigned long long)bytes),
+            "layers", cli_json_num("%u", layers), "error_rate", cli_json_num("%.17g", error),
+            NULL));
     } else {
         cli_text_str(name, len);
         printf("\t%s%s%s\t%llu\t%llu\t%llu\t%u\t%g\n", kind, *layout ? " " : "", layout,
                (unsigned long long)items, (unsigned long long)capacity,
                (unsigned long long)bytes, layers, error);
     }
-    a->n++;
 }
 
 /* One filter's row, from its kind's summary (the kind table). */
@@ -240,7 +237,7 @@ static int print_filter(const char *name, size_t len, const rb_kind_desc_t *kind
  * (text), or one JSON array. */
 int cmd_filters(cli_t *cli, int argc, char **argv)
 {
-    filters_arg_t a = { cli, NULL, 0 };
+    filters_arg_t a = { cli, NULL, NULL };
     uint64_t cursor = 0;
     rb_segment_t *seg;
     int rc, ex;
@@ -251,12 +248,12 @@ int cmd_filters(cli_t *cli, int argc, char **argv)
         return ex;
     a.seg = seg;
     if (cli->json)
-        printf("[");
+        a.rows = json_object_new_array();
     else
         printf("NAME\tKIND\tITEMS\tCAPACITY\tBYTES\tLAYERS\tERROR\n");
     rc = rb_filter_scan(seg, &cursor, SIZE_MAX, print_filter, &a);
     if (cli->json)
-        printf("]\n");
+        cli_json_line(a.rows);
     rb_segment_close(seg);
     return rc < 0 ? cli_fail(EX_FAIL, "filters", rc) : EX_YES;
 }

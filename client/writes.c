@@ -36,13 +36,11 @@ int cmd_add(cli_t *cli, int argc, char **argv)
     if (rc < 0) {
         ex = cli_conn_fail(cli, c, "add", (int)rc, 1);
     } else {
-        if (cli->json)
-            putchar('[');
+        json_object *out = cli->json ? json_object_new_array() : NULL;
         for (int i = 0; i < n; i++) {
             if (cli->json) {
-                printf("%s{\"key\":", i ? "," : "");
-                cli_json_str(argv[i + 2], strlen(argv[i + 2]));
-                printf(",\"new\":%s}", fresh[i] ? "true" : "false");
+                cli_json_push(out, cli_json_obj("key", cli_json_text(argv[i + 2], strlen(argv[i + 2])),
+                                                "new", json_object_new_boolean(fresh[i]), NULL));
             } else {
                 printf("%s\t", fresh[i] ? "new" : "present");
                 cli_text_str(argv[i + 2], strlen(argv[i + 2]));
@@ -50,7 +48,7 @@ int cmd_add(cli_t *cli, int argc, char **argv)
             }
         }
         if (cli->json)
-            printf("]\n");
+            cli_json_line(out);
     }
     free(keys);
     free(fresh);
@@ -149,8 +147,11 @@ int cmd_load(cli_t *cli, int argc, char **argv)
         fputc('\n', stderr);
     if (ex == EX_YES) {
         if (cli->json)
-            printf("{\"keys\":%llu,\"new\":%llu,\"present\":%llu}\n", (unsigned long long)keys,
-                   (unsigned long long)added, (unsigned long long)(keys - added));
+            cli_json_line(cli_json_obj("keys", cli_json_num("%llu", (unsigned long long)keys),
+                                       "new", cli_json_num("%llu", (unsigned long long)added),
+                                       "present",
+                                       cli_json_num("%llu", (unsigned long long)(keys - added)),
+                                       NULL));
         else
             printf("loaded %llu keys: %llu new, %llu already present\n",
                    (unsigned long long)keys, (unsigned long long)added,
@@ -171,8 +172,10 @@ static int change_done(const cli_t *cli, rb_conn_t *c, const char *what, int rc)
 {
     int ex = rc == RB_OK ? EX_YES : cli_conn_fail(cli, c, what, rc, 1);
 
-    if (ex == EX_YES)
-        printf(cli->json ? "{\"ok\":true}\n" : "OK\n");
+    if (ex == EX_YES && cli->json)
+        cli_json_line(cli_json_obj("ok", json_object_new_boolean(1), NULL));
+    else if (ex == EX_YES)
+        fputs("OK\n", stdout);
     rb_conn_close(c);
     return ex;
 }
@@ -323,12 +326,13 @@ int cmd_reset(cli_t *cli, int argc, char **argv)
 int cmd_delete(cli_t *cli, int argc, char **argv)
 {
     rb_conn_t *c;
+    json_object *out = NULL;
     int ex = EX_YES;
 
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;
     if (cli->json)
-        putchar('[');
+        out = json_object_new_array();
     for (int i = 1; i < argc; i++) {
         const char *args[2] = { "DEL", argv[i] };
         size_t lens[2] = { 3, strlen(argv[i]) };
@@ -336,7 +340,7 @@ int cmd_delete(cli_t *cli, int argc, char **argv)
         int rc = rb_conn_command(c, 2, args, lens, buf, sizeof(buf)), gone;
         if (rc != RB_OK) {
             if (cli->json)
-                printf("]\n");
+                cli_json_line(out);   /* the filters deleted before it */
             ex = cli_conn_fail(cli, c, "delete", rc, 1);
             rb_conn_close(c);
             return ex;
@@ -345,9 +349,8 @@ int cmd_delete(cli_t *cli, int argc, char **argv)
         if (!gone)
             ex = EX_NO;
         if (cli->json) {
-            printf("%s{\"filter\":", i > 1 ? "," : "");
-            cli_json_str(argv[i], lens[1]);
-            printf(",\"deleted\":%s}", gone ? "true" : "false");
+            cli_json_push(out, cli_json_obj("filter", cli_json_text(argv[i], lens[1]),
+                                            "deleted", json_object_new_boolean(gone), NULL));
         } else {
             printf("%s\t", gone ? "deleted" : "absent");
             cli_text_str(argv[i], lens[1]);
@@ -355,7 +358,7 @@ int cmd_delete(cli_t *cli, int argc, char **argv)
         }
     }
     if (cli->json)
-        printf("]\n");
+        cli_json_line(out);
     rb_conn_close(c);
     return ex;
 }

@@ -1,6 +1,7 @@
-"""setup.py - builds and installs the Python package `ringbloom`: the C
-extension ringbloom._ringbloom (ringbloom/_*.c, on libringbloom's public
-header) and the pure-Python modules beside it.
+"""setup.py - the C extension of the Python package `ringbloom`:
+ringbloom._ringbloom (ringbloom/_*.c, on libringbloom's public header).
+The package's metadata and modules are pyproject.toml's (PEP 517/518,
+setuptools as the backend, which runs this file for the extension).
 
 Which libringbloom the extension links, first match wins:
   1. RINGBLOOM_BUILDDIR=<a configured and built ringbloom tree>: that
@@ -16,7 +17,8 @@ Which libringbloom the extension links, first match wins:
 Otherwise it stops and says what to install.
 
   pip install ./python                       (from the repository root)
-  cd python && /usr/bin/python3 setup.py build --build-base DIR
+  python3 -m build python                    (sdist and wheel; python3-build)
+  /usr/bin/python3 -m pip install --no-build-isolation --no-deps --target DIR ./python
                                              (what tests/python/python.sh does)
 Run it from this directory (pip does): the paths below are relative to it.
 """
@@ -90,10 +92,6 @@ ext = Extension("ringbloom._ringbloom", sources=SOURCES, depends=["ringbloom/_ri
                 + lib.get("extra_compile_args", []),
                 extra_link_args=lib.get("extra_link_args", []))
 
-setup(name="ringbloom",
-      version="0.1.0",
-      description="libringbloom's shared-memory ring, filters and sketches from Python",
-      packages=["ringbloom"],
-      ext_modules=[ext],
-      python_requires=">=3.7",
-      extras_require={"scrapy": ["scrapy"]})
+# Name, version and extras are pyproject.toml's [project]; the extension's
+# C files are not installed beside the modules.
+setup(packages=["ringbloom"], include_package_data=False, ext_modules=[ext])

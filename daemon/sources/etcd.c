@@ -3,17 +3,21 @@
  * handle per endpoint, a request POSTed with failover across endpoints,
  * authentication (token in the Authorization header, renewed when etcd
  * calls it invalid), etcd's error replies mapped to RBD_ETCD_* codes, and
- * the JSON gateway's encodings (base64 keys and values, int64 as strings).
+ * the JSON gateway's encodings (base64 keys and values through libcrypto,
+ * int64 as strings).
  * Range and txn are in etcd_kv.c, the watch stream in etcd_watch.c.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "etcd_impl.h"
 
@@ -417,29 +421,29 @@ int etcd_error(rbd_etcd_t *e, const char *ep, int code, const char *msg)
     return etcd_fail(e, rc, "%s: %s (grpc code %d)", ep, msg, code);
 }
 
-static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/* Base64 is OpenSSL's (EVP_EncodeBlock / EVP_DecodeBlock, libcrypto).
+ * EVP_DecodeBlock alone is laxer than etcd's encoder: it skips leading
+ * blanks and trailing blanks, line ends and '-', and reads '=' as a zero
+ * sextet wherever it stands, counting the zero bytes of the padding in
+ * its result.  So the text is checked to be canonical first (length a
+ * multiple of 4, only the alphabet, '=' only as one or two final
+ * characters) and the padding's bytes are taken off the result. */
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 json_object *etcd_b64(const void *data, size_t len)
 {
-    const unsigned char *s = data;
-    size_t n = 4 * ((len + 2) / 3), o = 0;
-    char *out = malloc(n + 1);
+    size_t n = 4 * ((len + 2) / 3);
+    unsigned char *out;
     json_object *j;
 
-    if (!out)
+    if (len > (size_t)INT_MAX / 4 * 3 - 3 || !(out = malloc(n + 1)))
         return NULL;
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned long v = (unsigned long)s[i] << 16;
-        if (i + 1 < len)
-            v |= (unsigned long)s[i + 1] << 8;
-        if (i + 2 < len)
-            v |= s[i + 2];
-        out[o++] = b64chars[(v >> 18) & 63];
-        out[o++] = b64chars[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? b64chars[v & 63] : '=';
+    if ((size_t)EVP_EncodeBlock(out, data, (int)len) != n) {
+        free(out);
+        return NULL;
     }
-    j = json_object_new_string_len(out, (int)n);
+    j = json_object_new_string_len((const char *)out, (int)n);
     free(out);
     return j;
 }
@@ -448,10 +452,9 @@ char *etcd_unb64(json_object *o, const char *k, size_t *len)
 {
     json_object *f;
     const char *s = "";
-    size_t n, m = 0;
-    unsigned long v = 0;
-    int bits = 0;
-    char *out;
+    size_t n, pad = 0;
+    int m;
+    unsigned char *out;
 
     if (json_object_object_get_ex(o, k, &f)) {
         if (!json_object_is_type(f, json_type_string))
@@ -459,23 +462,21 @@ char *etcd_unb64(json_object *o, const char *k, size_t *len)
         s = json_object_get_string(f);
     }
     n = strlen(s);
-    if (n % 4 != 0 || !(out = malloc(n / 4 * 3 + 1)))
+    if (n % 4 != 0 || n > (size_t)INT_MAX)
         return NULL;
-    for (size_t i = 0; i < n && s[i] != '='; i++) {
-        const char *p = strchr(b64chars, s[i]);
-        if (!p || !*p) {
-            free(out);
-            return NULL;
-        }
-        v = (v << 6) | (unsigned long)(p - b64chars);
-        if ((bits += 6) >= 8) {
-            bits -= 8;
-            out[m++] = (char)((v >> bits) & 0xff);
-        }
+    while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
+        pad++;
+    if (strspn(s, b64_alphabet) != n - pad || !(out = malloc(n / 4 * 3 + 1)))
+        return NULL;
+    m = n ? EVP_DecodeBlock(out, (const unsigned char *)s, (int)n) : 0;
+    if (m < 0 || (size_t)m != n / 4 * 3) {
+        free(out);
+        return NULL;
     }
+    m -= (int)pad;
     out[m] = '\0';
-    *len = m;
-    return out;
+    *len = (size_t)m;
+    return (char *)out;
 }
 
 int64_t etcd_int(json_object *o, const char *k)

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -162,21 +163,11 @@ static int healthy(rb_etcd_cluster_t *c, int i)
     return ok;
 }
 
-/* Standard base64 of len bytes into out (4 * ((len + 2) / 3) + 1 bytes). */
-static void b64(const unsigned char *in, size_t len, char *out)
+/* Standard base64 of len bytes into out (4 * ((len + 2) / 3) + 1 bytes),
+ * libcrypto's as the daemon's (daemon/sources/etcd.c). */
+static void b64(const void *in, size_t len, char *out)
 {
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t w = 0;
-
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < len ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < len ? in[i + 2] : 0);
-        out[w++] = t[v >> 18 & 63];
-        out[w++] = t[v >> 12 & 63];
-        out[w++] = i + 1 < len ? t[v >> 6 & 63] : '=';
-        out[w++] = i + 2 < len ? t[v & 63] : '=';
-    }
-    out[w] = '\0';
+    EVP_EncodeBlock((unsigned char *)out, in, (int)len);
 }
 
 int rb_etcd_raw(rb_etcd_cluster_t *c, const void *key, size_t klen, const void *val, size_t vlen)

@@ -1,11 +1,14 @@
 #!/bin/sh
 # The Python package (python/) end to end: builds it with Debian's
-# /usr/bin/python3 and setuptools against this build tree's library
+# /usr/bin/python3, pip and setuptools (through pyproject.toml, as `pip
+# install ./python` does) against this build tree's library
 # (RINGBLOOM_BUILDDIR: lib/.libs/librbcore.a, so nothing need be
 # installed) into a temporary directory, starts a private daemon and runs
 # tests/python/test_ringbloom.py on it (its checks are listed there).
 # Skips (77) only without python3-dev (Python.h); fails, naming the Debian
-# package, without python3-setuptools or python3-scrapy.
+# package, without python3-setuptools, python3-pip, python3-build or
+# python3-scrapy.  Also builds an sdist and a wheel from it with
+# `python3 -m build`.
 set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
@@ -35,14 +38,40 @@ fi
 "$py" -c 'import scrapy' 2>/dev/null ||
     fail "$py cannot import scrapy (Debian package python3-scrapy)"
 
+"$py" -m pip --version > /dev/null 2>&1 ||
+    fail "$py has no pip (Debian package python3-pip)"
+"$py" -c 'import build' 2>/dev/null ||
+    fail "$py cannot import build (Debian package python3-build)"
+
 rbd_sh_start py "py$$"
-# setup.py runs in the (possibly read-only) source directory and writes
-# only under --build-base.
-(cd "$srcdir/python" && RINGBLOOM_BUILDDIR="$builddir" RINGBLOOM_SRCDIR="$srcdir" \
-    PYTHONDONTWRITEBYTECODE=1 "$py" setup.py -q build --build-base "$dir/build") \
-    > "$dir/build.log" 2>&1 || { cat "$dir/build.log"; fail "building the package failed"; }
-grep -i 'warning:' "$dir/build.log" | grep -v 'byte-compiling is disabled' &&
-    fail "the extension compiled with warnings"
-lib=$(ls -d "$dir"/build/lib.*) || fail "no build/lib.* directory"
+# Built as `pip install ./python` builds it: through pyproject.toml's
+# PEP 517 backend (setuptools, which runs setup.py for the extension),
+# with Debian's setuptools (no build isolation, nothing downloaded), into
+# a target directory.  pip builds in the tree it is given, so it gets a
+# copy: the source directory may be read-only.  -v shows the compiler's
+# lines, so a warning fails the test.
+cp -R "$srcdir/python" "$dir/src" && chmod -R u+w "$dir/src" || fail "copying python/ failed"
+RINGBLOOM_BUILDDIR="$builddir" RINGBLOOM_SRCDIR="$srcdir" PYTHONDONTWRITEBYTECODE=1 \
+    "$py" -m pip install -v --no-build-isolation --no-deps --no-compile --no-cache-dir \
+    --no-index --disable-pip-version-check --root-user-action=ignore \
+    --target "$dir/lib" "$dir/src" > "$dir/build.log" 2>&1 ||
+    { cat "$dir/build.log"; fail "building the package failed"; }
+grep -q 'Building wheel for ringbloom (pyproject.toml)' "$dir/build.log" ||
+    { cat "$dir/build.log"; fail "pip did not build through pyproject.toml"; }
+grep -i 'warning' "$dir/build.log" | grep -v 'byte-compiling is disabled' &&
+    fail "building the package gave warnings"
+[ ! -e "$dir/lib/ringbloom/_ringbloom.c" ] || fail "the extension's C files were installed"
+# `python3 -m build` (Debian's python3-build, no isolation): an sdist, and
+# a wheel built from that sdist, so the sdist must hold every file the
+# extension needs (MANIFEST.in: _ringbloom.h).
+cp -R "$srcdir/python" "$dir/src2" && chmod -R u+w "$dir/src2" || fail "copying python/ failed"
+RINGBLOOM_BUILDDIR="$builddir" RINGBLOOM_SRCDIR="$srcdir" PYTHONDONTWRITEBYTECODE=1 \
+    "$py" -m build --no-isolation --outdir "$dir/dist" "$dir/src2" > "$dir/dist.log" 2>&1 ||
+    { cat "$dir/dist.log"; fail "python3 -m build failed"; }
+tar tzf "$dir"/dist/ringbloom-*.tar.gz | grep -q '/ringbloom/_ringbloom\.h$' ||
+    fail "the sdist has no ringbloom/_ringbloom.h"
+"$py" -c 'import sys, zipfile; n = zipfile.ZipFile(sys.argv[1]).namelist(); sys.exit(not any(f.startswith("ringbloom/_ringbloom.") and f.endswith(".so") for f in n))' \
+    "$(ls "$dir"/dist/ringbloom-*.whl)" || fail "the wheel has no extension"
+lib=$dir/lib
 PYTHONPATH=$lib PYTHONDONTWRITEBYTECODE=1 "$py" -u "$srcdir/tests/python/test_ringbloom.py" \
     "$inst" "$dir/s.sock" "$cli"
