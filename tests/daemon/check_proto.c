@@ -143,19 +143,27 @@ END_TEST
 
 /* CLIENT INFO carries every field of Redis 7.2's line, in its order, each
  * as name=value: redis-py's client_info() reads sub, psub, qbuf, obl, omem,
- * tot-mem ... as integers and raised KeyError on a missing one. */
+ * tot-mem ... as integers and raised KeyError on a missing one; user= is
+ * the peer's Unix user (the ACL's identity). */
 START_TEST(test_proto_client_info_has_redis_fields)
 {
-    static const char *const fields[] = {
+    char user[80];
+    const struct passwd *pw = getpwuid(getuid());
+    /* user=: the peer's Unix user, the identity its access rules name */
+    const char *const fields[] = {
         "id=", " addr=", " laddr=", " fd=", " name=app ", " age=", " idle=", " flags=N ",
         " db=0 ", " sub=0 ", " psub=0 ", " ssub=0 ", " multi=-1 ", " qbuf=", " qbuf-free=",
         " argv-mem=", " multi-mem=", " rbs=", " rbp=", " obl=", " oll=", " omem=",
-        " tot-mem=", " events=", " cmd=client|info ", " user=default ", " redir=-1 ",
+        " tot-mem=", " events=", " cmd=client|info ", user, " redir=-1 ",
         " resp=2 ", " lib-name=redis-py ", " lib-ver= ", " uid=", " pid=" };
     rb_conn_t *c;
     const char *line, *at;
     int rc;
 
+    if (pw != NULL)
+        snprintf(user, sizeof(user), " user=%s ", pw->pw_name);
+    else
+        snprintf(user, sizeof(user), " user=%u ", (unsigned)getuid());
     rbd_start(&d, NULL);
     c = rbd_connect(&d);
     rbd_expect(c, "OK", "CLIENT", "SETNAME", "app");

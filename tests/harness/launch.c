@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -221,8 +222,13 @@ int rbl_remove(rbl_daemon_t *d)
         waitpid(d->pid, NULL, 0);
         d->pid = 0;
     }
-    if (d->inst[0] != '\0')
+    if (d->inst[0] != '\0') {
+        char rebuild[128];
         (void)rb_segment_unlink(d->inst);   /* RB_ENOENT after a clean stop */
+        /* what a daemon killed inside a shrink may leave (rb_segment_rebuild) */
+        snprintf(rebuild, sizeof(rebuild), "/ringbloom.%s~rebuild", d->inst);
+        (void)shm_unlink(rebuild);
+    }
     if (d->dir[0] != '\0') {
         int rc = rbl_rmtree(d->dir);
 
