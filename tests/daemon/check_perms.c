@@ -454,7 +454,7 @@ START_TEST(test_perms_acl_tiers)
     c = rbd_connect(&d);
     rbd_expect(c, "1", "BF.ADD", "f", "a");
     for (int i = 1; i <= 3; i++) {
-        char node[8];
+        char node[16];
         snprintf(node, sizeof(node), "n%d", i);
         rbd_cmd(c, &rc, "RING.ADD", node, (const char *)NULL);
         ck_assert_int_eq(rc, RB_OK);
