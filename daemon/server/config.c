@@ -360,18 +360,6 @@ static void render_ids(char *out, size_t cap, const rbd_ids_t *ids)
         snprintf(out, cap, "none");
 }
 
-/* A gid by its name, or as a number if it has none. */
-static void render_group(char *out, size_t cap, gid_t gid)
-{
-    char buf[4096];
-    struct group gr, *found = NULL;
-
-    if (getgrgid_r(gid, &gr, buf, sizeof(buf), &found) == 0 && found != NULL)
-        snprintf(out, cap, "%s", found->gr_name);
-    else
-        snprintf(out, cap, "%u", (unsigned)gid);
-}
-
 /* Setting s of c as CONFIG GET shows it. */
 static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t cap)
 {
@@ -413,7 +401,7 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
         render_ids(v, cap, field);
         break;
     case T_GROUP:
-        render_group(v, cap, *(const gid_t *)field);
+        rbd_acl_group_name(*(const gid_t *)field, v, cap);
         break;
     case T_ACL_USER:
     case T_ACL_GROUP:
@@ -463,7 +451,7 @@ int rbd_config_check_groups(const rbd_config_t *c, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
         if (may_chgrp(g[i].gid))
             continue;
-        render_group(name, sizeof(name), g[i].gid);
+        rbd_acl_group_name(g[i].gid, name, sizeof(name));
         snprintf(err, errlen, "%s %s: ringbloomd runs as uid %u, which is neither root nor a "
                  "member of group %s (gid %u), so it cannot give its %s that group (add the "
                  "user to the group, or run it as that group)", g[i].name, name,
