@@ -139,9 +139,9 @@ entries=$(awk '/^\.Sh / { in_cmds = ($2 == "COMMANDS") }
         names = t[1]
         for (i = 2; i + 1 <= n && t[i] == "|"; i += 2)
             names = names " " t[i + 1]
-        cur = names; w = (text ~ /\(W\)/) ? "W" : (text ~ /\(A\)/) ? "A" : "-"
+        cur = names; second = t[2]; w = (text ~ /\(W\)/) ? "W" : (text ~ /\(A\)/) ? "A" : "-"
     }
-    function close_entry() { if (cur != "") print cur "\t" w; cur = "" }
+    function close_entry() { if (cur != "") print cur "\t" w "\t" second; cur = "" }
     $1 == ".It" && $2 == "Cm" { close_entry(); open_entry(substr($0, 8), $0); next }
     $0 == ".It Xo" { close_entry(); xo = 1; next }
     xo && $1 == ".Cm" { open_entry(substr($0, 5), $0); xo = 0; next }
@@ -149,18 +149,81 @@ entries=$(awk '/^\.Sh / { in_cmds = ($2 == "COMMANDS") }
     cur != "" && /\(W\)/ { w = "W" }
     cur != "" && /\(A\)/ { w = "A" }
     END { close_entry() }' "$daemon8")
+# The subcommands, "PARENT SUB FLAGS" a line ((b5) checks their entries).
+subrows=$(awk '
+    /static const rbd_command_t [a-z_0-9]*\[\] *= *\{/ {
+        t = $0; sub(/.*rbd_command_t */, "", t); sub(/\[.*/, "", t); table = t; next }
+    table != "" && /RBD_SUBCOMMAND\("/ {
+        line = $0; sub(/.*RBD_SUBCOMMAND\("/, "", line)
+        name = line; sub(/".*/, "", name)
+        flags = line; sub(/^[^,]*, *-*[0-9]*, */, "", flags); sub(/,.*/, "", flags)
+        sub_of[table] = sub_of[table] name "=" flags ";"; next }
+    /RBD_COMMAND_END/ { table = ""; next }
+    /RBD_COMMAND_SUBS\("/ {
+        line = $0; sub(/.*RBD_COMMAND_SUBS\("/, "", line)
+        parent = line; sub(/".*/, "", parent)
+        t = line; sub(/^[^,]*, *-*[0-9]*, *[A-Z_0-9 |]*, */, "", t); sub(/,.*/, "", t)
+        uses[parent] = t }
+    END {
+        for (p in uses) {
+            n = split(sub_of[uses[p]], rs, ";")
+            for (i = 1; i <= n; i++) if (rs[i] != "") {
+                split(rs[i], kv, "="); print p, kv[1], kv[2] }
+        }
+    }' "$srcdir"/daemon/commands/cmd*.c)
+nsub=$(printf '%s\n' "$subrows" | grep -c .)
+nsubrows=$(cat "$srcdir"/daemon/commands/cmd*.c | grep -c 'RBD_SUBCOMMAND("')
+test "$nsub" -eq "$nsubrows" || bad "read $nsub subcommands from $nsubrows RBD_SUBCOMMAND rows"
 problems=$(printf '%s\n' "$rows" | while read -r name flags; do
     test -n "$name" || continue
     want=-
     case $flags in *CMD_WRITE*) want=W ;; *CMD_ADMIN*) want=A ;; esac
-    marks=$(printf '%s\n' "$entries" | awk -F '\t' -v c="$name" \
-            '{ n = split($1, t, " "); for (i = 1; i <= n; i++) if (t[i] == c) print $2 }')
-    if test -z "$marks"; then
+    # A subcommand's entry (CLIENT LIST) is marked by its own row ((b5)).
+    subs=$(printf '%s\n' "$subrows" | awk -v c="$name" '$1 == c { printf " %s ", $2 }')
+    marks=$(printf '%s\n' "$entries" | awk -F '\t' -v c="$name" -v subs="$subs" \
+            'index(subs, " " $3 " ") == 0 { n = split($1, t, " "); for (i = 1; i <= n; i++) if (t[i] == c) print $2 }')
+    any=$(printf '%s\n' "$entries" | awk -F '\t' -v c="$name" \
+          '{ n = split($1, t, " "); for (i = 1; i <= n; i++) if (t[i] == c) print $2 }')
+    if test -z "$any"; then
         echo "command $name (daemon/commands/cmd*.c) has no entry in ringbloomd.8"
+    elif test -z "$marks"; then
+        :   # only subcommand entries, checked by (b5)
     elif printf '%s\n' "$marks" | grep -qv "^$want\$"; then
         test "$want" = W && echo "command $name changes state: its ringbloomd.8 entry lacks (W)"
         test "$want" = A && echo "command $name is @admin: its ringbloomd.8 entry lacks (A)"
         test "$want" = - && echo "command $name changes nothing: its ringbloomd.8 entry says (W) or (A)"
+    fi
+done)
+if test -n "$problems"; then
+    printf '%s\n' "$problems" | sed 's/^/man_lint: /' >&2
+    fail=1
+fi
+
+# (b5) So is every subcommand (RBD_SUBCOMMAND rows of a table that an
+# RBD_COMMAND_SUBS row names): its entry ".It Cm PARENT SUB ..." (or after
+# ".It Xo", ".Cm PARENT SUB ...") is marked by the subcommand's own flags,
+# not its parent's: CLIENT LIST is (A) though CLIENT INFO is not.
+subentries=$(awk '/^\.Sh / { in_cmds = ($2 == "COMMANDS") }
+    !in_cmds { next }
+    function open_entry(a, b, text) {
+        cur = a " " b; w = (text ~ /\(W\)/) ? "W" : (text ~ /\(A\)/) ? "A" : "-" }
+    function close_entry() { if (cur != "") print cur "\t" w; cur = "" }
+    $1 == ".It" && $2 == "Cm" { close_entry(); open_entry($3, $4, $0); next }
+    $0 == ".It Xo" { close_entry(); xo = 1; next }
+    xo && $1 == ".Cm" { open_entry($2, $3, $0); xo = 0; next }
+    $1 == ".It" || $1 == ".El" { close_entry(); next }
+    cur != "" && /\(W\)/ { w = "W" }
+    cur != "" && /\(A\)/ { w = "A" }
+    END { close_entry() }' "$daemon8")
+problems=$(printf '%s\n' "$subrows" | while read -r parent name flags; do
+    test -n "$name" || continue
+    want=-
+    case $flags in *CMD_WRITE*) want=W ;; *CMD_ADMIN*) want=A ;; esac
+    marks=$(printf '%s\n' "$subentries" | awk -F '\t' -v c="$parent $name" '$1 == c { print $2 }')
+    if test -z "$marks"; then
+        echo "subcommand $parent $name has no entry in ringbloomd.8"
+    elif printf '%s\n' "$marks" | grep -qv "^$want\$"; then
+        echo "subcommand $parent $name: its ringbloomd.8 entry should be marked '$want' (W, A or none)"
     fi
 done)
 if test -n "$problems"; then
