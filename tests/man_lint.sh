@@ -6,7 +6,8 @@
 # daemon/server/config_table.c's table has an entry (.It Cm NAME) in ringbloomd.conf.5;
 # every command of the CLI's table (client/main.c) has one in ringbloom.1;
 # every command of the daemon's tables (daemon/commands/cmd*.c) has one in
-# ringbloomd.8, marked (W) exactly when it changes state (@write) and (A)
+# ringbloomd.8 (a subcommand by its own row: CLIENT LIST), marked (W) exactly
+# when it changes state (@write) and (A)
 # exactly when it is @admin.
 # The lists come from the sources, so a new function, setting or command
 # without its entry fails here.  Link pages (one line, ".so man3/PAGE.3")
