@@ -19,12 +19,16 @@ built by Scrapy's own scheduler from DUPEFILTER_CLASS.  Prints
 
 import os
 import re
+import socket as _socket
 import subprocess
 import sys
 import threading
 import time
 
 import ringbloom as rb
+import redis
+from redis.connection import HiredisParser, PythonParser
+from redis.utils import HIREDIS_AVAILABLE
 
 INST, SOCK, CLI = sys.argv[1], sys.argv[2], sys.argv[3]
 checks = failures = 0
@@ -351,11 +355,15 @@ f2.close()
 check(f2.segment is None, "close() afterwards works")
 
 # ---- the Client: redis-py underneath, ringbloom's replies and errors on top ---------------------
-# A scripted server on a Unix socket: each connection reads one command and
-# answers with what `script` gives for what it read (bytes, sent in pieces
-# of `step` bytes; b"": read more first), None: closes without answering,
-# or "hang": says nothing.
-import socket as _socket  # noqa: E402
+print("Client: redis-py %s, %s parser" % (redis.__version__,
+                                          "hiredis" if HIREDIS_AVAILABLE else "pure-Python"))
+check(issubclass(rb.client._Parser, HiredisParser if HIREDIS_AVAILABLE else PythonParser) and
+      isinstance(client._conn._parser, rb.client._Parser),
+      "the Client parses with redis-py's parser (hiredis's when installed)")
+# A scripted server on a Unix socket: on each connection it reads what the
+# client sends and answers with what `script` gives for it (bytes, sent in
+# pieces of `step` bytes; b"": read more first), None: closes without
+# answering, or "hang": says nothing.
 
 
 class Scripted:
@@ -409,8 +417,8 @@ class Scripted:
 
 
 fake = os.path.join(os.path.dirname(SOCK), "fake.sock")
-typed = (b"+OK\r\n", b":42\r\n", b"$4\r\na\r\nb\r\n", b"$-1\r\n", b"*3\r\n:1\r\n*1\r\n$0\r\n\r\n*-1\r\n",
-         b"*0\r\n", b":-7\r\n", b"$0\r\n\r\n")
+typed = (b"+OK\r\n", b":42\r\n", b"$4\r\na\r\nb\r\n", b"$-1\r\n",
+         b"*3\r\n:1\r\n*1\r\n$0\r\n\r\n*-1\r\n", b"*0\r\n", b":-7\r\n", b"$0\r\n\r\n")
 texts = ["NOPERM this user has no permissions to run the 'shutdown' command",
          "ERR unknown command 'X'", "WRONGTYPE Operation against a key holding the wrong kind",
          "LOADING the daemon is loading", "EXECABORT Transaction discarded",
@@ -453,7 +461,8 @@ for step in (0, 1):  # whole, then a byte at a time (every split point of every 
           "a ReplyError names the command and ends with the text (%s)" % errs[1])
     nested = c.execute("GET", len(answers) - 1)
     check(nested[0] == 1 and isinstance(nested[1], rb.PermissionDenied) and
-          nested[1].reply == "NOPERM inner refusal", "an error inside an array: an object in the list")
+          nested[1].reply == "NOPERM inner refusal",
+          "an error inside an array: an object in the list")
     r = c.pipeline([("GET", 0), ("GET", len(typed) + 1), ("GET", 1)], raise_on_error=False)
     check(r[0] == b"OK" and isinstance(r[1], rb.ReplyError) and
           r[1].reply == "ERR unknown command 'X'" and r[2] == 42,
@@ -487,7 +496,8 @@ srv.close()
 srv = Scripted(fake, lambda buf: b"?garbage\r\n")
 c = rb.Client(INST, socket=fake, timeout=5)
 e = raises(rb.DaemonError, c.execute, "PING")
-check(e is not None and e.code == -21, "a reply that does not parse: DaemonError RB_EPROTO (%r)" % e)
+check(e is not None and e.code == -21,
+      "a reply that does not parse: DaemonError RB_EPROTO (%r)" % e)
 check(raises(rb.DaemonError, c.execute, "PING") is not None, "and the connection is closed")
 srv.close()
 
