@@ -46,7 +46,9 @@ fi
 "$py" -c 'import build' 2>/dev/null ||
     fail "$py cannot import build (Debian package python3-build)"
 
-rbd_sh_start py "py$$"
+# The test's own user may do everything but SHUTDOWN: the daemon's NOPERM
+# reply is checked to arrive whole as PermissionDenied's .reply.
+rbd_sh_start py "py$$" "acl-user $(id -u) +@all -shutdown"
 # Built as `pip install ./python` builds it: through pyproject.toml's
 # PEP 517 backend (setuptools, which runs setup.py for the extension),
 # with Debian's setuptools (no build isolation, nothing downloaded), into

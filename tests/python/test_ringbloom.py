@@ -512,15 +512,19 @@ check(client.execute("BF.MADD", "args", "é", bytearray(b"ba"), memoryview(b"mv"
       [1, 1, 1, 1, 1] and
       client.execute("BF.MEXISTS", "args", b"\xc3\xa9", b"ba", b"mv", b"7", b"1.5") ==
       [1, 1, 1, 1, 1], "arguments: str as UTF-8, bytearray, memoryview, int, float")
-# The daemon's own error texts arrive whole: the same bytes a raw socket reads.
-raw = _socket.socket(_socket.AF_UNIX)
-raw.connect(SOCK)
-raw.sendall(b"*2\r\n$11\r\nNO.SUCH.CMD\r\n$1\r\nx\r\n")
-line = raw.recv(4096)
-raw.close()
-e = raises(rb.ReplyError, client.execute, "NO.SUCH.CMD", "x")
-check(e is not None and line.startswith(b"-") and e.reply.encode() == line[1:].rstrip(b"\r\n"),
-      "the daemon's error text is .reply, byte for byte (%r, %r)" % (line, e and e.reply))
+# The daemon's own error texts arrive whole: the same bytes a raw socket
+# reads (python.sh's daemon refuses SHUTDOWN to this user: NOPERM).
+for cmd, exc in ((b"NO.SUCH.CMD", rb.ReplyError), (b"SHUTDOWN", rb.PermissionDenied)):
+    raw = _socket.socket(_socket.AF_UNIX)
+    raw.connect(SOCK)
+    raw.sendall(b"*2\r\n$%d\r\n%s\r\n$1\r\nx\r\n" % (len(cmd), cmd))
+    line = raw.recv(4096)
+    raw.close()
+    e = raises(exc, client.execute, cmd, "x")
+    check(e is not None and line.startswith(b"-") and
+          e.reply.encode() == line[1:].rstrip(b"\r\n"),
+          "the daemon's error text is .reply, byte for byte (%r, %r)" % (line, e and e.reply))
+check(line.startswith(b"-NOPERM ") and client.ping(), "SHUTDOWN refused: NOPERM, daemon up")
 # The lock: threads sharing one Client each get their own replies.
 client.execute("BF.RESERVE", "thr", "0.0001", "10000")
 results = {}
