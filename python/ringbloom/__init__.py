@@ -6,8 +6,8 @@ public API): Ring(instance).lookup(key) / lookup_n(key, n),
 Filter(instance, name).contains(key) / contains_many(keys) / ``key in f``
 (Bloom), CuckooFilter and CountingBloomFilter (the same, and count(key)),
 CountMinSketch (query(key)) and HyperLogLog (count()).
-Writes go to the daemon: Client (a small RESP2 client of its socket) or
-any Redis client.  Admission is the "cache on the second hit" helper;
+Writes go to the daemon: Client (redis-py on its socket, with the
+daemon's replies and errors as ringbloom's types) or any Redis client.  Admission is the "cache on the second hit" helper;
 ringbloom.scrapy holds a Scrapy dupefilter.  Errors are ringbloom.Error
 (with .code, an RB_E* code, and rb_strerror's text) and its subclasses.
 """

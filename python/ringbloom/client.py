@@ -1,149 +1,42 @@
-"""ringbloom.client - Client: a small blocking RESP2 client of ringbloomd
-over its Unix socket, for the writes (readers use the shared memory).
+"""ringbloom.client - Client: a blocking client of ringbloomd's Unix socket
+for the writes (readers use the shared memory), a thin layer over redis-py
+(Debian's python3-redis; with python3-hiredis installed, redis-py parses
+replies with hiredis).
 
 Any Redis client works as well (the daemon speaks RESP2 with RedisBloom's
-command names); this one needs nothing beyond the standard library and
-finds the instance's socket as the C library's rb_conn_open does: the
-instance's default socket, else its system one (/run/ringbloom), the
-directory judged by rb_daemon_uid's trust rule first.
+command names); this one finds the instance's socket as the C library's
+rb_conn_open does: the instance's default socket, else its system one
+(/run/ringbloom), the directory judged by rb_daemon_uid's trust rule
+first.  Commands are encoded by redis-py (str as UTF-8, numbers in
+decimal; a first argument holding spaces, "CONFIG GET", is split into
+words as redis-py does); replies are parsed by redis-py's parser with one
+change: an error reply is kept whole (redis-py's own parsers strip
+prefixes such as "NOPERM " and map them to classes of their own).
 
 Replies: integers as int, simple and bulk strings as bytes (simple "OK"
-included), nil as None, arrays as lists; an error reply raises
-ReplyError (.reply holds its text; "NOPERM ..." raises PermissionDenied).
-A broken, closed or timed-out connection raises DaemonError and is
-closed (a change sent may have been applied).  One thread at a time per
-Client: calls take a lock, so sharing one is safe but serialised.
+included), nil as None, arrays as lists (an error inside an array, as in
+EXEC's, is a ReplyError object in the list); an error reply raises
+ReplyError (.reply holds the daemon's text, whole; "NOPERM ..." raises
+PermissionDenied).  A broken, closed or timed-out connection raises
+DaemonError and is closed (a change sent may have been applied; nothing
+is sent again); later calls raise DaemonError too.  One thread at a time
+per Client: calls take a lock, so sharing one is safe but serialised.
 """
 
-import socket
 import threading
 
-from . import _ringbloom
-from ._errors import from_code
+import redis
+from redis.connection import DefaultParser, Encoder, UnixDomainSocketConnection
 
-__all__ = ["Client", "encode_command", "RespParser"]
+from . import _ringbloom
+from ._errors import PermissionDenied, ReplyError, from_code
+
+__all__ = ["Client"]
 
 RB_EDAEMON, RB_EPROTO, RB_EREPLY, RB_EPERM, RB_ETIMEDOUT = -20, -21, -22, -23, -25
 
 
-def _arg(a):
-    if isinstance(a, bytes):
-        return a
-    if isinstance(a, str):
-        return a.encode("utf-8")
-    if isinstance(a, (bytearray, memoryview)):
-        return bytes(a)
-    if isinstance(a, bool):
-        raise TypeError("a command argument must be str, bytes or a number, not bool")
-    if isinstance(a, (int, float)):
-        return repr(a).encode("ascii")
-    raise TypeError("a command argument must be str, bytes or a number, not %s"
-                    % type(a).__name__)
-
-
-def encode_command(*args):
-    """The RESP2 encoding of one command (an array of bulk strings);
-    str arguments are sent as UTF-8, numbers in decimal."""
-    parts = [b"*%d\r\n" % len(args)]
-    for a in args:
-        b = _arg(a)
-        parts.append(b"$%d\r\n" % len(b))
-        parts.append(b)
-        parts.append(b"\r\n")
-    return b"".join(parts)
-
-
-class _ErrorReply:
-    """An error reply inside a parsed reply (raised by the Client)."""
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-
-class RespParser:
-    """Incremental RESP2 reply parser: feed(bytes), then get() returns
-    one complete reply, or the sentinel RespParser.NEED while the bytes
-    fed do not hold a whole one yet (nothing is consumed then).  Error
-    replies come back as _ErrorReply objects; a malformed reply raises
-    ValueError.  Bulk strings are limited to MAX_BULK bytes and arrays
-    to MAX_DEPTH levels of nesting."""
-
-    NEED = object()
-    MAX_BULK = 512 * 1024 * 1024
-    MAX_DEPTH = 32
-
-    def __init__(self):
-        self._buf = bytearray()
-        self._pos = 0
-
-    def feed(self, data):
-        if self._pos > 65536 and self._pos * 2 > len(self._buf):
-            del self._buf[:self._pos]
-            self._pos = 0
-        self._buf += data
-
-    def get(self):
-        try:
-            value, pos = self._parse(self._pos, 0)
-        except _Short:
-            return self.NEED
-        self._pos = pos
-        return value
-
-    def _line(self, pos):
-        end = self._buf.find(b"\r\n", pos)
-        if end < 0:
-            raise _Short()
-        return bytes(self._buf[pos:end]), end + 2
-
-    def _int(self, raw):
-        try:
-            return int(raw)
-        except ValueError:
-            raise ValueError("bad RESP integer %r" % raw[:40]) from None
-
-    def _parse(self, pos, depth):
-        if pos >= len(self._buf):
-            raise _Short()
-        t = self._buf[pos]
-        line, nxt = self._line(pos + 1)
-        if t == 0x2B:  # +
-            return line, nxt
-        if t == 0x2D:  # -
-            return _ErrorReply(line.decode("utf-8", "replace")), nxt
-        if t == 0x3A:  # :
-            return self._int(line), nxt
-        if t == 0x24:  # $
-            n = self._int(line)
-            if n == -1:
-                return None, nxt
-            if n < 0 or n > self.MAX_BULK:
-                raise ValueError("bad RESP bulk length %d" % n)
-            if len(self._buf) < nxt + n + 2:
-                raise _Short()
-            if self._buf[nxt + n:nxt + n + 2] != b"\r\n":
-                raise ValueError("RESP bulk string not followed by CRLF")
-            return bytes(self._buf[nxt:nxt + n]), nxt + n + 2
-        if t == 0x2A:  # *
-            n = self._int(line)
-            if n == -1:
-                return None, nxt
-            if n < 0 or depth >= self.MAX_DEPTH:
-                raise ValueError("bad RESP array (length %d, depth %d)" % (n, depth))
-            items = []
-            for _ in range(n):
-                v, nxt = self._parse(nxt, depth + 1)
-                items.append(v)
-            return items, nxt
-        raise ValueError("bad RESP type byte %r" % bytes([t]))
-
-
-class _Short(Exception):
-    pass
-
-
-def _reply_error(text, context):
+def _reply_error(text, context=""):
     """The exception of an error reply: PermissionDenied for NOPERM,
     else ReplyError; .reply holds the text."""
     code = RB_EPERM if text.startswith("NOPERM") else RB_EREPLY
@@ -152,12 +45,61 @@ def _reply_error(text, context):
     return exc
 
 
+class _Parser(DefaultParser):
+    """redis-py's reply parser (hiredis's when python3-hiredis is
+    installed, else its pure-Python one), with error replies made into
+    ringbloom's exceptions holding the daemon's whole text: redis-py's
+    parse_error would strip a known prefix ("NOPERM ", "LOADING ") and
+    raise some (LOADING) as connection errors.  The objects returned are
+    not redis.ResponseError, so redis-py's Connection.read_response
+    returns them instead of raising: Client._check raises a top-level one."""
+
+    def parse_error(self, response):
+        return _reply_error(response)
+
+
+class _Encoder(Encoder):
+    """redis-py's encoder taking what ringbloom.Client always took:
+    bytes, bytearray and memoryview as their bytes, str as UTF-8, numbers
+    in decimal (repr); bool and anything else raise TypeError (redis-py
+    raises its DataError and sends a memoryview's elements, not bytes)."""
+
+    def encode(self, value):
+        if isinstance(value, bytes):
+            return value
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (bytearray, memoryview)):
+            return bytes(value)
+        if isinstance(value, bool):
+            raise TypeError("a command argument must be str, bytes or a number, not bool")
+        if isinstance(value, (int, float)):
+            return repr(value).encode("ascii")
+        raise TypeError("a command argument must be str, bytes or a number, not %s"
+                        % type(value).__name__)
+
+
+class _Connection(UnixDomainSocketConnection):
+    """redis-py's Unix-socket connection with _Encoder."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = _Encoder(self.encoder.encoding, self.encoder.encoding_errors,
+                                self.encoder.decode_responses)
+
+
+def _name(args):
+    a = args[0] if args else ""
+    return a if isinstance(a, str) else str(bytes(a), "utf-8", "replace")
+
+
 class Client:
     """Client(instance="default", socket=None, timeout=10.0): a connection
     to the instance's daemon.  socket: a path to use as given (your
     configuration); else the instance's socket is looked up and its
     directory checked (rb_daemon_uid: PermissionDenied if another user
-    could have made it).  timeout bounds every send and receive."""
+    could have made it).  timeout bounds every connect, send and receive.
+    The connection is made here (DaemonError if nobody answers)."""
 
     def __init__(self, instance="default", socket=None, timeout=10.0):
         self.instance = instance
@@ -167,33 +109,29 @@ class Client:
         self.socket_path = socket
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._sock = None
-        self._parser = None
-        self._connect()
+        # redis.Redis(unix_socket_path=...) with the two classes above: its
+        # pool makes the one connection this Client holds (retry=None and
+        # retry_on_timeout=False: a failed call is never sent again).
+        self._redis = redis.Redis(connection_pool=redis.ConnectionPool(
+            connection_class=_Connection, parser_class=_Parser, path=socket,
+            socket_timeout=timeout, max_connections=1))
+        self._conn = None
+        try:
+            self._conn = self._redis.connection_pool.get_connection("PING")
+        except redis.RedisError as e:
+            raise self._daemon_error(RB_EDAEMON, "connect %s: %s" % (socket, e)) from None
 
     # -- the connection -------------------------------------------------
-    def _connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        try:
-            s.connect(self.socket_path)
-        except OSError as e:
-            s.close()
-            raise self._daemon_error(RB_EDAEMON, "connect %s: %s" % (self.socket_path, e))
-        self._sock = s
-        self._parser = RespParser()
-
     def _daemon_error(self, code, context):
         self.close()
         return from_code(code, None, context)
 
     def close(self):
         """Closes the connection (idempotent)."""
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            finally:
-                self._sock = None
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.disconnect()
+        self._redis.connection_pool.disconnect()
 
     def __enter__(self):
         return self
@@ -202,37 +140,39 @@ class Client:
         self.close()
 
     def _roundtrip(self, payload, count):
-        """Sends payload (count commands) and returns their replies, error
-        replies as _ErrorReply."""
-        if self._sock is None:
+        """Sends payload (count commands, packed by redis-py) and returns
+        their replies, error replies as exception objects.  redis-py
+        disconnects on any failure; this closes the Client too."""
+        conn = self._conn
+        if conn is None:
             raise from_code(RB_EDAEMON, None, "the connection is closed")
         try:
-            self._sock.sendall(payload)
-            replies = []
-            while len(replies) < count:
-                r = self._parser.get()
-                if r is RespParser.NEED:
-                    data = self._sock.recv(262144)
-                    if not data:
-                        raise self._daemon_error(RB_EDAEMON, "the daemon closed the connection")
-                    self._parser.feed(data)
-                    continue
-                replies.append(r)
-            return replies
-        except socket.timeout:
-            raise self._daemon_error(RB_ETIMEDOUT, "no answer within %gs" % self.timeout)
-        except ValueError as e:
-            raise self._daemon_error(RB_EPROTO, str(e))
-        except OSError as e:
-            raise self._daemon_error(RB_EDAEMON, str(e))
+            conn.send_packed_command(payload, False)
+            if count == 1:
+                return [conn.read_response()]
+            return [conn.read_response() for _ in range(count)]
+        except redis.TimeoutError:
+            raise self._daemon_error(RB_ETIMEDOUT, "no answer within %gs" % self.timeout) \
+                from None
+        except redis.exceptions.InvalidResponse as e:
+            raise self._daemon_error(RB_EPROTO, str(e)) from None
+        except (redis.RedisError, OSError) as e:
+            raise self._daemon_error(RB_EDAEMON, str(e)) from None
+        except BaseException:
+            self.close()  # interrupted mid-reply: out of step
+            raise
 
     # -- commands ----------------------------------------------------------
     def execute(self, *args):
         """Sends one command, returns its reply (see the module's note)."""
         with self._lock:
-            (r,) = self._roundtrip(encode_command(*args), 1)
-        if isinstance(r, _ErrorReply):
-            raise _reply_error(r.text, str(_arg(args[0]), "utf-8", "replace") if args else "")
+            conn = self._conn
+            # TypeError before anything is sent
+            payload = conn.pack_command(*args) if conn is not None else None
+            (r,) = self._roundtrip(payload, 1)
+        if r.__class__ in _ERRORS:
+            r.context = _name(args)
+            raise r
         return r
 
     def pipeline(self, commands, raise_on_error=True):
@@ -244,15 +184,15 @@ class Client:
         commands = list(commands)
         if not commands:
             return []
-        payload = b"".join(encode_command(*c) for c in commands)
         with self._lock:
+            conn = self._conn
+            payload = conn.pack_commands(commands) if conn is not None else None
             replies = self._roundtrip(payload, len(commands))
         for i, r in enumerate(replies):
-            if isinstance(r, _ErrorReply):
-                e = _reply_error(r.text, str(_arg(commands[i][0]), "utf-8", "replace"))
+            if r.__class__ in _ERRORS:
+                r.context = _name(commands[i])
                 if raise_on_error:
-                    raise e
-                replies[i] = e
+                    raise r
         return replies
 
     def ping(self):
@@ -303,3 +243,9 @@ class Client:
     def ring_weight(self, node, weight):
         """RING.WEIGHT node weight."""
         self.execute("RING.WEIGHT", node, int(weight))
+
+
+
+# The classes _reply_error makes (a reply's class is looked up, not
+# isinstance-checked: an int or bytes reply costs one set lookup).
+_ERRORS = frozenset((ReplyError, PermissionDenied))

@@ -6,8 +6,9 @@
 # installed) into a temporary directory, starts a private daemon and runs
 # tests/python/test_ringbloom.py on it (its checks are listed there).
 # Skips (77) only without python3-dev (Python.h); fails, naming the Debian
-# package, without python3-setuptools, python3-pip, python3-build or
-# python3-scrapy.  Also builds an sdist and a wheel from it with
+# package, without python3-setuptools, python3-pip, python3-build,
+# python3-scrapy or python3-redis (the Client is redis-py underneath;
+# python3-hiredis, when installed, is its parser: the test says which).  Also builds an sdist and a wheel from it with
 # `python3 -m build`.
 set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
@@ -37,13 +38,17 @@ fi
     fail "$py cannot import setuptools (Debian package python3-setuptools)"
 "$py" -c 'import scrapy' 2>/dev/null ||
     fail "$py cannot import scrapy (Debian package python3-scrapy)"
+"$py" -c 'import redis' 2>/dev/null ||
+    fail "$py cannot import redis (Debian package python3-redis)"
 
 "$py" -m pip --version > /dev/null 2>&1 ||
     fail "$py has no pip (Debian package python3-pip)"
 "$py" -c 'import build' 2>/dev/null ||
     fail "$py cannot import build (Debian package python3-build)"
 
-rbd_sh_start py "py$$"
+# The test's own user may do everything but SHUTDOWN: the daemon's NOPERM
+# reply is checked to arrive whole as PermissionDenied's .reply.
+rbd_sh_start py "py$$" "acl-user $(id -u) +@all -shutdown"
 # Built as `pip install ./python` builds it: through pyproject.toml's
 # PEP 517 backend (setuptools, which runs setup.py for the extension),
 # with Debian's setuptools (no build isolation, nothing downloaded), into

@@ -10,19 +10,25 @@ another kind's name raises WrongType; str and bytes (and bytearray, memoryview) 
 are one key; the library's errors arrive as ringbloom.Error subclasses
 with the RB_E* code and rb_strerror's text; contains_many releases the
 GIL (another thread runs during it) and close() refuses meanwhile; the
-Client's writes and its RESP parser; Admission; the Scrapy dupefilter,
+Client's writes, reply types and error texts (the daemon's and a scripted
+server's: whole error texts, NOPERM, nil, nested arrays, a reply in pieces,
+a timeout, a closed or garbled connection), its lock; Admission; the Scrapy dupefilter,
 built by Scrapy's own scheduler from DUPEFILTER_CLASS.  Prints
 "Checks: N, Failures: F, Errors: 0" (tests/summarize.sh counts it).
 """
 
 import os
+import re
+import socket as _socket
 import subprocess
 import sys
 import threading
 import time
 
 import ringbloom as rb
-from ringbloom.client import RespParser, encode_command
+import redis
+from redis.connection import HiredisParser, PythonParser
+from redis.utils import HIREDIS_AVAILABLE
 
 INST, SOCK, CLI = sys.argv[1], sys.argv[2], sys.argv[3]
 checks = failures = 0
@@ -348,27 +354,204 @@ check(e is not None and e.code == -11, "close() during another thread's contains
 f2.close()
 check(f2.segment is None, "close() afterwards works")
 
-# ---- the Client and its parser ---------------------------------------------------------------
-check(encode_command("BF.ADD", "f", b"\x00k", 3) ==
-      b"*4\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$2\r\n\x00k\r\n$1\r\n3\r\n", "encode_command")
-stream = (b"+OK\r\n:42\r\n$4\r\na\r\nb\r\n$-1\r\n*3\r\n:1\r\n*1\r\n$0\r\n\r\n*-1\r\n"
-          b"-ERR boom\r\n*0\r\n")
-p = RespParser()
-replies = []
-for i in range(len(stream)):  # one byte at a time: every split point
-    p.feed(stream[i:i + 1])
-    while True:
-        r = p.get()
-        if r is RespParser.NEED:
-            break
-        replies.append(r)
-check(len(replies) == 7 and replies[:5] == [b"OK", 42, b"a\r\nb", None, [1, [b""], None]] and
-      replies[5].text == "ERR boom" and replies[6] == [],
-      "RespParser: every type, fed a byte at a time (%r)" % replies)
-for bad in (b"?x\r\n", b":12a\r\n", b"$3\r\nabcd\r\n", b"*-2\r\n"):
-    p = RespParser()
-    p.feed(bad)
-    check(raises(ValueError, p.get) is not None, "RespParser refuses %r" % bad)
+# ---- the Client: redis-py underneath, ringbloom's replies and errors on top ---------------------
+print("Client: redis-py %s, %s parser" % (redis.__version__,
+                                          "hiredis" if HIREDIS_AVAILABLE else "pure-Python"))
+check(issubclass(rb.client._Parser, HiredisParser if HIREDIS_AVAILABLE else PythonParser) and
+      isinstance(client._conn._parser, rb.client._Parser),
+      "the Client parses with redis-py's parser (hiredis's when installed)")
+# A scripted server on a Unix socket: on each connection it reads what the
+# client sends and answers with what `script` gives for it (bytes, sent in
+# pieces of `step` bytes; b"": read more first), None: closes without
+# answering, or "hang": says nothing.
+
+
+class Scripted:
+    def __init__(self, path, script, step=0):
+        self.path, self.script, self.step = path, script, step
+        self.srv = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(4)
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.serve, daemon=True)
+        self.t.start()
+
+    def serve(self):
+        self.srv.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                continue
+            with c:
+                c.settimeout(5)
+                buf = b""
+                try:
+                    while not self.stop.is_set():
+                        data = c.recv(65536)
+                        if not data:
+                            break
+                        buf += data
+                        answer = self.script(buf)
+                        if answer == b"":  # a command not whole yet
+                            continue
+                        if answer is None:
+                            break
+                        if answer == "hang":
+                            self.stop.wait(3)
+                            break
+                        buf = b""
+                        n = self.step or len(answer)
+                        for i in range(0, len(answer), n):
+                            c.sendall(answer[i:i + n])
+                            if self.step:
+                                time.sleep(0.001)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop.set()
+        self.t.join()
+        self.srv.close()
+        os.unlink(self.path)
+
+
+fake = os.path.join(os.path.dirname(SOCK), "fake.sock")
+typed = (b"+OK\r\n", b":42\r\n", b"$4\r\na\r\nb\r\n", b"$-1\r\n",
+         b"*3\r\n:1\r\n*1\r\n$0\r\n\r\n*-1\r\n", b"*0\r\n", b":-7\r\n", b"$0\r\n\r\n")
+texts = ["NOPERM this user has no permissions to run the 'shutdown' command",
+         "ERR unknown command 'X'", "WRONGTYPE Operation against a key holding the wrong kind",
+         "LOADING the daemon is loading", "EXECABORT Transaction discarded",
+         "ERR max number of clients reached", "BUSYKEY Target key name already exists.",
+         "ERR", "weird text \xc3\xa9"]
+# (texts are sent as their latin-1 bytes: the last one is "é" in UTF-8.)
+answers = list(typed) + [b"-" + t.encode("latin-1") + b"\r\n" for t in texts]
+answers.append(b"*2\r\n:1\r\n-NOPERM inner refusal\r\n")
+
+
+def by_index(buf):
+    """Answers every command "GET i" read with answers[i], in order."""
+    idx = re.findall(rb"\*2\r\n\$3\r\nGET\r\n\$\d+\r\n(\d+)\r\n", buf)
+    if len(idx) != buf.count(b"*"):
+        return b""
+    return b"".join(answers[int(i)] for i in idx)
+
+
+for step in (0, 1):  # whole, then a byte at a time (every split point of every reply)
+    srv = Scripted(fake, by_index, step)
+    c = rb.Client(INST, socket=fake, timeout=5)
+    got = [c.execute("GET", i) for i in range(len(typed))]
+    check(got == [b"OK", 42, b"a\r\nb", None, [1, [b""], None], [], -7, b""],
+          "reply types: ints, bytes, None, lists (step %d: %r)" % (step, got))
+    errs = []
+    for i in range(len(typed), len(typed) + len(texts)):
+        try:
+            c.execute("GET", i)
+            errs.append(None)
+        except rb.Error as e:
+            errs.append(e)
+    want = [t.encode("latin-1").decode("utf-8", "replace") for t in texts]
+    check([getattr(e, "reply", None) for e in errs] == want,
+          "error replies keep the daemon's whole text (step %d: %r)" %
+          (step, [getattr(e, "reply", e) for e in errs]))
+    check(isinstance(errs[0], rb.PermissionDenied) and errs[0].code == -23 and
+          all(type(e) is rb.ReplyError and e.code == -22 for e in errs[1:]),
+          "NOPERM: PermissionDenied; every other error: ReplyError (step %d)" % step)
+    check(errs[1].context == "GET" and str(errs[1]).endswith(": ERR unknown command 'X'"),
+          "a ReplyError names the command and ends with the text (%s)" % errs[1])
+    nested = c.execute("GET", len(answers) - 1)
+    check(nested[0] == 1 and isinstance(nested[1], rb.PermissionDenied) and
+          nested[1].reply == "NOPERM inner refusal",
+          "an error inside an array: an object in the list")
+    r = c.pipeline([("GET", 0), ("GET", len(typed) + 1), ("GET", 1)], raise_on_error=False)
+    check(r[0] == b"OK" and isinstance(r[1], rb.ReplyError) and
+          r[1].reply == "ERR unknown command 'X'" and r[2] == 42,
+          "pipeline through the scripted server: replies in order, the error whole")
+    c.close()
+    srv.close()
+
+# A server that never answers: DaemonError RB_ETIMEDOUT within the timeout,
+# and the Client is closed afterwards (nothing is sent again).
+srv = Scripted(fake, lambda buf: "hang")
+c = rb.Client(INST, socket=fake, timeout=0.3)
+t0 = time.monotonic()
+e = raises(rb.DaemonError, c.execute, "BF.ADD", "f", "k")
+spent = time.monotonic() - t0
+check(e is not None and e.code == -25 and 0.25 <= spent < 2.5,
+      "no answer: DaemonError RB_ETIMEDOUT after the timeout (%.2fs, %r)" % (spent, e))
+e = raises(rb.DaemonError, c.execute, "PING")
+check(e is not None and e.code == -20 and "closed" in str(e),
+      "after a timeout the connection is closed (%r)" % e)
+c.close()
+srv.close()
+# A server that closes the connection: RB_EDAEMON.
+srv = Scripted(fake, lambda buf: None)
+c = rb.Client(INST, socket=fake, timeout=5)
+e = raises(rb.DaemonError, c.execute, "PING")
+check(e is not None and e.code == -20 and isinstance(e, ConnectionError),
+      "the daemon closed the connection: DaemonError RB_EDAEMON (%r)" % e)
+check(raises(rb.DaemonError, c.pipeline, [("PING",)]) is not None, "and it stays closed")
+srv.close()
+# A reply that is not RESP: RB_EPROTO, connection closed.
+srv = Scripted(fake, lambda buf: b"?garbage\r\n")
+c = rb.Client(INST, socket=fake, timeout=5)
+e = raises(rb.DaemonError, c.execute, "PING")
+check(e is not None and e.code == -21,
+      "a reply that does not parse: DaemonError RB_EPROTO (%r)" % e)
+check(raises(rb.DaemonError, c.execute, "PING") is not None, "and the connection is closed")
+srv.close()
+
+# Arguments: str as UTF-8, bytes-likes as their bytes, numbers in decimal;
+# bool and other types are refused before anything is sent.
+e = raises(TypeError, client.execute, "BF.ADD", "f", True)
+check(e is not None and "bool" in str(e), "a bool argument: TypeError")
+check(raises(TypeError, client.execute, "BF.ADD", "f", None) is not None and client.ping(),
+      "a None argument: TypeError, the connection still in step")
+client.execute("BF.RESERVE", "args", "0.001", "100")
+check(client.execute("BF.MADD", "args", "é", bytearray(b"ba"), memoryview(b"mv"), 7, 1.5) ==
+      [1, 1, 1, 1, 1] and
+      client.execute("BF.MEXISTS", "args", b"\xc3\xa9", b"ba", b"mv", b"7", b"1.5") ==
+      [1, 1, 1, 1, 1], "arguments: str as UTF-8, bytearray, memoryview, int, float")
+# The daemon's own error texts arrive whole: the same bytes a raw socket
+# reads (python.sh's daemon refuses SHUTDOWN to this user: NOPERM).
+for cmd, exc in ((b"NO.SUCH.CMD", rb.ReplyError), (b"SHUTDOWN", rb.PermissionDenied)):
+    raw = _socket.socket(_socket.AF_UNIX)
+    raw.connect(SOCK)
+    raw.sendall(b"*2\r\n$%d\r\n%s\r\n$1\r\nx\r\n" % (len(cmd), cmd))
+    line = raw.recv(4096)
+    raw.close()
+    e = raises(exc, client.execute, cmd, "x")
+    check(e is not None and line.startswith(b"-") and
+          e.reply.encode() == line[1:].rstrip(b"\r\n"),
+          "the daemon's error text is .reply, byte for byte (%r, %r)" % (line, e and e.reply))
+check(line.startswith(b"-NOPERM ") and client.ping(), "SHUTDOWN refused: NOPERM, daemon up")
+# The lock: threads sharing one Client each get their own replies.
+client.execute("BF.RESERVE", "thr", "0.0001", "10000")
+results = {}
+
+
+def adder(t):
+    results[t] = [client.bf_add("thr", "t%d-%d" % (t, i)) for i in range(300)] + \
+        client.bf_madd("thr", ["t%d-%d" % (t, i) for i in range(250, 350)], batch=7)
+
+
+def guarded_adder(t):
+    try:
+        adder(t)
+    except Exception as e:  # what an unlocked Client would do
+        results[t] = e
+
+
+old = sys.getswitchinterval()
+sys.setswitchinterval(1e-6)  # switch threads as often as possible
+threads = [threading.Thread(target=guarded_adder, args=(t,)) for t in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sys.setswitchinterval(old)
+check(all(results[t] == [True] * 300 + [False] * 50 + [True] * 50 for t in range(4)),
+      "four threads sharing one Client: every reply reaches its caller")
 client.bf_reserve("cl", 0.001, 100, nonscaling=True)
 check(client.bf_add("cl", "a") is True and client.bf_add("cl", "a") is False, "bf_add: new, then not")
 check(client.bf_madd("cl", ["a", "b", "b"], batch=2) == [False, True, False], "bf_madd in batches")
