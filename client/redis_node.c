@@ -6,15 +6,18 @@
  * binary chunks, sent a few at a time ahead of their replies.
  *
  * The other side is any host the user names, so its reply is untrusted
- * input: every size is bounded before anything is allocated or read (a
- * line, a bulk string, the elements of the whole reply, the nesting), a
- * byte that is not RESP2 ends the read, and every failure is a sentence
- * in why[] that names the node, never a crash or an unbounded wait (each
- * send and receive waits at most the timeout).  conn.c's reader is the
- * daemon's client (a Unix socket, replies rendered as text); a cluster's
- * replies are nested maps in arrays, and a dump's chunks are bytes with
- * any value, read here as a tree.  A connection's bulk bound is 1 MiB,
- * unless its opener raises it (dump.c: a dump chunk is up to 16 MiB).
+ * input.  It is read by hiredis's reader through lib/conn/resp_read.c,
+ * which refuses an array count past the reply's element budget before
+ * hiredis allocates the slots and a reply once more than a line and a
+ * bulk string wait unparsed; here the bulk string's bound (1 MiB, unless
+ * the opener raises it: dump.c's chunks are up to 16 MiB) and a line's
+ * (64 KiB) are checked on the finished elements, and a byte that is not
+ * RESP2 ends the read.  Every failure is a sentence in why[] that names
+ * the node, never a crash or an unbounded wait (each send and receive
+ * waits at most the timeout).  conn.c is the daemon's client for the
+ * library (replies rendered as text); a cluster's replies are nested maps
+ * in arrays, and a dump's chunks are bytes with any value, read here as a
+ * tree (cli_rv_t: the strings hiredis allocated are moved into it).
  */
 #include "config.h"
 

@@ -46,7 +46,13 @@ static void *w_string(const redisReadTask *t, char *s, size_t len)
 
 /* The announced count is checked before hiredis allocates its slots: each
  * slot will be an element of the budget. */
-static void *w_array(const redisReadTask *t, int n)
+#if HIREDIS_MAJOR >= 1
+typedef size_t array_count_t;   /* hiredis 1.x: createArray(task, size_t) */
+#else
+typedef int array_count_t;      /* 0.14 (Debian 12) */
+#endif
+
+static void *w_array(const redisReadTask *t, array_count_t n)
 {
     rbi_reader_t *rd = t->privdata;
     size_t cost = (t->parent == NULL) + (n > 0 ? (size_t)n : 0);
