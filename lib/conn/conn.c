@@ -46,6 +46,7 @@ struct rb_conn {
     int fd;
     int broken;
     rbi_reader_t *rd;          /* hiredis's reader, bounded (resp_read.h) */
+    long long ints[BATCH_KEYS]; /* a BF.MADD reply's answers (rbi_reader_ints) */
     rbi_buf_t w;               /* to send (resp_enc.h: requests as RESP arrays) */
     char error[512];
 };
@@ -365,8 +366,12 @@ static int64_t read_madd(rb_conn_t *c, size_t n, uint8_t *out_new)
     int64_t added = 0;
     int err = RB_OK;
     redisReply *r = NULL;
-    int rc = get_reply(c, &r);
+    int rc;
 
+    /* The integers land in c->ints, their elements NULL. */
+    rbi_reader_ints(c->rd, c->ints, BATCH_KEYS);
+    rc = get_reply(c, &r);
+    rbi_reader_ints(c->rd, NULL, 0);
     if (rc != RB_OK)
         return rc;
     if (r->type == REDIS_REPLY_ERROR)
@@ -375,17 +380,19 @@ static int64_t read_madd(rb_conn_t *c, size_t n, uint8_t *out_new)
         err = RB_EPROTO;
     for (size_t i = 0; err != RB_EPROTO && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         const redisReply *e = r->element[i];
-        if (e->type == REDIS_REPLY_ERROR) {
+        long long v;
+        if (e != NULL && e->type == REDIS_REPLY_ERROR) {
             err = reply_error(c, e);
             continue;
         }
-        if (e->type != REDIS_REPLY_INTEGER) {
+        if (e != NULL) {
             err = RB_EPROTO;
             break;
         }
+        v = c->ints[i];
         if (out_new != NULL)
-            out_new[i] = e->integer == 1;
-        added += e->integer == 1;
+            out_new[i] = v == 1;
+        added += v == 1;
     }
     freeReplyObject(r);
     return err != RB_OK ? err : added;

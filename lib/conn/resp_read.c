@@ -17,6 +17,8 @@ struct rbi_reader {
     const redisReplyObjectFunctions *dflt; /* hiredis's own (redisReply trees) */
     size_t elements, max_elements;         /* of the reply being read */
     int over;                              /* the budget refused an element */
+    long long *ints;                       /* rbi_reader_ints */
+    size_t ints_cap;
     char why[160];
 };
 
@@ -64,6 +66,14 @@ static void *w_integer(const redisReadTask *t, long long v)
     rbi_reader_t *rd = t->privdata;
     if (t->parent == NULL && spend(t, 1) != 0)
         return NULL;
+    if (rd->ints != NULL && t->parent != NULL && t->parent->parent == NULL && t->idx >= 0 &&
+        (size_t)t->idx < rd->ints_cap) {
+        /* Not linked into the parent (hiredis's create functions do
+         * that): its slot stays NULL, which freeReplyObject passes over.
+         * Any non-NULL pointer tells hiredis the element was made. */
+        rd->ints[t->idx] = v;
+        return rd;
+    }
     return rd->dflt->createInteger(t, v);
 }
 
@@ -134,6 +144,12 @@ rbi_read_t rbi_reader_get(rbi_reader_t *rd, size_t max_buffered, redisReply **ou
         return RBI_READ_MALFORMED;
     }
     return RBI_READ_MORE;
+}
+
+void rbi_reader_ints(rbi_reader_t *rd, long long *ints, size_t cap)
+{
+    rd->ints = ints;
+    rd->ints_cap = ints != NULL ? cap : 0;
 }
 
 const char *rbi_reader_why(const rbi_reader_t *rd)

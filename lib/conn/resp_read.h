@@ -45,6 +45,12 @@ typedef enum {
  * NOMEM the reader is unusable. */
 rbi_read_t rbi_reader_get(rbi_reader_t *rd, size_t max_buffered, redisReply **out);
 
+/* For the next replies (until called again with NULL): the integers that
+ * are elements of a top-level array, at index < cap, go to ints[index]
+ * instead of objects, and that element of the redisReply stays NULL (a
+ * BF.MADD reply of 1000 answers then costs one allocation, not 1001). */
+void rbi_reader_ints(rbi_reader_t *rd, long long *ints, size_t cap);
+
 /* Why the last MALFORMED, as a phrase ("more than 1048576 elements"). */
 const char *rbi_reader_why(const rbi_reader_t *rd);
 
