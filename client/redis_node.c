@@ -6,15 +6,18 @@
  * binary chunks, sent a few at a time ahead of their replies.
  *
  * The other side is any host the user names, so its reply is untrusted
- * input: every size is bounded before anything is allocated or read (a
- * line, a bulk string, the elements of the whole reply, the nesting), a
- * byte that is not RESP2 ends the read, and every failure is a sentence
- * in why[] that names the node, never a crash or an unbounded wait (each
- * send and receive waits at most the timeout).  conn.c's reader is the
- * daemon's client (a Unix socket, replies rendered as text); a cluster's
- * replies are nested maps in arrays, and a dump's chunks are bytes with
- * any value, read here as a tree.  A connection's bulk bound is 1 MiB,
- * unless its opener raises it (dump.c: a dump chunk is up to 16 MiB).
+ * input.  It is read by hiredis's reader through lib/conn/resp_read.c,
+ * which refuses an array count past the reply's element budget before
+ * hiredis allocates the slots and a reply once more than a line and a
+ * bulk string wait unparsed; here the bulk string's bound (1 MiB, unless
+ * the opener raises it: dump.c's chunks are up to 16 MiB) and a line's
+ * (64 KiB) are checked on the finished elements, and a byte that is not
+ * RESP2 ends the read.  Every failure is a sentence in why[] that names
+ * the node, never a crash or an unbounded wait (each send and receive
+ * waits at most the timeout).  conn.c is the daemon's client for the
+ * library (replies rendered as text); a cluster's replies are nested maps
+ * in arrays, and a dump's chunks are bytes with any value, read here as a
+ * tree (cli_rv_t: the strings hiredis allocated are moved into it).
  */
 #include "config.h"
 
@@ -32,19 +35,19 @@
 
 #include "cli.h"
 #include "resp_enc.h"
+#include "resp_read.h"
 
 #define RV_MAX_LINE     65536u          /* a simple string, error or header line */
 #define RV_MAX_BULK     (1u << 20)      /* one bulk string, unless cli_redis_open_unix's caller
                                          * asks for more */
 #define RV_MAX_ELEMENTS (1u << 20)      /* every element of one reply, nested ones too */
-#define RV_MAX_DEPTH    8               /* CLUSTER SHARDS nests 4 deep */
+/* Nesting: hiredis's reader refuses arrays nested more than 8 deep
+ * (CLUSTER SHARDS nests 4 deep). */
 
 struct cli_redis {
     int fd;
     char name[300];         /* "host:port", for messages */
-    char *buf;              /* received, not yet parsed: buf[pos .. len) */
-    size_t pos, len, cap;
-    size_t elements;        /* of the reply being read */
+    rbi_reader_t *rd;       /* hiredis's reader, bounded (resp_read.h) */
     size_t max_bulk;        /* the longest bulk string a reply may hold */
 };
 
@@ -98,12 +101,27 @@ static void set_timeouts(cli_redis_t *r, unsigned timeout_s)
     setsockopt(r->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* A node not yet connected (fd -1), with its reader; NULL if out of memory. */
+static cli_redis_t *node_new(void)
+{
+    cli_redis_t *r = calloc(1, sizeof(*r));
+
+    if (r == NULL)
+        return NULL;
+    r->fd = -1;
+    if ((r->rd = rbi_reader_new(RV_MAX_ELEMENTS)) == NULL) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
 int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_redis_t **out,
                    char *why, size_t cap)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
     struct addrinfo *ais, *ai;
-    cli_redis_t *r = calloc(1, sizeof(*r));
+    cli_redis_t *r = node_new();
     int rc, e = 0;
 
     if (r == NULL) {
@@ -115,7 +133,7 @@ int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_r
     snprintf(r->name, sizeof(r->name), "%s:%s", host, port);
     if ((rc = getaddrinfo(host, port, &hints, &ais)) != 0) {
         say(r, why, cap, "cannot resolve: %s", gai_strerror(rc));
-        free(r);
+        cli_redis_close(r);
         return EX_UNREACH;
     }
     for (ai = ais; ai != NULL; ai = ai->ai_next) {
@@ -130,7 +148,7 @@ int cli_redis_open(const char *host, const char *port, unsigned timeout_s, cli_r
     freeaddrinfo(ais);
     if (r->fd < 0) {
         say(r, why, cap, "cannot connect: %s", strerror(e));
-        free(r);
+        cli_redis_close(r);
         return EX_UNREACH;
     }
     set_timeouts(r, timeout_s);
@@ -142,7 +160,7 @@ int cli_redis_open_unix(const char *path, unsigned timeout_s, size_t max_bulk, c
                         char *why, size_t cap)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    cli_redis_t *r = calloc(1, sizeof(*r));
+    cli_redis_t *r = node_new();
 
     if (r == NULL) {
         snprintf(why, cap, "out of memory");
@@ -152,7 +170,7 @@ int cli_redis_open_unix(const char *path, unsigned timeout_s, size_t max_bulk, c
     snprintf(r->name, sizeof(r->name), "%s", path);
     if (strlen(path) >= sizeof(sa.sun_path)) {
         say(r, why, cap, "the path is too long for a socket");
-        free(r);
+        cli_redis_close(r);
         return EX_FAIL;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -176,7 +194,7 @@ void cli_redis_close(cli_redis_t *r)
         return;
     if (r->fd >= 0)
         close(r->fd);
-    free(r->buf);
+    rbi_reader_free(r->rd);
     free(r);
 }
 
@@ -195,180 +213,94 @@ void cli_rv_free(cli_rv_t *v)
 
 /* ---- reading ------------------------------------------------------------- */
 
-/* Receives more bytes into buf: EX_YES, or the code after saying why. */
-static int fill(cli_redis_t *r, char *why, size_t cap)
+/* Moves hiredis's reply h into v (its strings taken, not copied: hiredis
+ * 0.14 allocates them with malloc): EX_YES, or EX_FAIL after saying why. */
+static int take(cli_redis_t *r, redisReply *h, cli_rv_t *v, char *why, size_t cap)
 {
-    ssize_t n;
-
-    if (r->pos > 0) {
-        memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-        r->len -= r->pos;
-        r->pos = 0;
-    }
-    if (r->cap - r->len < 4096) {
-        size_t ncap = r->cap ? r->cap * 2 : 65536;
-        char *b;
-        /* A bulk string and its CRLF, or a line, fit: nothing waits for
-         * more than that in the buffer. */
-        if (ncap > 2 * (r->max_bulk + RV_MAX_LINE)) {
-            say(r, why, cap, "reply too large to buffer");
-            return EX_FAIL;
-        }
-        if ((b = realloc(r->buf, ncap)) == NULL) {
-            snprintf(why, cap, "out of memory");
-            return EX_FAIL;
-        }
-        r->buf = b;
-        r->cap = ncap;
-    }
-    do
-        n = recv(r->fd, r->buf + r->len, r->cap - r->len, 0);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        say(r, why, cap, "no answer in time");
-        return EX_UNREACH;
-    }
-    if (n <= 0) {
-        say(r, why, cap, "connection lost: %s", n == 0 ? "closed by the server" : strerror(errno));
-        return EX_UNREACH;
-    }
-    r->len += (size_t)n;
-    return EX_YES;
-}
-
-/* The next line (without its CRLF) at pos: *line, *llen; pos moves past it. */
-static int read_line(cli_redis_t *r, const char **line, size_t *llen, char *why, size_t cap)
-{
-    for (;;) {
-        const char *nl = r->len > r->pos ? memchr(r->buf + r->pos, '\n', r->len - r->pos) : NULL;
-        int ex;
-        if (nl != NULL) {
-            size_t end = (size_t)(nl - r->buf);
-            if (end == r->pos || r->buf[end - 1] != '\r') {
-                say(r, why, cap, "malformed reply: a line not ended by CRLF");
-                return EX_FAIL;
-            }
-            *line = r->buf + r->pos;
-            *llen = end - 1 - r->pos;
-            r->pos = end + 1;
-            return EX_YES;
-        }
-        if (r->len - r->pos > RV_MAX_LINE) {
+    switch (h->type) {
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        if (h->len > RV_MAX_LINE) {
             say(r, why, cap, "malformed reply: a line longer than %u bytes", RV_MAX_LINE);
             return EX_FAIL;
         }
-        if ((ex = fill(r, why, cap)) != EX_YES)
-            return ex;
-    }
-}
-
-/* A RESP integer: digits with an optional '-', nothing else. */
-static int parse_int(const char *s, size_t len, long long *out)
-{
-    char tmp[24];
-    char *end;
-
-    if (len == 0 || len >= sizeof(tmp))
-        return -1;
-    memcpy(tmp, s, len);
-    tmp[len] = '\0';
-    errno = 0;
-    *out = strtoll(tmp, &end, 10);
-    return errno || *end || !(tmp[0] == '-' || (tmp[0] >= '0' && tmp[0] <= '9')) ? -1 : 0;
-}
-
-/* s[0 .. len) copied, NUL-terminated, into v. */
-static int keep(cli_rv_t *v, const char *s, size_t len, char *why, size_t cap)
-{
-    if ((v->s = malloc(len + 1)) == NULL) {
-        snprintf(why, cap, "out of memory");
-        return EX_FAIL;
-    }
-    memcpy(v->s, s, len);
-    v->s[len] = '\0';
-    v->len = len;
-    return EX_YES;
-}
-
-/* One element (an array's elements too) into v, which the caller zeroed;
- * on failure v holds what was read, for cli_rv_free. */
-static int read_value(cli_redis_t *r, cli_rv_t *v, int depth, char *why, size_t cap)
-{
-    const char *line;
-    size_t llen;
-    long long n;
-    int ex;
-
-    if (++r->elements > RV_MAX_ELEMENTS) {
-        say(r, why, cap, "malformed reply: more than %u elements", RV_MAX_ELEMENTS);
-        return EX_FAIL;
-    }
-    if ((ex = read_line(r, &line, &llen, why, cap)) != EX_YES)
-        return ex;
-    if (llen == 0) {
-        say(r, why, cap, "malformed reply: an empty line");
-        return EX_FAIL;
-    }
-    v->type = line[0];
-    switch (line[0]) {
-    case '+':
-    case '-':
-        return keep(v, line + 1, llen - 1, why, cap);
-    case ':':
-        if (parse_int(line + 1, llen - 1, &v->n) != 0)
-            break;
+        /* fall through */
+    case REDIS_REPLY_STRING:
+        /* The reader holds at most max_bulk + RV_MAX_LINE unparsed bytes:
+         * a bulk string just past max_bulk is refused here. */
+        if (h->type == REDIS_REPLY_STRING && h->len > r->max_bulk) {
+            say(r, why, cap, "malformed reply: a bulk string of %zu bytes (at most %zu)", h->len,
+                r->max_bulk);
+            return EX_FAIL;
+        }
+        v->type = h->type == REDIS_REPLY_STATUS ? '+' : h->type == REDIS_REPLY_ERROR ? '-' : '$';
+        v->s = h->str;
+        v->len = h->len;
+        h->str = NULL;
         return EX_YES;
-    case '$':
-    case '*':
-        if (parse_int(line + 1, llen - 1, &n) != 0 || n < -1)
-            break;
-        if (n == -1) {
-            v->type = '_';
-            return EX_YES;
-        }
-        if (line[0] == '$') {
-            if (n > (long long)r->max_bulk) {
-                say(r, why, cap, "malformed reply: a bulk string of %lld bytes (at most %zu)",
-                    n, r->max_bulk);
-                return EX_FAIL;
-            }
-            while (r->len - r->pos < (size_t)n + 2)
-                if ((ex = fill(r, why, cap)) != EX_YES)
-                    return ex;
-            if (r->buf[r->pos + (size_t)n] != '\r' || r->buf[r->pos + (size_t)n + 1] != '\n') {
-                say(r, why, cap, "malformed reply: a bulk string not ended by CRLF");
-                return EX_FAIL;
-            }
-            ex = keep(v, r->buf + r->pos, (size_t)n, why, cap);
-            r->pos += (size_t)n + 2;
-            return ex;
-        }
-        if (depth >= RV_MAX_DEPTH) {
-            say(r, why, cap, "malformed reply: arrays nested more than %d deep", RV_MAX_DEPTH);
-            return EX_FAIL;
-        }
-        if (n > (long long)(RV_MAX_ELEMENTS - r->elements)) {
-            say(r, why, cap, "malformed reply: more than %u elements", RV_MAX_ELEMENTS);
-            return EX_FAIL;
-        }
-        v->n = n;
-        if (n > 0 && (v->el = calloc((size_t)n, sizeof(*v->el))) == NULL) {
+    case REDIS_REPLY_INTEGER:
+        v->type = ':';
+        v->n = h->integer;
+        return EX_YES;
+    case REDIS_REPLY_NIL:
+        v->type = '_';
+        return EX_YES;
+    case REDIS_REPLY_ARRAY:
+        v->type = '*';
+        v->n = (long long)h->elements;
+        if (h->elements > 0 && (v->el = calloc(h->elements, sizeof(*v->el))) == NULL) {
             snprintf(why, cap, "out of memory");
             return EX_FAIL;
         }
-        for (long long i = 0; i < n; i++) {
-            v->count = (size_t)i + 1;
-            if ((ex = read_value(r, &v->el[i], depth + 1, why, cap)) != EX_YES)
+        for (size_t i = 0; i < h->elements; i++) {
+            int ex;
+            v->count = i + 1;
+            if ((ex = take(r, h->element[i], &v->el[i], why, cap)) != EX_YES)
                 return ex;
         }
         return EX_YES;
-    default:
-        say(r, why, cap, "malformed reply: type byte 0x%02x is not RESP2 (is this a Redis "
-            "server?)", (unsigned char)line[0]);
-        return EX_FAIL;
     }
-    say(r, why, cap, "malformed reply: a bad number in '%.*s'", (int)(llen < 40 ? llen : 40), line);
+    say(r, why, cap, "malformed reply: a reply of type %d", h->type);
     return EX_FAIL;
+}
+
+/* Feeds the reader until it holds a whole reply (*h), each receive waiting
+ * at most the timeout. */
+static int read_reply(cli_redis_t *r, redisReply **h, char *why, size_t cap)
+{
+    char chunk[RBI_READ_CHUNK];
+
+    for (;;) {
+        ssize_t n;
+        switch (rbi_reader_get(r->rd, r->max_bulk + RV_MAX_LINE + RBI_READ_CHUNK, h)) {
+        case RBI_READ_OK:
+            return EX_YES;
+        case RBI_READ_NOMEM:
+            snprintf(why, cap, "out of memory");
+            return EX_FAIL;
+        case RBI_READ_MALFORMED:
+            say(r, why, cap, "malformed reply: %s", rbi_reader_why(r->rd));
+            return EX_FAIL;
+        case RBI_READ_MORE:
+            break;
+        }
+        do
+            n = recv(r->fd, chunk, sizeof(chunk), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            say(r, why, cap, "no answer in time");
+            return EX_UNREACH;
+        }
+        if (n <= 0) {
+            say(r, why, cap, "connection lost: %s",
+                n == 0 ? "closed by the server" : strerror(errno));
+            return EX_UNREACH;
+        }
+        if (rbi_reader_feed(r->rd, chunk, (size_t)n) != 0) {
+            snprintf(why, cap, "out of memory");
+            return EX_FAIL;
+        }
+    }
 }
 
 int cli_redis_send(cli_redis_t *r, size_t argc, const char *const *argv, const size_t *argl,
@@ -402,11 +334,15 @@ int cli_redis_send(cli_redis_t *r, size_t argc, const char *const *argv, const s
 
 int cli_redis_recv(cli_redis_t *r, cli_rv_t *reply, char *why, size_t cap)
 {
+    redisReply *h = NULL;
     int ex;
 
     memset(reply, 0, sizeof(*reply));
-    r->elements = 0;
-    if ((ex = read_value(r, reply, 0, why, cap)) != EX_YES)
+    if ((ex = read_reply(r, &h, why, cap)) == EX_YES)
+        ex = take(r, h, reply, why, cap);
+    if (h != NULL)
+        freeReplyObject(h);
+    if (ex != EX_YES)
         cli_rv_free(reply);
     return ex;
 }

@@ -2,7 +2,13 @@
  * conn.c - the write path: a small blocking RESP2 client for ringbloomd.
  *
  * What: connect to the daemon's Unix socket, send commands as multibulk
- * (encoded by resp_enc.c, the project's one RESP encoder), read replies.  Why here: every blocking writer (the CLI, applications,
+ * (encoded by resp_enc.c, the project's one RESP encoder), read replies
+ * with hiredis's reader (resp_read.c: bounded to MAX_REPLY bytes of one
+ * element and MAX_ELEMENTS elements).  The socket and its I/O stay here
+ * rather than in a redisContext: sends with MSG_NOSIGNAL (a library must
+ * not raise SIGPIPE in its caller when the daemon goes), a CLOEXEC socket,
+ * errno kept for rb_conn_open's search, and the reply bound checked
+ * between two receives.  Why here: every blocking writer (the CLI, applications,
  * the examples) needs the same few mutations and the same error mapping;
  * reads never come here (they use the segment).  The nginx module does not
  * use it: its admits are non-blocking, on nginx's event loop.  Workload: bulk
@@ -28,17 +34,19 @@
 #include <unistd.h>
 
 #include "resp_enc.h"
+#include "resp_read.h"
 #include "ringbloom.h"
 
 #define BATCH_KEYS   1000u     /* keys per BF.MADD */
 #define WINDOW       8u        /* BF.MADD batches in flight */
-#define MAX_REPLY    (64u << 20)
+#define MAX_REPLY    (64u << 20) /* bytes of one line or bulk string */
+#define MAX_ELEMENTS (MAX_REPLY / 16) /* of one reply: hiredis builds ~56 bytes each */
 
 struct rb_conn {
     int fd;
     int broken;
-    char *rbuf;                /* received, not yet parsed */
-    size_t rlen, rpos, rcap;
+    rbi_reader_t *rd;          /* hiredis's reader, bounded (resp_read.h) */
+    long long ints[BATCH_KEYS]; /* a BF.MADD reply's answers (rbi_reader_ints) */
     rbi_buf_t w;               /* to send (resp_enc.h: requests as RESP arrays) */
     char error[512];
 };
@@ -55,8 +63,13 @@ static int conn_connect(const char *socket_path, unsigned timeout_ms, rb_conn_t 
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return RB_ENOMEM;
+    if ((c->rd = rbi_reader_new(MAX_ELEMENTS)) == NULL) {
+        free(c);
+        return RB_ENOMEM;
+    }
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
+        rbi_reader_free(c->rd);
         free(c);
         return RB_EDAEMON;
     }
@@ -72,6 +85,7 @@ static int conn_connect(const char *socket_path, unsigned timeout_ms, rb_conn_t 
     if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         int e = errno;
         close(c->fd);
+        rbi_reader_free(c->rd);
         free(c);
         errno = e;
         return RB_EDAEMON;
@@ -121,7 +135,7 @@ void rb_conn_close(rb_conn_t *c)
     if (c == NULL)
         return;
     close(c->fd);
-    free(c->rbuf);
+    rbi_reader_free(c->rd);
     rbi_buf_free(&c->w);
     free(c);
 }
@@ -174,145 +188,50 @@ static int wflush(rb_conn_t *c)
 
 /* ---- receiving ----------------------------------------------------------- */
 
-typedef enum { R_STATUS, R_ERROR, R_INT, R_BULK, R_NIL, R_ARRAY } rtype_t;
-
-typedef struct reply {
-    rtype_t type;
-    long long n;        /* R_INT value, R_ARRAY count, R_BULK length */
-    const char *s;      /* R_STATUS / R_ERROR / R_BULK bytes in rbuf */
-    size_t len;
-} reply_t;
-
-static int fill(rb_conn_t *c)
+/* The next whole reply into *out (freeReplyObject it): hiredis's reader,
+ * fed from the socket here so the timeout and the bound stay ours. */
+static int get_reply(rb_conn_t *c, redisReply **out)
 {
-    ssize_t n;
+    char chunk[RBI_READ_CHUNK];
 
-    if (c->rpos > 0 && c->rcap - c->rlen < 4096) {
-        /* Keep only the unparsed tail (callers copied what they need). */
-        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
-        c->rlen -= c->rpos;
-        c->rpos = 0;
-    }
-    if (c->rcap - c->rlen < 4096) {
-        size_t cap = c->rcap ? c->rcap * 2 : 16384;
-        char *r;
-        if (cap > MAX_REPLY + 16384)
-            return RB_EPROTO;
-        r = realloc(c->rbuf, cap);
-        if (r == NULL)
-            return RB_ENOMEM;
-        c->rbuf = r;
-        c->rcap = cap;
-    }
-    do
-        n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return io_failed(c);
-    if (n == 0) {
-        c->broken = 1;
+    if (c->broken)
         return RB_EDAEMON;
-    }
-    c->rlen += (size_t)n;
-    return RB_OK;
-}
-
-/* Reads one line (without CRLF) at rpos; returns its start and length. */
-static int read_line(rb_conn_t *c, const char **line, size_t *len)
-{
     for (;;) {
-        char *nl = c->rlen > c->rpos ? memchr(c->rbuf + c->rpos, '\n', c->rlen - c->rpos) : NULL;
-        if (nl != NULL) {
-            size_t end = (size_t)(nl - c->rbuf);
-            if (end == c->rpos || c->rbuf[end - 1] != '\r')
-                return RB_EPROTO;
-            *line = c->rbuf + c->rpos;
-            *len = end - 1 - c->rpos;
-            c->rpos = end + 1;
+        ssize_t n;
+        switch (rbi_reader_get(c->rd, MAX_REPLY + RBI_READ_CHUNK, out)) {
+        case RBI_READ_OK:
             return RB_OK;
-        }
-        if (c->rlen - c->rpos > 65536)
+        case RBI_READ_NOMEM:
+            c->broken = 1;
+            return RB_ENOMEM;
+        case RBI_READ_MALFORMED:
+            c->broken = 1;
             return RB_EPROTO;
-        int rc = fill(c);
-        if (rc != RB_OK)
-            return rc;
-    }
-}
-
-static int parse_ll(const char *s, size_t len, long long *out)
-{
-    char buf[32];
-    char *end;
-
-    if (len == 0 || len >= sizeof(buf))
-        return RB_EPROTO;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    errno = 0;
-    *out = strtoll(buf, &end, 10);
-    return (errno || *end) ? RB_EPROTO : RB_OK;
-}
-
-/* Reads the header of one reply element (for a bulk, its bytes too).
- * Pointers stay valid until the next read that moves the buffer: callers
- * copy what they keep before reading more. */
-static int read_reply(rb_conn_t *c, reply_t *r)
-{
-    const char *line;
-    size_t len;
-    int rc = read_line(c, &line, &len);
-
-    if (rc != RB_OK)
-        return rc;
-    if (len == 0)
-        return RB_EPROTO;
-    r->s = line + 1;
-    r->len = len - 1;
-    switch (line[0]) {
-    case '+':
-        r->type = R_STATUS;
-        return RB_OK;
-    case '-':
-        r->type = R_ERROR;
-        return RB_OK;
-    case ':':
-        r->type = R_INT;
-        return parse_ll(line + 1, len - 1, &r->n);
-    case '*':
-        r->type = R_ARRAY;
-        if ((rc = parse_ll(line + 1, len - 1, &r->n)) != RB_OK)
-            return rc;
-        if (r->n < 0)
-            r->type = R_NIL;
-        return RB_OK;
-    case '$':
-        if ((rc = parse_ll(line + 1, len - 1, &r->n)) != RB_OK)
-            return rc;
-        if (r->n < 0) {
-            r->type = R_NIL;
-            return RB_OK;
+        case RBI_READ_MORE:
+            break;
         }
-        if (r->n > (long long)MAX_REPLY)
-            return RB_EPROTO;
-        r->type = R_BULK;
-        while (c->rlen - c->rpos < (size_t)r->n + 2)
-            if ((rc = fill(c)) != RB_OK)
-                return rc;
-        r->s = c->rbuf + c->rpos;
-        r->len = (size_t)r->n;
-        c->rpos += (size_t)r->n + 2;
-        return RB_OK;
-    default:
-        return RB_EPROTO;
+        do
+            n = recv(c->fd, chunk, sizeof(chunk), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+            return io_failed(c);
+        if (n == 0) {
+            c->broken = 1;
+            return RB_EDAEMON;
+        }
+        if (rbi_reader_feed(c->rd, chunk, (size_t)n) != 0) {
+            c->broken = 1;
+            return RB_ENOMEM;
+        }
     }
 }
 
 /* Records an error reply and maps it to a code. */
-static int reply_error(rb_conn_t *c, const reply_t *r)
+static int reply_error(rb_conn_t *c, const redisReply *r)
 {
     size_t n = r->len < sizeof(c->error) - 1 ? r->len : sizeof(c->error) - 1;
 
-    memcpy(c->error, r->s, n);
+    memcpy(c->error, r->str, n);
     c->error[n] = '\0';
     return strncmp(c->error, "NOPERM", 6) == 0 ? RB_EPERM : RB_EREPLY;
 }
@@ -320,16 +239,17 @@ static int reply_error(rb_conn_t *c, const reply_t *r)
 /* Sends the queued command and expects +OK. */
 static int expect_ok(rb_conn_t *c)
 {
-    reply_t r;
+    redisReply *r = NULL;
     int rc = wflush(c);
 
     if (rc == RB_OK)
-        rc = read_reply(c, &r);
-    if (rc != RB_OK)
-        return rc;
-    if (r.type == R_ERROR)
-        return reply_error(c, &r);
-    return r.type == R_STATUS ? RB_OK : RB_EPROTO;
+        rc = get_reply(c, &r);
+    if (rc == RB_OK)
+        rc = r->type == REDIS_REPLY_ERROR    ? reply_error(c, r)
+             : r->type == REDIS_REPLY_STATUS ? RB_OK
+                                             : RB_EPROTO;
+    freeReplyObject(r);
+    return rc;
 }
 
 static int send_cmd(rb_conn_t *c, size_t argc, const char *const *argv, const size_t *argl)
@@ -444,31 +364,37 @@ int rb_conn_bf_add(rb_conn_t *c, const char *filter, size_t flen, const void *ke
 static int64_t read_madd(rb_conn_t *c, size_t n, uint8_t *out_new)
 {
     int64_t added = 0;
-    long long count;
     int err = RB_OK;
-    reply_t r;
-    int rc = read_reply(c, &r);
+    redisReply *r = NULL;
+    int rc;
 
+    /* The integers land in c->ints, their elements NULL. */
+    rbi_reader_ints(c->rd, c->ints, BATCH_KEYS);
+    rc = get_reply(c, &r);
+    rbi_reader_ints(c->rd, NULL, 0);
     if (rc != RB_OK)
         return rc;
-    if (r.type == R_ERROR)
-        return reply_error(c, &r);
-    if (r.type != R_ARRAY || r.n < 0 || (size_t)r.n > n)
-        return RB_EPROTO;
-    count = r.n;
-    for (long long i = 0; i < count; i++) {
-        if ((rc = read_reply(c, &r)) != RB_OK)
-            return rc;
-        if (r.type == R_ERROR) {
-            err = reply_error(c, &r);
+    if (r->type == REDIS_REPLY_ERROR)
+        err = reply_error(c, r);
+    else if (r->type != REDIS_REPLY_ARRAY || r->elements > n)
+        err = RB_EPROTO;
+    for (size_t i = 0; err != RB_EPROTO && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        long long v;
+        if (e != NULL && e->type == REDIS_REPLY_ERROR) {
+            err = reply_error(c, e);
             continue;
         }
-        if (r.type != R_INT)
-            return RB_EPROTO;
+        if (e != NULL) {
+            err = RB_EPROTO;
+            break;
+        }
+        v = c->ints[i];
         if (out_new != NULL)
-            out_new[i] = r.n == 1;
-        added += r.n == 1;
+            out_new[i] = v == 1;
+        added += v == 1;
     }
+    freeReplyObject(r);
     return err != RB_OK ? err : added;
 }
 
@@ -522,51 +448,42 @@ int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen, const
     return added;
 }
 
-/* Renders one reply (recursively) as text into buf. */
-static int render(rb_conn_t *c, char *buf, size_t cap, size_t *w, int depth, int *is_err)
+/* Renders reply r (recursively) as text into buf. */
+static void render(rb_conn_t *c, const redisReply *r, char *buf, size_t cap, size_t *w, int *is_err)
 {
-    reply_t r;
-    int rc = read_reply(c, &r);
-
-    if (rc != RB_OK)
-        return rc;
-    if (depth > 8)
-        return RB_EPROTO;
 #define OUT(...) do { if (*w < cap) *w += (size_t)snprintf(buf + *w, cap - *w, __VA_ARGS__); } while (0)
-    switch (r.type) {
-    case R_STATUS:
-    case R_BULK:
-        OUT("%.*s", (int)r.len, r.s);
-        break;
-    case R_ERROR:
+    switch (r->type) {
+    case REDIS_REPLY_ERROR:
         *is_err = 1;
-        reply_error(c, &r);
-        OUT("%.*s", (int)r.len, r.s);
+        reply_error(c, r);
+        /* fall through */
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_STRING:
+        OUT("%.*s", (int)r->len, r->str);
         break;
-    case R_INT:
-        OUT("%lld", r.n);
+    case REDIS_REPLY_INTEGER:
+        OUT("%lld", r->integer);
         break;
-    case R_NIL:
+    case REDIS_REPLY_NIL:
         OUT("(nil)");
         break;
-    case R_ARRAY:
-        for (long long i = 0, count = r.n; i < count; i++) {
+    case REDIS_REPLY_ARRAY:
+        for (size_t i = 0; i < r->elements; i++) {
             if (i > 0)
                 OUT("\n");
-            if ((rc = render(c, buf, cap, w, depth + 1, is_err)) != RB_OK)
-                return rc;
+            render(c, r->element[i], buf, cap, w, is_err);
         }
         break;
     }
 #undef OUT
     if (*w >= cap)
         *w = cap - 1;
-    return RB_OK;
 }
 
 int rb_conn_command(rb_conn_t *c, size_t argc, const char *const *argv, const size_t *argl,
                     char *buf, size_t cap)
 {
+    redisReply *r = NULL;
     size_t w = 0;
     int is_err = 0, rc;
 
@@ -577,9 +494,11 @@ int rb_conn_command(rb_conn_t *c, size_t argc, const char *const *argv, const si
     if (rc == RB_OK)
         rc = wflush(c);
     if (rc == RB_OK)
-        rc = render(c, buf, cap, &w, 0, &is_err);
+        rc = get_reply(c, &r);
     if (rc != RB_OK)
         return rc;
+    render(c, r, buf, cap, &w, &is_err);
+    freeReplyObject(r);
     buf[w < cap ? w : cap - 1] = '\0';
     if (is_err)
         return strncmp(buf, "NOPERM", 6) == 0 ? RB_EPERM : RB_EREPLY;

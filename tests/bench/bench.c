@@ -59,13 +59,17 @@
  *      pages (bench_huge.c; root, else skipped);
  *   r. a snapshot's length and blocks on disk, SAVE and a restart from the
  *      files with 20 MiB live in a segment that once held ~1 GiB, beside
- *      --daemon-before's (bench_sparse.c).
+ *      --daemon-before's (bench_sparse.c);
+ *   w. `ringbloom add` and `ringbloom info server`, whole process, beside
+ *      redis-cli sending BF.ADD / INFO to the same daemon, and beside
+ *      --cli-before's CLI (bench_cliw.c).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
  *
  *   usage: bench [--reps N] [--csv FILE] [--quick] [--only SECTIONS]
  *                [--daemon PATH] [--daemon-before PATH] [--cli PATH]
+ *                [--cli-before PATH]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -94,13 +98,14 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhr";
+static const char *only = "123456789seiamhrw";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
 static const char *daemon_bin = "daemon/ringbloomd";
 static const char *cli_bin = "client/ringbloom";
 static const char *before_bin;           /* --daemon-before: section i's older daemon */
+static const char *cli_before;           /* --cli-before: section w's older CLI */
 
 /* ---- plumbing -------------------------------------------------------------- */
 
@@ -1565,9 +1570,11 @@ int main(int argc, char **argv)
             cli_bin = argv[++i];
         else if (strcmp(argv[i], "--daemon-before") == 0 && i + 1 < argc)
             before_bin = argv[++i];
+        else if (strcmp(argv[i], "--cli-before") == 0 && i + 1 < argc)
+            cli_before = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhr] "
-                    "[--daemon PATH] [--daemon-before PATH] [--cli PATH]\n");
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrw] "
+                    "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH]\n");
             return 2;
         }
     }
@@ -1610,6 +1617,8 @@ int main(int argc, char **argv)
         bench_idle(before_bin, reps, quick);
     if (strchr(only, 'a'))
         bench_admit(reps, quick);
+    if (strchr(only, 'w'))
+        bench_cli_write(cli_bin, cli_before, reps, quick);
     if (strchr(only, 'm'))
         bench_freed(tmpdir, before_bin, cli_bin, quick);
     if (strchr(only, 'h'))

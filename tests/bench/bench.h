@@ -74,6 +74,10 @@ void bench_freed(const char *tmpdir, const char *before_bin, const char *cli, in
  * before_bin's (an older ringbloomd; NULL: not run). */
 void bench_sparse(const char *tmpdir, const char *before_bin, int reps, int quick);
 
+/* Section w (bench_cliw.c): the CLI's add and info, whole process, beside
+ * redis-cli on the daemon's socket (cli_before: an older CLI, or NULL). */
+void bench_cli_write(const char *cli, const char *cli_before, int reps, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */
