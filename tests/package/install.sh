@@ -122,7 +122,7 @@ trap 'exit 1' INT TERM
 # ---- the READMEs' blocks ----------------------------------------------------
 # block FILE NAME: the text of the block marked NAME in FILE, noted as used.
 block() {
-    echo "$(basename "$(dirname "$1")")/$(basename "$1") $2" >> "$tmp/used"
+    echo "${1#"$srcdir"/} $2" >> "$tmp/used"
     /usr/bin/python3 "$here/blocks.py" get "$1" "$2"
 }
 # made PATH: PATH is removed at the end unless it was there before.
@@ -293,16 +293,19 @@ else
     # The timer's service, once: its ExecStart with %i filled in, as root (no User=).
     mexec=$(sed -n 's/^ExecStart=//p' "$munit" | tail -n 1 | sed "s/%i/$inst/g")
     made "$textdir/ringbloom-$inst.prom"
-    (cd / && eval "$mexec") > "$tmp/metrics.log" 2>&1
-    check "the metrics service's command succeeds" test $? -eq 0
+    if (cd / && eval "$mexec") > "$tmp/metrics.log" 2>&1; then
+        ok "the metrics service's command succeeds"
+    else
+        bad "the metrics service's command succeeds: $(tail -n 3 "$tmp/metrics.log")"
+    fi
     check "it writes $textdir/ringbloom-$inst.prom" \
         grep -q "^ringbloom_build_info{ringbloom_instance=\"$inst\"" "$textdir/ringbloom-$inst.prom"
     check "and leaves no temporary file" test ! -e "$textdir/ringbloom-$inst.prom.tmp"
 fi
 cmd=$(block "$readme" metrics-cron)
 made "$textdir/ringbloom.prom"
-(cd / && bash -e -c "$cmd") > "$tmp/cron.log" 2>&1
-check "README's cron line writes $textdir/ringbloom.prom" \
+out=$(cd / && bash -e -c "$cmd" 2>&1)
+check "README's cron line writes $textdir/ringbloom.prom${out:+: $out}" \
     grep -q '^ringbloom_build_info{ringbloom_instance="default"' "$textdir/ringbloom.prom"
 
 # ---- nginx/README.md's example on the packaged nginx -------------------------
@@ -338,8 +341,11 @@ ringbloom node remove 127.0.0.1:1 > /dev/null    # the member's, above
 wwwdata_added=1
 cmd=$(block "$ngxreadme" example-setup | ports |
       sed "s|/etc/nginx/nginx.conf|$tmp/nginx.debian.conf|g")
-(cd / && bash -e -c "$cmd") > "$tmp/setup.log" 2>&1
-check "nginx/README.md's commands run as root" test $? -eq 0 || cat "$tmp/setup.log"
+if (cd / && bash -e -c "$cmd") > "$tmp/setup.log" 2>&1; then
+    ok "nginx/README.md's commands run as root"
+else
+    bad "nginx/README.md's commands run as root: $(tail -n 3 "$tmp/setup.log")"
+fi
 check "www-data is in the group ringbloom" sh -c 'id -nG www-data | grep -qw ringbloom'
 check "the reserve made an aging filter" grep -q '"name":"urls","kind":"aging"' \
     <(ringbloom --json filters)
@@ -380,25 +386,28 @@ check "nginx starts with the README's configuration" test -n "$npid"
 check "a worker outside the group logs \"cannot attach\" at warn" \
     waitlog "$tmp/error.log" '\[warn\] .*cannot attach'
 stop_nginx
-mv "$tmp/error.log" "$tmp/error.attach.log"
+mv "$tmp/error.log" "$tmp/error.attach.log" 2>/dev/null
 usermod -a -G ringbloom www-data
 start_nginx
 check "nginx restarts with www-data in the group" test -n "$npid"
 check "proxy_cache_path $cachedir is made for www-data" \
     test "$(stat -c %U "$cachedir" 2>&1)" = www-data
-get() {   # get PORT PATH: "<status> <X-Cache-Status> <body>"
+get() {   # get PORT PATH: "<status> <X-Cache-Status> <body>", or "no answer: why"
     python3 - "$1" "$2" <<'EOF'
 import http.client, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
-c.request("GET", sys.argv[2])
-r = c.getresponse()
-print(r.status, r.getheader("X-Cache-Status") or "-", r.read().decode().strip())
+try:
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+    c.request("GET", sys.argv[2])
+    r = c.getresponse()
+    print(r.status, r.getheader("X-Cache-Status") or "-", r.read().decode().strip())
+except Exception as e:
+    print("no answer:", e)
 EOF
 }
 sleep 0.5
 routed=0
 for i in $(seq 20); do
-    node=$(ringbloom lookup "/r$i")
+    node=$(ringbloom lookup "/r$i" 2>/dev/null)
     [ "$(get "$p_ngx" "/r$i")" = "200 BYPASS $node" ] && routed=$((routed + 1))
 done
 check "nginx routes 20 keys to the ring's node (got $routed)" test $routed -eq 20
@@ -419,7 +428,7 @@ third=$(get "$p_ngx" "$path")
 node=$(ringbloom lookup "$path")
 check "cache on the second request: BYPASS, MISS, HIT (got $first / $second / $third)" \
     test "$first|$second|$third" = "200 BYPASS $node|200 MISS $node|200 HIT $node"
-complaints=$(grep -E '\[(warn|error|crit|alert|emerg)\]' "$tmp/error.log" | grep ringbloom)
+complaints=$(grep -sE '\[(warn|error|crit|alert|emerg)\]' "$tmp/error.log" | grep ringbloom)
 check "nginx's error log has no ringbloom complaint${complaints:+: $complaints}" \
     test -z "$complaints"
 # The upstream example: its third server is named in the ring and does
@@ -427,9 +436,9 @@ check "nginx's error log has no ringbloom complaint${complaints:+: $complaints}"
 ringbloom node add "127.0.0.1:$p_b3" > /dev/null
 for _ in $(seq 100); do
     for j in $(seq 20); do
-        [ "$(ringbloom lookup "/u$j")" = "127.0.0.1:$p_b3" ] && get "$p_up" "/u$j" > /dev/null 2>&1
+        [ "$(ringbloom lookup "/u$j" 2>/dev/null)" = "127.0.0.1:$p_b3" ] && get "$p_up" "/u$j" > /dev/null
     done
-    grep -q "ringbloom_hash: RING.DOWN 127.0.0.1:$p_b3" "$tmp/error.log" && break
+    grep -qs "ringbloom_hash: RING.DOWN 127.0.0.1:$p_b3" "$tmp/error.log" && break
     sleep 0.3
 done
 check "the upstream example's report=3 logs a RING.DOWN notice" \
@@ -441,8 +450,11 @@ stop_nginx
 # ---- nginx/README.md's ACL rule for report= alone --------------------------------
 reload=$(unitval ExecReload | sed "s/\\\$MAINPID/$dpid/")
 cmd=$(block "$ngxreadme" acl-rule | sed "s|^systemctl reload ringbloomd$|$reload|")
-(cd / && bash -e -c "$cmd") > "$tmp/acl.log" 2>&1
-check "nginx/README.md's ACL rule is added and the daemon reloaded" test $? -eq 0
+if (cd / && bash -e -c "$cmd") > "$tmp/acl.log" 2>&1; then
+    ok "nginx/README.md's ACL rule is added and the daemon reloaded"
+else
+    bad "nginx/README.md's ACL rule is added and the daemon reloaded: $(tail -n 3 "$tmp/acl.log")"
+fi
 cmd=$(block "$ngxreadme" acl-dryrun)
 refusal=$(tr '\n' ' ' < "$ngxreadme" | grep -o '(`User www-data has no permissions[^`]*`)' |
           sed 's/^(`//; s/`)$//')
@@ -458,7 +470,7 @@ check "ACL DRYRUN answers as nginx/README.md says (got '$got', wanted '$want')" 
 # ---- every block marked to run was used -----------------------------------------
 unused=$(for f in "$readme" "$ngxreadme"; do
              /usr/bin/python3 "$here/blocks.py" list "$f" |
-                 sed "s|^[a-z]* |$(basename "$(dirname "$f")")/$(basename "$f") |"
+                 sed "s|^[a-z]* |${f#"$srcdir"/} |"
          done | sort -u | comm -23 - <(sort -u "$tmp/used"))
 check "every block marked run, file or compile was used${unused:+; not: $unused}" test -z "$unused"
 
