@@ -30,7 +30,8 @@
 #   - nginx/README.md's example, as written, runs on the packaged nginx
 #     with www-data workers added to the group: the sed lowers the error
 #     log of Debian's nginx.conf to notice, where a "cannot attach" warning
-#     (workers not yet in the group) and a balancer's RING.DOWN notice
+#     (workers not yet in the group) and the upstream example's RING.DOWN
+#     notice (a dead backend) and RING.UP notice (back, after hold_down)
 #     appear; the cache path under /var/lib/nginx is made; routing by the
 #     ring; caching on the second request; the admitted key is the one the
 #     README names; its ACL rule for report= alone gives what it says;
@@ -319,8 +320,8 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
 read -r p_ngx p_up p_b1 p_b2 p_b3 <<< "$ports"
 ports() { sed -e "s/8080/$p_ngx/g" -e "s/8081/$p_b1/g" -e "s/8082/$p_b2/g" -e "s/8083/$p_b3/g"; }
 # Two backends that answer their own address; nothing listens on $p_b3.
-for p in "$p_b1" "$p_b2"; do
-    python3 - "$p" > /dev/null 2>&1 <<'EOF' &
+backend() {   # backend PORT: an HTTP server answering its address, in the background
+    python3 - "$1" > /dev/null 2>&1 <<'EOF' &
 import http.server, sys
 port = int(sys.argv[1])
 class H(http.server.BaseHTTPRequestHandler):
@@ -335,7 +336,9 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 EOF
     bpids="$bpids $!"
-done
+}
+backend "$p_b1"
+backend "$p_b2"
 cp /etc/nginx/nginx.conf "$tmp/nginx.debian.conf"
 ringbloom node remove 127.0.0.1:1 > /dev/null    # the member's, above
 wwwdata_added=1
@@ -445,6 +448,22 @@ check "the upstream example's report=3 logs a RING.DOWN notice" \
     grep -q "\[notice\] .*ringbloom_hash: RING.DOWN 127.0.0.1:$p_b3" "$tmp/error.log"
 check "and the ring has the node down" \
     sh -c "ringbloom nodes | grep '^127.0.0.1:$p_b3' | grep -qw down"
+# Its backend back: after hold_down (30 s) and report_timeout (its
+# fail_timeout, 10 s) a request probes it, and RING.UP follows, noticed.
+backend "$p_b3"
+for _ in $(seq 150); do
+    get "$p_up" /probe > /dev/null
+    grep -qs "ringbloom_hash: RING.UP 127.0.0.1:$p_b3" "$tmp/error.log" && break
+    sleep 0.5
+done
+check "a probe after hold_down logs a RING.UP notice" \
+    grep -q "\[notice\] .*ringbloom_hash: RING.UP 127.0.0.1:$p_b3" "$tmp/error.log"
+for _ in $(seq 50); do   # the report is sent after the notice; an up node has no third column
+    ringbloom nodes | grep -qx "127.0.0.1:$p_b3	1" && break
+    sleep 0.1
+done
+check "and the ring has the node up again" \
+    sh -c "ringbloom nodes | grep -qx '127.0.0.1:$p_b3	1'"
 stop_nginx
 
 # ---- nginx/README.md's ACL rule for report= alone --------------------------------
