@@ -2,11 +2,17 @@
 # tests/package/install.sh DEBDIR - installs the Debian packages built from
 # this tree (dpkg-buildpackage -b puts them in DEBDIR) on this machine and
 # uses them as an administrator would, without systemd (CI machines have
-# none running), then purges them.  Checks that
-#   - the packages install with apt (dependencies resolved, the nginx ABI
-#     among them), create the user and group ringbloom (sysusers.d), the
-#     run and state directories (tmpfiles.d), and enable the nginx module;
-#   - systemd-analyze verify accepts both units, and the manual pages are
+# none running), then purges them.  Every fenced block of README.md and
+# nginx/README.md carries a marker comment (tests/package/blocks.py): the
+# test fails on a block without one, runs each "run" block, installs each
+# "file" block, compiles each "compile" block, and fails if one of them
+# was not used.  Checks that
+#   - the packages install with apt by README's install command, run as
+#     written from a directory beside the .debs (dependencies resolved,
+#     the nginx ABI among them), create the user and group ringbloom
+#     (sysusers.d), the run and state directories (tmpfiles.d), and enable
+#     the nginx module;
+#   - systemd-analyze verify accepts the units, and the manual pages are
 #     found by man;
 #   - the daemon started as the unit starts it (its ExecStart line, User=,
 #     Group=, UMask=, read from the installed unit) serves, with the
@@ -17,16 +23,40 @@
 #     outside the group is refused with the paths it tried;
 #   - a program built against libringbloom-dev with pkg-config reads the
 #     same answers from shared memory (the shared library found by the
-#     loader, no ldconfig by hand);
-#   - nginx/README.md's example, extracted from that file (its reserve
-#     command and its configuration; only ports and the cache directory are
-#     replaced), runs on the packaged nginx with www-data workers added to
-#     the group: routing by the ring, and caching on the second request;
+#     loader, no ldconfig by hand), and README's library example compiles;
+#   - README's metrics timer (its service's command) and cron line write
+#     their files into Debian's node-exporter textfile directory;
+#   - README's offline ring command prints a node for every key;
+#   - nginx/README.md's example, as written, runs on the packaged nginx
+#     with www-data workers added to the group: the sed lowers the error
+#     log of Debian's nginx.conf to notice, where a "cannot attach" warning
+#     (workers not yet in the group) and the upstream example's RING.DOWN
+#     notice (a dead backend) and RING.UP notice (back, after hold_down)
+#     appear; the cache path under /var/lib/nginx is made; routing by the
+#     ring; caching on the second request; the admitted key is the one the
+#     README names; its ACL rule for report= alone gives what it says;
 #   - purging removes the packages' files.
+# What a CI machine must have instead of what the READMEs say (the only
+# replacements made in their blocks):
+#   - ports: 8080 (nginx) and 8081-8083 (backends) become free ones;
+#   - nginx runs from a copy of Debian's /etc/nginx/nginx.conf (the sed of
+#     the example is run on that copy), with its pid file, error and access
+#     logs and conf.d in the test's directory and no sites-enabled (the
+#     default site would take port 80); the example's configurations go
+#     into that conf.d (the upstream example beside the cache example);
+#   - systemctl: `systemctl enable --now ringbloom-metrics@INST.timer` runs
+#     the metrics service's ExecStart once, as the timer would;
+#     `systemctl reload ringbloomd` runs the unit's ExecReload with
+#     $MAINPID the daemon's pid;
+#   - README's offline ring command runs in a directory with a
+#     servers.txt and a keys.txt of the test's;
+#   - README's library example is compiled inside a main() that defines
+#     url, url_len, key and key_len (not run: it would create a segment).
 # Everything it creates (the users and groups, www-data's membership,
-# processes, /dev/shm/ringbloom.default, directories) is removed at the
-# end, even on failure.  Refuses to run where ringbloom is installed or a
-# user ringbloom exists already.  Needs root.  Prints "Checks: N, Failures: F".
+# processes, /dev/shm/ringbloom.default, directories, the .prom files and
+# nginx's cache directory) is removed at the end, even on failure.
+# Refuses to run where ringbloom is installed or a user ringbloom exists
+# already.  Needs root.  Prints "Checks: N, Failures: F".
 set -u
 debdir=${1:?usage: install.sh DEBDIR}
 debdir=$(cd "$debdir" && pwd) || exit 1
@@ -55,8 +85,19 @@ dpid=
 npid=
 bpids=
 wwwdata_added=
+made=     # files and directories outside $tmp the READMEs' blocks made
+readme=$srcdir/README.md
+ngxreadme=$srcdir/nginx/README.md
+textdir=/var/lib/prometheus/node-exporter
+stop_nginx() {
+    [ -n "$npid" ] || return 0
+    kill -TERM "$npid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$npid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$npid" 2>/dev/null
+    npid=
+}
 cleanup() {
-    [ -n "$npid" ] && kill -TERM "$npid" 2>/dev/null
+    stop_nginx
     # shellcheck disable=SC2086
     [ -n "$bpids" ] && kill $bpids 2>/dev/null
     if [ -n "$dpid" ]; then
@@ -72,25 +113,45 @@ cleanup() {
     # Debian leaves system users on purge; this one was the test's.
     userdel ringbloom 2>/dev/null
     groupdel ringbloom 2>/dev/null
+    # shellcheck disable=SC2086
+    [ -n "$made" ] && rm -rf $made
     rm -rf /run/ringbloom /var/lib/ringbloom /dev/shm/ringbloom.default "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# ---- install -------------------------------------------------------------
-debs=()
+# ---- the READMEs' blocks ----------------------------------------------------
+# block FILE NAME: the text of the block marked NAME in FILE, noted as used.
+block() {
+    echo "${1#"$srcdir"/} $2" >> "$tmp/used"
+    /usr/bin/python3 "$here/blocks.py" get "$1" "$2"
+}
+# made PATH: PATH is removed at the end unless it was there before.
+made() { [ -e "$1" ] || made="$made $1"; }
+if out=$(/usr/bin/python3 "$here/blocks.py" check "$readme" "$ngxreadme" 2>&1); then
+    ok "every fenced block of README.md and nginx/README.md has a package-test marker"
+else
+    bad "every fenced block of README.md and nginx/README.md has a package-test marker: $out"
+fi
+
+# ---- install, by README's command ------------------------------------------
+# Run as written from a directory whose parent holds the .debs (links).
+mkdir -p "$tmp/debs/src"
 for p in ringbloom libringbloom1 libringbloom-dev libnginx-mod-http-ringbloom; do
     f=$(ls "$debdir/${p}_"*.deb 2>/dev/null | head -n 1)
     if [ -z "$f" ]; then
         echo "install.sh: no ${p}_*.deb in $debdir" >&2
         exit 1
     fi
-    debs+=("$f")
+    ln -s "$f" "$tmp/debs/"
 done
-if DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${debs[@]}" > "$tmp/install.log" 2>&1; then
-    ok "apt-get installs the four packages"
+cmd=$(block "$readme" install-debs)
+if (cd "$tmp/debs/src" && DEBIAN_FRONTEND=noninteractive bash -e -c "$cmd") > "$tmp/install.log" 2>&1 &&
+   dpkg-query -W -f='${Status}\n' ringbloom libringbloom1 libringbloom-dev libnginx-mod-http-ringbloom |
+   grep -c 'install ok installed' | grep -qx 4; then
+    ok "README's install command installs the four packages ($cmd)"
 else
-    bad "apt-get installs the four packages"
+    bad "README's install command installs the four packages ($cmd)"
     tail -n 30 "$tmp/install.log"
     echo "Checks: $checks, Failures: $fails"
     exit 1
@@ -107,7 +168,9 @@ check "/etc/ringbloom/ringbloomd.conf is a conffile" \
     grep -qx /etc/ringbloom/ringbloomd.conf /var/lib/dpkg/info/ringbloom.conffiles
 unit=/lib/systemd/system/ringbloomd.service
 [ -f "$unit" ] || unit=/usr/lib/systemd/system/ringbloomd.service
-for u in "$unit" "$(dirname "$unit")/ringbloomd@ci.service"; do
+units=$(dirname "$unit")
+for u in "$unit" "$units/ringbloomd@ci.service" "$units/ringbloom-metrics@default.service" \
+         "$units/ringbloom-metrics@default.timer"; do
     if out=$(systemd-analyze verify "$u" 2>&1) && [ -z "$out" ]; then
         ok "systemd-analyze verify $(basename "$u")"
     else
@@ -186,26 +249,79 @@ else
     cat "$tmp/cc.log"
 fi
 
-# ---- nginx/README.md's example on the packaged nginx -------------------------
-# The README's reserve command (the first line starting "ringbloom reserve"
-# in its Example) and its configuration (the ```nginx block there).
-readme=$srcdir/nginx/README.md
-example=$(sed -n '/^## Example/,/^## /p' "$readme")
-reserve=$(printf '%s\n' "$example" | grep -m1 '^ringbloom reserve ')
-conf=$(printf '%s\n' "$example" | sed -n '/^```nginx/,/^```/p' | sed '1d;$d')
-if [ -z "$reserve" ] || [ -z "$conf" ]; then
-    bad "nginx/README.md's Example has a 'ringbloom reserve' line and an nginx block"
+# ---- README's library example, compiled --------------------------------------
+# Its #include lines at the top, the rest inside a main() that defines the
+# names it leaves to the reader; built and linked, not run.
+src=$(block "$readme" library-c)
+{
+    printf '%s\n' "$src" | grep '^#include'
+    echo '#include <stddef.h>'
+    echo 'int main(void) {'
+    echo 'const char *url = "http://a/", *key = "k1"; size_t url_len = 9, key_len = 2;'
+    printf '%s\n' "$src" | grep -v '^#include'
+    echo 'return 0; }'
+} > "$tmp/readme_lib.c"
+# shellcheck disable=SC2046
+if cc -o "$tmp/readme_lib" "$tmp/readme_lib.c" $(pkg-config --cflags --libs ringbloom) \
+      > "$tmp/cc2.log" 2>&1; then
+    ok "README's library example compiles and links with pkg-config ringbloom"
 else
-    usermod -a -G ringbloom www-data && wwwdata_added=1
-    # Two backends that answer their own address; the README's ports and
-    # cache directory are replaced by free ones of the test's.
-    ports=$(python3 -c 'import socket
-ss=[socket.socket() for _ in range(3)]
+    bad "README's library example compiles and links with pkg-config ringbloom: $(head -n 5 "$tmp/cc2.log")"
+fi
+
+# ---- README's offline ring ---------------------------------------------------
+mkdir "$tmp/ring"
+printf 'cache-a:11211\ncache-b:11211 2\ncache-c:11211\n' > "$tmp/ring/servers.txt"
+seq -f 'key%g' 100 > "$tmp/ring/keys.txt"
+cmd=$(block "$readme" ring-offline)
+out=$(cd "$tmp/ring" && bash -e -c "$cmd" 2>&1)
+n=$(printf '%s\n' "$out" | grep -cE '^key[0-9]+	cache-[abc]:11211$')
+check "README's offline ring command prints KEY<TAB>NODE for 100 keys (got $n)" test "$n" -eq 100
+
+# ---- README's metrics for node_exporter's textfile collector -------------------
+if [ -d "$textdir" ]; then
+    ok "$textdir exists (prometheus-node-exporter)"
+else
+    bad "$textdir exists: install prometheus-node-exporter (README's test command does)"
+fi
+cmd=$(block "$readme" metrics-timer)
+inst=$(printf '%s\n' "$cmd" |
+       sed -n 's/^systemctl enable --now ringbloom-metrics@\([a-z0-9]*\)\.timer$/\1/p')
+munit=$units/ringbloom-metrics@.service
+if [ -z "$inst" ] || [ ! -f "$units/ringbloom-metrics@.timer" ] || [ ! -f "$munit" ]; then
+    bad "README's metrics command enables a shipped timer: '$cmd'"
+else
+    # The timer's service, once: its ExecStart with %i filled in, as root (no User=).
+    mexec=$(sed -n 's/^ExecStart=//p' "$munit" | tail -n 1 | sed "s/%i/$inst/g")
+    made "$textdir/ringbloom-$inst.prom"
+    if (cd / && eval "$mexec") > "$tmp/metrics.log" 2>&1; then
+        ok "the metrics service's command succeeds"
+    else
+        bad "the metrics service's command succeeds: $(tail -n 3 "$tmp/metrics.log")"
+    fi
+    check "it writes $textdir/ringbloom-$inst.prom" \
+        grep -q "^ringbloom_build_info{ringbloom_instance=\"$inst\"" "$textdir/ringbloom-$inst.prom"
+    check "and leaves no temporary file" test ! -e "$textdir/ringbloom-$inst.prom.tmp"
+fi
+cmd=$(block "$readme" metrics-cron)
+made "$textdir/ringbloom.prom"
+out=$(cd / && bash -e -c "$cmd" 2>&1)
+check "README's cron line writes $textdir/ringbloom.prom${out:+: $out}" \
+    grep -q '^ringbloom_build_info{ringbloom_instance="default"' "$textdir/ringbloom.prom"
+
+# ---- nginx/README.md's example on the packaged nginx -------------------------
+# Its commands (with the ports replaced, and the sed run on a copy of
+# Debian's nginx.conf), its configuration and the upstream example, in an
+# nginx running from that copy (the header says what differs).
+ports=$(python3 -c 'import socket
+ss=[socket.socket() for _ in range(5)]
 [s.bind(("127.0.0.1",0)) for s in ss]
 print(" ".join(str(s.getsockname()[1]) for s in ss))')
-    read -r p_ngx p_b1 p_b2 <<< "$ports"
-    for p in "$p_b1" "$p_b2"; do
-        python3 - "$p" > /dev/null 2>&1 <<'EOF' &
+read -r p_ngx p_up p_b1 p_b2 p_b3 <<< "$ports"
+ports() { sed -e "s/8080/$p_ngx/g" -e "s/8081/$p_b1/g" -e "s/8082/$p_b2/g" -e "s/8083/$p_b3/g"; }
+# Two backends that answer their own address; nothing listens on $p_b3.
+backend() {   # backend PORT: an HTTP server answering its address, in the background
+    python3 - "$1" > /dev/null 2>&1 <<'EOF' &
 import http.server, sys
 port = int(sys.argv[1])
 class H(http.server.BaseHTTPRequestHandler):
@@ -219,78 +335,163 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 EOF
-        bpids="$bpids $!"
-    done
-    mkdir -p "$tmp/conf.d" "$tmp/cache"
-    chown www-data "$tmp/cache"
-    printf '%s\n' "$conf" | sed -e "s/listen 8080;/listen 127.0.0.1:$p_ngx;/" \
-        -e "s|/var/lib/nginx/ringbloom|$tmp/cache|" \
-        -e "s/127\.0\.0\.1:8081/127.0.0.1:$p_b1/g" > "$tmp/conf.d/example.conf"
-    # Debian's nginx.conf, reduced to what the example needs: the packaged
-    # modules, www-data workers, conf.d included inside http.
-    cat > "$tmp/nginx.conf" <<EOF
-user www-data;
-worker_processes 2;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-include /etc/nginx/modules-enabled/*.conf;
-events { worker_connections 64; }
-http {
-    access_log off;
-    include $tmp/conf.d/*.conf;
+    bpids="$bpids $!"
 }
-EOF
-    # shellcheck disable=SC2086
-    (cd / && eval "$reserve") > "$tmp/reserve.log" 2>&1
-    check "the README's reserve command works ($reserve)" test $? -eq 0
-    check "it made an aging filter" grep -q '"name":"urls","kind":"aging"' \
-        <(ringbloom --json filters)
-    ringbloom node remove 127.0.0.1:1 > /dev/null
-    ringbloom node add "127.0.0.1:$p_b1" > /dev/null
-    ringbloom node add "127.0.0.1:$p_b2" > /dev/null
-    if /usr/sbin/nginx -c "$tmp/nginx.conf" 2> "$tmp/nginx.start"; then
-        npid=$(cat "$tmp/nginx.pid" 2>/dev/null)
-        ok "nginx starts with the README's configuration"
-    else
-        bad "nginx starts with the README's configuration: $(cat "$tmp/nginx.start")"
-    fi
-    get() {   # get PATH: "<status> <X-Cache-Status> <body>"
-        python3 - "$p_ngx" "$1" <<'EOF'
-import http.client, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
-c.request("GET", sys.argv[2])
-r = c.getresponse()
-print(r.status, r.getheader("X-Cache-Status") or "-", r.read().decode().strip())
-EOF
-    }
-    sleep 0.5
-    routed=0
-    for i in $(seq 20); do
-        node=$(ringbloom lookup "/r$i")
-        [ "$(get "/r$i")" = "200 BYPASS $node" ] && routed=$((routed + 1))
-    done
-    check "nginx routes 20 keys to the ring's node (got $routed)" test $routed -eq 20
-    # The admit of a request goes to the daemon after its response: the
-    # second request finds the key seen (and stores), the third hits.
-    first=$(get /c)
-    for _ in $(seq 50); do
-        ringbloom exists urls "http127.0.0.1/c" > /dev/null 2>&1 && break
-        sleep 0.1
-    done
-    second=$(get /c)
-    third=$(get /c)
-    node=$(ringbloom lookup /c)
-    check "cache on the second request: BYPASS, MISS, HIT (got $first / $second / $third)" \
-        test "$first|$second|$third" = "200 BYPASS $node|200 MISS $node|200 HIT $node"
-    if grep -q "ringbloom" "$tmp/error.log" 2>/dev/null; then
-        bad "nginx's error log has no ringbloom complaint: $(grep ringbloom "$tmp/error.log" | head -n 3)"
-    else
-        ok "nginx's error log has no ringbloom complaint"
-    fi
-    kill -TERM "$npid" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$npid" 2>/dev/null || break; sleep 0.1; done
-    npid=
+backend "$p_b1"
+backend "$p_b2"
+cp /etc/nginx/nginx.conf "$tmp/nginx.debian.conf"
+ringbloom node remove 127.0.0.1:1 > /dev/null    # the member's, above
+wwwdata_added=1
+cmd=$(block "$ngxreadme" example-setup | ports |
+      sed "s|/etc/nginx/nginx.conf|$tmp/nginx.debian.conf|g")
+if (cd / && bash -e -c "$cmd") > "$tmp/setup.log" 2>&1; then
+    ok "nginx/README.md's commands run as root"
+else
+    bad "nginx/README.md's commands run as root: $(tail -n 3 "$tmp/setup.log")"
 fi
+check "www-data is in the group ringbloom" sh -c 'id -nG www-data | grep -qw ringbloom'
+check "the reserve made an aging filter" grep -q '"name":"urls","kind":"aging"' \
+    <(ringbloom --json filters)
+check "the ring has the two backends" \
+    test "$(ringbloom nodes | cut -f1 | sort | tr '\n' ' ')" = \
+    "$(printf '127.0.0.1:%s\n' "$p_b1" "$p_b2" | sort | tr '\n' ' ')"
+check "the sed sets Debian's error_log to notice" \
+    grep -qx 'error_log /var/log/nginx/error.log notice;' "$tmp/nginx.debian.conf"
+# The copy, run from the test's directory.
+mkdir -p "$tmp/conf.d"
+sed -e "s|^pid .*|pid $tmp/nginx.pid;|" \
+    -e "s|/var/log/nginx/|$tmp/|" \
+    -e "s|/etc/nginx/conf.d/|$tmp/conf.d/|" \
+    -e '\|/etc/nginx/sites-enabled/|d' "$tmp/nginx.debian.conf" > "$tmp/nginx.conf"
+block "$ngxreadme" example-conf | ports > "$tmp/conf.d/ringbloom-cache.conf"
+cachedir=$(sed -n 's/^proxy_cache_path \([^ ]*\) .*/\1/p' "$tmp/conf.d/ringbloom-cache.conf")
+made "$cachedir"
+block "$ngxreadme" upstream-example | ports | sed "s/listen $p_ngx;/listen $p_up;/" \
+    > "$tmp/conf.d/upstream.conf"
+start_nginx() {
+    if /usr/sbin/nginx -c "$tmp/nginx.conf" 2> "$tmp/nginx.start"; then
+        for _ in $(seq 50); do [ -s "$tmp/nginx.pid" ] && break; sleep 0.1; done
+        npid=$(cat "$tmp/nginx.pid" 2>/dev/null)
+        return 0
+    fi
+    cat "$tmp/nginx.start"
+    return 1
+}
+waitlog() {   # waitlog FILE PATTERN: up to 15 s for an extended regex in FILE
+    for _ in $(seq 150); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+}
+# Workers outside the group (as before the adduser) cannot attach: the
+# warning reaches the error log at the README's level.
+gpasswd -d www-data ringbloom > /dev/null
+start_nginx
+check "nginx starts with the README's configuration" test -n "$npid"
+check "a worker outside the group logs \"cannot attach\" at warn" \
+    waitlog "$tmp/error.log" '\[warn\] .*cannot attach'
+stop_nginx
+mv "$tmp/error.log" "$tmp/error.attach.log" 2>/dev/null
+usermod -a -G ringbloom www-data
+start_nginx
+check "nginx restarts with www-data in the group" test -n "$npid"
+check "proxy_cache_path $cachedir is made for www-data" \
+    test "$(stat -c %U "$cachedir" 2>&1)" = www-data
+get() {   # get PORT PATH: "<status> <X-Cache-Status> <body>", or "no answer: why"
+    python3 - "$1" "$2" <<'EOF'
+import http.client, sys
+try:
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+    c.request("GET", sys.argv[2])
+    r = c.getresponse()
+    print(r.status, r.getheader("X-Cache-Status") or "-", r.read().decode().strip())
+except Exception as e:
+    print("no answer:", e)
+EOF
+}
+sleep 0.5
+routed=0
+for i in $(seq 20); do
+    node=$(ringbloom lookup "/r$i" 2>/dev/null)
+    [ "$(get "$p_ngx" "/r$i")" = "200 BYPASS $node" ] && routed=$((routed + 1))
+done
+check "nginx routes 20 keys to the ring's node (got $routed)" test $routed -eq 20
+# The admit of a request goes to the daemon after its response: the
+# second request finds the key seen (and stores), the third hits.  The
+# key admitted is the one nginx/README.md names.
+key=$(tr '\n' ' ' < "$ngxreadme" | grep -o 'admitted as `[^`]*`' | sed 's/.*`\(.*\)`/\1/')
+path=/${key#http://127.0.0.1/}
+first=$(get "$p_ngx" "$path")
+for _ in $(seq 50); do
+    ringbloom exists urls "$key" > /dev/null 2>&1 && break
+    sleep 0.1
+done
+check "the key admitted is '$key', as nginx/README.md says" \
+    quiet ringbloom exists urls "${key:-(none)}"
+second=$(get "$p_ngx" "$path")
+third=$(get "$p_ngx" "$path")
+node=$(ringbloom lookup "$path")
+check "cache on the second request: BYPASS, MISS, HIT (got $first / $second / $third)" \
+    test "$first|$second|$third" = "200 BYPASS $node|200 MISS $node|200 HIT $node"
+complaints=$(grep -sE '\[(warn|error|crit|alert|emerg)\]' "$tmp/error.log" | grep ringbloom)
+check "nginx's error log has no ringbloom complaint${complaints:+: $complaints}" \
+    test -z "$complaints"
+# The upstream example: its third server is named in the ring and does
+# not answer; its third failure (report=3) takes it down, with a notice.
+ringbloom node add "127.0.0.1:$p_b3" > /dev/null
+for _ in $(seq 100); do
+    for j in $(seq 20); do
+        [ "$(ringbloom lookup "/u$j" 2>/dev/null)" = "127.0.0.1:$p_b3" ] && get "$p_up" "/u$j" > /dev/null
+    done
+    grep -qs "ringbloom_hash: RING.DOWN 127.0.0.1:$p_b3" "$tmp/error.log" && break
+    sleep 0.3
+done
+check "the upstream example's report=3 logs a RING.DOWN notice" \
+    grep -q "\[notice\] .*ringbloom_hash: RING.DOWN 127.0.0.1:$p_b3" "$tmp/error.log"
+check "and the ring has the node down" \
+    sh -c "ringbloom nodes | grep '^127.0.0.1:$p_b3' | grep -qw down"
+# Its backend back: after hold_down (30 s) and report_timeout (its
+# fail_timeout, 10 s) a request probes it, and RING.UP follows, noticed.
+backend "$p_b3"
+for _ in $(seq 150); do
+    get "$p_up" /probe > /dev/null
+    grep -qs "ringbloom_hash: RING.UP 127.0.0.1:$p_b3" "$tmp/error.log" && break
+    sleep 0.5
+done
+check "a probe after hold_down logs a RING.UP notice" \
+    grep -q "\[notice\] .*ringbloom_hash: RING.UP 127.0.0.1:$p_b3" "$tmp/error.log"
+for _ in $(seq 50); do   # the report is sent after the notice; an up node has no third column
+    ringbloom nodes | grep -qx "127.0.0.1:$p_b3	1" && break
+    sleep 0.1
+done
+check "and the ring has the node up again" \
+    sh -c "ringbloom nodes | grep -qx '127.0.0.1:$p_b3	1'"
+stop_nginx
+
+# ---- nginx/README.md's ACL rule for report= alone --------------------------------
+reload=$(unitval ExecReload | sed "s/\\\$MAINPID/$dpid/")
+cmd=$(block "$ngxreadme" acl-rule | sed "s|^systemctl reload ringbloomd$|$reload|")
+if (cd / && bash -e -c "$cmd") > "$tmp/acl.log" 2>&1; then
+    ok "nginx/README.md's ACL rule is added and the daemon reloaded"
+else
+    bad "nginx/README.md's ACL rule is added and the daemon reloaded: $(tail -n 3 "$tmp/acl.log")"
+fi
+cmd=$(block "$ngxreadme" acl-dryrun)
+refusal=$(tr '\n' ' ' < "$ngxreadme" | grep -o '(`User www-data has no permissions[^`]*`)' |
+          sed 's/^(`//; s/`)$//')
+want=$(printf 'OK\n%s' "$refusal")
+for _ in $(seq 50); do
+    got=$(cd / && bash -c "$cmd" 2>&1)
+    [ "$got" = "$want" ] && break
+    sleep 0.1
+done
+check "ACL DRYRUN answers as nginx/README.md says (got '$got', wanted '$want')" \
+    test -n "$refusal" -a "$got" = "$want"
+
+# ---- every block marked to run was used -----------------------------------------
+unused=$(for f in "$readme" "$ngxreadme"; do
+             /usr/bin/python3 "$here/blocks.py" list "$f" |
+                 sed "s|^[a-z]* |${f#"$srcdir"/} |"
+         done | sort -u | comm -23 - <(sort -u "$tmp/used"))
+check "every block marked run, file or compile was used${unused:+; not: $unused}" test -z "$unused"
 
 # ---- stop and purge ---------------------------------------------------------
 kill -TERM "$dpid"
