@@ -88,6 +88,16 @@ static void cmd_pfcount(rbd_ctx_t *x)
     long n;
     int rc = RB_OK;
 
+    if (x->argc == 2) {   /* one key: nothing to gather or allocate */
+        rb_key_t k = { x->argv[1], x->argl[1] };
+        if (k.len > 0 && k.len <= RB_FILTER_NAME_MAX)
+            rc = rb_hll_count_keep(x->s->state.seg, &k, 1, &count);
+        if (rc != RB_OK)
+            rbd_cmd_error(x, RBD_AT_FILTER, rc);
+        else
+            rbi_resp_int(x->out, (long long)count);
+        return;
+    }
     if ((n = args_keys(x, 1, 1, &v)) < 0)
         return;
     if (n > 0)
