@@ -2,7 +2,8 @@
  * cmd_hll.c - the HyperLogLog commands, with Redis's names, arguments and
  * replies (PFADD, PFCOUNT, PFMERGE): their table and handlers.  Counters
  * change only through ops (ops.c: PFADD and PFMERGE records, types 14 and
- * 15); PFCOUNT reads the segment as any reader does (rb_hll_count).
+ * 15); PFCOUNT reads the segment as any reader does, and keeps a single
+ * counter's count with it (rb_hll_count_keep, H2: derived, not logged).
  *
  * Counters and Bloom filters share one namespace, as Redis's keys do: a
  * command that meets another kind answers WRONGTYPE (the library's
@@ -78,8 +79,8 @@ static void cmd_pfadd(rbd_ctx_t *x)
     free(v);
 }
 
-/* PFCOUNT key [key ...]: the estimate of the union, nothing changed (a
- * missing key is an empty counter). */
+/* PFCOUNT key [key ...]: the estimate of the union (a missing key is an
+ * empty counter); nothing logged, one counter's count kept (H2). */
 static void cmd_pfcount(rbd_ctx_t *x)
 {
     rb_key_t *v;
@@ -87,10 +88,20 @@ static void cmd_pfcount(rbd_ctx_t *x)
     long n;
     int rc = RB_OK;
 
+    if (x->argc == 2) {   /* one key: nothing to gather or allocate */
+        rb_key_t k = { x->argv[1], x->argl[1] };
+        if (k.len > 0 && k.len <= RB_FILTER_NAME_MAX)
+            rc = rb_hll_count_keep(x->s->state.seg, &k, 1, &count);
+        if (rc != RB_OK)
+            rbd_cmd_error(x, RBD_AT_FILTER, rc);
+        else
+            rbi_resp_int(x->out, (long long)count);
+        return;
+    }
     if ((n = args_keys(x, 1, 1, &v)) < 0)
         return;
     if (n > 0)
-        rc = rb_hll_count(x->s->state.seg, v, (size_t)n, &count);
+        rc = rb_hll_count_keep(x->s->state.seg, v, (size_t)n, &count);
     if (rc != RB_OK)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else

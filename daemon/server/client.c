@@ -250,7 +250,7 @@ static int execute(server_t *s, client_t *c, const char *base)
     if (s->obs.monitors > 0)
         monitor_feed(s, c, c->parser.nargs, s->argv, c->parser.len);
     rbd_cmd_execute(s, c, c->parser.nargs, s->argv, c->parser.len);
-    c->last_active_ms = rbd_mono_ms();
+    c->last_active_ms = s->clock_us / 1000;   /* its end (dispatch) */
     /* A command whose op the sinks were shown acknowledges it: this
      * client's replies now wait for their flush (the log's, P1).  One
      * whose op a sink took waits for its ticket (sink.h). */
@@ -273,8 +273,11 @@ static int run_input(server_t *s, client_t *c)
 {
     resp_limits_t lim;
     size_t done = 0;
-    uint64_t start = rbd_mono_ms();
+    uint64_t start;
     int yielded = 0;
+
+    s->clock_us = rbd_mono_us();   /* then each command's end (dispatch) */
+    start = s->clock_us / 1000;
 
     resp_limits_init(&lim, s->cfg.max_request_bytes);
     while (!c->closing && !s->shutdown && !c->awaits_reply) {
@@ -286,7 +289,7 @@ static int run_input(server_t *s, client_t *c)
             c->paused = 1;
             break;
         }
-        if (done > 0 && done < c->in.len && rbd_mono_ms() - start >= RUN_TURN_MS) {
+        if (done > 0 && done < c->in.len && s->clock_us / 1000 - start >= RUN_TURN_MS) {
             s->resume_pending = 1;   /* rbd_clients_resume runs the rest */
             yielded = 1;
             break;
@@ -348,6 +351,7 @@ void rbd_client_read(server_t *s, client_t *c)
     /* A bounded share per turn, so one busy client cannot starve the rest
      * (epoll is level-triggered: the remainder is read next turn). */
     while (turn < READ_TURN && !c->paused && !c->closing && !s->shutdown) {
+        size_t room;
         ssize_t n;
         if (c->in.cap - c->in.len < READ_CHUNK) {
             size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK * 2;
@@ -364,12 +368,18 @@ void rbd_client_read(server_t *s, client_t *c)
             c->in.cap = cap;
             client_account(s, c);
         }
-        n = read(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len);
+        room = c->in.cap - c->in.len;
+        n = read(c->fd, c->in.data + c->in.len, room);
         if (n > 0) {
             c->in.len += (size_t)n;
             turn += (size_t)n;
             if (run_input(s, c))
                 break;   /* its turn is over; the rest is read later */
+            /* Less than asked for: the socket is drained (whatever comes
+             * now, epoll reports next turn), so no second read just to
+             * hear EAGAIN: one read per request, as redis-server. */
+            if ((size_t)n < room)
+                break;
             continue;
         }
         if (n == 0)

@@ -41,6 +41,9 @@ typedef struct client {
     int writing;          /* registered for EPOLLOUT */
     rbd_acl_who_t who;    /* its ACL rule sets (acl.h), from its peer
                              credentials at accept and again on SIGHUP */
+    const struct rbd_command *acl_cmd, *acl_sub;  /* the last command (and
+                             subcommand) who permitted: permitted again
+                             without the rules (cmd.c); NULL when who changes */
     int awaits_flush;     /* a reply in out acknowledges an op the sinks have
                              not flushed (the log: a record not yet durable):
                              out waits for rbd_sinks_flush (P1) */

@@ -328,9 +328,12 @@ void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
         rbd_log(LOG_WARNING, "settings applied but %s; the log stays where it was", err);
     }
     for (size_t fd = 0; fd < s->clients_cap; fd++)
-        if (s->clients[fd] != NULL)
+        if (s->clients[fd] != NULL) {
             peer_acl(s, (int)fd, s->clients[fd]->uid, s->clients[fd]->gid,
                      &s->clients[fd]->who);
+            s->clients[fd]->acl_cmd = NULL;   /* permitted under the old rules */
+            s->clients[fd]->acl_sub = NULL;
+        }
 }
 
 static void handle_signals(server_t *s)

@@ -57,6 +57,10 @@ typedef struct server {
                                   (monotonic; 0: no pause), all of them or, with */
     int pause_writes;          /* ... this, those that change state (client.c) */
     int foreground;            /* -f: the log's stderr, no syslog (rbd_log.c) */
+    uint64_t clock_us;         /* the loop's last clock reading (monotonic us): a
+                                  batch's start (client.c, run_input), then each
+                                  command's end (cmd.c, dispatch), so a command
+                                  costs one clock read */
     /* stats */
     uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,
         evicted_clients, output_limit_clients;

@@ -104,31 +104,73 @@ uint64_t rb_hll_estimate(const uint8_t *r)
     return (uint64_t)llroundl(ALPHA_INF * m * m / z);
 }
 
-/* acc[i] = max(acc[i], register i of the words w[0 .. WORDS)). */
-static void regs_max(uint8_t *acc, const uint64_t *w)
+/* The count's cache (H2): the slot's `items` word holds the estimate of
+ * the registers as they are, with HLL_VALID set, or 0 (not known).  Only
+ * the writer stores it: 0 before any store that raises a register
+ * (reg_store's callers, through stale()), the estimate when it counts
+ * (rb_hll_count_keep).  So a valid word is always the count of the
+ * registers of that moment, and a reader that finds it valid, inside
+ * the slot's generation section, answers from it without the registers. */
+#define HLL_CACHE(f)  (&(f)->items)      /*  56 estimate | HLL_VALID, or 0 */
+#define HLL_VALID     (1ULL << 63)
+
+/* The largest of each register of words a and b: bytes below 0x80 (every
+ * register an add makes: 0..51) a word at a time, SWAR; others byte by
+ * byte (a corrupt segment's, clamped later by the estimator). */
+static inline uint64_t reg_max(uint64_t a, uint64_t b)
 {
+    const uint64_t H = 0x8080808080808080ULL;
+
+    if (__builtin_expect(((a | b) & H) == 0, 1)) {
+        uint64_t ge = ((a | H) - b) & H;   /* a byte's top bit: a >= b there */
+        uint64_t m = (ge >> 7) * 0xff;
+        return (a & m) | (b & ~m);
+    }
+    for (unsigned i = 0; i < 8; i++) {
+        uint64_t mask = 0xffULL << (8 * i);
+        if ((b & mask) > (a & mask))
+            a = (a & ~mask) | (b & mask);
+    }
+    return a;
+}
+
+/* The estimate of the registers of words w[0 .. WORDS) (register i in
+ * byte i % 8 of word i / 8, whatever the machine's byte order). */
+static uint64_t estimate_words(const uint64_t *w)
+{
+    uint8_t r[RB_HLL_REGISTERS];
+
     for (uint32_t i = 0; i < WORDS; i++)
-        for (unsigned b = 0; b < 8; b++) {
-            uint8_t r = (uint8_t)(w[i] >> (8 * b));
-            if (r > acc[8 * i + b])
-                acc[8 * i + b] = r;
-        }
+        for (unsigned b = 0; b < 8; b++)
+            r[8 * i + b] = (uint8_t)(w[i] >> (8 * b));
+    return rb_hll_estimate(r);
 }
 
 /* ---- readers ------------------------------------------------------------ */
 
-/* Reader: if slot f holds name, its registers max'ed into acc (1), or
+/* What a read of one slot gives (slot_take). */
+typedef struct take {
+    const uint64_t *prev;   /* in: maxima so far, or NULL (none yet) */
+    uint64_t *out;          /* out: max(prev, registers) word by word, or the
+                               registers (prev NULL); untouched if the cache
+                               was valid and want_cache */
+    int want_cache;         /* in: a valid cache word spares the registers */
+    uint64_t cache;         /* out: the cache word read (HLL_CACHE) */
+} take_t;
+
+/* Reader: if slot f holds name, its registers read into t (1), or
  * RB_EWRONGTYPE (another kind holds it), RB_ECORRUPT; 0 if it holds another
- * name or nothing; RB_EBUSY.  Everything, name and registers, is read in
- * one generation section of the slot (latch.h), so a slot deleted and
- * reused meanwhile is read again, never mixed (G2, R1). */
+ * name or nothing; RB_EBUSY.  Everything, name, cache word and registers,
+ * is read in one generation section of the slot (latch.h), so a slot
+ * deleted and reused meanwhile is read again, never mixed (G2, R1).  The
+ * maxima are taken straight from shared memory into t->out, which is only
+ * meaningful once this returns 1 (a retried read writes it again). */
 static int slot_take(const rbi_map_t *m, const rb_filter_shm_t *f, const char *name,
-                     size_t len, uint8_t *acc)
+                     size_t len, take_t *t)
 {
     char buf[RB_FILTER_NAME_MAX + 1];
-    uint64_t w[WORDS];
 
-    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+    for (uint32_t tries = 0; tries < RBI_READ_RETRIES; tries++) {
         uint64_t g = rbi_gen_read_begin(&f->gen);
         int rc = 0;
         /* Acquire pairs with the release store of LIVE (create): the
@@ -144,46 +186,80 @@ static int slot_take(const rbi_map_t *m, const rb_filter_shm_t *f, const char *n
                     rc = RB_ECORRUPT;
                 else {
                     const _Atomic uint64_t *arr = rbi_word_at(m, off);
-                    for (uint32_t i = 0; i < WORDS; i++)
-                        w[i] = rbi_ld(&arr[i]);
+                    t->cache = rbi_ld(HLL_CACHE(f));
+                    if (!t->want_cache || !(t->cache & HLL_VALID)) {
+                        if (t->prev == NULL)
+                            for (uint32_t i = 0; i < WORDS; i++)
+                                t->out[i] = rbi_ld(&arr[i]);
+                        else
+                            for (uint32_t i = 0; i < WORDS; i++)
+                                t->out[i] = reg_max(t->prev[i], rbi_ld(&arr[i]));
+                    }
                     rc = 1;
                 }
             }
         }
-        if (!rbi_gen_read_retry(&f->gen, g)) {
-            if (rc == 1)
-                regs_max(acc, w);
+        if (!rbi_gen_read_retry(&f->gen, g))
             return rc;
-        }
     }
     return RB_EBUSY;
 }
 
-/* Reader: counter name's registers max'ed into acc: 1, 0 (no such name),
- * or slot_take's error.  The directory finds the slot (each slot read
- * whole); slot_take checks the name again inside the slot's section, and
- * a slot deleted or reused in between is looked up again.  *slot: where
+/* Reader: slot_take of counter name: 1, 0 (no such name), or slot_take's
+ * error.  A hint (a slot it was found in before; NULL: none) is tried
+ * first, then the directory finds the slot (each slot read whole);
+ * slot_take checks the name again inside the slot's section, and a slot
+ * deleted or reused in between is looked up again.  *hint becomes where
  * it was found. */
-static int take(const rbi_map_t *m, const char *name, size_t len, uint8_t *acc, uint64_t *slot)
+static int take(const rbi_map_t *m, const char *name, size_t len, _Atomic uint64_t *hint,
+                take_t *t)
 {
-    for (uint32_t t = 0; t < RBI_READ_RETRIES; t++) {
+    if (hint != NULL) {
+        uint64_t h = atomic_load_explicit(hint, memory_order_relaxed);
+        int rc;
+        if (h < m->dir_slots && (rc = slot_take(m, rbi_dir_slot(m, h), name, len, t)) != 0)
+            return rc;
+    }
+    for (uint32_t tries = 0; tries < RBI_READ_RETRIES; tries++) {
         int64_t i = rbi_dir_lookup(m, name, len, NULL, NULL);
         int rc;
         if (i == RB_ENOENT)
             return 0;
         if (i < 0)
             return (int)i;
-        if ((rc = slot_take(m, rbi_dir_slot(m, (uint64_t)i), name, len, acc)) != 0) {
-            *slot = (uint64_t)i;
+        if ((rc = slot_take(m, rbi_dir_slot(m, (uint64_t)i), name, len, t)) != 0) {
+            if (hint != NULL && rc > 0)
+                atomic_store_explicit(hint, (uint64_t)i, memory_order_relaxed);
             return rc;
         }
     }
     return RB_EBUSY;
 }
 
+/* Reader: the count of one counter (0 if there is none), from its cache
+ * word when that is valid (H2), else from its registers. */
+static int count_one(const rbi_map_t *m, const char *name, size_t len, _Atomic uint64_t *hint,
+                     uint64_t *out)
+{
+    uint64_t w[WORDS];
+    take_t t = { .prev = NULL, .out = w, .want_cache = 1 };
+    int rc = take(m, name, len, hint, &t);
+
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        *out = 0;
+    else if (t.cache & HLL_VALID)
+        *out = t.cache & ~HLL_VALID;
+    else
+        *out = estimate_words(w);
+    return RB_OK;
+}
+
 int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n, uint64_t *out)
 {
-    uint8_t acc[RB_HLL_REGISTERS];
+    uint64_t a[WORDS], b[WORDS];
+    uint64_t *acc = NULL;       /* the maxima so far: NULL, a or b */
     const rbi_map_t *m;
 
     if (seg == NULL || names == NULL || n == 0 || out == NULL)
@@ -192,14 +268,20 @@ int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n, uint6
         if (!rbi_name_ok(names[i].ptr, names[i].len))
             return RB_EINVAL;
     m = rbi_reader_map(seg);
-    memset(acc, 0, sizeof(acc));
+    if (n == 1)
+        return count_one(m, names[0].ptr, names[0].len, NULL, out);
+    /* Several: each counter's registers max'ed with the maxima so far
+     * straight from shared memory into the other buffer, then the two
+     * swap; one estimate of the union at the end, as Redis does. */
     for (size_t i = 0; i < n; i++) {
-        uint64_t slot;
-        int rc = take(m, names[i].ptr, names[i].len, acc, &slot);
+        take_t t = { .prev = acc, .out = acc == a ? b : a, .want_cache = 0 };
+        int rc = take(m, names[i].ptr, names[i].len, NULL, &t);
         if (rc < 0)
             return rc;
+        if (rc == 1)
+            acc = t.out;
     }
-    *out = rb_hll_estimate(acc);
+    *out = acc == NULL ? 0 : estimate_words(acc);
     return RB_OK;
 }
 
@@ -211,24 +293,10 @@ struct rb_hll {
     char name[RB_FILTER_NAME_MAX + 1];
 };
 
-/* Reader: take() through h's hint, refreshed when the name moved. */
-static int take_hinted(const rb_hll_t *ch, const rbi_map_t *m, uint8_t *acc)
-{
-    rb_hll_t *h = (rb_hll_t *)ch;
-    uint64_t hint = atomic_load_explicit(&h->hint, memory_order_relaxed);
-    int rc = 0;
-
-    if (hint < m->dir_slots &&
-        (rc = slot_take(m, rbi_dir_slot(m, hint), h->name, h->len, acc)) != 0)
-        return rc;
-    if ((rc = take(m, h->name, h->len, acc, &hint)) > 0)
-        atomic_store_explicit(&h->hint, hint, memory_order_relaxed);
-    return rc;
-}
-
 int rb_hll_open(const rb_segment_t *seg, const char *name, size_t len, rb_hll_t **out)
 {
-    uint8_t acc[RB_HLL_REGISTERS];
+    uint64_t w[WORDS];
+    take_t t = { .prev = NULL, .out = w, .want_cache = 1 };
     rb_hll_t *h;
     int rc;
 
@@ -239,8 +307,8 @@ int rb_hll_open(const rb_segment_t *seg, const char *name, size_t len, rb_hll_t 
     h->seg = seg;
     h->len = len;
     memcpy(h->name, name, len);
-    memset(acc, 0, sizeof(acc));
-    if ((rc = take_hinted(h, rbi_reader_map(seg), acc)) != 1) {
+    atomic_init(&h->hint, UINT64_MAX);
+    if ((rc = take(rbi_reader_map(seg), h->name, h->len, &h->hint, &t)) != 1) {
         free(h);
         return rc == 0 ? RB_ENOENT : rc;
     }
@@ -255,26 +323,25 @@ void rb_hll_close(rb_hll_t *h)
 
 int rb_hll_card(const rb_hll_t *h, uint64_t *out)
 {
-    uint8_t acc[RB_HLL_REGISTERS];
-    int rc;
-
     if (h == NULL || out == NULL)
         return RB_EINVAL;
-    memset(acc, 0, sizeof(acc));
-    if ((rc = take_hinted(h, rbi_reader_map(h->seg), acc)) < 0)
-        return rc;
-    *out = rb_hll_estimate(acc);
-    return RB_OK;
+    return count_one(rbi_reader_map(h->seg), h->name, h->len, &((rb_hll_t *)h)->hint, out);
 }
 
 int rb_hll_registers(const rb_segment_t *seg, const char *name, size_t len, uint8_t *out)
 {
-    uint64_t slot;
+    uint64_t w[WORDS];
+    take_t t = { .prev = NULL, .out = w, .want_cache = 0 };
+    int rc;
 
     if (seg == NULL || out == NULL || !rbi_name_ok(name, len))
         return RB_EINVAL;
     memset(out, 0, RB_HLL_REGISTERS);
-    return take(rbi_reader_map(seg), name, len, out, &slot);
+    if ((rc = take(rbi_reader_map(seg), name, len, NULL, &t)) == 1)
+        for (uint32_t i = 0; i < WORDS; i++)
+            for (unsigned b = 0; b < 8; b++)
+                out[8 * i + b] = (uint8_t)(w[i] >> (8 * b));
+    return rc;
 }
 
 /* ---- the writer ----------------------------------------------------------- */
@@ -320,7 +387,7 @@ static void slot_fill(rbi_map_t *m, rb_filter_shm_t *f, const char *name, size_t
     rbi_st(&f->flags, 0);
     rbi_st(&f->expansion, 0);
     rbi_st(&f->nlayers, 0);
-    rbi_st(&f->items, 0);
+    rbi_st(HLL_CACHE(f), 0);   /* not counted yet (H2) */
     rbi_st(&f->capacity, 0);
     rbi_st(&f->error_bits, 0);
     rbi_st(&f->current, 0);
@@ -358,16 +425,27 @@ static int create(rb_segment_t *seg, const char *name, size_t len, _Atomic uint6
     return RB_OK;
 }
 
-/* Writer: the counter name, created if missing (*created = 1). */
-static int writer_open(rb_segment_t *seg, const char *name, size_t len, _Atomic uint64_t **arr,
-                       int *created)
+/* Writer: the counter name, created if missing (*created = 1): its slot
+ * and registers. */
+static int writer_open(rb_segment_t *seg, const char *name, size_t len, rb_filter_shm_t **f,
+                       _Atomic uint64_t **arr, int *created)
 {
-    int rc = writer_regs(seg, name, len, NULL, arr);
+    int rc = writer_regs(seg, name, len, f, arr);
 
     *created = 0;
-    if (rc == RB_ENOENT && (rc = create(seg, name, len, arr)) == RB_OK)
+    if (rc == RB_ENOENT && (rc = create(seg, name, len, arr)) == RB_OK) {
         *created = 1;
+        rc = writer_regs(seg, name, len, f, arr);
+    }
     return rc;
+}
+
+/* Writer: f's registers are about to change: its cached count is no
+ * longer theirs (H2).  Before the first register store of a change. */
+static inline void stale(rb_filter_shm_t *f)
+{
+    if (rbi_ld(HLL_CACHE(f)) != 0)
+        rbi_st(HLL_CACHE(f), 0);
 }
 
 /* Writer: word i of arr becomes v (each register of v >= arr's: the one
@@ -381,6 +459,7 @@ static inline void reg_store(rb_segment_t *seg, _Atomic uint64_t *arr, uint32_t 
 int rb_hll_add(rb_segment_t *seg, const char *name, size_t len, const rb_key_t *elements,
                size_t n)
 {
+    rb_filter_shm_t *f;
     _Atomic uint64_t *arr;
     int created, changed = 0, rc;
 
@@ -391,7 +470,7 @@ int rb_hll_add(rb_segment_t *seg, const char *name, size_t len, const rb_key_t *
             return RB_EINVAL;
     if (!seg->writable)
         return RB_EROFS;
-    if ((rc = writer_open(seg, name, len, &arr, &created)) != RB_OK)
+    if ((rc = writer_open(seg, name, len, &f, &arr, &created)) != RB_OK)
         return rc;
     for (size_t i = 0; i < n; i++) {
         uint32_t index;
@@ -401,6 +480,8 @@ int rb_hll_add(rb_segment_t *seg, const char *name, size_t len, const rb_key_t *
         shift = 8 * (index % 8);
         w = rbi_ld(&arr[index / 8]);
         if (((w >> shift) & 0xff) < run) {
+            if (!changed)
+                stale(f);
             reg_store(seg, arr, index / 8, (w & ~(0xffULL << shift)) | (uint64_t)run << shift);
             changed = 1;
         }
@@ -410,10 +491,8 @@ int rb_hll_add(rb_segment_t *seg, const char *name, size_t len, const rb_key_t *
 
 /* Writer: the registers of sources[0 .. n) max'ed into acc (missing ones
  * skipped).  RB_EWRONGTYPE, RB_ECORRUPT. */
-static int merge_sources(rb_segment_t *seg, const rb_key_t *sources, size_t n, uint8_t *acc)
+static int merge_sources(rb_segment_t *seg, const rb_key_t *sources, size_t n, uint64_t *acc)
 {
-    uint64_t w[WORDS];
-
     for (size_t s = 0; s < n; s++) {
         _Atomic uint64_t *arr;
         int rc = writer_regs(seg, sources[s].ptr, sources[s].len, NULL, &arr);
@@ -422,8 +501,7 @@ static int merge_sources(rb_segment_t *seg, const rb_key_t *sources, size_t n, u
         if (rc != RB_OK)
             return rc;
         for (uint32_t i = 0; i < WORDS; i++)
-            w[i] = rbi_ld(&arr[i]);
-        regs_max(acc, w);
+            acc[i] = reg_max(acc[i], rbi_ld(&arr[i]));
     }
     return RB_OK;
 }
@@ -431,9 +509,10 @@ static int merge_sources(rb_segment_t *seg, const rb_key_t *sources, size_t n, u
 int rb_hll_merge(rb_segment_t *seg, const char *dest, size_t len, const rb_key_t *sources,
                  size_t n)
 {
-    uint8_t acc[RB_HLL_REGISTERS];
+    uint64_t acc[WORDS];
+    rb_filter_shm_t *f;
     _Atomic uint64_t *arr;
-    int created, rc;
+    int created, changed = 0, rc;
 
     if (seg == NULL || !rbi_name_ok(dest, len) || (sources == NULL && n != 0))
         return RB_EINVAL;
@@ -448,16 +527,52 @@ int rb_hll_merge(rb_segment_t *seg, const char *dest, size_t len, const rb_key_t
         return rc;
     if ((rc = merge_sources(seg, sources, n, acc)) != RB_OK)
         return rc;
-    if ((rc = writer_open(seg, dest, len, &arr, &created)) != RB_OK)
+    if ((rc = writer_open(seg, dest, len, &f, &arr, &created)) != RB_OK)
         return rc;
     for (uint32_t i = 0; i < WORDS; i++) {
-        uint64_t w = rbi_ld(&arr[i]), v = w;
-        for (unsigned b = 0; b < 8; b++)
-            if (acc[8 * i + b] > (uint8_t)(v >> (8 * b)))
-                v = (v & ~(0xffULL << (8 * b))) | (uint64_t)acc[8 * i + b] << (8 * b);
-        if (v != w)
+        uint64_t w = rbi_ld(&arr[i]), v = reg_max(w, acc[i]);
+        if (v != w) {
+            if (!changed)
+                stale(f);
+            changed = 1;
             reg_store(seg, arr, i, v);
+        }
     }
+    return RB_OK;
+}
+
+int rb_hll_count_keep(rb_segment_t *seg, const rb_key_t *names, size_t n, uint64_t *out)
+{
+    uint64_t w[WORDS];
+    rb_filter_shm_t *f;
+    _Atomic uint64_t *arr;
+    uint64_t c;
+    int rc;
+
+    if (seg == NULL || names == NULL || n == 0 || out == NULL)
+        return RB_EINVAL;
+    if (!seg->writable)
+        return RB_EROFS;
+    if (n != 1)
+        return rb_hll_count(seg, names, n, out);
+    if (!rbi_name_ok(names[0].ptr, names[0].len))
+        return RB_EINVAL;
+    rc = writer_regs(seg, names[0].ptr, names[0].len, &f, &arr);
+    if (rc == RB_ENOENT) {
+        *out = 0;
+        return RB_OK;
+    }
+    if (rc != RB_OK)
+        return rc;
+    if ((c = rbi_ld(HLL_CACHE(f))) & HLL_VALID) {
+        *out = c & ~HLL_VALID;
+        return RB_OK;
+    }
+    /* The writer's own registers: nothing changes them meanwhile. */
+    for (uint32_t i = 0; i < WORDS; i++)
+        w[i] = rbi_ld(&arr[i]);
+    *out = estimate_words(w);
+    rbi_st(HLL_CACHE(f), *out | HLL_VALID);   /* H2; a directory word: no S1 touch */
     return RB_OK;
 }
 

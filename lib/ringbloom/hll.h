@@ -55,12 +55,24 @@ RB_EXPORT RB_WUR int rb_hll_delete(rb_segment_t *seg, const char *name, size_t l
 
 /* Reader.  PFCOUNT: the estimated number of distinct elements added to the
  * union of the n counters named (missing ones count as empty; n = 1 is one
- * counter's count), from shared memory, without changing anything.
+ * counter's count), from shared memory, without changing anything.  One
+ * counter's count is read from the count the writer keeps with it
+ * (rb_hll_count_keep) while that is current, and made from its 16384
+ * registers only when an add or merge raised one since.
  * Errors: RB_EINVAL (n == 0, a bad name), RB_EWRONGTYPE (a name holds a filter
  * of another kind), RB_ECORRUPT, RB_EBUSY (a counter kept being replaced
  * under the read past the retry bound). */
 RB_EXPORT RB_WUR int rb_hll_count(const rb_segment_t *seg, const rb_key_t *names, size_t n,
                                   uint64_t *out);
+
+/* Writer.  PFCOUNT as redis-server answers it: rb_hll_count's answer and
+ * errors (RB_EROFS on a reader's handle), and for one counter its count,
+ * if made from its registers, kept with it (a word of its directory slot,
+ * not logged: it is derived) so that every reader counts it in one load
+ * until an add or merge raises a register, which clears it (Redis caches
+ * the cardinality in the HLL header the same way). */
+RB_EXPORT RB_WUR int rb_hll_count_keep(rb_segment_t *seg, const rb_key_t *names, size_t n,
+                                       uint64_t *out);
 
 /* Reader.  A handle on counter name (its name kept, and a hint of its
  * directory slot, so a count need not walk the directory): RB_OK, or
@@ -76,7 +88,7 @@ RB_EXPORT RB_WUR int rb_hll_open(const rb_segment_t *seg, const char *name, size
 RB_EXPORT void rb_hll_close(rb_hll_t *h);
 
 /* Reader.  PFCOUNT of the one counter h names: rb_hll_count's answer and
- * errors. */
+ * errors (one load while the writer's kept count is current). */
 RB_EXPORT RB_WUR int rb_hll_card(const rb_hll_t *h, uint64_t *out);
 
 /* Reader.  Copies counter name's registers into out[0 .. RB_HLL_REGISTERS)

@@ -62,7 +62,10 @@
  *      --daemon-before's (bench_sparse.c);
  *   w. `ringbloom add` and `ringbloom info server`, whole process, beside
  *      redis-cli sending BF.ADD / INFO to the same daemon, and beside
- *      --cli-before's CLI (bench_cliw.c).
+ *      --cli-before's CLI (bench_cliw.c);
+ *   k. PFCOUNT (one key, pipelined and not, 1 and 8 clients; a union)
+ *      and PFADD beside redis-server's, through redis-benchmark
+ *      (bench_cmds.c).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
@@ -98,7 +101,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhrw";
+static const char *only = "123456789seiamhrwk";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -963,9 +966,20 @@ void bench_daemon_stop(pid_t pid)
     stop(pid);
 }
 
-/* Runs redis-benchmark with args; returns the value of CSV column col
- * (1 = rps, 4 = p50 ms, 6 = p99 ms). */
-static double redis_bench(const char *sock, const char *args, int col)
+pid_t bench_redis_server(const char *name, char *sock, size_t cap)
+{
+    const char *argv[] = { "redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+                           "--appendonly", "no", NULL };
+    pid_t pid;
+
+    snprintf(sock, cap, "%s/%s.sock", tmpdir, name);
+    pid = spawn(argv, -1);
+    wait_socket(sock);
+    return pid;
+}
+
+/* bench.h */
+double bench_redis_benchmark(const char *sock, const char *args, int col)
 {
     char cmd[1024], line[1024];
     double v = NAN;
@@ -1042,8 +1056,8 @@ static void bench_write(void)
     for (int w = 0; w < 2; w++) {
         double v[2][32];
         for (int r = 0; r < reps; r++) {
-            v[0][r] = redis_bench(rsock, loads[w][1], 1);
-            v[1][r] = redis_bench(dsock, loads[w][0], 1);
+            v[0][r] = bench_redis_benchmark(rsock, loads[w][1], 1);
+            v[1][r] = bench_redis_benchmark(dsock, loads[w][0], 1);
         }
         {
             cell_t c[2] = { { "redis-SADD", median(v[0], reps), NULL },
@@ -1057,10 +1071,10 @@ static void bench_write(void)
     {
         double p[4][32];
         for (int r = 0; r < reps; r++) {
-            p[0][r] = redis_bench(rsock, "-n 20000 -P 1 -c 1 -r 100000000 SADD lat __rand_int__", 4);
-            p[1][r] = redis_bench(dsock, "-n 20000 -P 1 -c 1 -r 100000000 BF.ADD lat __rand_int__", 4);
-            p[2][r] = redis_bench(rsock, "-n 20000 -P 1 -c 1 -r 100000000 SADD lat __rand_int__", 6);
-            p[3][r] = redis_bench(dsock, "-n 20000 -P 1 -c 1 -r 100000000 BF.ADD lat __rand_int__", 6);
+            p[0][r] = bench_redis_benchmark(rsock, "-n 20000 -P 1 -c 1 -r 100000000 SADD lat __rand_int__", 4);
+            p[1][r] = bench_redis_benchmark(dsock, "-n 20000 -P 1 -c 1 -r 100000000 BF.ADD lat __rand_int__", 4);
+            p[2][r] = bench_redis_benchmark(rsock, "-n 20000 -P 1 -c 1 -r 100000000 SADD lat __rand_int__", 6);
+            p[3][r] = bench_redis_benchmark(dsock, "-n 20000 -P 1 -c 1 -r 100000000 BF.ADD lat __rand_int__", 6);
         }
         {
             cell_t c50[2] = { { "redis-SADD", median(p[0], reps) * 1000, NULL },
@@ -1573,7 +1587,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--cli-before") == 0 && i + 1 < argc)
             cli_before = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrw] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwk] "
                     "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH]\n");
             return 2;
         }
@@ -1625,6 +1639,8 @@ int main(int argc, char **argv)
         bench_huge(reps, csv);
     if (strchr(only, 'r'))
         bench_sparse(tmpdir, before_bin, reps, quick);
+    if (strchr(only, 'k'))
+        bench_cmds(reps, quick);
     fclose(csv);
     {
         char cmd[128];

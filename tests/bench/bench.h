@@ -78,6 +78,10 @@ void bench_sparse(const char *tmpdir, const char *before_bin, int reps, int quic
  * redis-cli on the daemon's socket (cli_before: an older CLI, or NULL). */
 void bench_cli_write(const char *cli, const char *cli_before, int reps, int quick);
 
+/* Section k (bench_cmds.c): PFCOUNT and PFADD beside redis-server's,
+ * through redis-benchmark; skipped without redis-server. */
+void bench_cmds(int reps, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */
@@ -93,5 +97,11 @@ void bench_daemon_instance(const char *name, char *buf, size_t cap);
 pid_t bench_daemon_bin(const char *bin, const char *name, const char *extra, char *sock,
                        size_t cap);
 void bench_daemon_stop(pid_t pid);
+/* Starts Debian's redis-server (no persistence) on tmpdir/NAME.sock (into
+ * sock); returns once it answers.  Stop it with bench_daemon_stop. */
+pid_t bench_redis_server(const char *name, char *sock, size_t cap);
+/* Runs `redis-benchmark -s sock --csv args`; the last line's CSV column
+ * col (1 = requests/s, 4 = p50 ms, 6 = p99 ms), NAN if none. */
+double bench_redis_benchmark(const char *sock, const char *args, int col);
 
 #endif

@@ -336,7 +336,8 @@ END_TEST
 /* Item 8's sibling: a pipeline of costly commands, each within the
  * limits (20 merges of 32 MB, ~40 ms each), ran in one loop turn and
  * stalled the others for their sum; a client's pipeline now yields after
- * 20 ms of commands, so a PING waits for one command at most. */
+ * 20 ms of commands, so a PING waits for one command at most: less than
+ * a quarter of the pipeline's time. */
 START_TEST(test_cost_pipeline_yields)
 {
     enum { N = 20 };
@@ -353,7 +354,11 @@ START_TEST(test_cost_pipeline_yields)
     printf("%d pipelined CMS.MERGE of 32 MB: %llu ms, worst PING meanwhile %llu ms\n", N,
            (unsigned long long)ms, (unsigned long long)worst);
     ck_assert_str_eq(line, "+OK");
-    ck_assert_msg(worst < WRITE_BOUND_MS, "a PING waited %llu ms", (unsigned long long)worst);
+    /* Relative to the pipeline's own time, so a busy machine (which slows
+     * both) does not fail it: without the yield a PING waits for all N
+     * merges (worst ~ ms), with it for one or two. */
+    ck_assert_msg(worst * 4 < ms, "a PING waited %llu ms of the pipeline's %llu",
+                  (unsigned long long)worst, (unsigned long long)ms);
     free(r.buf);
     c = rbd_connect(&d);
     rbd_expect(c, "1", "CMS.QUERY", "half", "x");

@@ -104,6 +104,20 @@ a, b = both("PFCOUNT", "hll:m")
 rows.append(("PFMERGE hll:m", 15100, a, b))
 both("PFCOUNT", "hll:m2")
 both("PFCOUNT", "hll:m", "hll:1e6")
+# The kept count (H2): a count after each add, twice in a row now and then
+# (the second from the kept count), after an add that raises nothing and
+# after a merge into a counted key: each as Redis answers.
+for i in range(400):
+    both("PFADD", "hll:inter", *[b"i-%d" % j for j in range(i * 7, i * 7 + (i % 13))])
+    both("PFCOUNT", "hll:inter")
+    if i % 50 == 0:
+        both("PFCOUNT", "hll:inter")
+        both("PFADD", "hll:inter", b"i-0")
+        both("PFCOUNT", "hll:inter")
+both("PFMERGE", "hll:inter", "hll:1e4")
+both("PFCOUNT", "hll:inter")
+both("PFCOUNT", "hll:inter", "hll:1")
+both("DEL", "hll:inter")
 both("TYPE", "hll:m")
 both("EXISTS", "hll:m", "hll:1", "nosuchkey")
 

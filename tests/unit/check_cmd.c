@@ -109,6 +109,7 @@ START_TEST(test_cmd_flags_refuse_writes_without_permission)
     changes = t.s.aof.changes;
     t.c.who.e[0].set = RBD_ACL_READER;   /* the default tier: +@read ... */
     t.c.who.e[0].by = RBD_ACL_BY_DEFAULT;
+    t.c.acl_cmd = NULL;   /* who changed: what it permitted is forgotten (server.c) */
     rbd_acl_user_name(getuid(), user, sizeof(user));
     snprintf(want, sizeof(want), "-NOPERM User %s has no permissions to run the 'bf.add' "
              "command (rule: user default: +@read +@connection +@transaction)\r\n", user);
@@ -158,6 +159,7 @@ START_TEST(test_cmd_config_set_all_or_nothing)
                                      NULL), "SIGHUP"));   /* lines add: the file's */
     t.c.who.e[0].set = RBD_ACL_WRITER;   /* the write tier: no @admin */
     t.c.who.e[0].by = RBD_ACL_BY_DEFAULT;
+    t.c.acl_cmd = NULL;   /* who changed: what it permitted is forgotten (server.c) */
     ck_assert_ptr_nonnull(strstr(run(&t, "CONFIG", "SET", "slowlog-max-len", "9", NULL),
                                  "NOPERM"));
     ck_assert_int_eq(t.s.cfg.slowlog_max_len, 2);

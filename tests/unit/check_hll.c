@@ -3,7 +3,9 @@
  * distinct elements within the estimator's error, duplicates, merge as
  * the count of the union, a reader racing the writer never sees a
  * register go down, takeover and dump / restore keep the registers, and
- * the counter and Bloom kinds keep to their own names (delete included).
+ * the counter and Bloom kinds keep to their own names (delete included),
+ * the count the writer keeps (H2) is what readers answer until a register
+ * rises, and a union takes each register's largest, word by word.
  * The counts are Redis's bit for bit: tests/daemon/hll_compat.sh holds
  * them against redis-server.
  */
@@ -11,6 +13,7 @@
 #include <pthread.h>
 
 #include "rb_test.h"
+#include "dir.h"
 
 #define SIGMA 0.0081   /* 1.04 / sqrt(16384) */
 
@@ -280,6 +283,130 @@ START_TEST(test_hll_kinds_keep_their_names_and_delete)
 }
 END_TEST
 
+/* The slot of counter name in s (the writer's map). */
+static rb_filter_shm_t *slot_of(rb_segment_t *s, const char *name)
+{
+    int64_t i = rbi_dir_find(s, name, strlen(name));
+
+    ck_assert_int_ge(i, 0);
+    return rbi_dir_slot(rbi_seg_map(s), (uint64_t)i);
+}
+
+/* The estimate of the registers of counter name, made here from bytes. */
+static uint64_t from_registers(const rb_segment_t *s, const char *name)
+{
+    static uint8_t r[RB_HLL_REGISTERS];
+
+    ck_assert_int_eq(rb_hll_registers(s, name, strlen(name), r), 1);
+    return rb_hll_estimate(r);
+}
+
+/* H2: the count the writer keeps is what readers answer, until an add or a
+ * merge that raises a register clears it; one that raises none keeps it.
+ * A planted count (a value no register gives) shows which one a reader
+ * answered from. */
+START_TEST(test_hll_kept_count_is_read_until_a_register_rises)
+{
+    rb_key_t k = { "k", 1 }, both[2] = { { "k", 1 }, { "other", 5 } }, src = { "big", 3 };
+    rb_segment_t *rs;
+    rb_hll_t *h;
+    uint64_t c, kept;
+    const uint64_t planted = 123456789;
+
+    add_range(seg, "k", "e", 0, 5000);
+    add_range(seg, "big", "b", 0, 50000);
+    ck_assert_int_eq(rb_segment_attach(inst, 0, &rs), RB_OK);
+    ck_assert_int_eq(rb_hll_open(rs, "k", 1, &h), RB_OK);
+    ck_assert_int_eq(rb_hll_count_keep(rs, &k, 1, &c), RB_EROFS);
+    ck_assert_int_eq(rb_hll_count_keep(seg, &k, 0, &c), RB_EINVAL);
+    /* Not kept yet: every reader makes it from the registers. */
+    ck_assert_uint_eq(rbi_ld(&slot_of(seg, "k")->items), 0);
+    ck_assert_uint_eq(count(rs, "k", NULL), from_registers(rs, "k"));
+    ck_assert_int_eq(rb_hll_count_keep(seg, &k, 1, &kept), RB_OK);
+    ck_assert_uint_eq(kept, from_registers(rs, "k"));
+    ck_assert_uint_eq(rbi_ld(&slot_of(seg, "k")->items), kept | (1ULL << 63));
+    /* Readers answer from the kept count: plant one. */
+    rbi_st(&slot_of(seg, "k")->items, planted | (1ULL << 63));
+    ck_assert_uint_eq(count(rs, "k", NULL), planted);
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_OK);
+    ck_assert_uint_eq(c, planted);
+    ck_assert_int_eq(rb_hll_count_keep(seg, &k, 1, &c), RB_OK);
+    ck_assert_uint_eq(c, planted);
+    /* A union is always made from registers. */
+    ck_assert_uint_eq(count(rs, "k", "other"), kept);
+    ck_assert_int_eq(rb_hll_count_keep(seg, both, 2, &c), RB_OK);
+    ck_assert_uint_eq(c, kept);
+    /* An add that raises nothing keeps it; one that raises a register
+     * clears it. */
+    ck_assert_int_eq(add_range(seg, "k", "e", 0, 5000), 0);
+    ck_assert_uint_eq(count(rs, "k", NULL), planted);
+    ck_assert_int_eq(add_range(seg, "k", "e", 5000, 6000), 1);
+    ck_assert_uint_eq(rbi_ld(&slot_of(seg, "k")->items), 0);
+    ck_assert_uint_eq(count(rs, "k", NULL), from_registers(rs, "k"));
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_OK);
+    ck_assert_uint_eq(c, from_registers(rs, "k"));
+    ck_assert_uint_ne(c, planted);
+    assert_close(c, 6000);
+    /* A merge that raises a register clears it; one that raises none keeps it. */
+    ck_assert_int_eq(rb_hll_count_keep(seg, &k, 1, &kept), RB_OK);
+    rbi_st(&slot_of(seg, "k")->items, planted | (1ULL << 63));
+    ck_assert_int_eq(rb_hll_merge(seg, "k", 1, &k, 1), RB_OK);
+    ck_assert_uint_eq(count(rs, "k", NULL), planted);
+    ck_assert_int_eq(rb_hll_merge(seg, "k", 1, &src, 1), RB_OK);
+    ck_assert_uint_eq(count(rs, "k", NULL), from_registers(rs, "k"));
+    assert_close(count(rs, "k", NULL), 56000);
+    /* Deleted and made again: nothing kept from before. */
+    ck_assert_int_eq(rb_hll_count_keep(seg, &k, 1, &kept), RB_OK);
+    ck_assert_int_eq(rb_hll_delete(seg, "k", 1), RB_OK);
+    ck_assert_int_eq(rb_hll_count_keep(seg, &k, 1, &c), RB_OK);
+    ck_assert_uint_eq(c, 0);
+    add_range(seg, "k", "n", 0, 10);
+    ck_assert_uint_eq(count(rs, "k", NULL), 10);
+    ck_assert_int_eq(rb_hll_card(h, &c), RB_OK);
+    ck_assert_uint_eq(c, 10);
+    rb_hll_close(h);
+    rb_segment_close(rs);
+}
+END_TEST
+
+/* A union's registers are each register's largest (taken a word at a
+ * time), for registers an add makes and for bytes no add makes (a corrupt
+ * segment's: above 51, clamped by the estimator, or with the top bit set). */
+START_TEST(test_hll_union_takes_each_registers_largest)
+{
+    static uint8_t ra[RB_HLL_REGISTERS], rb[RB_HLL_REGISTERS], rc[RB_HLL_REGISTERS],
+        rm[RB_HLL_REGISTERS];
+    rb_key_t three[3] = { { "a", 1 }, { "b", 1 }, { "c", 1 } };
+    uint64_t c;
+
+    add_range(seg, "a", "x", 0, 3000);
+    add_range(seg, "b", "y", 0, 300000);
+    add_range(seg, "c", "x", 1000, 9000);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(rb_hll_registers(seg, "a", 1, ra), 1);
+        ck_assert_int_eq(rb_hll_registers(seg, "b", 1, rb), 1);
+        ck_assert_int_eq(rb_hll_registers(seg, "c", 1, rc), 1);
+        for (unsigned i = 0; i < RB_HLL_REGISTERS; i++) {
+            uint8_t m = ra[i] > rb[i] ? ra[i] : rb[i];
+            rm[i] = m > rc[i] ? m : rc[i];
+        }
+        ck_assert_int_eq(rb_hll_count(seg, three, 3, &c), RB_OK);
+        ck_assert_uint_eq(c, rb_hll_estimate(rm));
+        /* Then bytes no add makes: 0xc8 and 0x34 in a, 0x80 in c. */
+        _Atomic uint64_t *arr = rbi_word_at(rbi_seg_map(seg),
+                                            rbi_ld(&slot_of(seg, "a")->layer[0].array_off));
+        rbi_st(&arr[7], rbi_ld(&arr[7]) | 0xc8ULL << 16);
+        rbi_st(&arr[9], (rbi_ld(&arr[9]) & ~0xffULL) | 0x34);
+        arr = rbi_word_at(rbi_seg_map(seg), rbi_ld(&slot_of(seg, "c")->layer[0].array_off));
+        rbi_st(&arr[9], rbi_ld(&arr[9]) | 0x80ULL << 56);
+    }
+    /* PFMERGE takes the same maxima. */
+    ck_assert_int_eq(rb_hll_merge(seg, "m", 1, three, 3), RB_OK);
+    ck_assert_int_eq(rb_hll_registers(seg, "m", 1, ra), 1);
+    ck_assert_mem_eq(ra, rm, sizeof(rm));
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("hll",
@@ -287,6 +414,9 @@ int main(void)
                                  test_hll_estimates_within_error,
                                  test_hll_counts_are_redis_counts,
                                  test_hll_merge_is_the_union),
+                        RB_TCASE("kept", 120, setup, teardown,
+                                 test_hll_kept_count_is_read_until_a_register_rises,
+                                 test_hll_union_takes_each_registers_largest),
                         RB_TCASE("readers", 120, setup, teardown,
                                  test_hll_racing_reader_never_sees_a_register_go_down),
                         RB_TCASE("segment", 120, setup, teardown,
