@@ -3,7 +3,8 @@
  * answered and no log byte is written; a restart that re-attaches to the
  * segment keeps everything, one without it comes back to the last
  * snapshot (SAVE, the shutdown's, the start-up's) and loses what came
- * after, as documented; a log left by appendonly yes is replayed once;
+ * after, as documented (the periodic snapshot runs without a log);
+ * a log left by appendonly yes is replayed once;
  * CONFIG SET / SIGHUP switch it, and back to yes a snapshot comes first
  * so that nothing is lost over a restart from the files alone.
  */
@@ -160,6 +161,37 @@ START_TEST(test_appendonly_no_restart_comes_back_to_the_last_snapshot)
 }
 END_TEST
 
+/* The periodic snapshot (save-seconds) runs without a log: the changes
+ * are counted, so one is taken, and a start without the segment has what
+ * it saved. */
+START_TEST(test_appendonly_no_periodic_snapshot_keeps_the_changes)
+{
+    struct stat before;
+    long long snaps;
+    rb_conn_t *c;
+    int i;
+
+    start("appendonly no\nsave-seconds 1");
+    c = rbd_connect(&d);
+    before = log_stat();
+    snaps = persistence(c, "snapshots");
+    make_filters(c);
+    add_keys(c, "periodic", 100);
+    for (i = 0; i < 500 && (persistence(c, "snapshots") == snaps ||
+                            persistence(c, "changes_since_last_save") != 0); i++)
+        usleep(10000);
+    ck_assert_int_gt(persistence(c, "snapshots"), snaps);
+    ck_assert_int_eq(persistence(c, "changes_since_last_save"), 0);
+    ck_assert_int_eq(log_stat().st_size, 32);   /* a new empty log, nothing in it */
+    ck_assert_uint_ne(log_stat().st_ino, before.st_ino);
+    rb_conn_close(c);
+    kill_and_start(1);
+    c = rbd_connect(&d);
+    expect_keys(c, "periodic", 100, 1);
+    rb_conn_close(c);
+}
+END_TEST
+
 /* A log written with appendonly yes is replayed by a start with
  * appendonly no, whose start-up snapshot then supersedes it (nothing
  * lost, nothing written after). */
@@ -245,6 +277,7 @@ int main(void)
                         RB_TCASE("appendonly no", 300, NULL, rbd_teardown,
                                  test_appendonly_no_writes_no_log,
                                  test_appendonly_no_restart_comes_back_to_the_last_snapshot,
+                                 test_appendonly_no_periodic_snapshot_keeps_the_changes,
                                  test_appendonly_no_start_replays_the_log_in_place),
                         RB_TCASE("switching", 300, NULL, rbd_teardown,
                                  test_appendonly_switch_back_to_yes_loses_nothing));
