@@ -161,6 +161,7 @@ static void info_persistence(server_t *s, info_buf_t *ib)
 
     info_section(ib, "Persistence");
     info_line(ib, "dir:%s", a->dir);
+    info_line(ib, "aof_enabled:%d", a->enabled != 0);   /* Redis's: appendonly */
     info_line(ib, "appendfsync:%s", s->cfg.appendfsync == FSYNC_ALWAYS ? "always"
               : s->cfg.appendfsync == FSYNC_NO ? "no" : "everysec");
     info_line(ib, "log_bytes:%llu", (unsigned long long)a->log_bytes);

@@ -109,6 +109,7 @@ int rbd_aof_open(rbd_aof_t *a, const char *dir, int appendfsync, char *err, size
     a->logfd = -1;
     a->dirfd = -1;
     a->appendfsync = appendfsync;
+    a->enabled = 1;   /* the start-up replays and snapshots as ever; then main.c's setting */
     a->sync.fd = -1;
     a->sync.retired = -1;
     pthread_mutex_init(&a->sync.lock, NULL);
@@ -184,6 +185,23 @@ void rbd_aof_record_end(rbd_aof_t *a, size_t start, int sync)
     rbd_put_u32(r, (uint32_t)len);
     rbd_put_u32(r + 4, (uint32_t)XXH3_64bits(r + 8, len));
     a->changes++;
+}
+
+int rbd_aof_disable(rbd_aof_t *a)
+{
+    if (a->open > 0) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (a->enabled && a->pending.len > 0)
+        (void)rbd_aof_flush(a);   /* best effort: failing, the log is still a prefix */
+    a->pending.len = 0;
+    a->pending.oom = 0;
+    a->force_sync = 0;
+    a->write_error = 0;   /* nothing is left to write (a broken log stays so: the
+                             repairing snapshot, snapshot.c, clears it) */
+    a->enabled = 0;
+    return 0;
 }
 
 /* ---- group commit ------------------------------------------------------------- */

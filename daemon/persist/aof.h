@@ -40,6 +40,9 @@ typedef struct rbd_aof {
     int dirfd;
     int logfd;                 /* -1 until the first snapshot makes a log */
     int appendfsync;           /* FSYNC_*: the policy in force (open, SIGHUP) */
+    int enabled;               /* appendonly: 0 = no record is built or written (the
+                                  log sink only counts changes); pending is then
+                                  empty and open 0 (aof_switch.c switches it) */
     uint64_t log_id;           /* id of the log at appendonly.rbl (0: none) */
     uint64_t log_bytes;        /* size of the log file */
     _Atomic uint64_t log_written; /* log_bytes, for the snapshot thread (snapshot.c):
@@ -65,6 +68,11 @@ typedef struct rbd_aof {
 /* Opens the state directory dir (creating it) and starts the fsync
  * thread; no log yet (the start-up snapshot makes it).  0, or -1 with err. */
 int rbd_aof_open(rbd_aof_t *a, const char *dir, int appendfsync, char *err, size_t errlen);
+/* appendonly no (the log sink stops appending): what is pending is
+ * written if it can be, else dropped - the changes it describes are then
+ * in the segment only, as every later one.  -1 (nothing changed) inside a
+ * record still open (an EXEC's). */
+int rbd_aof_disable(rbd_aof_t *a);
 /* Stops the thread, fsyncs and closes the log (pending records are lost:
  * the caller flushed or snapshotted). */
 void rbd_aof_close(rbd_aof_t *a);

@@ -93,6 +93,15 @@ int rbd_snapshot_load(const rbd_config_t *cfg, const char *instance, const char 
                       int fd, const void *data, size_t len, rbd_snap_t *snap,
                       rb_segment_t **seg, char *err, size_t errlen);
 
+/* ---- appendonly (aof_switch.c) ---- */
+
+/* Puts appendonly `on` in force (A1): off, the log sink stops appending
+ * (what is pending written first if it can be); on, a foreground snapshot
+ * first, then records are appended again.  0, or -1 with err and
+ * nothing changed (inside a transaction; the snapshot failed). */
+int rbd_appendonly_set(rbd_snapshots_t *sn, rbd_aof_t *aof, rb_segment_t *seg, int on,
+                       char *err, size_t errlen);
+
 /* ---- the dump as a sparse file (snap_sparse.c) ---- */
 
 /* A dump being written to fd at its current offset. */

@@ -84,6 +84,9 @@ const setting_t rbd_settings[] = {
     /* Repeatable: each line adds rules for its user or group (acl.c). */
     { "acl-user", T_ACL_USER, F(acl), 0, 0, 1 },
     { "acl-group", T_ACL_GROUP, F(acl), 0, 0, 1 },
+    /* Redis's name: no means no log record at all (aof_switch.c); no ->
+     * yes takes a snapshot first. */
+    { "appendonly", T_BOOL, F(appendonly), 0, 0, 1 },
 };
 const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
 
@@ -167,6 +170,7 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     c->syslog_enabled = 1;   /* detached, the log went to syslog before logfile existed */
     snprintf(c->syslog_ident, sizeof(c->syslog_ident), "ringbloomd");
     c->syslog_facility = LOG_DAEMON;
+    c->appendonly = 1;
     return RB_OK;
 }
 

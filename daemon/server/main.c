@@ -233,6 +233,11 @@ static int serve(server_t *s, int ignore_corrupt)
         rbd_ready_fail(why);
         return 1;
     }
+    /* The files are whole now (the start-up snapshot superseded the log
+     * it replayed); from here appendonly decides whether records follow. */
+    if (rbd_appendonly_set(&s->snaps, &s->aof, s->state.seg, s->cfg.appendonly, err,
+                           sizeof(err)) != 0)
+        rbd_log(LOG_WARNING, "appendonly: %s", err);
     s->watch.linked = 1;
     rbd_segwatch_huge(s->state.seg, &s->cfg);
     if (rbd_server_listen(s, err, sizeof(err)) != 0) {
@@ -258,7 +263,12 @@ static int serve(server_t *s, int ignore_corrupt)
     if (s->shutdown_save &&
         rbd_snapshot_save(&s->snaps, &s->aof, s->state.seg, err, sizeof(err)) != 0)
         rbd_log(LOG_WARNING, "final snapshot failed: %s (the log still has every change)", err);
-    rbd_snapshot_abandon(&s->snaps);   /* SHUTDOWN NOSAVE: the log has every change */
+    /* SHUTDOWN NOSAVE: the log has every change; with appendonly no only
+     * the segment has those since the last snapshot (kept if keep-segment). */
+    if (!s->shutdown_save && !s->aof.enabled && s->aof.changes > 0)
+        rbd_log(LOG_WARNING, "SHUTDOWN NOSAVE with appendonly no: %llu changes since the last "
+                "snapshot are in the segment only", (unsigned long long)s->aof.changes);
+    rbd_snapshot_abandon(&s->snaps);
     rbd_sinks_remove(&s->state.sinks, s->source);
     rbd_source_stop(s->source);
     s->source = NULL;

@@ -87,6 +87,7 @@ typedef struct rbd_config {
     char syslog_ident[64];
     int syslog_facility;         /* LOG_DAEMON, LOG_USER, LOG_LOCAL0..7 */
     rbd_acl_t acl;               /* acl-user and acl-group lines (acl.c) */
+    int appendonly;              /* log every change (0: snapshots alone; aof_switch.c) */
 } rbd_config_t;
 
 /* Where the settings come from: filled by main.c from its arguments and

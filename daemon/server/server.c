@@ -321,6 +321,12 @@ void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
     s->cfg = *fresh;
     (void)rbd_slowlog_resize(&s->obs, s->cfg.slowlog_max_len);   /* else the old length */
     s->aof.appendfsync = s->cfg.appendfsync;
+    /* CONFIG SET switched it already (its error is its reply); SIGHUP here. */
+    if (rbd_appendonly_set(&s->snaps, &s->aof, s->state.seg, s->cfg.appendonly, err,
+                           sizeof(err)) != 0) {
+        s->cfg.appendonly = s->aof.enabled;
+        rbd_log(LOG_WARNING, "appendonly not changed: %s", err);
+    }
     fit_fd_limit(s);
     if (rbd_server_log_setup(s, err, sizeof(err)) != 0) {
         /* CONFIG GET logfile names the file the lines still go to. */
