@@ -29,18 +29,32 @@
  * Memory: at most one saved page per heap page the writer stores into
  * ahead of the dump (bounded by the dump's size; a load during a snapshot
  * saves each page once, the dump frees it as it passes).
+ *
+ * The writer's save is the event loop's cost of a snapshot (a load right
+ * after begin touches thousands of pages): so the page it copies into is
+ * one the dump prepared, already faulted in (the pool: a ring of ready
+ * pages the dump fills from mappings made with MAP_POPULATE and refills
+ * with the saved pages it has written out; one producer, the dump, and one
+ * consumer, the writer), and the writer's save is a claim and a 4 KiB
+ * copy, no allocation, no page fault, no lock.  Only when the ring is
+ * empty does it malloc, as before.  The pool holds at most POOL_CAP pages
+ * (and never more than the heap has pages); its mappings go at end.
  */
 #include "config.h"
 
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "snap.h"
 #include "util.h"
 
 #define PAGE       4096u
 #define PIECE      (1u << 20)   /* bytes handed to the dump's callback at a time */
+#define CHUNK      (2u << 20)   /* the pool's pages are mapped this many bytes at a time */
+#define POOL_CAP   4096u        /* pages the ring holds: 16 MiB */
+#define POOL_LOW   2048u        /* the dump refills the ring below this */
 
 enum { FREE = 0, BUSY = 1, DUMPED = 2, SAVED = 3, HOLE = 4 };
 
@@ -57,6 +71,16 @@ struct rb_segment_snap {
     _Atomic int failed;           /* the writer could not save a page (no memory) */
     int dumped;                   /* rb_segment_snap_dump ran */
     uint64_t holes;               /* pages marked HOLE at begin */
+    /* The pool (above): ring[tail % POOL_CAP] is filled by the dump then
+     * tail published (release); the writer takes ring[head % POOL_CAP]
+     * while head != tail (acquire) and publishes head. */
+    unsigned char *ring[POOL_CAP];
+    _Atomic size_t head, tail;
+    size_t pool_max;              /* min(POOL_CAP, pages the writer could save) */
+    unsigned char *pooled;        /* npages: saved[i] is a pool page (else malloc'd) */
+    unsigned char **chunks;       /* the pool's mappings, CHUNK bytes each */
+    size_t nchunks, chunks_cap;
+    uint64_t pooled_saves;        /* the writer's saves into a pool page */
 };
 
 static const unsigned char zeros[PAGE];   /* a hole's bytes, for rb_segment_snap_dump */
@@ -90,6 +114,61 @@ static int claim(rb_segment_snap_t *s, size_t i)
                                                    memory_order_acquire, memory_order_acquire);
 }
 
+/* Writer: a ready page from the ring, or NULL if it is empty. */
+static unsigned char *pool_take(rb_segment_snap_t *s)
+{
+    size_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
+    unsigned char *p;
+
+    if (h == atomic_load_explicit(&s->tail, memory_order_acquire))
+        return NULL;
+    p = s->ring[h % POOL_CAP];
+    atomic_store_explicit(&s->head, h + 1, memory_order_release);
+    return p;
+}
+
+/* Dump (or begin, before the writer goes on): page p into the ring; 0 if
+ * it is full. */
+static int pool_give(rb_segment_snap_t *s, unsigned char *p)
+{
+    size_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+
+    if (t - atomic_load_explicit(&s->head, memory_order_acquire) >= s->pool_max)
+        return 0;
+    s->ring[t % POOL_CAP] = p;
+    atomic_store_explicit(&s->tail, t + 1, memory_order_release);
+    return 1;
+}
+
+/* Dump (or begin): maps chunks of faulted-in pages into the ring until it
+ * holds POOL_LOW pages or no chunk fits (no memory is not an error: the
+ * writer then mallocs). */
+static void pool_fill(rb_segment_snap_t *s)
+{
+    for (;;) {
+        size_t ready = atomic_load_explicit(&s->tail, memory_order_relaxed) -
+                       atomic_load_explicit(&s->head, memory_order_acquire);
+        unsigned char *c;
+        if (ready >= POOL_LOW || ready + CHUNK / PAGE > s->pool_max)
+            return;
+        if (s->nchunks == s->chunks_cap) {
+            size_t cap = s->chunks_cap ? 2 * s->chunks_cap : 16;
+            unsigned char **a = realloc(s->chunks, cap * sizeof(*a));
+            if (a == NULL)
+                return;
+            s->chunks = a;
+            s->chunks_cap = cap;
+        }
+        c = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                 -1, 0);
+        if (c == MAP_FAILED)
+            return;
+        s->chunks[s->nchunks++] = c;
+        for (size_t o = 0; o < CHUNK; o += PAGE)
+            (void)pool_give(s, c + o);   /* room checked above */
+    }
+}
+
 void rbi_snap_save(rb_segment_snap_t *s, const void *p, size_t len)
 {
     uint64_t off = (uint64_t)((const unsigned char *)p - s->base), end = off + len;
@@ -108,7 +187,12 @@ void rbi_snap_save(rb_segment_snap_t *s, const void *p, size_t len)
             settled(s, i);   /* the dump is copying it; then it is DUMPED */
             continue;
         }
-        copy = malloc(PAGE);
+        if ((copy = pool_take(s)) != NULL) {
+            s->pooled[i] = 1;   /* published by the release store of SAVED */
+            s->pooled_saves++;
+        }
+        else
+            copy = malloc(PAGE);
         if (copy == NULL) {
             /* The frozen bytes are about to be lost: the dump fails. */
             atomic_store_explicit(&s->failed, 1, memory_order_relaxed);
@@ -179,10 +263,12 @@ int rb_segment_snap_begin(rb_segment_t *seg, rb_segment_snap_t **out)
     s->front = malloc((size_t)s->heap);
     s->state = calloc(s->npages ? s->npages : 1, sizeof(*s->state));
     s->saved = calloc(s->npages ? s->npages : 1, sizeof(*s->saved));
-    if (s->front == NULL || s->state == NULL || s->saved == NULL) {
+    s->pooled = calloc(s->npages ? s->npages : 1, 1);
+    if (s->front == NULL || s->state == NULL || s->saved == NULL || s->pooled == NULL) {
         free(s->front);
         free((void *)s->state);
         free(s->saved);
+        free(s->pooled);
         free(s);
         return RB_ENOMEM;
     }
@@ -190,6 +276,8 @@ int rb_segment_snap_begin(rb_segment_t *seg, rb_segment_snap_t **out)
      * the directory as they are now are the dump's. */
     memcpy(s->front, s->base, (size_t)s->heap);
     mark_holes(s, &seg->heap);
+    s->pool_max = s->npages - s->holes < POOL_CAP ? s->npages - s->holes : POOL_CAP;
+    pool_fill(s);   /* the first stores after begin find pages ready */
     seg->snap = s;
     *out = s;
     return RB_OK;
@@ -265,12 +353,19 @@ int rb_segment_snap_dump_sparse(rb_segment_snap_t *s, int (*fn)(const void *, si
         const unsigned char *page = s->base + s->heap + (uint64_t)i * PAGE;
         unsigned char st_i;
         int r;
+        if (i % 64 == 0)
+            pool_fill(s);
         if (claim(s, i)) {
             r = put_page(&st, page);
             atomic_store_explicit(&s->state[i], DUMPED, memory_order_release);
         } else if ((st_i = settled(s, i)) == SAVED) {
             r = put_page(&st, s->saved[i]);
-            free(s->saved[i]);
+            /* A pool page goes back to the ring (or stays in its chunk
+             * until end); a malloc'd one is freed. */
+            if (!s->pooled[i])
+                free(s->saved[i]);
+            else
+                (void)pool_give(s, s->saved[i]);
             s->saved[i] = NULL;
         } else if (st_i == HOLE) {
             r = put_page(&st, NULL);   /* never read: it may be given back */
@@ -303,6 +398,11 @@ uint64_t rb_segment_snap_holes(const rb_segment_snap_t *s)
     return s != NULL ? s->holes * PAGE : 0;
 }
 
+uint64_t rbi_snap_pooled(const rb_segment_snap_t *s)
+{
+    return s != NULL ? s->pooled_saves : 0;
+}
+
 uint64_t rb_segment_snap_size(const rb_segment_snap_t *s)
 {
     return s != NULL ? s->size : 0;
@@ -316,7 +416,12 @@ void rb_segment_snap_end(rb_segment_snap_t *s, uint64_t *saved_bytes)
         *saved_bytes = atomic_load_explicit(&s->saved_bytes, memory_order_relaxed);
     s->seg->snap = NULL;
     for (size_t i = 0; i < s->npages; i++)
-        free(s->saved[i]);
+        if (!s->pooled[i])
+            free(s->saved[i]);
+    for (size_t k = 0; k < s->nchunks; k++)
+        munmap(s->chunks[k], CHUNK);
+    free(s->chunks);
+    free(s->pooled);
     free(s->saved);
     free((void *)s->state);
     free(s->front);

@@ -37,6 +37,10 @@
  * has not taken yet (slow path of rbi_snap_touch). */
 void rbi_snap_save(rb_segment_snap_t *s, const void *p, size_t len);
 
+/* The writer's saves so far that took a page from the pool (snap.c), not
+ * malloc: for tests and benchmarks.  Ask before rb_segment_snap_end. */
+uint64_t rbi_snap_pooled(const rb_segment_snap_t *s);
+
 /* Writer, before storing into [p, p + len) of the heap. */
 static inline void rbi_snap_touch(rb_segment_t *seg, const void *p, size_t len)
 {

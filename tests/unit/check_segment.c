@@ -13,6 +13,7 @@
 
 #include "rb_test.h"
 #include "seg_txn.h"
+#include "snap.h"
 
 static char inst[96];
 static rb_segment_t *wseg;
@@ -1456,6 +1457,63 @@ START_TEST(test_segment_snap_is_the_state_at_begin)
 }
 END_TEST
 
+/* The writer's saves come from the pool of pages the dump prepares (snap.c)
+ * and, once it is empty, from malloc; the dump hands each pool page back
+ * after writing it out, and the writer takes it again for another page:
+ * through all of that the dump is still the segment at begin.  A 24 MB
+ * filter whose every page the writer stores into while a slow dump runs
+ * (more saves than the pool holds). */
+START_TEST(test_segment_snap_pool_pages_are_the_frozen_bytes)
+{
+    rb_segment_opts_t o = { .max_size = 256u << 20 };
+    rb_bloom_params_t p = { .capacity = 20000000, .error_rate = 0.01,
+                            .layout = RB_BLOOM_BLOCKED };
+    rb_segment_snap_t *snap;
+    rb_test_dump_t ref;
+    snap_out_t out = { 0 };
+    uint64_t saved, pooled;
+    rb_bloom_t *bf;
+    char key[64];
+    pthread_t t;
+    void *targ[2], *res;
+
+    ck_assert_int_eq(rb_segment_create(inst, &o, &wseg), RB_OK);
+    ck_assert_int_eq(rb_bloom_reserve(wseg, "big", 3, &p), RB_OK);
+    ck_assert_int_eq(rb_bloom_open(wseg, "big", 3, &bf), RB_OK);
+    for (unsigned long i = 0; i < 200000; i++)
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "a", i)), 0);
+    ck_assert_int_eq(rb_segment_dump(wseg, rb_test_dump_fn, &ref), RB_OK);
+    ck_assert_int_eq(rb_segment_snap_begin(wseg, &snap), RB_OK);
+    out.cap = ref.len;
+    out.data = malloc(out.cap);
+    out.slow = 1;
+    out.hole = calloc(ref.len / 4096 + 1, 1);
+    ck_assert_ptr_nonnull(out.data);
+    targ[0] = snap;
+    targ[1] = &out;
+    ck_assert_int_eq(pthread_create(&t, NULL, snap_thread, targ), 0);
+    for (unsigned long i = 0; i < 600000; i++)
+        ck_assert_int_ge(rb_bloom_add(bf, key, rb_test_key(key, sizeof(key), "b", i)), 0);
+    ck_assert_int_eq(pthread_join(t, &res), 0);
+    ck_assert_int_eq((int)(intptr_t)res, RB_OK);
+    pooled = rbi_snap_pooled(snap);
+    rb_segment_snap_end(snap, &saved);
+    printf("pool: %llu of %llu saved pages from the pool\n", (unsigned long long)pooled,
+           (unsigned long long)(saved / 4096));
+    ck_assert_uint_gt(pooled, 0);                 /* the pool served */
+    ck_assert_uint_gt(saved / 4096, 4096);        /* more than it holds at once */
+    ck_assert_uint_eq(out.len, ref.len);
+    for (size_t pg = 0; pg < ref.len / 4096; pg++)
+        ck_assert_msg(out.hole[pg] || memcmp(out.data + pg * 4096, ref.data + pg * 4096,
+                                             4096) == 0,
+                      "page %zu of the dump differs from the segment at begin", pg);
+    rb_bloom_close(bf);
+    free(out.hole);
+    free(out.data);
+    free(ref.data);
+}
+END_TEST
+
 /* One writer at a time: a second takeover is refused while the first
  * lives (its process holds a lock on the object), in any process. */
 START_TEST(test_segment_second_writer_is_refused)
@@ -1685,7 +1743,8 @@ int main(void)
                                  test_segment_restore_reads_the_live_data,
                                  test_segment_restore_drops_the_free_tail,
                                  test_segment_rebuild_cuts_the_tail_readers_follow,
-                                 test_segment_snap_is_the_state_at_begin),
+                                 test_segment_snap_is_the_state_at_begin,
+                                 test_segment_snap_pool_pages_are_the_frozen_bytes),
                         protection,
                         RB_TCASE("release", 120, setup, teardown,
                                  test_segment_freed_pages_go_back,
