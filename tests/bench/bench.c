@@ -1622,7 +1622,7 @@ int main(int argc, char **argv)
     if (strchr(only, '8'))
         bench_single();
     if (strchr(only, '9'))
-        bench_bulk(tmpdir, daemon_bin, reps, quick);
+        bench_bulk(tmpdir, daemon_bin, before_bin, reps, quick);
     if (strchr(only, 's'))
         bench_sketch(tmpdir, reps, quick);
     if (strchr(only, 'e'))

@@ -30,8 +30,10 @@ void row(const char *section, const char *workload, const char *unit, int higher
          int baseline, const cell_t *cells, int n);
 
 /* Section 9, bulk load (bench_bulk.c): servers started in tmpdir,
- * ringbloomd from daemon_bin; at most 3 of reps runs; fewer keys if quick. */
-void bench_bulk(const char *tmpdir, const char *daemon_bin, int reps, int quick);
+ * ringbloomd from daemon_bin (and before_bin beside, if not NULL); at most
+ * 3 of reps runs; fewer keys if quick. */
+void bench_bulk(const char *tmpdir, const char *daemon_bin, const char *before_bin, int reps,
+                int quick);
 
 /* Section h (bench_huge.c): contains_many on a 1 GiB blocked filter in
  * small pages and in 2 MiB pages, printed and appended to csv (may be
