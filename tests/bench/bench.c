@@ -1255,9 +1255,8 @@ static void bench_churn(void)
 
 /* ---- 6. one CLI query, whole process ------------------------------------------------- */
 
-/* Milliseconds from fork to the reaped exit of argv, stdout to /dev/null;
- * dies unless it exits 0. */
-static double time_process(const char *const argv[])
+/* bench.h */
+double bench_process_ms(const char *const argv[])
 {
     double t = now_s();
     pid_t pid = fork();
@@ -1311,10 +1310,10 @@ static void bench_cli(void)
     if (rb_conn_bf_add_many(c, "f", 1, &key, 1, NULL) < 0)
         die("add");
     rb_conn_close(c);
-    time_process(sargv);
+    bench_process_ms(sargv);
     for (int r = 0; r < RUNS; r++) {
-        v[0][r] = time_process(qargv);
-        v[1][r] = time_process(cargv);
+        v[0][r] = bench_process_ms(qargv);
+        v[1][r] = bench_process_ms(cargv);
         q[r] = v[1][r] / v[0][r];
     }
     printf("6. One query from the shell, whole process (fork to exit, %d runs each,\n"

@@ -87,6 +87,9 @@ void bench_cmds(int reps, int quick);
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */
+/* Milliseconds from fork to the reaped exit of argv (stdout to
+ * /dev/null); dies unless it exits 0. */
+double bench_process_ms(const char *const argv[]);
 /* Per-repetition ratios num[r] / den[r]: median, lowest, highest. */
 void bench_ratio_spread(const double *num, const double *den, int n, double out[3]);
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -15,13 +15,10 @@
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -29,27 +26,6 @@
 
 #define MAX_REPS 31
 #define NC       6   /* contenders, at most */
-
-/* Milliseconds from fork to the reaped exit of argv (stdout to /dev/null);
- * dies unless it exits 0. */
-static double run_ms(const char *const argv[])
-{
-    double t = bench_now_s();
-    pid_t pid = fork();
-    int st;
-
-    if (pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        int fd = open("/dev/null", O_WRONLY);
-        dup2(fd, 1);
-        execvp(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        bench_die("section w: %s did not exit 0", argv[0]);
-    return (bench_now_s() - t) * 1e3;
-}
 
 void bench_cli_write(const char *cli, const char *cli_before, int reps, int quick)
 {
@@ -95,11 +71,11 @@ void bench_cli_write(const char *cli, const char *cli_before, int reps, int quic
     if ((t = malloc(sizeof(double) * (size_t)runs * NC)) == NULL)
         bench_die("section w: out of memory");
     for (int i = 0; i < nc; i++)
-        run_ms(argv[i]);   /* warm the page cache */
+        bench_process_ms(argv[i]);   /* warm the page cache */
     for (int r = 0; r < reps; r++) {
         for (int k = 0; k < runs; k++)
             for (int i = 0; i < nc; i++)
-                t[i * runs + k] = run_ms(argv[i]);
+                t[i * runs + k] = bench_process_ms(argv[i]);
         for (int i = 0; i < nc; i++)
             med[i][r] = bench_median(t + i * runs, runs);
     }
