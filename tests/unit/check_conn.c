@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -28,9 +29,26 @@ typedef struct fake {
     pid_t pid;
 } fake_t;
 
+/* The fake daemon's socket and directory, for its own cleanup. */
+static const char *fake_path, *fake_dir;
+
+/* The fake daemon, when the test that started it ends (its parent died,
+ * PR_SET_PDEATHSIG: a failed assertion ends a test with _exit, and Check
+ * then kills the test's process group, so nothing of the test's own runs)
+ * before a client came. */
+static void fake_orphaned(int sig)
+{
+    (void)sig;
+    unlink(fake_path);
+    rmdir(fake_dir);
+    _exit(0);
+}
+
 /* Starts a fake daemon: it accepts one connection, reads a request, sends
  * reply (len bytes) then `extra` bytes of 'x' (until the client leaves),
- * and exits; with extra CLOSE it closes the connection after the reply. */
+ * and exits; with extra CLOSE it closes the connection after the reply.
+ * Once it accepted, it removes its socket and directory (nobody else
+ * needs the name), and it does so too if the test ends before. */
 #define CLOSE ((size_t)-1)
 static void fake_start(fake_t *f, const char *reply, size_t len, size_t extra)
 {
@@ -45,14 +63,33 @@ static void fake_start(fake_t *f, const char *reply, size_t len, size_t extra)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     ck_assert_int_eq(listen(fd, 1), 0);
-    f->pid = fork();
-    ck_assert_int_ge(f->pid, 0);
+    fake_path = f->path;
+    fake_dir = f->dir;
+    {
+        pid_t parent = getpid();
+        f->pid = fork();
+        ck_assert_int_ge(f->pid, 0);
+        if (f->pid == 0) {
+            /* Out of the test's process group, which Check kills with
+             * SIGKILL when the test ends: the death signal reaches it
+             * instead, and it cleans up (alarm bounds it either way). */
+            setpgid(0, 0);
+            signal(SIGTERM, fake_orphaned);
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (getppid() != parent)
+                fake_orphaned(0);
+        }
+    }
     if (f->pid == 0) {
         static char chunk[65536];
         char req[4096];
-        int c = accept(fd, NULL, NULL);
+        int c;
         size_t off = 0;
         alarm(20);
+        c = accept(fd, NULL, NULL);
+        signal(SIGTERM, SIG_DFL);
+        unlink(f->path);
+        rmdir(f->dir);
         if (c < 0 || recv(c, req, sizeof(req), 0) <= 0)
             _exit(1);
         while (off < len) {
@@ -83,8 +120,8 @@ static void fake_stop(fake_t *f)
     int st;
 
     ck_assert_int_eq(waitpid(f->pid, &st, 0), f->pid);
-    ck_assert_int_eq(unlink(f->path), 0);
-    ck_assert_int_eq(rmdir(f->dir), 0);
+    /* It removed them once a client came. */
+    ck_assert_int_eq(access(f->dir, F_OK), -1);
 }
 
 /* RING.ADD answered by reply: returns the code (and the error text). */
