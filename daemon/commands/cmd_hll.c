@@ -18,6 +18,12 @@
 #include "cmd.h"
 #include "ops.h"
 
+/* 1 if a counter can be named by len bytes. */
+static int counter_name_ok(size_t len)
+{
+    return len > 0 && len <= RB_FILTER_NAME_MAX;
+}
+
 /* The distinct arguments argv[first ..] as keys into *v (malloc'd), the
  * ones no counter can be named left out if names_only: a key named twice
  * is read once (the union and the maximum are the same without the
@@ -37,7 +43,7 @@ static long args_keys(rbd_ctx_t *x, size_t first, int names_only, rb_key_t **v)
     }
     for (long j = 0; j < n; j++) {
         size_t i = uniq[j];
-        if (names_only && (x->argl[i] == 0 || x->argl[i] > RB_FILTER_NAME_MAX))
+        if (names_only && !counter_name_ok(x->argl[i]))
             continue;
         (*v)[k].ptr = x->argv[i];
         (*v)[k++].len = x->argl[i];
@@ -83,22 +89,15 @@ static void cmd_pfadd(rbd_ctx_t *x)
  * empty counter); nothing logged, one counter's count kept (H2). */
 static void cmd_pfcount(rbd_ctx_t *x)
 {
-    rb_key_t *v;
+    rb_key_t one, *v = &one;
     uint64_t count = 0;
     long n;
     int rc = RB_OK;
 
     if (x->argc == 2) {   /* one key: nothing to gather or allocate */
-        rb_key_t k = { x->argv[1], x->argl[1] };
-        if (k.len > 0 && k.len <= RB_FILTER_NAME_MAX)
-            rc = rb_hll_count_keep(x->s->state.seg, &k, 1, &count);
-        if (rc != RB_OK)
-            rbd_cmd_error(x, RBD_AT_FILTER, rc);
-        else
-            rbi_resp_int(x->out, (long long)count);
-        return;
-    }
-    if ((n = args_keys(x, 1, 1, &v)) < 0)
+        one = (rb_key_t){ x->argv[1], x->argl[1] };
+        n = counter_name_ok(one.len);
+    } else if ((n = args_keys(x, 1, 1, &v)) < 0)
         return;
     if (n > 0)
         rc = rb_hll_count_keep(x->s->state.seg, v, (size_t)n, &count);
@@ -106,7 +105,8 @@ static void cmd_pfcount(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else
         rbi_resp_int(x->out, (long long)count);
-    free(v);
+    if (v != &one)
+        free(v);
 }
 
 /* PFMERGE destkey [sourcekey ...]: destkey's registers become the maxima

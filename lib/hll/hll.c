@@ -134,15 +134,21 @@ static inline uint64_t reg_max(uint64_t a, uint64_t b)
     return a;
 }
 
-/* The estimate of the registers of words w[0 .. WORDS) (register i in
- * byte i % 8 of word i / 8, whatever the machine's byte order). */
+/* The registers r[0 .. RB_HLL_REGISTERS) of words w[0 .. WORDS) (register
+ * i in byte i % 8 of word i / 8, whatever the machine's byte order). */
+static void words_to_registers(const uint64_t *w, uint8_t *r)
+{
+    for (uint32_t i = 0; i < WORDS; i++)
+        for (unsigned b = 0; b < 8; b++)
+            r[8 * i + b] = (uint8_t)(w[i] >> (8 * b));
+}
+
+/* The estimate of the registers of words w[0 .. WORDS). */
 static uint64_t estimate_words(const uint64_t *w)
 {
     uint8_t r[RB_HLL_REGISTERS];
 
-    for (uint32_t i = 0; i < WORDS; i++)
-        for (unsigned b = 0; b < 8; b++)
-            r[8 * i + b] = (uint8_t)(w[i] >> (8 * b));
+    words_to_registers(w, r);
     return rb_hll_estimate(r);
 }
 
@@ -338,9 +344,7 @@ int rb_hll_registers(const rb_segment_t *seg, const char *name, size_t len, uint
         return RB_EINVAL;
     memset(out, 0, RB_HLL_REGISTERS);
     if ((rc = take(rbi_reader_map(seg), name, len, NULL, &t)) == 1)
-        for (uint32_t i = 0; i < WORDS; i++)
-            for (unsigned b = 0; b < 8; b++)
-                out[8 * i + b] = (uint8_t)(w[i] >> (8 * b));
+        words_to_registers(w, out);
     return rc;
 }
 
@@ -402,9 +406,11 @@ static void slot_fill(rbi_map_t *m, rb_filter_shm_t *f, const char *name, size_t
     rbi_st(&f->layer[0].bits, (uint64_t)RBI_HLL_BYTES * 8);
 }
 
-/* Writer: a new empty counter name (the caller found no such name).
- * RB_EEXIST, RB_ESLOTS, RB_ENOSPC: nothing changes. */
-static int create(rb_segment_t *seg, const char *name, size_t len, _Atomic uint64_t **arr)
+/* Writer: a new empty counter name (the caller found no such name): its
+ * slot *fp and registers *arr.  RB_EEXIST, RB_ESLOTS, RB_ENOSPC: nothing
+ * changes. */
+static int create(rb_segment_t *seg, const char *name, size_t len, rb_filter_shm_t **fp,
+                  _Atomic uint64_t **arr)
 {
     rbi_map_t *m = rbi_seg_map(seg);
     rb_filter_shm_t *f = NULL;
@@ -422,6 +428,7 @@ static int create(rb_segment_t *seg, const char *name, size_t len, _Atomic uint6
         rbi_st(&(*arr)[i], 0);
     slot_fill(m, f, name, len, off);
     rbi_dir_publish(seg, f);   /* readers that acquire LIVE see every word above */
+    *fp = f;
     return RB_OK;
 }
 
@@ -433,10 +440,8 @@ static int writer_open(rb_segment_t *seg, const char *name, size_t len, rb_filte
     int rc = writer_regs(seg, name, len, f, arr);
 
     *created = 0;
-    if (rc == RB_ENOENT && (rc = create(seg, name, len, arr)) == RB_OK) {
+    if (rc == RB_ENOENT && (rc = create(seg, name, len, f, arr)) == RB_OK)
         *created = 1;
-        rc = writer_regs(seg, name, len, f, arr);
-    }
     return rc;
 }
 
