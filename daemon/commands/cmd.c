@@ -244,27 +244,23 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
      * same batch (or the batch's start: s->clock_us), its checks and
      * argument gathering included: one clock read per command. */
     uint64_t t0 = s->clock_us;
+    int ran = 0;
 
     s->commands++;
     if (check(&x) != 0) {
         if (c->txn.active)
             c->txn.dirty = 1;
-        goto done;
-    }
-    if (c->txn.active && !(x.cmd->flags & CMD_TXN)) {
+    } else if (c->txn.active && !(x.cmd->flags & CMD_TXN)) {
         queue(&x);
-        goto done;
+    } else if (!effects_only || ((x.sub ? x.sub : x.cmd)->flags & (CMD_WRITE | CMD_ADMIN))) {
+        c->last_cmd = x.cmd->name;   /* CLIENT LIST's cmd= */
+        c->last_sub = x.sub != NULL ? x.sub->name : NULL;
+        (x.sub ? x.sub : x.cmd)->fn(&x);
+        ran = 1;
     }
-    if (effects_only && !((x.sub ? x.sub : x.cmd)->flags & (CMD_WRITE | CMD_ADMIN)))
-        goto done;
-    c->last_cmd = x.cmd->name;   /* CLIENT LIST's cmd= */
-    c->last_sub = x.sub != NULL ? x.sub->name : NULL;
-    (x.sub ? x.sub : x.cmd)->fn(&x);
     s->clock_us = rbd_mono_us();
-    rbd_observe_command(s, c, argc, argv, argl, s->clock_us - t0);
-    return;
-done:
-    s->clock_us = rbd_mono_us();
+    if (ran)
+        rbd_observe_command(s, c, argc, argv, argl, s->clock_us - t0);
 }
 
 void rbd_cmd_execute(server_t *s, client_t *c, size_t argc, const char **argv,
