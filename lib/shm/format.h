@@ -157,8 +157,9 @@ enum { RBI_FILTER_FREE = 0, RBI_FILTER_LIVE = 1 };
  *   0 .. 2  the Bloom filter's (rb_bloom_layout_t);
  *   3 .. 15 free;
  *   16      a HyperLogLog counter (hll.c): layer[0].array_off names its
- *           RBI_HLL_BYTES register bytes, nlayers is 0, the other Bloom
- *           words are 0 (docs/design.md, "HyperLogLog");
+ *           RBI_HLL_BYTES register bytes, items is the count the writer
+ *           keeps (H2: estimate | bit 63, or 0), nlayers is 0, the other
+ *           Bloom words are 0 (docs/design.md, "HyperLogLog");
  *   17, 18  the count-min sketch's, 32-bit and 4-bit counters (cms_impl.h);
  *   19 .. 21 a cuckoo filter's, 8-, 12- and 16-bit fingerprints
  *           (cuckoo_impl.h: the words it uses, its layers' arrays);
