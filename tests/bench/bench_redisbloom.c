@@ -78,6 +78,31 @@ static void cli(const char *sock, const char *cmd, const char *want)
         bench_die("%s on %s: \"%s\", wanted \"%s\"", cmd, sock, line, want);
 }
 
+/* Prints redis-server's version and the loaded module's (MODULE LIST's
+ * ver, 20628 for 2.6.28). */
+static void versions(const char *sock)
+{
+    char c[640], line[256], redis[64] = "?";
+    int ver = -1, next = 0;
+    FILE *p;
+
+    snprintf(c, sizeof(c), "redis-cli -s %s INFO server; redis-cli -s %s MODULE LIST", sock,
+             sock);
+    if ((p = popen(c, "r")) == NULL)
+        bench_die("popen redis-cli");
+    while (fgets(line, sizeof(line), p) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (strncmp(line, "redis_version:", 14) == 0)
+            snprintf(redis, sizeof(redis), "%.40s", line + 14);
+        else if (next && ver < 0)
+            ver = atoi(line);
+        next = strcmp(line, "ver") == 0;
+    }
+    pclose(p);
+    printf("   redis-server %s, RedisBloom %d.%d.%d\n", redis, ver / 10000, ver / 100 % 100,
+           ver % 100);
+}
+
 /* The same shapes on both servers: filters and a sketch reserved, the
  * counter PFCOUNT reads filled with ~10^5 random elements. */
 static void prepare(const char *sock)
@@ -180,7 +205,7 @@ void bench_redisbloom(const char *module, int reps, int quick)
     const char *extra[] = { "--loadmodule", path, "--appendonly", "yes", "--appendfsync",
                             "everysec", "--appenddirname", "redisbloom-aof", NULL };
     double ratio[NLOADS][2][3], cratio[NLOADS][2][3];
-    int n = quick ? 100000 : 400000;
+    int n = quick ? 100000 : 1000000;
     pid_t rpid, dpid;
 
     if (module == NULL) {
@@ -205,6 +230,7 @@ void bench_redisbloom(const char *module, int reps, int quick)
            "   both AOF everysec, Unix sockets, redis-benchmark -P 32, 1 and 8 clients, %d\n"
            "   runs alternating; ratio ringbloomd / RedisBloom per run, median (lowest-highest)\n",
            reps);
+    versions(rsock);
     loadavg("before");
     for (size_t i = 0; i < NLOADS; i++)
         for (int c = 0; c < 2; c++)
