@@ -66,13 +66,16 @@
  *   k. PFCOUNT (one key, pipelined and not, 1 and 8 clients; a union)
  *      and PFADD beside redis-server's, through redis-benchmark
  *      (bench_cmds.c).
+ *   b. the issue 29 table: single-key commands, BF.MADD / BF.MEXISTS and
+ *      PFCOUNT / PFADD beside RedisBloom in redis-server, both AOF
+ *      everysec (bench_redisbloom.c); only with --redisbloom PATH.
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
  *
  *   usage: bench [--reps N] [--csv FILE] [--quick] [--only SECTIONS]
  *                [--daemon PATH] [--daemon-before PATH] [--cli PATH]
- *                [--cli-before PATH]
+ *                [--cli-before PATH] [--redisbloom PATH]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -101,7 +104,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhrwk";
+static const char *only = "123456789seiamhrwkb";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -109,6 +112,7 @@ static const char *daemon_bin = "daemon/ringbloomd";
 static const char *cli_bin = "client/ringbloom";
 static const char *before_bin;           /* --daemon-before: section i's older daemon */
 static const char *cli_before;           /* --cli-before: section w's older CLI */
+static const char *redisbloom;           /* --redisbloom: section b's built module */
 
 /* ---- plumbing -------------------------------------------------------------- */
 
@@ -968,10 +972,20 @@ void bench_daemon_stop(pid_t pid)
 
 pid_t bench_redis_server(const char *name, char *sock, size_t cap)
 {
-    const char *argv[] = { "redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
-                           "--appendonly", "no", NULL };
+    return bench_redis_server_with(name, NULL, sock, cap);
+}
+
+pid_t bench_redis_server_with(const char *name, const char *const *extra, char *sock,
+                              size_t cap)
+{
+    const char *argv[48] = { "redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+                             "--appendonly", "no", "--dir", tmpdir };
+    int a = 11;
     pid_t pid;
 
+    while (extra != NULL && *extra != NULL && a < 47)
+        argv[a++] = *extra++;
+    argv[a] = NULL;
     snprintf(sock, cap, "%s/%s.sock", tmpdir, name);
     pid = spawn(argv, -1);
     wait_socket(sock);
@@ -981,7 +995,7 @@ pid_t bench_redis_server(const char *name, char *sock, size_t cap)
 /* bench.h */
 double bench_redis_benchmark(const char *sock, const char *args, int col)
 {
-    char cmd[1024], line[1024];
+    char cmd[4096], line[4096];   /* section b: BF.MADD of 100 keys names each */
     double v = NAN;
     FILE *p;
 
@@ -1585,9 +1599,12 @@ int main(int argc, char **argv)
             before_bin = argv[++i];
         else if (strcmp(argv[i], "--cli-before") == 0 && i + 1 < argc)
             cli_before = argv[++i];
+        else if (strcmp(argv[i], "--redisbloom") == 0 && i + 1 < argc)
+            redisbloom = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwk] "
-                    "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH]\n");
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkb] "
+                    "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH] "
+                    "[--redisbloom PATH]\n");
             return 2;
         }
     }
@@ -1640,6 +1657,8 @@ int main(int argc, char **argv)
         bench_sparse(tmpdir, before_bin, reps, quick);
     if (strchr(only, 'k'))
         bench_cmds(reps, quick);
+    if (strchr(only, 'b'))
+        bench_redisbloom(redisbloom, reps, quick);
     fclose(csv);
     {
         char cmd[128];

@@ -83,6 +83,12 @@ void bench_cli_write(const char *cli, const char *cli_before, int reps, int quic
 /* Section k (bench_cmds.c): PFCOUNT and PFADD beside redis-server's,
  * through redis-benchmark; skipped without redis-server. */
 void bench_cmds(int reps, int quick);
+/* Nanoseconds on a CPU of every thread of process pid so far (bench_cmds.c). */
+double bench_cpu_ns(pid_t pid);
+
+/* Section b (bench_redisbloom.c): the issue 29 table beside RedisBloom
+ * (module: its redisbloom.so; NULL: the section says it is skipped). */
+void bench_redisbloom(const char *module, int reps, int quick);
 
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
@@ -105,6 +111,10 @@ void bench_daemon_stop(pid_t pid);
 /* Starts Debian's redis-server (no persistence) on tmpdir/NAME.sock (into
  * sock); returns once it answers.  Stop it with bench_daemon_stop. */
 pid_t bench_redis_server(const char *name, char *sock, size_t cap);
+/* The same with the arguments extra (NULL-terminated, or NULL) after
+ * those: later ones win ("--appendonly", "yes"). */
+pid_t bench_redis_server_with(const char *name, const char *const *extra, char *sock,
+                              size_t cap);
 /* Runs `redis-benchmark -s sock --csv args`; the last line's CSV column
  * col (1 = requests/s, 4 = p50 ms, 6 = p99 ms), NAN if none. */
 double bench_redis_benchmark(const char *sock, const char *args, int col);

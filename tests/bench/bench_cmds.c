@@ -72,6 +72,11 @@ static double cpu_ns(pid_t pid)
     return total;
 }
 
+double bench_cpu_ns(pid_t pid)
+{
+    return cpu_ns(pid);
+}
+
 /* One run of args on the server pid at sock: requests/s into *rps, and
  * requests per second of the server's CPU (its capacity when it, not the
  * one redis-benchmark thread beside it, is what limits) into *cap. */
