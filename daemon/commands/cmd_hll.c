@@ -67,13 +67,17 @@ static void hll_error(rbd_ctx_t *x, int rc)
  * changed, else 0.  A PFADD that changes nothing logs nothing. */
 static void cmd_pfadd(rbd_ctx_t *x)
 {
-    rb_key_t *v;
+    rb_key_t one, *v = &one;
     rbd_op_t op = { .type = RBD_OP_PFADD, .name = x->argv[1], .len = x->argl[1] };
-    long n;
+    long n = 1;
     int rc;
 
-    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
-        (n = args_keys(x, 2, 0, &v)) < 0)
+    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0)
+        return;
+    /* One element has nothing to deduplicate: no set, no allocation. */
+    if (x->argc == 3)
+        one = (rb_key_t){ x->argv[2], x->argl[2] };
+    else if ((n = args_keys(x, 2, 0, &v)) < 0)
         return;
     op.keys = v;
     op.nkeys = (size_t)n;
@@ -82,7 +86,8 @@ static void cmd_pfadd(rbd_ctx_t *x)
         rbi_resp_int(x->out, !op.noop);
     else
         hll_error(x, rc);
-    free(v);
+    if (v != &one)
+        free(v);
 }
 
 /* PFCOUNT key [key ...]: the estimate of the union (a missing key is an

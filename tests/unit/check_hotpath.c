@@ -1,0 +1,367 @@
+/*
+ * check_hotpath.c - the hot path of a single-key command allocates
+ * nothing and formats nothing through stdio (issue 29, item 4): a server
+ * built in this process (tsrv.h) runs BF.ADD, BF.EXISTS, CF.ADD,
+ * CF.EXISTS, CF.DEL, CMS.INCRBY, CMS.QUERY and PFADD through the command
+ * table and the log's group commit, and this program's own malloc,
+ * calloc, realloc, free and *printf (glibc lets a program replace them;
+ * its internal calls go through them too) count the calls made while a
+ * window is open: after a warm-up (first binds, the log's buffer grown),
+ * N repeats of each command must make none.
+ *
+ * Also here: what the daemon keeps between commands to avoid those calls
+ * (cached handles) never outlives the filter it was made for: a name
+ * deleted and made again as another kind or shape is seen as it is now.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <syslog.h>
+
+#include "cmd.h"
+#include "ops.h"
+#include "rb_test.h"
+#include "tsrv.h"
+
+/* ---- counting allocator and formatter ------------------------------------------- */
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+
+static int counting;            /* the window is open */
+static unsigned long allocs;    /* malloc / calloc / realloc / free calls in it */
+static unsigned long formats;   /* *printf calls in it */
+
+void *malloc(size_t n)
+{
+    allocs += counting;
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+    allocs += counting;
+    return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+    allocs += counting;
+    return __libc_realloc(p, n);
+}
+
+void free(void *p)
+{
+    allocs += p != NULL && counting;
+    __libc_free(p);
+}
+
+typedef int (*vsnprintf_fn)(char *, size_t, const char *, va_list);
+
+static int real_vsnprintf(char *s, size_t n, const char *fmt, va_list ap)
+{
+    static vsnprintf_fn real;
+
+    if (real == NULL)
+        real = (vsnprintf_fn)dlsym(RTLD_NEXT, "vsnprintf");
+    return real(s, n, fmt, ap);
+}
+
+int vsnprintf(char *s, size_t n, const char *fmt, va_list ap)
+{
+    formats += counting;
+    return real_vsnprintf(s, n, fmt, ap);
+}
+
+int snprintf(char *s, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    int r;
+
+    formats += counting;
+    va_start(ap, fmt);
+    r = real_vsnprintf(s, n, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* _FORTIFY_SOURCE's spellings of the same two. */
+int __vsnprintf_chk(char *s, size_t n, int flag, size_t slen, const char *fmt, va_list ap)
+{
+    (void)flag;
+    (void)slen;
+    formats += counting;
+    return real_vsnprintf(s, n, fmt, ap);
+}
+
+int __snprintf_chk(char *s, size_t n, int flag, size_t slen, const char *fmt, ...)
+{
+    va_list ap;
+    int r;
+
+    (void)flag;
+    (void)slen;
+    formats += counting;
+    va_start(ap, fmt);
+    r = real_vsnprintf(s, n, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- the server ------------------------------------------------------------------ */
+
+/* Runs the request of the NULL-terminated words as t's client, then the
+ * group commit, as the event loop's turn does; nothing is checked here
+ * (the window may be open).  The reply stays in t->c.out. */
+static void exec_words(tsrv_t *t, const char *word, ...)
+{
+    const char *argv[16];
+    size_t argl[16], n;
+    va_list ap;
+
+    va_start(ap, word);
+    n = tsrv_words(argv, argl, 16, word, ap);
+    va_end(ap);
+    t->c.out.len = 0;
+    rbd_cmd_execute(&t->s, &t->c, n, argv, argl);
+    t->flushed = rbd_aof_flush(&t->s.aof);
+}
+
+/* t's last reply, NUL-terminated. */
+static const char *reply(tsrv_t *t)
+{
+    ck_assert_uint_lt(t->c.out.len, sizeof(t->reply));
+    memcpy(t->reply, t->c.out.data, t->c.out.len);
+    t->reply[t->c.out.len] = '\0';
+    return t->reply;
+}
+
+#define REPEATS 200
+#define KEYS (2 * REPEATS)   /* the window's items are not the warm-up's */
+
+static char keys[KEYS][16];
+
+/* The server, its filters made, and KEYS distinct items. */
+static void open_filled(tsrv_t *t)
+{
+    tsrv_open_sized(t, "checkhot", 8u << 20, 16);
+    exec_words(t, "BF.RESERVE", "b", "0.01", "100000", NULL);
+    ck_assert_str_eq(reply(t), "+OK\r\n");
+    exec_words(t, "CF.RESERVE", "f", "100000", NULL);
+    ck_assert_str_eq(reply(t), "+OK\r\n");
+    exec_words(t, "CMS.INITBYDIM", "c", "2000", "5", NULL);
+    ck_assert_str_eq(reply(t), "+OK\r\n");
+    exec_words(t, "PFADD", "h", "seed", NULL);
+    ck_assert_str_eq(reply(t), ":1\r\n");
+    for (int i = 0; i < KEYS; i++)
+        snprintf(keys[i], sizeof(keys[i]), "item-%d", i);
+}
+
+/* Runs command word 0 with filter name and key i (and a third word, if
+ * any) for round i: the words of one command. */
+static void one(tsrv_t *t, const char *cmd, const char *name, int i, const char *more)
+{
+    if (more != NULL)
+        exec_words(t, cmd, name, keys[i % KEYS], more, NULL);
+    else
+        exec_words(t, cmd, name, keys[i % KEYS], NULL);
+}
+
+/* Calls made by REPEATS rounds of cmd (after as many to warm up, with
+ * other items: a CF.ADD of the same item again and again would fill its
+ * buckets and move fingerprints, which is no single add's common path),
+ * each round's reply starting with `first`. */
+static void expect_none(const char *cmd, const char *name, const char *more, char first)
+{
+    tsrv_t t;
+    unsigned long a, f;
+    char bad = 0;
+
+    open_filled(&t);
+    for (int i = 0; i < REPEATS; i++)
+        one(&t, cmd, name, i, more);
+    ck_assert_int_eq(t.c.out.data[0], first);
+    allocs = formats = 0;
+    counting = 1;
+    for (int i = REPEATS; i < 2 * REPEATS; i++) {
+        one(&t, cmd, name, i, more);
+        if (t.c.out.len == 0 || t.c.out.data[0] != first)
+            bad = 1;
+    }
+    counting = 0;
+    a = allocs;
+    f = formats;
+    ck_assert_msg(!bad, "%s: a reply was not '%c...': %s", cmd, first, reply(&t));
+    ck_assert_int_eq(t.flushed, 0);
+    ck_assert_msg(a == 0, "%s: %lu allocator calls in %d commands", cmd, a, REPEATS);
+    ck_assert_msg(f == 0, "%s: %lu *printf calls in %d commands", cmd, f, REPEATS);
+    tsrv_close(&t);
+}
+
+START_TEST(test_hot_bf_add)
+{
+    expect_none("BF.ADD", "b", NULL, ':');
+}
+END_TEST
+
+START_TEST(test_hot_bf_exists)
+{
+    expect_none("BF.EXISTS", "b", NULL, ':');
+}
+END_TEST
+
+START_TEST(test_hot_cf_add)
+{
+    expect_none("CF.ADD", "f", NULL, ':');
+}
+END_TEST
+
+START_TEST(test_hot_cf_exists)
+{
+    expect_none("CF.EXISTS", "f", NULL, ':');
+}
+END_TEST
+
+/* CF.DEL of a key found (each round adds it back first: both counted). */
+START_TEST(test_hot_cf_del)
+{
+    tsrv_t t;
+    unsigned long a, f;
+
+    open_filled(&t);
+    for (int i = 0; i < REPEATS; i++) {
+        one(&t, "CF.ADD", "f", i, NULL);
+        one(&t, "CF.DEL", "f", i, NULL);
+    }
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    allocs = formats = 0;
+    counting = 1;
+    for (int i = REPEATS; i < 2 * REPEATS; i++) {
+        one(&t, "CF.ADD", "f", i, NULL);
+        one(&t, "CF.DEL", "f", i, NULL);
+    }
+    counting = 0;
+    a = allocs;
+    f = formats;
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    ck_assert_msg(a == 0, "CF.ADD + CF.DEL: %lu allocator calls", a);
+    ck_assert_msg(f == 0, "CF.ADD + CF.DEL: %lu *printf calls", f);
+    tsrv_close(&t);
+}
+END_TEST
+
+START_TEST(test_hot_cms_incrby)
+{
+    expect_none("CMS.INCRBY", "c", "1", '*');
+}
+END_TEST
+
+START_TEST(test_hot_cms_query)
+{
+    expect_none("CMS.QUERY", "c", NULL, '*');
+}
+END_TEST
+
+/* PFADD of items new to the counter in the window too (most change a
+ * register or the kept count, and are logged). */
+START_TEST(test_hot_pfadd)
+{
+    expect_none("PFADD", "h", NULL, ':');
+}
+END_TEST
+
+/* PFADD of an element new to the counter each round (a register or the
+ * kept count changes, and a record is logged). */
+START_TEST(test_hot_pfadd_new)
+{
+    static char fresh[REPEATS][24];
+    tsrv_t t;
+    unsigned long a;
+
+    open_filled(&t);
+    for (int i = 0; i < REPEATS; i++)
+        snprintf(fresh[i], sizeof(fresh[i]), "new-%d", i);
+    for (int i = 0; i < 8; i++)
+        exec_words(&t, "PFADD", "h2", fresh[i], NULL);
+    allocs = 0;
+    counting = 1;
+    for (int i = 8; i < REPEATS; i++)
+        exec_words(&t, "PFADD", "h2", fresh[i], NULL);
+    counting = 0;
+    a = allocs;
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    ck_assert_msg(a == 0, "PFADD (new elements): %lu allocator calls", a);
+    tsrv_close(&t);
+}
+END_TEST
+
+/* ---- what is kept between commands follows the name ----------------------------- */
+
+/* A sketch deleted and made again with another shape, or as a filter of
+ * another kind, is what the next command sees; and the same for a cuckoo
+ * filter (its reads and writes). */
+START_TEST(test_hot_recreated_names_are_seen)
+{
+    tsrv_t t;
+
+    open_filled(&t);
+    for (int i = 0; i < 4; i++) {
+        exec_words(&t, "CMS.INCRBY", "c", "x", "5", NULL);
+        exec_words(&t, "CF.ADD", "f", "x", NULL);
+        exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+        exec_words(&t, "CMS.QUERY", "c", "x", NULL);
+    }
+    ck_assert_str_eq(reply(&t), "*1\r\n:20\r\n");
+    /* c: another shape, counting from 0 */
+    exec_words(&t, "DEL", "c", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    exec_words(&t, "CMS.INITBYDIM", "c", "100", "3", NULL);
+    exec_words(&t, "CMS.INCRBY", "c", "x", "2", NULL);
+    ck_assert_str_eq(reply(&t), "*1\r\n:2\r\n");
+    exec_words(&t, "CMS.INFO", "c", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), ":100\r\n"));
+    /* c: a cuckoo filter now; f: a sketch */
+    exec_words(&t, "DEL", "c", NULL);
+    exec_words(&t, "CF.RESERVE", "c", "1000", NULL);
+    exec_words(&t, "CMS.INCRBY", "c", "x", "1", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CMS.QUERY", "c", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CF.EXISTS", "c", "x", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "DEL", "f", NULL);
+    exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "CF.DEL", "f", "x", NULL);
+    ck_assert_str_eq(reply(&t), "-Not found\r\n");
+    exec_words(&t, "CMS.INITBYDIM", "f", "100", "3", NULL);
+    exec_words(&t, "CF.ADD", "f", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CF.DEL", "f", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    /* f: a cuckoo filter again, empty; CF.ADD of a missing name makes one */
+    exec_words(&t, "DEL", "f", NULL);
+    exec_words(&t, "CF.ADD", "f", "y", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "CF.EXISTS", "f", "y", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    tsrv_close(&t);
+}
+END_TEST
+
+int main(void)
+{
+    rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
+    return RB_TEST_MAIN("hotpath",
+                        RB_TCASE("none", 0, NULL, NULL,
+                                 test_hot_bf_add, test_hot_bf_exists, test_hot_cf_add,
+                                 test_hot_cf_exists, test_hot_cf_del, test_hot_cms_incrby,
+                                 test_hot_cms_query, test_hot_pfadd, test_hot_pfadd_new),
+                        RB_TCASE("names", 0, NULL, NULL, test_hot_recreated_names_are_seen));
+}
