@@ -8,7 +8,8 @@
  * calloc, realloc, free and *printf (glibc lets a program replace them;
  * its internal calls go through them too) count the calls made while a
  * window is open: after a warm-up (first binds, the log's buffer grown),
- * N repeats of each command must make none.
+ * N repeats of each command must make none; and the same for whole loop
+ * turns of a client on a socket (read, parse, run, group commit, reply).
  *
  * Also here: what the daemon keeps between commands to avoid those calls
  * (cached handles) never outlives the filter it was made for: a name
@@ -17,8 +18,11 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <syslog.h>
 
+#include "client.h"
 #include "cmd.h"
 #include "ops.h"
 #include "rb_test.h"
@@ -299,6 +303,93 @@ START_TEST(test_hot_pfadd_new)
 }
 END_TEST
 
+/* ---- the whole request path: read, parse, run, group commit, reply -------------- */
+
+/* Appends the request of the NULL-terminated words to buf at *at. */
+static void resp_words(char *buf, size_t cap, size_t *at, const char *word, ...)
+{
+    const char *argv[8];
+    size_t argl[8], n;
+    va_list ap;
+    int k;
+
+    va_start(ap, word);
+    n = tsrv_words(argv, argl, 8, word, ap);
+    va_end(ap);
+    k = snprintf(buf + *at, cap - *at, "*%zu\r\n", n);
+    ck_assert_int_gt(k, 0);
+    *at += (size_t)k;
+    for (size_t i = 0; i < n; i++) {
+        k = snprintf(buf + *at, cap - *at, "$%zu\r\n%s\r\n", argl[i], argv[i]);
+        ck_assert_int_gt(k, 0);
+        *at += (size_t)k;
+    }
+    ck_assert_uint_lt(*at, cap);
+}
+
+/* One loop turn of a client on a socket pair, as server.c's loop runs
+ * it: 32 pipelined requests (CMS.INCRBY, CF.EXISTS, BF.ADD, PFADD) read
+ * and run (rbd_client_read), the group commit, the replies written
+ * (rbd_client_write) and drained by the peer.  The request bytes are built
+ * before the window opens. */
+START_TEST(test_hot_socket_turn)
+{
+    static char req[2 * REPEATS][4096];
+    static size_t reqlen[2 * REPEATS];
+    struct ucred cred = { getpid(), getuid(), getgid() };
+    char drain[65536];
+    const char *bad = NULL;
+    ssize_t got = 0;
+    tsrv_t t;
+    int sv[2];
+    client_t *c;
+    unsigned long a;
+
+    open_filled(&t);
+    ck_assert_int_ge(t.s.epfd = epoll_create1(EPOLL_CLOEXEC), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    rbd_client_new(&t.s, sv[0], &cred, &t.c.who);
+    ck_assert_ptr_nonnull(c = t.s.clients[sv[0]]);
+    for (int r = 0; r < 2 * REPEATS; r++)
+        for (int k = 0; k < 8; k++) {
+            const char *item = keys[(r * 8 + k) % KEYS];
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "CMS.INCRBY", "c", item, "1", NULL);
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "CF.EXISTS", "f", item, NULL);
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "BF.ADD", "b", item, NULL);
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "PFADD", "h", item, NULL);
+        }
+    /* No ck_assert inside the window (Check allocates for each): the
+     * first thing that went wrong is kept and asserted after it. */
+    for (int r = 0; r < 2 * REPEATS && bad == NULL; r++) {
+        if (r == REPEATS) {
+            allocs = formats = 0;
+            counting = 1;
+        }
+        if (write(sv[1], req[r], reqlen[r]) != (ssize_t)reqlen[r])
+            bad = "short write";
+        rbd_client_read(&t.s, c);
+        if (rbd_sinks_flush(&t.s.state.sinks) != 0)
+            bad = "the log's flush failed";
+        c->awaits_flush = 0;
+        if (rbd_client_write(&t.s, c) != 0 || c->out.len != 0)
+            bad = "the replies were not all written";
+        got = read(sv[1], drain, sizeof(drain));
+        if (got <= 0 || drain[0] != '*' || memchr(drain, '-', (size_t)got) != NULL)
+            bad = "a reply was an error";
+    }
+    counting = 0;
+    a = allocs;
+    ck_assert_msg(bad == NULL, "%s: %.*s", bad, (int)(got > 0 && got < 200 ? got : 0), drain);
+    ck_assert_msg(a == 0, "%lu allocator calls in %d turns of 32 requests", a, REPEATS);
+    ck_assert_msg(formats == 0, "%lu *printf calls in %d turns", formats, REPEATS);
+    rbd_client_free(&t.s, c);
+    close(sv[1]);
+    close(t.s.epfd);
+    free(t.s.clients);
+    tsrv_close(&t);
+}
+END_TEST
+
 /* ---- what is kept between commands follows the name ----------------------------- */
 
 /* A sketch deleted and made again with another shape, or as a filter of
@@ -365,5 +456,6 @@ int main(void)
                                  test_hot_bf_add, test_hot_bf_exists, test_hot_cf_add,
                                  test_hot_cf_exists, test_hot_cf_del, test_hot_cms_incrby,
                                  test_hot_cms_query, test_hot_pfadd, test_hot_pfadd_new),
+                        RB_TCASE("socket", 0, NULL, NULL, test_hot_socket_turn),
                         RB_TCASE("names", 0, NULL, NULL, test_hot_recreated_names_are_seen));
 }
