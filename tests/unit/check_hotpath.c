@@ -442,6 +442,7 @@ START_TEST(test_hot_socket_turn)
     close(sv[1]);
     close(t.s.epfd);
     free(t.s.clients);
+    free(t.s.argv);   /* the server's reused argument array (client.c) */
     tsrv_close(&t);
 }
 END_TEST
