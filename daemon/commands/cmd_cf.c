@@ -20,6 +20,7 @@
 #include "cmd.h"
 #include "cuckoo_impl.h"   /* lib: rbi_cuckoo_dump */
 #include "ops.h"
+#include "scratch.h"
 
 #define CF_CAPACITY_MAX (1ll << 30)   /* RedisBloom's cf-initial-size maximum */
 
@@ -171,18 +172,27 @@ static void cmd_cf_reserve(rbd_ctx_t *x)
 static int add_items(rbd_ctx_t *x, const rb_key_t *items, size_t n, int nx, int create,
                      uint64_t capacity, int *res)
 {
-    rb_key_t *added = calloc(n ? n : 1, sizeof(*added));
+    rb_key_t added_s[RBD_SCRATCH_SMALL];
+    rb_key_t *added = rbd_scratch(added_s, sizeof(added_s), n, sizeof(*added));
     rbd_op_t op = { .type = RBD_OP_CF_ADD, .name = x->argv[1], .len = x->argl[1],
                     .keys = items, .nkeys = n, .nx = nx, .cf_res = res, .cf_added = added };
-    int rc = added == NULL ? RB_ENOMEM : exists_as(x);
+    int rc = added == NULL ? RB_ENOMEM : RB_OK;
 
-    if (rc == RB_ENOENT && create) {
-        rb_cuckoo_params_t p = defaults(capacity);
-        rc = reserve(x, x->argv[1], x->argl[1], &p);
-    }
+    /* The add itself finds the filter (or that there is none, or another
+     * kind): a missing one is made, logged, and the add runs again; an add
+     * that found nothing changed nothing and logged nothing. */
     if (rc == RB_OK)
         rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
-    free(added);
+    if (rc == RB_ENOENT && create) {
+        rb_cuckoo_params_t p = defaults(capacity);
+        if ((rc = reserve(x, x->argv[1], x->argl[1], &p)) == RB_OK) {
+            op.keys = items;
+            op.nkeys = n;
+            op.noop = 0;
+            rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
+        }
+    }
+    rbd_scratch_free(added, added_s);
     return rc;
 }
 
@@ -296,9 +306,22 @@ static const rbd_reads_t reads = {
     check_open, check_close, check_contains, check_count, check_dump, cf_error, 0,
 };
 
+/* CF.EXISTS key item: through the handle the daemon keeps for the name
+ * (rbd_filters_cf: no allocation, no directory walk per command); the
+ * same replies as rbd_cmd_check's (a missing filter holds nothing). */
 static void cmd_cf_exists(rbd_ctx_t *x)
 {
-    rbd_cmd_check(x, &reads, 0, 0);
+    rb_cuckoo_t *h = NULL;
+    int rc = RB_ENOENT, r = 0;
+
+    if (x->argl[1] >= 1 && x->argl[1] <= RB_FILTER_NAME_MAX)
+        h = rbd_filters_cf(&x->s->state.filters, x->s->state.seg, x->argv[1], x->argl[1], &rc);
+    if (h != NULL && (r = rb_cuckoo_contains(h, x->argv[2], x->argl[2])) < 0)
+        rc = r;
+    if (rc != RB_OK && rc != RB_ENOENT)
+        cf_error(x, rc);
+    else
+        rbi_resp_bool(x->out, rc == RB_OK && r > 0);
 }
 
 static void cmd_cf_mexists(rbd_ctx_t *x)

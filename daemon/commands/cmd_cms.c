@@ -15,6 +15,7 @@
 #include "cmd.h"
 #include "filters.h"
 #include "ops.h"
+#include "scratch.h"
 
 /* The reply of a sketch that could not be read or changed. */
 static void sketch_error(rbd_ctx_t *x, int rc)
@@ -146,26 +147,29 @@ static void cmd_cms_initbyprob(rbd_ctx_t *x)
 int rbd_cmd_cms_incrby(rbd_ctx_t *x, const char *name, size_t len, const rb_key_t *items,
                   const uint64_t *by, size_t n, uint64_t *est)
 {
-    rb_key_t *pairs = calloc(n, sizeof(*pairs));
-    unsigned char **bufs = calloc(n, sizeof(*bufs));
+    rb_key_t pairs_s[RBD_SCRATCH_SMALL], *pairs;
+    unsigned char bytes_s[512], *bytes;
     rbd_op_t op = { .type = RBD_OP_CMS_INCRBY, .name = name, .len = len, .est = est };
-    int rc = pairs == NULL || bufs == NULL ? RB_ENOMEM : RB_OK;
+    size_t total = 0, at = 0;
+    int rc;
 
+    /* The pairs' bytes in one buffer (the stack's for a few short items). */
+    for (size_t i = 0; i < n; i++)
+        total += RBD_CMS_PAIR_HDR + items[i].len;
+    pairs = rbd_scratch(pairs_s, sizeof(pairs_s), n, sizeof(*pairs));
+    bytes = rbd_scratch(bytes_s, sizeof(bytes_s), total, 1);
+    rc = pairs == NULL || bytes == NULL ? RB_ENOMEM : RB_OK;
     for (size_t i = 0; rc == RB_OK && i < n; i++) {
-        if ((bufs[i] = malloc(RBD_CMS_PAIR_HDR + items[i].len)) == NULL)
-            rc = RB_ENOMEM;
-        else
-            pairs[i] = (rb_key_t){ bufs[i], rbd_cms_pair(bufs[i], by[i], items[i].ptr,
-                                                         items[i].len) };
+        pairs[i] = (rb_key_t){ bytes + at, rbd_cms_pair(bytes + at, by[i], items[i].ptr,
+                                                        items[i].len) };
+        at += pairs[i].len;
     }
     op.keys = pairs;
     op.nkeys = n;
     if (rc == RB_OK)
         rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
-    for (size_t i = 0; bufs != NULL && i < n; i++)
-        free(bufs[i]);
-    free(bufs);
-    free(pairs);
+    rbd_scratch_free(bytes, bytes_s);
+    rbd_scratch_free(pairs, pairs_s);
     return rc;
 }
 
@@ -179,6 +183,8 @@ static int halvings_ok(rbd_ctx_t *x, const uint64_t *by, size_t n)
     uint64_t since, halvings = 0;
     char what[64];
 
+    if (n <= 1)
+        return 0;   /* one item halves at most once: no need to look the sketch up */
     if (rb_cms_info(x->s->state.seg, x->argv[1], x->argl[1], &in) != RB_OK || in.aging == 0)
         return 0;
     since = in.since_aging;
@@ -203,8 +209,11 @@ static int halvings_ok(rbd_ctx_t *x, const uint64_t *by, size_t n)
 static void cmd_cms_incrby(rbd_ctx_t *x)
 {
     size_t n = (x->argc - 2) / 2;
-    rb_key_t *items = calloc(n, sizeof(*items));
-    uint64_t *by = calloc(n, sizeof(*by)), *est = calloc(n, sizeof(*est));
+    rb_key_t items_s[RBD_SCRATCH_SMALL];
+    uint64_t by_s[RBD_SCRATCH_SMALL], est_s[RBD_SCRATCH_SMALL];
+    rb_key_t *items = rbd_scratch(items_s, sizeof(items_s), n, sizeof(*items));
+    uint64_t *by = rbd_scratch(by_s, sizeof(by_s), n, sizeof(*by));
+    uint64_t *est = rbd_scratch(est_s, sizeof(est_s), n, sizeof(*est));
     int rc = RB_OK;
 
     if (items == NULL || by == NULL || est == NULL) {
@@ -234,24 +243,26 @@ static void cmd_cms_incrby(rbd_ctx_t *x)
     for (size_t i = 0; i < n; i++)
         rbi_resp_int(x->out, (long long)est[i]);
 out:
-    free(items);
-    free(by);
-    free(est);
+    rbd_scratch_free(items, items_s);
+    rbd_scratch_free(by, by_s);
+    rbd_scratch_free(est, est_s);
 }
 
 /* CMS.QUERY key item [item ...]: each item's estimate (read as any reader
  * reads it, from the segment). */
 static void cmd_cms_query(rbd_ctx_t *x)
 {
-    uint64_t *est = calloc(x->argc - 2, sizeof(*est));
-    rb_key_t *keys = calloc(x->argc - 2, sizeof(*keys));
+    uint64_t est_s[RBD_SCRATCH_SMALL];
+    rb_key_t keys_s[RBD_SCRATCH_SMALL];
+    uint64_t *est = rbd_scratch(est_s, sizeof(est_s), x->argc - 2, sizeof(*est));
+    rb_key_t *keys = rbd_scratch(keys_s, sizeof(keys_s), x->argc - 2, sizeof(*keys));
     int rc = est == NULL || keys == NULL ? RB_ENOMEM : RB_OK;
 
     for (size_t i = 2; rc == RB_OK && i < x->argc; i++)
         keys[i - 2] = (rb_key_t){ x->argv[i], x->argl[i] };
     if (rc == RB_OK)
         rc = rbi_cms_query_many(x->s->state.seg, x->argv[1], x->argl[1], keys, x->argc - 2, est);
-    free(keys);
+    rbd_scratch_free(keys, keys_s);
     if (rc != RB_OK) {
         sketch_error(x, rc);
     } else {
@@ -259,7 +270,7 @@ static void cmd_cms_query(rbd_ctx_t *x)
         for (size_t i = 2; i < x->argc; i++)
             rbi_resp_int(x->out, (long long)est[i - 2]);
     }
-    free(est);
+    rbd_scratch_free(est, est_s);
 }
 
 /* CMS.MERGE dest numKeys src [src ...] [WEIGHTS w ...] */

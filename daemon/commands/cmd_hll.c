@@ -14,9 +14,11 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
 #include "ops.h"
+#include "scratch.h"
 
 /* 1 if a counter can be named by len bytes. */
 static int counter_name_ok(size_t len)
@@ -67,14 +69,28 @@ static void hll_error(rbd_ctx_t *x, int rc)
  * changed, else 0.  A PFADD that changes nothing logs nothing. */
 static void cmd_pfadd(rbd_ctx_t *x)
 {
-    rb_key_t *v;
+    rb_key_t small[RBD_SCRATCH_SMALL], *v = small;
     rbd_op_t op = { .type = RBD_OP_PFADD, .name = x->argv[1], .len = x->argl[1] };
-    long n;
+    long n = 0;
     int rc;
 
-    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
-        (n = args_keys(x, 2, 0, &v)) < 0)
+    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0)
         return;
+    /* A few elements are deduplicated by comparing them on the stack (the
+     * same distinct elements, in the same order, as args_keys): no set, no
+     * allocation on the hot path. */
+    if (x->argc - 2 <= RBD_SCRATCH_SMALL) {
+        for (size_t i = 2; i < x->argc; i++) {
+            long j = 0;
+            while (j < n && !(v[j].len == x->argl[i] &&
+                              memcmp(v[j].ptr, x->argv[i], x->argl[i]) == 0))
+                j++;
+            if (j == n)
+                v[n++] = (rb_key_t){ x->argv[i], x->argl[i] };
+        }
+    } else if ((n = args_keys(x, 2, 0, &v)) < 0) {
+        return;
+    }
     op.keys = v;
     op.nkeys = (size_t)n;
     rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
@@ -82,7 +98,8 @@ static void cmd_pfadd(rbd_ctx_t *x)
         rbi_resp_int(x->out, !op.noop);
     else
         hll_error(x, rc);
-    free(v);
+    if (v != small)
+        free(v);
 }
 
 /* PFCOUNT key [key ...]: the estimate of the union (a missing key is an

@@ -4,7 +4,9 @@
  * handle kept for the segment's life, found again in O(1) by any command,
  * the replay and the aging tick; and the list of the aging filters among
  * them (handles.h, invariant A), so the once-a-second tick costs what
- * ages, not what exists.
+ * ages, not what exists.  Beside them, the handles of the last cuckoo
+ * filters read (rbd_filters_cf, direct-mapped, RBD_CF_HANDLES): CF.EXISTS
+ * then allocates nothing and walks no directory (issue 29, item 4).
  *
  * Workload: up to max-filters names (10^4 and more), a lookup per
  * command naming a filter; chains are kept at most one entry long on
@@ -27,6 +29,14 @@ struct rbd_filter_ref {
     size_t len;
     int aging;
     char name[];
+};
+
+/* A kept cuckoo handle (rbd_filters_cf); h NULL: the entry is free. */
+struct rbd_cf_ref {
+    rb_cuckoo_t *h;
+    uint64_t hash;
+    size_t len;
+    char name[RB_FILTER_NAME_MAX];
 };
 
 static uint64_t name_hash(const char *name, size_t len)
@@ -145,11 +155,58 @@ void rbd_filters_made(rbd_filters_t *f, const rb_segment_t *seg, const char *nam
         (void)rbd_filters_get(f, seg, name, len, &rc);
 }
 
+/* The entry of cf's slot for hash h if it keeps name's handle, else NULL. */
+static rbd_cf_ref_t *cf_find(const rbd_filters_t *f, const char *name, size_t len, uint64_t h)
+{
+    rbd_cf_ref_t *e = f->cf[h % RBD_CF_HANDLES];
+
+    return e != NULL && e->h != NULL && e->hash == h && e->len == len &&
+           memcmp(e->name, name, len) == 0 ? e : NULL;
+}
+
+rb_cuckoo_t *rbd_filters_cf(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
+                            size_t len, int *rc)
+{
+    uint64_t h = name_hash(name, len);
+    rbd_cf_ref_t *e = cf_find(f, name, len, h), **slot = &f->cf[h % RBD_CF_HANDLES];
+    rb_cuckoo_t *k;
+
+    if (e != NULL) {
+        *rc = RB_OK;
+        return e->h;
+    }
+    if (len > RB_FILTER_NAME_MAX) {
+        *rc = RB_EINVAL;
+        return NULL;
+    }
+    if ((*rc = rb_cuckoo_open(seg, name, len, &k)) != RB_OK)
+        return NULL;
+    if (*slot == NULL && (*slot = calloc(1, sizeof(**slot))) == NULL) {
+        rb_cuckoo_close(k);
+        *rc = RB_ENOMEM;
+        return NULL;
+    }
+    e = *slot;
+    rb_cuckoo_close(e->h);   /* another name's, if any: the slot is this one's now */
+    e->h = k;
+    e->hash = h;
+    e->len = len;
+    memcpy(e->name, name, len);
+    return k;
+}
+
 void rbd_filters_forget(rbd_filters_t *f, const char *name, size_t len)
 {
     rbd_filter_ref_t **p, *r;
+    uint64_t h = name_hash(name, len);
+    rbd_cf_ref_t *e = cf_find(f, name, len, h);
 
-    if (f->nbuckets == 0 || (r = *(p = find(f, name, len, name_hash(name, len)))) == NULL)
+    if (e != NULL) {
+        rb_cuckoo_close(e->h);
+        e->h = NULL;
+    }
+
+    if (f->nbuckets == 0 || (r = *(p = find(f, name, len, h))) == NULL)
         return;
     *p = r->next;
     if (r->aging) {
@@ -174,6 +231,11 @@ void rbd_filters_close(rbd_filters_t *f)
             free(r);
         }
     free(f->bucket);
+    for (size_t i = 0; i < RBD_CF_HANDLES; i++)
+        if (f->cf[i] != NULL) {
+            rb_cuckoo_close(f->cf[i]->h);
+            free(f->cf[i]);
+        }
     memset(f, 0, sizeof(*f));
 }
 

@@ -1,7 +1,8 @@
 /*
  * handles.h - the daemon's open Bloom filter handles, hashed by name
  * (handles.c), and the set of aging filters among them, which the aging
- * tick (filters.c) visits instead of every name.
+ * tick (filters.c) visits instead of every name; and the handles of the
+ * last cuckoo filters read (rbd_filters_cf).
  *
  * Lower than ops.c: ops.c tells the cache what its ops made and deleted
  * (rbd_filters_made, rbd_filters_forget); nothing here calls an op.
@@ -15,6 +16,10 @@
 #include "ringbloom.h"
 
 typedef struct rbd_filter_ref rbd_filter_ref_t;
+typedef struct rbd_cf_ref rbd_cf_ref_t;
+
+/* How many cuckoo filter handles are kept (direct-mapped by name hash). */
+#define RBD_CF_HANDLES 16
 
 /* Handles into one segment: closed (rbd_filters_close) before it is.
  * Zeroed is empty and valid.
@@ -35,6 +40,8 @@ typedef struct rbd_filters {
     size_t nbuckets, n;
     rbd_filter_ref_t *aging;     /* the aging list (A) */
     int aging_known;
+    rbd_cf_ref_t *cf[RBD_CF_HANDLES]; /* rbd_filters_cf's handles, by hash (NULL: never
+                                     used; an entry's memory is kept for the next name) */
 } rbd_filters_t;
 
 /* The open handle of filter name in seg, opened on first use, or NULL
@@ -43,6 +50,19 @@ typedef struct rbd_filters {
  * remembered as such until it is forgotten), one directory walk the first
  * time (rb_bloom_open). */
 rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
+                            size_t len, int *rc);
+
+/* An open handle of cuckoo filter name in seg for reads (rb_cuckoo_contains
+ * ...), kept between commands so that CF.EXISTS neither allocates a handle
+ * nor resolves the name each time (issue 29, item 4), or NULL (*rc:
+ * RB_ENOENT, RB_EWRONGTYPE, RB_ENOMEM, an error).  The handle holds the
+ * filter's slot and incarnation: when the name is deleted and made again
+ * (any kind, any shape) its next read binds the name afresh (rbi_named_read),
+ * so a kept handle never reads a filter that is gone; rbd_filters_forget
+ * drops it anyway.  Cost: a hash and a compare for a name among the last
+ * RBD_CF_HANDLES used (by hash slot); rb_cuckoo_open (a directory walk, a
+ * malloc) otherwise.  Valid until the next call, forget or close. */
+rb_cuckoo_t *rbd_filters_cf(rbd_filters_t *f, const rb_segment_t *seg, const char *name,
                             size_t len, int *rc);
 
 /* Closes every handle; the cache is empty (and aging_known 0) after. */

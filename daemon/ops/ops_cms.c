@@ -11,6 +11,7 @@
 
 #include "bytes.h"
 #include "ops_def.h"
+#include "scratch.h"
 
 size_t rbd_cms_pair(unsigned char *buf, uint64_t v, const void *p, size_t len)
 {
@@ -48,15 +49,17 @@ static int cms_init(rbd_state_t *st, rbd_op_t *op, int live)
  * its first change). */
 static int cms_incrby(rbd_state_t *st, rbd_op_t *op, int live)
 {
-    rb_key_t *keys = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*keys));
-    uint64_t *v = malloc((op->nkeys ? op->nkeys : 1) * sizeof(*v));
+    rb_key_t keys_s[RBD_SCRATCH_SMALL];
+    uint64_t v_s[RBD_SCRATCH_SMALL];
+    rb_key_t *keys = rbd_scratch(keys_s, sizeof(keys_s), op->nkeys, sizeof(*keys));
+    uint64_t *v = rbd_scratch(v_s, sizeof(v_s), op->nkeys, sizeof(*v));
     int rc = keys == NULL || v == NULL ? RB_ENOMEM : cms_pairs(op, keys, v);
 
     if (rc == RB_OK)
         rc = rb_cms_incrby(st->seg, op->name, op->len, keys, v, op->nkeys,
                            live ? op->est : NULL);
-    free(keys);
-    free(v);
+    rbd_scratch_free(keys, keys_s);
+    rbd_scratch_free(v, v_s);
     return rc;
 }
 

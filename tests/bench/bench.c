@@ -64,8 +64,10 @@
  *      redis-cli sending BF.ADD / INFO to the same daemon, and beside
  *      --cli-before's CLI (bench_cliw.c);
  *   k. PFCOUNT (one key, pipelined and not, 1 and 8 clients; a union)
- *      and PFADD beside redis-server's, through redis-benchmark
- *      (bench_cmds.c).
+ *      and PFADD beside redis-server's, and the single-key commands
+ *      (CMS.INCRBY, CMS.QUERY, CF.ADD, CF.EXISTS, BF.ADD, BF.EXISTS)
+ *      beside redis-server twins and --daemon-before's, through
+ *      redis-benchmark (bench_cmds.c).
  *   b. the issue 29 table: single-key commands, BF.MADD / BF.MEXISTS and
  *      PFCOUNT / PFADD beside RedisBloom in redis-server, both AOF
  *      everysec (bench_redisbloom.c); only with --redisbloom PATH.
@@ -1656,7 +1658,7 @@ int main(int argc, char **argv)
     if (strchr(only, 'r'))
         bench_sparse(tmpdir, before_bin, reps, quick);
     if (strchr(only, 'k'))
-        bench_cmds(reps, quick);
+        bench_cmds(before_bin, reps, quick);
     if (strchr(only, 'b'))
         bench_redisbloom(redisbloom, reps, quick);
     fclose(csv);

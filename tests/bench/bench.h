@@ -80,9 +80,10 @@ void bench_sparse(const char *tmpdir, const char *before_bin, int reps, int quic
  * redis-cli on the daemon's socket (cli_before: an older CLI, or NULL). */
 void bench_cli_write(const char *cli, const char *cli_before, int reps, int quick);
 
-/* Section k (bench_cmds.c): PFCOUNT and PFADD beside redis-server's,
- * through redis-benchmark; skipped without redis-server. */
-void bench_cmds(int reps, int quick);
+/* Section k (bench_cmds.c): PFCOUNT, PFADD and the single-key commands
+ * beside redis-server's (and before_bin's, an older ringbloomd, if not
+ * NULL), through redis-benchmark; skipped without redis-server. */
+void bench_cmds(const char *before_bin, int reps, int quick);
 /* Nanoseconds on a CPU of every thread of process pid so far (bench_cmds.c). */
 double bench_cpu_ns(pid_t pid);
 

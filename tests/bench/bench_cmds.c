@@ -12,6 +12,13 @@
  *   k2. PFCOUNT of the union of two counters (no cache on either side:
  *       the registers' maxima, then the estimate), and PFADD of one new
  *       element (the count cleared), pipelined.
+ *   k3. The single-key commands (issue 29, item 4) with 32 in flight, 1
+ *       and 8 clients: CMS.INCRBY, CMS.QUERY, CF.ADD, CF.EXISTS, BF.ADD,
+ *       BF.EXISTS beside a redis-server twin of the same shape (HINCRBY,
+ *       HGET, SADD, SISMEMBER: one key, one hash or set operation) and,
+ *       with --daemon-before PATH (e.g. main's ringbloomd), beside that
+ *       ringbloomd too (the after / before ratio per run).  Goal (issue
+ *       29): >= 1.5x the twin.
  *
  * Two figures per row: requests/s as redis-benchmark saw them, and
  * requests per second of the server's own CPU time (every thread's, from
@@ -77,6 +84,16 @@ double bench_cpu_ns(pid_t pid)
     return cpu_ns(pid);
 }
 
+/* Sends one command line to the server at sock (setup; its reply dropped). */
+static void send_line(const char *sock, const char *line)
+{
+    char cmd[512];
+
+    snprintf(cmd, sizeof(cmd), "redis-cli -s %s %s >/dev/null", sock, line);
+    if (system(cmd) != 0)
+        bench_die("%s on %s failed", line, sock);
+}
+
 /* One run of args on the server pid at sock: requests/s into *rps, and
  * requests per second of the server's CPU (its capacity when it, not the
  * one redis-benchmark thread beside it, is what limits) into *cap. */
@@ -125,7 +142,92 @@ static void pair(const char *title, pid_t rpid, const char *rsock, pid_t dpid,
     printf("\n");
 }
 
-void bench_cmds(int reps, int quick)
+/* A k3 row: dargs on ringbloomd (and on the older one, bpid > 0) beside
+ * rargs, its twin, on redis-server, reps times alternating; requests/s
+ * and per server CPU second, with the ratios' medians and spreads. */
+static void twin(const char *title, pid_t rpid, const char *rsock, pid_t dpid,
+                 const char *dsock, pid_t bpid, const char *bsock, const char *rargs,
+                 const char *dargs, int cmds, int reps, double target)
+{
+    double r[32], d[32], b[32], rc[32], dc[32], bc[32], q[3], qc[3], u[3], uc[3];
+    char t[400];
+
+    for (int i = 0; i < reps; i++) {
+        run(rpid, rsock, rargs, cmds, &r[i], &rc[i]);
+        run(dpid, dsock, dargs, cmds, &d[i], &dc[i]);
+        if (bpid > 0)
+            run(bpid, bsock, dargs, cmds, &b[i], &bc[i]);
+    }
+    bench_ratio_spread(d, r, reps, q);
+    bench_ratio_spread(dc, rc, reps, qc);
+    {
+        cell_t c[3] = { { "redis-server", bench_median(r, reps), NULL },
+                        { "ringbloomd", bench_median(d, reps), NULL },
+                        { "before", bpid > 0 ? bench_median(b, reps) : NAN, NULL } };
+        row("commands", title, "req/s", 1, 0, c, bpid > 0 ? 3 : 2);
+    }
+    {
+        cell_t c[3] = { { "redis-server", bench_median(rc, reps), NULL },
+                        { "ringbloomd", bench_median(dc, reps), NULL },
+                        { "before", bpid > 0 ? bench_median(bc, reps) : NAN, NULL } };
+        snprintf(t, sizeof(t), "%s, per server CPU s", title);
+        row("commands", t, "req/cpu-s", 1, 0, c, bpid > 0 ? 3 : 2);
+    }
+    printf("  %-34s  vs twin: req/s %.2fx (%.2f-%.2f), per CPU s %.2fx (%.2f-%.2f)", "",
+           q[0], q[1], q[2], qc[0], qc[1], qc[2]);
+    if (target > 0)
+        printf("; target >= %.1fx: %s", target, qc[0] >= target ? "met" : "missed");
+    printf("\n");
+    if (bpid > 0) {
+        bench_ratio_spread(d, b, reps, u);
+        bench_ratio_spread(dc, bc, reps, uc);
+        printf("  %-34s  vs before: req/s %.2fx (%.2f-%.2f), per CPU s %.2fx (%.2f-%.2f)"
+               " over %d runs\n", "", u[0], u[1], u[2], uc[0], uc[1], uc[2], reps);
+    }
+}
+
+/* k3 (see the top): the single-key commands beside their twins. */
+static void single_keys(pid_t rpid, const char *rsock, pid_t dpid, const char *dsock,
+                        const char *before_bin, int n, int reps)
+{
+    static const struct { const char *title, *twin, *cmd; } loads[] = {
+        { "CMS.INCRBY (HINCRBY)", "HINCRBY hk k 1", "CMS.INCRBY c k 1" },
+        { "CMS.QUERY (HGET)", "HGET hk k", "CMS.QUERY c k" },
+        { "CF.ADD (SADD)", "SADD s __rand_int__", "CF.ADD f __rand_int__" },
+        { "CF.EXISTS (SISMEMBER)", "SISMEMBER s __rand_int__", "CF.EXISTS f __rand_int__" },
+        { "BF.ADD (SADD)", "SADD s2 __rand_int__", "BF.ADD b __rand_int__" },
+        { "BF.EXISTS (SISMEMBER)", "SISMEMBER s2 __rand_int__", "BF.EXISTS b __rand_int__" },
+    };
+    static const char *const setup[] = { "CMS.INITBYDIM c 2000 5", "CF.RESERVE f 8000000",
+                                         "BF.RESERVE b 0.01 10000000" };
+    char bsock[256] = "";
+    pid_t bpid = 0;
+
+    if (before_bin != NULL)
+        bpid = bench_daemon_bin(before_bin, "cmds-before", "appendfsync everysec", bsock,
+                                sizeof(bsock));
+    for (size_t i = 0; i < sizeof(setup) / sizeof(setup[0]); i++) {
+        send_line(dsock, setup[i]);
+        if (bpid > 0)
+            send_line(bsock, setup[i]);
+    }
+    printf("   k3: single-key commands, -P 32, beside a redis-server twin%s\n",
+           bpid > 0 ? " and --daemon-before's ringbloomd (\"before\")" : "");
+    for (size_t i = 0; i < sizeof(loads) / sizeof(loads[0]); i++)
+        for (int clients = 1; clients <= 8; clients += 7) {
+            char title[128], rargs[256], dargs[256];
+            snprintf(title, sizeof(title), "%s, -P 32 -c %d", loads[i].title, clients);
+            snprintf(rargs, sizeof(rargs), "-n %d -P 32 -c %d -r 1000000 %s", n, clients,
+                     loads[i].twin);
+            snprintf(dargs, sizeof(dargs), "-n %d -P 32 -c %d -r 1000000 %s", n, clients,
+                     loads[i].cmd);
+            twin(title, rpid, rsock, dpid, dsock, bpid, bsock, rargs, dargs, n, reps, 1.5);
+        }
+    if (bpid > 0)
+        bench_daemon_stop(bpid);
+}
+
+void bench_cmds(const char *before_bin, int reps, int quick)
 {
     char rsock[256], dsock[256];
     pid_t rpid, dpid;
@@ -160,6 +262,7 @@ void bench_cmds(int reps, int quick)
         snprintf(args, sizeof(args), "-n %d %s", cmds, loads[i].load);
         pair(loads[i].title, rpid, rsock, dpid, dsock, args, cmds, reps, loads[i].target);
     }
+    single_keys(rpid, rsock, dpid, dsock, before_bin, n, reps);
     bench_daemon_stop(dpid);
     bench_daemon_stop(rpid);
     printf("\n");

@@ -1,0 +1,519 @@
+/*
+ * check_hotpath.c - the hot path of a single-key command allocates
+ * nothing and formats nothing through stdio (issue 29, item 4): a server
+ * built in this process (tsrv.h) runs BF.ADD, BF.EXISTS, CF.ADD,
+ * CF.EXISTS, CF.DEL, CMS.INCRBY, CMS.QUERY and PFADD (of one element and
+ * of a few) through the command table and the log's group commit, and
+ * wrappers of malloc, calloc, realloc, free, strdup and the *printf family
+ * (linked with --wrap) count the calls the daemon's code makes while a
+ * window is open: after a warm-up (first binds, the log's buffer grown),
+ * N repeats of each command must make none; and the same for whole loop
+ * turns of a client on a socket (read, parse, run, group commit, reply).
+ *
+ * Also here: what the daemon keeps between commands to avoid those calls
+ * (cached handles) never outlives the filter it was made for: a name
+ * deleted and made again as another kind or shape is seen as it is now.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <syslog.h>
+
+#include "client.h"
+#include "cmd.h"
+#include "ops.h"
+#include "rb_test.h"
+#include "tsrv.h"
+
+/* ---- counting allocator and formatter ------------------------------------------- */
+
+/* The link wraps these (Makefile.am: -Wl,--wrap=...): every call from the
+ * daemon's objects and the statically linked library comes here, and goes
+ * on to the real one (which a sanitizer build intercepts as usual).  Calls
+ * glibc makes inside itself are not seen: the daemon's own strdup /
+ * strndup / asprintf are wrapped by name instead. */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+char *__real_strdup(const char *s);
+char *__real_strndup(const char *s, size_t n);
+int __real_vsnprintf(char *s, size_t n, const char *fmt, va_list ap);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+void __wrap_free(void *p);
+char *__wrap_strdup(const char *s);
+char *__wrap_strndup(const char *s, size_t n);
+int __wrap_vsnprintf(char *s, size_t n, const char *fmt, va_list ap);
+int __wrap_snprintf(char *s, size_t n, const char *fmt, ...);
+int __wrap___vsnprintf_chk(char *s, size_t n, int flag, size_t slen, const char *fmt,
+                           va_list ap);
+int __wrap___snprintf_chk(char *s, size_t n, int flag, size_t slen, const char *fmt, ...);
+int __wrap_asprintf(char **out, const char *fmt, ...);
+
+static int counting;            /* the window is open */
+static unsigned long allocs;    /* malloc / calloc / realloc / free / strdup calls in it */
+static unsigned long formats;   /* *printf calls in it */
+
+void *__wrap_malloc(size_t n)
+{
+    allocs += counting;
+    return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t m)
+{
+    allocs += counting;
+    return __real_calloc(n, m);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    allocs += counting;
+    return __real_realloc(p, n);
+}
+
+void __wrap_free(void *p)
+{
+    allocs += p != NULL && counting;
+    __real_free(p);
+}
+
+char *__wrap_strdup(const char *s)
+{
+    allocs += counting;
+    return __real_strdup(s);
+}
+
+char *__wrap_strndup(const char *s, size_t n)
+{
+    allocs += counting;
+    return __real_strndup(s, n);
+}
+
+int __wrap_vsnprintf(char *s, size_t n, const char *fmt, va_list ap)
+{
+    formats += counting;
+    return __real_vsnprintf(s, n, fmt, ap);
+}
+
+int __wrap_snprintf(char *s, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    int r;
+
+    formats += counting;
+    va_start(ap, fmt);
+    r = __real_vsnprintf(s, n, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* _FORTIFY_SOURCE's spellings of the same two. */
+int __wrap___vsnprintf_chk(char *s, size_t n, int flag, size_t slen, const char *fmt,
+                           va_list ap)
+{
+    (void)flag;
+    (void)slen;
+    formats += counting;
+    return __real_vsnprintf(s, n, fmt, ap);
+}
+
+int __wrap___snprintf_chk(char *s, size_t n, int flag, size_t slen, const char *fmt, ...)
+{
+    va_list ap;
+    int r;
+
+    (void)flag;
+    (void)slen;
+    formats += counting;
+    va_start(ap, fmt);
+    r = __real_vsnprintf(s, n, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int __wrap_asprintf(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    int r;
+
+    allocs += counting;
+    formats += counting;
+    va_start(ap, fmt);
+    r = vasprintf(out, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- the server ------------------------------------------------------------------ */
+
+/* Runs the request of the NULL-terminated words as t's client, then the
+ * group commit, as the event loop's turn does; nothing is checked here
+ * (the window may be open).  The reply stays in t->c.out. */
+static void exec_words(tsrv_t *t, const char *word, ...)
+{
+    const char *argv[16];
+    size_t argl[16], n;
+    va_list ap;
+
+    va_start(ap, word);
+    n = tsrv_words(argv, argl, 16, word, ap);
+    va_end(ap);
+    t->c.out.len = 0;
+    rbd_cmd_execute(&t->s, &t->c, n, argv, argl);
+    t->flushed = rbd_aof_flush(&t->s.aof);
+}
+
+/* t's last reply, NUL-terminated. */
+static const char *reply(tsrv_t *t)
+{
+    ck_assert_uint_lt(t->c.out.len, sizeof(t->reply));
+    memcpy(t->reply, t->c.out.data, t->c.out.len);
+    t->reply[t->c.out.len] = '\0';
+    return t->reply;
+}
+
+#define REPEATS 200
+#define KEYS (2 * REPEATS)   /* the window's items are not the warm-up's */
+
+static char keys[KEYS][16];
+
+/* The server, its filters made, and KEYS distinct items. */
+static void open_filled(tsrv_t *t)
+{
+    tsrv_open_sized(t, "checkhot", 8u << 20, 16);
+    exec_words(t, "BF.RESERVE", "b", "0.01", "100000", NULL);
+    ck_assert_str_eq(reply(t), "+OK\r\n");
+    exec_words(t, "CF.RESERVE", "f", "100000", NULL);
+    ck_assert_str_eq(reply(t), "+OK\r\n");
+    exec_words(t, "CMS.INITBYDIM", "c", "2000", "5", NULL);
+    ck_assert_str_eq(reply(t), "+OK\r\n");
+    exec_words(t, "PFADD", "h", "seed", NULL);
+    ck_assert_str_eq(reply(t), ":1\r\n");
+    for (int i = 0; i < KEYS; i++)
+        snprintf(keys[i], sizeof(keys[i]), "item-%d", i);
+}
+
+/* Runs command word 0 with filter name and key i (and a third word, if
+ * any) for round i: the words of one command. */
+static void one(tsrv_t *t, const char *cmd, const char *name, int i, const char *more)
+{
+    if (more != NULL)
+        exec_words(t, cmd, name, keys[i % KEYS], more, NULL);
+    else
+        exec_words(t, cmd, name, keys[i % KEYS], NULL);
+}
+
+/* Calls made by REPEATS rounds of cmd (after as many to warm up, with
+ * other items: a CF.ADD of the same item again and again would fill its
+ * buckets and move fingerprints, which is no single add's common path),
+ * each round's reply starting with `first`. */
+static void expect_none(const char *cmd, const char *name, const char *more, char first)
+{
+    tsrv_t t;
+    unsigned long a, f;
+    char bad = 0;
+
+    open_filled(&t);
+    for (int i = 0; i < REPEATS; i++)
+        one(&t, cmd, name, i, more);
+    ck_assert_int_eq(t.c.out.data[0], first);
+    allocs = formats = 0;
+    counting = 1;
+    for (int i = REPEATS; i < 2 * REPEATS; i++) {
+        one(&t, cmd, name, i, more);
+        if (t.c.out.len == 0 || t.c.out.data[0] != first)
+            bad = 1;
+    }
+    counting = 0;
+    a = allocs;
+    f = formats;
+    ck_assert_msg(!bad, "%s: a reply was not '%c...': %s", cmd, first, reply(&t));
+    ck_assert_int_eq(t.flushed, 0);
+    ck_assert_msg(a == 0, "%s: %lu allocator calls in %d commands", cmd, a, REPEATS);
+    ck_assert_msg(f == 0, "%s: %lu *printf calls in %d commands", cmd, f, REPEATS);
+    tsrv_close(&t);
+}
+
+START_TEST(test_hot_bf_add)
+{
+    expect_none("BF.ADD", "b", NULL, ':');
+}
+END_TEST
+
+START_TEST(test_hot_bf_exists)
+{
+    expect_none("BF.EXISTS", "b", NULL, ':');
+}
+END_TEST
+
+START_TEST(test_hot_cf_add)
+{
+    expect_none("CF.ADD", "f", NULL, ':');
+}
+END_TEST
+
+START_TEST(test_hot_cf_exists)
+{
+    expect_none("CF.EXISTS", "f", NULL, ':');
+}
+END_TEST
+
+/* CF.DEL of a key found (each round adds it back first: both counted). */
+START_TEST(test_hot_cf_del)
+{
+    tsrv_t t;
+    unsigned long a, f;
+
+    open_filled(&t);
+    for (int i = 0; i < REPEATS; i++) {
+        one(&t, "CF.ADD", "f", i, NULL);
+        one(&t, "CF.DEL", "f", i, NULL);
+    }
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    allocs = formats = 0;
+    counting = 1;
+    for (int i = REPEATS; i < 2 * REPEATS; i++) {
+        one(&t, "CF.ADD", "f", i, NULL);
+        one(&t, "CF.DEL", "f", i, NULL);
+    }
+    counting = 0;
+    a = allocs;
+    f = formats;
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    ck_assert_msg(a == 0, "CF.ADD + CF.DEL: %lu allocator calls", a);
+    ck_assert_msg(f == 0, "CF.ADD + CF.DEL: %lu *printf calls", f);
+    tsrv_close(&t);
+}
+END_TEST
+
+START_TEST(test_hot_cms_incrby)
+{
+    expect_none("CMS.INCRBY", "c", "1", '*');
+}
+END_TEST
+
+START_TEST(test_hot_cms_query)
+{
+    expect_none("CMS.QUERY", "c", NULL, '*');
+}
+END_TEST
+
+/* PFADD of items new to the counter in the window too (most change a
+ * register or the kept count, and are logged). */
+START_TEST(test_hot_pfadd)
+{
+    expect_none("PFADD", "h", NULL, ':');
+}
+END_TEST
+
+/* PFADD of three elements, one of them twice, one new to the counter each
+ * round (a register or the kept count changes, and a record is logged):
+ * the few elements are deduplicated without a set. */
+START_TEST(test_hot_pfadd_new)
+{
+    static char fresh[REPEATS][24];
+    tsrv_t t;
+    unsigned long a;
+
+    open_filled(&t);
+    for (int i = 0; i < REPEATS; i++)
+        snprintf(fresh[i], sizeof(fresh[i]), "new-%d", i);
+    for (int i = 0; i < 8; i++)
+        exec_words(&t, "PFADD", "h2", fresh[i], "x", fresh[i], NULL);
+    allocs = 0;
+    counting = 1;
+    for (int i = 8; i < REPEATS; i++)
+        exec_words(&t, "PFADD", "h2", fresh[i], "x", fresh[i], NULL);
+    counting = 0;
+    a = allocs;
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    ck_assert_msg(a == 0, "PFADD (3 elements): %lu allocator calls", a);
+    tsrv_close(&t);
+}
+END_TEST
+
+/* The control: the wrappers do see the daemon's calls (an error reply is
+ * formatted by vsnprintf; a new filter's handle is allocated), so the
+ * zeros above are not a link that wraps nothing. */
+START_TEST(test_hot_counters_see_the_daemon)
+{
+    tsrv_t t;
+    unsigned long a, f;
+
+    open_filled(&t);
+    allocs = formats = 0;
+    counting = 1;
+    exec_words(&t, "CMS.INCRBY", "nosuch", "x", "1", NULL);
+    exec_words(&t, "CF.RESERVE", "f2", "1000", NULL);
+    exec_words(&t, "CF.EXISTS", "f2", "x", NULL);
+    counting = 0;
+    a = allocs;
+    f = formats;
+    ck_assert_uint_gt(f, 0);
+    ck_assert_uint_gt(a, 0);
+    tsrv_close(&t);
+}
+END_TEST
+
+/* ---- the whole request path: read, parse, run, group commit, reply -------------- */
+
+/* Appends the request of the NULL-terminated words to buf at *at. */
+static void resp_words(char *buf, size_t cap, size_t *at, const char *word, ...)
+{
+    const char *argv[8];
+    size_t argl[8], n;
+    va_list ap;
+    int k;
+
+    va_start(ap, word);
+    n = tsrv_words(argv, argl, 8, word, ap);
+    va_end(ap);
+    k = snprintf(buf + *at, cap - *at, "*%zu\r\n", n);
+    ck_assert_int_gt(k, 0);
+    *at += (size_t)k;
+    for (size_t i = 0; i < n; i++) {
+        k = snprintf(buf + *at, cap - *at, "$%zu\r\n%s\r\n", argl[i], argv[i]);
+        ck_assert_int_gt(k, 0);
+        *at += (size_t)k;
+    }
+    ck_assert_uint_lt(*at, cap);
+}
+
+/* One loop turn of a client on a socket pair, as server.c's loop runs
+ * it: 32 pipelined requests (CMS.INCRBY, CF.EXISTS, BF.ADD, PFADD) read
+ * and run (rbd_client_read), the group commit, the replies written
+ * (rbd_client_write) and drained by the peer.  The request bytes are built
+ * before the window opens. */
+START_TEST(test_hot_socket_turn)
+{
+    static char req[2 * REPEATS][4096];
+    static size_t reqlen[2 * REPEATS];
+    struct ucred cred = { getpid(), getuid(), getgid() };
+    char drain[65536];
+    const char *bad = NULL;
+    ssize_t got = 0;
+    tsrv_t t;
+    int sv[2];
+    client_t *c;
+    unsigned long a;
+
+    open_filled(&t);
+    ck_assert_int_ge(t.s.epfd = epoll_create1(EPOLL_CLOEXEC), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    rbd_client_new(&t.s, sv[0], &cred, &t.c.who);
+    ck_assert_ptr_nonnull(c = t.s.clients[sv[0]]);
+    for (int r = 0; r < 2 * REPEATS; r++)
+        for (int k = 0; k < 8; k++) {
+            const char *item = keys[(r * 8 + k) % KEYS];
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "CMS.INCRBY", "c", item, "1", NULL);
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "CF.EXISTS", "f", item, NULL);
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "BF.ADD", "b", item, NULL);
+            resp_words(req[r], sizeof(req[r]), &reqlen[r], "PFADD", "h", item, NULL);
+        }
+    /* No ck_assert inside the window (Check allocates for each): the
+     * first thing that went wrong is kept and asserted after it. */
+    for (int r = 0; r < 2 * REPEATS && bad == NULL; r++) {
+        if (r == REPEATS) {
+            allocs = formats = 0;
+            counting = 1;
+        }
+        if (write(sv[1], req[r], reqlen[r]) != (ssize_t)reqlen[r])
+            bad = "short write";
+        rbd_client_read(&t.s, c);
+        if (rbd_sinks_flush(&t.s.state.sinks) != 0)
+            bad = "the log's flush failed";
+        c->awaits_flush = 0;
+        if (rbd_client_write(&t.s, c) != 0 || c->out.len != 0)
+            bad = "the replies were not all written";
+        got = read(sv[1], drain, sizeof(drain));
+        if (got <= 0 || drain[0] != '*' || memchr(drain, '-', (size_t)got) != NULL)
+            bad = "a reply was an error";
+    }
+    counting = 0;
+    a = allocs;
+    ck_assert_msg(bad == NULL, "%s: %.*s", bad, (int)(got > 0 && got < 200 ? got : 0), drain);
+    ck_assert_msg(a == 0, "%lu allocator calls in %d turns of 32 requests", a, REPEATS);
+    ck_assert_msg(formats == 0, "%lu *printf calls in %d turns", formats, REPEATS);
+    rbd_client_free(&t.s, c);
+    close(sv[1]);
+    close(t.s.epfd);
+    free(t.s.clients);
+    free(t.s.argv);   /* the server's reused argument array (client.c) */
+    tsrv_close(&t);
+}
+END_TEST
+
+/* ---- what is kept between commands follows the name ----------------------------- */
+
+/* A sketch deleted and made again with another shape, or as a filter of
+ * another kind, is what the next command sees; and the same for a cuckoo
+ * filter (its reads and writes). */
+START_TEST(test_hot_recreated_names_are_seen)
+{
+    tsrv_t t;
+
+    open_filled(&t);
+    for (int i = 0; i < 4; i++) {
+        exec_words(&t, "CMS.INCRBY", "c", "x", "5", NULL);
+        exec_words(&t, "CF.ADD", "f", "x", NULL);
+        exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+        exec_words(&t, "CMS.QUERY", "c", "x", NULL);
+    }
+    ck_assert_str_eq(reply(&t), "*1\r\n:20\r\n");
+    /* c: another shape, counting from 0 */
+    exec_words(&t, "DEL", "c", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    exec_words(&t, "CMS.INITBYDIM", "c", "100", "3", NULL);
+    exec_words(&t, "CMS.INCRBY", "c", "x", "2", NULL);
+    ck_assert_str_eq(reply(&t), "*1\r\n:2\r\n");
+    exec_words(&t, "CMS.INFO", "c", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), ":100\r\n"));
+    /* c: a cuckoo filter now; f: a sketch */
+    exec_words(&t, "DEL", "c", NULL);
+    exec_words(&t, "CF.RESERVE", "c", "1000", NULL);
+    exec_words(&t, "CMS.INCRBY", "c", "x", "1", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CMS.QUERY", "c", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CF.EXISTS", "c", "x", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "DEL", "f", NULL);
+    exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "CF.DEL", "f", "x", NULL);
+    ck_assert_str_eq(reply(&t), "-Not found\r\n");
+    exec_words(&t, "CMS.INITBYDIM", "f", "100", "3", NULL);
+    exec_words(&t, "CF.ADD", "f", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    exec_words(&t, "CF.DEL", "f", "x", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "WRONGTYPE"));
+    /* f: a cuckoo filter again, empty; CF.ADD of a missing name makes one */
+    exec_words(&t, "DEL", "f", NULL);
+    exec_words(&t, "CF.ADD", "f", "y", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    exec_words(&t, "CF.EXISTS", "f", "x", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "CF.EXISTS", "f", "y", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    tsrv_close(&t);
+}
+END_TEST
+
+int main(void)
+{
+    rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
+    return RB_TEST_MAIN("hotpath",
+                        RB_TCASE("none", 0, NULL, NULL,
+                                 test_hot_bf_add, test_hot_bf_exists, test_hot_cf_add,
+                                 test_hot_cf_exists, test_hot_cf_del, test_hot_cms_incrby,
+                                 test_hot_cms_query, test_hot_pfadd, test_hot_pfadd_new,
+                                 test_hot_counters_see_the_daemon),
+                        RB_TCASE("socket", 0, NULL, NULL, test_hot_socket_turn),
+                        RB_TCASE("names", 0, NULL, NULL, test_hot_recreated_names_are_seen));
+}
