@@ -218,14 +218,20 @@ static inline void rbi_cf_prefetch(const rbi_cf_shape_t *s, const _Atomic uint64
 
 /* ---- cuckoo.c ------------------------------------------------------------ */
 
-/* A filter as one reader section read it (cuckoo.c). */
+/* A filter as one reader section read it (cuckoo.c), or as a handle's
+ * cache holds it (secret then points into the cache, which the slow path
+ * filled from the same kind of view: m, inc and gen say which filter in
+ * which mapping at which generation it was validated at). */
 typedef struct rbi_cf_view {
     const rb_filter_shm_t *f;
     rbi_cf_shape_t s;
     uint32_t nl;
     const _Atomic uint64_t *arr[RB_BLOOM_MAX_LAYERS];
     uint64_t nb[RB_BLOOM_MAX_LAYERS];
-    unsigned char secret[RBI_SECRET_BYTES];
+    const unsigned char *secret;            /* sbuf, or the cache's copy */
+    const rbi_map_t *m;
+    uint64_t inc, gen;
+    unsigned char sbuf[RBI_SECRET_BYTES];   /* the section's copy */
 } rbi_cf_view_t;
 
 /* What a reader's function does with one section: RB_OK done (the
