@@ -4,7 +4,7 @@
  * cached a filter's shape, layers and secret follows a delete and a
  * re-creation under the same name with another shape and secret (or
  * reports RB_ENOENT in between), a layer the writer added after the cache
- * was filled (cuckoo growth), an array the writer replaced (count-min
+ * was filled (cuckoo growth), a miss met inside a move (re-checked), an array the writer replaced (count-min
  * aging and merge), and a writer racing the reader (each estimate one the
  * sketch held during the read).
  */
@@ -140,6 +140,49 @@ START_TEST(test_rcache_cf_sees_new_layers)
                                                          (uint64_t)rbi_dir_find(seg, "g", 1)))),
                       3);
     ck_assert_uint_eq(cf_found(h, 3, n), n);
+    rb_cuckoo_close(h);
+}
+END_TEST
+
+/* A cached handle keeps the move check (C2): while the writer is inside
+ * a move (the move sequence odd) a key found is answered at once, but a
+ * miss or a count is not (the fingerprint may be between its buckets:
+ * here it is taken out by hand), so the call retries until RB_EBUSY;
+ * after the move ends the key is found again. */
+START_TEST(test_rcache_cf_miss_rechecks_moves)
+{
+    rb_cuckoo_t *h;
+    rb_filter_shm_t *f;
+    _Atomic uint64_t *arr;
+    uint64_t words, *saved, n = 0, b;
+    rb_key_t k = key_of(&b, 4, 0);
+    rbi_cf_shape_t sh;
+
+    cf_make("q", 64, 2, 16, 0, secret_a);
+    cf_add("q", 4, 0);   /* the only key: the array holds its fingerprint alone */
+    ck_assert_int_eq(rb_cuckoo_open(seg, "q", 1, &h), RB_OK);
+    ck_assert_int_eq(rb_cuckoo_contains(h, k.ptr, k.len), 1);   /* cached */
+    f = rbi_dir_slot(rbi_seg_map(seg), (uint64_t)rbi_dir_find(seg, "q", 1));
+    ck_assert_int_eq(rbi_cf_shape(rbi_ld(&f->layout), rbi_ld(RBI_CF_BUCKET(f)), &sh), 1);
+    words = rbi_cf_layer_bytes(&sh, rbi_ld(&f->layer[0].bits)) / 8;
+    arr = rbi_word_at(rbi_seg_map(seg), rbi_ld(&f->layer[0].array_off));
+    saved = malloc(words * sizeof(*saved));
+    ck_assert_ptr_nonnull(saved);
+    rbi_seq_write_begin(RBI_CF_SEQ(f));
+    ck_assert_int_eq(rb_cuckoo_contains(h, k.ptr, k.len), 1);   /* found: at once */
+    for (uint64_t w = 0; w < words; w++) {
+        saved[w] = rbi_ld(&arr[w]);
+        rbi_st(&arr[w], 0);
+    }
+    ck_assert_int_eq(rb_cuckoo_contains(h, k.ptr, k.len), RB_EBUSY);
+    ck_assert_int_eq(rb_cuckoo_count(h, k.ptr, k.len, &n), RB_EBUSY);
+    for (uint64_t w = 0; w < words; w++)
+        rbi_st(&arr[w], saved[w]);
+    rbi_seq_write_end(RBI_CF_SEQ(f));
+    ck_assert_int_eq(rb_cuckoo_contains(h, k.ptr, k.len), 1);
+    ck_assert_int_eq(rb_cuckoo_count(h, k.ptr, k.len, &n), RB_OK);
+    ck_assert_uint_eq(n, 1);
+    free(saved);
     rb_cuckoo_close(h);
 }
 END_TEST
@@ -297,7 +340,8 @@ int main(void)
 {
     return RB_TEST_MAIN("rcache",
                         RB_TCASE("cuckoo", 120, setup, teardown, test_rcache_cf_follows_recreate,
-                                 test_rcache_cf_sees_new_layers),
+                                 test_rcache_cf_sees_new_layers,
+                                 test_rcache_cf_miss_rechecks_moves),
                         RB_TCASE("cms", 120, setup, teardown, test_rcache_cms_follows_recreate,
                                  test_rcache_cms_follows_aging, test_rcache_cms_follows_merge),
                         RB_TCASE("race", 120, setup, teardown, test_rcache_cms_race_estimates));
