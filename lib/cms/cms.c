@@ -244,18 +244,23 @@ static inline int cms_fast(const rb_cms_t *h, cms_fn fn, void *arg)
     return !rbi_gen_read_retry(&f->gen, g);   /* G2 */
 }
 
-/* fn on h's sketch: from the cache, else from a section that then fills
- * the cache.  Errors as cms_sread. */
-static inline int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
+/* The slow path: a section, which then fills the cache.  Out of line, so
+ * that the fast path's frame stays small. */
+static __attribute__((noinline)) int cms_hread_slow(const rb_cms_t *h, cms_fn fn, void *arg)
 {
     cms_view_t last;
     int rc;
 
-    if (cms_fast(h, fn, arg))
-        return RB_OK;
     if ((rc = cms_sread(h, fn, arg, &last)) == RB_OK)
         cache_put(h, &last);
     return rc;
+}
+
+/* fn on h's sketch: from the cache, else from a section that then fills
+ * the cache.  Errors as cms_sread. */
+static inline int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
+{
+    return cms_fast(h, fn, arg) ? RB_OK : cms_hread_slow(h, fn, arg);
 }
 
 /* The by-name calls: a handle on the stack, bound by one scan, without the

@@ -314,24 +314,32 @@ static inline int64_t probe_fast(const rb_cuckoo_t *h, const void *key, size_t k
     return rbi_gen_read_retry(&f->gen, g) ? -1 : (int64_t)n;   /* G2 */
 }
 
-/* contains (all 0) or count (all 1): the cache, else a section (that
- * then fills the cache). */
-static int probe(const rb_cuckoo_t *h, const void *key, size_t klen, int all, uint64_t *n)
+/* The slow path: a section, which then fills the cache.  Out of line, so
+ * that the fast path's frame stays small. */
+static __attribute__((noinline)) int probe_slow(const rb_cuckoo_t *h, const void *key,
+                                                size_t klen, int all, uint64_t *n)
 {
     view_t last;
     probe_arg_t a = { key, klen, all, 0, &last };
-    int64_t r = probe_fast(h, key, klen, all);
     int rc;
 
-    if (r >= 0) {
-        *n = (uint64_t)r;
-        return RB_OK;
-    }
     if ((rc = rbi_cuckoo_read(h, probe_one, &a)) == RB_OK) {
         cache_put(h, &last);
         *n = a.n;
     }
     return rc;
+}
+
+/* contains (all 0) or count (all 1): the cache, else a section. */
+static inline int probe(const rb_cuckoo_t *h, const void *key, size_t klen, int all,
+                        uint64_t *n)
+{
+    int64_t r = probe_fast(h, key, klen, all);
+
+    if (r < 0)
+        return probe_slow(h, key, klen, all, n);
+    *n = (uint64_t)r;
+    return RB_OK;
 }
 
 int rb_cuckoo_contains(const rb_cuckoo_t *h, const void *key, size_t klen)

@@ -66,13 +66,16 @@
  *   k. PFCOUNT (one key, pipelined and not, 1 and 8 clients; a union)
  *      and PFADD beside redis-server's, through redis-benchmark
  *      (bench_cmds.c).
+ *   c. one rb_cuckoo_contains (hits, misses) and rb_cms_estimate on a kept
+ *      handle, ns a call, beside --lib-before's older library
+ *      (bench_rcache.c).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
  *
  *   usage: bench [--reps N] [--csv FILE] [--quick] [--only SECTIONS]
  *                [--daemon PATH] [--daemon-before PATH] [--cli PATH]
- *                [--cli-before PATH]
+ *                [--cli-before PATH] [--lib-before PATH]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -101,7 +104,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhrwk";
+static const char *only = "123456789seiamhrwkc";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -109,6 +112,7 @@ static const char *daemon_bin = "daemon/ringbloomd";
 static const char *cli_bin = "client/ringbloom";
 static const char *before_bin;           /* --daemon-before: section i's older daemon */
 static const char *cli_before;           /* --cli-before: section w's older CLI */
+static const char *lib_before;           /* --lib-before: section c's older libringbloom.so */
 
 /* ---- plumbing -------------------------------------------------------------- */
 
@@ -1585,9 +1589,12 @@ int main(int argc, char **argv)
             before_bin = argv[++i];
         else if (strcmp(argv[i], "--cli-before") == 0 && i + 1 < argc)
             cli_before = argv[++i];
+        else if (strcmp(argv[i], "--lib-before") == 0 && i + 1 < argc)
+            lib_before = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwk] "
-                    "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH]\n");
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkc] "
+                    "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH] "
+                    "[--lib-before PATH]\n");
             return 2;
         }
     }
@@ -1640,6 +1647,8 @@ int main(int argc, char **argv)
         bench_sparse(tmpdir, before_bin, reps, quick);
     if (strchr(only, 'k'))
         bench_cmds(reps, quick);
+    if (strchr(only, 'c'))
+        bench_rcache(lib_before, reps, quick);
     fclose(csv);
     {
         char cmd[128];

@@ -84,6 +84,8 @@ void bench_cli_write(const char *cli, const char *cli_before, int reps, int quic
  * through redis-benchmark; skipped without redis-server. */
 void bench_cmds(int reps, int quick);
 
+void bench_rcache(const char *lib_before, int reps, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */
