@@ -99,7 +99,10 @@ static inline uint64_t rbi_cf_layout_of(uint32_t fp_bits)
 /* A filter's geometry as read from its slot. */
 typedef struct rbi_cf_shape {
     uint32_t fbits, per, bsize;  /* fingerprint bits, slots per word, slots per bucket */
+    uint32_t one_word;           /* every bucket lies inside one word (per % bsize == 0) */
     uint64_t fmask;              /* 2^fbits - 1: a slot's mask, the fingerprint modulus */
+    uint64_t ones, highs, bmask; /* one_word: the low / high bit of each of a bucket's
+                                  * slots, and its bits, at the bottom of a word */
 } rbi_cf_shape_t;
 
 /* The shape of layout and bucket_size; 0 if not one a reader accepts. */
@@ -111,6 +114,12 @@ static inline int rbi_cf_shape(uint64_t layout, uint64_t bsize, rbi_cf_shape_t *
     s->per = 64u / s->fbits;
     s->bsize = (uint32_t)bsize;
     s->fmask = (1ull << s->fbits) - 1;
+    s->one_word = s->per % s->bsize == 0;
+    s->ones = 0;
+    for (uint32_t k = 0; s->one_word && k < s->bsize; k++)
+        s->ones |= 1ull << (k * s->fbits);
+    s->highs = s->ones << (s->fbits - 1);
+    s->bmask = s->bsize * s->fbits == 64 ? ~0ull : (1ull << (s->bsize * s->fbits)) - 1;
     return 1;
 }
 
@@ -207,7 +216,11 @@ static inline uint64_t rbi_cf_get(const rbi_cf_shape_t *s, const _Atomic uint64_
     return (rbi_ld(&arr[w]) >> sh) & s->fmask;
 }
 
-/* The copies of fp in bucket b (all: count; else 1 at the first). */
+/* The copies of fp in bucket b (all: count; else 1 if there is one).  A
+ * bucket inside one word is tested whole (the zero-lane test: x has a
+ * slot of 0 iff (x - ones) & ~x & highs is not 0, x the bucket xor fp in
+ * every slot; a borrow can only mark slots above a zero one, so the test
+ * is exact for "some slot holds fp"). */
 static inline uint32_t rbi_cf_bucket_has(const rbi_cf_shape_t *s, const _Atomic uint64_t *arr,
                                          uint64_t b, uint64_t fp, int all)
 {
@@ -216,6 +229,10 @@ static inline uint32_t rbi_cf_bucket_has(const rbi_cf_shape_t *s, const _Atomic 
     uint64_t w = rbi_ld(&arr[wi]);
     uint32_t n = 0;
 
+    if (!all && s->one_word) {
+        uint64_t x = ((w >> (j * s->fbits)) & s->bmask) ^ (fp * s->ones);
+        return ((x - s->ones) & ~x & s->highs) != 0;
+    }
     for (uint32_t k = 0; k < s->bsize; k++) {
         if (((w >> (j * s->fbits)) & s->fmask) == fp) {
             n++;

@@ -4,7 +4,8 @@
  * cached a filter's shape, layers and secret follows a delete and a
  * re-creation under the same name with another shape and secret (or
  * reports RB_ENOENT in between), a layer the writer added after the cache
- * was filled (cuckoo growth), a miss met inside a move (re-checked), an array the writer replaced (count-min
+ * was filled (cuckoo growth), a miss met inside a move (re-checked), the
+ * one-word bucket test against counting, an array the writer replaced (count-min
  * aging and merge), and a writer racing the reader (each estimate one the
  * sketch held during the read).
  */
@@ -187,6 +188,50 @@ START_TEST(test_rcache_cf_miss_rechecks_moves)
 }
 END_TEST
 
+/* The one-word bucket test (rbi_cf_bucket_has without all: the
+ * zero-lane test) answers as counting the copies does, for every shape a
+ * reader accepts with buckets of 1 .. 8 and 255, on words of random slots
+ * with fp planted in some, the slot values near fp and 0 included. */
+START_TEST(test_rcache_cf_bucket_test_exact)
+{
+    static const uint32_t fps[] = { 8, 12, 16 }, bs[] = { 1, 2, 3, 4, 5, 6, 7, 8, 255 };
+    static _Atomic uint64_t arr[300];
+    uint64_t x = 0x9E3779B97F4A7C15ULL, tested = 0;
+
+    for (size_t a = 0; a < 3; a++)
+        for (size_t c = 0; c < sizeof(bs) / sizeof(bs[0]); c++) {
+            rbi_cf_shape_t sh;
+            ck_assert_int_eq(rbi_cf_shape(rbi_cf_layout_of(fps[a]), bs[c], &sh), 1);
+            for (int t = 0; t < 2000; t++) {
+                uint64_t fp = 1 + (x >> 7) % sh.fmask, nb = 256 / bs[c] + 1;
+                for (size_t w = 0; w < 300; w++) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    rbi_st(&arr[w], x);
+                }
+                /* Slots of fp, fp +- 1 and 0 at random places. */
+                for (uint64_t i = 0; i < 8; i++) {
+                    uint64_t slot = (x >> (i * 8)) % (nb * bs[c]), v = i % 4 == 0 ? fp
+                                  : i % 4 == 1 ? (fp + 1) & sh.fmask
+                                  : i % 4 == 2 ? fp - 1 : 0;
+                    unsigned shf;
+                    uint64_t wi = rbi_cf_word(&sh, slot, &shf);
+                    if (wi < 300)
+                        rbi_st(&arr[wi], (rbi_ld(&arr[wi]) & ~(sh.fmask << shf)) | v << shf);
+                }
+                for (uint64_t b = 0; b < nb && (b + 1) * bs[c] / sh.per < 300; b++) {
+                    uint32_t one = rbi_cf_bucket_has(&sh, arr, b, fp, 0);
+                    uint32_t all = rbi_cf_bucket_has(&sh, arr, b, fp, 1);
+                    if (one != (all != 0))
+                        ck_abort_msg("fp bits %u bucket %u: %u against %u copies", fps[a], bs[c],
+                                     one, all);
+                    tested++;
+                }
+            }
+        }
+    ck_assert_uint_gt(tested, 100000);
+}
+END_TEST
+
 /* ---- count-min ------------------------------------------------------------- */
 
 static void cms_make(const char *name, uint32_t width, uint32_t depth, int small, uint64_t aging,
@@ -341,7 +386,8 @@ int main(void)
     return RB_TEST_MAIN("rcache",
                         RB_TCASE("cuckoo", 120, setup, teardown, test_rcache_cf_follows_recreate,
                                  test_rcache_cf_sees_new_layers,
-                                 test_rcache_cf_miss_rechecks_moves),
+                                 test_rcache_cf_miss_rechecks_moves,
+                                 test_rcache_cf_bucket_test_exact),
                         RB_TCASE("cms", 120, setup, teardown, test_rcache_cms_follows_recreate,
                                  test_rcache_cms_follows_aging, test_rcache_cms_follows_merge),
                         RB_TCASE("race", 120, setup, teardown, test_rcache_cms_race_estimates));
