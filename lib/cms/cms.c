@@ -42,14 +42,16 @@ typedef struct cms_view {
     unsigned char sbuf[RBI_SECRET_BYTES];   /* the section's copy */
 } cms_view_t;
 
-/* The cache of one sketch (map, slot, incarnation), process-local: its
- * shape and secret, set before the cache is published and never changed
- * (a slot's incarnation keeps both), and its counter array as a section
- * validated it at generation view_gen, under the seqlock view_seq (odd
- * while written; written only under the handle's lock).  Replaced caches
- * stay on the older list until the handle is closed: one per rebinding
- * (aging and merge move the array, not the binding: the view is
- * rewritten in place). */
+/* The cache of one sketch (map, slot, incarnation, secret), process-local:
+ * its shape and secret, set before the cache is published and never
+ * changed, and its counter array as a section validated it at generation
+ * view_gen, under the seqlock view_seq (odd while written; written only
+ * under the handle's lock).  A view is only stored in a cache whose
+ * secret and shape are those its section read: a merge that gives the
+ * sketch its sources' secret (under a generation publish) gets a new
+ * cache.  Replaced caches stay on the older list until the handle is
+ * closed: one per rebinding or secret change (aging and merges of one
+ * secret move the array only: the view is rewritten in place). */
 typedef struct cms_cache {
     const rbi_map_t *m;
     const rb_filter_shm_t *f;
@@ -193,21 +195,29 @@ static void cache_view_store(cms_cache_t *c, const cms_view_t *v)
     atomic_store_explicit(&c->view_seq, s0 + 2, memory_order_release);
 }
 
+/* 1 if cache c is of v's sketch with v's secret and shape. */
+static int cache_is(const cms_cache_t *c, const cms_view_t *v)
+{
+    return c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
+           c->s.width == v->s.width && c->s.depth == v->s.depth && c->small == v->small &&
+           memcmp(c->secret, v->secret, sizeof(c->secret)) == 0;
+}
+
 /* Records view v, validated by a section that held at v->gen, in h's
- * cache: the current cache's view if it is v's sketch, else a new cache
- * (the old one kept on its older list). */
+ * cache: the current cache's view if it is v's sketch with v's secret,
+ * else a new cache (the old one kept on its older list). */
 static void cache_put(const rb_cms_t *ch, const cms_view_t *v)
 {
     rb_cms_t *h = (rb_cms_t *)ch;
     cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire), *nc;
 
-    if (c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
-        rbi_ld(&c->view_gen) == v->gen && rbi_ld(&c->view_arr) == (uintptr_t)v->arr)
+    if (cache_is(c, v) && rbi_ld(&c->view_gen) == v->gen &&
+        rbi_ld(&c->view_arr) == (uintptr_t)v->arr)
         return;
     if (pthread_mutex_trylock(&h->lock) != 0)
         return;   /* another thread records: this call can do without */
     c = atomic_load_explicit(&h->cache, memory_order_relaxed);
-    if (c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc) {
+    if (cache_is(c, v)) {
         cache_view_store(c, v);
     } else if ((nc = c == NULL ? &h->first : calloc(1, sizeof(*nc))) != NULL) {
         nc->m = v->m;

@@ -28,9 +28,9 @@
 
 typedef rbi_cf_view_t view_t;
 
-/* The cache of one filter (map, slot, incarnation), process-local: its
- * shape and secret, set before the cache is published and never changed
- * (a slot's incarnation keeps both), and its layers as a section
+/* The cache of one filter (map, slot, incarnation, secret), process-local:
+ * its shape and secret, set before the cache is published and never
+ * changed (a slot's incarnation keeps both), and its layers as a section
  * validated them at generation view_gen, under the seqlock view_seq (odd
  * while written; written only under the handle's lock).  Replaced caches
  * stay on the older list until the handle is closed (a reader may still
@@ -218,21 +218,30 @@ static void cache_view_store(cf_cache_t *c, const view_t *v)
     atomic_store_explicit(&c->view_seq, s0 + 2, memory_order_release);
 }
 
+/* 1 if cache c is of v's filter with v's secret and shape (both fixed
+ * for an incarnation today; checked so that a writer that changed either
+ * under a generation publish would get a new cache, never a mix). */
+static int cache_is(const cf_cache_t *c, const view_t *v)
+{
+    return c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
+           c->s.fbits == v->s.fbits && c->s.bsize == v->s.bsize &&
+           memcmp(c->secret, v->secret, sizeof(c->secret)) == 0;
+}
+
 /* Records view v, validated by a section that held at v->gen, in h's
- * cache: the current cache's view if it is v's filter, else a new cache
- * (the old one kept on its older list). */
+ * cache: the current cache's view if it is v's filter with v's secret
+ * and shape, else a new cache (the old one kept on its older list). */
 static void cache_put(const rb_cuckoo_t *ch, const view_t *v)
 {
     rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
     cf_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire), *nc;
 
-    if (c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
-        rbi_ld(&c->view_gen) == v->gen && rbi_ld(&c->view_nl) == v->nl)
+    if (cache_is(c, v) && rbi_ld(&c->view_gen) == v->gen && rbi_ld(&c->view_nl) == v->nl)
         return;
     if (pthread_mutex_trylock(&h->lock) != 0)
         return;   /* another thread records: this call can do without */
     c = atomic_load_explicit(&h->cache, memory_order_relaxed);
-    if (c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc) {
+    if (cache_is(c, v)) {
         cache_view_store(c, v);
     } else if ((nc = c == NULL ? &h->first : calloc(1, sizeof(*nc))) != NULL) {
         nc->m = v->m;

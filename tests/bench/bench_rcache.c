@@ -145,20 +145,29 @@ static double rc_time(const rc_lib_t *l, int z, int what, size_t n)
     return (bench_now_s() - t0) * 1e9 / (double)n;
 }
 
+#define RC_SLICES 8   /* slices of a repetition, the libraries alternating */
+
 /* One row: what on both libraries (before absent: this build's alone),
- * reps times, alternating which runs first. */
+ * reps times; each repetition is RC_SLICES slices of n / RC_SLICES calls,
+ * the two libraries alternating slice by slice (which goes first
+ * alternating too), so that a change in the machine's load falls on both. */
 static void rc_row(const char *workload, int z, int what, size_t n, int reps,
                    const rc_lib_t *now, const rc_lib_t *old)
 {
     double va[32], vb[32], rs[3];
+    size_t m = n / RC_SLICES;
     cell_t cells[2];
 
     for (int r = 0; r < reps; r++) {
-        if (old != NULL && r % 2 == 0)
-            vb[r] = rc_time(old, z, what, n);
-        va[r] = rc_time(now, z, what, n);
-        if (old != NULL && r % 2 == 1)
-            vb[r] = rc_time(old, z, what, n);
+        va[r] = vb[r] = 0;
+        for (int sl = 0; sl < RC_SLICES; sl++) {
+            int old_first = (sl + r) % 2 == 0;
+            if (old != NULL && old_first)
+                vb[r] += rc_time(old, z, what, m) / RC_SLICES;
+            va[r] += rc_time(now, z, what, m) / RC_SLICES;
+            if (old != NULL && !old_first)
+                vb[r] += rc_time(old, z, what, m) / RC_SLICES;
+        }
     }
     if (old == NULL) {
         cells[0] = (cell_t){ "after", bench_median(va, reps), NULL };

@@ -302,7 +302,10 @@ START_TEST(test_rcache_cms_follows_aging)
 }
 END_TEST
 
-/* Merge replaces dest's array: the cached handle on dest reads the sum. */
+/* Merge replaces dest's array: the cached handle on dest reads the sum;
+ * and dest takes its sources' secret: a handle cached with dest's old
+ * secret hashes keys with the new one after a merge from sources keyed
+ * otherwise. */
 START_TEST(test_rcache_cms_follows_merge)
 {
     const char *src[] = { "d", "m" };
@@ -320,6 +323,12 @@ START_TEST(test_rcache_cms_follows_merge)
     ck_assert_uint_eq(cms_est(h, "x"), 11);
     ck_assert_int_eq(rb_cms_merge(seg, "d", 1, src, slen, 2, w), RB_OK);
     ck_assert_uint_eq(cms_est(h, "x"), 19);
+    cms_make("b", 512, 5, 0, 0, secret_b);
+    cms_incr("b", "x", 6);
+    cms_incr("b", "y", 2);
+    ck_assert_int_eq(rb_cms_merge(seg, "d", 1, (const char *[]){ "b" }, slen, 1, NULL), RB_OK);
+    ck_assert_uint_eq(cms_est(h, "x"), 6);
+    ck_assert_uint_eq(cms_est(h, "y"), 2);
     rb_cms_close(h);
 }
 END_TEST
