@@ -6,7 +6,9 @@
  *
  * What: a handle remembers its sketch's slot and incarnation; every call
  * reads that slot inside its generation section (latch.h) and queries it
- * inside that same section, so the secret, shape and array offset used
+ * inside that same section (a handle's query: from its cache of the last
+ * section while the generation is the one it was validated at, "the
+ * cache" below), so the secret, shape and array offset used
  * all belong to one sketch at one generation, and a sketch deleted (or
  * made again) meanwhile is noticed by its incarnation and the handle
  * rebound by name (rbi_dir_bind, one directory lookup).  The by-name calls bind a handle

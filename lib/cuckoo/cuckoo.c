@@ -8,7 +8,10 @@
  * reads the slot inside its generation section (latch.h, G1 / G2: the
  * name, shape, layers and secret all belong to one filter, and a filter
  * deleted meanwhile is noticed) and, inside that, the move sequence
- * (Q1).  Why a found fingerprint is answered at once and a miss is
+ * (Q1); a single contains or count takes the shape, layers and secret
+ * from the handle's cache of the last section instead, while the
+ * generation and layer count are the ones it was validated at ("the
+ * cache" below).  Why a found fingerprint is answered at once and a miss is
  * re-checked (cuckoo_impl.h, C1 / C2): a fingerprint seen in one of the
  * key's buckets was stored there, while a miss may come from a move that
  * took a fingerprint out of the bucket probed second into the bucket
