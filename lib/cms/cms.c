@@ -375,6 +375,42 @@ int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len, const vo
     return rc;
 }
 
+/* rb_cms_estimate from the cache (cms_fast's checks, the counters read
+ * straight from the cache's shape and array): 1 and *out, or 0 to take
+ * the slow path. */
+static inline int estimate_fast(const rb_cms_t *h, const void *key, size_t klen,
+                                uint64_t *out)
+{
+    const cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire);
+    const rb_filter_shm_t *f;
+    const _Atomic uint64_t *arr;
+    uint64_t g, s0, est = UINT64_MAX;
+    rbi_h128_t x;
+
+    if (c == NULL || c->m != rbi_reader_map(h->n.seg))
+        return 0;
+    f = c->f;
+    g = rbi_gen_read_begin(&f->gen);   /* G1 */
+    s0 = atomic_load_explicit(&c->view_seq, memory_order_acquire);
+    arr = (const _Atomic uint64_t *)(uintptr_t)rbi_ld(&c->view_arr);
+    if (rbi_ld(&c->view_gen) != g || arr == NULL)
+        return 0;
+    /* The loads above happen before the re-load of the sequence. */
+    atomic_thread_fence(memory_order_acquire);
+    if ((s0 & 1) || rbi_ld(&c->view_seq) != s0 || rbi_ld(&f->state) != RBI_FILTER_LIVE ||
+        rbi_ld(&f->incarnation) != c->inc)
+        return 0;
+    x = rbi_hash_keyed128(c->secret, RBI_SECRET_BYTES, key, klen);
+    for (uint32_t r = 0; r < c->s.depth; r++) {
+        unsigned sh;
+        uint64_t w = rbi_cms_word(&c->s, r, rbi_cms_col(x, r, c->s.width), &sh);
+        uint64_t v = (rbi_ld(&arr[w]) >> sh) & c->s.mask;
+        est = v < est ? v : est;
+    }
+    *out = est;
+    return !rbi_gen_read_retry(&f->gen, g);   /* G2 */
+}
+
 int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen, uint64_t *out)
 {
     query_arg_t a = { key, klen, 0, NULL, NULL, 0 };
@@ -382,7 +418,9 @@ int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen, uint64_t *o
 
     if (h == NULL || out == NULL || (key == NULL && klen != 0))
         return RB_EINVAL;
-    if ((rc = cms_hread(h, query_fn, &a)) == RB_OK)
+    if (estimate_fast(h, key, klen, out))
+        return RB_OK;
+    if ((rc = cms_hread_slow(h, query_fn, &a)) == RB_OK)
         *out = a.est;
     return rc;
 }
