@@ -333,6 +333,35 @@ START_TEST(test_rcache_cms_follows_merge)
 }
 END_TEST
 
+/* TinyLFU's admission by handle reads the sketch through the same cache:
+ * it follows a halving and a re-creation with other counts and secret. */
+START_TEST(test_rcache_admit_follows_sketch)
+{
+    rb_tinylfu_t *t;
+    int admit = -1;
+
+    cms_make("t", 256, 4, 1, 16, secret_a);   /* 4-bit, halved every 16 */
+    cms_incr("t", "x", 3);
+    cms_incr("t", "y", 2);
+    ck_assert_int_eq(rb_tinylfu_open(seg, "t", 1, &t), RB_OK);   /* no doorkeeper */
+    ck_assert_int_eq(rb_tinylfu_admit_h(t, "x", 1, "y", 1, &admit), RB_OK);
+    ck_assert_int_eq(admit, 1);
+    cms_incr("t", "z", 11);   /* 16 counted: x 1, y 1 */
+    ck_assert_int_eq(rb_tinylfu_admit_h(t, "x", 1, "y", 1, &admit), RB_OK);
+    ck_assert_int_eq(admit, 0);
+    ck_assert_int_eq(rb_cms_delete(seg, "t", 1), RB_OK);
+    ck_assert_int_eq(rb_tinylfu_admit_h(t, "x", 1, "y", 1, &admit), RB_ENOENT);
+    cms_make("t", 64, 3, 1, 0, secret_b);
+    cms_incr("t", "y", 1);
+    cms_incr("t", "x", 5);
+    ck_assert_int_eq(rb_tinylfu_admit_h(t, "x", 1, "y", 1, &admit), RB_OK);
+    ck_assert_int_eq(admit, 1);
+    ck_assert_int_eq(rb_tinylfu_admit_h(t, "y", 1, "x", 1, &admit), RB_OK);
+    ck_assert_int_eq(admit, 0);
+    rb_tinylfu_close(t);
+}
+END_TEST
+
 #define RACE_N 200000u
 
 static _Atomic uint64_t race_done_n;   /* increments the writer finished */
@@ -398,6 +427,7 @@ int main(void)
                                  test_rcache_cf_miss_rechecks_moves,
                                  test_rcache_cf_bucket_test_exact),
                         RB_TCASE("cms", 120, setup, teardown, test_rcache_cms_follows_recreate,
-                                 test_rcache_cms_follows_aging, test_rcache_cms_follows_merge),
+                                 test_rcache_cms_follows_aging, test_rcache_cms_follows_merge,
+                                 test_rcache_admit_follows_sketch),
                         RB_TCASE("race", 120, setup, teardown, test_rcache_cms_race_estimates));
 }
