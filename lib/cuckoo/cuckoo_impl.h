@@ -119,7 +119,8 @@ static inline int rbi_cf_shape(uint64_t layout, uint64_t bsize, rbi_cf_shape_t *
     for (uint32_t k = 0; s->one_word && k < s->bsize; k++)
         s->ones |= 1ull << (k * s->fbits);
     s->highs = s->ones << (s->fbits - 1);
-    s->bmask = s->bsize * s->fbits == 64 ? ~0ull : (1ull << (s->bsize * s->fbits)) - 1;
+    s->bmask = !s->one_word ? 0 : s->bsize * s->fbits == 64 ? ~0ull
+               : (1ull << (s->bsize * s->fbits)) - 1;
     return 1;
 }
 
