@@ -6,7 +6,9 @@
  *
  * What: a handle remembers its sketch's slot and incarnation; every call
  * reads that slot inside its generation section (latch.h) and queries it
- * inside that same section, so the secret, shape and array offset used
+ * inside that same section (a handle's query: from its cache of the last
+ * section while the generation is the one it was validated at, "the
+ * cache" below), so the secret, shape and array offset used
  * all belong to one sketch at one generation, and a sketch deleted (or
  * made again) meanwhile is noticed by its incarnation and the handle
  * rebound by name (rbi_dir_bind, one directory lookup).  The by-name calls bind a handle
@@ -20,6 +22,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,18 +30,48 @@
 #include "cms_impl.h"
 #include "kind.h"
 
-struct rb_cms {
-    rbi_named_t n;   /* its name and where it was last bound (dir.h) */
-};
-
-/* A sketch as one section read it. */
+/* A sketch as one section read it, or as a handle's cache holds it
+ * (secret then points into the cache; m, inc and gen: which sketch in
+ * which mapping at which generation the section validated). */
 typedef struct cms_view {
     const _Atomic uint64_t *arr;
     rbi_cms_shape_t s;
     int small;
     const rb_filter_shm_t *f;   /* its slot: the figures info reads in the section */
-    unsigned char secret[RBI_SECRET_BYTES];
+    const unsigned char *secret;            /* sbuf, or the cache's copy */
+    const rbi_map_t *m;
+    uint64_t inc, gen;
+    unsigned char sbuf[RBI_SECRET_BYTES];   /* the section's copy */
 } cms_view_t;
+
+/* The cache of one sketch (map, slot, incarnation, secret), process-local:
+ * its shape and secret, set before the cache is published and never
+ * changed, and its counter array as a section validated it at generation
+ * view_gen, under the seqlock view_seq (odd while written; written only
+ * under the handle's lock).  A view is only stored in a cache whose
+ * secret and shape are those its section read: a merge that gives the
+ * sketch its sources' secret (under a generation publish) gets a new
+ * cache.  Replaced caches stay on the older list until the handle is
+ * closed: one per rebinding or secret change (aging and merges of one
+ * secret move the array only: the view is rewritten in place). */
+typedef struct cms_cache {
+    const rbi_map_t *m;
+    const rb_filter_shm_t *f;
+    uint64_t inc;
+    rbi_cms_shape_t s;
+    int small;
+    unsigned char secret[RBI_SECRET_BYTES];
+    struct cms_cache *older;
+    _Atomic uint64_t view_seq, view_gen, view_arr;
+} cms_cache_t;
+
+struct rb_cms {
+    rbi_named_t n;   /* its name and where it was last bound (dir.h) */
+    _Atomic(cms_cache_t *) cache;   /* NULL until a slow call filled one */
+    pthread_mutex_t lock;           /* writers of the cache (trylock) */
+    cms_cache_t first;   /* the first cache, inline: a handle opened for
+                          * one call allocates nothing more */
+};
 
 typedef void (*cms_fn)(const cms_view_t *v, void *arg);
 
@@ -50,6 +83,9 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
     cms_view_t *v = view;
     uint64_t layout, off;
 
+    /* The section's generation (its begin loaded it before: equal if the
+     * section holds, and only then is the view used). */
+    v->gen = rbi_ld(&f->gen.word);
     /* Acquire pairs with the release store of LIVE: the words are set. */
     if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE)
         return 0;
@@ -64,7 +100,10 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
     v->arr = rbi_word_at(m, off);
     v->small = layout == RBI_CMS_LAYOUT4;
     v->f = f;
-    rbi_copy_out(v->secret, f->secret, RBI_SECRET_WORDS);
+    v->m = m;
+    v->inc = inc;
+    rbi_copy_out(v->sbuf, f->secret, RBI_SECRET_WORDS);
+    v->secret = v->sbuf;
     return 1;
 }
 
@@ -81,6 +120,7 @@ static int bind_check(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc
 typedef struct cms_call {
     cms_fn fn;
     void *arg;
+    cms_view_t *last;   /* NULL, or the view of the last run (for the cache) */
 } cms_call_t;
 
 static int cms_use(const rb_filter_shm_t *f, void *view, void *arg)
@@ -88,20 +128,151 @@ static int cms_use(const rb_filter_shm_t *f, void *view, void *arg)
     const cms_call_t *c = arg;
 
     (void)f;
+    if (c->last != NULL) {
+        *c->last = *(const cms_view_t *)view;
+        c->last->secret = c->last->sbuf;
+    }
     c->fn(view, c->arg);
     return RB_OK;
 }
 
 /* Runs fn on h's sketch inside its slot's section (rbi_named_read: run
  * again whole while the generation moves, h rebound by name once if its
- * slot no longer holds its sketch).  RB_OK, RB_ENOENT, RB_EWRONGTYPE,
- * RB_ECORRUPT, RB_EBUSY; fn's results are those of its last run. */
-static int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
+ * slot no longer holds its sketch), last (if not NULL) the view of the
+ * run that held.  RB_OK, RB_ENOENT, RB_EWRONGTYPE, RB_ECORRUPT, RB_EBUSY;
+ * fn's results are those of its last run. */
+static int cms_sread(const rb_cms_t *h, cms_fn fn, void *arg, cms_view_t *last)
 {
     cms_view_t v;
-    cms_call_t c = { fn, arg };
+    cms_call_t c = { fn, arg, last };
 
     return rbi_named_read(&h->n, view_read, &v, cms_use, &c);
+}
+
+/* ---- the cache ------------------------------------------------------------
+ *
+ * A query on a handle (rb_cms_estimate, rb_tinylfu_admit_h) is answered
+ * from the handle's cache without reading the slot's shape, array offset
+ * and secret again: the cache holds them as a section validated them at
+ * generation view_gen (view_read's checks: shape, bounds).  The array is
+ * only replaced (aging, merge) or freed (delete) after a generation
+ * publish, so while gen == view_gen the cached array is what a section
+ * would read (G1).  A query still loads gen (acquire), checks the slot's
+ * state and incarnation, reads the counters and re-checks gen (G2): a
+ * query that overlaps an aging, a merge or a delete, or meets a cache of
+ * another generation, runs through the slow path (the section read of
+ * every query before the cache), which then records what it validated.
+ * Readers never wait: the cache is written under the handle's lock taken
+ * with trylock, the view under its own seqlock.  The by-name calls have
+ * no handle to keep a cache in and read a section each call. */
+
+/* The view of c if it was validated at generation g. */
+static inline int cache_get(const cms_cache_t *c, uint64_t g, cms_view_t *v)
+{
+    uint64_t s0 = atomic_load_explicit(&c->view_seq, memory_order_acquire);
+    uint64_t vg = rbi_ld(&c->view_gen), arr = rbi_ld(&c->view_arr);
+
+    /* The loads above happen before the re-load of the sequence. */
+    atomic_thread_fence(memory_order_acquire);
+    if ((s0 & 1) || rbi_ld(&c->view_seq) != s0 || vg != g || arr == 0)
+        return 0;
+    v->arr = (const _Atomic uint64_t *)(uintptr_t)arr;
+    v->s = c->s;
+    v->small = c->small;
+    v->f = c->f;
+    v->secret = c->secret;
+    return 1;
+}
+
+static void cache_view_store(cms_cache_t *c, const cms_view_t *v)
+{
+    uint64_t s0 = rbi_ld(&c->view_seq);
+
+    rbi_st(&c->view_seq, s0 + 1);
+    /* The odd sequence is visible before any field changes. */
+    atomic_thread_fence(memory_order_release);
+    rbi_st(&c->view_gen, v->gen);
+    rbi_st(&c->view_arr, (uint64_t)(uintptr_t)v->arr);
+    /* Release: a reader that sees s0 + 2 sees the fields above. */
+    atomic_store_explicit(&c->view_seq, s0 + 2, memory_order_release);
+}
+
+/* 1 if cache c is of v's sketch with v's secret and shape. */
+static int cache_is(const cms_cache_t *c, const cms_view_t *v)
+{
+    return c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
+           c->s.width == v->s.width && c->s.depth == v->s.depth && c->small == v->small &&
+           memcmp(c->secret, v->secret, sizeof(c->secret)) == 0;
+}
+
+/* Records view v, validated by a section that held at v->gen, in h's
+ * cache: the current cache's view if it is v's sketch with v's secret,
+ * else a new cache (the old one kept on its older list). */
+static void cache_put(const rb_cms_t *ch, const cms_view_t *v)
+{
+    rb_cms_t *h = (rb_cms_t *)ch;
+    cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire), *nc;
+
+    if (cache_is(c, v) && rbi_ld(&c->view_gen) == v->gen &&
+        rbi_ld(&c->view_arr) == (uintptr_t)v->arr)
+        return;
+    if (pthread_mutex_trylock(&h->lock) != 0)
+        return;   /* another thread records: this call can do without */
+    c = atomic_load_explicit(&h->cache, memory_order_relaxed);
+    if (cache_is(c, v)) {
+        cache_view_store(c, v);
+    } else if ((nc = c == NULL ? &h->first : calloc(1, sizeof(*nc))) != NULL) {
+        nc->m = v->m;
+        nc->f = v->f;
+        nc->inc = v->inc;
+        nc->s = v->s;
+        nc->small = v->small;
+        memcpy(nc->secret, v->secret, sizeof(nc->secret));
+        nc->older = c;
+        cache_view_store(nc, v);
+        /* Release: a reader of the new cache sees it complete. */
+        atomic_store_explicit(&h->cache, nc, memory_order_release);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* fn on h's sketch from the cache: 1 done, 0 to take the slow path (fn's
+ * results then overwritten by its run there). */
+static inline int cms_fast(const rb_cms_t *h, cms_fn fn, void *arg)
+{
+    const cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire);
+    const rb_filter_shm_t *f;
+    cms_view_t v;
+    uint64_t g;
+
+    if (c == NULL || c->m != rbi_reader_map(h->n.seg))
+        return 0;
+    f = c->f;
+    g = rbi_gen_read_begin(&f->gen);   /* G1 */
+    if (rbi_ld(&f->state) != RBI_FILTER_LIVE || rbi_ld(&f->incarnation) != c->inc ||
+        !cache_get(c, g, &v))
+        return 0;
+    fn(&v, arg);
+    return !rbi_gen_read_retry(&f->gen, g);   /* G2 */
+}
+
+/* The slow path: a section, which then fills the cache.  Out of line, so
+ * that the fast path's frame stays small. */
+static __attribute__((noinline)) int cms_hread_slow(const rb_cms_t *h, cms_fn fn, void *arg)
+{
+    cms_view_t last;
+    int rc;
+
+    if ((rc = cms_sread(h, fn, arg, &last)) == RB_OK)
+        cache_put(h, &last);
+    return rc;
+}
+
+/* fn on h's sketch: from the cache, else from a section that then fills
+ * the cache.  Errors as cms_sread. */
+static inline int cms_hread(const rb_cms_t *h, cms_fn fn, void *arg)
+{
+    return cms_fast(h, fn, arg) ? RB_OK : cms_hread_slow(h, fn, arg);
 }
 
 /* The by-name calls: a handle on the stack, bound by one scan, without the
@@ -112,21 +283,36 @@ static int cms_read(const rb_segment_t *seg, const char *name, size_t len, cms_f
     rb_cms_t h;
     int rc = rbi_named_init(&h.n, seg, name, len, rbi_cms_layout, NULL);
 
-    return rc != RB_OK ? rc : cms_hread(&h, fn, arg);
+    return rc != RB_OK ? rc : cms_sread(&h, fn, arg, NULL);
 }
 
 int rb_cms_open(const rb_segment_t *seg, const char *name, size_t len, rb_cms_t **out)
 {
-    void *h = NULL;
-    int rc = rbi_named_new(sizeof(rb_cms_t), seg, name, len, rbi_cms_layout, bind_check, &h);
+    rb_cms_t *h = NULL;
+    int rc = rbi_named_new(sizeof(rb_cms_t), seg, name, len, rbi_cms_layout, bind_check,
+                           (void **)&h);
 
-    if (rc == RB_OK)
+    if (rc == RB_OK) {
+        pthread_mutex_init(&h->lock, NULL);
         *out = h;
+    }
     return rc;
 }
 
 void rb_cms_close(rb_cms_t *h)
 {
+    cms_cache_t *c;
+
+    if (h == NULL)
+        return;
+    c = atomic_load(&h->cache);
+    while (c != NULL) {
+        cms_cache_t *older = c->older;
+        if (c != &h->first)
+            free(c);
+        c = older;
+    }
+    pthread_mutex_destroy(&h->lock);
     free(h);
 }
 
@@ -142,7 +328,7 @@ typedef struct query_arg {
 static void query_fn(const cms_view_t *v, void *arg)
 {
     query_arg_t *a = arg;
-    rbi_h128_t h = rbi_hash_keyed128(v->secret, sizeof(v->secret), a->key, a->klen);
+    rbi_h128_t h = rbi_hash_keyed128(v->secret, RBI_SECRET_BYTES, a->key, a->klen);
     uint64_t est = UINT64_MAX;
 
     for (uint32_t r = 0; r < v->s.depth; r++) {
@@ -189,6 +375,42 @@ int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len, const vo
     return rc;
 }
 
+/* rb_cms_estimate from the cache (cms_fast's checks, the counters read
+ * straight from the cache's shape and array): 1 and *out, or 0 to take
+ * the slow path. */
+static inline int estimate_fast(const rb_cms_t *h, const void *key, size_t klen,
+                                uint64_t *out)
+{
+    const cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire);
+    const rb_filter_shm_t *f;
+    const _Atomic uint64_t *arr;
+    uint64_t g, s0, est = UINT64_MAX;
+    rbi_h128_t x;
+
+    if (c == NULL || c->m != rbi_reader_map(h->n.seg))
+        return 0;
+    f = c->f;
+    g = rbi_gen_read_begin(&f->gen);   /* G1 */
+    s0 = atomic_load_explicit(&c->view_seq, memory_order_acquire);
+    arr = (const _Atomic uint64_t *)(uintptr_t)rbi_ld(&c->view_arr);
+    if (rbi_ld(&c->view_gen) != g || arr == NULL)
+        return 0;
+    /* The loads above happen before the re-load of the sequence. */
+    atomic_thread_fence(memory_order_acquire);
+    if ((s0 & 1) || rbi_ld(&c->view_seq) != s0 || rbi_ld(&f->state) != RBI_FILTER_LIVE ||
+        rbi_ld(&f->incarnation) != c->inc)
+        return 0;
+    x = rbi_hash_keyed128(c->secret, RBI_SECRET_BYTES, key, klen);
+    for (uint32_t r = 0; r < c->s.depth; r++) {
+        unsigned sh;
+        uint64_t w = rbi_cms_word(&c->s, r, rbi_cms_col(x, r, c->s.width), &sh);
+        uint64_t v = (rbi_ld(&arr[w]) >> sh) & c->s.mask;
+        est = v < est ? v : est;
+    }
+    *out = est;
+    return !rbi_gen_read_retry(&f->gen, g);   /* G2 */
+}
+
 int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen, uint64_t *out)
 {
     query_arg_t a = { key, klen, 0, NULL, NULL, 0 };
@@ -196,7 +418,9 @@ int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen, uint64_t *o
 
     if (h == NULL || out == NULL || (key == NULL && klen != 0))
         return RB_EINVAL;
-    if ((rc = cms_hread(h, query_fn, &a)) == RB_OK)
+    if (estimate_fast(h, key, klen, out))
+        return RB_OK;
+    if ((rc = cms_hread_slow(h, query_fn, &a)) == RB_OK)
         *out = a.est;
     return rc;
 }
@@ -326,8 +550,8 @@ typedef struct admit_arg {
 __attribute__((flatten)) static void admit_fn(const cms_view_t *v, void *arg)
 {
     admit_arg_t *a = arg;
-    rbi_h128_t hc = rbi_hash_keyed128(v->secret, sizeof(v->secret), a->cand.key, a->cand.klen);
-    rbi_h128_t hv = rbi_hash_keyed128(v->secret, sizeof(v->secret), a->victim.key,
+    rbi_h128_t hc = rbi_hash_keyed128(v->secret, RBI_SECRET_BYTES, a->cand.key, a->cand.klen);
+    rbi_h128_t hv = rbi_hash_keyed128(v->secret, RBI_SECRET_BYTES, a->victim.key,
                                       a->victim.klen);
     uint64_t ec = UINT64_MAX, ev = UINT64_MAX;
 

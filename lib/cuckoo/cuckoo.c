@@ -8,7 +8,10 @@
  * reads the slot inside its generation section (latch.h, G1 / G2: the
  * name, shape, layers and secret all belong to one filter, and a filter
  * deleted meanwhile is noticed) and, inside that, the move sequence
- * (Q1).  Why a found fingerprint is answered at once and a miss is
+ * (Q1); a single contains or count takes the shape, layers and secret
+ * from the handle's cache of the last section instead, while the
+ * generation and layer count are the ones it was validated at ("the
+ * cache" below).  Why a found fingerprint is answered at once and a miss is
  * re-checked (cuckoo_impl.h, C1 / C2): a fingerprint seen in one of the
  * key's buckets was stored there, while a miss may come from a move that
  * took a fingerprint out of the bucket probed second into the bucket
@@ -19,17 +22,40 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuckoo_impl.h"
 #include "kind.h"
 
+typedef rbi_cf_view_t view_t;
+
+/* The cache of one filter (map, slot, incarnation, secret), process-local:
+ * its shape and secret, set before the cache is published and never
+ * changed (a slot's incarnation keeps both), and its layers as a section
+ * validated them at generation view_gen, under the seqlock view_seq (odd
+ * while written; written only under the handle's lock).  Replaced caches
+ * stay on the older list until the handle is closed (a reader may still
+ * use one): one per rebinding, as the Bloom reader's bindings. */
+typedef struct cf_cache {
+    const rbi_map_t *m;
+    const rb_filter_shm_t *f;
+    uint64_t inc;
+    rbi_cf_shape_t s;
+    unsigned char secret[RBI_SECRET_BYTES];
+    struct cf_cache *older;
+    _Atomic uint64_t view_seq, view_gen, view_nl;
+    _Atomic uint64_t view_arr[RB_BLOOM_MAX_LAYERS], view_nb[RB_BLOOM_MAX_LAYERS];
+} cf_cache_t;
+
 struct rb_cuckoo {
     rbi_named_t n;   /* its name and where it was last bound (dir.h) */
+    _Atomic(cf_cache_t *) cache;   /* NULL until a slow call filled one */
+    pthread_mutex_t lock;          /* writers of the cache (trylock) */
+    cf_cache_t first;   /* the first cache, inline: a handle opened for one
+                         * call (the daemon's) allocates nothing more */
 };
-
-typedef rbi_cf_view_t view_t;
 
 /* Inside f's section: 1 and *v filled if f is live filter `inc` (the
  * incarnation a lookup found), 0 if it is not, RB_ECORRUPT. */
@@ -38,6 +64,9 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
     view_t *v = view;
     uint64_t nl, size = rbi_seg_size(m);
 
+    /* The section's generation (its begin loaded it before: equal if the
+     * section holds, and only then is the view used). */
+    v->gen = rbi_ld(&f->gen.word);
     /* Acquire pairs with the release store of LIVE: the words are set. */
     if (atomic_load_explicit(&f->state, memory_order_acquire) != RBI_FILTER_LIVE ||
         rbi_ld(&f->incarnation) != inc)
@@ -58,7 +87,10 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
         v->arr[l] = rbi_word_at(m, off);
     }
     v->f = f;
-    rbi_copy_out(v->secret, f->secret, RBI_SECRET_WORDS);
+    v->m = m;
+    v->inc = inc;
+    rbi_copy_out(v->sbuf, f->secret, RBI_SECRET_WORDS);
+    v->secret = v->sbuf;
     return 1;
 }
 
@@ -102,17 +134,130 @@ int rbi_cuckoo_read(const rb_cuckoo_t *h, rbi_cf_fn fn, void *arg)
 
 int rb_cuckoo_open(const rb_segment_t *seg, const char *name, size_t len, rb_cuckoo_t **out)
 {
-    void *h = NULL;
-    int rc = rbi_named_new(sizeof(rb_cuckoo_t), seg, name, len, rbi_cf_layout, bind_check, &h);
+    rb_cuckoo_t *h = NULL;
+    int rc = rbi_named_new(sizeof(rb_cuckoo_t), seg, name, len, rbi_cf_layout, bind_check,
+                           (void **)&h);
 
-    if (rc == RB_OK)
+    if (rc == RB_OK) {
+        pthread_mutex_init(&h->lock, NULL);
         *out = h;
+    }
     return rc;
 }
 
 void rb_cuckoo_close(rb_cuckoo_t *h)
 {
+    cf_cache_t *c;
+
+    if (h == NULL)
+        return;
+    c = atomic_load(&h->cache);
+    while (c != NULL) {
+        cf_cache_t *older = c->older;
+        if (c != &h->first)
+            free(c);
+        c = older;
+    }
+    pthread_mutex_destroy(&h->lock);
     free(h);
+}
+
+/* ---- the cache ------------------------------------------------------------
+ *
+ * A single contains or count is answered from the handle's cache without
+ * reading the slot's shape, layers and secret again: the cache holds them
+ * as a section validated them at generation view_gen (view_read's checks:
+ * shape, nlayers, every layer's bounds).  A cuckoo filter's layers move
+ * only when it is deleted (rbi_dir_free publishes gen: R1) and grow by a
+ * release store of nlayers without a bump, so while gen == view_gen and
+ * nlayers == view_nl the cached layers are what a section would read
+ * (G1).  A call still loads gen (acquire), checks the slot's state and
+ * incarnation and nlayers (acquire: a grown filter takes the slow path,
+ * which caches the new layer), probes inside the move sequence as cf_use
+ * does (C2: a miss or a count re-checked) and re-checks gen (G2); any
+ * failed check answers through the slow path, the section read of every
+ * call before the cache, which then records what it validated.  Readers
+ * never wait: the cache is written under the handle's lock taken with
+ * trylock, the view under its own seqlock. */
+
+/* The view of c if it was validated at generation g: v's layers, shape
+ * and secret (pointing into c). */
+static inline int cache_get(const cf_cache_t *c, uint64_t g, view_t *v)
+{
+    uint64_t s0 = atomic_load_explicit(&c->view_seq, memory_order_acquire);
+    uint64_t vg = rbi_ld(&c->view_gen), nl = rbi_ld(&c->view_nl);
+
+    if (nl < 1 || nl > RB_BLOOM_MAX_LAYERS)
+        return 0;
+    for (uint64_t l = 0; l < nl; l++) {
+        v->arr[l] = (const _Atomic uint64_t *)(uintptr_t)rbi_ld(&c->view_arr[l]);
+        v->nb[l] = rbi_ld(&c->view_nb[l]);
+    }
+    /* The loads above happen before the re-load of the sequence. */
+    atomic_thread_fence(memory_order_acquire);
+    if ((s0 & 1) || rbi_ld(&c->view_seq) != s0 || vg != g)
+        return 0;
+    v->nl = (uint32_t)nl;
+    v->s = c->s;
+    v->f = c->f;
+    v->secret = c->secret;
+    return 1;
+}
+
+static void cache_view_store(cf_cache_t *c, const view_t *v)
+{
+    uint64_t s0 = rbi_ld(&c->view_seq);
+
+    rbi_st(&c->view_seq, s0 + 1);
+    /* The odd sequence is visible before any field changes. */
+    atomic_thread_fence(memory_order_release);
+    rbi_st(&c->view_gen, v->gen);
+    rbi_st(&c->view_nl, v->nl);
+    for (uint32_t l = 0; l < v->nl; l++) {
+        rbi_st(&c->view_arr[l], (uint64_t)(uintptr_t)v->arr[l]);
+        rbi_st(&c->view_nb[l], v->nb[l]);
+    }
+    /* Release: a reader that sees s0 + 2 sees the fields above. */
+    atomic_store_explicit(&c->view_seq, s0 + 2, memory_order_release);
+}
+
+/* 1 if cache c is of v's filter with v's secret and shape (both fixed
+ * for an incarnation today; checked so that a writer that changed either
+ * under a generation publish would get a new cache, never a mix). */
+static int cache_is(const cf_cache_t *c, const view_t *v)
+{
+    return c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
+           c->s.fbits == v->s.fbits && c->s.bsize == v->s.bsize &&
+           memcmp(c->secret, v->secret, sizeof(c->secret)) == 0;
+}
+
+/* Records view v, validated by a section that held at v->gen, in h's
+ * cache: the current cache's view if it is v's filter with v's secret
+ * and shape, else a new cache (the old one kept on its older list). */
+static void cache_put(const rb_cuckoo_t *ch, const view_t *v)
+{
+    rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
+    cf_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire), *nc;
+
+    if (cache_is(c, v) && rbi_ld(&c->view_gen) == v->gen && rbi_ld(&c->view_nl) == v->nl)
+        return;
+    if (pthread_mutex_trylock(&h->lock) != 0)
+        return;   /* another thread records: this call can do without */
+    c = atomic_load_explicit(&h->cache, memory_order_relaxed);
+    if (cache_is(c, v)) {
+        cache_view_store(c, v);
+    } else if ((nc = c == NULL ? &h->first : calloc(1, sizeof(*nc))) != NULL) {
+        nc->m = v->m;
+        nc->f = v->f;
+        nc->inc = v->inc;
+        nc->s = v->s;
+        memcpy(nc->secret, v->secret, sizeof(nc->secret));
+        nc->older = c;
+        cache_view_store(nc, v);
+        /* Release: a reader of the new cache sees it complete. */
+        atomic_store_explicit(&h->cache, nc, memory_order_release);
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 typedef struct probe_arg {
@@ -120,6 +265,7 @@ typedef struct probe_arg {
     size_t klen;
     int all;          /* count every copy */
     uint64_t n;       /* copies found (all), or 1 if found */
+    view_t *last;     /* the view of the last run, for the cache */
 } probe_arg_t;
 
 /* Copies of k's fingerprint in its buckets of every layer (all == 0:
@@ -146,32 +292,88 @@ static int probe_one(const view_t *v, void *arg)
 {
     probe_arg_t *a = arg;
 
+    *a->last = *v;
+    a->last->secret = a->last->sbuf;
     a->n = probe_key(v, rbi_cf_hash(v->secret, &v->s, a->key, a->klen), a->all);
     /* Found: stored there (C1), answered at once; a miss or a count is
      * re-checked against the move sequence (C2). */
     return a->n != 0 && !a->all ? RB_OK : 1;
 }
 
+/* The cached probe (see "the cache" above): the copies of key's
+ * fingerprint (all), or whether one is there; -1 to take the slow path. */
+static inline int64_t probe_fast(const rb_cuckoo_t *h, const void *key, size_t klen, int all)
+{
+    const cf_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire);
+    const rb_filter_shm_t *f;
+    view_t v;
+    uint64_t g, q, n;
+
+    if (c == NULL || c->m != rbi_reader_map(h->n.seg))
+        return -1;
+    f = c->f;
+    g = rbi_gen_read_begin(&f->gen);   /* G1 */
+    if (rbi_ld(&f->state) != RBI_FILTER_LIVE || rbi_ld(&f->incarnation) != c->inc ||
+        !cache_get(c, g, &v) ||
+        /* Acquire pairs with the release store publishing a new layer. */
+        atomic_load_explicit(RBI_CF_NLAYERS(f), memory_order_acquire) != v.nl)
+        return -1;
+    q = rbi_seq_read_begin(RBI_CF_SEQ(f));
+    n = probe_key(&v, rbi_cf_hash(v.secret, &v.s, key, klen), all);
+    /* A miss or a count is re-checked against the move sequence (C2). */
+    if ((n == 0 || all) && rbi_seq_read_retry(RBI_CF_SEQ(f), q))
+        return -1;
+    return rbi_gen_read_retry(&f->gen, g) ? -1 : (int64_t)n;   /* G2 */
+}
+
+/* The slow path: a section, which then fills the cache.  Out of line, so
+ * that the fast path's frame stays small. */
+static __attribute__((noinline)) int probe_slow(const rb_cuckoo_t *h, const void *key,
+                                                size_t klen, int all, uint64_t *n)
+{
+    view_t last;
+    probe_arg_t a = { key, klen, all, 0, &last };
+    int rc;
+
+    if ((rc = rbi_cuckoo_read(h, probe_one, &a)) == RB_OK) {
+        cache_put(h, &last);
+        *n = a.n;
+    }
+    return rc;
+}
+
+/* contains (all 0) or count (all 1): the cache, else a section. */
+static inline int probe(const rb_cuckoo_t *h, const void *key, size_t klen, int all,
+                        uint64_t *n)
+{
+    int64_t r = probe_fast(h, key, klen, all);
+
+    if (r < 0)
+        return probe_slow(h, key, klen, all, n);
+    *n = (uint64_t)r;
+    return RB_OK;
+}
+
 int rb_cuckoo_contains(const rb_cuckoo_t *h, const void *key, size_t klen)
 {
-    probe_arg_t a = { key, klen, 0, 0 };
+    uint64_t n = 0;
     int rc;
 
     if (h == NULL || (key == NULL && klen != 0))
         return RB_EINVAL;
-    rc = rbi_cuckoo_read(h, probe_one, &a);
-    return rc == RB_OK ? a.n != 0 : rc;
+    rc = probe(h, key, klen, 0, &n);
+    return rc == RB_OK ? n != 0 : rc;
 }
 
 int rb_cuckoo_count(const rb_cuckoo_t *h, const void *key, size_t klen, uint64_t *count)
 {
-    probe_arg_t a = { key, klen, 1, 0 };
+    uint64_t n = 0;
     int rc;
 
     if (h == NULL || count == NULL || (key == NULL && klen != 0))
         return RB_EINVAL;
-    if ((rc = rbi_cuckoo_read(h, probe_one, &a)) == RB_OK)
-        *count = a.n;
+    if ((rc = probe(h, key, klen, 1, &n)) == RB_OK)
+        *count = n;
     return rc;
 }
 

@@ -99,7 +99,10 @@ static inline uint64_t rbi_cf_layout_of(uint32_t fp_bits)
 /* A filter's geometry as read from its slot. */
 typedef struct rbi_cf_shape {
     uint32_t fbits, per, bsize;  /* fingerprint bits, slots per word, slots per bucket */
+    uint32_t one_word;           /* every bucket lies inside one word (per % bsize == 0) */
     uint64_t fmask;              /* 2^fbits - 1: a slot's mask, the fingerprint modulus */
+    uint64_t ones, highs, bmask; /* one_word: the low / high bit of each of a bucket's
+                                  * slots, and its bits, at the bottom of a word */
 } rbi_cf_shape_t;
 
 /* The shape of layout and bucket_size; 0 if not one a reader accepts. */
@@ -111,6 +114,13 @@ static inline int rbi_cf_shape(uint64_t layout, uint64_t bsize, rbi_cf_shape_t *
     s->per = 64u / s->fbits;
     s->bsize = (uint32_t)bsize;
     s->fmask = (1ull << s->fbits) - 1;
+    s->one_word = s->per % s->bsize == 0;
+    s->ones = 0;
+    for (uint32_t k = 0; s->one_word && k < s->bsize; k++)
+        s->ones |= 1ull << (k * s->fbits);
+    s->highs = s->ones << (s->fbits - 1);
+    s->bmask = !s->one_word ? 0 : s->bsize * s->fbits == 64 ? ~0ull
+               : (1ull << (s->bsize * s->fbits)) - 1;
     return 1;
 }
 
@@ -141,11 +151,29 @@ typedef struct rbi_cf_key {
     uint64_t fp, h1;
 } rbi_cf_key_t;
 
+/* x mod (2^fbits - 1) with a constant divisor in each case, so that the
+ * compiler multiplies instead of dividing (a 64-bit division was a fifth
+ * of a cached contains: bench section c).  Same value as x % fmask. */
+static inline uint64_t rbi_cf_mod(const rbi_cf_shape_t *s, uint64_t x)
+{
+    return s->fbits == 16 ? x % 65535u : s->fbits == 8 ? x % 255u : x % 4095u;
+}
+
+/* Slot i's word (slots per word: 4, 8 or 5, by a shift or a constant
+ * divisor), *rem its place in the word. */
+static inline uint64_t rbi_cf_div(const rbi_cf_shape_t *s, uint64_t i, unsigned *rem)
+{
+    uint64_t q = s->per == 4 ? i >> 2 : s->per == 8 ? i >> 3 : i / 5u;
+
+    *rem = (unsigned)(i - q * s->per);
+    return q;
+}
+
 static inline rbi_cf_key_t rbi_cf_hash(const unsigned char *secret, const rbi_cf_shape_t *s,
                                        const void *key, size_t len)
 {
     rbi_h128_t h = rbi_hash_keyed128(secret, RBI_SECRET_BYTES, key, len);
-    rbi_cf_key_t k = { h.h2 % s->fmask + 1, h.h1 };
+    rbi_cf_key_t k = { rbi_cf_mod(s, h.h2) + 1, h.h1 };
 
     return k;
 }
@@ -173,8 +201,11 @@ static inline uint64_t rbi_cf_alt(uint64_t i, uint64_t fp, uint64_t nbuckets)
 /* Word index and shift of slot i. */
 static inline uint64_t rbi_cf_word(const rbi_cf_shape_t *s, uint64_t i, unsigned *shift)
 {
-    *shift = (unsigned)(i % s->per) * s->fbits;
-    return i / s->per;
+    unsigned r;
+    uint64_t w = rbi_cf_div(s, i, &r);
+
+    *shift = r * s->fbits;
+    return w;
 }
 
 static inline uint64_t rbi_cf_get(const rbi_cf_shape_t *s, const _Atomic uint64_t *arr,
@@ -186,15 +217,23 @@ static inline uint64_t rbi_cf_get(const rbi_cf_shape_t *s, const _Atomic uint64_
     return (rbi_ld(&arr[w]) >> sh) & s->fmask;
 }
 
-/* The copies of fp in bucket b (all: count; else 1 at the first). */
+/* The copies of fp in bucket b (all: count; else 1 if there is one).  A
+ * bucket inside one word is tested whole (the zero-lane test: x has a
+ * slot of 0 iff (x - ones) & ~x & highs is not 0, x the bucket xor fp in
+ * every slot; a borrow can only mark slots above a zero one, so the test
+ * is exact for "some slot holds fp"). */
 static inline uint32_t rbi_cf_bucket_has(const rbi_cf_shape_t *s, const _Atomic uint64_t *arr,
                                          uint64_t b, uint64_t fp, int all)
 {
-    uint64_t i = b * s->bsize, wi = i / s->per;
-    unsigned j = (unsigned)(i % s->per);
+    unsigned j;
+    uint64_t wi = rbi_cf_div(s, b * s->bsize, &j);
     uint64_t w = rbi_ld(&arr[wi]);
     uint32_t n = 0;
 
+    if (!all && s->one_word) {
+        uint64_t x = ((w >> (j * s->fbits)) & s->bmask) ^ (fp * s->ones);
+        return ((x - s->ones) & ~x & s->highs) != 0;
+    }
     for (uint32_t k = 0; k < s->bsize; k++) {
         if (((w >> (j * s->fbits)) & s->fmask) == fp) {
             n++;
@@ -213,19 +252,27 @@ static inline uint32_t rbi_cf_bucket_has(const rbi_cf_shape_t *s, const _Atomic 
 static inline void rbi_cf_prefetch(const rbi_cf_shape_t *s, const _Atomic uint64_t *arr,
                                    uint64_t b)
 {
-    rbi_prefetch_line((const void *)&arr[b * s->bsize / s->per]);
+    unsigned j;
+
+    rbi_prefetch_line((const void *)&arr[rbi_cf_div(s, b * s->bsize, &j)]);
 }
 
 /* ---- cuckoo.c ------------------------------------------------------------ */
 
-/* A filter as one reader section read it (cuckoo.c). */
+/* A filter as one reader section read it (cuckoo.c), or as a handle's
+ * cache holds it (secret then points into the cache, which the slow path
+ * filled from the same kind of view: m, inc and gen say which filter in
+ * which mapping at which generation it was validated at). */
 typedef struct rbi_cf_view {
     const rb_filter_shm_t *f;
     rbi_cf_shape_t s;
     uint32_t nl;
     const _Atomic uint64_t *arr[RB_BLOOM_MAX_LAYERS];
     uint64_t nb[RB_BLOOM_MAX_LAYERS];
-    unsigned char secret[RBI_SECRET_BYTES];
+    const unsigned char *secret;            /* sbuf, or the cache's copy */
+    const rbi_map_t *m;
+    uint64_t inc, gen;
+    unsigned char sbuf[RBI_SECRET_BYTES];   /* the section's copy */
 } rbi_cf_view_t;
 
 /* What a reader's function does with one section: RB_OK done (the

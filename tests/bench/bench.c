@@ -71,13 +71,16 @@
  *   b. the issue 29 table: single-key commands, BF.MADD / BF.MEXISTS and
  *      PFCOUNT / PFADD beside RedisBloom in redis-server, both AOF
  *      everysec (bench_redisbloom.c); only with --redisbloom PATH.
+ *   c. one rb_cuckoo_contains (hits, misses) and rb_cms_estimate on a kept
+ *      handle, ns a call, beside --lib-before's older library
+ *      (bench_rcache.c).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
  *
  *   usage: bench [--reps N] [--csv FILE] [--quick] [--only SECTIONS]
  *                [--daemon PATH] [--daemon-before PATH] [--cli PATH]
- *                [--cli-before PATH] [--redisbloom PATH]
+ *                [--cli-before PATH] [--redisbloom PATH] [--lib-before PATH]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -106,7 +109,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhrwkb";
+static const char *only = "123456789seiamhrwkbc";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -115,6 +118,7 @@ static const char *cli_bin = "client/ringbloom";
 static const char *before_bin;           /* --daemon-before: section i's older daemon */
 static const char *cli_before;           /* --cli-before: section w's older CLI */
 static const char *redisbloom;           /* --redisbloom: section b's built module */
+static const char *lib_before;           /* --lib-before: section c's older libringbloom.so */
 
 /* ---- plumbing -------------------------------------------------------------- */
 
@@ -1603,10 +1607,12 @@ int main(int argc, char **argv)
             cli_before = argv[++i];
         else if (strcmp(argv[i], "--redisbloom") == 0 && i + 1 < argc)
             redisbloom = argv[++i];
+        else if (strcmp(argv[i], "--lib-before") == 0 && i + 1 < argc)
+            lib_before = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkb] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkbc] "
                     "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH] "
-                    "[--redisbloom PATH]\n");
+                    "[--redisbloom PATH] [--lib-before PATH]\n");
             return 2;
         }
     }
@@ -1661,6 +1667,8 @@ int main(int argc, char **argv)
         bench_cmds(before_bin, reps, quick);
     if (strchr(only, 'b'))
         bench_redisbloom(redisbloom, reps, quick);
+    if (strchr(only, 'c'))
+        bench_rcache(lib_before, reps, quick);
     fclose(csv);
     {
         char cmd[128];

@@ -91,6 +91,8 @@ double bench_cpu_ns(pid_t pid);
  * (module: its redisbloom.so; NULL: the section says it is skipped). */
 void bench_redisbloom(const char *module, int reps, int quick);
 
+void bench_rcache(const char *lib_before, int reps, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */
