@@ -16,12 +16,14 @@
  *      nodes x 160 vnodes: rb-xxh3 against the plain binary search (the
  *      baseline past libmemcached's 100 servers), bytes per point of one
  *      copy, the time to build and publish the whole ring and to add one
- *      node and publish again (what a RING.ADD costs the daemon);
+ *      node and publish again (what a RING.ADD costs the daemon); at
+ *      10,000 nodes both again in 2 MiB pages;
  *   2. Bloom contains on a 1 MiB filter, one of 4x the last-level cache
  *      and one of 256 MiB (blocked only): standard, blocked, blocked via
  *      contains_many, hits and misses; batched queries against a gather
  *      (one load per key from precomputed random lines; and that plus the
- *      keyed hash each query must compute), single ones against a
+ *      keyed hash each query must compute: contains_many's floor, goal
+ *      1.25x), single ones against a
  *      dependent pointer chase over a buffer of the same size;
  *   3. write path: BF.ADD / BF.MADD through redis-benchmark against
  *      redis-server doing SADD with the same options; p50/p99 latency of a
@@ -32,9 +34,14 @@
  *   6. one `ringbloom exists` from the shell, fork to exit, against one
  *      `redis-cli SISMEMBER` on a Unix socket (printed before 5).
  *   7. Bloom adds into a 256 MiB blocked filter: rb_bloom_add_many and a
- *      loop of rb_bloom_add against a plain prefetching add loop;
+ *      loop of rb_bloom_add against a plain prefetching add loop; then
+ *      add_many and the plain loop both in 2 MiB pages;
  *   8. single contains at 1 / 16 / 256 / 1024 MiB: rb_bloom_contains
- *      against a plain-C blocked filter holding the same keys;
+ *      against a plain-C blocked filter holding the same keys; at 256 MiB
+ *      and 1 GiB again with both in 2 MiB pages;
+ *   Issue 29's in-process floors (sections 1, 2, 7, 8) each print a line
+ *   "goal_line": the median of the per-repetition ratios, their range and
+ *   "met" / "missed" against the goal;
  *   9. bulk load (bench_bulk.c): BF.MADD of 1,000 keys, 8 in flight, 3*10^7
  *      keys, against redis-server SADD with AOF everysec, with the longest
  *      wait of a concurrent query; at most 3 runs (each is tens of seconds).
