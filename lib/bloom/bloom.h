@@ -433,6 +433,22 @@ static inline void rbi_bloom_set_block(_Atomic uint64_t *blk, uint64_t h2, uint3
 {
     uint64_t base = h2, x = h2 >> 1;
 
+    if (__builtin_expect(k == 7, 1)) {
+        /* k = 7, unrolled: the same bits as the loop below (slice i of x,
+         * as rbi_bloom_test_block's), set in probe order; two probes in
+         * one word each load the other's store. */
+#define RBI_SET7(i) rbi_bloom_set(&blk[(x >> (9 * (i) + 6)) & 7], 1ULL << ((x >> (9 * (i))) & 63))
+        RBI_SET7(0);
+        RBI_SET7(1);
+        RBI_SET7(2);
+        RBI_SET7(3);
+        RBI_SET7(4);
+        RBI_SET7(5);
+        RBI_SET7(6);
+#undef RBI_SET7
+        return;
+    }
+
     for (uint32_t i = 0; i < k; i++) {
         uint64_t bit = rbi_block_bit(&base, &x, i);
         rbi_bloom_set(&blk[bit >> 6], 1ULL << (bit & 63));
