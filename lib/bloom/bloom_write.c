@@ -498,6 +498,53 @@ static void add_prefetch(const rbi_bloom_section_t *s, uint64_t target, rbi_h128
                                  rbi_bloom_layer_hash(s->b->layout, h, l), l == target);
 }
 
+/* add_fn for the common case (issue 29's add floor): one blocked layer,
+ * not aging, with room for every key left (or OVERFILL), so no key of the
+ * batch can append a layer and each is the test-and-set of add_new on
+ * layer 0.  The pipeline keeps each key's block and second hash instead of
+ * the whole hash, and the counters in registers (stored after each add,
+ * as add_new does): the per-key work of the plain loop plus the test. */
+static int add_blocked1(rbi_bloom_section_t *s, add_arg_t *a)
+{
+    const rbi_bloom_layer_t *lv = &s->layer[0];
+    _Atomic uint64_t *arr = (_Atomic uint64_t *)lv->arr, *blk[PIPE];
+    rb_filter_shm_t *f = s->b->slot;
+    const rbi_bloom_bind_t *b = s->b;
+    rb_segment_t *seg = a->seg;
+    uint64_t h2[PIPE], nblocks = lv->bits / RBI_BLOCK_BITS;
+    uint64_t litems = rbi_ld(&f->layer[0].items), items = rbi_ld(&f->items);
+    uint32_t k = lv->k;
+    size_t start = a->done, n = a->n, done = a->done;
+    int64_t added = a->added;
+
+    for (size_t i = start; i < n + PIPE; i++) {
+        if (i >= start + PIPE) {
+            _Atomic uint64_t *bk = blk[(i - PIPE) % PIPE];
+            uint64_t x = h2[(i - PIPE) % PIPE];
+            int fresh = !rbi_bloom_test_block(bk, x, k);
+            if (fresh) {
+                rbi_snap_touch(seg, bk, RBI_BLOCK_WORDS * 8);
+                rbi_bloom_set_block(bk, x, k);
+                rbi_st(&f->layer[0].items, ++litems);
+                rbi_st(&f->items, ++items);
+                added++;
+            }
+            if (a->out != NULL)
+                a->out[done] = (uint8_t)fresh;
+            done++;
+        }
+        if (i < n) {
+            rbi_h128_t x = rbi_bloom_key_hash(b, a->keys[i].ptr, a->keys[i].len);
+            blk[i % PIPE] = &arr[rbi_fastrange64(x.h1, nblocks) * RBI_BLOCK_WORDS];
+            h2[i % PIPE] = x.h2;
+            rbi_prefetch_line_w((const void *)blk[i % PIPE]);
+        }
+    }
+    a->done = done;
+    a->added = added;
+    return RB_OK;
+}
+
 /* Writer's "section": the writer is the only one changing the slot, so
  * its view never goes stale; new layers and rotations re-open it.
  * Software-pipelined like contains_many: key i is hashed and its lines
@@ -516,6 +563,11 @@ static int add_fn(const rbi_bloom_section_t *cs, void *arg)
     size_t start = a->done, n = a->n;
     rbi_h128_t hs[PIPE];
 
+    if (!aging && s->nlayers == 1 && s->b->layout == RB_BLOOM_BLOCKED &&
+        ((rbi_ld(&f->flags) & RB_BLOOM_OVERFILL) ||
+         (rbi_ld(&f->layer[0].items) <= rbi_ld(&f->layer[0].capacity) &&
+          n - start <= rbi_ld(&f->layer[0].capacity) - rbi_ld(&f->layer[0].items))))
+        return add_blocked1(s, a);
     /* A retried section (a rotation's gen bump) resumes at a->done. */
     for (size_t i = start; i < n + PIPE; i++) {
         if (i >= start + PIPE) {

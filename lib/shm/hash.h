@@ -46,8 +46,11 @@ static inline uint64_t rbi_hash_xxh3(const void *key, size_t len)
     return XXH3_64bits(key, len);
 }
 
-static inline rbi_h128_t rbi_hash_keyed128(const void *secret, size_t secret_len,
-                                         const void *key, size_t len)
+/* flatten: XXH3's length dispatch and short-key paths inlined here too
+ * (left to itself gcc calls one out-of-line copy: a call per query on the
+ * Bloom fast path, issue 29). */
+static inline __attribute__((flatten)) rbi_h128_t
+rbi_hash_keyed128(const void *secret, size_t secret_len, const void *key, size_t len)
 {
     XXH128_hash_t h = XXH3_128bits_withSecret(key, len, secret, secret_len);
     rbi_h128_t r = { h.low64, h.high64 };

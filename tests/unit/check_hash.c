@@ -14,7 +14,8 @@ END_TEST
 /* Golden values from the seed document's Python:
  *   h = (salt * 0x9E3779B1 + 1) & MASK; for ch in key: h = (h*31 + ord(ch)) & MASK */
 /* MD5 words of RFC 1321's padding edges (a key of 55 bytes is the longest
- * in one block, 56 the shortest in two) and of a URL-like key, against
+ * in one block, 56 the shortest in two; the same past whole blocks) and of
+ * a URL-like key, against
  * Python's hashlib: whichever MD5 configure chose, and however it is fed. */
 START_TEST(test_hash_md5_words_match_reference)
 {
@@ -23,10 +24,22 @@ START_TEST(test_hash_md5_words_match_reference)
         { 'a', 55, { 0xb67217efu, 0x22a1f9dfu, 0x95528535u, 0x65dfd04au } },
         { 'b', 56, { 0x6955d9b9u, 0xcd54766cu, 0xec6b0820u, 0x110b6731u } },
         { 'c', 64, { 0x8e70d5bcu, 0xf0189bd7u, 0x7fa2aaf0u, 0x866d05d0u } },
+        /* whole blocks then a padded tail: 64 + 55 (last in two blocks),
+         * 64 + 56 (first in three), 127, 128 (two whole blocks), 200 */
+        { 'd', 119, { 0x2b6a774fu, 0x3446d06au, 0x6f3dc2c3u, 0xe896b6b7u } },
+        { 'e', 120, { 0x5bcac0cau, 0x21f9d897u, 0x3cfa855bu, 0xf883f4ccu } },
+        { 'f', 127, { 0x0b6b4ad6u, 0x08b0d79au, 0x4c312a03u, 0x0977c4d4u } },
+        { 'g', 128, { 0x562d072cu, 0xdcad2c29u, 0x5d2c3f9au, 0xb4b34c1fu } },
+        { 'h', 200, { 0xa9840d24u, 0x5d5118aau, 0x2d6fb169u, 0xf877c0d3u } },
+    };
+    static const struct { size_t len; uint32_t w[4]; } mix[] = {
+        { 119, { 0x8fa84cb8u, 0x4394f450u, 0x20a30015u, 0xc9850da5u } },
+        { 120, { 0x90b4e97fu, 0x153bfcbcu, 0x4f0a3f1bu, 0x6c21437bu } },
+        { 200, { 0x1ed6dec2u, 0x5ccf033eu, 0x935c34d1u, 0x699cdcebu } },
     };
     static const char url[] = "https://example.com/page/1234567";
     static const uint32_t url_w[4] = { 0x85b9bd53u, 0x5a7be8e2u, 0xde37f417u, 0xb99c7730u };
-    char buf[64];
+    char buf[200];
 
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         memset(buf, v[i].c, v[i].len);
@@ -35,6 +48,14 @@ START_TEST(test_hash_md5_words_match_reference)
     }
     for (unsigned w = 0; w < 4; w++)
         ck_assert_uint_eq(rbi_hash_md5_le32(url, sizeof(url) - 1, w), url_w[w]);
+    /* Bytes that differ block to block (33 + 7i mod 90): a tail or a block
+     * taken from the wrong offset changes the digest. */
+    for (size_t i = 0; i < sizeof(mix) / sizeof(mix[0]); i++) {
+        for (size_t j = 0; j < mix[i].len; j++)
+            buf[j] = (char)(33 + (j * 7) % 90);
+        for (unsigned w = 0; w < 4; w++)
+            ck_assert_uint_eq(rbi_hash_md5_le32(buf, mix[i].len, w), mix[i].w[w]);
+    }
     ck_assert_uint_eq(rbi_hash_md5_le32("abc", 3, 0), 0x98500190u);
 }
 END_TEST
