@@ -179,7 +179,7 @@ static const char *reply(tsrv_t *t)
 #define REPEATS 200
 #define KEYS (2 * REPEATS)   /* the window's items are not the warm-up's */
 
-static char keys[KEYS][16];
+static char keys[KEYS][24];   /* "item-" and any int */
 
 /* The server, its filters made, and KEYS distinct items. */
 static void open_filled(tsrv_t *t)
