@@ -88,6 +88,8 @@ static const struct info_metric {
       "Times the segment was rebuilt without its free tail (segment-shrink-bytes)." },
     { "segment_huge_bytes", "segment_huge_bytes", "gauge", NUM, 1, NULL,
       "Bytes of the segment backed by huge pages." },
+    { "aof_enabled", "log_enabled", "gauge", NUM, 1, NULL,
+      "1 if the daemon writes its append log (appendonly yes), 0 if not (INFO aof_enabled)." },
     { "appendfsync", "log_fsync_policy", "gauge", LABEL, 1, "policy",
       "Always 1; the log's fsync policy (appendfsync) as a label." },
     { "log_bytes", "log_bytes", "gauge", NUM, 1, NULL,

@@ -117,6 +117,7 @@ types = {
     "ringbloom_segment_fragmentation_ratio": "gauge", "ringbloom_segment_free_bytes": "gauge",
     "ringbloom_segment_unreleased_bytes": "gauge", "ringbloom_last_snapshot_file_bytes": "gauge",
     "ringbloom_build_info": "gauge", "ringbloom_log_fsync_policy": "gauge",
+    "ringbloom_log_enabled": "gauge",
     "ringbloom_ring_nodes": "gauge", "ringbloom_ring_points": "gauge",
     "ringbloom_ring_nodes_not_up": "gauge",
     "ringbloom_ring_mode": "gauge", "ringbloom_filters": "gauge",
@@ -166,6 +167,7 @@ check(value("ringbloom_segment_free_bytes") == mem["ringbloom_free_bytes"] ==
       value("ringbloom_segment_committed_bytes") - used, "free bytes are committed - used")
 check(value("ringbloom_segment_unreleased_bytes") == mem["ringbloom_unreleased_bytes"] == 0,
       "nothing waits for a release")
+check(value("ringbloom_log_enabled") == per["aof_enabled"] == 1, "the log is on, as INFO says")
 check(0 < value("ringbloom_last_snapshot_file_bytes") == per["last_snapshot_file_bytes"],
       "the SAVE's file bytes are INFO's")
 # --json filters and metrics give a name as one escaped text (a byte that
