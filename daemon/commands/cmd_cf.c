@@ -2,7 +2,8 @@
  * cmd_cf.c - the cuckoo filter commands (RedisBloom's CF.*, and our
  * FPBITS option of CF.RESERVE): their table and handlers.  Each mutation
  * is one op (ops.c: CF_RESERVE, CF_ADD, CF_DEL, CF_LOADCHUNK), logged and
- * replayed; queries read the segment as any reader does (rb_cuckoo_*).
+ * replayed; queries read the segment as any reader does (rb_cuckoo_*),
+ * through the handle the daemon keeps for the name (rbd_filters_cf).
  *
  * Replies follow RedisBloom's (rebloom.c): CF.ADD answers 1 or "Filter is
  * full", CF.INSERT an array of 1 / -1, the NX forms 0 for a key that may
