@@ -2,8 +2,10 @@
  * check_hotpath.c - the hot path of a single-key command allocates
  * nothing and formats nothing through stdio (issue 29, item 4): a server
  * built in this process (tsrv.h) runs BF.ADD, BF.EXISTS, CF.ADD,
- * CF.EXISTS, CF.DEL, CMS.INCRBY, CMS.QUERY and PFADD (of one element and
- * of a few) through the command table and the log's group commit, and
+ * CF.ADDNX, CF.EXISTS, CF.DEL, CF.COUNT, CF.INFO, CMS.INCRBY, CMS.QUERY
+ * and PFADD (of one element and of a few), and the commands of a few
+ * items or keys (CF.MEXISTS, CF.INSERT, CF.INSERTNX, PFCOUNT, PFMERGE)
+ * through the command table and the log's group commit, and
  * wrappers of malloc, calloc, realloc, free, strdup and the *printf family
  * (linked with --wrap) count the calls the daemon's code makes while a
  * window is open: after a warm-up (first binds, the log's buffer grown),
@@ -12,7 +14,8 @@
  *
  * Also here: what the daemon keeps between commands to avoid those calls
  * (cached handles) never outlives the filter it was made for: a name
- * deleted and made again as another kind or shape is seen as it is now.
+ * deleted and made again as another kind or shape, through DEL or behind
+ * the daemon's back, is seen as it is now.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
