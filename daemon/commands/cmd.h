@@ -216,12 +216,15 @@ size_t rbd_cmd_dump_chunk_max(const rbd_ctx_t *x);
 void rbd_cmd_create_error(rbd_ctx_t *x, int rc);
 
 /* A kind's reads for the handlers its commands share with other kinds
- * (rbd_cmd_check, rbd_cmd_scandump): an open handle's contains (1, 0 or
- * an error), count and dump chunk, the kind's error replies, and whether
- * empty keys are refused first (RedisBloom's cuckoo filter takes them). */
+ * (rbd_cmd_check, rbd_cmd_scandump): the handle of filter name (opened
+ * for the command and closed after it, or one the daemon keeps between
+ * commands, rbd_filters_cf: close NULL), an open handle's contains (1, 0
+ * or an error), count and dump chunk, the kind's error replies, and
+ * whether empty keys are refused first (RedisBloom's cuckoo filter takes
+ * them). */
 typedef struct rbd_reads {
-    int (*open)(const rb_segment_t *seg, const char *name, size_t len, void **h);
-    void (*close)(void *h);
+    int (*open)(rbd_ctx_t *x, const char *name, size_t len, void **h);
+    void (*close)(void *h);   /* NULL: the handle is kept, not closed */
     int (*contains)(const void *h, const void *key, size_t len);
     int (*count)(const void *h, const void *key, size_t len, uint64_t *c);
     int (*dump)(const void *h, int64_t iter, size_t max_chunk, unsigned char *buf,
@@ -232,7 +235,9 @@ typedef struct rbd_reads {
 
 /* KIND.EXISTS key item, KIND.MEXISTS key item... (multi) and KIND.COUNT
  * key item (count), read from the segment through k: a missing filter
- * holds nothing (RedisBloom's 0s), another error is k's reply. */
+ * holds nothing (RedisBloom's 0s), another error is k's reply.  A few
+ * items (RBD_SCRATCH_SMALL) are answered from the stack: with a kept
+ * handle, nothing is allocated. */
 void rbd_cmd_check(rbd_ctx_t *x, const rbd_reads_t *k, int multi, int count);
 
 /* KIND.SCANDUMP key iter: [next iter, bytes] (RedisBloom's iterator: 0

@@ -175,10 +175,10 @@ static void cmd_cbf_del(rbd_ctx_t *x)
 
 /* The kind's reads for the shared handlers (rbd_reads_t: EXISTS,
  * MEXISTS, COUNT, SCANDUMP). */
-static int check_open(const rb_segment_t *seg, const char *name, size_t len, void **h)
+static int check_open(rbd_ctx_t *x, const char *name, size_t len, void **h)
 {
     rb_cbf_t *k = NULL;
-    int rc = rb_cbf_open(seg, name, len, &k);
+    int rc = rb_cbf_open(x->s->state.seg, name, len, &k);
 
     *h = k;
     return rc;

@@ -2,7 +2,8 @@
  * cmd_cf.c - the cuckoo filter commands (RedisBloom's CF.*, and our
  * FPBITS option of CF.RESERVE): their table and handlers.  Each mutation
  * is one op (ops.c: CF_RESERVE, CF_ADD, CF_DEL, CF_LOADCHUNK), logged and
- * replayed; queries read the segment as any reader does (rb_cuckoo_*).
+ * replayed; queries read the segment as any reader does (rb_cuckoo_*),
+ * through the handle the daemon keeps for the name (rbd_filters_cf).
  *
  * Replies follow RedisBloom's (rebloom.c): CF.ADD answers 1 or "Filter is
  * full", CF.INSERT an array of 1 / -1, the NX forms 0 for a key that may
@@ -75,16 +76,29 @@ static int size_ok(rbd_ctx_t *x, uint64_t capacity, const rb_cuckoo_params_t *p)
                            "a cuckoo filter this large");
 }
 
-/* What filter argv[1] is: RB_OK a cuckoo filter, RB_EWRONGTYPE another
- * kind, RB_ENOENT none (or an error). */
-static int exists_as(rbd_ctx_t *x)
+/* The handle the daemon keeps for cuckoo filter name (rbd_filters_cf: no
+ * allocation, no directory walk for a name read before), or NULL with *rc
+ * RB_ENOENT (also for a name no filter can have), RB_EWRONGTYPE or an
+ * error.  Not closed by the caller: valid until the next command. */
+static rb_cuckoo_t *kept(rbd_state_t *st, const char *name, size_t len, int *rc)
 {
-    rb_cuckoo_t *h;
-    int rc = rb_cuckoo_open(x->s->state.seg, x->argv[1], x->argl[1], &h);
+    if (len < 1 || len > RB_FILTER_NAME_MAX) {
+        *rc = RB_ENOENT;
+        return NULL;
+    }
+    return rbd_filters_cf(&st->filters, st->seg, name, len, rc);
+}
 
-    if (rc == RB_OK)
-        rb_cuckoo_close(h);
-    return rc;
+/* What filter argv[1] is, and *in its figures if it is a cuckoo filter:
+ * RB_OK a cuckoo filter, RB_EWRONGTYPE another kind, RB_ENOENT none (or
+ * an error).  The read through the kept handle is what tells: a handle
+ * kept for a filter since deleted binds the name again (rbi_named_read). */
+static int exists_as(rbd_ctx_t *x, rb_cuckoo_info_t *in)
+{
+    int rc;
+    rb_cuckoo_t *h = kept(&x->s->state, x->argv[1], x->argl[1], &rc);
+
+    return h != NULL ? rb_cuckoo_info(h, in) : rc;
 }
 
 /* Option argv[i] of CF.RESERVE, its value argv[i + 1], into p: 0, or
@@ -132,6 +146,7 @@ static int reserve_option(rbd_ctx_t *x, size_t i, rb_cuckoo_params_t *p)
 static void cmd_cf_reserve(rbd_ctx_t *x)
 {
     rb_cuckoo_params_t p = defaults(0);
+    rb_cuckoo_info_t in;
     long long cap;
     int rc;
 
@@ -159,7 +174,7 @@ static void cmd_cf_reserve(rbd_ctx_t *x)
     if ((rc = reserve(x, x->argv[1], x->argl[1], &p)) == RB_OK)
         rbi_resp_simple(x->out, "OK");
     else if (rc == RB_EEXIST)   /* RedisBloom: item exists, or WRONGTYPE for another kind */
-        cf_error(x, exists_as(x) == RB_EWRONGTYPE ? RB_EWRONGTYPE : rc);
+        cf_error(x, exists_as(x, &in) == RB_EWRONGTYPE ? RB_EWRONGTYPE : rc);
     else if (rc == RB_ENOSPC)
         cf_error(x, rc);
     else
@@ -213,13 +228,16 @@ static void cmd_cf_add(rbd_ctx_t *x)
 }
 
 /* CF.INSERT / CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...: per
- * item 1 added, -1 no room (NX: 0 may be there already). */
+ * item 1 added, -1 no room (NX: 0 may be there already).  A few items
+ * (RBD_SCRATCH_SMALL) take the stack's arrays, not the allocator's. */
 static void cmd_cf_insert(rbd_ctx_t *x)
 {
     int nx = x->cmd->len == sizeof("CF.INSERTNX") - 1, create = 1, rc, *res;
+    int res_s[RBD_SCRATCH_SMALL];
     long long cap = RB_CUCKOO_DEFAULT_CAPACITY;
     size_t i = 2, n;
-    rb_key_t *items;
+    rb_key_t items_s[RBD_SCRATCH_SMALL], *items;
+    rb_cuckoo_info_t in;
 
     if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
         return;
@@ -238,7 +256,7 @@ static void cmd_cf_insert(rbd_ctx_t *x)
             return;
         }
     }
-    if (create && exists_as(x) == RB_ENOENT) {
+    if (create && exists_as(x, &in) == RB_ENOENT) {
         rb_cuckoo_params_t p = defaults((uint64_t)cap);
         if (size_ok(x, p.capacity, &p) != 0)
             return;
@@ -248,8 +266,8 @@ static void cmd_cf_insert(rbd_ctx_t *x)
         return;
     }
     n = x->argc - i;
-    items = calloc(n, sizeof(*items));
-    res = calloc(n, sizeof(*res));
+    items = rbd_scratch(items_s, sizeof(items_s), n, sizeof(*items));
+    res = rbd_scratch(res_s, sizeof(res_s), n, sizeof(*res));
     if (items == NULL || res == NULL) {
         rbi_resp_error(x->out, "ERR out of memory");
     } else {
@@ -266,24 +284,18 @@ static void cmd_cf_insert(rbd_ctx_t *x)
                     rbi_resp_bool(x->out, res[k] == 1);
         }
     }
-    free(items);
-    free(res);
+    rbd_scratch_free(items, items_s);
+    rbd_scratch_free(res, res_s);
 }
 
 /* The kind's reads for the shared handlers (rbd_reads_t: EXISTS,
- * MEXISTS, COUNT, SCANDUMP). */
-static int check_open(const rb_segment_t *seg, const char *name, size_t len, void **h)
+ * MEXISTS, COUNT, SCANDUMP), through the kept handle (no close). */
+static int check_open(rbd_ctx_t *x, const char *name, size_t len, void **h)
 {
-    rb_cuckoo_t *k = NULL;
-    int rc = rb_cuckoo_open(seg, name, len, &k);
+    int rc;
 
-    *h = k;
+    *h = kept(&x->s->state, name, len, &rc);
     return rc;
-}
-
-static void check_close(void *h)
-{
-    rb_cuckoo_close(h);
 }
 
 static int check_contains(const void *h, const void *key, size_t len)
@@ -303,25 +315,15 @@ static int check_dump(const void *h, int64_t iter, size_t max_chunk, unsigned ch
 }
 
 static const rbd_reads_t reads = {
-    check_open, check_close, check_contains, check_count, check_dump, cf_error, 0,
+    check_open, NULL, check_contains, check_count, check_dump, cf_error, 0,
 };
 
-/* CF.EXISTS key item: through the handle the daemon keeps for the name
- * (rbd_filters_cf: no allocation, no directory walk per command); the
- * same replies as rbd_cmd_check's (a missing filter holds nothing). */
+/* CF.EXISTS key item, CF.MEXISTS key item..., CF.COUNT key item: through
+ * the handle the daemon keeps for the name (rbd_filters_cf: no allocation,
+ * no directory walk per command); a missing filter holds nothing. */
 static void cmd_cf_exists(rbd_ctx_t *x)
 {
-    rb_cuckoo_t *h = NULL;
-    int rc = RB_ENOENT, r = 0;
-
-    if (x->argl[1] >= 1 && x->argl[1] <= RB_FILTER_NAME_MAX)
-        h = rbd_filters_cf(&x->s->state.filters, x->s->state.seg, x->argv[1], x->argl[1], &rc);
-    if (h != NULL && (r = rb_cuckoo_contains(h, x->argv[2], x->argl[2])) < 0)
-        rc = r;
-    if (rc != RB_OK && rc != RB_ENOENT)
-        cf_error(x, rc);
-    else
-        rbi_resp_bool(x->out, rc == RB_OK && r > 0);
+    rbd_cmd_check(x, &reads, 0, 0);
 }
 
 static void cmd_cf_mexists(rbd_ctx_t *x)
@@ -358,16 +360,11 @@ static void cmd_cf_del(rbd_ctx_t *x)
 static void cmd_cf_info(rbd_ctx_t *x)
 {
     rb_cuckoo_info_t in;
-    rb_cuckoo_t *h;
     int rc;
 
     if (rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0)
         return;
-    if ((rc = rb_cuckoo_open(x->s->state.seg, x->argv[1], x->argl[1], &h)) == RB_OK) {
-        rc = rb_cuckoo_info(h, &in);
-        rb_cuckoo_close(h);
-    }
-    if (rc != RB_OK) {
+    if ((rc = exists_as(x, &in)) != RB_OK) {
         cf_error(x, rc);
         return;
     }

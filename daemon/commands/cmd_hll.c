@@ -26,29 +26,49 @@ static int counter_name_ok(size_t len)
     return len > 0 && len <= RB_FILTER_NAME_MAX;
 }
 
-/* The distinct arguments argv[first ..] as keys into *v (malloc'd), the
- * ones no counter can be named left out if names_only: a key named twice
- * is read once (the union and the maximum are the same without the
- * repeat), so a command naming one key 200,000 times costs one key.
+/* The distinct arguments argv[first ..] as keys into *v, the ones no
+ * counter can be named left out if names_only: a key named twice is read
+ * once (the union and the maximum are the same without the repeat), so a
+ * command naming one key 200,000 times costs one key.  *v is the caller's
+ * stack (stack_bytes of room) when the arguments fit, and they are
+ * compared there, each with the ones kept before it (a few: no set, no
+ * allocation on the hot path); else *v is calloc'd and a set
+ * (rbd_cmd_args_distinct) finds them.  Either way in the order of their
+ * first appearance; *v is given back with rbd_scratch_free(*v, stack).
  * Their count, or -1 (out of memory: replied). */
-static long args_keys(rbd_ctx_t *x, size_t first, int names_only, rb_key_t **v)
+static long args_keys(rbd_ctx_t *x, size_t first, int names_only, rb_key_t *stack,
+                      size_t stack_bytes, rb_key_t **v)
 {
+    size_t n = x->argc > first ? x->argc - first : 0;
     uint32_t *uniq;
-    long n = rbd_cmd_args_distinct(x, first, &uniq, NULL), k = 0;
+    long d, k = 0;
 
-    if (n < 0)
-        return -1;
-    if ((*v = malloc((size_t)(n ? n : 1) * sizeof(**v))) == NULL) {
-        free(uniq);
+    if ((*v = rbd_scratch(stack, stack_bytes, n, sizeof(**v))) == NULL) {
         rbi_resp_error(x->out, "ERR out of memory");
         return -1;
     }
-    for (long j = 0; j < n; j++) {
+    if (*v == stack) {
+        for (size_t i = first; i < x->argc; i++) {
+            long j = 0;
+            if (names_only && !counter_name_ok(x->argl[i]))
+                continue;
+            while (j < k && !(stack[j].len == x->argl[i] &&
+                              memcmp(stack[j].ptr, x->argv[i], x->argl[i]) == 0))
+                j++;
+            if (j == k)
+                stack[k++] = (rb_key_t){ x->argv[i], x->argl[i] };
+        }
+        return k;
+    }
+    if ((d = rbd_cmd_args_distinct(x, first, &uniq, NULL)) < 0) {
+        free(*v);
+        return -1;
+    }
+    for (long j = 0; j < d; j++) {
         size_t i = uniq[j];
         if (names_only && !counter_name_ok(x->argl[i]))
             continue;
-        (*v)[k].ptr = x->argv[i];
-        (*v)[k++].len = x->argl[i];
+        (*v)[k++] = (rb_key_t){ x->argv[i], x->argl[i] };
     }
     free(uniq);
     return k;
@@ -69,28 +89,14 @@ static void hll_error(rbd_ctx_t *x, int rc)
  * changed, else 0.  A PFADD that changes nothing logs nothing. */
 static void cmd_pfadd(rbd_ctx_t *x)
 {
-    rb_key_t small[RBD_SCRATCH_SMALL], *v = small;
+    rb_key_t small[RBD_SCRATCH_SMALL], *v;
     rbd_op_t op = { .type = RBD_OP_PFADD, .name = x->argv[1], .len = x->argl[1] };
-    long n = 0;
+    long n;
     int rc;
 
-    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0)
+    if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
+        (n = args_keys(x, 2, 0, small, sizeof(small), &v)) < 0)
         return;
-    /* A few elements are deduplicated by comparing them on the stack (the
-     * same distinct elements, in the same order, as args_keys): no set, no
-     * allocation on the hot path. */
-    if (x->argc - 2 <= RBD_SCRATCH_SMALL) {
-        for (size_t i = 2; i < x->argc; i++) {
-            long j = 0;
-            while (j < n && !(v[j].len == x->argl[i] &&
-                              memcmp(v[j].ptr, x->argv[i], x->argl[i]) == 0))
-                j++;
-            if (j == n)
-                v[n++] = (rb_key_t){ x->argv[i], x->argl[i] };
-        }
-    } else if ((n = args_keys(x, 2, 0, &v)) < 0) {
-        return;
-    }
     op.keys = v;
     op.nkeys = (size_t)n;
     rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
@@ -98,23 +104,19 @@ static void cmd_pfadd(rbd_ctx_t *x)
         rbi_resp_int(x->out, !op.noop);
     else
         hll_error(x, rc);
-    if (v != small)
-        free(v);
+    rbd_scratch_free(v, small);
 }
 
 /* PFCOUNT key [key ...]: the estimate of the union (a missing key is an
  * empty counter); nothing logged, one counter's count kept (H2). */
 static void cmd_pfcount(rbd_ctx_t *x)
 {
-    rb_key_t one, *v = &one;
+    rb_key_t small[RBD_SCRATCH_SMALL], *v;
     uint64_t count = 0;
     long n;
     int rc = RB_OK;
 
-    if (x->argc == 2) {   /* one key: nothing to gather or allocate */
-        one = (rb_key_t){ x->argv[1], x->argl[1] };
-        n = counter_name_ok(one.len);
-    } else if ((n = args_keys(x, 1, 1, &v)) < 0)
+    if ((n = args_keys(x, 1, 1, small, sizeof(small), &v)) < 0)
         return;
     if (n > 0)
         rc = rb_hll_count_keep(x->s->state.seg, v, (size_t)n, &count);
@@ -122,8 +124,7 @@ static void cmd_pfcount(rbd_ctx_t *x)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
     else
         rbi_resp_int(x->out, (long long)count);
-    if (v != &one)
-        free(v);
+    rbd_scratch_free(v, small);
 }
 
 /* PFMERGE destkey [sourcekey ...]: destkey's registers become the maxima
@@ -131,13 +132,13 @@ static void cmd_pfcount(rbd_ctx_t *x)
  * OK. */
 static void cmd_pfmerge(rbd_ctx_t *x)
 {
-    rb_key_t *v;
+    rb_key_t small[RBD_SCRATCH_SMALL], *v;
     rbd_op_t op = { .type = RBD_OP_PFMERGE, .name = x->argv[1], .len = x->argl[1] };
     long n;
     int rc;
 
     if (rbd_cmd_arg_name(x, 1, "key", RB_FILTER_NAME_MAX) != 0 ||
-        (n = args_keys(x, 2, 1, &v)) < 0)
+        (n = args_keys(x, 2, 1, small, sizeof(small), &v)) < 0)
         return;
     op.keys = v;
     op.nkeys = (size_t)n;
@@ -146,7 +147,7 @@ static void cmd_pfmerge(rbd_ctx_t *x)
         rbi_resp_simple(x->out, "OK");
     else
         hll_error(x, rc);
-    free(v);
+    rbd_scratch_free(v, small);
 }
 
 const rbd_command_t rbd_cmd_hll_table[] = {

@@ -18,6 +18,7 @@
 
 #include "bloom.h"   /* lib: RBI_DUMP_CHUNK_MAX */
 #include "cmd.h"
+#include "scratch.h"
 
 int rbd_cmd_arg_is(const rbd_ctx_t *x, size_t i, const char *word)
 {
@@ -291,14 +292,14 @@ void rbd_cmd_check(rbd_ctx_t *x, const rbd_reads_t *k, int multi, int count)
 {
     void *h = NULL;
     size_t n = x->argc - 2;
-    long long *v;
+    long long v_s[RBD_SCRATCH_SMALL], *v;
     int rc;
 
     if (k->check_keys && rbd_cmd_arg_keys(x, 2) != 0)
         return;
     rc = x->argl[1] < 1 || x->argl[1] > RB_FILTER_NAME_MAX ? RB_ENOENT
-         : k->open(x->s->state.seg, x->argv[1], x->argl[1], &h);
-    if ((v = calloc(n, sizeof(*v))) == NULL)
+         : k->open(x, x->argv[1], x->argl[1], &h);
+    if ((v = rbd_scratch(v_s, sizeof(v_s), n, sizeof(*v))) == NULL)
         rc = RB_ENOMEM;
     for (size_t i = 0; rc == RB_OK && i < n; i++) {
         uint64_t c = 0;
@@ -319,9 +320,9 @@ void rbd_cmd_check(rbd_ctx_t *x, const rbd_reads_t *k, int multi, int count)
             else
                 rbi_resp_bool(x->out, rc == RB_OK && v[i]);
     }
-    if (h != NULL)
+    if (h != NULL && k->close != NULL)
         k->close(h);
-    free(v);
+    rbd_scratch_free(v, v_s);
 }
 
 void rbd_cmd_scandump(rbd_ctx_t *x, const rbd_reads_t *k)
@@ -339,7 +340,7 @@ void rbd_cmd_scandump(rbd_ctx_t *x, const rbd_reads_t *k)
         rbi_resp_error(x->out, "Invalid position");
         return;
     }
-    if ((rc = k->open(x->s->state.seg, x->argv[1], x->argl[1], &h)) == RB_OK &&
+    if ((rc = k->open(x, x->argv[1], x->argl[1], &h)) == RB_OK &&
         (rc = k->dump(h, iter, max, NULL, &len, &next)) == RB_OK &&
         (rc = (buf = malloc(len ? len : 1)) == NULL ? RB_ENOMEM : RB_OK) == RB_OK)
         rc = k->dump(h, iter, max, buf, &len, &next);
@@ -351,7 +352,7 @@ void rbd_cmd_scandump(rbd_ctx_t *x, const rbd_reads_t *k)
         rbi_resp_bulk(x->out, buf, len);
     }
     free(buf);
-    if (h != NULL)
+    if (h != NULL && k->close != NULL)
         k->close(h);
 }
 

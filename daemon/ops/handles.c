@@ -5,8 +5,9 @@
  * the replay and the aging tick; and the list of the aging filters among
  * them (handles.h, invariant A), so the once-a-second tick costs what
  * ages, not what exists.  Beside them, the handles of the last cuckoo
- * filters read (rbd_filters_cf, direct-mapped, RBD_CF_HANDLES): CF.EXISTS
- * then allocates nothing and walks no directory (issue 29, item 4).
+ * filters read (rbd_filters_cf, direct-mapped, RBD_CF_HANDLES): the
+ * cuckoo reads (CF.EXISTS, CF.MEXISTS, CF.COUNT ...) then allocate
+ * nothing and walk no directory (issue 29, item 4).
  *
  * Workload: up to max-filters names (10^4 and more), a lookup per
  * command naming a filter; chains are kept at most one entry long on

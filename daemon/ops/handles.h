@@ -53,13 +53,16 @@ rb_bloom_t *rbd_filters_get(rbd_filters_t *f, const rb_segment_t *seg, const cha
                             size_t len, int *rc);
 
 /* An open handle of cuckoo filter name in seg for reads (rb_cuckoo_contains
- * ...), kept between commands so that CF.EXISTS neither allocates a handle
- * nor resolves the name each time (issue 29, item 4), or NULL (*rc:
- * RB_ENOENT, RB_EWRONGTYPE, RB_ENOMEM, an error).  The handle holds the
- * filter's slot and incarnation: when the name is deleted and made again
- * (any kind, any shape) its next read binds the name afresh (rbi_named_read),
- * so a kept handle never reads a filter that is gone; rbd_filters_forget
- * drops it anyway.  Cost: a hash and a compare for a name among the last
+ * ...), kept between commands so that the cuckoo reads (CF.EXISTS,
+ * CF.MEXISTS, CF.COUNT, CF.INFO, CF.SCANDUMP, cmd_cf.c's check of what a
+ * name holds) neither allocate a handle nor resolve the name each time
+ * (issue 29, item 4), or NULL (*rc: RB_ENOENT, RB_EWRONGTYPE, RB_ENOMEM,
+ * an error).  The handle holds the filter's slot and incarnation: when
+ * the name is deleted and made again (any kind, any shape) its next read
+ * binds the name afresh (rbi_named_read), so a kept handle never reads a
+ * filter that is gone, and what the name holds now is what a read through
+ * it answers (not that a handle is kept); rbd_filters_forget drops it
+ * anyway.  Cost: a hash and a compare for a name among the last
  * RBD_CF_HANDLES used (by hash slot); rb_cuckoo_open (a directory walk, a
  * malloc) otherwise.  Valid until the next call, forget or close. */
 rb_cuckoo_t *rbd_filters_cf(rbd_filters_t *f, const rb_segment_t *seg, const char *name,

@@ -1,8 +1,9 @@
 /*
  * bench.h - what the benchmark's files share: libcrypto's MD5 timed in
  * bench_md5.c (its header cannot share a file with libmd's, which bench.c
- * times), the bulk-load section (bench_bulk.c) and the table row that
- * bench.c prints for every section.
+ * times), the bulk-load section (bench_bulk.c), the table row that
+ * bench.c prints for every section, and the one timed redis-benchmark run
+ * of the command sections (bench_run: k and b).
  */
 #ifndef RB_BENCH_H
 #define RB_BENCH_H
@@ -84,8 +85,13 @@ void bench_cli_write(const char *cli, const char *cli_before, int reps, int quic
  * beside redis-server's (and before_bin's, an older ringbloomd, if not
  * NULL), through redis-benchmark; skipped without redis-server. */
 void bench_cmds(const char *before_bin, int reps, int quick);
-/* Nanoseconds on a CPU of every thread of process pid so far (bench_cmds.c). */
-double bench_cpu_ns(pid_t pid);
+/* One run of `redis-benchmark args` (cmds requests) on the server pid at
+ * sock (bench_cmds.c): requests/s into *rps, and requests per second of
+ * the server's CPU (every thread's, from schedstat: its capacity when it,
+ * not the one redis-benchmark thread beside it, is what limits) into
+ * *cap.  Dies if redis-benchmark gives no figure. */
+void bench_run(pid_t pid, const char *sock, const char *args, int cmds, double *rps,
+               double *cap);
 
 /* Section b (bench_redisbloom.c): the issue 29 table beside RedisBloom
  * (module: its redisbloom.so; NULL: the section says it is skipped). */

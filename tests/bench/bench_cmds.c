@@ -79,11 +79,6 @@ static double cpu_ns(pid_t pid)
     return total;
 }
 
-double bench_cpu_ns(pid_t pid)
-{
-    return cpu_ns(pid);
-}
-
 /* Sends one command line to the server at sock (setup; its reply dropped). */
 static void send_line(const char *sock, const char *line)
 {
@@ -94,17 +89,15 @@ static void send_line(const char *sock, const char *line)
         bench_die("%s on %s failed", line, sock);
 }
 
-/* One run of args on the server pid at sock: requests/s into *rps, and
- * requests per second of the server's CPU (its capacity when it, not the
- * one redis-benchmark thread beside it, is what limits) into *cap. */
-static void run(pid_t pid, const char *sock, const char *args, int cmds, double *rps,
-                double *cap)
+/* bench.h: also section b's (bench_redisbloom.c) one run. */
+void bench_run(pid_t pid, const char *sock, const char *args, int cmds, double *rps,
+               double *cap)
 {
     double c0 = cpu_ns(pid);
 
     *rps = bench_redis_benchmark(sock, args, 1);
     if (isnan(*rps))
-        bench_die("redis-benchmark %s gave no figure", args);
+        bench_die("redis-benchmark %.60s... gave no figure on %s", args, sock);
     *cap = cmds / ((cpu_ns(pid) - c0) / 1e9);
 }
 
@@ -118,8 +111,8 @@ static void pair(const char *title, pid_t rpid, const char *rsock, pid_t dpid,
     double r[32], d[32], rc[32], dc[32], ratio[3], cratio[3];
 
     for (int i = 0; i < reps; i++) {
-        run(rpid, rsock, args, cmds, &r[i], &rc[i]);
-        run(dpid, dsock, args, cmds, &d[i], &dc[i]);
+        bench_run(rpid, rsock, args, cmds, &r[i], &rc[i]);
+        bench_run(dpid, dsock, args, cmds, &d[i], &dc[i]);
     }
     bench_ratio_spread(d, r, reps, ratio);
     bench_ratio_spread(dc, rc, reps, cratio);
@@ -153,10 +146,10 @@ static void twin(const char *title, pid_t rpid, const char *rsock, pid_t dpid,
     char t[400];
 
     for (int i = 0; i < reps; i++) {
-        run(rpid, rsock, rargs, cmds, &r[i], &rc[i]);
-        run(dpid, dsock, dargs, cmds, &d[i], &dc[i]);
+        bench_run(rpid, rsock, rargs, cmds, &r[i], &rc[i]);
+        bench_run(dpid, dsock, dargs, cmds, &d[i], &dc[i]);
         if (bpid > 0)
-            run(bpid, bsock, dargs, cmds, &b[i], &bc[i]);
+            bench_run(bpid, bsock, dargs, cmds, &b[i], &bc[i]);
     }
     bench_ratio_spread(d, r, reps, q);
     bench_ratio_spread(dc, rc, reps, qc);

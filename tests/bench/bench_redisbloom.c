@@ -119,19 +119,6 @@ static void prepare(const char *sock)
         bench_die("redis-benchmark could not fill hll on %s", sock);
 }
 
-/* One run of args on the server pid at sock: requests/s into *rps, and
- * requests per second of the server's CPU into *cap. */
-static void run(pid_t pid, const char *sock, const char *args, int cmds, double *rps,
-                double *cap)
-{
-    double c0 = bench_cpu_ns(pid);
-
-    *rps = bench_redis_benchmark(sock, args, 1);
-    if (isnan(*rps))
-        bench_die("redis-benchmark %.60s... gave no figure on %s", args, sock);
-    *cap = cmds / ((bench_cpu_ns(pid) - c0) / 1e9);
-}
-
 static void print_reps(const char *who, const double *v, int reps)
 {
     printf("    %-11s", who);
@@ -170,11 +157,11 @@ static void one(const load_t *l, int clients, int n, int reps, pid_t rpid, const
         off += snprintf(args + off, sizeof(args) - (size_t)off, " __rand_int__");
     for (int i = 0; i < reps; i++) {
         if (i % 2 == 0) {
-            run(rpid, rsock, args, cmds, &r[i], &rc[i]);
-            run(dpid, dsock, args, cmds, &d[i], &dc[i]);
+            bench_run(rpid, rsock, args, cmds, &r[i], &rc[i]);
+            bench_run(dpid, dsock, args, cmds, &d[i], &dc[i]);
         } else {
-            run(dpid, dsock, args, cmds, &d[i], &dc[i]);
-            run(rpid, rsock, args, cmds, &r[i], &rc[i]);
+            bench_run(dpid, dsock, args, cmds, &d[i], &dc[i]);
+            bench_run(rpid, rsock, args, cmds, &r[i], &rc[i]);
         }
     }
     bench_ratio_spread(d, r, reps, ratio);

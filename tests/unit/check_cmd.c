@@ -95,6 +95,58 @@ START_TEST(test_cmd_bf_add_and_exists_reply_as_redisbloom)
 }
 END_TEST
 
+/* The commands whose items or keys live on the stack when they are few
+ * (scratch.h: RBD_SCRATCH_SMALL, 8) and are allocated past that answer
+ * alike on both sides of the bound: CF.INSERT / CF.INSERTNX / CF.MEXISTS,
+ * and the HLL commands' keys (cmd_hll.c's args_keys: repeats read once,
+ * a name no counter can have left out, on the stack or through the set). */
+START_TEST(test_cmd_few_and_many_items_reply_alike)
+{
+    static const char ones8[] = "*8\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n";
+    static const char ones9[] =
+        "*9\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n";
+    char longname[RB_FILTER_NAME_MAX + 2];
+    tsrv_t t;
+
+    memset(longname, 'n', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    tsrv_open(&t);
+    ck_assert_str_eq(run(&t, "CF.RESERVE", "f", "1000", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "CF.INSERT", "f", "ITEMS", "a", "b", "c", "d", "e", "f", "g", "h",
+                         NULL), ones8);
+    ck_assert_str_eq(run(&t, "CF.INSERT", "f", "ITEMS", "i", "j", "k", "l", "m", "n", "o", "p",
+                         "q", NULL), ones9);
+    ck_assert_str_eq(run(&t, "CF.INSERTNX", "f", "ITEMS", "a", "b", "c", "d", "e", "f", "g",
+                         "h", "i", NULL),
+                     "*9\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n");
+    ck_assert_str_eq(run(&t, "CF.MEXISTS", "f", "a", "b", "c", "d", "e", "f", "g", "h", NULL),
+                     ones8);
+    ck_assert_str_eq(run(&t, "CF.MEXISTS", "f", "i", "j", "k", "l", "m", "n", "o", "p", "q",
+                         NULL), ones9);
+    ck_assert_str_eq(run(&t, "CF.MEXISTS", "none", "a", "b", "c", "d", "e", "f", "g", "h", "i",
+                         NULL),
+                     "*9\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n");
+    /* 7 distinct elements, given 8 and 9 times */
+    ck_assert_str_eq(run(&t, "PFADD", "h8", "a", "b", "a", "c", "d", "e", "f", "g", NULL),
+                     ":1\r\n");
+    ck_assert_str_eq(run(&t, "PFADD", "h9", "a", "b", "a", "c", "d", "e", "f", "g", "b", NULL),
+                     ":1\r\n");
+    ck_assert_str_eq(run(&t, "PFCOUNT", "h8", NULL), ":7\r\n");
+    ck_assert_str_eq(run(&t, "PFCOUNT", "h9", NULL), ":7\r\n");
+    ck_assert_str_eq(run(&t, "PFCOUNT", "h8", "h9", "h8", "h9", "h8", "h9", "h8", longname,
+                         NULL), ":7\r\n");
+    ck_assert_str_eq(run(&t, "PFCOUNT", "h8", "h9", "h8", "h9", "h8", "h9", "h8", "h9",
+                         longname, NULL), ":7\r\n");
+    ck_assert_str_eq(run(&t, "PFMERGE", "m8", "h8", "h9", "h8", "h9", "h8", "h9", longname,
+                         "h9", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "PFMERGE", "m9", "h8", "h9", "h8", "h9", "h8", "h9", "h8",
+                         longname, "h9", NULL), "+OK\r\n");
+    ck_assert_str_eq(run(&t, "PFCOUNT", "m8", NULL), ":7\r\n");
+    ck_assert_str_eq(run(&t, "PFCOUNT", "m9", NULL), ":7\r\n");
+    tsrv_close(&t);
+}
+END_TEST
+
 /* The default tier (+@read +@connection +@transaction) may read but not
  * write (@write) or SAVE (@admin), and the refusal names the rule; a refused
  * write changes and logs nothing. */
@@ -424,7 +476,8 @@ int main(void)
     rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
     return RB_TEST_MAIN("cmd",
                         RB_TCASE("replies", 0, NULL, NULL,
-                                 test_cmd_bf_add_and_exists_reply_as_redisbloom),
+                                 test_cmd_bf_add_and_exists_reply_as_redisbloom,
+                                 test_cmd_few_and_many_items_reply_alike),
                         RB_TCASE("docs", 0, NULL, NULL,
                                  test_cmd_docs_bf_reserve_tree,
                                  test_cmd_docs_every_command_agrees_with_its_arity,

@@ -2,8 +2,10 @@
  * check_hotpath.c - the hot path of a single-key command allocates
  * nothing and formats nothing through stdio (issue 29, item 4): a server
  * built in this process (tsrv.h) runs BF.ADD, BF.EXISTS, CF.ADD,
- * CF.EXISTS, CF.DEL, CMS.INCRBY, CMS.QUERY and PFADD (of one element and
- * of a few) through the command table and the log's group commit, and
+ * CF.ADDNX, CF.EXISTS, CF.DEL, CF.COUNT, CF.INFO, CMS.INCRBY, CMS.QUERY
+ * and PFADD (of one element and of a few), and the commands of a few
+ * items or keys (CF.MEXISTS, CF.INSERT, CF.INSERTNX, PFCOUNT, PFMERGE)
+ * through the command table and the log's group commit, and
  * wrappers of malloc, calloc, realloc, free, strdup and the *printf family
  * (linked with --wrap) count the calls the daemon's code makes while a
  * window is open: after a warm-up (first binds, the log's buffer grown),
@@ -12,7 +14,8 @@
  *
  * Also here: what the daemon keeps between commands to avoid those calls
  * (cached handles) never outlives the filter it was made for: a name
- * deleted and made again as another kind or shape is seen as it is now.
+ * deleted and made again as another kind or shape, through DEL or behind
+ * the daemon's back, is seen as it is now.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -150,9 +153,17 @@ int __wrap_asprintf(char **out, const char *fmt, ...)
 
 /* ---- the server ------------------------------------------------------------------ */
 
-/* Runs the request of the NULL-terminated words as t's client, then the
- * group commit, as the event loop's turn does; nothing is checked here
- * (the window may be open).  The reply stays in t->c.out. */
+/* Runs the request argv[0 .. n) as t's client, then the group commit, as
+ * the event loop's turn does; nothing is checked here (the window may be
+ * open).  The reply stays in t->c.out. */
+static void exec_argv(tsrv_t *t, size_t n, const char **argv, size_t *argl)
+{
+    t->c.out.len = 0;
+    rbd_cmd_execute(&t->s, &t->c, n, argv, argl);
+    t->flushed = rbd_aof_flush(&t->s.aof);
+}
+
+/* exec_argv of the NULL-terminated words. */
 static void exec_words(tsrv_t *t, const char *word, ...)
 {
     const char *argv[16];
@@ -162,9 +173,7 @@ static void exec_words(tsrv_t *t, const char *word, ...)
     va_start(ap, word);
     n = tsrv_words(argv, argl, 16, word, ap);
     va_end(ap);
-    t->c.out.len = 0;
-    rbd_cmd_execute(&t->s, &t->c, n, argv, argl);
-    t->flushed = rbd_aof_flush(&t->s.aof);
+    exec_argv(t, n, argv, argl);
 }
 
 /* t's last reply, NUL-terminated. */
@@ -177,9 +186,15 @@ static const char *reply(tsrv_t *t)
 }
 
 #define REPEATS 200
-#define KEYS (2 * REPEATS)   /* the window's items are not the warm-up's */
+#define KEYWORDS 3                         /* the most key words of one command */
+#define KEYS (KEYWORDS * 2 * REPEATS)      /* the window's items are not the warm-up's */
 
 static char keys[KEYS][24];   /* "item-" and any int */
+
+/* A command's words, NULL-terminated; each KEY among them stands for the
+ * round's next item. */
+static const char KEY[] = "<key>";
+#define W(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 /* The server, its filters made, and KEYS distinct items. */
 static void open_filled(tsrv_t *t)
@@ -193,25 +208,32 @@ static void open_filled(tsrv_t *t)
     ck_assert_str_eq(reply(t), "+OK\r\n");
     exec_words(t, "PFADD", "h", "seed", NULL);
     ck_assert_str_eq(reply(t), ":1\r\n");
+    exec_words(t, "PFADD", "h3", "other", NULL);
+    ck_assert_str_eq(reply(t), ":1\r\n");
     for (int i = 0; i < KEYS; i++)
         snprintf(keys[i], sizeof(keys[i]), "item-%d", i);
 }
 
-/* Runs command word 0 with filter name and key i (and a third word, if
- * any) for round i: the words of one command. */
-static void one(tsrv_t *t, const char *cmd, const char *name, int i, const char *more)
+/* Runs the command of words for round i, its j-th KEY item
+ * KEYWORDS * i + j: the items of one round are no other round's. */
+static void one(tsrv_t *t, const char *const *words, int i)
 {
-    if (more != NULL)
-        exec_words(t, cmd, name, keys[i % KEYS], more, NULL);
-    else
-        exec_words(t, cmd, name, keys[i % KEYS], NULL);
+    const char *argv[16];
+    size_t argl[16], n = 0;
+    int j = 0;
+
+    for (; n < 16 && words[n] != NULL; n++) {
+        argv[n] = words[n] == KEY ? keys[(KEYWORDS * i + j++) % KEYS] : words[n];
+        argl[n] = strlen(argv[n]);
+    }
+    exec_argv(t, n, argv, argl);
 }
 
-/* Calls made by REPEATS rounds of cmd (after as many to warm up, with
- * other items: a CF.ADD of the same item again and again would fill its
- * buckets and move fingerprints, which is no single add's common path),
- * each round's reply starting with `first`. */
-static void expect_none(const char *cmd, const char *name, const char *more, char first)
+/* Calls made by REPEATS rounds of the command of words (after as many to
+ * warm up, with other items: a CF.ADD of the same item again and again
+ * would fill its buckets and move fingerprints, which is no single add's
+ * common path), each round's reply starting with `first`. */
+static void expect_none(const char *const *words, char first)
 {
     tsrv_t t;
     unsigned long a, f;
@@ -219,46 +241,46 @@ static void expect_none(const char *cmd, const char *name, const char *more, cha
 
     open_filled(&t);
     for (int i = 0; i < REPEATS; i++)
-        one(&t, cmd, name, i, more);
-    ck_assert_int_eq(t.c.out.data[0], first);
+        one(&t, words, i);
+    ck_assert_msg(t.c.out.data[0] == first, "%s: %s", words[0], reply(&t));
     allocs = formats = 0;
     counting = 1;
     for (int i = REPEATS; i < 2 * REPEATS; i++) {
-        one(&t, cmd, name, i, more);
+        one(&t, words, i);
         if (t.c.out.len == 0 || t.c.out.data[0] != first)
             bad = 1;
     }
     counting = 0;
     a = allocs;
     f = formats;
-    ck_assert_msg(!bad, "%s: a reply was not '%c...': %s", cmd, first, reply(&t));
+    ck_assert_msg(!bad, "%s: a reply was not '%c...': %s", words[0], first, reply(&t));
     ck_assert_int_eq(t.flushed, 0);
-    ck_assert_msg(a == 0, "%s: %lu allocator calls in %d commands", cmd, a, REPEATS);
-    ck_assert_msg(f == 0, "%s: %lu *printf calls in %d commands", cmd, f, REPEATS);
+    ck_assert_msg(a == 0, "%s: %lu allocator calls in %d commands", words[0], a, REPEATS);
+    ck_assert_msg(f == 0, "%s: %lu *printf calls in %d commands", words[0], f, REPEATS);
     tsrv_close(&t);
 }
 
 START_TEST(test_hot_bf_add)
 {
-    expect_none("BF.ADD", "b", NULL, ':');
+    expect_none(W("BF.ADD", "b", KEY), ':');
 }
 END_TEST
 
 START_TEST(test_hot_bf_exists)
 {
-    expect_none("BF.EXISTS", "b", NULL, ':');
+    expect_none(W("BF.EXISTS", "b", KEY), ':');
 }
 END_TEST
 
 START_TEST(test_hot_cf_add)
 {
-    expect_none("CF.ADD", "f", NULL, ':');
+    expect_none(W("CF.ADD", "f", KEY), ':');
 }
 END_TEST
 
 START_TEST(test_hot_cf_exists)
 {
-    expect_none("CF.EXISTS", "f", NULL, ':');
+    expect_none(W("CF.EXISTS", "f", KEY), ':');
 }
 END_TEST
 
@@ -270,15 +292,15 @@ START_TEST(test_hot_cf_del)
 
     open_filled(&t);
     for (int i = 0; i < REPEATS; i++) {
-        one(&t, "CF.ADD", "f", i, NULL);
-        one(&t, "CF.DEL", "f", i, NULL);
+        one(&t, W("CF.ADD", "f", KEY), i);
+        one(&t, W("CF.DEL", "f", KEY), i);
     }
     ck_assert_str_eq(reply(&t), ":1\r\n");
     allocs = formats = 0;
     counting = 1;
     for (int i = REPEATS; i < 2 * REPEATS; i++) {
-        one(&t, "CF.ADD", "f", i, NULL);
-        one(&t, "CF.DEL", "f", i, NULL);
+        one(&t, W("CF.ADD", "f", KEY), i);
+        one(&t, W("CF.DEL", "f", KEY), i);
     }
     counting = 0;
     a = allocs;
@@ -292,13 +314,65 @@ END_TEST
 
 START_TEST(test_hot_cms_incrby)
 {
-    expect_none("CMS.INCRBY", "c", "1", '*');
+    expect_none(W("CMS.INCRBY", "c", KEY, "1"), '*');
 }
 END_TEST
 
 START_TEST(test_hot_cms_query)
 {
-    expect_none("CMS.QUERY", "c", NULL, '*');
+    expect_none(W("CMS.QUERY", "c", KEY), '*');
+}
+END_TEST
+
+/* The multi-key reads and the cuckoo filter's other adds, through the
+ * kept handle (rbd_filters_cf) and the handlers' stack arrays (scratch.h). */
+START_TEST(test_hot_cf_mexists)
+{
+    expect_none(W("CF.MEXISTS", "f", KEY, KEY, KEY), '*');
+}
+END_TEST
+
+START_TEST(test_hot_cf_count)
+{
+    expect_none(W("CF.COUNT", "f", KEY), ':');
+}
+END_TEST
+
+START_TEST(test_hot_cf_insert)
+{
+    expect_none(W("CF.INSERT", "f", "ITEMS", KEY, KEY, KEY), '*');
+}
+END_TEST
+
+START_TEST(test_hot_cf_insertnx)
+{
+    expect_none(W("CF.INSERTNX", "f", "CAPACITY", "1000", "ITEMS", KEY, KEY, KEY), '*');
+}
+END_TEST
+
+START_TEST(test_hot_cf_addnx)
+{
+    expect_none(W("CF.ADDNX", "f", KEY), ':');
+}
+END_TEST
+
+START_TEST(test_hot_cf_info)
+{
+    expect_none(W("CF.INFO", "f"), '*');
+}
+END_TEST
+
+/* PFCOUNT of two counters (the union: no count kept) and PFMERGE of two
+ * into a third: their few keys gathered on the stack. */
+START_TEST(test_hot_pfcount2)
+{
+    expect_none(W("PFCOUNT", "h", "h3"), ':');
+}
+END_TEST
+
+START_TEST(test_hot_pfmerge2)
+{
+    expect_none(W("PFMERGE", "hm", "h", "h3"), '+');
 }
 END_TEST
 
@@ -306,7 +380,7 @@ END_TEST
  * register or the kept count, and are logged). */
 START_TEST(test_hot_pfadd)
 {
-    expect_none("PFADD", "h", NULL, ':');
+    expect_none(W("PFADD", "h", KEY), ':');
 }
 END_TEST
 
@@ -505,6 +579,75 @@ START_TEST(test_hot_recreated_names_are_seen)
 }
 END_TEST
 
+/* A name whose cuckoo handle the daemon keeps (rbd_filters_cf), deleted
+ * and made again behind the daemon's back (through the library: no DEL,
+ * so nothing forgets the handle), is read as what it is now: the kept
+ * handle binds the name again.  Through every command that reads by it. */
+START_TEST(test_hot_kept_cf_handle_rebinds)
+{
+    static const char *const wrongtype[][8] = {
+        { "CF.EXISTS", "f", "x" },        { "CF.MEXISTS", "f", "x", "y" },
+        { "CF.COUNT", "f", "x" },         { "CF.INFO", "f" },
+        { "CF.ADDNX", "f", "x" },         { "CF.INSERT", "f", "ITEMS", "x" },
+        { "CF.RESERVE", "f", "1000" },    { "CF.SCANDUMP", "f", "0" },
+    };
+    rb_cms_params_t cp = { 100, 3, 0, 0, NULL };
+    rb_cuckoo_params_t fp = { 1000, 2, 20, 1, 8, NULL };
+    rb_segment_t *seg;
+    tsrv_t t;
+
+    open_filled(&t);
+    seg = t.s.state.seg;
+    exec_words(&t, "CF.ADD", "f", "x", NULL);
+    for (size_t i = 0; i < sizeof(wrongtype) / sizeof(wrongtype[0]); i++)
+        one(&t, wrongtype[i], 0);   /* each keeps or reads through the handle */
+    exec_words(&t, "CF.MEXISTS", "f", "x", "y", NULL);
+    ck_assert_str_eq(reply(&t), "*2\r\n:1\r\n:0\r\n");
+
+    /* f: a sketch now */
+    ck_assert_int_eq(rb_filter_delete(seg, "f", 1), RB_OK);
+    ck_assert_int_eq(rb_cms_create(seg, "f", 1, &cp), RB_OK);
+    for (size_t i = 0; i < sizeof(wrongtype) / sizeof(wrongtype[0]); i++) {
+        one(&t, wrongtype[i], 0);
+        ck_assert_msg(strstr(reply(&t), "WRONGTYPE") != NULL, "%s: %s", wrongtype[i][0],
+                      reply(&t));
+    }
+
+    /* f: nothing */
+    ck_assert_int_eq(rb_filter_delete(seg, "f", 1), RB_OK);
+    exec_words(&t, "CF.MEXISTS", "f", "x", "y", NULL);
+    ck_assert_str_eq(reply(&t), "*2\r\n:0\r\n:0\r\n");
+    exec_words(&t, "CF.COUNT", "f", "x", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "CF.INFO", "f", NULL);
+    ck_assert_str_eq(reply(&t), "-ERR not found\r\n");
+    exec_words(&t, "CF.INSERT", "f", "NOCREATE", "ITEMS", "x", NULL);
+    ck_assert_str_eq(reply(&t), "-ERR not found\r\n");
+    /* a missing filter's size is checked before it is made */
+    exec_words(&t, "CF.INSERT", "f", "CAPACITY", "1073741824", "ITEMS", "x", NULL);
+    ck_assert_msg(strstr(reply(&t), "max-command-bytes") != NULL, "%s", reply(&t));
+
+    /* f: a cuckoo filter again, holding y alone */
+    ck_assert_int_eq(rb_cuckoo_reserve(seg, "f", 1, &fp), RB_OK);
+    ck_assert_int_eq(rb_cuckoo_add(seg, "f", 1, "y", 1, 0), 1);
+    exec_words(&t, "CF.MEXISTS", "f", "x", "y", NULL);
+    ck_assert_str_eq(reply(&t), "*2\r\n:0\r\n:1\r\n");
+    exec_words(&t, "CF.EXISTS", "f", "y", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    exec_words(&t, "CF.COUNT", "f", "y", NULL);
+    ck_assert_str_eq(reply(&t), ":1\r\n");
+    exec_words(&t, "CF.INFO", "f", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "Number of items inserted\r\n:1\r\n"));
+    exec_words(&t, "CF.ADDNX", "f", "y", NULL);
+    ck_assert_str_eq(reply(&t), ":0\r\n");
+    exec_words(&t, "CF.INSERT", "f", "ITEMS", "x", NULL);
+    ck_assert_str_eq(reply(&t), "*1\r\n:1\r\n");
+    exec_words(&t, "CF.INFO", "f", NULL);
+    ck_assert_ptr_nonnull(strstr(reply(&t), "Number of buckets\r\n:512\r\n"));
+    tsrv_close(&t);
+}
+END_TEST
+
 int main(void)
 {
     rbd_log_init(1, LOG_WARNING);   /* the snapshots' notices are not news here */
@@ -513,7 +656,11 @@ int main(void)
                                  test_hot_bf_add, test_hot_bf_exists, test_hot_cf_add,
                                  test_hot_cf_exists, test_hot_cf_del, test_hot_cms_incrby,
                                  test_hot_cms_query, test_hot_pfadd, test_hot_pfadd_new,
+                                 test_hot_cf_mexists, test_hot_cf_count, test_hot_cf_insert,
+                                 test_hot_cf_insertnx, test_hot_cf_addnx, test_hot_cf_info,
+                                 test_hot_pfcount2, test_hot_pfmerge2,
                                  test_hot_counters_see_the_daemon),
                         RB_TCASE("socket", 0, NULL, NULL, test_hot_socket_turn),
-                        RB_TCASE("names", 0, NULL, NULL, test_hot_recreated_names_are_seen));
+                        RB_TCASE("names", 0, NULL, NULL, test_hot_recreated_names_are_seen,
+                                 test_hot_kept_cf_handle_rebinds));
 }
