@@ -41,20 +41,6 @@
 #include "segment.h"
 #include "util.h"
 
-/* A rebuild's object, under a name no reader looks up ('~' is not in an
- * instance name) until it is renamed into place. */
-#define REBUILD_SUFFIX "~rebuild"
-
-/* Removes what a rebuild cut short (its process killed before the rename)
- * left under instance: the next writer of the instance calls it. */
-static void drop_leftover(const char *instance)
-{
-    char name[RBI_SHM_NAME_MAX];
-
-    if (instance != NULL && rbi_shm_name(instance, REBUILD_SUFFIX, name, sizeof(name)) == RB_OK)
-        (void)shm_unlink(name);
-}
-
 /* The inactive ring copy is never read (L1) and rb_ring_publish rewrites
  * it before making it active, reusing its extent when copy_cap says it is
  * large enough.  Its two words are the previous writer's: a crash between
@@ -105,7 +91,7 @@ int rb_segment_open_writer(const char *instance, rb_segment_t **out)
         return RB_EINVAL;
     if ((rc = rbi_segment_open_rw(instance, &seg)) != RB_OK)
         return rc;
-    drop_leftover(instance);   /* only the lock's holder may */
+    rbi_segment_drop_rebuild(instance);   /* only the lock's holder may */
     if ((rc = adopt_contents(seg)) != RB_OK) {
         rb_segment_close(seg);
         return rc;
@@ -325,7 +311,7 @@ static int restore_as(const char *instance, const char *suffix, const rb_segment
     if ((rc = rbi_segment_make(instance, suffix, &o, 0, &seg)) != RB_OK)
         return rc;
     if (suffix == NULL)
-        drop_leftover(instance);   /* the name is this object's now */
+        rbi_segment_drop_rebuild(instance);   /* the name is this object's now */
     /* Everything the dump names is checked before anyone may see it. */
     rc = restore_bytes(seg, dh, layout1);
     if (rc == RB_OK && layout1)
@@ -379,21 +365,21 @@ int rb_segment_rebuild(rb_segment_t *seg, const rb_segment_opts_t *opts, rb_segm
     o.flags |= RB_SEGMENT_HIDDEN;
     strcpy(tmp, RBI_SHM_DIR);
     strcpy(dst, RBI_SHM_DIR);
-    if ((rc = rbi_shm_name(seg->instance, REBUILD_SUFFIX, tmp + strlen(tmp),
+    if ((rc = rbi_shm_name(seg->instance, RBI_REBUILD_SUFFIX, tmp + strlen(tmp),
                            sizeof(tmp) - strlen(tmp))) != RB_OK ||
         (rc = rbi_shm_name(seg->instance, "", dst + strlen(dst),
                            sizeof(dst) - strlen(dst))) != RB_OK)
         return rc;
-    drop_leftover(seg->instance);
+    rbi_segment_drop_rebuild(seg->instance);
     /* Between two changes of the only writer: the bytes are a state. */
-    rc = restore_as(seg->instance, REBUILD_SUFFIX, &o, m->base, rbi_seg_size(m), &fresh);
+    rc = restore_as(seg->instance, RBI_REBUILD_SUFFIX, &o, m->base, rbi_seg_size(m), &fresh);
     if (rc != RB_OK)
         return rc;
     rb_segment_go_live(fresh);   /* live before any reader can open it */
     if (rename(tmp, dst) != 0) {
         rc = rbi_errno_code(errno);
         rb_segment_close(fresh);
-        drop_leftover(seg->instance);
+        rbi_segment_drop_rebuild(seg->instance);
         return rc;
     }
     *out = fresh;

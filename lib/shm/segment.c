@@ -374,11 +374,27 @@ int rbi_segment_make(const char *instance, const char *suffix, const rb_segment_
     return RB_OK;
 }
 
+void rbi_segment_drop_rebuild(const char *instance)
+{
+    char name[RBI_SHM_NAME_MAX];
+
+    if (instance != NULL &&
+        rbi_shm_name(instance, RBI_REBUILD_SUFFIX, name, sizeof(name)) == RB_OK)
+        (void)shm_unlink(name);
+}
+
+/* The name is this object's now: a rebuild's object that a writer killed
+ * before its rename left (the segment itself removed since, so this
+ * writer starts from the files, or from nothing) goes too. */
 int rb_segment_create(const char *instance, const rb_segment_opts_t *opts,
                       rb_segment_t **out)
 {
-    return rbi_segment_make(instance, NULL, opts,
-                            opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN), out);
+    int rc = rbi_segment_make(instance, NULL, opts,
+                              opts == NULL || !(opts->flags & RB_SEGMENT_HIDDEN), out);
+
+    if (rc == RB_OK)
+        rbi_segment_drop_rebuild(instance);
+    return rc;
 }
 
 int rb_segment_dump(const rb_segment_t *seg, int (*fn)(const void *, size_t, void *), void *arg)

@@ -200,6 +200,16 @@ int rbi_writer_gone(const rb_header_shm_t *h);
 int rbi_segment_make(const char *instance, const char *suffix, const rb_segment_opts_t *opts,
                      int live, rb_segment_t **out);
 
+/* A rebuild's object, under a name no reader looks up ('~' is not in an
+ * instance name) until it is renamed into place. */
+#define RBI_REBUILD_SUFFIX "~rebuild"
+
+/* Removes what a rebuild cut short (its process killed before the rename)
+ * left under instance (NULL: nothing).  Only the instance's writer calls
+ * it: whoever holds the name (rb_segment_open_writer, a restore or
+ * rb_segment_create under it) or a rebuild about to make its object. */
+void rbi_segment_drop_rebuild(const char *instance);
+
 /* The shm object names: RBI_SHM_PREFIX instance suffix, the file
  * RBI_SHM_DIR name (glibc's shm_open resolves every name there). */
 #define RBI_SHM_PREFIX   "/ringbloom."

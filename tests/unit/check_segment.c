@@ -1043,6 +1043,31 @@ START_TEST(test_segment_rebuild_cuts_the_tail_readers_follow)
 }
 END_TEST
 
+/* A writer killed inside a rebuild before its rename leaves the new
+ * object under its second name (~rebuild).  Every way the instance's next
+ * writer takes the name removes it: a takeover and a restore did; a
+ * writer that starts from nothing (the segment removed, no snapshot: the
+ * log replayed into a new segment) did not, and the object, as large as
+ * the segment, stayed in /dev/shm for good. */
+START_TEST(test_segment_create_drops_a_rebuild_left_behind)
+{
+    char path[160];
+    struct stat st;
+    int fd, left;
+
+    snprintf(path, sizeof(path), "/dev/shm/ringbloom.%s~rebuild", inst);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
+    close(fd);
+    ck_assert_int_eq(rb_segment_create(inst, NULL, &wseg), RB_OK);
+    left = stat(path, &st) == 0;
+    if (left)
+        unlink(path);   /* nothing of the test stays behind either way */
+    ck_assert_msg(!left, "%s left behind by rb_segment_create", path);
+}
+END_TEST
+
 /* A restore reads the live extents, not the dump: a 64 MiB filter filled
  * and deleted leaves its bytes in the dump (free space is not cleared);
  * with every page of the dump inside the writer's free space made
@@ -1743,6 +1768,7 @@ int main(void)
                                  test_segment_restore_reads_the_live_data,
                                  test_segment_restore_drops_the_free_tail,
                                  test_segment_rebuild_cuts_the_tail_readers_follow,
+                                 test_segment_create_drops_a_rebuild_left_behind,
                                  test_segment_snap_is_the_state_at_begin,
                                  test_segment_snap_pool_pages_are_the_frozen_bytes),
                         protection,
