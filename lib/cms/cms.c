@@ -343,22 +343,19 @@ int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len, const vo
 /* The minimum of key hash x's counters in arr (shape s), with the
  * layout's constants given (per = 1 << pshift counters of cbits a word,
  * as rbi_cms_shape sets them): inlined with constants, a row costs its
- * mix, a shift and a load. */
+ * mix, a shift and a load, the rows walked by their first word and seed. */
 static inline __attribute__((always_inline)) uint64_t
 rows_min(const _Atomic uint64_t *arr, const rbi_cms_shape_t *s, rbi_h128_t x, uint32_t pshift,
          uint32_t cbits, uint64_t mask)
 {
-    rbi_cms_shape_t k = *s;
-    uint64_t est = UINT64_MAX;
+    rbi_cms_shape_t k = { .per = 1u << pshift, .cbits = cbits, .pshift = pshift };
+    uint64_t est = UINT64_MAX, wpr = s->wpr, end = wpr * s->depth, seed = x.h1;
+    uint32_t width = s->width;
 
-    k.pshift = pshift;
-    k.per = 1u << pshift;
-    k.cbits = cbits;
-    k.mask = mask;
-    for (uint32_t r = 0; r < k.depth; r++) {
+    for (uint64_t base = 0; base < end; base += wpr, seed += x.h2 | 1u) {
         unsigned sh;
-        uint64_t w = rbi_cms_word(&k, r, rbi_cms_col(x, r, k.width), &sh);
-        uint64_t v = (rbi_ld(&arr[w]) >> sh) & k.mask;
+        uint64_t w = base + rbi_cms_word_in_row(&k, rbi_cms_col_of(seed, width), &sh);
+        uint64_t v = (rbi_ld(&arr[w]) >> sh) & mask;
         est = v < est ? v : est;
     }
     return est;
