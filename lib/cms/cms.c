@@ -148,19 +148,21 @@ static int cms_sread(const rb_cms_t *h, cms_fn fn, void *arg, cms_view_t *last)
 /* ---- the cache ------------------------------------------------------------
  *
  * A query on a handle (rb_cms_estimate, rb_tinylfu_admit_h) is answered
- * from the handle's cache without reading the slot's shape, array offset
- * and secret again: the cache holds them as a section validated them at
- * generation view_gen (view_read's checks: shape, bounds).  The array is
- * only replaced (aging, merge) or freed (delete) after a generation
- * publish, so while gen == view_gen the cached array is what a section
- * would read (G1).  A query still loads gen (acquire), checks the slot's
- * state and incarnation, reads the counters and re-checks gen (G2): a
+ * from the handle's cache (rcache.h) without reading the slot's shape,
+ * array offset and secret again: the cache holds them as a section
+ * validated them at the view's generation (view_read's checks: shape,
+ * bounds).  The array is only replaced (aging, merge) or freed (delete)
+ * after a generation publish, so while gen is the view's the cached array
+ * is what a section would read (G1).  A query begins as rcache.h says
+ * (gen, the view's sequence and generation, the slot's state and
+ * incarnation), reads the counters (V2) and ends as it says (V1, G2): a
  * query that overlaps an aging, a merge or a delete, or meets a cache of
  * another generation, runs through the slow path (the section read of
- * every query before the cache), which then records what it validated.
- * Readers never wait: the cache is written under the handle's lock taken
- * with trylock, the view under its own seqlock.  The by-name calls have
- * no handle to keep a cache in and read a section each call. */
+ * every query before the cache), which then records what it validated
+ * (rbi_rcache_put).  Readers never wait: the cache is written under the
+ * handle's lock taken with trylock, the view under its own seqlock.  The
+ * by-name calls have no handle to keep a cache in and read a section each
+ * call. */
 
 static int cache_same(const rbi_rcache_t *rc, const void *view)
 {
