@@ -47,6 +47,7 @@
 #include "hash.h"
 #include "heap.h"
 #include "latch.h"
+#include "rcache.h"
 #include "segment.h"
 #include "util.h"
 
@@ -68,12 +69,13 @@ typedef struct rbi_bloom_bind {
     unsigned char secret[RBI_SECRET_BYTES];
     struct rbi_bloom_bind *older;
     /* The one-layer blocked fast path of rb_bloom_contains (bloom_read.c):
-     * layer 0 as a read section validated it at generation view_gen.  The
+     * layer 0 as a read section validated it at generation view.gen.  The
      * only mutable part of a binding, process-local, guarded by its own
-     * seqlock (view_seq odd while a thread rewrites it under the handle's
-     * lock; readers that see it odd or moved take the slow path).
+     * seqlock (rcache.h: view.seq odd while a thread rewrites it under the
+     * handle's lock; readers that see it odd or moved take the slow path).
      * view_blocks == 0: no view. */
-    _Atomic uint64_t view_seq, view_gen, view_off, view_blocks, view_k;
+    rbi_rview_t view;
+    _Atomic uint64_t view_off, view_blocks, view_k;
 } rbi_bloom_bind_t;
 
 struct rb_bloom {

@@ -302,28 +302,30 @@ static int contains_fn(const rbi_bloom_section_t *s, void *arg)
  * A filter of one blocked layer (the common case) is answered without a
  * read section's per-query validation: the binding keeps a view of layer
  * 0 (array address, blocks, k) as a section validated it at generation
- * view_gen (bounds, k, layout: rbi_bloom_section_begin).  Layer 0's
+ * view.gen (bounds, k, layout: rbi_bloom_section_begin).  Layer 0's
  * descriptor changes only when its array is replaced, which bumps gen
- * (bloom_write.c, swap_fresh), so while gen == view_gen the view is what
+ * (bloom_write.c, swap_fresh), so while gen == view.gen the view is what
  * a section would read (G1).  A query still loads gen (acquire), checks
  * the slot's state, incarnation and nlayers == 1 (a scaling filter that
  * grew takes the slow path; growth does not bump gen), probes the block
  * and re-checks gen (G2): a query that overlaps a reset or a rotation
  * retries through the slow path, exactly as a section would.  The view is
  * process-local memory written by whichever thread ran a slow query at a
- * new gen, under a seqlock of its own (view_seq, odd while written, under
- * the handle's lock taken with trylock: readers never wait). */
+ * new gen, under a seqlock of its own (rcache.h's rbi_rview_t, odd while
+ * written, under the handle's lock taken with trylock: readers never
+ * wait). */
 
-/* The view of b if it was validated at generation g. */
+/* The view of b if it was validated at generation g (its words read
+ * under its sequence, checked before use: rcache.h, V2). */
 static inline int view_get(const rbi_bloom_bind_t *b, uint64_t g, rbi_bloom_layer_t *lv)
 {
-    uint64_t s0 = atomic_load_explicit(&b->view_seq, memory_order_acquire);
-    uint64_t vg = rbi_ld(&b->view_gen), arr = rbi_ld(&b->view_off);
+    uint64_t s0 = atomic_load_explicit(&b->view.seq, memory_order_acquire);
+    uint64_t vg = rbi_ld(&b->view.gen), arr = rbi_ld(&b->view_off);
     uint64_t blocks = rbi_ld(&b->view_blocks), k = rbi_ld(&b->view_k);
 
-    /* The field loads above happen before the re-load of the sequence. */
-    atomic_thread_fence(memory_order_acquire);
-    if ((s0 & 1) || rbi_ld(&b->view_seq) != s0 || vg != g || blocks == 0)
+    /* rbi_rview_begin's test after the loads, one test of all (the words
+     * are only used once it passes). */
+    if ((s0 & 1) || !rbi_rview_held(&b->view, s0) || vg != g || blocks == 0)
         return 0;
     lv->arr = (const _Atomic uint64_t *)(uintptr_t)arr;
     lv->bits = blocks;   /* here: blocks, not bits */
@@ -334,22 +336,15 @@ static inline int view_get(const rbi_bloom_bind_t *b, uint64_t g, rbi_bloom_laye
 /* Records layer lv, validated by a section at generation g, as b's view. */
 static void view_put(rb_bloom_t *bf, rbi_bloom_bind_t *b, const rbi_bloom_layer_t *lv, uint64_t g)
 {
-    uint64_t s0;
-
-    if (rbi_ld(&b->view_gen) == g && rbi_ld(&b->view_blocks) != 0)
+    if (rbi_ld(&b->view.gen) == g && rbi_ld(&b->view_blocks) != 0)
         return;
     if (pthread_mutex_trylock(&bf->lock) != 0)
         return;   /* another thread rebinds or records: it can wait a query */
-    s0 = rbi_ld(&b->view_seq);
-    rbi_st(&b->view_seq, s0 + 1);
-    /* The odd sequence is visible before any field changes. */
-    atomic_thread_fence(memory_order_release);
-    rbi_st(&b->view_gen, g);
+    rbi_rview_write_begin(&b->view, g);
     rbi_st(&b->view_off, (uint64_t)(uintptr_t)lv->arr);
     rbi_st(&b->view_blocks, lv->bits / RBI_BLOCK_BITS);
     rbi_st(&b->view_k, lv->k);
-    /* Release: a reader that sees s0 + 2 sees the fields above. */
-    atomic_store_explicit(&b->view_seq, s0 + 2, memory_order_release);
+    rbi_rview_write_end(&b->view);
     pthread_mutex_unlock(&bf->lock);
 }
 

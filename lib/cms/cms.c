@@ -29,6 +29,7 @@
 #include "bloom.h"
 #include "cms_impl.h"
 #include "kind.h"
+#include "rcache.h"
 
 /* A sketch as one section read it, or as a handle's cache holds it
  * (secret then points into the cache; m, inc and gen: which sketch in
@@ -44,31 +45,26 @@ typedef struct cms_view {
     unsigned char sbuf[RBI_SECRET_BYTES];   /* the section's copy */
 } cms_view_t;
 
-/* The cache of one sketch (map, slot, incarnation, secret), process-local:
- * its shape and secret, set before the cache is published and never
- * changed, and its counter array as a section validated it at generation
- * view_gen, under the seqlock view_seq (odd while written; written only
- * under the handle's lock).  A view is only stored in a cache whose
- * secret and shape are those its section read: a merge that gives the
- * sketch its sources' secret (under a generation publish) gets a new
- * cache.  Replaced caches stay on the older list until the handle is
- * closed: one per rebinding or secret change (aging and merges of one
- * secret move the array only: the view is rewritten in place). */
+/* The cache of one sketch (rcache.h: mapping, slot, incarnation, and here
+ * its shape and secret), process-local: its view is the counter array a
+ * section validated.  A view is only stored in a cache whose secret and
+ * shape are those its section read: a merge that gives the sketch its
+ * sources' secret (under a generation publish) gets a new cache; aging
+ * and merges of one secret move the array only (the view is rewritten in
+ * place).  V2 (rcache.h): every array a cache ever held is one of its
+ * sketch's, of its shape, in bounds of its mapping, so a query may read
+ * counters before it re-checks the view. */
 typedef struct cms_cache {
-    const rbi_map_t *m;
-    const rb_filter_shm_t *f;
-    uint64_t inc;
+    rbi_rcache_t rc;   /* first: a query's first loads */
+    _Atomic uint64_t view_arr;
     rbi_cms_shape_t s;
     int small;
     unsigned char secret[RBI_SECRET_BYTES];
-    struct cms_cache *older;
-    _Atomic uint64_t view_seq, view_gen, view_arr;
 } cms_cache_t;
 
 struct rb_cms {
     rbi_named_t n;   /* its name and where it was last bound (dir.h) */
-    _Atomic(cms_cache_t *) cache;   /* NULL until a slow call filled one */
-    pthread_mutex_t lock;           /* writers of the cache (trylock) */
+    rbi_rcache_ref_t cache;   /* its cache (rcache.h) */
     cms_cache_t first;   /* the first cache, inline: a handle opened for
                           * one call allocates nothing more */
 };
@@ -152,119 +148,99 @@ static int cms_sread(const rb_cms_t *h, cms_fn fn, void *arg, cms_view_t *last)
 /* ---- the cache ------------------------------------------------------------
  *
  * A query on a handle (rb_cms_estimate, rb_tinylfu_admit_h) is answered
- * from the handle's cache without reading the slot's shape, array offset
- * and secret again: the cache holds them as a section validated them at
- * generation view_gen (view_read's checks: shape, bounds).  The array is
- * only replaced (aging, merge) or freed (delete) after a generation
- * publish, so while gen == view_gen the cached array is what a section
- * would read (G1).  A query still loads gen (acquire), checks the slot's
- * state and incarnation, reads the counters and re-checks gen (G2): a
+ * from the handle's cache (rcache.h) without reading the slot's shape,
+ * array offset and secret again: the cache holds them as a section
+ * validated them at the view's generation (view_read's checks: shape,
+ * bounds).  The array is only replaced (aging, merge) or freed (delete)
+ * after a generation publish, so while gen is the view's the cached array
+ * is what a section would read (G1).  A query begins as rcache.h says
+ * (gen, the view's sequence and generation, the slot's state and
+ * incarnation), reads the counters (V2) and ends as it says (V1, G2): a
  * query that overlaps an aging, a merge or a delete, or meets a cache of
  * another generation, runs through the slow path (the section read of
- * every query before the cache), which then records what it validated.
- * Readers never wait: the cache is written under the handle's lock taken
- * with trylock, the view under its own seqlock.  The by-name calls have
- * no handle to keep a cache in and read a section each call. */
+ * every query before the cache), which then records what it validated
+ * (rbi_rcache_put).  Readers never wait: the cache is written under the
+ * handle's lock taken with trylock, the view under its own seqlock.  The
+ * by-name calls have no handle to keep a cache in and read a section each
+ * call. */
 
-/* The view of c if it was validated at generation g. */
-static inline int cache_get(const cms_cache_t *c, uint64_t g, cms_view_t *v)
+static int cache_same(const rbi_rcache_t *rc, const void *view)
 {
-    uint64_t s0 = atomic_load_explicit(&c->view_seq, memory_order_acquire);
-    uint64_t vg = rbi_ld(&c->view_gen), arr = rbi_ld(&c->view_arr);
+    const cms_cache_t *c = (const cms_cache_t *)rc;
+    const cms_view_t *v = view;
 
-    /* The loads above happen before the re-load of the sequence. */
-    atomic_thread_fence(memory_order_acquire);
-    if ((s0 & 1) || rbi_ld(&c->view_seq) != s0 || vg != g || arr == 0)
-        return 0;
-    v->arr = (const _Atomic uint64_t *)(uintptr_t)arr;
-    v->s = c->s;
-    v->small = c->small;
-    v->f = c->f;
-    v->secret = c->secret;
-    return 1;
-}
-
-static void cache_view_store(cms_cache_t *c, const cms_view_t *v)
-{
-    uint64_t s0 = rbi_ld(&c->view_seq);
-
-    rbi_st(&c->view_seq, s0 + 1);
-    /* The odd sequence is visible before any field changes. */
-    atomic_thread_fence(memory_order_release);
-    rbi_st(&c->view_gen, v->gen);
-    rbi_st(&c->view_arr, (uint64_t)(uintptr_t)v->arr);
-    /* Release: a reader that sees s0 + 2 sees the fields above. */
-    atomic_store_explicit(&c->view_seq, s0 + 2, memory_order_release);
-}
-
-/* 1 if cache c is of v's sketch with v's secret and shape. */
-static int cache_is(const cms_cache_t *c, const cms_view_t *v)
-{
-    return c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
-           c->s.width == v->s.width && c->s.depth == v->s.depth && c->small == v->small &&
+    return c->s.width == v->s.width && c->s.depth == v->s.depth && c->small == v->small &&
            memcmp(c->secret, v->secret, sizeof(c->secret)) == 0;
 }
 
-/* Records view v, validated by a section that held at v->gen, in h's
- * cache: the current cache's view if it is v's sketch with v's secret,
- * else a new cache (the old one kept on its older list). */
-static void cache_put(const rb_cms_t *ch, const cms_view_t *v)
+static int cache_fresh(const rbi_rcache_t *rc, const void *view)
 {
-    rb_cms_t *h = (rb_cms_t *)ch;
-    cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire), *nc;
+    return rbi_ld(&((const cms_cache_t *)rc)->view_arr) ==
+           (uintptr_t)((const cms_view_t *)view)->arr;
+}
 
-    if (cache_is(c, v) && rbi_ld(&c->view_gen) == v->gen &&
-        rbi_ld(&c->view_arr) == (uintptr_t)v->arr)
-        return;
-    if (pthread_mutex_trylock(&h->lock) != 0)
-        return;   /* another thread records: this call can do without */
-    c = atomic_load_explicit(&h->cache, memory_order_relaxed);
-    if (cache_is(c, v)) {
-        cache_view_store(c, v);
-    } else if ((nc = c == NULL ? &h->first : calloc(1, sizeof(*nc))) != NULL) {
-        nc->m = v->m;
-        nc->f = v->f;
-        nc->inc = v->inc;
-        nc->s = v->s;
-        nc->small = v->small;
-        memcpy(nc->secret, v->secret, sizeof(nc->secret));
-        nc->older = c;
-        cache_view_store(nc, v);
-        /* Release: a reader of the new cache sees it complete. */
-        atomic_store_explicit(&h->cache, nc, memory_order_release);
-    }
-    pthread_mutex_unlock(&h->lock);
+static void cache_init(rbi_rcache_t *rc, const void *view)
+{
+    cms_cache_t *c = (cms_cache_t *)rc;
+    const cms_view_t *v = view;
+
+    c->s = v->s;
+    c->small = v->small;
+    memcpy(c->secret, v->secret, sizeof(c->secret));
+}
+
+static void cache_store(rbi_rcache_t *rc, const void *view)
+{
+    rbi_st(&((cms_cache_t *)rc)->view_arr, (uint64_t)(uintptr_t)((const cms_view_t *)view)->arr);
+}
+
+static const rbi_rcache_kind_t cache_kind = {
+    sizeof(cms_cache_t), cache_same, cache_fresh, cache_init, cache_store
+};
+
+/* h's cache if it holds a view at a generation that stands (rcache.h's
+ * begin: *g, *s0), its array in *arr; NULL: the slow path. */
+static inline const cms_cache_t *cache_begin(const rb_cms_t *h, uint64_t *g, uint64_t *s0,
+                                             const _Atomic uint64_t **arr)
+{
+    const rbi_rcache_t *rc = atomic_load_explicit(&h->cache.cur, memory_order_acquire);
+
+    if (!rbi_rcache_begin(rc, rbi_reader_map(h->n.seg), g, s0))
+        return NULL;
+    *arr = (const _Atomic uint64_t *)(uintptr_t)rbi_ld(&((const cms_cache_t *)rc)->view_arr);
+    return *arr != NULL ? (const cms_cache_t *)rc : NULL;
 }
 
 /* fn on h's sketch from the cache: 1 done, 0 to take the slow path (fn's
- * results then overwritten by its run there). */
+ * results then overwritten by its run there).  fn may run on a torn view
+ * (V2): its results are then discarded by the end's re-check. */
 static inline int cms_fast(const rb_cms_t *h, cms_fn fn, void *arg)
 {
-    const cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire);
-    const rb_filter_shm_t *f;
+    const cms_cache_t *c;
     cms_view_t v;
-    uint64_t g;
+    uint64_t g, s0;
 
-    if (c == NULL || c->m != rbi_reader_map(h->n.seg))
+    if ((c = cache_begin(h, &g, &s0, &v.arr)) == NULL)
         return 0;
-    f = c->f;
-    g = rbi_gen_read_begin(&f->gen);   /* G1 */
-    if (rbi_ld(&f->state) != RBI_FILTER_LIVE || rbi_ld(&f->incarnation) != c->inc ||
-        !cache_get(c, g, &v))
-        return 0;
+    v.s = c->s;
+    v.small = c->small;
+    v.f = c->rc.f;
+    v.secret = c->secret;
     fn(&v, arg);
-    return !rbi_gen_read_retry(&f->gen, g);   /* G2 */
+    return rbi_rcache_end(&c->rc, g, s0);   /* V1, G2 */
 }
 
 /* The slow path: a section, which then fills the cache.  Out of line, so
  * that the fast path's frame stays small. */
-static __attribute__((noinline)) int cms_hread_slow(const rb_cms_t *h, cms_fn fn, void *arg)
+static __attribute__((noinline)) int cms_hread_slow(const rb_cms_t *ch, cms_fn fn, void *arg)
 {
+    rb_cms_t *h = (rb_cms_t *)ch;
     cms_view_t last;
     int rc;
 
     if ((rc = cms_sread(h, fn, arg, &last)) == RB_OK)
-        cache_put(h, &last);
+        rbi_rcache_put(&h->cache, &h->first.rc, &cache_kind, last.m, last.f, last.inc,
+                       last.gen, &last);
     return rc;
 }
 
@@ -293,7 +269,7 @@ int rb_cms_open(const rb_segment_t *seg, const char *name, size_t len, rb_cms_t 
                            (void **)&h);
 
     if (rc == RB_OK) {
-        pthread_mutex_init(&h->lock, NULL);
+        rbi_rcache_ref_init(&h->cache);
         *out = h;
     }
     return rc;
@@ -301,18 +277,9 @@ int rb_cms_open(const rb_segment_t *seg, const char *name, size_t len, rb_cms_t 
 
 void rb_cms_close(rb_cms_t *h)
 {
-    cms_cache_t *c;
-
     if (h == NULL)
         return;
-    c = atomic_load(&h->cache);
-    while (c != NULL) {
-        cms_cache_t *older = c->older;
-        if (c != &h->first)
-            free(c);
-        c = older;
-    }
-    pthread_mutex_destroy(&h->lock);
+    rbi_rcache_ref_free(&h->cache, &h->first.rc);
     free(h);
 }
 
@@ -375,43 +342,51 @@ int rb_cms_query(const rb_segment_t *seg, const char *name, size_t len, const vo
     return rc;
 }
 
+/* The minimum of key hash x's counters in arr (shape s), with the
+ * layout's constants given (per = 1 << pshift counters of cbits a word,
+ * as rbi_cms_shape sets them): inlined with constants, a row costs its
+ * mix, a shift and a load, the rows walked by their first word and seed. */
+static inline __attribute__((always_inline)) uint64_t
+rows_min(const _Atomic uint64_t *arr, const rbi_cms_shape_t *s, rbi_h128_t x, uint32_t pshift,
+         uint32_t cbits, uint64_t mask)
+{
+    rbi_cms_shape_t k = { .per = 1u << pshift, .cbits = cbits, .pshift = pshift };
+    uint64_t est = UINT64_MAX, wpr = s->wpr, end = wpr * s->depth, seed = x.h1;
+    uint32_t width = s->width;
+
+    for (uint64_t base = 0; base < end; base += wpr, seed += x.h2 | 1u) {
+        unsigned sh;
+        uint64_t w = base + rbi_cms_word_in_row(&k, rbi_cms_col_of(seed, width), &sh);
+        uint64_t v = (rbi_ld(&arr[w]) >> sh) & mask;
+        est = v < est ? v : est;
+    }
+    return est;
+}
+
 /* rb_cms_estimate from the cache (cms_fast's checks, the counters read
  * straight from the cache's shape and array): 1 and *out, or 0 to take
  * the slow path. */
-static inline int estimate_fast(const rb_cms_t *h, const void *key, size_t klen,
-                                uint64_t *out)
+static inline __attribute__((always_inline)) int estimate_fast(const rb_cms_t *h,
+                                                               const void *key, size_t klen,
+                                                               uint64_t *out)
 {
-    const cms_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire);
-    const rb_filter_shm_t *f;
     const _Atomic uint64_t *arr;
-    uint64_t g, s0, est = UINT64_MAX;
+    const cms_cache_t *c;
+    uint64_t g, s0;
     rbi_h128_t x;
 
-    if (c == NULL || c->m != rbi_reader_map(h->n.seg))
+    if ((c = cache_begin(h, &g, &s0, &arr)) == NULL)
         return 0;
-    f = c->f;
-    g = rbi_gen_read_begin(&f->gen);   /* G1 */
-    s0 = atomic_load_explicit(&c->view_seq, memory_order_acquire);
-    arr = (const _Atomic uint64_t *)(uintptr_t)rbi_ld(&c->view_arr);
-    if (rbi_ld(&c->view_gen) != g || arr == NULL)
-        return 0;
-    /* The loads above happen before the re-load of the sequence. */
-    atomic_thread_fence(memory_order_acquire);
-    if ((s0 & 1) || rbi_ld(&c->view_seq) != s0 || rbi_ld(&f->state) != RBI_FILTER_LIVE ||
-        rbi_ld(&f->incarnation) != c->inc)
-        return 0;
-    x = rbi_hash_keyed128(c->secret, RBI_SECRET_BYTES, key, klen);
-    for (uint32_t r = 0; r < c->s.depth; r++) {
-        unsigned sh;
-        uint64_t w = rbi_cms_word(&c->s, r, rbi_cms_col(x, r, c->s.width), &sh);
-        uint64_t v = (rbi_ld(&arr[w]) >> sh) & c->s.mask;
-        est = v < est ? v : est;
-    }
-    *out = est;
-    return !rbi_gen_read_retry(&f->gen, g);   /* G2 */
+    x = rbi_hash_keyed128_inl(c->secret, RBI_SECRET_BYTES, key, klen);
+    *out = c->small ? rows_min(arr, &c->s, x, 4, 4, 0xF)
+                    : rows_min(arr, &c->s, x, 1, 32, 0xFFFFFFFFu);
+    return rbi_rcache_end(&c->rc, g, s0);   /* V1, G2 */
 }
 
-int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen, uint64_t *out)
+/* flatten: the fast path, the hash included, in one frame; the slow path
+ * stays a call (noinline). */
+__attribute__((flatten)) int rb_cms_estimate(const rb_cms_t *h, const void *key, size_t klen,
+                                             uint64_t *out)
 {
     query_arg_t a = { key, klen, 0, NULL, NULL, 0 };
     int rc;

@@ -68,23 +68,34 @@ static inline int rbi_cms_shape(uint64_t layout, uint64_t width, uint64_t depth,
     return 1;
 }
 
-/* Counter index of row r for a key hashed to h. */
-static inline uint32_t rbi_cms_col(rbi_h128_t h, uint32_t r, uint32_t width)
+/* Counter index of the row whose seed is x (row r's: h1 + r * (h2 | 1)). */
+static inline uint32_t rbi_cms_col_of(uint64_t x, uint32_t width)
 {
-    uint64_t x = h.h1 + (uint64_t)r * (h.h2 | 1u);
-
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 33;
     return (uint32_t)(((unsigned __int128)x * width) >> 64);
 }
 
+/* Counter index of row r for a key hashed to h. */
+static inline uint32_t rbi_cms_col(rbi_h128_t h, uint32_t r, uint32_t width)
+{
+    return rbi_cms_col_of(h.h1 + (uint64_t)r * (h.h2 | 1u), width);
+}
+
+/* The word of counter c within its row, and its shift. */
+static inline uint64_t rbi_cms_word_in_row(const rbi_cms_shape_t *s, uint32_t c,
+                                           unsigned *shift)
+{
+    *shift = (c & (s->per - 1)) * s->cbits;
+    return c >> s->pshift;
+}
+
 /* The word and the shift of counter (r, c). */
 static inline uint64_t rbi_cms_word(const rbi_cms_shape_t *s, uint32_t r, uint32_t c,
                                     unsigned *shift)
 {
-    *shift = (c & (s->per - 1)) * s->cbits;
-    return (uint64_t)r * s->wpr + (c >> s->pshift);
+    return (uint64_t)r * s->wpr + rbi_cms_word_in_row(s, c, shift);
 }
 
 /* The word with every counter halved (rounding down): one shift and a

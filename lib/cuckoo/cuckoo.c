@@ -28,31 +28,29 @@
 
 #include "cuckoo_impl.h"
 #include "kind.h"
+#include "rcache.h"
 
 typedef rbi_cf_view_t view_t;
 
-/* The cache of one filter (map, slot, incarnation, secret), process-local:
- * its shape and secret, set before the cache is published and never
- * changed (a slot's incarnation keeps both), and its layers as a section
- * validated them at generation view_gen, under the seqlock view_seq (odd
- * while written; written only under the handle's lock).  Replaced caches
- * stay on the older list until the handle is closed (a reader may still
- * use one): one per rebinding, as the Bloom reader's bindings. */
+/* The cache of one filter (rcache.h: mapping, slot, incarnation, and
+ * here its shape and secret), process-local: its view is the layers a
+ * section validated, view_nl of them.  V2 (rcache.h): layer l's words are
+ * the same in every view of an incarnation (a filter's layers move only
+ * when it is deleted), and view_nl is stored (release) after the layers
+ * it counts, so a query may probe before it re-checks the view. */
 typedef struct cf_cache {
-    const rbi_map_t *m;
-    const rb_filter_shm_t *f;
-    uint64_t inc;
+    rbi_rcache_t rc;   /* first: a query's first loads */
+    _Atomic uint64_t view_nl;
     rbi_cf_shape_t s;
+    struct {
+        _Atomic uint64_t arr, nb;
+    } layer[RB_BLOOM_MAX_LAYERS];
     unsigned char secret[RBI_SECRET_BYTES];
-    struct cf_cache *older;
-    _Atomic uint64_t view_seq, view_gen, view_nl;
-    _Atomic uint64_t view_arr[RB_BLOOM_MAX_LAYERS], view_nb[RB_BLOOM_MAX_LAYERS];
 } cf_cache_t;
 
 struct rb_cuckoo {
     rbi_named_t n;   /* its name and where it was last bound (dir.h) */
-    _Atomic(cf_cache_t *) cache;   /* NULL until a slow call filled one */
-    pthread_mutex_t lock;          /* writers of the cache (trylock) */
+    rbi_rcache_ref_t cache;   /* its cache (rcache.h) */
     cf_cache_t first;   /* the first cache, inline: a handle opened for one
                          * call (the daemon's) allocates nothing more */
 };
@@ -139,7 +137,7 @@ int rb_cuckoo_open(const rb_segment_t *seg, const char *name, size_t len, rb_cuc
                            (void **)&h);
 
     if (rc == RB_OK) {
-        pthread_mutex_init(&h->lock, NULL);
+        rbi_rcache_ref_init(&h->cache);
         *out = h;
     }
     return rc;
@@ -147,118 +145,68 @@ int rb_cuckoo_open(const rb_segment_t *seg, const char *name, size_t len, rb_cuc
 
 void rb_cuckoo_close(rb_cuckoo_t *h)
 {
-    cf_cache_t *c;
-
     if (h == NULL)
         return;
-    c = atomic_load(&h->cache);
-    while (c != NULL) {
-        cf_cache_t *older = c->older;
-        if (c != &h->first)
-            free(c);
-        c = older;
-    }
-    pthread_mutex_destroy(&h->lock);
+    rbi_rcache_ref_free(&h->cache, &h->first.rc);
     free(h);
 }
 
 /* ---- the cache ------------------------------------------------------------
  *
- * A single contains or count is answered from the handle's cache without
- * reading the slot's shape, layers and secret again: the cache holds them
- * as a section validated them at generation view_gen (view_read's checks:
+ * A single contains or count is answered from the handle's cache
+ * (rcache.h) without reading the slot's shape, layers and secret again:
+ * the cache holds them as a section validated them (view_read's checks:
  * shape, nlayers, every layer's bounds).  A cuckoo filter's layers move
  * only when it is deleted (rbi_dir_free publishes gen: R1) and grow by a
- * release store of nlayers without a bump, so while gen == view_gen and
- * nlayers == view_nl the cached layers are what a section would read
- * (G1).  A call still loads gen (acquire), checks the slot's state and
- * incarnation and nlayers (acquire: a grown filter takes the slow path,
- * which caches the new layer), probes inside the move sequence as cf_use
- * does (C2: a miss or a count re-checked) and re-checks gen (G2); any
- * failed check answers through the slow path, the section read of every
- * call before the cache, which then records what it validated.  Readers
- * never wait: the cache is written under the handle's lock taken with
- * trylock, the view under its own seqlock. */
+ * release store of nlayers without a bump, so while gen is the view's and
+ * nlayers is view_nl the cached layers are what a section would read
+ * (G1).  A call begins as rcache.h says (gen, the view's sequence and
+ * generation, the slot's state and incarnation), checks nlayers (acquire:
+ * a grown filter takes the slow path, which caches the new layer), probes
+ * inside the move sequence as cf_use does (C2: a miss or a count
+ * re-checked) and ends as rcache.h says (V1, G2); any failed check
+ * answers through the slow path, the section read of every call before
+ * the cache, which then records what it validated. */
 
-/* The view of c if it was validated at generation g: v's layers, shape
- * and secret (pointing into c). */
-static inline int cache_get(const cf_cache_t *c, uint64_t g, view_t *v)
+static int cache_same(const rbi_rcache_t *rc, const void *view)
 {
-    uint64_t s0 = atomic_load_explicit(&c->view_seq, memory_order_acquire);
-    uint64_t vg = rbi_ld(&c->view_gen), nl = rbi_ld(&c->view_nl);
+    const cf_cache_t *c = (const cf_cache_t *)rc;
+    const view_t *v = view;
 
-    if (nl < 1 || nl > RB_BLOOM_MAX_LAYERS)
-        return 0;
-    for (uint64_t l = 0; l < nl; l++) {
-        v->arr[l] = (const _Atomic uint64_t *)(uintptr_t)rbi_ld(&c->view_arr[l]);
-        v->nb[l] = rbi_ld(&c->view_nb[l]);
-    }
-    /* The loads above happen before the re-load of the sequence. */
-    atomic_thread_fence(memory_order_acquire);
-    if ((s0 & 1) || rbi_ld(&c->view_seq) != s0 || vg != g)
-        return 0;
-    v->nl = (uint32_t)nl;
-    v->s = c->s;
-    v->f = c->f;
-    v->secret = c->secret;
-    return 1;
-}
-
-static void cache_view_store(cf_cache_t *c, const view_t *v)
-{
-    uint64_t s0 = rbi_ld(&c->view_seq);
-
-    rbi_st(&c->view_seq, s0 + 1);
-    /* The odd sequence is visible before any field changes. */
-    atomic_thread_fence(memory_order_release);
-    rbi_st(&c->view_gen, v->gen);
-    rbi_st(&c->view_nl, v->nl);
-    for (uint32_t l = 0; l < v->nl; l++) {
-        rbi_st(&c->view_arr[l], (uint64_t)(uintptr_t)v->arr[l]);
-        rbi_st(&c->view_nb[l], v->nb[l]);
-    }
-    /* Release: a reader that sees s0 + 2 sees the fields above. */
-    atomic_store_explicit(&c->view_seq, s0 + 2, memory_order_release);
-}
-
-/* 1 if cache c is of v's filter with v's secret and shape (both fixed
- * for an incarnation today; checked so that a writer that changed either
- * under a generation publish would get a new cache, never a mix). */
-static int cache_is(const cf_cache_t *c, const view_t *v)
-{
-    return c != NULL && c->m == v->m && c->f == v->f && c->inc == v->inc &&
-           c->s.fbits == v->s.fbits && c->s.bsize == v->s.bsize &&
+    return c->s.fbits == v->s.fbits && c->s.bsize == v->s.bsize &&
            memcmp(c->secret, v->secret, sizeof(c->secret)) == 0;
 }
 
-/* Records view v, validated by a section that held at v->gen, in h's
- * cache: the current cache's view if it is v's filter with v's secret
- * and shape, else a new cache (the old one kept on its older list). */
-static void cache_put(const rb_cuckoo_t *ch, const view_t *v)
+static int cache_fresh(const rbi_rcache_t *rc, const void *view)
 {
-    rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
-    cf_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire), *nc;
-
-    if (cache_is(c, v) && rbi_ld(&c->view_gen) == v->gen && rbi_ld(&c->view_nl) == v->nl)
-        return;
-    if (pthread_mutex_trylock(&h->lock) != 0)
-        return;   /* another thread records: this call can do without */
-    c = atomic_load_explicit(&h->cache, memory_order_relaxed);
-    if (cache_is(c, v)) {
-        cache_view_store(c, v);
-    } else if ((nc = c == NULL ? &h->first : calloc(1, sizeof(*nc))) != NULL) {
-        nc->m = v->m;
-        nc->f = v->f;
-        nc->inc = v->inc;
-        nc->s = v->s;
-        memcpy(nc->secret, v->secret, sizeof(nc->secret));
-        nc->older = c;
-        cache_view_store(nc, v);
-        /* Release: a reader of the new cache sees it complete. */
-        atomic_store_explicit(&h->cache, nc, memory_order_release);
-    }
-    pthread_mutex_unlock(&h->lock);
+    return rbi_ld(&((const cf_cache_t *)rc)->view_nl) == ((const view_t *)view)->nl;
 }
+
+static void cache_init(rbi_rcache_t *rc, const void *view)
+{
+    cf_cache_t *c = (cf_cache_t *)rc;
+    const view_t *v = view;
+
+    c->s = v->s;
+    memcpy(c->secret, v->secret, sizeof(c->secret));
+}
+
+/* The layers, then (V2) their count. */
+static void cache_store(rbi_rcache_t *rc, const void *view)
+{
+    cf_cache_t *c = (cf_cache_t *)rc;
+    const view_t *v = view;
+
+    for (uint32_t l = 0; l < v->nl; l++) {
+        rbi_st(&c->layer[l].arr, (uint64_t)(uintptr_t)v->arr[l]);
+        rbi_st(&c->layer[l].nb, v->nb[l]);
+    }
+    atomic_store_explicit(&c->view_nl, v->nl, memory_order_release);
+}
+
+static const rbi_rcache_kind_t cache_kind = {
+    sizeof(cf_cache_t), cache_same, cache_fresh, cache_init, cache_store
+};
 
 typedef struct probe_arg {
     const void *key;
@@ -268,23 +216,30 @@ typedef struct probe_arg {
     view_t *last;     /* the view of the last run, for the cache */
 } probe_arg_t;
 
-/* Copies of k's fingerprint in its buckets of every layer (all == 0:
- * stops at the first). */
+/* Copies of k's fingerprint in its two buckets of a layer of nb buckets
+ * at arr (all == 0: stops at the first); mix is rbi_fmix64(k.fp). */
+static inline __attribute__((always_inline)) uint64_t probe_layer(const rbi_cf_shape_t *s, const _Atomic uint64_t *arr,
+                                   uint64_t nb, rbi_cf_key_t k, uint64_t mix, int all)
+{
+    uint64_t i1 = rbi_cf_home(k.h1, nb), i2 = rbi_cf_alt_mix(i1, mix, nb);
+    uint64_t n = rbi_cf_bucket_has(s, arr, i1, k.fp, all);
+
+    if (n != 0 && !all)
+        return n;
+    /* A bucket that is its own alternate is counted once. */
+    if (i2 != i1)
+        n += rbi_cf_bucket_has(s, arr, i2, k.fp, all);
+    return n;
+}
+
+/* Copies of k's fingerprint in its buckets of every layer of v, newest
+ * first (all == 0: stops at the first). */
 static uint64_t probe_key(const view_t *v, rbi_cf_key_t k, int all)
 {
-    uint64_t n = 0;
+    uint64_t n = 0, mix = rbi_fmix64(k.fp);
 
-    for (uint32_t l = v->nl; l-- > 0;) {
-        uint64_t i1 = rbi_cf_home(k.h1, v->nb[l]), i2 = rbi_cf_alt(i1, k.fp, v->nb[l]);
-        n += rbi_cf_bucket_has(&v->s, v->arr[l], i1, k.fp, all);
-        if (n != 0 && !all)
-            return n;
-        /* A bucket that is its own alternate is counted once. */
-        if (i2 != i1)
-            n += rbi_cf_bucket_has(&v->s, v->arr[l], i2, k.fp, all);
-        if (n != 0 && !all)
-            return n;
-    }
+    for (uint32_t l = v->nl; l-- > 0 && (n == 0 || all);)
+        n += probe_layer(&v->s, v->arr[l], v->nb[l], k, mix, all);
     return n;
 }
 
@@ -302,41 +257,48 @@ static int probe_one(const view_t *v, void *arg)
 
 /* The cached probe (see "the cache" above): the copies of key's
  * fingerprint (all), or whether one is there; -1 to take the slow path. */
-static inline int64_t probe_fast(const rb_cuckoo_t *h, const void *key, size_t klen, int all)
+static inline __attribute__((always_inline)) int64_t probe_fast(const rb_cuckoo_t *h, const void *key, size_t klen, int all)
 {
-    const cf_cache_t *c = atomic_load_explicit(&h->cache, memory_order_acquire);
+    const rbi_rcache_t *rc = atomic_load_explicit(&h->cache.cur, memory_order_acquire);
+    const cf_cache_t *c = (const cf_cache_t *)rc;
     const rb_filter_shm_t *f;
-    view_t v;
-    uint64_t g, q, n;
+    rbi_cf_key_t k;
+    uint64_t g, s0, q, n = 0, mix, nl;
 
-    if (c == NULL || c->m != rbi_reader_map(h->n.seg))
+    if (!rbi_rcache_begin(rc, rbi_reader_map(h->n.seg), &g, &s0))
         return -1;
-    f = c->f;
-    g = rbi_gen_read_begin(&f->gen);   /* G1 */
-    if (rbi_ld(&f->state) != RBI_FILTER_LIVE || rbi_ld(&f->incarnation) != c->inc ||
-        !cache_get(c, g, &v) ||
-        /* Acquire pairs with the release store publishing a new layer. */
-        atomic_load_explicit(RBI_CF_NLAYERS(f), memory_order_acquire) != v.nl)
+    f = rc->f;
+    /* Acquire: the layers counted are stored (V2). */
+    nl = atomic_load_explicit(&c->view_nl, memory_order_acquire);
+    /* Acquire pairs with the release store publishing a new layer. */
+    if (nl - 1 >= RB_BLOOM_MAX_LAYERS ||
+        atomic_load_explicit(RBI_CF_NLAYERS(f), memory_order_acquire) != nl)
         return -1;
     q = rbi_seq_read_begin(RBI_CF_SEQ(f));
-    n = probe_key(&v, rbi_cf_hash(v.secret, &v.s, key, klen), all);
+    k = rbi_cf_hash(c->secret, &c->s, key, klen);
+    mix = rbi_fmix64(k.fp);
+    for (uint64_t l = nl; l-- > 0 && (n == 0 || all);)
+        n += probe_layer(&c->s, (const _Atomic uint64_t *)(uintptr_t)rbi_ld(&c->layer[l].arr),
+                         rbi_ld(&c->layer[l].nb), k, mix, all);
     /* A miss or a count is re-checked against the move sequence (C2). */
     if ((n == 0 || all) && rbi_seq_read_retry(RBI_CF_SEQ(f), q))
         return -1;
-    return rbi_gen_read_retry(&f->gen, g) ? -1 : (int64_t)n;   /* G2 */
+    return rbi_rcache_end(rc, g, s0) ? (int64_t)n : -1;   /* V1, G2 */
 }
 
 /* The slow path: a section, which then fills the cache.  Out of line, so
  * that the fast path's frame stays small. */
-static __attribute__((noinline)) int probe_slow(const rb_cuckoo_t *h, const void *key,
+static __attribute__((noinline)) int probe_slow(const rb_cuckoo_t *ch, const void *key,
                                                 size_t klen, int all, uint64_t *n)
 {
+    rb_cuckoo_t *h = (rb_cuckoo_t *)ch;
     view_t last;
     probe_arg_t a = { key, klen, all, 0, &last };
     int rc;
 
     if ((rc = rbi_cuckoo_read(h, probe_one, &a)) == RB_OK) {
-        cache_put(h, &last);
+        rbi_rcache_put(&h->cache, &h->first.rc, &cache_kind, last.m, last.f, last.inc,
+                       last.gen, &last);
         *n = a.n;
     }
     return rc;
@@ -354,7 +316,11 @@ static inline int probe(const rb_cuckoo_t *h, const void *key, size_t klen, int 
     return RB_OK;
 }
 
-int rb_cuckoo_contains(const rb_cuckoo_t *h, const void *key, size_t klen)
+/* flatten: the fast path, the hash included, in one frame (a call to
+ * the hash and one to the probe were a fifth of a cached call's
+ * instructions); the slow path stays a call (noinline). */
+__attribute__((flatten)) int rb_cuckoo_contains(const rb_cuckoo_t *h, const void *key,
+                                                size_t klen)
 {
     uint64_t n = 0;
     int rc;

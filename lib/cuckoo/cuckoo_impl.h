@@ -103,6 +103,10 @@ typedef struct rbi_cf_shape {
     uint64_t fmask;              /* 2^fbits - 1: a slot's mask, the fingerprint modulus */
     uint64_t ones, highs, bmask; /* one_word: the low / high bit of each of a bucket's
                                   * slots, and its bits, at the bottom of a word */
+    uint32_t bpw_log, bbits;     /* one_word with a power of two of buckets a word (all
+                                  * shapes but 12-bit slots in buckets of 1): its log2,
+                                  * else 32; a bucket's bits */
+    uint64_t bpw_mask;           /* buckets a word - 1 */
 } rbi_cf_shape_t;
 
 /* The shape of layout and bucket_size; 0 if not one a reader accepts. */
@@ -121,6 +125,13 @@ static inline int rbi_cf_shape(uint64_t layout, uint64_t bsize, rbi_cf_shape_t *
     s->highs = s->ones << (s->fbits - 1);
     s->bmask = !s->one_word ? 0 : s->bsize * s->fbits == 64 ? ~0ull
                : (1ull << (s->bsize * s->fbits)) - 1;
+    s->bbits = s->bsize * s->fbits;
+    s->bpw_log = 32;
+    s->bpw_mask = 0;
+    if (s->one_word && ((s->per / s->bsize) & (s->per / s->bsize - 1)) == 0) {
+        s->bpw_log = (uint32_t)__builtin_ctz(s->per / s->bsize);
+        s->bpw_mask = s->per / s->bsize - 1;
+    }
     return 1;
 }
 
@@ -169,10 +180,10 @@ static inline uint64_t rbi_cf_div(const rbi_cf_shape_t *s, uint64_t i, unsigned 
     return q;
 }
 
-static inline rbi_cf_key_t rbi_cf_hash(const unsigned char *secret, const rbi_cf_shape_t *s,
-                                       const void *key, size_t len)
+static inline __attribute__((always_inline)) rbi_cf_key_t
+rbi_cf_hash(const unsigned char *secret, const rbi_cf_shape_t *s, const void *key, size_t len)
 {
-    rbi_h128_t h = rbi_hash_keyed128(secret, RBI_SECRET_BYTES, key, len);
+    rbi_h128_t h = rbi_hash_keyed128_inl(secret, RBI_SECRET_BYTES, key, len);
     rbi_cf_key_t k = { rbi_cf_mod(s, h.h2) + 1, h.h1 };
 
     return k;
@@ -191,11 +202,18 @@ static inline uint64_t rbi_cf_home(uint64_t h1, uint64_t nbuckets)
  * all 0 (1 in nbuckets of them) would give its keys one bucket, which b
  * copies fill with no move possible (a third CF.ADD of one key in buckets
  * of 2 grew the filter, 1% of check_cf's runs). */
-static inline uint64_t rbi_cf_alt(uint64_t i, uint64_t fp, uint64_t nbuckets)
+static inline uint64_t rbi_cf_alt_mix(uint64_t i, uint64_t mix, uint64_t nbuckets)
 {
-    uint64_t h = rbi_fmix64(fp) & (nbuckets - 1);
+    uint64_t h = mix & (nbuckets - 1);
 
     return (i ^ (h != 0 ? h : 1)) & (nbuckets - 1);
+}
+
+/* rbi_cf_alt_mix of fp's mix rbi_fmix64(fp) (a key's probes compute the
+ * mix once for every layer). */
+static inline uint64_t rbi_cf_alt(uint64_t i, uint64_t fp, uint64_t nbuckets)
+{
+    return rbi_cf_alt_mix(i, rbi_fmix64(fp), nbuckets);
 }
 
 /* Word index and shift of slot i. */
@@ -222,14 +240,21 @@ static inline uint64_t rbi_cf_get(const rbi_cf_shape_t *s, const _Atomic uint64_
  * slot of 0 iff (x - ones) & ~x & highs is not 0, x the bucket xor fp in
  * every slot; a borrow can only mark slots above a zero one, so the test
  * is exact for "some slot holds fp"). */
-static inline uint32_t rbi_cf_bucket_has(const rbi_cf_shape_t *s, const _Atomic uint64_t *arr,
+static inline __attribute__((always_inline)) uint32_t rbi_cf_bucket_has(const rbi_cf_shape_t *s, const _Atomic uint64_t *arr,
                                          uint64_t b, uint64_t fp, int all)
 {
     unsigned j;
-    uint64_t wi = rbi_cf_div(s, b * s->bsize, &j);
-    uint64_t w = rbi_ld(&arr[wi]);
+    uint64_t wi, w;
     uint32_t n = 0;
 
+    if (!all && s->bpw_log < 32) {
+        /* The bucket's word and place by a shift and a mask. */
+        uint64_t x = ((rbi_ld(&arr[b >> s->bpw_log]) >> ((b & s->bpw_mask) * s->bbits)) &
+                      s->bmask) ^ (fp * s->ones);
+        return ((x - s->ones) & ~x & s->highs) != 0;
+    }
+    wi = rbi_cf_div(s, b * s->bsize, &j);
+    w = rbi_ld(&arr[wi]);
     if (!all && s->one_word) {
         uint64_t x = ((w >> (j * s->fbits)) & s->bmask) ^ (fp * s->ones);
         return ((x - s->ones) & ~x & s->highs) != 0;
