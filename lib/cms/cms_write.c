@@ -284,7 +284,10 @@ int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen, const char *c
     if (rc == RB_OK && (rc = array_new(seg, &d.s, merge_fn, &a, &off)) == RB_OK) {
         unsigned char secret[RBI_SECRET_BYTES];
         /* The new counters are keyed by the sources' secret: both change
-         * under one publish (a reader that read either retries). */
+         * before one publish.  Known race (design.md, "Merge"): the secret
+         * is rewritten in place, which the generation section does not
+         * cover, so a reader whose whole section falls inside these
+         * stores can pass its re-check with a mix; open. */
         rbi_copy_out(secret, sv[0].f->secret, RBI_SECRET_WORDS);
         rbi_copy_in(d.f->secret, secret, sizeof(secret));
         rbi_st(RBI_CMS_COUNT(d.f), count);
