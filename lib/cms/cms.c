@@ -90,7 +90,23 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
         return 0;
     if (!rbi_cms_shape(layout, rbi_ld(RBI_CMS_WIDTH(f)), rbi_ld(RBI_CMS_DEPTH(f)), &v->s))
         return RB_ECORRUPT;
-    off = rbi_ld(RBI_CMS_ARRAY(f));
+    if (rbi_ld(&f->flags) & RBI_CMS_SEALED) {
+        /* M1: the secret and the offset that give the seal loaded first
+         * (a merge may be rewriting them in place; bounded, as a section). */
+        for (uint32_t t = 0;; t++) {
+            uint64_t seal = atomic_load_explicit(RBI_CMS_SEAL(f), memory_order_acquire);
+            off = rbi_ld(RBI_CMS_ARRAY(f));
+            rbi_copy_out(v->sbuf, f->secret, RBI_SECRET_WORDS);
+            if (rbi_cms_seal(v->sbuf, sizeof(v->sbuf), off) == seal)
+                break;
+            if (t == RBI_READ_RETRIES)
+                return RB_EBUSY;
+            rbi_read_pause(t);
+        }
+    } else {
+        off = rbi_ld(RBI_CMS_ARRAY(f));
+        rbi_copy_out(v->sbuf, f->secret, RBI_SECRET_WORDS);
+    }
     if (off % RBI_ALIGN != 0 || !rbi_span_ok(rbi_seg_size(m), off, v->s.bytes))
         return RB_ECORRUPT;
     v->arr = rbi_word_at(m, off);
@@ -98,7 +114,6 @@ static int view_read(const rbi_map_t *m, const rb_filter_shm_t *f, uint64_t inc,
     v->f = f;
     v->m = m;
     v->inc = inc;
-    rbi_copy_out(v->sbuf, f->secret, RBI_SECRET_WORDS);
     v->secret = v->sbuf;
     return 1;
 }

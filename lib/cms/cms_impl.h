@@ -17,6 +17,7 @@
 #define RBI_CMS_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "format.h"
 #include "hash.h"
@@ -36,6 +37,38 @@
 #define RBI_CMS_SINCE(f)  (&(f)->current)     /*  96 increments since the last halving */
 #define RBI_CMS_AGING(f)  (&(f)->window)      /* 104 W, 0: no aging */
 #define RBI_CMS_AGINGS(f) (&(f)->rotations)   /* 112 halvings so far */
+#define RBI_CMS_SEAL(f)   (&(f)->error_bits)  /*  88 rbi_cms_seal of the secret and
+                                                      array offset (RBI_CMS_SEALED) */
+
+/* In a sketch's flags: its seal word is kept (every writer since
+ * 2026-12-05 keeps it; a sketch made before has flags 0 and is sealed by
+ * the first writer that changes its secret, M1 below). */
+#define RBI_CMS_SEALED (1ull << 63)
+
+/* Invariant M1 (a merge's secret, design.md "Merge"): the secret is
+ * rewritten in place, which the generation section (latch.h) does not
+ * cover, so a sealed sketch's slot ties its secret to its array: seal =
+ * rbi_cms_seal(secret, array offset), stored with release after both (and
+ * after the array it names is built), and a reader of a sealed sketch
+ * loads the seal (acquire), then the offset and the secret, and uses them
+ * only if they give that seal; any other mix (a torn secret, the new
+ * secret with the old array, or the reverse) gives another value (but
+ * for a 2^-64 chance: the secrets are random) and is read again. */
+static inline uint64_t rbi_cms_seal(const unsigned char *secret, size_t bytes, uint64_t off)
+{
+    uint64_t h = off;
+
+    /* Word i rotated by i: a mix differs from both wholes by the XOR of
+     * its words' differences, rotated apart (independent XORs, no chain
+     * of multiplies: a few nanoseconds for the 24 words). */
+    for (size_t i = 0; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        unsigned r = (unsigned)(i / 8) & 63u;
+        memcpy(&w, secret + i, 8);
+        h ^= r != 0 ? (w << r) | (w >> (64u - r)) : w;
+    }
+    return h;
+}
 
 static inline int rbi_cms_layout(uint64_t layout)
 {

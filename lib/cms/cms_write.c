@@ -74,11 +74,24 @@ static int array_new(rb_segment_t *seg, const rbi_cms_shape_t *s,
 
 /* Replaces v's array with the one at off: stores the offset, publishes
  * the generation (readers of the old array retry), then frees the old. */
+/* Writer: stores f's seal of its secret and array offset off (M1), after
+ * them and the array's words. */
+static void seal_store(rb_filter_shm_t *f, uint64_t off)
+{
+    unsigned char secret[RBI_SECRET_BYTES];
+
+    rbi_copy_out(secret, f->secret, RBI_SECRET_WORDS);
+    atomic_store_explicit(RBI_CMS_SEAL(f), rbi_cms_seal(secret, sizeof(secret), off),
+                          memory_order_release);
+}
+
 static void array_swap(rb_segment_t *seg, wview_t *v, uint64_t off)
 {
     uint64_t old = v->off;
 
     rbi_st(RBI_CMS_ARRAY(v->f), off);
+    if (rbi_ld(&v->f->flags) & RBI_CMS_SEALED)
+        seal_store(v->f, off);   /* M1: the new offset with the secret */
     rbi_gen_publish(&v->f->gen);
     rbi_heap_free(seg, old, v->s.bytes);
     v->off = off;
@@ -118,7 +131,7 @@ int rb_cms_create(rb_segment_t *seg, const char *name, size_t len, const rb_cms_
      * filter sees it move. */
     rbi_st(&f->incarnation, inc);
     rbi_st(&f->layout, layout);
-    rbi_st(&f->flags, 0);
+    rbi_st(&f->flags, RBI_CMS_SEALED);
     rbi_st(RBI_CMS_WIDTH(f), p->width);
     rbi_st(RBI_CMS_DEPTH(f), p->depth);
     rbi_st(RBI_CMS_COUNT(f), 0);
@@ -130,6 +143,7 @@ int rb_cms_create(rb_segment_t *seg, const char *name, size_t len, const rb_cms_
     rbi_st(&f->created, (uint64_t)time(NULL));
     rbi_copy_in(f->name, name, len);
     rbi_copy_in(f->secret, secret, sizeof(secret));
+    seal_store(f, off);
     rbi_dir_publish(seg, f);   /* readers that acquire LIVE see every word above */
     return RB_OK;
 }
@@ -284,11 +298,19 @@ int rb_cms_merge(rb_segment_t *seg, const char *dest, size_t dlen, const char *c
     if (rc == RB_OK && (rc = array_new(seg, &d.s, merge_fn, &a, &off)) == RB_OK) {
         unsigned char secret[RBI_SECRET_BYTES];
         /* The new counters are keyed by the sources' secret: both change
-         * before one publish.  Known race (design.md, "Merge"): the secret
-         * is rewritten in place, which the generation section does not
-         * cover, so a reader whose whole section falls inside these
-         * stores can pass its re-check with a mix; open. */
+         * before one publish.  The secret is rewritten in place, which
+         * the generation section does not cover: a reader whose whole
+         * section falls inside these stores would mix them, so the slot
+         * is sealed (M1) first, under a publish of its own, if it was
+         * not, and array_swap stores the seal of the new pair last. */
         rbi_copy_out(secret, sv[0].f->secret, RBI_SECRET_WORDS);
+        if (!(rbi_ld(&d.f->flags) & RBI_CMS_SEALED)) {
+            seal_store(d.f, d.off);
+            rbi_st(&d.f->flags, rbi_ld(&d.f->flags) | RBI_CMS_SEALED);
+            /* A reader that saw no seal began before this publish: if it
+             * sees any store below, its re-check sees the publish (G2). */
+            rbi_gen_publish(&d.f->gen);
+        }
         rbi_copy_in(d.f->secret, secret, sizeof(secret));
         rbi_st(RBI_CMS_COUNT(d.f), count);
         array_swap(seg, &d, off);

@@ -7,7 +7,8 @@
  * was filled (cuckoo growth), a miss met inside a move (re-checked), the
  * one-word bucket test against counting, an array the writer replaced (count-min
  * aging and merge), and a writer racing the reader (each estimate one the
- * sketch held during the read).
+ * sketch held during the read; a merge's secret rewritten in place never
+ * answered from halfway, M1 in cms_impl.h).
  */
 #include <pthread.h>
 
@@ -15,6 +16,7 @@
 #include "bloom.h"
 #include "cms_impl.h"
 #include "cuckoo_impl.h"
+#include "dir.h"
 
 static rb_segment_t *seg;
 static unsigned char secret_a[RB_BLOOM_SECRET_BYTES], secret_b[RB_BLOOM_SECRET_BYTES];
@@ -419,6 +421,105 @@ START_TEST(test_rcache_cms_race_estimates)
 }
 END_TEST
 
+/* M1 without a race: the slot of "d" left as a merge leaves it halfway
+ * (the new secret stored in place, the array and the seal still the old
+ * ones: what a reader sees if the writer stops there) is never answered
+ * from: by name the read waits for the pair to agree and gives up with
+ * RB_EBUSY; a handle whose cache holds answers from its cached pair
+ * (the generation has not moved).  Put back, both answer again.  Without
+ * the seal check the read by name answered 0. */
+START_TEST(test_rcache_cms_torn_secret_never_answers)
+{
+    static const size_t one = 2;
+    const char *src = "ma";
+    unsigned char saved[RBI_SECRET_BYTES];
+    rb_filter_shm_t *f;
+    rb_cms_t *h;
+    uint64_t e = 0;
+    int rc;
+
+    cms_make("ma", 64, 4, 0, 0, secret_a);
+    cms_make("d", 64, 4, 0, 0, NULL);
+    cms_incr("ma", "k", 1000);
+    ck_assert_int_eq(rb_cms_merge(seg, "d", 1, &src, &one, 1, NULL), RB_OK);
+    ck_assert_int_eq(rb_cms_open(seg, "d", 1, &h), RB_OK);
+    ck_assert_uint_eq(cms_est(h, "k"), 1000);   /* the cache holds */
+    ck_assert_int_eq(rbi_writer_find(seg, "d", 1, rbi_cms_layout, &f), RB_OK);
+    ck_assert(rbi_ld(&f->flags) & RBI_CMS_SEALED);
+    rbi_copy_out(saved, f->secret, RBI_SECRET_WORDS);
+    rbi_copy_in(f->secret, secret_b, sizeof(secret_b));   /* halfway */
+    rc = rb_cms_query(seg, "d", 1, "k", 1, &e);
+    ck_assert_msg(rc == RB_EBUSY, "by name: rc %d, estimate %lu", rc, (unsigned long)e);
+    ck_assert_uint_eq(cms_est(h, "k"), 1000);
+    rbi_copy_in(f->secret, saved, sizeof(saved));
+    ck_assert_int_eq(rb_cms_query(seg, "d", 1, "k", 1, &e), RB_OK);
+    ck_assert_uint_eq(e, 1000);
+    rb_cms_close(h);
+}
+END_TEST
+
+#define MERGE_N 20000u
+
+static _Atomic uint64_t merges_done;
+
+/* The writer merges into "d" from "ma" (secret a, k counted 1000) and
+ * from "mb" (secret b, k counted 2000) in turn: every merge rewrites d's
+ * secret in place and gives it a new array. */
+static void *merge_writer(void *arg)
+{
+    static const size_t one = 2;
+
+    (void)arg;
+    for (uint64_t i = 1; i <= MERGE_N; i++) {
+        const char *src = i % 2 ? "mb" : "ma";
+        ck_assert_int_eq(rb_cms_merge(seg, "d", 1, &src, &one, 1, NULL), RB_OK);
+        atomic_store(&merges_done, i);
+    }
+    return NULL;
+}
+
+/* M1 (cms_impl.h): a reader that reads the sketch while a merge rewrites
+ * its secret in place answers from one whole (secret, array) pair: k's
+ * estimate is 1000 or 2000, never what a mix of secrets, or the new
+ * secret with the old array, gives (no other key: no collisions, so a
+ * mix reads counters of nothing, 0).  By name (the slow path each call)
+ * and through a handle (whose cache is dropped at each merge). */
+START_TEST(test_rcache_cms_race_merge_secret)
+{
+    static const size_t one = 2;
+    const char *src = "ma";
+    pthread_t t;
+    rb_cms_t *h;
+    uint64_t reads = 0, e;
+
+    cms_make("ma", 64, 4, 0, 0, secret_a);
+    cms_make("mb", 64, 4, 0, 0, secret_b);
+    cms_make("d", 64, 4, 0, 0, NULL);   /* a secret of its own */
+    cms_incr("ma", "k", 1000);
+    cms_incr("mb", "k", 2000);
+    ck_assert_int_eq(rb_cms_merge(seg, "d", 1, &src, &one, 1, NULL), RB_OK);
+    ck_assert_int_eq(rb_cms_open(seg, "d", 1, &h), RB_OK);
+    atomic_store(&merges_done, 0);
+    ck_assert_int_eq(pthread_create(&t, NULL, merge_writer, NULL), 0);
+    while (atomic_load(&merges_done) < MERGE_N) {
+        ck_assert_int_eq(rb_cms_query(seg, "d", 1, "k", 1, &e), RB_OK);
+        if (e != 1000 && e != 2000)
+            ck_abort_msg("by name, after %lu merges: estimate %lu",
+                         (unsigned long)atomic_load(&merges_done), (unsigned long)e);
+        e = cms_est(h, "k");
+        if (e != 1000 && e != 2000)
+            ck_abort_msg("by handle, after %lu merges: estimate %lu",
+                         (unsigned long)atomic_load(&merges_done), (unsigned long)e);
+        reads += 2;
+    }
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    printf("rcache cms merge race: %lu estimates during %u merges\n", (unsigned long)reads,
+           MERGE_N);
+    ck_assert_uint_gt(reads, 0);
+    rb_cms_close(h);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("rcache",
@@ -429,5 +530,7 @@ int main(void)
                         RB_TCASE("cms", 120, setup, teardown, test_rcache_cms_follows_recreate,
                                  test_rcache_cms_follows_aging, test_rcache_cms_follows_merge,
                                  test_rcache_admit_follows_sketch),
-                        RB_TCASE("race", 120, setup, teardown, test_rcache_cms_race_estimates));
+                        RB_TCASE("race", 120, setup, teardown, test_rcache_cms_race_estimates,
+                                 test_rcache_cms_torn_secret_never_answers,
+                                 test_rcache_cms_race_merge_secret));
 }
