@@ -10,7 +10,9 @@
  * them, a delete frees them) build the new counters in a fresh array,
  * store its offset, publish the slot's generation and only then free the
  * old array (latch.h, G1 / G2): a reader sees the old counters or the new
- * ones, never a mix.  Every heap store is preceded by rbi_snap_touch (S1).
+ * ones, never a mix.  A merge also rewrites the secret in place, which the
+ * generation does not cover: the slot's seal ties it to the array (M1,
+ * cms_impl.h).  Every heap store is preceded by rbi_snap_touch (S1).
  * Determinism: counters, count and the aging step depend only on the
  * calls made, so replaying the log's increments repeats every halving
  * (no log record of its own).
