@@ -11,6 +11,14 @@
 static rbd_proc_t *rbd_procs[RBD_MAX_PROCS];
 static int rbd_nprocs;
 
+int rbd_wait_ms(int ms)
+{
+    const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+    double f = m ? strtod(m, NULL) : 1.0;
+
+    return f > 1.0 && f <= 100.0 ? (int)(ms * f) : ms;
+}
+
 const char *rbd_binary(void)
 {
     static char buf[4096];
@@ -20,7 +28,7 @@ const char *rbd_binary(void)
 
 void rbd_stop(rbd_proc_t *d, int sig)
 {
-    ck_assert_msg(rbl_stop(d, NULL, sig, 10000) == 0, "%s", d->err);
+    ck_assert_msg(rbl_stop(d, NULL, sig, rbd_wait_ms(10000)) == 0, "%s", d->err);
 }
 
 void rbd_remove_all(rbd_proc_t *d)
@@ -55,9 +63,9 @@ int rbd_try_launch(rbd_proc_t *d, const char *const *extra_args)
     for (int i = 0; extra_args && extra_args[i] && argc < 15; i++)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;
-    status = rbl_start(d, argv, 10000, NULL);
-    ck_assert_msg(status != RBL_TIMEOUT, "ringbloomd neither started nor exited within 10 s; "
-                  "see %s", d->log);
+    status = rbl_start(d, argv, rbd_wait_ms(10000), NULL);
+    ck_assert_msg(status != RBL_TIMEOUT, "ringbloomd neither started nor exited within %d s; "
+                  "see %s", rbd_wait_ms(10000) / 1000, d->log);
     ck_assert_msg(status != RBL_EFORK, "%s", d->err);
     return status;
 }
@@ -160,7 +168,7 @@ rb_segment_t *rbd_attach(const rbd_proc_t *d)
 rb_conn_t *rbd_connect(const rbd_proc_t *d)
 {
     rb_conn_t *c;
-    ck_assert_int_eq(rb_conn_open(NULL, d->sock, 10000, &c), RB_OK);
+    ck_assert_int_eq(rb_conn_open(NULL, d->sock, rbd_wait_ms(10000), &c), RB_OK);
     return c;
 }
 

@@ -37,7 +37,7 @@ void rbd_prepare(rbd_proc_t *d, const char *extra);
 /* Writes the config (base settings plus `extra` lines) into d->conf. */
 void rbd_write_conf(rbd_proc_t *d, const char *extra);
 /* Starts the daemon on d's config (`ringbloomd -f -c conf` and the
- * NULL-terminated extra_args) and waits (<= 10 s) until it answers or
+ * NULL-terminated extra_args) and waits (<= rbd_wait_ms(10 s)) until it answers or
  * exits.  Returns -1 if it answers (it runs, d->pid is set), its exit
  * status if it exited, 256 + the signal if a signal ended it. */
 int rbd_try_launch(rbd_proc_t *d, const char *const *extra_args);
@@ -45,6 +45,11 @@ int rbd_try_launch(rbd_proc_t *d, const char *const *extra_args);
 void rbd_launch(rbd_proc_t *d, const char *const *extra_args);
 /* A new daemon in a fresh temp directory; extra: config lines. */
 void rbd_start(rbd_proc_t *d, const char *extra);
+/* ms times CK_TIMEOUT_MULTIPLIER (the factor .ci/run sets for its
+ * sanitizer trees, where everything runs many times slower; 1 when unset
+ * or outside (1, 100]): the harness's waits (a start, a stop, a reply to
+ * rbd_connect's connection) stretch as Check's own timeouts do. */
+int rbd_wait_ms(int ms);
 /* Sends the daemon sig and waits until it exits. */
 void rbd_stop(rbd_proc_t *d, int sig);
 /* Kills d (SIGKILL), removes its segment and starts it again: a start
