@@ -349,3 +349,18 @@ int rbd_op_decode(unsigned type, const unsigned char *p, size_t n, rbd_op_t *op,
             return rc;
     return RB_OK;
 }
+
+int rbd_op_from_record(rbd_state_t *st, unsigned type, const unsigned char *p, size_t n,
+                       rbd_op_t *op, rbd_keys_t *scratch)
+{
+    int rc;
+
+    if (def_of(type) == NULL) {
+        memset(op, 0, sizeof(*op));
+        return RB_EINVAL;
+    }
+    rc = rbd_op_decode(type, p, n, op, scratch);
+    if (rc == RB_OK && def_of(type)->names == RBD_NAMES_FILTER)
+        op->bf = rbd_filters_get(&st->filters, st->seg, op->name, op->len, &rc);
+    return rc;
+}

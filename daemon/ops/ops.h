@@ -182,6 +182,16 @@ size_t rbd_cms_pair(unsigned char *buf, uint64_t v, const void *p, size_t len);
  * after them are ignored, as they always were), or RB_ENOMEM. */
 int rbd_op_decode(unsigned type, const unsigned char *p, size_t n, rbd_op_t *op,
                   rbd_keys_t *scratch);
+/* A record's op, ready to apply (rbd_op_replay; rbd_op_run): the payload
+ * p[0..n) of a whole record of type (record.h's rbd_rec_at) decoded as
+ * rbd_op_decode does and, for a type that names an existing Bloom filter
+ * (RBD_NAMES_FILTER), op->bf resolved in st's handle cache - what the
+ * log's replay and any other source of records do alike.  RB_OK;
+ * RB_EINVAL for a type no op has; rbd_op_decode's RB_ETRUNC or
+ * RB_ENOMEM; or rbd_filters_get's error (RB_ENOENT, RB_EWRONGTYPE, ...;
+ * op's decoded fields, its name included, are set then). */
+int rbd_op_from_record(rbd_state_t *st, unsigned type, const unsigned char *p, size_t n,
+                       rbd_op_t *op, rbd_keys_t *scratch);
 
 /* Writes op's record payload (its type's fields, in order: the layout
  * rbd_op_decode reads) through put, a piece at a time. */

@@ -6,9 +6,8 @@
  *
  * File (byte by byte in docs/design.md, "Files in the state directory"):
  * a 32-byte header (magic, a random id never 0, the time it was created,
- * XXH3-64 of the bytes before), then records: u32 length of (type +
- * payload), u32 low half of XXH3-64 over (type + payload), u8 type,
- * payload; integers little-endian.  Format-1 logs (RBLOG001, earlier
+ * XXH3-64 of the bytes before), then records, framed by record.c (u32
+ * length, u32 checksum, u8 type, payload).  Format-1 logs (RBLOG001, earlier
  * versions) have zeros where the checksum is.  Logs are made only by the
  * snapshot procedure (snapshot.c), which names each in the snapshot it
  * continues.
@@ -43,6 +42,7 @@
 #include "dirs.h"
 #include "rbd_config.h"
 #include "rbd_log.h"
+#include "record.h"
 
 #define LOG_HDR_SUM 24u   /* offset of the header's checksum */
 
@@ -156,9 +156,9 @@ void rbd_aof_close(rbd_aof_t *a)
 size_t rbd_aof_record_begin(rbd_aof_t *a, uint8_t type)
 {
     size_t start = a->pending.len;
-    unsigned char hdr[RBD_REC_HDR] = { 0 };
+    unsigned char hdr[RBD_REC_HDR];
 
-    hdr[8] = type;
+    rbd_rec_start(hdr, type);
     rbi_buf_append(&a->pending, hdr, sizeof(hdr));
     a->open++;
     return start;
@@ -172,18 +172,12 @@ void rbd_aof_record_drop(rbd_aof_t *a, size_t start)
 
 void rbd_aof_record_end(rbd_aof_t *a, size_t start, int sync)
 {
-    unsigned char *r;
-    size_t len;
-
     a->open--;
     if (sync)
         a->force_sync = 1;
     if (a->pending.oom)
         return;   /* rbd_aof_flush refuses to pretend it was logged */
-    r = (unsigned char *)a->pending.data + start;
-    len = a->pending.len - start - 8;
-    rbd_put_u32(r, (uint32_t)len);
-    rbd_put_u32(r + 4, (uint32_t)XXH3_64bits(r + 8, len));
+    rbd_rec_seal((unsigned char *)a->pending.data + start, a->pending.len - start);
     a->changes++;
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record.h"   /* RBD_REC_HDR: the records' framing */
 #include "resp_enc.h"
 #include "sink.h"
 
@@ -18,7 +19,6 @@
 #define RBD_LOG_MAGIC     "RBLOG002"
 #define RBD_LOG_MAGIC_V1  "RBLOG001"   /* format 1: no header checksum */
 #define RBD_LOG_HDR       32u          /* header bytes, then records */
-#define RBD_REC_HDR       9u           /* a record's u32 length, u32 checksum, u8 type */
 
 /* The everysec fsync thread: it fdatasyncs the log when asked, so the
  * event loop never waits for the disk, and closes a replaced log's
@@ -86,7 +86,7 @@ static inline int rbd_aof_refuses(const rbd_aof_t *a)
 /* A record: rbd_aof_record_begin appends its header for `type` to the
  * pending buffer (returning where it starts), the caller appends the
  * payload (ops.c's encoder), rbd_aof_record_end fills in its length and
- * checksum and asks for an fsync before the reply if `sync` (P2).  Their
+ * checksum (record.h's rbd_rec_seal) and asks for an fsync before the reply if `sync` (P2).  Their
  * caller is the log's op sink (sink_log.c). */
 size_t rbd_aof_record_begin(rbd_aof_t *a, uint8_t type);
 static inline void rbd_aof_put(rbd_aof_t *a, const void *data, size_t len)

@@ -1,7 +1,8 @@
 /*
  * replay.c - replaying the append-only log at start-up: each whole,
- * checksummed record is decoded and applied through its op's row (ops.c's
- * table, assembled from the families' rows: ops_def.h), the same code
+ * checksummed record (record.c checks the framing) is decoded and applied
+ * through its op's row (ops.c's table, assembled from the families' rows:
+ * ops_def.h; rbd_op_from_record), the same code
  * that applied it live (a TXN record: each of its members, so a
  * transaction is replayed whole or, torn, not at all); a torn tail (what a crash while
  * appending leaves, and only that) may be ignored; anything else that does
@@ -20,6 +21,7 @@
 #include "bytes.h"
 #include "ops.h"
 #include "rbd_log.h"
+#include "record.h"
 #include "replay.h"
 
 #define RESYNC_WINDOW (1u << 20)   /* how far past a bad record to look for good ones */
@@ -32,16 +34,11 @@ typedef struct log_bytes {
     size_t len;
 } log_bytes_t;
 
-/* 1 if a whole, checksummed record of a known type starts at offset j. */
-static int record_at(const log_bytes_t *m, size_t j)
+/* 1 if a whole, checksummed record (rbd_rec_at) of a known type starts at
+ * offset j: then *r is it. */
+static int record_at(const log_bytes_t *m, size_t j, rbd_rec_t *r)
 {
-    uint32_t len;
-
-    if (m->len - j < RBD_REC_HDR)
-        return 0;
-    len = rbd_get_u32(m->data + j);
-    return len != 0 && len <= m->len - j - 8 && rbd_op_name(m->data[j + 8]) != NULL &&
-           (uint32_t)XXH3_64bits(m->data + j + 8, len) == rbd_get_u32(m->data + j + 4);
+    return rbd_rec_at(m->data, m->len, j, r) == RBD_REC_OK && rbd_op_name(r->type) != NULL;
 }
 
 /* A record at offset i whose length runs past the end of the file may be
@@ -111,6 +108,7 @@ static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
 {
     uint64_t max = RBD_TXN_RECORD_MAX(cfg->max_request_bytes);
     size_t left = m->len - i, real, z = m->len, b, from;
+    rbd_rec_t rec;
     int how;
 
     if (left < RBD_REC_HDR || rbd_get_u32(m->data + i) > left - 8) {
@@ -137,13 +135,13 @@ static int torn_tail(const rbd_config_t *cfg, const log_bytes_t *m, size_t i)
      * starts after those that are there. */
     from = i + 1;
     if (real - i >= RBD_REC_HDR && m->data[i + 8] == RBD_OP_TXN)
-        for (from = i + RBD_REC_HDR; record_at(m, from); from += 8 + rbd_get_u32(m->data + from))
+        for (from = i + RBD_REC_HDR; record_at(m, from, &rec); from += rec.size)
             ;
     /* Damage in the middle is followed by whole records; a torn tail is
      * not.  Look a bounded distance ahead (records are small; a longer
      * search would cost O(n^2) on garbage). */
     for (size_t j = from; j + RBD_REC_HDR <= m->len && j - i <= RESYNC_WINDOW; j++)
-        if (rbd_get_u32(m->data + j) <= RESYNC_WINDOW && record_at(m, j))
+        if (rbd_get_u32(m->data + j) <= RESYNC_WINDOW && record_at(m, j, &rec))
             return 0;
     return how;
 }
@@ -153,7 +151,8 @@ static const char *damage(const log_bytes_t *m, size_t i, char *buf, size_t cap)
 {
     size_t left = m->len - i;
     uint32_t len = left >= 4 ? rbd_get_u32(m->data + i) : 0;
-
+    rbd_rec_t rec;
+    rbd_rec_why_t why = rbd_rec_at(m->data, m->len, i, &rec);
     int64_t whole = left >= RBD_REC_HDR ? whole_at_other_length(m, i) : 0;
 
     if (whole > 0)
@@ -164,7 +163,7 @@ static const char *damage(const log_bytes_t *m, size_t i, char *buf, size_t cap)
     else if (whole < 0)
         snprintf(buf, cap, "bad record length %u (%zu bytes left): out of memory checking "
                  "whether the record is whole", len, left);
-    else if (left < RBD_REC_HDR || len == 0 || len > left - 8)
+    else if (why == RBD_REC_SHORT || why == RBD_REC_EMPTY || why == RBD_REC_PAST_END)
         snprintf(buf, cap, "bad record length %u (%zu bytes left)", len, left);
     else if (rbd_op_name(m->data[i + 8]) == NULL)
         snprintf(buf, cap, "unknown record type %u", m->data[i + 8]);
@@ -192,21 +191,19 @@ static const char *printable(const char *name, size_t len, char *buf, size_t cap
 }
 
 /* Applies one whole, checksummed record of a known type (record_at)
- * through its op.  0, or -1 with err saying what is wrong with it. */
+ * through its op (rbd_op_from_record, rbd_op_replay).  0, or -1 with err
+ * saying what is wrong with it. */
 static int replay_record(rbd_state_t *st, uint8_t type, const unsigned char *q, size_t n,
                          rbd_keys_t *keys, char *err, size_t errlen)
 {
     rbd_names_t names = rbd_op_names(type);
     char shown[300];
     rbd_op_t op;
-    int rc = rbd_op_decode(type, q, n, &op, keys);
+    int rc = rbd_op_from_record(st, type, q, n, &op, keys);
 
     if (rc == RB_ETRUNC) {
         snprintf(err, errlen, "record %s is shorter than its fields", rbd_op_name(type));
         return -1;
-    }
-    if (rc == RB_OK && names == RBD_NAMES_FILTER) {
-        op.bf = rbd_filters_get(&st->filters, st->seg, op.name, op.len, &rc);
     }
     if (rc == RB_OK)
         rc = rbd_op_replay(st, &op);
@@ -236,16 +233,18 @@ static int replay_record(rbd_state_t *st, uint8_t type, const unsigned char *q, 
 static int replay_txn(rbd_state_t *st, const unsigned char *q, size_t n, rbd_keys_t *keys,
                       char *err, size_t errlen)
 {
-    const log_bytes_t inner = { q, n };
-    uint32_t len;
+    rbd_rec_walk_t w;
+    rbd_rec_t r;
+    int more;
 
-    for (size_t j = 0; j < n; j += 8 + len) {
-        if (!record_at(&inner, j) || q[j + 8] == RBD_OP_TXN) {
-            snprintf(err, errlen, "record TXN holds no whole record at its byte %zu", j);
+    rbd_rec_walk_init(&w, q, n);
+    while ((more = rbd_rec_next(&w, &r, NULL)) != 0) {
+        if (more < 0 || rbd_op_name(r.type) == NULL || r.type == RBD_OP_TXN) {
+            snprintf(err, errlen, "record TXN holds no whole record at its byte %zu",
+                     more < 0 ? w.at : w.at - r.size);
             return -1;
         }
-        len = rbd_get_u32(q + j);
-        if (replay_record(st, q[j + 8], q + j + RBD_REC_HDR, len - 1, keys, err, errlen) != 0)
+        if (replay_record(st, r.type, r.payload, r.plen, keys, err, errlen) != 0)
             return -1;
     }
     return 0;
@@ -290,22 +289,21 @@ static int replay_records(const rbd_config_t *cfg, rbd_state_t *st, const char *
 
     r->applied = i;
     while (i < m->len && rc == 0) {
-        uint32_t len;
-        if (!record_at(m, i)) {
+        rbd_rec_t rec;
+        if (!record_at(m, i, &rec)) {
             rc = replay_end(cfg, path, m, i, r, err, errlen);
             break;
         }
-        len = rbd_get_u32(m->data + i);
-        if ((m->data[i + 8] == RBD_OP_TXN
-                 ? replay_txn(st, m->data + i + RBD_REC_HDR, len - 1, &keys, why, sizeof(why))
-                 : replay_record(st, m->data[i + 8], m->data + i + RBD_REC_HDR, len - 1, &keys,
-                                 why, sizeof(why))) != 0) {
+        if ((rec.type == RBD_OP_TXN
+                 ? replay_txn(st, rec.payload, rec.plen, &keys, why, sizeof(why))
+                 : replay_record(st, rec.type, rec.payload, rec.plen, &keys, why,
+                                 sizeof(why))) != 0) {
             snprintf(err, errlen, "log %s is corrupt at offset %zu: %s", path, i, why);
             rc = -1;
             break;
         }
         r->records++;
-        i += 8 + len;
+        i += rec.size;
         r->applied = i;
     }
     free(keys.v);
