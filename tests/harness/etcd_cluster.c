@@ -31,40 +31,7 @@ static void stop_at_exit(void)
 
 const char *rb_etcd_program(void)
 {
-    static char found[512];
-    const char *env = getenv("RB_ETCD"), *path = getenv("PATH");
-
-    if (env && *env)
-        return access(env, X_OK) == 0 ? env : NULL;
-    for (const char *p = path ? path : "/usr/bin"; *p;) {
-        size_t l = strcspn(p, ":");
-        snprintf(found, sizeof(found), "%.*s/etcd", (int)l, p);
-        if (l > 0 && access(found, X_OK) == 0)
-            return found;
-        p += l + (p[l] == ':');
-    }
-    return NULL;
-}
-
-/* n free loopback ports, bound at once then let go. */
-static int free_ports(int *ports, int n)
-{
-    int fds[2 * RB_ETCD_MAX], rc = 0;
-
-    for (int i = 0; i < n; i++) {
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t al = sizeof(a);
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof(a)) != 0 ||
-            getsockname(fds[i], (struct sockaddr *)&a, &al) != 0)
-            rc = -1;
-        else
-            ports[i] = ntohs(a.sin_port);
-    }
-    for (int i = 0; i < n; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    return rc;
+    return rb_test_program("RB_ETCD", "etcd");
 }
 
 static int spawn(rb_etcd_cluster_t *c, int i, const char *state)
@@ -277,7 +244,7 @@ static int rb_etcd_start_with(rb_etcd_cluster_t *c, int n, int timeout_ms, int t
     if (n < 1 || n > RB_ETCD_MAX || !rb_etcd_program())
         return -1;
     snprintf(c->dir, sizeof(c->dir), "/tmp/rbtest.%d.etcd.XXXXXX", (int)rb_test_main_pid);
-    if (!mkdtemp(c->dir) || free_ports(ports, 2 * n) != 0) {
+    if (!mkdtemp(c->dir) || rb_test_free_ports(ports, 2 * n) != 0) {
         printf("etcd cluster: no temp dir or no free ports: %s\n", strerror(errno));
         return -1;
     }

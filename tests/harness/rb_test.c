@@ -3,9 +3,12 @@
  * the suite run with its checks for leftovers, instance names and keys,
  * another user.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <glob.h>
+#include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "launch.h"
@@ -151,4 +154,43 @@ int rb_test_main(const char *name, ...)
     if (leaked)
         fprintf(stderr, "FAIL: %d shm object(s) left behind\n", leaked);
     return (failed == 0 && leaked == 0) ? 0 : 1;
+}
+
+const char *rb_test_program(const char *env, const char *name)
+{
+    static char found[512];
+    const char *e = getenv(env), *path = getenv("PATH");
+
+    if (e && *e)
+        return access(e, X_OK) == 0 ? e : NULL;
+    for (const char *p = path ? path : "/usr/bin:/usr/sbin"; *p;) {
+        size_t l = strcspn(p, ":");
+        snprintf(found, sizeof(found), "%.*s/%s", (int)l, p, name);
+        if (l > 0 && access(found, X_OK) == 0)
+            return found;
+        p += l + (p[l] == ':');
+    }
+    return NULL;
+}
+
+int rb_test_free_ports(int *ports, int n)
+{
+    int fds[16], rc = 0;
+
+    if (n < 0 || n > 16)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t al = sizeof(a);
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof(a)) != 0 ||
+            getsockname(fds[i], (struct sockaddr *)&a, &al) != 0)
+            rc = -1;
+        else
+            ports[i] = ntohs(a.sin_port);
+    }
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return rc;
 }

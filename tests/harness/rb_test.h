@@ -62,6 +62,16 @@ size_t rb_test_key(char *buf, size_t cap, const char *tag, unsigned long i);
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t rb_test_now_ms(void);
 
+/* A program the tests start (etcd, nats-server): $env if set (NULL if it
+ * is not executable), else the first `name` on PATH; NULL when absent.
+ * The path is in a static buffer. */
+const char *rb_test_program(const char *env, const char *name);
+
+/* n (<= 16) free loopback TCP ports into ports, bound all at once and then
+ * let go (a port another process takes before the caller binds it makes
+ * that start fail, said).  0, or -1. */
+int rb_test_free_ports(int *ports, int n);
+
 /* The user the access and squatting tests switch to (nobody), uid = gid. */
 #define RB_TEST_OTHER_UID 65534
 
