@@ -282,11 +282,7 @@ static int rb_etcd_start_with(rb_etcd_cluster_t *c, int n, int timeout_ms, int t
 
 void rb_etcd_kill(rb_etcd_cluster_t *c, int i)
 {
-    if (c->pid[i] > 0) {
-        kill(c->pid[i], SIGKILL);
-        waitpid(c->pid[i], NULL, 0);
-    }
-    c->pid[i] = 0;
+    rb_test_kill_procs(&c->pid[i], 1);
 }
 
 int rb_etcd_restart(rb_etcd_cluster_t *c, int i)
@@ -318,19 +314,8 @@ int rb_etcd_ctl(rb_etcd_cluster_t *c, const char *args)
 
 void rb_etcd_stop(rb_etcd_cluster_t *c)
 {
-    char cmd[200];
-
-    for (int i = 0; i < c->n; i++)
-        if (c->pid[i] > 0)
-            kill(c->pid[i], SIGKILL);
-    for (int i = 0; i < c->n; i++)
-        rb_etcd_kill(c, i);
-    if (c->dir[0] && strncmp(c->dir, "/tmp/rbtest.", 12) == 0) {
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c->dir);
-        if (system(cmd) != 0)
-            printf("could not remove %s\n", c->dir);
-    }
-    c->dir[0] = '\0';
+    rb_test_kill_procs(c->pid, c->n);
+    rb_test_remove_tmp_dir(c->dir);
     c->n = 0;
     if (at_exit_cluster == c)
         at_exit_cluster = NULL;

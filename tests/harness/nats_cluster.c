@@ -185,11 +185,7 @@ int rb_nats_start(rb_nats_cluster_t *c, int n, int timeout_ms)
 
 void rb_nats_kill(rb_nats_cluster_t *c, int i)
 {
-    if (c->pid[i] > 0) {
-        kill(c->pid[i], SIGKILL);
-        waitpid(c->pid[i], NULL, 0);
-    }
-    c->pid[i] = 0;
+    rb_test_kill_procs(&c->pid[i], 1);
 }
 
 int rb_nats_restart(rb_nats_cluster_t *c, int i)
@@ -200,19 +196,8 @@ int rb_nats_restart(rb_nats_cluster_t *c, int i)
 
 void rb_nats_stop(rb_nats_cluster_t *c)
 {
-    char cmd[200];
-
-    for (int i = 0; i < c->n; i++)
-        if (c->pid[i] > 0)
-            kill(c->pid[i], SIGKILL);
-    for (int i = 0; i < c->n; i++)
-        rb_nats_kill(c, i);
-    if (c->dir[0] && strncmp(c->dir, "/tmp/rbtest.", 12) == 0) {
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c->dir);
-        if (system(cmd) != 0)
-            printf("could not remove %s\n", c->dir);
-    }
-    c->dir[0] = '\0';
+    rb_test_kill_procs(c->pid, c->n);
+    rb_test_remove_tmp_dir(c->dir);
     c->n = 0;
     if (at_exit_cluster == c)
         at_exit_cluster = NULL;

@@ -194,3 +194,27 @@ int rb_test_free_ports(int *ports, int n)
             close(fds[i]);
     return rc;
 }
+
+void rb_test_kill_procs(pid_t *pids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0)
+            kill(pids[i], SIGKILL);
+    for (int i = 0; i < n; i++) {
+        if (pids[i] > 0)
+            waitpid(pids[i], NULL, 0);
+        pids[i] = 0;
+    }
+}
+
+void rb_test_remove_tmp_dir(char *dir)
+{
+    char cmd[300];
+
+    if (dir[0] && strncmp(dir, "/tmp/rbtest.", 12) == 0) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            printf("could not remove %s\n", dir);
+    }
+    dir[0] = '\0';
+}

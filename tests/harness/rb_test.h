@@ -72,6 +72,16 @@ const char *rb_test_program(const char *env, const char *name);
  * that start fail, said).  0, or -1. */
 int rb_test_free_ports(int *ports, int n);
 
+/* Stops the processes pids[0..n) a cluster harness started: SIGKILL to
+ * every one first (so none outlives another's reaping), then each reaped
+ * and its pid set to 0 (0: not running, skipped). */
+void rb_test_kill_procs(pid_t *pids, int n);
+
+/* Removes dir recursively if it is one of the tests' temporary
+ * directories ("/tmp/rbtest."...; anything else is left alone), and
+ * empties dir. */
+void rb_test_remove_tmp_dir(char *dir);
+
 /* The user the access and squatting tests switch to (nobody), uid = gid. */
 #define RB_TEST_OTHER_UID 65534
 
