@@ -111,6 +111,52 @@ static int ready(rb_nats_cluster_t *c, int i)
     return ok;
 }
 
+/* Can the cluster place a stream on every running server?  Creates the
+ * memory stream RB_READY_PROBE with as many replicas as servers run, on a
+ * connection to server i, and deletes it.  Every server answering
+ * js_GetAccountInfo is not enough: the meta leader places a stream only
+ * on peers that have reported to it, and until then an R3 js_AddStream
+ * is refused with jerr 10005 ("insufficient resources"; seen once in an
+ * ASan CI run).  1 when placed (or one server: nothing to place on). */
+static int placeable(rb_nats_cluster_t *c, int i)
+{
+    static const char *subjects[] = { "RB_READY_PROBE.x" };
+    natsOptions *o = NULL;
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    jsStreamInfo *si = NULL;
+    jsStreamConfig sc;
+    jsOptions jo;
+    int running = 0, ok = 0;
+
+    for (int j = 0; j < c->n; j++)
+        running += c->pid[j] != 0;
+    if (running < 2)
+        return 1;
+    if (natsOptions_Create(&o) != NATS_OK)
+        return 0;
+    if (natsOptions_SetServers(o, &c->servers[i], 1) == NATS_OK &&
+        natsOptions_SetTimeout(o, 500) == NATS_OK &&
+        natsOptions_SetAllowReconnect(o, false) == NATS_OK &&
+        natsConnection_Connect(&nc, o) == NATS_OK && jsOptions_Init(&jo) == NATS_OK) {
+        jo.Wait = 2000;
+        jsStreamConfig_Init(&sc);
+        sc.Name = "RB_READY_PROBE";
+        sc.Subjects = subjects;
+        sc.SubjectsLen = 1;
+        sc.Storage = js_MemoryStorage;
+        sc.Replicas = running;
+        if (natsConnection_JetStream(&js, nc, &jo) == NATS_OK &&
+            js_AddStream(&si, js, &sc, NULL, NULL) == NATS_OK)
+            ok = js_DeleteStream(js, sc.Name, NULL, NULL) == NATS_OK;
+    }
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    natsOptions_Destroy(o);
+    return ok;
+}
+
 static void print_logs(rb_nats_cluster_t *c)
 {
     char cmd[400];
@@ -137,10 +183,16 @@ int rb_nats_wait_ready(rb_nats_cluster_t *c, int timeout_ms)
             if (c->pid[i] && !ready(c, i))
                 all = 0;
         }
-        if (all)
-            return 0;
+        if (all) {
+            int first = 0;
+            while (first < c->n && !c->pid[first])
+                first++;
+            if (first == c->n || placeable(c, first))
+                return 0;
+        }
         if (rb_test_now_ms() > end) {
-            printf("nats cluster: JetStream not ready within %d ms\n", timeout_ms);
+            printf("nats cluster: JetStream not ready (or an R%d stream not placeable) "
+                   "within %d ms\n", c->n, timeout_ms);
             print_logs(c);
             return -1;
         }

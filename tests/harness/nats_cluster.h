@@ -17,9 +17,12 @@
  * Server i reads DIR/nI.conf and logs to DIR/nI.log, printed by
  * rb_nats_start and rb_nats_wait_ready on failure.
  *
- * The readiness probe is libnats's (a connection to one server, then
+ * The readiness probe is libnats's: a connection to each server, then
  * js_GetAccountInfo, which answers OK only once JetStream has a meta
- * leader); the caller owns the library's global state and calls
+ * leader; then, with more than one server running, a memory stream with
+ * one replica per running server created and deleted (the meta leader
+ * places streams only on peers that have reported to it, so the first
+ * probe alone let an R3 create fail with jerr 10005).  The caller owns the library's global state and calls
  * nats_Close() when it is done with libnats.
  */
 #ifndef RB_NATS_CLUSTER_H
@@ -43,7 +46,7 @@ typedef struct rb_nats_cluster {
 const char *rb_nats_program(void);
 
 /* Starts n servers (1..RB_NATS_MAX) and waits (at most timeout_ms) until
- * each answers js_GetAccountInfo OK.  0, or -1 with the cause printed
+ * they are ready (rb_nats_wait_ready).  0, or -1 with the cause printed
  * (and everything it started stopped). */
 int rb_nats_start(rb_nats_cluster_t *c, int n, int timeout_ms);
 
@@ -53,8 +56,9 @@ void rb_nats_kill(rb_nats_cluster_t *c, int i);
 /* Starts server i again on its store directory and ports. 0 or -1. */
 int rb_nats_restart(rb_nats_cluster_t *c, int i);
 
-/* Until every running server answers js_GetAccountInfo OK (at most
- * timeout_ms): 0, or -1 with the logs printed. */
+/* Until every running server answers js_GetAccountInfo OK and a stream
+ * replicated on all of them can be created (at most timeout_ms): 0, or -1
+ * with the logs printed. */
 int rb_nats_wait_ready(rb_nats_cluster_t *c, int timeout_ms);
 
 /* Kills every server and removes the directory (also at exit). */
