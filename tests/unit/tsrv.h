@@ -4,8 +4,8 @@
  * (check_cmd.c, check_dump.c): a private segment of max_size bytes and
  * max_filters slots, an empty ring, the log in a temporary directory
  * (made by a first snapshot, as at start-up), and one client allowed to
- * write.  Header-only: the suites link the daemon's sources themselves
- * (Makefile.am, $(RBD_SRC)), which the harness library does not.
+ * write.  Header-only: the suites link the daemon's convenience library
+ * (Makefile.am, daemon/librbd.a), which the harness library does not.
  */
 #ifndef RB_TEST_TSRV_H
 #define RB_TEST_TSRV_H
