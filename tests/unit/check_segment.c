@@ -1143,6 +1143,59 @@ START_TEST(test_segment_restore_reads_the_live_data)
 }
 END_TEST
 
+/* The fuzz_attach seeds (tests/fuzz/corpus/fuzz_attach/) are segments of
+ * this layout, so the fuzzer starts past the header checks: a layout bump
+ * without new seeds left every seed refused with RB_EVERSION and the
+ * target covering 43 edges instead of about a thousand.  Each seed is
+ * placed as fuzz_attach places it (padded to its committed size); the
+ * daemon's live segment must attach, every seed must carry this version
+ * (the regress-* ones may then be refused for what they test). */
+START_TEST(test_segment_fuzz_seeds_are_this_layout)
+{
+    static const char *seeds[] = { "live-segment", "regress-add-eprecision",
+                                   "regress-inactive-copy-cap", "regress-reset-dead-layer",
+                                   "regress-takeover-dir-offset", "regress-zero-length-layer" };
+    const char *dir = getenv("srcdir");
+    unsigned char *buf = malloc(1 << 20);
+    char path[PATH_MAX], shm[160];
+
+    ck_assert_ptr_nonnull(buf);
+    snprintf(shm, sizeof(shm), "/ringbloom.%s", inst);
+    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+        uint64_t version, committed, want;
+        rb_segment_t *r = NULL;
+        size_t len;
+        FILE *f;
+        int fd, rc;
+
+        snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/fuzz_attach/%s", dir ? dir : ".",
+                 seeds[i]);
+        ck_assert_msg((f = fopen(path, "rb")) != NULL, "%s", path);
+        len = fread(buf, 1, 1 << 20, f);
+        fclose(f);
+        ck_assert_uint_ge(len, 56);
+        memcpy(&version, buf + 8, 8);
+        memcpy(&committed, buf + 48, 8);
+        ck_assert_msg(version == RBI_LAYOUT_VERSION, "%s: layout %llu, this library's is %u "
+                      "(tests/fuzz/make-corpus.sh makes new seeds)", seeds[i],
+                      (unsigned long long)version, (unsigned)RBI_LAYOUT_VERSION);
+        want = committed > len && committed <= (64u << 20) ? committed : len;
+        ck_assert_int_ge(fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL, 0600), 0);
+        ck_assert_int_eq(ftruncate(fd, (off_t)want), 0);
+        ck_assert_int_eq(pwrite(fd, buf, len, 0), (ssize_t)len);
+        close(fd);
+        rc = rb_segment_attach(inst, RB_ATTACH_STALE_OK, &r);
+        printf("fuzz seed %s: layout %llu, attach: %s\n", seeds[i],
+               (unsigned long long)version, rb_strerror(rc));
+        if (i == 0)
+            ck_assert_msg(rc == RB_OK, "live-segment: %s", rb_strerror(rc));
+        rb_segment_close(r);
+        ck_assert_int_eq(shm_unlink(shm), 0);
+    }
+    free(buf);
+}
+END_TEST
+
 START_TEST(test_segment_restore_layout1_dump)
 {
     const char *dir = getenv("srcdir");
@@ -1760,7 +1813,8 @@ int main(void)
                                  test_segment_attach_truncated_is_etrunc,
                                  test_segment_attach_while_initialising_is_ebusy,
                                  test_segment_attach_corrupt_directory_is_ecorrupt,
-                                 test_segment_foreign_layout_is_ecorrupt),
+                                 test_segment_foreign_layout_is_ecorrupt,
+                                 test_segment_fuzz_seeds_are_this_layout),
                         RB_TCASE("takeover", 60, setup, teardown,
                                  test_segment_takeover_refuses_unsound_layer,
                                  test_segment_takeover_keeps_ring_filters_and_heap,
