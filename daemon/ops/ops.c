@@ -64,9 +64,10 @@ static const rbd_op_def_t core[] = {
 /* The families of rows (each in its ops_<family>.c, ended by RBD_OP_END);
  * a new family (a filter kind's ops) is one declaration and one entry. */
 extern const rbd_op_def_t rbd_ops_ring[], rbd_ops_bloom[], rbd_ops_hll[], rbd_ops_cms[],
-    rbd_ops_cf[], rbd_ops_cbf[];
+    rbd_ops_cf[], rbd_ops_cbf[], rbd_ops_repl[];
 static const rbd_op_def_t *const families[] = {
     core, rbd_ops_ring, rbd_ops_bloom, rbd_ops_hll, rbd_ops_cms, rbd_ops_cf, rbd_ops_cbf,
+    rbd_ops_repl,
 };
 
 /* The row of each type byte (NULL: no op), filled from families[] on the

@@ -47,6 +47,7 @@ typedef enum rbd_op_type {
     RBD_OP_CBF_ADD = 25,       /* CBF.ADD / MADD: the keys added */
     RBD_OP_CBF_DEL = 26,       /* CBF.DEL of a key not refused */
     RBD_OP_CBF_LOADCHUNK = 27, /* a chunk of CBF.LOADCHUNK (header or data) */
+    RBD_OP_REPL_POS = 28,      /* the replicated filters' stream position (ops_repl.c) */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -93,6 +94,9 @@ typedef struct rbd_op {
         rb_cms_params_t cms;       /* CMS_INIT (its secret: op->secret) */
         rb_cuckoo_params_t cf;     /* CF_RESERVE (its secret: op->secret) */
         rb_cbf_params_t cbf;       /* CBF_RESERVE (its secret: op->secret) */
+        struct {
+            uint64_t seq, stream;  /* REPL_POS: the message applied, its stream */
+        } repl;
     };
     /* not logged */
     uint64_t client;           /* the client it runs for (0: the daemon's own, as the

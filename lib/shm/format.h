@@ -64,7 +64,10 @@ typedef struct rb_header_shm {
     _Atomic uint64_t txn_open;        /* 136 1 while the writer applies a unit
                                          that must be kept whole (seg_txn.h);
                                          0 in segments made before it */
-    _Atomic uint64_t reserved0[14];   /* 144 */
+    _Atomic uint64_t repl_seq;        /* 144 filter-source nats: the last stream
+                                         message applied (seg_repl.h); 0: none */
+    _Atomic uint64_t repl_stream;     /* 152 and its stream's identity; 0: none */
+    _Atomic uint64_t reserved0[12];   /* 160 */
     rb_ring_hdr_shm_t ring;           /* 256 */
 } rb_header_shm_t;
 
@@ -72,6 +75,8 @@ _Static_assert(offsetof(rb_header_shm_t, size) == 48, "header layout");
 _Static_assert(offsetof(rb_header_shm_t, dir_offset) == 88, "header layout");
 _Static_assert(offsetof(rb_header_shm_t, next_incarnation) == 120, "header layout");
 _Static_assert(offsetof(rb_header_shm_t, txn_open) == 136, "header layout");
+_Static_assert(offsetof(rb_header_shm_t, repl_seq) == 144, "header layout");
+_Static_assert(offsetof(rb_header_shm_t, repl_stream) == 152, "header layout");
 _Static_assert(offsetof(rb_header_shm_t, ring) == 256, "header layout");
 _Static_assert(sizeof(rb_header_shm_t) <= RBI_HEADER_SIZE, "header fits its page");
 

@@ -10,7 +10,8 @@
  * and the records a server logs now (tsrv.h) parse and seal again to the
  * same bytes; a logged record's op resolves its filter, and a cut
  * payload, an unknown type or a missing filter give RB_ETRUNC, RB_EINVAL
- * and RB_ENOENT.
+ * and RB_ENOENT; the replication position (REPL_POS) is logged inside its
+ * message's unit, replays, and a segment dump carries it.
  */
 #include <check.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@
 #include "ops.h"
 #include "rb_test.h"
 #include "record.h"
+#include "seg_repl.h"
+#include "seg_txn.h"
 #include "tsrv.h"
 
 /* Frames a record of type with payload p[0..n) at buf + at: its size. */
@@ -274,6 +277,101 @@ START_TEST(test_record_logged_records_and_their_ops)
 }
 END_TEST
 
+/* REPL_POS (ops_repl.c), run as a filter source runs it, last in a
+ * message's unit: the segment's position is set and the unit's mark
+ * cleared; the log holds it inside the unit's TXN record, after the
+ * message's own op, and it decodes to the same position; replayed onto
+ * another server it sets that one's; a dump of the segment restores it.
+ * A segment no replicated change reached holds 0, 0. */
+START_TEST(test_record_repl_pos_logged_replayed_restored)
+{
+    const uint64_t seq = 0x0123456789abcdefULL, stream = 0xfeedfacecafebeefULL;
+    rb_segment_opts_t o = { .mode = 0600, .max_size = 8u << 20, .max_filters = 16 };
+    rbd_op_t pos = { .type = RBD_OP_REPL_POS, .repl = { seq, stream } }, op;
+    rbd_op_t del = { .type = RBD_OP_BF_DELETE, .name = "g", .len = 1 };
+    unsigned char *bytes = malloc(1u << 16);
+    rbd_keys_t keys = { NULL, 0 };
+    rb_test_dump_t d = { NULL, 0 };
+    uint64_t got_seq, got_stream;
+    int in_txn = 0, members = 0;
+    rbd_rec_walk_t w, inner;
+    rb_segment_t *r;
+    char path[128];
+    rbd_rec_t rec, txn, m;
+    size_t len, mark;
+    tsrv_t t, u;
+    FILE *f;
+
+    ck_assert_ptr_nonnull(bytes);
+    tsrv_open_sized(&t, "checkrecord", 8u << 20, 16);
+    rbi_segment_repl_get(t.s.state.seg, &got_seq, &got_stream);
+    ck_assert_uint_eq(got_seq, 0);
+    ck_assert_uint_eq(got_stream, 0);
+    exec(&t, "+OK", 4, (const char *[]){ "BF.RESERVE", "g", "0.01", "100" });
+    /* one message's unit: its op (a DEL), then its position */
+    mark = rbd_op_txn_begin(&t.s.state, NULL);
+    ck_assert_int_eq(rbd_op_run(&t.s.state, NULL, &del), RB_OK);
+    ck_assert_int_eq(rbd_op_run(&t.s.state, NULL, &pos), RB_OK);
+    rbd_op_txn_end(&t.s.state, NULL, mark);
+    ck_assert_int_eq(rbd_sinks_flush(&t.s.state.sinks), 0);
+    ck_assert_int_eq(rbi_segment_txn_open(t.s.state.seg), 0);
+    rbi_segment_repl_get(t.s.state.seg, &got_seq, &got_stream);
+    ck_assert_uint_eq(got_seq, seq);
+    ck_assert_uint_eq(got_stream, stream);
+
+    /* the log: BF_RESERVE, then TXN [DEL g, REPL_POS] */
+    snprintf(path, sizeof(path), "%s/%s", t.dir, RBD_LOG_FILE);
+    ck_assert_ptr_nonnull(f = fopen(path, "rb"));
+    len = fread(bytes, 1, 1u << 16, f);
+    fclose(f);
+    rbd_rec_walk_init(&w, bytes + RBD_LOG_HDR, len - RBD_LOG_HDR);
+    ck_assert_int_eq(rbd_rec_next(&w, &rec, NULL), 1);
+    ck_assert_uint_eq(rec.type, RBD_OP_BF_RESERVE);
+    ck_assert_int_eq(rbd_rec_next(&w, &rec, NULL), 1);
+    ck_assert_uint_eq(rec.type, RBD_OP_TXN);
+    txn = rec;
+    ck_assert_int_eq(rbd_rec_next(&w, &rec, NULL), 0);
+    rbd_rec_walk_init(&inner, txn.payload, txn.plen);
+    while (rbd_rec_next(&inner, &m, NULL) == 1) {
+        ck_assert_uint_eq(m.type, members == 0 ? RBD_OP_BF_DELETE : RBD_OP_REPL_POS);
+        members++;
+        in_txn |= m.type == RBD_OP_REPL_POS;
+        if (m.type != RBD_OP_REPL_POS)
+            continue;
+        ck_assert_uint_eq(m.plen, 16);
+        ck_assert_int_eq(rbd_op_from_record(&t.s.state, m.type, m.payload, m.plen, &op, &keys),
+                         RB_OK);
+        ck_assert_uint_eq(op.repl.seq, seq);
+        ck_assert_uint_eq(op.repl.stream, stream);
+        ck_assert_int_eq(rbd_op_from_record(&t.s.state, m.type, m.payload, 15, &op, &keys),
+                         RB_ETRUNC);
+        /* replayed onto another server: its position */
+        ck_assert_int_eq(rbd_op_from_record(&t.s.state, m.type, m.payload, m.plen, &op, &keys),
+                         RB_OK);
+        tsrv_open_sized(&u, "checkrecord2", 8u << 20, 16);
+        ck_assert_int_eq(rbd_op_replay(&u.s.state, &op), RB_OK);
+        rbi_segment_repl_get(u.s.state.seg, &got_seq, &got_stream);
+        ck_assert_uint_eq(got_seq, seq);
+        ck_assert_uint_eq(got_stream, stream);
+        tsrv_close(&u);
+    }
+    ck_assert_int_eq(members, 2);
+    ck_assert(in_txn);
+
+    /* a dump restores it */
+    ck_assert_int_eq(rb_segment_dump(t.s.state.seg, rb_test_dump_fn, &d), RB_OK);
+    ck_assert_int_eq(rb_segment_restore(NULL, &o, d.data, d.len, &r), RB_OK);
+    rbi_segment_repl_get(r, &got_seq, &got_stream);
+    ck_assert_uint_eq(got_seq, seq);
+    ck_assert_uint_eq(got_stream, stream);
+    rb_segment_close(r);
+    free(d.data);
+    free(keys.v);
+    free(bytes);
+    tsrv_close(&t);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("record",
@@ -282,5 +380,6 @@ int main(void)
                                  test_record_walker_over_records_and_a_torn_last,
                                  test_record_bytes_are_those_the_log_wrote),
                         RB_TCASE("ops", 60, NULL, NULL,
-                                 test_record_logged_records_and_their_ops));
+                                 test_record_logged_records_and_their_ops,
+                                 test_record_repl_pos_logged_replayed_restored));
 }
