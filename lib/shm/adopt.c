@@ -209,7 +209,7 @@ static int copy_extents(rb_segment_t *seg, const rb_header_shm_t *dh, uint64_t h
 }
 
 /* Copies the dump's directory, the header words a writer keeps (ring
- * latch, incarnation counter) and its heap into seg, one generation up.
+ * latch, incarnation counter, the replicated filters' position) and its heap into seg, one generation up.
  * The heap: only the live extents the header and the directory name
  * (whole, for a layout-1 dump, whose ring copies this layout's code does
  * not read); the rest is free, neither read, written nor reserved (a hole
@@ -237,6 +237,8 @@ static int restore_bytes(rb_segment_t *seg, const rb_header_shm_t *dh, int layou
         rbi_st(&h->ring.copy_cap[c], rbi_ld(&dh->ring.copy_cap[c]));
     }
     rbi_st(&h->next_incarnation, rbi_ld(&dh->next_incarnation));
+    rbi_st(&h->repl_seq, rbi_ld(&dh->repl_seq));         /* seg_repl.h */
+    rbi_st(&h->repl_stream, rbi_ld(&dh->repl_stream));
     rbi_st(&h->generation, rbi_ld(&dh->generation) + 1);
     return layout1 ? RB_OK : copy_extents(seg, dh, heap_off, size);
 }
