@@ -82,14 +82,23 @@ static int spawn(rb_nats_cluster_t *c, int i)
     return 0;
 }
 
-/* Does server i answer js_GetAccountInfo OK on a connection of its own
- * (at most about a second)? */
-static int ready(rb_nats_cluster_t *c, int i)
+/* Asks server i, on a connection of its own (0.5 s to connect), whether
+ * its JetStream is ready: replicas 0, js_GetAccountInfo answers OK (once
+ * there is a meta leader); replicas > 1, the memory stream RB_READY_PROBE
+ * with that many replicas can be created (then it is deleted).  Every
+ * server answering js_GetAccountInfo is not enough for an R3 stream: the
+ * meta leader places a stream only on peers that have reported to it,
+ * and until then an R3 js_AddStream is refused with jerr 10005
+ * ("insufficient resources"; seen once in an ASan CI run).  1 if so. */
+static int probe(rb_nats_cluster_t *c, int i, int replicas)
 {
+    static const char *subjects[] = { "RB_READY_PROBE.x" };
     natsOptions *o = NULL;
     natsConnection *nc = NULL;
     jsCtx *js = NULL;
     jsAccountInfo *ai = NULL;
+    jsStreamInfo *si = NULL;
+    jsStreamConfig sc;
     jsOptions jo;
     int ok = 0;
 
@@ -99,57 +108,21 @@ static int ready(rb_nats_cluster_t *c, int i)
         natsOptions_SetTimeout(o, 500) == NATS_OK &&
         natsOptions_SetAllowReconnect(o, false) == NATS_OK &&
         natsConnection_Connect(&nc, o) == NATS_OK && jsOptions_Init(&jo) == NATS_OK) {
-        jo.Wait = 500;
-        if (natsConnection_JetStream(&js, nc, &jo) == NATS_OK &&
-            js_GetAccountInfo(&ai, js, NULL, NULL) == NATS_OK)
-            ok = 1;
-    }
-    jsAccountInfo_Destroy(ai);
-    jsCtx_Destroy(js);
-    natsConnection_Destroy(nc);
-    natsOptions_Destroy(o);
-    return ok;
-}
-
-/* Can the cluster place a stream on every running server?  Creates the
- * memory stream RB_READY_PROBE with as many replicas as servers run, on a
- * connection to server i, and deletes it.  Every server answering
- * js_GetAccountInfo is not enough: the meta leader places a stream only
- * on peers that have reported to it, and until then an R3 js_AddStream
- * is refused with jerr 10005 ("insufficient resources"; seen once in an
- * ASan CI run).  1 when placed (or one server: nothing to place on). */
-static int placeable(rb_nats_cluster_t *c, int i)
-{
-    static const char *subjects[] = { "RB_READY_PROBE.x" };
-    natsOptions *o = NULL;
-    natsConnection *nc = NULL;
-    jsCtx *js = NULL;
-    jsStreamInfo *si = NULL;
-    jsStreamConfig sc;
-    jsOptions jo;
-    int running = 0, ok = 0;
-
-    for (int j = 0; j < c->n; j++)
-        running += c->pid[j] != 0;
-    if (running < 2)
-        return 1;
-    if (natsOptions_Create(&o) != NATS_OK)
-        return 0;
-    if (natsOptions_SetServers(o, &c->servers[i], 1) == NATS_OK &&
-        natsOptions_SetTimeout(o, 500) == NATS_OK &&
-        natsOptions_SetAllowReconnect(o, false) == NATS_OK &&
-        natsConnection_Connect(&nc, o) == NATS_OK && jsOptions_Init(&jo) == NATS_OK) {
-        jo.Wait = 2000;
+        jo.Wait = replicas > 1 ? 2000 : 500;
         jsStreamConfig_Init(&sc);
         sc.Name = "RB_READY_PROBE";
         sc.Subjects = subjects;
         sc.SubjectsLen = 1;
         sc.Storage = js_MemoryStorage;
-        sc.Replicas = running;
-        if (natsConnection_JetStream(&js, nc, &jo) == NATS_OK &&
-            js_AddStream(&si, js, &sc, NULL, NULL) == NATS_OK)
-            ok = js_DeleteStream(js, sc.Name, NULL, NULL) == NATS_OK;
+        sc.Replicas = replicas;
+        if (natsConnection_JetStream(&js, nc, &jo) == NATS_OK) {
+            if (replicas <= 1)
+                ok = js_GetAccountInfo(&ai, js, NULL, NULL) == NATS_OK;
+            else if (js_AddStream(&si, js, &sc, NULL, NULL) == NATS_OK)
+                ok = js_DeleteStream(js, sc.Name, NULL, NULL) == NATS_OK;
+        }
     }
+    jsAccountInfo_Destroy(ai);
     jsStreamInfo_Destroy(si);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
@@ -171,7 +144,7 @@ int rb_nats_wait_ready(rb_nats_cluster_t *c, int timeout_ms)
     uint64_t end = rb_test_now_ms() + (uint64_t)timeout_ms;
 
     for (;;) {
-        int all = 1;
+        int all = 1, running = 0, first = -1;
         for (int i = 0; i < c->n; i++) {
             int st;
             if (c->pid[i] && waitpid(c->pid[i], &st, WNOHANG) == c->pid[i]) {
@@ -180,16 +153,14 @@ int rb_nats_wait_ready(rb_nats_cluster_t *c, int timeout_ms)
                 print_logs(c);
                 return -1;
             }
-            if (c->pid[i] && !ready(c, i))
+            if (c->pid[i] && !probe(c, i, 0))
                 all = 0;
+            if (c->pid[i] && first < 0)
+                first = i;
+            running += c->pid[i] != 0;
         }
-        if (all) {
-            int first = 0;
-            while (first < c->n && !c->pid[first])
-                first++;
-            if (first == c->n || placeable(c, first))
-                return 0;
-        }
+        if (all && (running < 2 || probe(c, first, running)))
+            return 0;
         if (rb_test_now_ms() > end) {
             printf("nats cluster: JetStream not ready (or an R%d stream not placeable) "
                    "within %d ms\n", c->n, timeout_ms);
