@@ -1,4 +1,5 @@
 /* check_segment.c - create / attach / validate / takeover of segments. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -1147,29 +1148,33 @@ END_TEST
  * this layout, so the fuzzer starts past the header checks: a layout bump
  * without new seeds left every seed refused with RB_EVERSION and the
  * target covering 43 edges instead of about a thousand.  Each seed is
- * placed as fuzz_attach places it (padded to its committed size); the
- * daemon's live segment must attach, every seed must carry this version
- * (the regress-* ones may then be refused for what they test). */
+ * placed as fuzz_attach places it (padded to its committed size); every
+ * seed in the directory must carry this version (the regress-* ones may
+ * then be refused for what they test), and the daemon's live segment
+ * must attach. */
 START_TEST(test_segment_fuzz_seeds_are_this_layout)
 {
-    static const char *seeds[] = { "live-segment", "regress-add-eprecision",
-                                   "regress-inactive-copy-cap", "regress-reset-dead-layer",
-                                   "regress-takeover-dir-offset", "regress-zero-length-layer" };
-    const char *dir = getenv("srcdir");
+    const char *src = getenv("srcdir");
     unsigned char *buf = malloc(1 << 20);
-    char path[PATH_MAX], shm[160];
+    char dir[PATH_MAX], path[PATH_MAX + 256], shm[160];
+    int seeds = 0, live = 0;
+    struct dirent *e;
+    DIR *d;
 
     ck_assert_ptr_nonnull(buf);
     snprintf(shm, sizeof(shm), "/ringbloom.%s", inst);
-    for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+    snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/fuzz_attach", src ? src : ".");
+    ck_assert_msg((d = opendir(dir)) != NULL, "%s", dir);
+    while ((e = readdir(d)) != NULL) {   /* every seed, a new one too */
         uint64_t version, committed, want;
         rb_segment_t *r = NULL;
         size_t len;
         FILE *f;
         int fd, rc;
 
-        snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/fuzz_attach/%s", dir ? dir : ".",
-                 seeds[i]);
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
         ck_assert_msg((f = fopen(path, "rb")) != NULL, "%s", path);
         len = fread(buf, 1, 1 << 20, f);
         fclose(f);
@@ -1177,7 +1182,7 @@ START_TEST(test_segment_fuzz_seeds_are_this_layout)
         memcpy(&version, buf + 8, 8);
         memcpy(&committed, buf + 48, 8);
         ck_assert_msg(version == RBI_LAYOUT_VERSION, "%s: layout %llu, this library's is %u "
-                      "(tests/fuzz/make-corpus.sh makes new seeds)", seeds[i],
+                      "(tests/fuzz/make-corpus.sh makes new seeds)", e->d_name,
                       (unsigned long long)version, (unsigned)RBI_LAYOUT_VERSION);
         want = committed > len && committed <= (64u << 20) ? committed : len;
         ck_assert_int_ge(fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL, 0600), 0);
@@ -1185,13 +1190,19 @@ START_TEST(test_segment_fuzz_seeds_are_this_layout)
         ck_assert_int_eq(pwrite(fd, buf, len, 0), (ssize_t)len);
         close(fd);
         rc = rb_segment_attach(inst, RB_ATTACH_STALE_OK, &r);
-        printf("fuzz seed %s: layout %llu, attach: %s\n", seeds[i],
+        printf("fuzz seed %s: layout %llu, attach: %s\n", e->d_name,
                (unsigned long long)version, rb_strerror(rc));
-        if (i == 0)
+        if (strcmp(e->d_name, "live-segment") == 0) {
             ck_assert_msg(rc == RB_OK, "live-segment: %s", rb_strerror(rc));
+            live = 1;
+        }
         rb_segment_close(r);
         ck_assert_int_eq(shm_unlink(shm), 0);
+        seeds++;
     }
+    closedir(d);
+    ck_assert_msg(live, "%s: no live-segment", dir);
+    ck_assert_int_ge(seeds, 6);   /* the live segment and the five regress-* ones */
     free(buf);
 }
 END_TEST
