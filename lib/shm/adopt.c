@@ -209,8 +209,8 @@ static int copy_extents(rb_segment_t *seg, const rb_header_shm_t *dh, uint64_t h
 }
 
 /* Copies the dump's directory, the header words a writer keeps (ring
- * latch, incarnation counter, the replicated filters' position) and its heap into seg, one generation up.
- * The heap: only the live extents the header and the directory name
+ * latch, incarnation counter, the replicated filters' position) and its
+ * heap into seg, one generation up.  The heap: only the live extents the header and the directory name
  * (whole, for a layout-1 dump, whose ring copies this layout's code does
  * not read); the rest is free, neither read, written nor reserved (a hole
  * until the allocator hands it out), and the object ends where the last

@@ -22,8 +22,9 @@
  * leader; then, with more than one server running, a memory stream with
  * one replica per running server created and deleted (the meta leader
  * places streams only on peers that have reported to it, so the first
- * probe alone let an R3 create fail with jerr 10005).  The caller owns the library's global state and calls
- * nats_Close() when it is done with libnats.
+ * probe alone let an R3 create fail with jerr 10005).  The caller owns
+ * the library's global state and calls nats_Close() when it is done with
+ * libnats.
  */
 #ifndef RB_NATS_CLUSTER_H
 #define RB_NATS_CLUSTER_H
