@@ -215,6 +215,20 @@ size_t rbd_cmd_dump_chunk_max(const rbd_ctx_t *x);
  * RB_ENOSPC is rbd_cmd_no_space's. */
 void rbd_cmd_create_error(rbd_ctx_t *x, int rc);
 
+/* The replies of a change, written by its handler or, when a sink took
+ * its op, by rbd_cmd_reply_deferred once the sink answers (server.c), so
+ * a replicated change is answered in the same bytes as a local one.
+ * rbd_cmd_reply_added: an add's fresh flags fresh[0 .. n) (one integer,
+ * or boolean in RESP3, per key), in an array if as_array, ended by the
+ * error element of rc < 0 (the keys before it stayed added).
+ * rbd_cmd_reply_reserved: BF.RESERVE's +OK or why the filter was not made.
+ * rbd_cmd_reply_deferred: a deferred reply's answer in its shape
+ * (sink.h): nothing for RBD_REPLY_NONE, else the sink's error line, or
+ * the reply of the result. */
+void rbd_cmd_reply_added(rbd_ctx_t *x, const uint8_t *fresh, size_t n, int rc, int as_array);
+void rbd_cmd_reply_reserved(rbd_ctx_t *x, int rc);
+void rbd_cmd_reply_deferred(rbd_ctx_t *x, const rbd_reply_t *r);
+
 /* A kind's reads for the handlers its commands share with other kinds
  * (rbd_cmd_check, rbd_cmd_scandump): the handle of filter name (opened
  * for the command and closed after it, or one the daemon keeps between

@@ -24,11 +24,15 @@ static rb_bloom_t *filter_arg(rbd_ctx_t *x, size_t i, int *rc)
 }
 
 /* Creates filter name with p and a secret chosen here, so the log can
- * replay it (the op logs it). */
-static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_bloom_params_t *p)
+ * replay it (the op logs it); reply: what the client is answered if a
+ * sink takes the op (sink.h).  rbd_op_run's answer (RBD_OP_EREPLY: the
+ * line is the sinks' why). */
+static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_bloom_params_t *p,
+                   rbd_reply_shape_t reply)
 {
     unsigned char secret[RB_BLOOM_SECRET_BYTES];
-    rbd_op_t op = { .type = RBD_OP_BF_RESERVE, .name = name, .len = len, .params = *p };
+    rbd_op_t op = { .type = RBD_OP_BF_RESERVE, .name = name, .len = len, .params = *p,
+                    .client = x->c->id, .reply = (uint8_t)reply };
 
     arc4random_buf(secret, sizeof(secret));
     op.secret = secret;
@@ -56,30 +60,40 @@ static int size_ok(rbd_ctx_t *x, const rb_bloom_params_t *p)
                            "a Bloom filter this large");
 }
 
-/* The filter for an add, created with the configured defaults if missing
- * (RedisBloom's BF.ADD/MADD/INSERT behaviour).  Replies on error. */
-static rb_bloom_t *filter_for_add(rbd_ctx_t *x, size_t i, const rb_bloom_params_t *create)
+/* The filter for an add into *bf, created with the configured defaults if
+ * missing (RedisBloom's BF.ADD/MADD/INSERT behaviour).  0, or -1 having
+ * replied.  A create a sink took (sink.h: a replicated filter, made when
+ * the stream gives it back) leaves *bf NULL: the add goes to the sink
+ * after it, by name, and answers for both (the create's reply is
+ * RBD_REPLY_NONE). */
+static int filter_for_add(rbd_ctx_t *x, size_t i, const rb_bloom_params_t *create,
+                          rb_bloom_t **bf)
 {
-    rb_bloom_t *bf;
     int rc;
 
     if (rbd_cmd_arg_name(x, i, "filter", RB_FILTER_NAME_MAX) != 0)
-        return NULL;
-    bf = filter_arg(x, i, &rc);
-    if (bf == NULL && rc == RB_ENOENT && create != NULL) {
+        return -1;
+    *bf = filter_arg(x, i, &rc);
+    if (*bf == NULL && rc == RB_ENOENT && create != NULL) {
         if (size_ok(x, create) != 0)
-            return NULL;
-        rc = reserve(x, x->argv[i], x->argl[i], create);
+            return -1;
+        rc = reserve(x, x->argv[i], x->argl[i], create, RBD_REPLY_NONE);
+        if (rc == RBD_OP_DEFERRED)
+            return 0;
+        if (rc == RBD_OP_EREPLY) {
+            rbi_resp_error(x->out, "%s", x->s->state.sinks.why);
+            return -1;
+        }
         if (rc == RB_OK)
-            bf = filter_arg(x, i, &rc);
+            *bf = filter_arg(x, i, &rc);
     }
-    if (bf == NULL && rc == RB_ENOENT)
+    if (*bf == NULL && rc == RB_ENOENT)
         rbd_cmd_error(x, RBD_AT_FILTER, rc);
-    else if (bf == NULL && rc == RB_ENOSPC)
+    else if (*bf == NULL && rc == RB_ENOSPC)
         rbd_cmd_no_space(x);
-    else if (bf == NULL)
+    else if (*bf == NULL)
         rbd_cmd_create_error(x, rc);
-    return bf;
+    return *bf != NULL ? 0 : -1;
 }
 
 static rb_bloom_params_t default_params(void)
@@ -94,39 +108,12 @@ static rb_bloom_params_t default_params(void)
     return p;
 }
 
-/* Appends the replies fresh[0 .. n), each 0 or 1 for an add (an integer
- * for anything else): the same bytes as one rbi_resp_bool each (RESP2
- * :0 / :1, RESP3 #f / #t, as RedisBloom answers), built in a chunk on the
- * stack: formatting each through rbi_resp_int's snprintf was a quarter of
- * a bulk load's time (BF.MADD of 1,000 keys, docs/performance.md "Bulk
- * load"). */
-static void reply_fresh(rbi_buf_t *out, const uint8_t *fresh, size_t n)
-{
-    const char *yes = out->resp3 ? "#t\r\n" : ":1\r\n", *no = out->resp3 ? "#f\r\n" : ":0\r\n";
-    char chunk[4 * 256];
-    size_t at = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        if (fresh[i] > 1) {
-            rbi_buf_append(out, chunk, at);
-            at = 0;
-            rbi_resp_int(out, fresh[i]);
-            continue;
-        }
-        memcpy(chunk + at, fresh[i] ? yes : no, 4);
-        at += 4;
-        if (at == sizeof(chunk)) {
-            rbi_buf_append(out, chunk, at);
-            at = 0;
-        }
-    }
-    rbi_buf_append(out, chunk, at);
-}
-
-/* Adds keys argv[first .. first + n) to filter argv[1] (bf), replying one
- * integer per key, in an array if as_array.  A key that cannot be added
- * (a full non-scaling filter) ends the array with an error element, as
- * RedisBloom does; the keys before it stay added and are logged. */
+/* Adds keys argv[first .. first + n) to filter argv[1] (bf; NULL when a
+ * sink took its create, and then takes the add), replying one integer per
+ * key, in an array if as_array (rbd_cmd_reply_added), or leaving the
+ * reply to the sink that took the add (sink.h).  A key that cannot be
+ * added (a full non-scaling filter) ends the array with an error element,
+ * as RedisBloom does; the keys before it stay added and are logged. */
 static void add_keys(rbd_ctx_t *x, rb_bloom_t *bf, size_t first, size_t n, int as_array)
 {
     rb_key_t kbuf[STACK_KEYS];
@@ -134,7 +121,8 @@ static void add_keys(rbd_ctx_t *x, rb_bloom_t *bf, size_t first, size_t n, int a
     rb_key_t *keys = n <= STACK_KEYS ? kbuf : malloc(n * sizeof(*keys));
     uint8_t *fresh = n <= STACK_KEYS ? fbuf : malloc(n);
     rbd_op_t op = { .type = RBD_OP_BF_ADD, .name = x->argv[1], .len = x->argl[1],
-                    .keys = keys, .nkeys = n, .bf = bf, .fresh = fresh };
+                    .keys = keys, .nkeys = n, .bf = bf, .fresh = fresh, .client = x->c->id,
+                    .reply = as_array ? RBD_REPLY_FRESH_ARRAY : RBD_REPLY_FRESH };
     int rc;
 
     if (keys == NULL || fresh == NULL) {
@@ -147,13 +135,10 @@ static void add_keys(rbd_ctx_t *x, rb_bloom_t *bf, size_t first, size_t n, int a
     }
     memset(fresh, RB_BLOOM_NOT_ADDED, n);
     rc = rbd_op_run(&x->s->state, &x->s->aof, &op);
-    if (as_array)
-        rbi_resp_array(x->out, op.nkeys + (rc < 0));
-    reply_fresh(x->out, fresh, op.nkeys);
-    if (rc == RB_ENOSPC)
-        rbd_cmd_no_space(x);
-    else if (rc < 0)
-        rbd_cmd_error(x, RBD_AT_ADD, rc);
+    if (rc == RBD_OP_EREPLY)
+        rbi_resp_error(x->out, "%s", op.why);
+    else if (rc != RBD_OP_DEFERRED)   /* deferred: the sink answers (sink.h) */
+        rbd_cmd_reply_added(x, fresh, op.nkeys, rc, as_array);
 out:
     if (keys != kbuf)
         free(keys);
@@ -299,14 +284,11 @@ static void cmd_bf_reserve(rbd_ctx_t *x)
     if (reserve_redisbloom(x, &a, &p) != 0 || reserve_ours(x, &a, &p) != 0 ||
         rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0 || size_ok(x, &p) != 0)
         return;
-    rc = reserve(x, x->argv[1], x->argl[1], &p);
-    if (rc == RB_OK)
-        rbi_resp_simple(x->out, "OK");
-    else if (rc == RB_ENOSPC && !rbd_cmd_shm_full(x))
-        rbi_resp_error(x->out, "ERR capacity too large: the filter does not fit in max-memory "
-                   "(%llu bytes)", (unsigned long long)x->s->cfg.max_memory);
-    else if (rc != RB_ENOSPC)   /* RB_EEXIST: "item exists" */
-        rbd_cmd_create_error(x, rc);
+    rc = reserve(x, x->argv[1], x->argl[1], &p, RBD_REPLY_RESERVED);
+    if (rc == RBD_OP_EREPLY)
+        rbi_resp_error(x->out, "%s", x->s->state.sinks.why);
+    else if (rc != RBD_OP_DEFERRED)   /* deferred: the sink answers (sink.h) */
+        rbd_cmd_reply_reserved(x, rc);
 }
 
 /* ---- adds ------------------------------------------------------------------------ */
@@ -326,7 +308,7 @@ static void cmd_bf_add(rbd_ctx_t *x)
     rb_bloom_params_t def = create_params(x);
     rb_bloom_t *bf;
 
-    if (rbd_cmd_arg_key(x, 2) != 0 || (bf = filter_for_add(x, 1, &def)) == NULL)
+    if (rbd_cmd_arg_key(x, 2) != 0 || filter_for_add(x, 1, &def, &bf) != 0)
         return;
     add_keys(x, bf, 2, 1, 0);
 }
@@ -336,7 +318,7 @@ static void cmd_bf_madd(rbd_ctx_t *x)
     rb_bloom_params_t def = create_params(x);
     rb_bloom_t *bf;
 
-    if (rbd_cmd_arg_keys(x, 2) != 0 || (bf = filter_for_add(x, 1, &def)) == NULL)
+    if (rbd_cmd_arg_keys(x, 2) != 0 || filter_for_add(x, 1, &def, &bf) != 0)
         return;
     add_keys(x, bf, 2, x->argc - 2, 1);
 }
@@ -427,7 +409,7 @@ static void cmd_bf_insert(rbd_ctx_t *x)
     p.capacity = (uint64_t)cap;
     p.expansion = (uint32_t)exp;
     if (rbd_cmd_arg_keys(x, items) != 0 ||
-        (bf = filter_for_add(x, 1, nocreate ? NULL : &p)) == NULL)
+        filter_for_add(x, 1, nocreate ? NULL : &p, &bf) != 0)
         return;
     add_keys(x, bf, items, x->argc - items, 1);
 }

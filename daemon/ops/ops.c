@@ -227,6 +227,10 @@ int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op)
     }
     if (rc != RBD_SINK_APPLY)
         return rc;
+    /* An op on a filter whose create a sink took, which no sink took in
+     * turn: there is no filter here to apply it to. */
+    if (d->names == RBD_NAMES_FILTER && op->bf == NULL)
+        return RB_ENOENT;
     rc = d->apply(st, op, 1);
     if (rc == RB_OK ? op->noop : !(d->flags & RBD_OP_PARTIAL) || op->nkeys == 0)
         return rc;

@@ -101,6 +101,8 @@ typedef struct rbd_op {
     /* not logged */
     uint64_t client;           /* the client it runs for (0: the daemon's own, as the
                                   aging tick's): a sink may answer it later (sink.h) */
+    uint8_t reply;             /* what that later answer says (rbd_reply_shape_t,
+                                  sink.h; 0: +OK) */
     rb_bloom_t *bf;            /* RBD_NAMES_FILTER: the filter's handle */
     uint64_t now;              /* BF_ROTATE run live: rotate if the window passed at now */
     uint8_t *fresh;            /* BF_ADD run live: per key 1 new, 0 not, RB_BLOOM_NOT_ADDED */

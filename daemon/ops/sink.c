@@ -83,7 +83,8 @@ int rbd_sinks_accept(rbd_sinks_t *s, struct rbd_state *st, const rbd_op_t *op)
             return rc;
         if (ticket == 0)
             return RB_EINVAL;   /* a sink that took what it cannot answer */
-        s->pending[s->npending++] = (rbd_pending_t){ ticket, op->client };
+        s->pending[s->npending++] =
+            (rbd_pending_t){ ticket, op->client, (rbd_reply_shape_t)op->reply };
         s->opened++;
         return rc;
     }
@@ -143,17 +144,36 @@ void rbd_sinks_tick(rbd_sinks_t *s, struct rbd_state *st)
             s->v[i].ops->tick(s->v[i].self, st);
 }
 
-void rbd_sinks_complete(rbd_sinks_t *s, uint64_t ticket, const char *err)
+/* Closes ticket, if open, and hands r (its shape filled in) to the
+ * reply function. */
+static void complete(rbd_sinks_t *s, uint64_t ticket, rbd_reply_t *r)
 {
     for (size_t i = 0; i < s->npending; i++) {
         uint64_t client = s->pending[i].client;
+
         if (s->pending[i].ticket != ticket)
             continue;
+        r->shape = s->pending[i].shape;
         memmove(&s->pending[i], &s->pending[i + 1],
                 (s->npending - i - 1) * sizeof(s->pending[0]));
         s->npending--;
         if (s->reply != NULL)
-            s->reply(s->reply_arg, client, err);
+            s->reply(s->reply_arg, client, r);
         return;
     }
+}
+
+void rbd_sinks_complete(rbd_sinks_t *s, uint64_t ticket, const char *err)
+{
+    rbd_reply_t r = { .err = err, .rc = RB_OK };
+
+    complete(s, ticket, &r);
+}
+
+void rbd_sinks_complete_result(rbd_sinks_t *s, uint64_t ticket, int rc, const uint8_t *fresh,
+                               size_t n)
+{
+    rbd_reply_t r = { .rc = rc, .fresh = fresh, .n = n, .has_result = 1 };
+
+    complete(s, ticket, &r);
 }

@@ -24,12 +24,20 @@
  *   tick      once a second.
  *
  * Deferred replies: a sink that takes an op (RBD_SINK_DEFERRED) holds its
- * ticket and completes it once it knows the answer (rbd_sinks_complete:
- * NULL for OK, or the error line); the registry hands the answer to the
- * server's reply function for the client the ticket was opened for.  The
- * client's later requests wait for it (client.h, awaits_reply).  A ticket
- * is completed once; a later completion, or one for a client gone, is
- * dropped.
+ * ticket and completes it once it knows the answer: rbd_sinks_complete
+ * (NULL for OK, or the error line), or, once the op has applied (a filter
+ * source applies it from its stream), rbd_sinks_complete_result (the
+ * apply's rc and per-key fresh flags).  The ticket keeps the shape of the
+ * reply the handler would have written (op->reply: +OK, one fresh flag,
+ * an array of them, or nothing: an implicit create whose add answers);
+ * the registry hands shape and answer to the server's reply function for
+ * the client the ticket was opened for, which writes them in the
+ * client's protocol.  The client's later requests wait until every
+ * ticket its command opened is answered (client.h, awaits_reply), and
+ * tickets are answered in the order a sink completes them: a sink
+ * completes one command's tickets in the order they were opened.  A
+ * ticket is completed once; a later completion, or one for a client
+ * gone, is dropped.
  *
  * Adding a consumer (filter replication, ...): its row (a const
  * rbd_sink_ops_t beside its code) and one rbd_sinks_add in main.c.
@@ -67,12 +75,33 @@ typedef struct rbd_sink_ops {
 
 #define RBD_SINKS_MAX 8
 
-/* The answer to a deferred reply: err NULL for OK, else the error line
- * (without "-"), to client `client` (server.c). */
-typedef void (*rbd_sink_reply_fn)(void *arg, uint64_t client, const char *err);
+/* What a deferred reply says when it succeeds (rbd_op_t.reply). */
+typedef enum rbd_reply_shape {
+    RBD_REPLY_OK = 0,         /* +OK */
+    RBD_REPLY_RESERVED,       /* +OK, or why the filter could not be made: BF.RESERVE */
+    RBD_REPLY_NONE,           /* nothing, nor its error: an op whose command's
+                                 reply is another ticket's (BF.ADD's implicit
+                                 create: the add answers) */
+    RBD_REPLY_FRESH,          /* one fresh flag: BF.ADD */
+    RBD_REPLY_FRESH_ARRAY,    /* an array of fresh flags, ended by the error
+                                 element if rc < 0: BF.MADD, BF.INSERT */
+} rbd_reply_shape_t;
 
-typedef struct rbd_pending {   /* a deferred reply: its ticket and its client */
+/* A deferred reply's answer, to client `client` (server.c). */
+typedef struct rbd_reply {
+    rbd_reply_shape_t shape;
+    const char *err;          /* the error line (without "-"), or NULL */
+    int rc;                   /* err NULL: the apply's result (RB_OK, or the
+                                 error that ended an add part-way) */
+    const uint8_t *fresh;     /* per key applied: 1 new, 0 not (rbd_op_t.fresh) */
+    size_t n;                 /* keys applied (op->nkeys after the apply) */
+    int has_result;           /* rbd_sinks_complete_result (else fresh is NULL) */
+} rbd_reply_t;
+typedef void (*rbd_sink_reply_fn)(void *arg, uint64_t client, const rbd_reply_t *r);
+
+typedef struct rbd_pending {   /* a deferred reply: its ticket, client and shape */
     uint64_t ticket, client;
+    rbd_reply_shape_t shape;
 } rbd_pending_t;
 
 typedef struct rbd_sinks {
@@ -121,7 +150,14 @@ int rbd_sinks_flush(rbd_sinks_t *s);
 int rbd_sinks_poll(rbd_sinks_t *s, struct rbd_state *st, int fd);
 void rbd_sinks_tick(rbd_sinks_t *s, struct rbd_state *st);
 
-/* A sink's answer to the deferred reply of ticket. */
+/* A sink's answer to the deferred reply of ticket: err NULL for the
+ * shape's success without a result (+OK; a shape that needs the apply's
+ * result is answered with an error saying none came), else the error
+ * line. */
 void rbd_sinks_complete(rbd_sinks_t *s, uint64_t ticket, const char *err);
+/* The answer once the op applied: rc and, for an add, its fresh flags
+ * (n keys applied; fresh NULL for other ops). */
+void rbd_sinks_complete_result(rbd_sinks_t *s, uint64_t ticket, int rc, const uint8_t *fresh,
+                               size_t n);
 
 #endif /* RBD_SINK_H */

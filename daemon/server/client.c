@@ -16,8 +16,8 @@
  * When its replies may go is the loop's business (server.c: group
  * commit); a client whose command's op the sinks were shown (the log
  * appended its record) is marked awaits_flush here, and its replies wait
- * for their flush (P1); one whose op a sink took is marked awaits_reply,
- * and its later requests wait for the sink's answer (sink.h).
+ * for their flush (P1); one whose ops a sink took counts their tickets in
+ * awaits_reply, and its later requests wait for every answer (sink.h).
  */
 #include "config.h"
 
@@ -256,8 +256,7 @@ static int execute(server_t *s, client_t *c, const char *base)
      * whose op a sink took waits for its ticket (sink.h). */
     if (s->state.sinks.seen != seen || s->aof.pending.oom)
         c->awaits_flush = 1;
-    if (s->state.sinks.opened != opened)
-        c->awaits_reply = 1;
+    c->awaits_reply += s->state.sinks.opened - opened;
     return 0;
 }
 

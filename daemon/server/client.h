@@ -51,9 +51,10 @@ typedef struct client {
                              drains below client-output-soft-limit */
     int exec_cut;         /* an EXEC's replies passed a limit (cmd.c:
                              RBD_CUT_*): the rest were dropped, c closes */
-    int awaits_reply;     /* a sink took its op (sink.h: with ring-source etcd,
-                             a RING.* change): its answer, and the requests
-                             after it, wait for the ticket (server.c) */
+    uint64_t awaits_reply; /* tickets its command opened and not yet answered
+                             (sink.h: a sink took its ops, as ring-source etcd
+                             takes a RING.* change): its answer, and the
+                             requests after it, wait for them (server.c) */
     const char *last_cmd, *last_sub; /* the last command run (its row's names) */
     int monitor;          /* MONITOR: every other client's command is fed to it
                              (observe.c), counted in obs.monitors */

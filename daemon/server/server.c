@@ -359,22 +359,22 @@ static void handle_signals(server_t *s)
 }
 
 /* A deferred reply's answer (sink.h: a sink completed its ticket): the
- * client that asked, if still there, gets it, and its requests after it
- * run. */
-void rbd_server_answer(void *arg, uint64_t id, const char *err)
+ * client that asked, if still there, gets it in its protocol, written as
+ * the handler writes a local change's (cmd_util.c), and once every ticket
+ * its command opened is answered, its requests after it run. */
+void rbd_server_answer(void *arg, uint64_t id, const rbd_reply_t *r)
 {
     server_t *s = arg;
 
     for (size_t fd = 0; fd < s->clients_cap; fd++) {
         client_t *c = s->clients[fd];
-        if (c == NULL || c->id != id || !c->awaits_reply)
+        rbd_ctx_t x = { .s = s, .c = c };
+
+        if (c == NULL || c->id != id || c->awaits_reply == 0)
             continue;
-        if (err != NULL)
-            rbi_resp_error(&c->out, "%s", err);
-        else
-            rbi_resp_simple(&c->out, "OK");
-        c->awaits_reply = 0;
-        if (c->in.len > 0)
+        x.out = &c->out;
+        rbd_cmd_reply_deferred(&x, r);
+        if (--c->awaits_reply == 0 && c->in.len > 0)
             s->resume_pending = 1;
         return;
     }

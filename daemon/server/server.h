@@ -73,8 +73,8 @@ typedef struct server {
  * signalfd, fits the descriptor limit.  0, or -1 with err. */
 int rbd_server_listen(server_t *s, char *err, size_t errlen);
 /* The op sinks' reply function (rbd_sinks_init's, arg the server): a
- * deferred reply's answer to client id (err NULL: OK). */
-void rbd_server_answer(void *arg, uint64_t id, const char *err);
+ * deferred reply's answer to client id (sink.h). */
+void rbd_server_answer(void *arg, uint64_t id, const rbd_reply_t *r);
 /* Puts fresh in force, as a reload does (SIGHUP, CONFIG SET): the caller
  * kept its restart-only settings as they are (rbd_config_keep_restart_
  * only); the slow log's length, the log's fsync, the descriptor limit, the

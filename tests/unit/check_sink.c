@@ -8,7 +8,9 @@
  * an op defers its reply: nothing is applied, logged or answered until
  * it completes the ticket, the answer goes to the client that asked
  * (server.c's reply function), once; inside EXEC, or for an op without a
- * client, no ticket is given.
+ * client, no ticket is given.  A sink that takes the Bloom writes as log
+ * records and applies them later (as a filter source applies its stream)
+ * answers them in the bytes a local apply gives, RESP2 and RESP3.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -20,6 +22,7 @@
 #include "cmd.h"
 #include "ops.h"
 #include "rb_test.h"
+#include "record.h"
 #include "tsrv.h"
 
 #define MAXSEEN 64
@@ -226,13 +229,14 @@ typedef struct answers {
     size_t n;
 } answers_t;
 
-static void answer(void *arg, uint64_t client, const char *err)
+static void answer(void *arg, uint64_t client, const rbd_reply_t *r)
 {
     answers_t *a = arg;
 
     ck_assert_uint_lt(a->n, 8);
+    ck_assert_int_eq(r->shape, RBD_REPLY_OK);   /* the ring ops' */
     a->client[a->n] = client;
-    snprintf(a->err[a->n++], sizeof(a->err[0]), "%s", err ? err : "(ok)");
+    snprintf(a->err[a->n++], sizeof(a->err[0]), "%s", r->err ? r->err : "(ok)");
 }
 
 START_TEST(test_sink_deferred_reply_completed_by_ticket)
@@ -309,7 +313,7 @@ START_TEST(test_sink_server_answer_reaches_the_client)
     ck_assert_int_eq(rbd_sinks_add(&t.s.state.sinks, &rec_sink, &(rec_t){ .take = 1 }, -1), 0);
     t.s.state.sinks.pending = malloc(sizeof(rbd_pending_t));
     ck_assert_ptr_nonnull(t.s.state.sinks.pending);
-    t.s.state.sinks.pending[0] = (rbd_pending_t){ 5, 7 };
+    t.s.state.sinks.pending[0] = (rbd_pending_t){ 5, 7, RBD_REPLY_OK };
     t.s.state.sinks.npending = t.s.state.sinks.cap = 1;
     rbi_buf_append(&t.c.in, "PING", 4);
     rbd_sinks_complete(&t.s.state.sinks, 5, NULL);
@@ -323,6 +327,152 @@ START_TEST(test_sink_server_answer_reaches_the_client)
     t.s.clients = NULL;
     t.s.clients_cap = 0;
     tsrv_close(&t);
+}
+END_TEST
+
+/* A sink that takes the Bloom filter ops and applies them later, as a
+ * filter source applies them from its stream: accept frames each op as a
+ * log record (rbd_op_encode, record.h) and keeps its ticket; deliver()
+ * runs the records through rbd_op_run (applying: the sink lets them
+ * through) and completes each ticket with its result. */
+typedef struct loop {
+    unsigned char buf[8192];
+    size_t len;
+    uint64_t tickets[16];
+    size_t n;
+    int applying;
+} loop_t;
+
+static void loop_put(void *ctx, const void *p, size_t n)
+{
+    loop_t *l = ctx;
+
+    ck_assert_uint_le(l->len + n, sizeof(l->buf));
+    memcpy(l->buf + l->len, p, n);
+    l->len += n;
+}
+
+static int loop_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t ticket,
+                       char *why, size_t cap)
+{
+    loop_t *l = self;
+    size_t at = l->len;
+
+    (void)st;
+    if (l->applying || (op->type != RBD_OP_BF_RESERVE && op->type != RBD_OP_BF_ADD))
+        return RBD_SINK_APPLY;
+    if (ticket == 0) {
+        snprintf(why, cap, "ERR test loop: no ticket");
+        return RBD_SINK_REPLY;
+    }
+    ck_assert_uint_lt(l->n, 16);
+    ck_assert_uint_le(l->len + RBD_REC_HDR, sizeof(l->buf));
+    rbd_rec_start(l->buf + at, (uint8_t)op->type);
+    l->len += RBD_REC_HDR;
+    rbd_op_encode(op, loop_put, l);
+    rbd_rec_seal(l->buf + at, l->len - at);
+    l->tickets[l->n++] = ticket;
+    return RBD_SINK_DEFERRED;
+}
+
+static const rbd_sink_ops_t loop_sink = { .name = "loop", .accept = loop_accept };
+
+static void deliver(tsrv_t *t, loop_t *l)
+{
+    rbd_keys_t keys = { NULL, 0 };
+    rbd_rec_walk_t w;
+    rbd_rec_t r;
+    size_t k = 0;
+
+    l->applying = 1;
+    rbd_rec_walk_init(&w, l->buf, l->len);
+    while (rbd_rec_next(&w, &r, NULL) == 1) {
+        uint8_t fresh[16];
+        rbd_op_t op;
+        int rc = rbd_op_from_record(&t->s.state, r.type, r.payload, r.plen, &op, &keys);
+
+        ck_assert_uint_lt(k, l->n);
+        if (rc == RB_OK) {
+            ck_assert_uint_le(op.nkeys, sizeof(fresh));
+            memset(fresh, RB_BLOOM_NOT_ADDED, sizeof(fresh));
+            op.fresh = fresh;
+            rc = rbd_op_run(&t->s.state, &t->s.aof, &op);
+        }
+        rbd_sinks_complete_result(&t->s.state.sinks, l->tickets[k++], rc,
+                                  r.type == RBD_OP_BF_ADD ? fresh : NULL,
+                                  r.type == RBD_OP_BF_ADD && rc != RB_ENOENT ? op.nkeys : 0);
+    }
+    ck_assert_uint_eq(k, l->n);
+    ck_assert_int_eq(rbd_sinks_flush(&t->s.state.sinks), 0);
+    free(keys.v);
+    l->len = l->n = 0;
+    l->applying = 0;
+}
+
+/* The replies of the Bloom writes a sink took and answered with their
+ * results are the bytes a local apply gives, in RESP2 and RESP3: an add
+ * that creates its filter (two tickets, one reply), adds new and old
+ * keys, a reserve of a name that exists, one that does not; the client
+ * waits for all of its command's tickets; nothing is applied before the
+ * delivery, everything after it. */
+START_TEST(test_sink_deferred_results_answer_as_a_local_apply)
+{
+    static const char *const script[][6] = {
+        { "BF.ADD", "f", "a", NULL }, { "BF.MADD", "f", "a", "b", "c", NULL },
+        { "BF.RESERVE", "f", "0.01", "100", NULL }, { "BF.RESERVE", "g", "0.01", "100", NULL },
+        { "BF.MADD", "g", "x", "x", NULL }, { "BF.ADD", "g", "x", NULL },
+    };
+    client_t *clients[1];
+    loop_t *l = calloc(1, sizeof(*l));
+    char local[6][2][64];
+    tsrv_t t;
+
+    ck_assert_ptr_nonnull(l);
+    /* The local answers, RESP2 then RESP3, each on a fresh server. */
+    for (int p = 0; p < 2; p++) {
+        tsrv_open_sized(&t, "checksink", 8u << 20, 16);
+        t.c.out.resp3 = p;
+        for (size_t i = 0; i < 6; i++) {
+            const char *const *w = script[i];
+            snprintf(local[i][p], sizeof(local[i][p]), "%s",
+                     run(&t, w[0], w[1], w[2], w[3], w[4], w[5]));
+        }
+        tsrv_close(&t);
+    }
+    ck_assert_str_eq(local[1][0], "*3\r\n:0\r\n:1\r\n:1\r\n");
+    ck_assert_str_eq(local[1][1], "*3\r\n#f\r\n#t\r\n#t\r\n");
+    /* Through the sink. */
+    for (int p = 0; p < 2; p++) {
+        tsrv_open_sized(&t, "checksink", 8u << 20, 16);
+        t.c.id = 9;
+        t.c.out.resp3 = p;
+        clients[0] = &t.c;
+        t.s.clients = clients;
+        t.s.clients_cap = 1;
+        ck_assert_int_eq(rbd_sinks_add(&t.s.state.sinks, &loop_sink, l, -1), 0);
+        for (size_t i = 0; i < 6; i++) {
+            const char *const *w = script[i];
+            uint64_t opened = t.s.state.sinks.opened;
+
+            ck_assert_str_eq(run(&t, w[0], w[1], w[2], w[3], w[4], w[5]), "");
+            t.c.awaits_reply += t.s.state.sinks.opened - opened;   /* as client.c counts */
+            ck_assert_uint_eq(t.c.awaits_reply, l->n);
+            ck_assert_uint_eq(t.c.awaits_reply, i == 0 ? 2 : 1);   /* create + add */
+            if (i == 0)
+                ck_assert_str_eq(run(&t, "EXISTS", "f", NULL), ":0\r\n");
+            t.c.out.len = 0;
+            deliver(&t, l);
+            ck_assert_uint_eq(t.c.awaits_reply, 0);
+            ck_assert_uint_eq(t.c.out.len, strlen(local[i][p]));
+            ck_assert_int_eq(memcmp(t.c.out.data, local[i][p], t.c.out.len), 0);
+        }
+        ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "c", NULL), p ? "#t\r\n" : ":1\r\n");
+        ck_assert_uint_eq(t.s.state.sinks.npending, 0);
+        t.s.clients = NULL;
+        t.s.clients_cap = 0;
+        tsrv_close(&t);
+    }
+    free(l);
 }
 END_TEST
 
@@ -364,5 +514,6 @@ int main(void)
                                  test_sink_poll_tick_and_remove),
                         RB_TCASE("deferred", 0, NULL, NULL,
                                  test_sink_deferred_reply_completed_by_ticket,
-                                 test_sink_server_answer_reaches_the_client));
+                                 test_sink_server_answer_reaches_the_client,
+                                 test_sink_deferred_results_answer_as_a_local_apply));
 }
