@@ -206,6 +206,18 @@ static void printable(char *out, size_t cap, const char *s, size_t len)
     out[w] = '\0';
 }
 
+/* One line: a line break would end the field. */
+static void info_text(info_buf_t *ib, const char *key, const char *text)
+{
+    char v[600];
+
+    snprintf(v, sizeof(v), "%s", text);
+    for (char *p = v; *p != '\0'; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+    info_line(ib, "%s:%s", key, v);
+}
+
 /* ring-source, and with etcd its state: connected or not, the revision
  * the table is of and the newest read, how stale (seconds since a quorum
  * last confirmed the table, across restarts), the endpoint, the last
@@ -213,7 +225,6 @@ static void printable(char *out, size_t cap, const char *s, size_t len)
 static void info_source(info_buf_t *ib, server_t *s)
 {
     rbd_source_status_t ss;
-    char err[600];
     uint64_t now;
 
     info_line(ib, "ring_source:%s", s->source != NULL ? "etcd" : "local");
@@ -227,12 +238,7 @@ static void info_source(info_buf_t *ib, server_t *s)
     info_line(ib, "etcd_stale_seconds:%llu",
               (unsigned long long)(now > ss.confirmed_ms ? now - ss.confirmed_ms : 0) / 1000);
     info_line(ib, "etcd_endpoint:%s", ss.endpoint);
-    /* One line: a line break would end the field. */
-    snprintf(err, sizeof(err), "%s", ss.error);
-    for (char *p = err; *p != '\0'; p++)
-        if (*p == '\r' || *p == '\n')
-            *p = ' ';
-    info_line(ib, "etcd_last_error:%s", err);
+    info_text(ib, "etcd_last_error", ss.error);
     info_line(ib, "etcd_keys_skipped:%zu", ss.skipped);
     info_line(ib, "etcd_last_skipped:%s", ss.skipped_last);
 }
@@ -320,13 +326,45 @@ static void info_bloom(server_t *s, info_buf_t *ib)
     (void)rb_filter_scan(s->state.seg, &cursor, SIZE_MAX, info_filter, ib);
 }
 
-/* Redis's: a standalone server, no replicas. */
+/* Redis's lines (a standalone server, no replicas), then filter-source
+ * and, with nats, the stream's state: the sequence applied here and the
+ * newest seen (their difference: the lag), how long since the stream
+ * last acknowledged a write of this host, the writes in flight and
+ * refused, the messages skipped, and why it halted if it did. */
 static void info_replication(server_t *s, info_buf_t *ib)
 {
-    (void)s;
+    rbd_fsource_status_t fs;
+    uint64_t now;
+
     info_section(ib, "Replication");
     info_line(ib, "role:master");
     info_line(ib, "connected_slaves:0");
+    info_line(ib, "filter_source:%s", s->fsource != NULL ? "nats" : "local");
+    if (s->fsource == NULL)
+        return;
+    rbd_fsource_status(s->fsource, &fs);
+    info_line(ib, "nats_connected:%d", fs.connected);
+    info_text(ib, "nats_server", fs.server);
+    info_line(ib, "nats_stream:%s", s->cfg.nats_stream);
+    info_text(ib, "nats_filters", s->cfg.nats_filters);
+    info_line(ib, "nats_ready:%d", fs.ready);
+    info_line(ib, "nats_healthy:%d", fs.healthy && fs.ready && !fs.halted);
+    info_line(ib, "nats_applied_seq:%llu", (unsigned long long)fs.applied);
+    info_line(ib, "nats_stream_last_seq:%llu", (unsigned long long)fs.last_seq);
+    info_line(ib, "nats_lag:%llu", (unsigned long long)(fs.last_seq > fs.applied ?
+                                                          fs.last_seq - fs.applied : 0));
+    now = rbd_now_ms();
+    info_line(ib, "nats_last_ack_seconds:%lld", fs.last_ack_ms == 0 ? -1LL :
+              (long long)((now > fs.last_ack_ms ? now - fs.last_ack_ms : 0) / 1000));
+    info_line(ib, "nats_msgs_published:%llu", (unsigned long long)fs.published);
+    info_line(ib, "nats_msgs_acked:%llu", (unsigned long long)fs.acked);
+    info_line(ib, "nats_writes_inflight:%llu", (unsigned long long)fs.inflight);
+    info_line(ib, "nats_writes_refused:%llu", (unsigned long long)fs.refused);
+    info_line(ib, "nats_msgs_skipped:%llu", (unsigned long long)fs.skipped);
+    info_text(ib, "nats_last_skipped", fs.skipped_last);
+    info_text(ib, "nats_last_error", fs.error);
+    info_line(ib, "nats_halted:%d", fs.halted);
+    info_text(ib, "nats_halt_reason", fs.halt_why);
 }
 
 /* Redis's db0 line: every filter, sketch and counter is a key of db 0,

@@ -219,6 +219,11 @@ static const err_row_t errors[] = {
 
 void rbd_cmd_error(rbd_ctx_t *x, rbd_err_at_t at, int rc)
 {
+    /* A sink refused the op (rbd_op_run): its line is the reply. */
+    if (rc == RBD_OP_EREPLY) {
+        rbi_resp_error(x->out, "%s", x->s->state.sinks.why);
+        return;
+    }
     for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
         const err_row_t *e = &errors[i];
         if (e->at != at || (e->rc != rc && e->rc != RB_OK))

@@ -210,6 +210,19 @@ int rbd_op_changes_ring(unsigned type)
     return d != NULL && (d->flags & RBD_OP_RING) != 0;
 }
 
+int rbd_op_names_filter(unsigned type)
+{
+    const rbd_op_def_t *d = def_of(type);
+
+    if (d == NULL || d->names == RBD_NAMES_NODE || (d->flags & RBD_OP_RING) != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof(d->fields) / sizeof(d->fields[0]) && d->fields[i].kind != F_END;
+         i++)
+        if (d->fields[i].kind == F_NAME)
+            return 1;
+    return 0;
+}
+
 /* ---- the op stream -------------------------------------------------------------------- */
 
 int rbd_op_run(rbd_state_t *st, rbd_aof_t *aof, rbd_op_t *op)

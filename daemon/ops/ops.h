@@ -208,6 +208,10 @@ int rbd_op_sync(unsigned type);
 /* Whether an op of type changes the ring's membership or mode (RING.ADD,
  * ...: ring_apply's), which the etcd source makes in etcd instead. */
 int rbd_op_changes_ring(unsigned type);
+/* Whether an op of type names, in op->name, the filter, counter or sketch
+ * it changes (every kind's ops that log a name but the ring's): what a
+ * filter source decides by. */
+int rbd_op_names_filter(unsigned type);
 
 /* The name of record type (for messages: "RING.ADD"), or NULL if no op
  * has that type. */

@@ -205,7 +205,7 @@ static int set_ids(const char *key, int users, rbd_ids_t *ids, const char *value
     return 0;
 }
 
-/* T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_SOURCE, T_FACILITY: one of the
+/* T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_SOURCE, T_FSOURCE, T_FACILITY: one of the
  * words of the kind. */
 static int set_word(const setting_t *s, const char *key, int *field, const char *value,
                     char *err, size_t errlen)
@@ -214,6 +214,7 @@ static int set_word(const setting_t *s, const char *key, int *field, const char 
         [T_FSYNC] = "always, everysec or no", [T_BOOL] = "yes or no",
         [T_LEVEL] = "debug, info, notice or warning",
         [T_LAYOUT] = "blocked, standard or redisbloom", [T_SOURCE] = "local or etcd",
+        [T_FSOURCE] = "local or nats",
         [T_FACILITY] = "local0 .. local7, daemon or user",
     };
 
@@ -251,6 +252,7 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
     case T_LEVEL:
     case T_LAYOUT:
     case T_SOURCE:
+    case T_FSOURCE:
     case T_FACILITY:
         return set_word(s, key, field, value, err, errlen);
     case T_RINGMODE:
@@ -386,6 +388,7 @@ static void render(const setting_t *s, const rbd_config_t *c, char *v, size_t ca
     case T_LEVEL:
     case T_LAYOUT:
     case T_SOURCE:
+    case T_FSOURCE:
     case T_FACILITY:
         for (size_t i = 0; i < rbd_nwords; i++)
             if (rbd_words[i].kind == s->kind && rbd_words[i].value == *(const int *)field) {

@@ -63,6 +63,18 @@ const setting_t rbd_settings[] = {
     { "etcd-user", T_STR, F(etcd_user), 0, 0, 0 },
     { "etcd-password", T_STR, F(etcd_password), 0, 0, 0 },
     { "etcd-timeout", T_U32, F(etcd_timeout), 100, 600000, 0 },
+    /* Where the replicated filters' writes go (filter_source.c): this
+     * daemon alone, or a NATS JetStream stream every host's daemon follows. */
+    { "filter-source", T_FSOURCE, F(filter_source), 0, 0, 0 },
+    { "nats-servers", T_STR, F(nats_servers), 0, 0, 0 },
+    { "nats-stream", T_STR, F(nats_stream), 0, 0, 0 },
+    { "nats-filters", T_STR, F(nats_filters), 0, 0, 0 },
+    { "nats-creds", T_STR, F(nats_creds), 1, 0, 0 },
+    { "nats-cacert", T_STR, F(nats_cacert), 1, 0, 0 },
+    { "nats-cert", T_STR, F(nats_cert), 1, 0, 0 },
+    { "nats-key", T_STR, F(nats_key), 1, 0, 0 },
+    { "nats-timeout", T_U32, F(nats_timeout), 100, 600000, 0 },
+    { "nats-max-bytes", T_SIZE, F(nats_max_bytes), 1u << 20, 1ULL << 50, 0 },
     { "bf-default-layout", T_LAYOUT, F(bf_default_layout), 0, 0, 1 },
     /* Names are resolved when read, as for the groups above. */
     { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1 },
@@ -107,6 +119,7 @@ const word_t rbd_words[] = {
     { T_LAYOUT, "blocked", RB_BLOOM_BLOCKED }, { T_LAYOUT, "standard", RB_BLOOM_STANDARD },
     { T_LAYOUT, "redisbloom", RB_BLOOM_REDISBLOOM },
     { T_SOURCE, "local", RING_SOURCE_LOCAL }, { T_SOURCE, "etcd", RING_SOURCE_ETCD },
+    { T_FSOURCE, "local", FILTER_SOURCE_LOCAL }, { T_FSOURCE, "nats", FILTER_SOURCE_NATS },
     { T_FACILITY, "daemon", LOG_DAEMON }, { T_FACILITY, "user", LOG_USER },
     { T_FACILITY, "local0", LOG_LOCAL0 }, { T_FACILITY, "local1", LOG_LOCAL1 },
     { T_FACILITY, "local2", LOG_LOCAL2 }, { T_FACILITY, "local3", LOG_LOCAL3 },
@@ -157,6 +170,12 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     snprintf(c->etcd_endpoints, sizeof(c->etcd_endpoints), "http://127.0.0.1:2379");
     snprintf(c->etcd_prefix, sizeof(c->etcd_prefix), "/ringbloom/ring/");
     c->etcd_timeout = 2000;
+    c->filter_source = FILTER_SOURCE_LOCAL;
+    snprintf(c->nats_servers, sizeof(c->nats_servers), "nats://127.0.0.1:4222");
+    snprintf(c->nats_stream, sizeof(c->nats_stream), "RINGBLOOM");
+    snprintf(c->nats_filters, sizeof(c->nats_filters), "*");
+    c->nats_timeout = 2000;
+    c->nats_max_bytes = 1ULL << 30;
     c->bf_default_layout = RB_BLOOM_BLOCKED;
     c->write_uids.id[0] = getuid();
     c->write_uids.n = 1;

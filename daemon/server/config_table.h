@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 typedef enum { T_STR, T_MODE, T_SIZE, T_U32, T_FSYNC, T_BOOL, T_LEVEL, T_LAYOUT, T_RINGMODE,
-               T_UIDS, T_GIDS, T_GROUP, T_SOURCE, T_I64, T_FACILITY, T_ACL_USER,
+               T_UIDS, T_GIDS, T_GROUP, T_SOURCE, T_FSOURCE, T_I64, T_FACILITY, T_ACL_USER,
                T_ACL_GROUP } kind_t;
 
 typedef struct setting {
@@ -29,7 +29,7 @@ typedef struct rbd_alias {
 } rbd_alias_t;
 
 /* The words of the settings that take one of a few (T_FSYNC, T_BOOL,
- * T_LEVEL, T_LAYOUT, T_SOURCE, T_FACILITY): a value's first word is the one CONFIG
+ * T_LEVEL, T_LAYOUT, T_SOURCE, T_FSOURCE, T_FACILITY): a value's first word is the one CONFIG
  * GET shows. */
 typedef struct word {
     kind_t kind;

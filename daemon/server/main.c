@@ -187,12 +187,10 @@ static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
 }
 
 /* ring-source etcd: the thread following etcd, from the revision the
- * recovered table is of, registered as an op sink (it takes the ring
- * changes), its wake-up in the loop's epoll set (the loop publishes what
- * it reads; until then readers have the recovered table). */
-static int start_source(server_t *s, char *err, size_t errlen)
+ * recovered table is of (until it publishes, readers have the recovered
+ * table). */
+static int etcd_start(server_t *s, char *err, size_t errlen)
 {
-    struct epoll_event ev = { .events = EPOLLIN };
     uint64_t rev = 0;
 
     if (s->cfg.ring_source != RING_SOURCE_ETCD)
@@ -201,18 +199,113 @@ static int start_source(server_t *s, char *err, size_t errlen)
         rev = 0;   /* no table yet: the first revision read is applied */
     if (rbd_source_start(&s->source, &s->cfg, (int64_t)rev, err, errlen) != 0)
         return -1;
-    ev.data.fd = rbd_source_fd(s->source);
-    if (rbd_sinks_add(&s->state.sinks, &rbd_source_sink, s->source, ev.data.fd) != 0) {
-        snprintf(err, errlen, "too many op sinks");
-        return -1;
-    }
-    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
-        snprintf(err, errlen, "epoll: %s", strerror(errno));
-        return -1;
-    }
     rbd_log(LOG_NOTICE, "ring source: etcd %s, prefix %s, from revision %llu",
             s->cfg.etcd_endpoints, s->cfg.etcd_prefix, (unsigned long long)rev);
     return 0;
+}
+
+static void *etcd_obj(server_t *s)
+{
+    return s->source;
+}
+
+static int etcd_fd(const void *o)
+{
+    return rbd_source_fd(o);
+}
+
+static void etcd_stop(server_t *s)
+{
+    rbd_source_stop(s->source);
+    s->source = NULL;
+}
+
+/* filter-source nats: the thread following the stream from the position
+ * the recovered segment holds (until it applies more, readers have the
+ * recovered filters). */
+static int nats_start(server_t *s, char *err, size_t errlen)
+{
+    if (s->cfg.filter_source != FILTER_SOURCE_NATS)
+        return 0;
+    if (rbd_fsource_start(&s->fsource, &s->cfg, &s->state, err, errlen) != 0)
+        return -1;
+    rbd_log(LOG_NOTICE, "filter source: NATS %s, stream %s, filters '%s'", s->cfg.nats_servers,
+            s->cfg.nats_stream, s->cfg.nats_filters);
+    return 0;
+}
+
+static void *nats_obj(server_t *s)
+{
+    return s->fsource;
+}
+
+static int nats_fd(const void *o)
+{
+    return rbd_fsource_fd(o);
+}
+
+static void nats_stop(server_t *s)
+{
+    rbd_fsource_stop(s->fsource);
+    s->fsource = NULL;
+}
+
+/* The sources of changes made beyond this host, one row each (a new one
+ * is a row): started when its setting asks (start leaves obj NULL
+ * otherwise), registered as an op sink (it takes the changes it makes
+ * elsewhere, sink.h) after the log, its descriptor in the loop's epoll
+ * set (readable: it has something for the loop). */
+static const struct source_row {
+    const char *what;
+    const rbd_sink_ops_t *sink;
+    int (*start)(server_t *s, char *err, size_t errlen);
+    void *(*obj)(server_t *s);
+    int (*fd)(const void *obj);
+    void (*stop)(server_t *s);
+} sources[] = {
+    { "the ring source (etcd)", &rbd_source_sink, etcd_start, etcd_obj, etcd_fd, etcd_stop },
+    { "the filter source (NATS)", &rbd_fsource_sink, nats_start, nats_obj, nats_fd, nats_stop },
+};
+#define NSOURCES (sizeof(sources) / sizeof(sources[0]))
+
+static int start_sources(server_t *s, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < NSOURCES; i++) {
+        struct epoll_event ev = { .events = EPOLLIN };
+        char why[900];
+        void *obj;
+
+        if (sources[i].start(s, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "cannot start %s: %s", sources[i].what, why);
+            return -1;
+        }
+        if ((obj = sources[i].obj(s)) == NULL)
+            continue;
+        ev.data.fd = sources[i].fd(obj);
+        if (rbd_sinks_add(&s->state.sinks, sources[i].sink, obj, ev.data.fd) != 0) {
+            snprintf(err, errlen, "cannot start %s: too many op sinks", sources[i].what);
+            return -1;
+        }
+        if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
+            snprintf(err, errlen, "cannot start %s: epoll: %s", sources[i].what,
+                     strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Unregisters and stops every source started, the last first. */
+static void stop_sources(server_t *s)
+{
+    for (size_t i = NSOURCES; i-- > 0;) {
+        void *obj = sources[i].obj(s);
+
+        if (obj == NULL)
+            continue;
+        rbd_sinks_remove(&s->state.sinks, obj);
+        sources[i].stop(s);
+    }
 }
 
 /* Start-up, the loop, the final snapshot: the exit status. */
@@ -246,9 +339,9 @@ static int serve(server_t *s, int ignore_corrupt)
         rbd_ready_fail(why);
         return 1;
     }
-    if (start_source(s, err, sizeof(err)) != 0) {
-        rbd_log(LOG_ERR, "cannot start the ring source: %s", err);
-        snprintf(why, sizeof(why), "cannot start the ring source: %s", err);
+    if (start_sources(s, err, sizeof(err)) != 0) {
+        rbd_log(LOG_ERR, "%s", err);
+        snprintf(why, sizeof(why), "%s", err);
         rbd_ready_fail(why);
         return 1;
     }
@@ -269,9 +362,7 @@ static int serve(server_t *s, int ignore_corrupt)
         rbd_log(LOG_WARNING, "SHUTDOWN NOSAVE with appendonly no: %llu changes since the last "
                 "snapshot are in the segment only", (unsigned long long)s->aof.changes);
     rbd_snapshot_abandon(&s->snaps);
-    rbd_sinks_remove(&s->state.sinks, s->source);
-    rbd_source_stop(s->source);
-    s->source = NULL;
+    stop_sources(s);
     return status;
 }
 

@@ -18,6 +18,7 @@
 
 enum { FSYNC_ALWAYS = 0, FSYNC_EVERYSEC = 1, FSYNC_NO = 2 };
 enum { RING_SOURCE_LOCAL = 0, RING_SOURCE_ETCD = 1 };
+enum { FILTER_SOURCE_LOCAL = 0, FILTER_SOURCE_NATS = 1 };
 
 typedef struct rbd_ids {         /* a list of uids or gids */
     uint32_t id[RBD_MAX_IDS];
@@ -75,6 +76,16 @@ typedef struct rbd_config {
     char etcd_user[256];         /* "": no authentication */
     char etcd_password[256];
     uint32_t etcd_timeout;       /* ms a request may take at one endpoint */
+    int filter_source;           /* FILTER_SOURCE_*: where replicated filters' writes go */
+    char nats_servers[1024];     /* filter-source nats: URLs, blank- or comma-separated */
+    char nats_stream[64];        /* the stream (subject <stream>.ops), made if missing */
+    char nats_filters[256];      /* fnmatch(3) pattern: the filter names replicated */
+    char nats_creds[4096];       /* a NATS credentials file ("": none) */
+    char nats_cacert[4096];      /* TLS: CA bundle ("": no TLS unless nats-cert) */
+    char nats_cert[4096];        /* TLS client certificate and key ("": none) */
+    char nats_key[4096];
+    uint32_t nats_timeout;       /* ms a publish or JetStream call may take */
+    uint64_t nats_max_bytes;     /* the stream's MaxBytes when this daemon makes it */
     int bf_default_layout;       /* rb_bloom_layout_t of a filter BF.ADD, BF.MADD
                                     or BF.INSERT creates without LAYOUT */
     rbd_ids_t write_uids;        /* may run mutations, by uid */

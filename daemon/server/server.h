@@ -18,6 +18,7 @@
 #include "resp_enc.h"
 #include "segwatch.h"
 #include "snapshot.h"
+#include "filter_source.h"
 #include "ring_source.h"
 #include "state.h"
 
@@ -31,6 +32,7 @@ typedef struct server {
     rbd_segwatch_t watch;
     rbd_observe_t obs;         /* slow log, latency monitor, MONITOR (observe.c) */
     rbd_source_t *source;      /* ring-source etcd (ring_source.c), else NULL */
+    rbd_fsource_t *fsource;    /* filter-source nats (filter_source.c), else NULL */
     int epfd, lfd, sigfd;
     int spare_fd;              /* held to tell a client "no" when out of fds */
     int accept_paused;         /* lfd left the epoll set until accept_resume_ms */

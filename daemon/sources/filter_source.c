@@ -1,0 +1,650 @@
+/*
+ * filter_source.c - `filter-source nats`, the NATS side (filter_source.h
+ * says what the source is): start and stop, and one thread that owns the
+ * connection (libnats), sets the stream up, follows it with an ordered
+ * consumer and publishes the loop's messages one at a time (W = 1: a
+ * message is published only after the one before it was acknowledged or
+ * failed, so this host's messages reach the stream in the order its loop
+ * made them).
+ *
+ * The thread never touches the served state: messages delivered are
+ * copied into s->rx and publishes' outcomes put on s->done, under s->mu,
+ * and the eventfd wakes the loop (filter_source_loop.c), which applies
+ * and answers.  Set-up, retried every FS_RETRY_MS until it holds: the
+ * stream is looked up (js_GetStreamInfo) and created if missing
+ * (js_AddStream: file storage, min(3, servers) replicas, limits
+ * retention with nats-max-bytes and DiscardNew, so the stream never drops
+ * history: a full stream refuses writes; "insufficient resources", jerr
+ * 10005, right after the servers start, is retried as any failure); its
+ * incarnation (XXH3-64 of name and creation time) is compared with the
+ * one the segment applied from (another: halt); then the consumer starts
+ * right after the segment's sequence.  A publish that fails marks the
+ * source unhealthy: the loop then refuses replicated writes at once, and
+ * the thread publishes an empty probe message (its apply is REPL_POS
+ * alone) every FS_PROBE_MS until one is acknowledged.
+ */
+#include "config.h"
+
+#include <bsd/stdlib.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "filter_source_impl.h"
+#include "rbd_log.h"
+#include "seg_repl.h"
+
+static void wake(rbd_fsource_t *s)
+{
+    uint64_t one = 1;
+
+    if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        rbd_log(LOG_WARNING, "filter source: eventfd: %s", strerror(errno));
+}
+
+void rbd_fsource_batch_free(fs_batch_t *b)
+{
+    if (b == NULL)
+        return;
+    free(b->buf);
+    free(b->tickets);
+    free(b);
+}
+
+void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b)
+{
+    b->next = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->todo_tail != NULL)
+        s->todo_tail->next = b;
+    else
+        s->todo = b;
+    s->todo_tail = b;
+    s->published++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Under mu: b's publish failed with err; it goes back to the loop. */
+static void fail_locked(rbd_fsource_t *s, fs_batch_t *b, const char *err)
+{
+    b->pub_rc = -1;
+    snprintf(b->err, sizeof(b->err), "%s", err);
+    b->next = s->done;
+    s->done = b;
+}
+
+/* The text of a failed NATS call, for messages: the status's words and,
+ * right after the call, the library's last error (per thread, never
+ * cleared: read only here). */
+static void nats_why(char *out, size_t cap, natsStatus st, jsErrCode jerr)
+{
+    const char *last = nats_GetLastError(NULL);
+
+    if (jerr != 0)
+        snprintf(out, cap, "%s (jerr %d%s%s)", natsStatus_GetText(st), (int)jerr,
+                 last != NULL && *last != '\0' ? ": " : "", last != NULL ? last : "");
+    else
+        snprintf(out, cap, "%s", natsStatus_GetText(st));
+}
+
+static void set_error(rbd_fsource_t *s, const char *what, const char *why)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->error, sizeof(s->error), "%.100s: %.400s", what, why);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- the connection's callbacks (the library's threads) ---- */
+
+static void conn_state(natsConnection *nc, void *arg, int up)
+{
+    rbd_fsource_t *s = arg;
+    char url[256] = "";
+
+    if (up)
+        (void)natsConnection_GetConnectedUrl(nc, url, sizeof(url));
+    pthread_mutex_lock(&s->mu);
+    s->connected = up;
+    snprintf(s->server, sizeof(s->server), "%s", url);
+    pthread_mutex_unlock(&s->mu);
+    rbd_log(up ? LOG_NOTICE : LOG_WARNING, "filter source: NATS %s%s", up ? "connected to " :
+            "disconnected", url);
+}
+
+static void on_up(natsConnection *nc, void *arg)
+{
+    conn_state(nc, arg, 1);
+}
+
+static void on_down(natsConnection *nc, void *arg)
+{
+    conn_state(nc, arg, 0);
+}
+
+/* "origin.no" as this source writes Nats-Msg-Id: 1 and both, else 0. */
+static int parse_msg_id(const char *v, uint64_t *origin, uint64_t *no)
+{
+    char *end;
+
+    *origin = strtoull(v, &end, 16);
+    if (end == v || *end != '.')
+        return 0;
+    v = end + 1;
+    *no = strtoull(v, &end, 10);
+    return end != v && *end == '\0';
+}
+
+/* The ordered consumer's callback: the message, copied, to the loop. */
+static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
+{
+    rbd_fsource_t *s = arg;
+    jsMsgMetaData *md = NULL;
+    const char *v = NULL;
+    int len = natsMsg_GetDataLength(m);
+    fs_rx_t *r;
+
+    (void)nc;
+    (void)sub;
+    if (natsMsg_GetMetaData(&md, m) != NATS_OK) {
+        natsMsg_Destroy(m);   /* not a stream message: the consumer's own traffic */
+        return;
+    }
+    r = calloc(1, sizeof(*r) + (size_t)(len > 0 ? len : 0));
+    if (r == NULL) {
+        /* Not applying it would diverge; stopping is the honest answer. */
+        rbd_log(LOG_ERR, "filter source: out of memory for stream message %" PRIu64,
+                md->Sequence.Stream);
+        abort();
+    }
+    r->seq = md->Sequence.Stream;
+    jsMsgMetaData_Destroy(md);
+    if (natsMsgHeader_Get(m, "Rb-Format", &v) == NATS_OK && v != NULL) {
+        char *end;
+        long f = strtol(v, &end, 10);
+
+        r->format = end != v && *end == '\0' && f > 0 && f < 1000000 ? (int)f : 0;
+    }
+    if (natsMsgHeader_Get(m, "Nats-Msg-Id", &v) == NATS_OK && v != NULL &&
+        !parse_msg_id(v, &r->origin, &r->no))
+        r->origin = 0;
+    r->len = (size_t)(len > 0 ? len : 0);
+    if (r->len > 0)
+        memcpy(r->data, natsMsg_GetData(m), r->len);
+    natsMsg_Destroy(m);
+    pthread_mutex_lock(&s->mu);
+    if (s->rx_tail != NULL)
+        s->rx_tail->next = r;
+    else
+        s->rx = r;
+    s->rx_tail = r;
+    if (r->seq > s->last_seq)
+        s->last_seq = r->seq;
+    pthread_mutex_unlock(&s->mu);
+    wake(s);
+}
+
+/* ---- the thread ---- */
+
+static int connect_nats(rbd_fsource_t *s)
+{
+    natsOptions *o = NULL;
+    natsStatus st;
+    char why[600], name[128];
+
+    snprintf(name, sizeof(name), "ringbloomd %016" PRIx64, s->origin);
+    st = natsOptions_Create(&o);
+    if (st == NATS_OK)
+        st = natsOptions_SetServers(o, (const char **)s->servers, s->nservers);
+    if (st == NATS_OK)
+        st = natsOptions_SetName(o, name);
+    if (st == NATS_OK)
+        st = natsOptions_SetTimeout(o, s->timeout_ms);
+    if (st == NATS_OK)
+        st = natsOptions_SetMaxReconnect(o, -1);
+    if (st == NATS_OK)
+        st = natsOptions_SetReconnectWait(o, 100);
+    if (st == NATS_OK)
+        st = natsOptions_SetReconnectJitter(o, 50, 0);
+    if (st == NATS_OK)
+        st = natsOptions_SetPingInterval(o, 1000);
+    if (st == NATS_OK)
+        st = natsOptions_SetMaxPingsOut(o, 2);
+    if (st == NATS_OK)
+        st = natsOptions_SetDisconnectedCB(o, on_down, s);
+    if (st == NATS_OK)
+        st = natsOptions_SetReconnectedCB(o, on_up, s);
+    if (st == NATS_OK)
+        st = natsOptions_SetRetryOnFailedConnect(o, true, on_up, s);
+    if (st == NATS_OK && s->creds[0] != '\0')
+        st = natsOptions_SetUserCredentialsFromFiles(o, s->creds, NULL);
+    if (st == NATS_OK && s->cacert[0] != '\0')
+        st = natsOptions_LoadCATrustedCertificates(o, s->cacert);
+    if (st == NATS_OK && s->cert[0] != '\0')
+        st = natsOptions_LoadCertificatesChain(o, s->cert, s->key);
+    if (st == NATS_OK && (s->cacert[0] != '\0' || s->cert[0] != '\0'))
+        st = natsOptions_SetSecure(o, true);
+    if (st != NATS_OK) {
+        nats_why(why, sizeof(why), st, 0);
+        set_error(s, "NATS options", why);
+        natsOptions_Destroy(o);
+        return -1;
+    }
+    st = natsConnection_Connect(&s->nc, o);
+    natsOptions_Destroy(o);
+    if (st == NATS_OK)
+        on_up(s->nc, s);
+    else if (st != NATS_NOT_YET_CONNECTED) {   /* else: on_up when a server answers */
+        nats_why(why, sizeof(why), st, 0);
+        set_error(s, "connect", why);
+        s->nc = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Set-up: the stream (found or made), its incarnation checked against the
+ * segment's, the consumer started.  0 ready; -1 retry later; 1 halt (the
+ * reason in halt, for the loop). */
+static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
+{
+    jsStreamInfo *si = NULL;
+    jsStreamConfig c;
+    jsSubOptions so;
+    jsErrCode jerr = 0;
+    const char *subjects[1] = { s->subject };
+    natsStatus st;
+    uint64_t id, first;
+    char why[600];
+
+    if (s->js == NULL) {
+        jsOptions jo;
+
+        jsOptions_Init(&jo);
+        jo.Wait = s->timeout_ms;
+        if ((st = natsConnection_JetStream(&s->js, s->nc, &jo)) != NATS_OK) {
+            nats_why(why, sizeof(why), st, 0);
+            set_error(s, "JetStream", why);
+            return -1;
+        }
+    }
+    st = js_GetStreamInfo(&si, s->js, s->stream, NULL, &jerr);
+    if (st == NATS_NOT_FOUND) {
+        jsStreamConfig_Init(&c);
+        c.Name = s->stream;
+        c.Subjects = subjects;
+        c.SubjectsLen = 1;
+        c.Storage = js_FileStorage;
+        c.Replicas = s->nservers < 3 ? s->nservers : 3;
+        c.Retention = js_LimitsPolicy;
+        c.Discard = js_DiscardNew;
+        c.MaxBytes = (int64_t)s->max_bytes;
+        c.MaxMsgs = -1;
+        c.MaxMsgSize = (int32_t)FS_MSG_MAX + 4096;
+        jerr = 0;
+        st = js_AddStream(&si, s->js, &c, NULL, &jerr);
+        if (st == NATS_OK)
+            rbd_log(LOG_NOTICE, "filter source: created stream %s (subject %s, %lld replicas, "
+                    "max %" PRIu64 " bytes)", s->stream, s->subject, (long long)c.Replicas,
+                    s->max_bytes);
+    }
+    if (st != NATS_OK) {
+        nats_why(why, sizeof(why), st, jerr);
+        set_error(s, jerr == 10005 ? "stream (not placed yet: insufficient resources)" :
+                  "stream", why);
+        return -1;
+    }
+    id = XXH3_64bits_withSeed(s->stream, strlen(s->stream), (uint64_t)si->Created);
+    first = si->State.FirstSeq;
+    if (s->stream0 != 0 && s->stream0 != id) {
+        snprintf(halt, hcap, "stream %s is not the one this host applied from (it was deleted "
+                 "and made again): start this daemon with an empty state directory and no "
+                 "segment to follow the new one", s->stream);
+        jsStreamInfo_Destroy(si);
+        return 1;
+    }
+    if (si->State.Msgs > 0 && first > s->applied0 + 1) {
+        snprintf(halt, hcap, "stream %s no longer holds sequence %" PRIu64 " (its first is %"
+                 PRIu64 "): this version cannot catch up without it", s->stream,
+                 s->applied0 + 1, first);
+        jsStreamInfo_Destroy(si);
+        return 1;
+    }
+    jsStreamInfo_Destroy(si);
+    jsSubOptions_Init(&so);
+    so.Stream = s->stream;
+    so.Ordered = true;
+    if (s->applied0 == 0)
+        so.Config.DeliverPolicy = js_DeliverAll;
+    else {
+        so.Config.DeliverPolicy = js_DeliverByStartSequence;
+        so.Config.OptStartSeq = s->applied0 + 1;
+    }
+    so.Config.Heartbeat = 1000000000LL;
+    jerr = 0;
+    st = js_Subscribe(&s->sub, s->js, s->subject, on_msg, s, NULL, &so, &jerr);
+    if (st != NATS_OK) {
+        nats_why(why, sizeof(why), st, jerr);
+        set_error(s, "consumer", why);
+        s->sub = NULL;
+        return -1;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stream_id = id;
+    s->ready = 1;
+    s->healthy = 1;
+    s->error[0] = '\0';
+    pthread_mutex_unlock(&s->mu);
+    rbd_log(LOG_NOTICE, "filter source: following stream %s from sequence %" PRIu64, s->stream,
+            s->applied0 + 1);
+    wake(s);
+    return 0;
+}
+
+/* Publishes data[0..len) (a batch's records; none: a probe), with msg_id
+ * (NULL: none).  0 and *seq, or -1 with the reply line in err. */
+static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *msg_id,
+                   uint64_t *seq, char *err, size_t cap)
+{
+    natsMsg *m = NULL;
+    jsPubAck *pa = NULL;
+    jsPubOptions po;
+    jsErrCode jerr = 0;
+    natsStatus st;
+    char why[600];
+
+    st = natsMsg_Create(&m, s->subject, NULL, data, (int)len);
+    if (st == NATS_OK)
+        st = natsMsgHeader_Set(m, "Rb-Format", FS_FORMAT == 1 ? "1" : "?");
+    if (st == NATS_OK) {
+        jsPubOptions_Init(&po);
+        po.MaxWait = s->timeout_ms;
+        po.MsgId = msg_id;
+        st = js_PublishMsg(&pa, s->js, m, &po, &jerr);
+    }
+    natsMsg_Destroy(m);
+    if (st == NATS_OK) {
+        *seq = pa->Sequence;
+        jsPubAck_Destroy(pa);
+        pthread_mutex_lock(&s->mu);
+        s->healthy = 1;
+        s->acked++;
+        s->last_ack_ms = rbd_now_ms();
+        if (*seq > s->last_seq)
+            s->last_seq = *seq;
+        s->error[0] = '\0';
+        pthread_mutex_unlock(&s->mu);
+        return 0;
+    }
+    nats_why(why, sizeof(why), st, jerr);
+    if (st == NATS_TIMEOUT)
+        snprintf(err, cap, "ERR filter-source nats: stream %s did not acknowledge within %u ms "
+                 "(servers %.200s): the write's outcome is unknown (if the stream holds it, every "
+                 "host applies it); writes to replicated filters are refused until it answers",
+                 s->stream, s->timeout_ms, s->server_list);
+    else if (st == NATS_NO_RESPONDERS)
+        snprintf(err, cap, "ERR filter-source nats: stream %s has no leader (servers %.200s: no "
+                 "quorum?): nothing was written; writes to replicated filters are refused until "
+                 "it answers", s->stream, s->server_list);
+    else
+        snprintf(err, cap, "ERR filter-source nats: stream %s refused the write (servers %.200s): "
+                 "%.300s", s->stream, s->server_list, why);
+    pthread_mutex_lock(&s->mu);
+    s->healthy = 0;
+    snprintf(s->error, sizeof(s->error), "publish: %.480s", why);
+    pthread_mutex_unlock(&s->mu);
+    return -1;
+}
+
+static void *fs_thread(void *arg)
+{
+    rbd_fsource_t *s = arg;
+    char halt[512] = "", msg_id[48], err[1024];
+
+    while (!atomic_load(&s->stop) && s->nc == NULL) {
+        if (connect_nats(s) == 0)
+            break;
+        usleep(FS_RETRY_MS * 1000);
+    }
+    while (!atomic_load(&s->stop)) {
+        int rc = setup(s, halt, sizeof(halt));
+
+        if (rc == 0)
+            break;
+        if (rc == 1) {
+            pthread_mutex_lock(&s->mu);
+            snprintf(s->thread_halt, sizeof(s->thread_halt), "%s", halt);
+            pthread_mutex_unlock(&s->mu);
+            rbd_log(LOG_ERR, "filter source: halted: %s", halt);
+            wake(s);
+            return NULL;
+        }
+        usleep(FS_RETRY_MS * 1000);
+    }
+    pthread_mutex_lock(&s->mu);
+    while (!atomic_load(&s->stop)) {
+        fs_batch_t *b = s->todo;
+        uint64_t seq = 0;
+
+        if (b == NULL) {
+            struct timespec ts;
+
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+            if (!s->healthy && rbd_now_ms() - s->probe_ms >= FS_PROBE_MS) {
+                s->probe_ms = rbd_now_ms();
+                pthread_mutex_unlock(&s->mu);
+                (void)publish(s, NULL, 0, NULL, &seq, err, sizeof(err));
+                pthread_mutex_lock(&s->mu);
+                if (s->healthy)
+                    rbd_log(LOG_NOTICE, "filter source: stream %s answers again (probe at "
+                            "sequence %" PRIu64 ")", s->stream, seq);
+            }
+            continue;
+        }
+        s->todo = b->next;
+        if (s->todo == NULL)
+            s->todo_tail = NULL;
+        if (!s->healthy) {   /* made before the loop knew: refused at once too */
+            snprintf(err, sizeof(err), "ERR filter-source nats: stream %s does not answer "
+                     "(servers %.200s): %.300s; nothing was written", s->stream, s->server_list,
+                     s->error);
+            fail_locked(s, b, err);
+            wake(s);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        snprintf(msg_id, sizeof(msg_id), "%016" PRIx64 ".%" PRIu64, s->origin, b->no);
+        b->pub_rc = publish(s, b->buf, b->len, msg_id, &b->seq, b->err, sizeof(b->err));
+        pthread_mutex_lock(&s->mu);
+        if (b->pub_rc != 0) {
+            rbd_log(LOG_WARNING, "filter source: publish failed: %s", s->error);
+            s->probe_ms = rbd_now_ms();
+        }
+        b->next = s->done;
+        s->done = b;
+        wake(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ---- start, stop, status ---- */
+
+static int split_servers(rbd_fsource_t *s, const char *list, char *err, size_t errlen)
+{
+    char buf[sizeof(s->server_list)], *save = NULL;
+    size_t w = 0;
+
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *t = strtok_r(buf, " ,\t", &save); t != NULL; t = strtok_r(NULL, " ,\t", &save)) {
+        if (s->nservers == FS_MAX_SERVERS) {
+            snprintf(err, errlen, "nats-servers: more than %d servers", FS_MAX_SERVERS);
+            return -1;
+        }
+        if ((s->servers[s->nservers] = strdup(t)) == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        w += (size_t)snprintf(s->server_list + w, sizeof(s->server_list) - w, "%s%s",
+                              s->nservers > 0 ? "," : "", t);
+        if (w >= sizeof(s->server_list))
+            w = sizeof(s->server_list) - 1;
+        s->nservers++;
+    }
+    if (s->nservers == 0) {
+        snprintf(err, errlen, "nats-servers: no server given");
+        return -1;
+    }
+    return 0;
+}
+
+static int stream_name_ok(const char *n)
+{
+    size_t i = 0;
+
+    for (; n[i] != '\0'; i++)
+        if (!((n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= 'a' && n[i] <= 'z') ||
+              (n[i] >= '0' && n[i] <= '9') || n[i] == '_' || n[i] == '-'))
+            return 0;
+    return i > 0 && i <= 48;
+}
+
+int rbd_fsource_start(rbd_fsource_t **out, const rbd_config_t *cfg, rbd_state_t *st, char *err,
+                      size_t errlen)
+{
+    rbd_fsource_t *s = calloc(1, sizeof(*s));
+
+    *out = NULL;
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->efd = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (split_servers(s, cfg->nats_servers, err, errlen) != 0)
+        goto fail;
+    if (!stream_name_ok(cfg->nats_stream)) {
+        snprintf(err, errlen, "nats-stream: '%s' is not a stream name (1 to 48 of A-Z a-z 0-9 _ "
+                 "-)", cfg->nats_stream);
+        goto fail;
+    }
+    snprintf(s->stream, sizeof(s->stream), "%s", cfg->nats_stream);
+    snprintf(s->subject, sizeof(s->subject), "%s.ops", cfg->nats_stream);
+    snprintf(s->glob, sizeof(s->glob), "%s", cfg->nats_filters);
+    snprintf(s->creds, sizeof(s->creds), "%s", cfg->nats_creds);
+    snprintf(s->cacert, sizeof(s->cacert), "%s", cfg->nats_cacert);
+    snprintf(s->cert, sizeof(s->cert), "%s", cfg->nats_cert);
+    snprintf(s->key, sizeof(s->key), "%s", cfg->nats_key);
+    s->timeout_ms = cfg->nats_timeout;
+    s->max_bytes = cfg->nats_max_bytes;
+    while (s->origin == 0)
+        arc4random_buf(&s->origin, sizeof(s->origin));
+    rbi_segment_repl_get(st->seg, &s->applied0, &s->stream0);
+    s->applied = s->applied0;
+    s->st = st;
+    s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->efd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    if (pthread_create(&s->th, NULL, fs_thread, s) != 0) {
+        snprintf(err, errlen, "cannot start the NATS thread");
+        goto fail;
+    }
+    s->started = 1;
+    *out = s;
+    return 0;
+fail:
+    rbd_fsource_stop(s);
+    return -1;
+}
+
+
+void rbd_fsource_stop(rbd_fsource_t *s)
+{
+    if (s == NULL)
+        return;
+    if (s->started) {
+        atomic_store(&s->stop, 1);
+        pthread_mutex_lock(&s->mu);
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->th, NULL);
+    }
+    if (s->sub != NULL) {
+        (void)natsSubscription_Unsubscribe(s->sub);
+        natsSubscription_Destroy(s->sub);
+    }
+    jsCtx_Destroy(s->js);
+    if (s->nc != NULL) {
+        natsConnection_Destroy(s->nc);
+        nats_CloseAndWait(2000);   /* the library's threads, before the process goes on */
+    }
+    /* The thread is gone: every batch queued is on s->sent (todo and done
+     * hold some of them too). */
+    while (s->sent != NULL) {
+        fs_batch_t *next = s->sent->snext;
+
+        rbd_fsource_batch_free(s->sent);
+        s->sent = next;
+    }
+    rbd_fsource_batch_free(s->building);
+    while (s->rx != NULL) {
+        fs_rx_t *next = s->rx->next;
+
+        free(s->rx);
+        s->rx = next;
+    }
+    free(s->keys.v);
+    for (int i = 0; i < s->nservers; i++)
+        free(s->servers[i]);
+    if (s->efd >= 0)
+        close(s->efd);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int rbd_fsource_fd(const rbd_fsource_t *s)
+{
+    return s->efd;
+}
+
+void rbd_fsource_status(rbd_fsource_t *s, rbd_fsource_status_t *out)
+{
+    uint64_t inflight = 0;
+
+    memset(out, 0, sizeof(*out));
+    for (const fs_batch_t *b = s->sent; b != NULL; b = b->snext)
+        if (!b->applied)
+            inflight += b->n;
+    pthread_mutex_lock(&s->mu);
+    out->connected = s->connected;
+    out->ready = s->ready;
+    out->healthy = s->healthy;
+    out->stream_id = s->stream_id;
+    out->last_seq = s->last_seq;
+    out->last_ack_ms = s->last_ack_ms;
+    out->published = s->published;
+    out->acked = s->acked;
+    snprintf(out->server, sizeof(out->server), "%s", s->server);
+    snprintf(out->error, sizeof(out->error), "%s", s->error);
+    pthread_mutex_unlock(&s->mu);
+    out->halted = s->halted;
+    snprintf(out->halt_why, sizeof(out->halt_why), "%s", s->halt_why);
+    out->applied = s->applied;
+    out->refused = s->refused;
+    out->skipped = s->skipped;
+    out->inflight = inflight;
+    snprintf(out->skipped_last, sizeof(out->skipped_last), "%s", s->skipped_last);
+}
