@@ -359,15 +359,28 @@ static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *m
     jsErrCode jerr = 0;
     natsStatus st;
     char why[600];
+    uint64_t t0 = rbd_mono_ms(), spent;
 
     st = natsMsg_Create(&m, s->subject, NULL, data, (int)len);
     if (st == NATS_OK)
         st = natsMsgHeader_Set(m, "Rb-Format", FS_FORMAT == 1 ? "1" : "?");
-    if (st == NATS_OK) {
-        jsPubOptions_Init(&po);
-        po.MaxWait = s->timeout_ms;
-        po.MsgId = msg_id;
+    jsPubOptions_Init(&po);
+    po.MsgId = msg_id;
+    /* No responders: nothing was stored (the stream has no leader at this
+     * moment: just made, or electing); tried again within the timeout, so
+     * an election is waited out and a lost quorum refused in it. */
+    for (;;) {
+        if (st != NATS_OK)
+            break;
+        spent = rbd_mono_ms() - t0;
+        po.MaxWait = spent < s->timeout_ms ? (int64_t)(s->timeout_ms - spent) : 1;
+        jerr = 0;
         st = js_PublishMsg(&pa, s->js, m, &po, &jerr);
+        if (st != NATS_NO_RESPONDERS || atomic_load(&s->stop) ||
+            rbd_mono_ms() - t0 + FS_NO_LEADER_WAIT_MS >= s->timeout_ms)
+            break;
+        usleep(FS_NO_LEADER_WAIT_MS * 1000);
+        st = NATS_OK;
     }
     natsMsg_Destroy(m);
     if (st == NATS_OK) {

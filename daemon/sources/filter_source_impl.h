@@ -20,6 +20,7 @@
 #define FS_MSG_MAX      (900u << 10) /* a message's records, at most (max_payload: 1 MiB) */
 #define FS_RETRY_MS     500        /* the stream's set-up is retried this often */
 #define FS_PROBE_MS     1000       /* without quorum, a probe this often */
+#define FS_NO_LEADER_WAIT_MS 50    /* a publish no one answered is tried again after */
 #define FS_MAX_SERVERS  16
 
 /* One message this host publishes: the records of the ops one loop turn
