@@ -26,7 +26,7 @@
  * is typed by its value. */
 static const char *const name_keys[] = {
     "ringbloom_version", "instance", "segment", "socket", "config_file", "dir",
-    "segment_huge_mount",
+    "segment_huge_mount", "nats_stream", "nats_filters", "nats_server",
 };
 
 int cli_info_fetch(cli_t *cli, const char *section, char *buf, size_t cap)

@@ -134,6 +134,19 @@ static const struct info_metric {
       "Changes to the ring (node add, remove, weight, state, mode, slots)." },
     { "max_filters", "max_filters", "gauge", NUM, 1, NULL,
       "Filters the segment's directory holds at most." },
+    /* filter-source nats only (INFO replication): absent otherwise. */
+    { "nats_applied_seq", "replication_applied_sequence", "gauge", NUM, 1, NULL,
+      "The last message of the NATS stream this host applied." },
+    { "nats_lag", "replication_lag_messages", "gauge", NUM, 1, NULL,
+      "Messages of the stream seen here and not yet applied." },
+    { "nats_last_ack_seconds", "replication_last_ack_age_seconds", "gauge", NUM, 1, NULL,
+      "Seconds since the stream last acknowledged a write of this host (-1: none yet)." },
+    { "nats_healthy", "replication_healthy", "gauge", NUM, 1, NULL,
+      "1 if writes to replicated filters go through (stream followed, quorum, not halted)." },
+    { "nats_writes_refused", "replication_writes_refused_total", "counter", NUM, 1, NULL,
+      "Writes to replicated filters refused (no quorum, not yet following, not replicated)." },
+    { "nats_msgs_skipped", "replication_messages_skipped_total", "counter", NUM, 1, NULL,
+      "Stream messages no host of this version can apply, skipped." },
 };
 
 #define N_INFO (sizeof(info_metrics) / sizeof(info_metrics[0]))

@@ -551,6 +551,10 @@ int rbd_fsource_start(rbd_fsource_t **out, const rbd_config_t *cfg, rbd_state_t 
                  "-)", cfg->nats_stream);
         goto fail;
     }
+    if ((cfg->nats_cert[0] == '\0') != (cfg->nats_key[0] == '\0')) {
+        snprintf(err, errlen, "nats-cert and nats-key go together: give both or neither");
+        goto fail;
+    }
     snprintf(s->stream, sizeof(s->stream), "%s", cfg->nats_stream);
     snprintf(s->subject, sizeof(s->subject), "%s.ops", cfg->nats_stream);
     snprintf(s->glob, sizeof(s->glob), "%s", cfg->nats_filters);

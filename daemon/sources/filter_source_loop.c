@@ -152,7 +152,8 @@ static int fs_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t t
     pthread_mutex_lock(&s->mu);
     ready = s->ready;
     healthy = s->healthy;
-    snprintf(err, sizeof(err), "%s", s->error[0] ? s->error : "no answer yet");
+    snprintf(err, sizeof(err), "%s",
+             s->error[0] ? s->error : "connecting, setting the stream up");
     pthread_mutex_unlock(&s->mu);
     if (!ready) {
         snprintf(why, cap, "ERR filter-source nats: not following stream %s yet (servers %s): "

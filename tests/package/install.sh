@@ -278,6 +278,25 @@ out=$(cd "$tmp/ring" && bash -e -c "$cmd" 2>&1)
 n=$(printf '%s\n' "$out" | grep -cE '^key[0-9]+	cache-[abc]:11211$')
 check "README's offline ring command prints KEY<TAB>NODE for 100 keys (got $n)" test "$n" -eq 100
 
+# ---- README's three hosts replicating a filter through NATS JetStream ----------
+cmd=$(block "$readme" nats-fleet)
+out=$(cd / && timeout 180 bash -e -c "$cmd" 2>&1)
+rc=$?
+pkill -KILL -f '^ringbloomd -i host[123] ' 2>/dev/null
+pkill -KILL -f '^nats-server -c /tmp/tmp\.[^ ]*/n[123]\.conf' 2>/dev/null
+if [ $rc -ne 0 ]; then   # a start that hung: what it left
+    rm -f /dev/shm/ringbloom.host1 /dev/shm/ringbloom.host2 /dev/shm/ringbloom.host3
+fi
+seen=no
+if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^present	https://example.org/a$' &&
+   printf '%s\n' "$out" | grep -q '^absent	https://example.org/b$' &&
+   printf '%s\n' "$out" | grep -q '^nats_healthy:1' &&
+   printf '%s\n' "$out" | grep -q '^nats_applied_seq:[1-9]'; then
+    seen=yes
+fi
+check "README's NATS example: host 3 reads host 1's key from its shared memory, host 2 is healthy (status $rc: $(printf '%s' "$out" | tail -n 5 | tr '\n' '|'))" \
+    test "$seen" = yes
+
 # ---- README's metrics for node_exporter's textfile collector -------------------
 if [ -d "$textdir" ]; then
     ok "$textdir exists (prometheus-node-exporter)"
