@@ -81,6 +81,11 @@
  *   c. one rb_cuckoo_contains (hits, misses) and rb_cms_estimate on a kept
  *      handle, ns a call, beside --lib-before's older library
  *      (bench_rcache.c).
+ *   n. filters replicated through NATS JetStream (3 servers on loopback)
+ *      beside local ones on the same daemon: BF.ADD p50 / p99, BF.MADD
+ *      keys/s from 1 and 8 clients, the stream's bytes a key, reads
+ *      through shared memory; with --redisbloom, RedisBloom on one Redis
+ *      Cluster node beside (bench_nats.c).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
@@ -94,6 +99,7 @@
 #include <fcntl.h>
 #include <libmemcached/memcached.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <md5.h>
 #include <sched.h>
 #include <signal.h>
@@ -104,6 +110,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -116,7 +123,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhrwkbc";
+static const char *only = "123456789seiamhrwkbcn";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -1045,6 +1052,20 @@ void bench_daemon_instance(const char *name, char *buf, size_t cap)
     snprintf(buf, cap, "rbbench-%s-%d", name, (int)getpid());
 }
 
+int bench_free_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t l = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &l) != 0)
+        die("free port: %s", strerror(errno));
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
 pid_t bench_daemon(const char *name, const char *extra, int cpu, char *sock, size_t cap)
 {
     snprintf(sock, cap, "%s/%s.sock", tmpdir, name);
@@ -1769,7 +1790,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--lib-before") == 0 && i + 1 < argc)
             lib_before = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkbc] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkbcn] "
                     "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH] "
                     "[--redisbloom PATH] [--lib-before PATH]\n");
             return 2;
@@ -1828,6 +1849,8 @@ int main(int argc, char **argv)
         bench_redisbloom(redisbloom, reps, quick);
     if (strchr(only, 'c'))
         bench_rcache(lib_before, reps, quick);
+    if (strchr(only, 'n'))
+        bench_nats(tmpdir, redisbloom, reps, quick);
     fclose(csv);
     {
         char cmd[128];

@@ -56,6 +56,13 @@ void bench_cbf_fpr(int reps);
  * etcd. */
 void bench_fleet(const char *tmpdir, int reps);
 
+/* Section n (bench_nats.c): writes to filters replicated through a
+ * 3-server NATS JetStream cluster beside local ones on the same daemon
+ * (and RedisBloom on one Redis Cluster node, redisbloom: its module;
+ * NULL: not run), reads of both through shared memory; skipped without
+ * nats-server. */
+void bench_nats(const char *tmpdir, const char *redisbloom, int reps, int quick);
+
 /* Section i (bench_idle.c): an idle daemon's CPU with 10^4 filters, and
  * before_bin's (an older ringbloomd; NULL: not run) beside it. */
 void bench_idle(const char *before_bin, int reps, int quick);
@@ -108,6 +115,8 @@ double bench_process_ms(const char *const argv[]);
 /* Per-repetition ratios num[r] / den[r]: median, lowest, highest. */
 void bench_ratio_spread(const double *num, const double *den, int n, double out[3]);
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* A loopback TCP port free now (the kernel's pick, let go). */
+int bench_free_port(void);
 /* Starts ringbloomd (--daemon) as instance bench_daemon_instance(name)
  * with the settings extra, pinned to cpu (-1: not), in the run's
  * directory; its socket path into sock; returns once it listens. */

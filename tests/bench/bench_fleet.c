@@ -24,20 +24,6 @@
 #define FLEET_NODES 100
 #define FLEET_KEYS  1000000
 
-static int free_port(void)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t l = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &l) != 0)
-        bench_die("free port: %s", strerror(errno));
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static pid_t start_etcd(const char *tmpdir, int cport, int pport)
 {
     char dir[256], cu[64], pu[64], ic[96];
@@ -126,8 +112,8 @@ void bench_fleet(const char *tmpdir, int reps)
         printf("  skipped: etcd is not installed (Debian's etcd-server)\n");
         return;
     }
-    cport = free_port();
-    pport = free_port();
+    cport = bench_free_port();
+    pport = bench_free_port();
     etcd = start_etcd(tmpdir, cport, pport);
     snprintf(extra, sizeof(extra), "ring-source etcd\netcd-endpoints http://127.0.0.1:%d\n"
              "etcd-prefix /bench/", cport);
