@@ -41,7 +41,7 @@
 #include "rbd_log.h"
 #include "seg_repl.h"
 
-static void wake(rbd_fsource_t *s)
+void rbd_fsource_wake(rbd_fsource_t *s)
 {
     uint64_t one = 1;
 
@@ -180,6 +180,12 @@ static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *
         memcpy(r->data, natsMsg_GetData(m), r->len);
     natsMsg_Destroy(m);
     pthread_mutex_lock(&s->mu);
+    /* Bounded memory: a host catching up takes the stream at the loop's
+     * pace (the library holds the rest, and the ordered consumer starts
+     * again after the last one delivered if its buffer overflows). */
+    while (s->rx_bytes > FS_RX_MAX_BYTES && !atomic_load(&s->stop))
+        pthread_cond_wait(&s->rx_cv, &s->mu);
+    s->rx_bytes += r->len;
     if (s->rx_tail != NULL)
         s->rx_tail->next = r;
     else
@@ -188,7 +194,7 @@ static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *
     if (r->seq > s->last_seq)
         s->last_seq = r->seq;
     pthread_mutex_unlock(&s->mu);
-    wake(s);
+    rbd_fsource_wake(s);
 }
 
 /* ---- the thread ---- */
@@ -250,16 +256,52 @@ static int connect_nats(rbd_fsource_t *s)
     return 0;
 }
 
+/* The stream's info, the stream made if missing.  0, or -1 (said). */
+static int find_or_make_stream(rbd_fsource_t *s, jsStreamInfo **si)
+{
+    jsStreamConfig c;
+    jsErrCode jerr = 0;
+    const char *subjects[1] = { s->subject };
+    natsStatus st;
+    char why[600];
+
+    st = js_GetStreamInfo(si, s->js, s->stream, NULL, &jerr);
+    if (st == NATS_NOT_FOUND) {
+        jsStreamConfig_Init(&c);
+        c.Name = s->stream;
+        c.Subjects = subjects;
+        c.SubjectsLen = 1;
+        c.Storage = js_FileStorage;
+        c.Replicas = s->nservers < 3 ? s->nservers : 3;
+        c.Retention = js_LimitsPolicy;
+        c.Discard = js_DiscardNew;
+        c.MaxBytes = (int64_t)s->max_bytes;
+        c.MaxMsgs = -1;
+        c.MaxMsgSize = (int32_t)FS_MSG_MAX + 4096;
+        jerr = 0;
+        st = js_AddStream(si, s->js, &c, NULL, &jerr);
+        if (st == NATS_OK)
+            rbd_log(LOG_NOTICE, "filter source: created stream %s (subject %s, %lld replicas, "
+                    "max %" PRIu64 " bytes)", s->stream, s->subject, (long long)c.Replicas,
+                    s->max_bytes);
+    }
+    if (st != NATS_OK) {
+        nats_why(why, sizeof(why), st, jerr);
+        set_error(s, jerr == 10005 ? "stream (not placed yet: insufficient resources)" :
+                  "stream", why);
+        return -1;
+    }
+    return 0;
+}
+
 /* Set-up: the stream (found or made), its incarnation checked against the
  * segment's, the consumer started.  0 ready; -1 retry later; 1 halt (the
  * reason in halt, for the loop). */
 static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
 {
     jsStreamInfo *si = NULL;
-    jsStreamConfig c;
     jsSubOptions so;
     jsErrCode jerr = 0;
-    const char *subjects[1] = { s->subject };
     natsStatus st;
     uint64_t id, first;
     char why[600];
@@ -275,32 +317,8 @@ static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
             return -1;
         }
     }
-    st = js_GetStreamInfo(&si, s->js, s->stream, NULL, &jerr);
-    if (st == NATS_NOT_FOUND) {
-        jsStreamConfig_Init(&c);
-        c.Name = s->stream;
-        c.Subjects = subjects;
-        c.SubjectsLen = 1;
-        c.Storage = js_FileStorage;
-        c.Replicas = s->nservers < 3 ? s->nservers : 3;
-        c.Retention = js_LimitsPolicy;
-        c.Discard = js_DiscardNew;
-        c.MaxBytes = (int64_t)s->max_bytes;
-        c.MaxMsgs = -1;
-        c.MaxMsgSize = (int32_t)FS_MSG_MAX + 4096;
-        jerr = 0;
-        st = js_AddStream(&si, s->js, &c, NULL, &jerr);
-        if (st == NATS_OK)
-            rbd_log(LOG_NOTICE, "filter source: created stream %s (subject %s, %lld replicas, "
-                    "max %" PRIu64 " bytes)", s->stream, s->subject, (long long)c.Replicas,
-                    s->max_bytes);
-    }
-    if (st != NATS_OK) {
-        nats_why(why, sizeof(why), st, jerr);
-        set_error(s, jerr == 10005 ? "stream (not placed yet: insufficient resources)" :
-                  "stream", why);
+    if (find_or_make_stream(s, &si) != 0)
         return -1;
-    }
     id = XXH3_64bits_withSeed(s->stream, strlen(s->stream), (uint64_t)si->Created);
     first = si->State.FirstSeq;
     if (s->stream0 != 0 && s->stream0 != id) {
@@ -344,7 +362,7 @@ static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
     pthread_mutex_unlock(&s->mu);
     rbd_log(LOG_NOTICE, "filter source: following stream %s from sequence %" PRIu64, s->stream,
             s->applied0 + 1);
-    wake(s);
+    rbd_fsource_wake(s);
     return 0;
 }
 
@@ -436,7 +454,7 @@ static void *fs_thread(void *arg)
             snprintf(s->thread_halt, sizeof(s->thread_halt), "%s", halt);
             pthread_mutex_unlock(&s->mu);
             rbd_log(LOG_ERR, "filter source: halted: %s", halt);
-            wake(s);
+            rbd_fsource_wake(s);
             return NULL;
         }
         usleep(FS_RETRY_MS * 1000);
@@ -471,7 +489,7 @@ static void *fs_thread(void *arg)
                      "(servers %.200s): %.300s; nothing was written", s->stream, s->server_list,
                      s->error);
             fail_locked(s, b, err);
-            wake(s);
+            rbd_fsource_wake(s);
             continue;
         }
         pthread_mutex_unlock(&s->mu);
@@ -484,7 +502,7 @@ static void *fs_thread(void *arg)
         }
         b->next = s->done;
         s->done = b;
-        wake(s);
+        rbd_fsource_wake(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -544,6 +562,7 @@ int rbd_fsource_start(rbd_fsource_t **out, const rbd_config_t *cfg, rbd_state_t 
     s->efd = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->rx_cv, NULL);
     if (split_servers(s, cfg->nats_servers, err, errlen) != 0)
         goto fail;
     if (!stream_name_ok(cfg->nats_stream)) {
@@ -595,6 +614,7 @@ void rbd_fsource_stop(rbd_fsource_t *s)
         atomic_store(&s->stop, 1);
         pthread_mutex_lock(&s->mu);
         pthread_cond_signal(&s->cv);
+        pthread_cond_broadcast(&s->rx_cv);
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->th, NULL);
     }
@@ -628,6 +648,7 @@ void rbd_fsource_stop(rbd_fsource_t *s)
     if (s->efd >= 0)
         close(s->efd);
     pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->rx_cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -21,6 +21,8 @@
 #define FS_RETRY_MS     500        /* the stream's set-up is retried this often */
 #define FS_PROBE_MS     1000       /* without quorum, a probe this often */
 #define FS_NO_LEADER_WAIT_MS 50    /* a publish no one answered is tried again after */
+#define FS_RX_MAX_BYTES (64u << 20) /* delivered, not yet applied: the callback waits past it */
+#define FS_APPLY_TURN   256        /* messages one loop turn applies at most (then it wakes again) */
 #define FS_MAX_SERVERS  16
 
 /* One message this host publishes: the records of the ops one loop turn
@@ -81,6 +83,8 @@ struct rbd_fsource {
     fs_batch_t *todo, *todo_tail;  /* to publish, FIFO */
     fs_batch_t *done;              /* published or failed, any order */
     fs_rx_t *rx, *rx_tail;         /* delivered, in sequence order */
+    size_t rx_bytes;               /* their payloads (<= FS_RX_MAX_BYTES but for one) */
+    pthread_cond_t rx_cv;          /* the loop took some: a waiting callback goes on */
     int connected;                 /* the connection's callbacks: up or down */
     char server[256];              /* the server connected to */
     int ready;                     /* the stream exists and is followed */
@@ -106,6 +110,8 @@ struct rbd_fsource {
 
 /* filter_source.c, for the loop: hands b to the NATS thread (FIFO). */
 void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
+/* Makes the loop's descriptor readable (its poll runs). */
+void rbd_fsource_wake(rbd_fsource_t *s);
 /* Frees a batch (the loop's, once given back). */
 void rbd_fsource_batch_free(fs_batch_t *b);
 

@@ -322,17 +322,32 @@ static void reap(rbd_fsource_t *s)
 static void fs_poll(void *self, rbd_state_t *st)
 {
     rbd_fsource_t *s = self;
-    fs_rx_t *rx;
+    fs_rx_t *rx, *last;
     fs_batch_t *done;
     uint64_t stream_id, drain;
     char halt[512];
+    int more, taken = 0;
 
     if (read(s->efd, &drain, sizeof(drain)) < 0) {
         /* EAGAIN: nothing new; still look */
     }
     pthread_mutex_lock(&s->mu);
+    /* At most FS_APPLY_TURN messages a turn, so a host catching up keeps
+     * answering its clients; the rest wake the loop again. */
     rx = s->rx;
-    s->rx = s->rx_tail = NULL;
+    last = NULL;
+    for (fs_rx_t *r = rx; r != NULL && taken < FS_APPLY_TURN; r = r->next, taken++) {
+        s->rx_bytes -= r->len;
+        last = r;
+    }
+    if (last != NULL) {
+        s->rx = last->next;
+        if (s->rx == NULL)
+            s->rx_tail = NULL;
+        last->next = NULL;
+        pthread_cond_broadcast(&s->rx_cv);
+    }
+    more = s->rx != NULL;
     done = s->done;
     s->done = NULL;
     stream_id = s->stream_id;
@@ -368,6 +383,8 @@ static void fs_poll(void *self, rbd_state_t *st)
             done->ack_ms = rbd_mono_ms();
     }
     reap(s);
+    if (more)
+        rbd_fsource_wake(s);
 }
 
 static void fs_tick(void *self, rbd_state_t *st)
