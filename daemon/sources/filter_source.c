@@ -27,6 +27,7 @@
 
 #include <bsd/stdlib.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,6 +511,55 @@ static void *fs_thread(void *arg)
 
 /* ---- start, stop, status ---- */
 
+int rbd_fsource_matches(const char *glob, const char *name, size_t len)
+{
+    char buf[RB_FILTER_NAME_MAX + 1];
+
+    if (name == NULL || len > RB_FILTER_NAME_MAX || memchr(name, '\0', len) != NULL)
+        return 0;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    return fnmatch(glob, buf, 0) == 0;
+}
+
+typedef struct guard {          /* the local filters a first start would shadow */
+    const char *glob;
+    size_t n;
+    char first[RB_FILTER_NAME_MAX + 1];
+} guard_t;
+
+static int guard_one(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
+{
+    guard_t *g = arg;
+
+    (void)kind;
+    if (rbd_fsource_matches(g->glob, name, len) && g->n++ == 0)
+        snprintf(g->first, sizeof(g->first), "%.*s", (int)len, name);
+    return 0;
+}
+
+/* A segment that never applied a stream message holds only local
+ * filters: one whose name nats-filters matches would take this host's
+ * writes of that name while the stream's reserve of it fails here alone
+ * (N2 broken), so the start is refused, naming it.  0 or -1 with err. */
+static int guard_local(const rbd_fsource_t *s, const rb_segment_t *seg, char *err,
+                       size_t errlen)
+{
+    guard_t g = { .glob = s->glob, .n = 0 };
+    uint64_t cursor = 0;
+
+    if (s->stream0 != 0)
+        return 0;
+    (void)rb_filter_scan(seg, &cursor, SIZE_MAX, guard_one, &g);
+    if (g.n == 0)
+        return 0;
+    snprintf(err, errlen, "filter-source nats: %zu local filter(s) match nats-filters '%s' "
+             "(the first: '%s'): replicated, each host would hold another filter under that "
+             "name; delete or rename them, or narrow nats-filters, then start again", g.n,
+             s->glob, g.first);
+    return -1;
+}
+
 static int split_servers(rbd_fsource_t *s, const char *list, char *err, size_t errlen)
 {
     char buf[sizeof(s->server_list)], *save = NULL;
@@ -587,6 +637,8 @@ int rbd_fsource_start(rbd_fsource_t **out, const rbd_config_t *cfg, rbd_state_t 
         arc4random_buf(&s->origin, sizeof(s->origin));
     rbi_segment_repl_get(st->seg, &s->applied0, &s->stream0);
     s->applied = s->applied0;
+    if (guard_local(s, st->seg, err, errlen) != 0)
+        goto fail;
     s->st = st;
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->efd < 0) {

@@ -110,6 +110,9 @@ struct rbd_fsource {
 
 /* filter_source.c, for the loop: hands b to the NATS thread (FIFO). */
 void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
+/* Whether filter name (len bytes) matches glob (fnmatch(3); a name with
+ * a NUL byte never does). */
+int rbd_fsource_matches(const char *glob, const char *name, size_t len);
 /* Makes the loop's descriptor readable (its poll runs). */
 void rbd_fsource_wake(rbd_fsource_t *s);
 /* Frees a batch (the loop's, once given back). */

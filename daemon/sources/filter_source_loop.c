@@ -25,7 +25,6 @@
  */
 #include "config.h"
 
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,17 +37,10 @@
 #include "record.h"
 
 /* Whether op names a filter the source replicates (its name matches
- * nats-filters; a name with a NUL byte never does). */
+ * nats-filters). */
 static int replicated(const rbd_fsource_t *s, const rbd_op_t *op)
 {
-    char name[RB_FILTER_NAME_MAX + 1];
-
-    if (!rbd_op_names_filter(op->type) || op->name == NULL ||
-        op->len > RB_FILTER_NAME_MAX || memchr(op->name, '\0', op->len) != NULL)
-        return 0;
-    memcpy(name, op->name, op->len);
-    name[op->len] = '\0';
-    return fnmatch(s->glob, name, 0) == 0;
+    return rbd_op_names_filter(op->type) && rbd_fsource_matches(s->glob, op->name, op->len);
 }
 
 /* The ops a message may carry (N2: any other type skips the message). */

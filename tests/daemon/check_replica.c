@@ -24,7 +24,9 @@
  *            them, the filters equal); one of a newer Rb-Format halts
  *            every host before it, with writes refused saying why;
  *  refused   the changes this version does not replicate are refused with
- *            a reply that says so, names outside nats-filters stay local.
+ *            a reply that says so, names outside nats-filters stay local;
+ *            a host whose local filters nats-filters matches refuses its
+ *            first start with the stream.
  * Each test prints what it measured.  Skipped (exit 77) without
  * nats-server.
  */
@@ -532,6 +534,19 @@ START_TEST(test_replica_refused_changes)
     rbd_expect(c[1], "2", "DEL", "local", "local-bf");
     ck_assert_int_eq((int)(rbd_info_num(c[0], "replication", "nats_writes_refused") - before),
                      4);
+    /* A host whose local filters the pattern would take over refuses its
+     * first start with the stream, naming one. */
+    rbd_start(&lone, "appendfsync no\n");
+    lc = rbd_connect(&lone);
+    rbd_expect(lc, "1", "BF.ADD", "r:mine", "x");
+    rbd_expect(lc, "1", "BF.ADD", "other", "x");
+    rb_conn_close(lc);
+    lc = NULL;
+    rbd_stop(&lone, SIGTERM);
+    rbd_write_conf(&lone, extra);
+    got = rbd_start_fails(lone.conf);
+    ck_assert_msg(strstr(got, "1 local filter(s) match nats-filters 'r:*' (the first: "
+                              "'r:mine')") != NULL, "%s", got);
 }
 END_TEST
 
