@@ -202,7 +202,7 @@ static fs_batch_t *find_batch(rbd_fsource_t *s, uint64_t no)
 static void skip(rbd_fsource_t *s, uint64_t seq, const char *why)
 {
     s->skipped++;
-    snprintf(s->skipped_last, sizeof(s->skipped_last), "seq %" PRIu64 ": %s", seq, why);
+    snprintf(s->skipped_last, sizeof(s->skipped_last), "seq %" PRIu64 ": %.200s", seq, why);
     if (s->skipped <= 100 || s->skipped % 1000 == 0)
         rbd_log(LOG_ERR, "filter source: stream %s message %" PRIu64 " skipped on every host "
                 "of this version: %s (%" PRIu64 " skipped so far)", s->stream, seq, why,
