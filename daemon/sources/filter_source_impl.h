@@ -1,10 +1,11 @@
 /*
  * filter_source_impl.h - what filter_source.c (the NATS thread: connect,
- * stream, consumer callback, publisher) and filter_source_loop.c (the
- * event loop's side: the sink row, applying, tickets) share: the source's
- * state and its types.  Who owns a field is written beside it: "mu" is
- * under s->mu, "loop" the event loop's alone, "thread" the NATS thread's
- * alone, "const" set before the thread starts.
+ * stream, consumer callback, publisher), filter_source_start.c (start,
+ * stop, status) and filter_source_loop.c (the event loop's side: the sink
+ * row, applying, tickets) share: the source's state and its types.  Who
+ * owns a field is written beside it: "mu" is under s->mu, "loop" the
+ * event loop's alone, "thread" the NATS thread's alone, "const" set before
+ * the thread starts.
  */
 #ifndef RBD_FILTER_SOURCE_IMPL_H
 #define RBD_FILTER_SOURCE_IMPL_H
@@ -108,6 +109,9 @@ struct rbd_fsource {
     rbd_keys_t keys;
 };
 
+/* filter_source.c: the NATS thread's body (arg: the source), started by
+ * rbd_fsource_start (filter_source_start.c). */
+void *rbd_fsource_thread(void *arg);
 /* filter_source.c, for the loop: hands b to the NATS thread (FIFO). */
 void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
 /* Whether filter name (len bytes) matches glob (fnmatch(3); a name with

@@ -26,7 +26,10 @@
  *  refused   the changes this version does not replicate are refused with
  *            a reply that says so, names outside nats-filters stay local;
  *            a host whose local filters nats-filters matches refuses its
- *            first start with the stream.
+ *            first start with the stream;
+ *  no NATS   a daemon started while no server answers serves, refuses
+ *            replicated writes at once saying why, and follows the stream
+ *            once the servers are up.
  * Each test prints what it measured.  Skipped (exit 77) without
  * nats-server.
  */
@@ -577,6 +580,46 @@ START_TEST(test_replica_refused_changes)
 }
 END_TEST
 
+/* A daemon whose NATS servers do not answer starts and serves: local
+ * filters are written, replicated writes are refused at once with the
+ * reason, and once the servers come up it follows the stream by itself. */
+START_TEST(test_replica_starts_without_nats)
+{
+    int rc, unknown = 0;
+    const char *got;
+    uint64_t t0;
+
+    ck_assert_msg(rb_nats_start(&cl, 3, 20000) == 0, "the NATS cluster did not start");
+    snprintf(extra, sizeof(extra), "filter-source nats\nnats-servers %s %s %s\n"
+             "nats-stream " STREAM "\nnats-filters r:*\nnats-timeout 2000\nappendfsync no\n",
+             cl.url[0], cl.url[1], cl.url[2]);
+    for (int i = 0; i < 3; i++)
+        rb_nats_kill(&cl, i);
+    t0 = rb_test_now_ms();
+    host_start(0);
+    rbd_expect(c[0], "1", "BF.ADD", "local", "x");
+    got = rbd_cmd(c[0], &rc, "BF.ADD", "r:f", "x", (const char *)NULL);
+    ck_assert_msg(rc != RB_OK && strstr(got, "not following stream " STREAM " yet") != NULL &&
+                  strstr(got, cl.url[2]) != NULL, "a replicated write with no server: %s", got);
+    ck_assert_uint_lt(rb_test_now_ms() - t0, 5000);
+    ck_assert_int_eq((int)rbd_info_num(c[0], "replication", "nats_connected"), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(rb_nats_restart(&cl, i), 0);
+    t0 = rb_test_now_ms();
+    while (got = rbd_cmd(c[0], &rc, "BF.ADD", "r:f", "x", (const char *)NULL), rc != RB_OK) {
+        ck_assert_msg(strncmp(got, "ERR filter-source nats: ", 24) == 0, "%s", got);
+        ck_assert_msg(rb_test_now_ms() - t0 < 60000, "no write in 60 s: %s", got);
+        unknown += strstr(got, "outcome is unknown") != NULL ||
+                   strstr(got, "the stream holds this write") != NULL;
+        usleep(200 * 1000);
+    }
+    ck_assert_msg(strcmp(got, "1") == 0 || (unknown > 0 && strcmp(got, "0") == 0), "%s", got);
+    printf("replica: no NATS at start: served at once, replicated writes refused with the "
+           "reason; with the servers up, the first write went through %llu ms later\n",
+           (unsigned long long)(rb_test_now_ms() - t0));
+}
+END_TEST
+
 int main(void)
 {
     if (!rb_nats_program()) {
@@ -587,5 +630,6 @@ int main(void)
                         RB_TCASE("nats", 240, NULL, fleet_stop, test_replica_converge,
                                  test_replica_race, test_replica_outage, test_replica_crash,
                                  test_replica_skipped_and_halted,
-                                 test_replica_refused_changes));
+                                 test_replica_refused_changes,
+                                 test_replica_starts_without_nats));
 }
