@@ -70,12 +70,26 @@ int rbd_try_launch(rbd_proc_t *d, const char *const *extra_args)
     return status;
 }
 
+/* The end of d's log (at most 1,599 bytes), for a failure's message: the
+ * log itself goes with the test's directory. */
+static const char *log_tail(const rbd_proc_t *d)
+{
+    static char tail[1600];
+    size_t len = 0;
+    char *all = rbd_read_file(d->log, &len);
+    size_t from = len > sizeof(tail) - 1 ? len - (sizeof(tail) - 1) : 0;
+
+    snprintf(tail, sizeof(tail), "%.*s", (int)(len - from), all + from);
+    free(all);
+    return tail;
+}
+
 void rbd_launch(rbd_proc_t *d, const char *const *extra_args)
 {
     int status = rbd_try_launch(d, extra_args);
 
-    ck_assert_msg(status == RBL_ANSWERS, "ringbloomd exited during start-up (status %d); see %s",
-                  status, d->log);
+    ck_assert_msg(status == RBL_ANSWERS, "ringbloomd exited during start-up (status %d); its "
+                  "log ends:\n%s", status, log_tail(d));
 }
 
 void rbd_prepare(rbd_proc_t *d, const char *extra)
