@@ -66,6 +66,18 @@ static void host_start(int i)
     c[i] = rbd_connect(&d[i]);
 }
 
+/* Until host i follows the stream (INFO nats_ready:1; <= 30 s): before,
+ * its replicated writes are refused as "not following stream ... yet". */
+static void await_ready(int i)
+{
+    uint64_t t0 = rb_test_now_ms();
+
+    while ((int)rbd_info_num(c[i], "replication", "nats_ready") != 1) {
+        ck_assert_msg(rb_test_now_ms() - t0 < 30000, "host %d does not follow the stream", i);
+        usleep(20 * 1000);
+    }
+}
+
 static void fleet_start(void)
 {
     ck_assert_msg(rb_nats_start(&cl, 3, 20000) == 0, "the NATS cluster did not start");
@@ -74,6 +86,8 @@ static void fleet_start(void)
              cl.url[0], cl.url[1], cl.url[2]);
     for (int i = 0; i < HOSTS; i++)
         host_start(i);
+    for (int i = 0; i < HOSTS; i++)
+        await_ready(i);
 }
 
 static void fleet_stop(void)
