@@ -343,20 +343,27 @@ static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
         so.Config.OptStartSeq = s->applied0 + 1;
     }
     so.Config.Heartbeat = 1000000000LL;
-    jerr = 0;
-    st = js_Subscribe(&s->sub, s->js, s->subject, on_msg, s, NULL, &so, &jerr);
-    if (st != NATS_OK) {
-        nats_why(why, sizeof(why), st, jerr);
-        set_error(s, "consumer", why);
-        s->sub = NULL;
-        return -1;
-    }
+    /* Before the subscription: the library may deliver (and the loop
+     * apply, recording the stream's identity with each message) before
+     * js_Subscribe returns; and a write accepted from now on is delivered
+     * to this consumer, which starts below it. */
     pthread_mutex_lock(&s->mu);
     s->stream_id = id;
     s->ready = 1;
     s->healthy = 1;
     s->error[0] = '\0';
     pthread_mutex_unlock(&s->mu);
+    jerr = 0;
+    st = js_Subscribe(&s->sub, s->js, s->subject, on_msg, s, NULL, &so, &jerr);
+    if (st != NATS_OK) {
+        nats_why(why, sizeof(why), st, jerr);
+        set_error(s, "consumer", why);
+        pthread_mutex_lock(&s->mu);
+        s->ready = 0;
+        pthread_mutex_unlock(&s->mu);
+        s->sub = NULL;
+        return -1;
+    }
     rbd_log(LOG_NOTICE, "filter source: following stream %s from sequence %" PRIu64, s->stream,
             s->applied0 + 1);
     rbd_fsource_wake(s);

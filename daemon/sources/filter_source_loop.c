@@ -326,7 +326,7 @@ static void fs_poll(void *self, rbd_state_t *st)
     pthread_mutex_lock(&s->mu);
     /* At most FS_APPLY_TURN messages a turn, so a host catching up keeps
      * answering its clients; the rest wake the loop again. */
-    rx = s->rx;
+    rx = s->stream_id != 0 ? s->rx : NULL;   /* (set before any delivery) */
     last = NULL;
     for (fs_rx_t *r = rx; r != NULL && taken < FS_APPLY_TURN; r = r->next, taken++) {
         s->rx_bytes -= r->len;
@@ -339,7 +339,7 @@ static void fs_poll(void *self, rbd_state_t *st)
         last->next = NULL;
         pthread_cond_broadcast(&s->rx_cv);
     }
-    more = s->rx != NULL;
+    more = rx != NULL && s->rx != NULL;
     done = s->done;
     s->done = NULL;
     stream_id = s->stream_id;

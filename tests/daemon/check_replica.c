@@ -254,8 +254,15 @@ START_TEST(test_replica_converge)
         ck_assert_int_eq(rc, RB_OK);
         ck_assert_msg(strcmp(buf, replies[r]) == 0, "BF.MADD %d answered differently", r);
     }
-    /* A fourth host, started now, catches up from the stream. */
+    /* A fourth host, started now, catches up from the stream, and again
+     * after a cold restart: what it applied while its consumer was being
+     * set up carries the stream's identity (once it did not, and the
+     * restart was refused as a host with local filters). */
     host_start(HOSTS);
+    converge(HOSTS + 1, ADDS + 1);
+    rb_conn_close(c[HOSTS]);
+    rbd_restart_cold(&d[HOSTS]);
+    c[HOSTS] = rbd_connect(&d[HOSTS]);
     converge(HOSTS + 1, ADDS + 1);
     for (int i = 0; i <= HOSTS; i++) {
         hash[i] = probe_hash(c[i], "r:f");
