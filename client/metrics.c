@@ -147,6 +147,10 @@ static const struct info_metric {
       "Writes to replicated filters refused (no quorum, not yet following, not replicated)." },
     { "nats_msgs_skipped", "replication_messages_skipped_total", "counter", NUM, 1, NULL,
       "Stream messages no host of this version can apply, skipped." },
+    { "nats_snapshot_seq", "replication_snapshot_sequence", "gauge", NUM, 1, NULL,
+      "The stream sequence the newest snapshot stored or bootstrapped from covers." },
+    { "nats_bootstrap_seq", "replication_bootstrap_sequence", "gauge", NUM, 1, NULL,
+      "The snapshot this host last bootstrapped from (0: none)." },
 };
 
 #define N_INFO (sizeof(info_metrics) / sizeof(info_metrics[0]))

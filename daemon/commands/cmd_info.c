@@ -328,7 +328,9 @@ static void info_bloom(server_t *s, info_buf_t *ib)
 
 /* Redis's lines (a standalone server, no replicas), then filter-source
  * and, with nats, the stream's state: the sequence applied here and the
- * newest seen (their difference: the lag), how long since the stream
+ * newest seen (their difference: the lag), the first it holds, the
+ * snapshots (the newest, how many this host took and stored, the one it
+ * last bootstrapped from), how long since the stream
  * last acknowledged a write of this host, the writes in flight and
  * refused, the messages skipped, and why it halted if it did. */
 static void info_replication(server_t *s, info_buf_t *ib)
@@ -360,6 +362,12 @@ static void info_replication(server_t *s, info_buf_t *ib)
     info_line(ib, "nats_msgs_acked:%llu", (unsigned long long)fs.acked);
     info_line(ib, "nats_writes_inflight:%llu", (unsigned long long)fs.inflight);
     info_line(ib, "nats_writes_refused:%llu", (unsigned long long)fs.refused);
+    info_line(ib, "nats_stream_first_seq:%llu", (unsigned long long)fs.first_seq);
+    info_line(ib, "nats_snapshot_every:%u", s->cfg.nats_snapshot_every);
+    info_line(ib, "nats_snapshot_seq:%llu", (unsigned long long)fs.snap_seq);
+    info_line(ib, "nats_snapshots_taken:%llu", (unsigned long long)fs.snaps_taken);
+    info_line(ib, "nats_snapshots_stored:%llu", (unsigned long long)fs.snaps_published);
+    info_line(ib, "nats_bootstrap_seq:%llu", (unsigned long long)fs.boot_seq);
     info_line(ib, "nats_msgs_skipped:%llu", (unsigned long long)fs.skipped);
     info_text(ib, "nats_last_skipped", fs.skipped_last);
     info_text(ib, "nats_last_error", fs.error);

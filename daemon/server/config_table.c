@@ -75,6 +75,7 @@ const setting_t rbd_settings[] = {
     { "nats-key", T_STR, F(nats_key), 1, 0, 0 },
     { "nats-timeout", T_U32, F(nats_timeout), 100, 600000, 0 },
     { "nats-max-bytes", T_SIZE, F(nats_max_bytes), 1u << 20, 1ULL << 50, 0 },
+    { "nats-snapshot-every", T_U32, F(nats_snapshot_every), 0, 1000000000, 0 },
     { "bf-default-layout", T_LAYOUT, F(bf_default_layout), 0, 0, 1 },
     /* Names are resolved when read, as for the groups above. */
     { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1 },
@@ -176,6 +177,7 @@ int rbd_config_defaults(rbd_config_t *c, const char *instance)
     snprintf(c->nats_filters, sizeof(c->nats_filters), "*");
     c->nats_timeout = 2000;
     c->nats_max_bytes = 1ULL << 30;
+    c->nats_snapshot_every = 10000;
     c->bf_default_layout = RB_BLOOM_BLOCKED;
     c->write_uids.id[0] = getuid();
     c->write_uids.n = 1;

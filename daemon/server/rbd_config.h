@@ -85,7 +85,9 @@ typedef struct rbd_config {
     char nats_cert[4096];        /* TLS client certificate and key ("": none) */
     char nats_key[4096];
     uint32_t nats_timeout;       /* ms a publish or JetStream call may take */
-    uint64_t nats_max_bytes;     /* the stream's MaxBytes when this daemon makes it */
+    uint64_t nats_max_bytes;     /* the streams' MaxBytes when this daemon makes them */
+    uint32_t nats_snapshot_every; /* a snapshot at each multiple of this many messages,
+                                    by the host that wrote that message (0: none) */
     int bf_default_layout;       /* rb_bloom_layout_t of a filter BF.ADD, BF.MADD
                                     or BF.INSERT creates without LAYOUT */
     rbd_ids_t write_uids;        /* may run mutations, by uid */

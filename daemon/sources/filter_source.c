@@ -139,30 +139,19 @@ static int parse_msg_id(const char *v, uint64_t *origin, uint64_t *no)
     return end != v && *end == '\0';
 }
 
-/* The ordered consumer's callback: the message, copied, to the loop. */
-static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
+fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen)
 {
-    rbd_fsource_t *s = arg;
-    jsMsgMetaData *md = NULL;
     const char *v = NULL;
     int len = natsMsg_GetDataLength(m);
-    fs_rx_t *r;
+    fs_rx_t *r = calloc(1, sizeof(*r) + (size_t)(len > 0 ? len : 0));
 
-    (void)nc;
-    (void)sub;
-    if (natsMsg_GetMetaData(&md, m) != NATS_OK) {
-        natsMsg_Destroy(m);   /* not a stream message: the consumer's own traffic */
-        return;
-    }
-    r = calloc(1, sizeof(*r) + (size_t)(len > 0 ? len : 0));
     if (r == NULL) {
         /* Not applying it would diverge; stopping is the honest answer. */
-        rbd_log(LOG_ERR, "filter source: out of memory for stream message %" PRIu64,
-                md->Sequence.Stream);
+        rbd_log(LOG_ERR, "filter source: out of memory for stream message %" PRIu64, seq);
         abort();
     }
-    r->seq = md->Sequence.Stream;
-    jsMsgMetaData_Destroy(md);
+    r->seq = seq;
+    r->gen = gen;
     if (natsMsgHeader_Get(m, "Rb-Format", &v) == NATS_OK && v != NULL) {
         char *end;
         long f = strtol(v, &end, 10);
@@ -176,12 +165,38 @@ static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *
     if (r->len > 0)
         memcpy(r->data, natsMsg_GetData(m), r->len);
     natsMsg_Destroy(m);
+    return r;
+}
+
+/* The ordered consumer's callback: the message, copied, to the loop. */
+static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
+{
+    const fs_consumer_t *cs = arg;
+    rbd_fsource_t *s = cs->s;
+    jsMsgMetaData *md = NULL;
+    uint64_t seq;
+    fs_rx_t *r;
+
+    (void)nc;
+    (void)sub;
+    if (natsMsg_GetMetaData(&md, m) != NATS_OK) {
+        natsMsg_Destroy(m);   /* not a stream message: the consumer's own traffic */
+        return;
+    }
+    seq = md->Sequence.Stream;
+    jsMsgMetaData_Destroy(md);
+    r = rbd_fsource_rx(m, seq, cs->gen);
     pthread_mutex_lock(&s->mu);
     /* Bounded memory: a host catching up takes the stream at the loop's
      * pace (the library holds the rest, and the ordered consumer starts
      * again after the last one delivered if its buffer overflows). */
-    while (s->rx_bytes > FS_RX_MAX_BYTES && !atomic_load(&s->stop))
+    while (s->rx_bytes > FS_RX_MAX_BYTES && !atomic_load(&s->stop) && cs->gen == s->gen)
         pthread_cond_wait(&s->rx_cv, &s->mu);
+    if (cs->gen != s->gen) {   /* a consumer set-up replaced: the loop drops it anyway */
+        pthread_mutex_unlock(&s->mu);
+        free(r);
+        return;
+    }
     s->rx_bytes += r->len;
     if (s->rx_tail != NULL)
         s->rx_tail->next = r;
@@ -253,34 +268,33 @@ static int connect_nats(rbd_fsource_t *s)
     return 0;
 }
 
-/* The stream's info, the stream made if missing.  0, or -1 (said). */
-static int find_or_make_stream(rbd_fsource_t *s, jsStreamInfo **si)
+int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects, int nsubj,
+                       int discard_old, jsStreamInfo **si)
 {
     jsStreamConfig c;
     jsErrCode jerr = 0;
-    const char *subjects[1] = { s->subject };
     natsStatus st;
     char why[600];
 
-    st = js_GetStreamInfo(si, s->js, s->stream, NULL, &jerr);
+    st = js_GetStreamInfo(si, s->js, name, NULL, &jerr);
     if (st == NATS_NOT_FOUND) {
         jsStreamConfig_Init(&c);
-        c.Name = s->stream;
+        c.Name = name;
         c.Subjects = subjects;
-        c.SubjectsLen = 1;
+        c.SubjectsLen = nsubj;
         c.Storage = js_FileStorage;
         c.Replicas = s->nservers < 3 ? s->nservers : 3;
         c.Retention = js_LimitsPolicy;
-        c.Discard = js_DiscardNew;
-        c.MaxBytes = (int64_t)s->max_bytes;
+        c.Discard = discard_old ? js_DiscardOld : js_DiscardNew;
+        c.MaxBytes = (int64_t)(s->max_bytes / 2);   /* the two streams: nats-max-bytes */
         c.MaxMsgs = -1;
         c.MaxMsgSize = (int32_t)FS_MSG_MAX + 4096;
         jerr = 0;
         st = js_AddStream(si, s->js, &c, NULL, &jerr);
         if (st == NATS_OK)
             rbd_log(LOG_NOTICE, "filter source: created stream %s (subject %s, %lld replicas, "
-                    "max %" PRIu64 " bytes)", s->stream, s->subject, (long long)c.Replicas,
-                    s->max_bytes);
+                    "max %" PRIu64 " bytes)", name, subjects[0], (long long)c.Replicas,
+                    s->max_bytes / 2);
     }
     if (st != NATS_OK) {
         nats_why(why, sizeof(why), st, jerr);
@@ -291,17 +305,24 @@ static int find_or_make_stream(rbd_fsource_t *s, jsStreamInfo **si)
     return 0;
 }
 
-/* Set-up: the stream (found or made), its incarnation checked against the
- * segment's, the consumer started.  0 ready; -1 retry later; 1 halt (the
- * reason in halt, for the loop). */
-static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
+/* Set-up from *from (the last sequence applied here): the streams (found
+ * or made: the ops and the snapshots), the ops stream's incarnation
+ * checked against the segment's; if the stream no longer holds the
+ * message after *from (purged after a snapshot), the newest snapshot is
+ * fetched for the loop and *from becomes its sequence; then the consumer
+ * starts right after *from.  0 ready; -1 retry later; 1 halt (the reason
+ * in halt, for the loop). */
+static int setup(rbd_fsource_t *s, uint64_t *from, char *halt, size_t hcap)
 {
     jsStreamInfo *si = NULL;
     jsSubOptions so;
     jsErrCode jerr = 0;
     natsStatus st;
-    uint64_t id, first;
-    char why[600];
+    uint64_t id, need;
+    const char *ops[1] = { s->subject };
+    char snap_subj[2][96], why[600];
+    const char *snaps[2] = { snap_subj[0], snap_subj[1] };
+    fs_consumer_t *cs;
 
     if (s->js == NULL) {
         jsOptions jo;
@@ -314,47 +335,54 @@ static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
             return -1;
         }
     }
-    if (find_or_make_stream(s, &si) != 0)
+    snprintf(snap_subj[0], sizeof(snap_subj[0]), "%s.snap.>", s->stream);
+    snprintf(snap_subj[1], sizeof(snap_subj[1]), "%s.snapdone", s->stream);
+    if (rbd_fsource_stream(s, s->snap_stream, snaps, 2, 1, &si) != 0)
+        return -1;
+    jsStreamInfo_Destroy(si);
+    if (rbd_fsource_stream(s, s->stream, ops, 1, 0, &si) != 0)
         return -1;
     id = XXH3_64bits_withSeed(s->stream, strlen(s->stream), (uint64_t)si->Created);
-    first = si->State.FirstSeq;
+    /* the first sequence the stream holds, or its next one if it holds none */
+    need = si->State.Msgs > 0 ? si->State.FirstSeq : si->State.LastSeq + 1;
+    jsStreamInfo_Destroy(si);
     if (s->stream0 != 0 && s->stream0 != id) {
         snprintf(halt, hcap, "stream %s is not the one this host applied from (it was deleted "
                  "and made again): start this daemon with an empty state directory and no "
                  "segment to follow the new one", s->stream);
-        jsStreamInfo_Destroy(si);
         return 1;
     }
-    if (si->State.Msgs > 0 && first > s->applied0 + 1) {
-        snprintf(halt, hcap, "stream %s no longer holds sequence %" PRIu64 " (its first is %"
-                 PRIu64 "): this version cannot catch up without it", s->stream,
-                 s->applied0 + 1, first);
-        jsStreamInfo_Destroy(si);
-        return 1;
+    if ((cs = calloc(1, sizeof(*cs))) == NULL) {
+        set_error(s, "consumer", "out of memory");
+        return -1;
     }
-    jsStreamInfo_Destroy(si);
-    jsSubOptions_Init(&so);
-    so.Stream = s->stream;
-    so.Ordered = true;
-    if (s->applied0 == 0)
-        so.Config.DeliverPolicy = js_DeliverAll;
-    else {
-        so.Config.DeliverPolicy = js_DeliverByStartSequence;
-        so.Config.OptStartSeq = s->applied0 + 1;
-    }
-    so.Config.Heartbeat = 1000000000LL;
-    /* Before the subscription: the library may deliver (and the loop
-     * apply, recording the stream's identity with each message) before
-     * js_Subscribe returns; and a write accepted from now on is delivered
-     * to this consumer, which starts below it. */
+    /* Before the snapshot's parts and the subscription: the library may
+     * deliver (and the loop apply, recording the stream's identity with
+     * each message) before js_Subscribe returns; and a write accepted from
+     * now on is delivered to this consumer, which starts below it. */
     pthread_mutex_lock(&s->mu);
+    cs->s = s;
+    cs->gen = ++s->gen;
+    cs->next = s->consumers;
+    s->consumers = cs;
     s->stream_id = id;
+    s->first_seq = need;
+    pthread_mutex_unlock(&s->mu);
+    if (need > *from + 1 && rbd_fsource_snap_fetch(s, id, need, from) != 0)
+        return -1;
+    pthread_mutex_lock(&s->mu);
     s->ready = 1;
     s->healthy = 1;
     s->error[0] = '\0';
     pthread_mutex_unlock(&s->mu);
+    jsSubOptions_Init(&so);
+    so.Stream = s->stream;
+    so.Ordered = true;
+    so.Config.DeliverPolicy = js_DeliverByStartSequence;
+    so.Config.OptStartSeq = *from + 1;
+    so.Config.Heartbeat = 1000000000LL;
     jerr = 0;
-    st = js_Subscribe(&s->sub, s->js, s->subject, on_msg, s, NULL, &so, &jerr);
+    st = js_Subscribe(&s->sub, s->js, s->subject, on_msg, cs, NULL, &so, &jerr);
     if (st != NATS_OK) {
         nats_why(why, sizeof(why), st, jerr);
         set_error(s, "consumer", why);
@@ -365,27 +393,56 @@ static int setup(rbd_fsource_t *s, char *halt, size_t hcap)
         return -1;
     }
     rbd_log(LOG_NOTICE, "filter source: following stream %s from sequence %" PRIu64, s->stream,
-            s->applied0 + 1);
+            *from + 1);
     rbd_fsource_wake(s);
     return 0;
 }
 
-/* Publishes data[0..len) (a batch's records; none: a probe), with msg_id
- * (NULL: none).  0 and *seq, or -1 with the reply line in err. */
-static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *msg_id,
-                   uint64_t *seq, char *err, size_t cap)
+/* Set-up, retried every FS_RETRY_MS, from sequence from on (the consumer
+ * before, if any, dropped first).  0 following; -1 stopped or halted. */
+static int follow(rbd_fsource_t *s, uint64_t from)
+{
+    char halt[512] = "";
+
+    if (s->sub != NULL) {
+        (void)natsSubscription_Unsubscribe(s->sub);
+        natsSubscription_Destroy(s->sub);
+        s->sub = NULL;
+    }
+    while (!atomic_load(&s->stop)) {
+        int rc = setup(s, &from, halt, sizeof(halt));
+
+        if (rc == 0)
+            return 0;
+        if (rc == 1) {
+            pthread_mutex_lock(&s->mu);
+            snprintf(s->thread_halt, sizeof(s->thread_halt), "%s", halt);
+            pthread_mutex_unlock(&s->mu);
+            rbd_log(LOG_ERR, "filter source: halted: %s", halt);
+            rbd_fsource_wake(s);
+            return -1;
+        }
+        usleep(FS_RETRY_MS * 1000);
+    }
+    return -1;
+}
+
+int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
+                    const char *msg_id, const char *const *hdr, uint64_t *seq, char *why,
+                    size_t cap)
 {
     natsMsg *m = NULL;
     jsPubAck *pa = NULL;
     jsPubOptions po;
     jsErrCode jerr = 0;
     natsStatus st;
-    char why[600];
     uint64_t t0 = rbd_mono_ms(), spent;
 
-    st = natsMsg_Create(&m, s->subject, NULL, data, (int)len);
+    st = natsMsg_Create(&m, subject, NULL, data, (int)len);
     if (st == NATS_OK)
         st = natsMsgHeader_Set(m, "Rb-Format", FS_FORMAT == 1 ? "1" : "?");
+    for (; st == NATS_OK && hdr != NULL && hdr[0] != NULL; hdr += 2)
+        st = natsMsgHeader_Set(m, hdr[0], hdr[1]);
     jsPubOptions_Init(&po);
     po.MsgId = msg_id;
     /* No responders: nothing was stored (the stream has no leader at this
@@ -408,6 +465,22 @@ static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *m
     if (st == NATS_OK) {
         *seq = pa->Sequence;
         jsPubAck_Destroy(pa);
+        return 0;
+    }
+    nats_why(why, cap, st, jerr);
+    return (int)st;
+}
+
+/* Publishes data[0..len) (a batch's records; none: a probe) on the ops
+ * subject, with msg_id (NULL: none), and keeps the source's health.  0
+ * and *seq, or -1 with the reply line in err. */
+static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *msg_id,
+                   uint64_t *seq, char *err, size_t cap)
+{
+    char why[600];
+    int st = rbd_fsource_put(s, s->subject, data, len, msg_id, NULL, seq, why, sizeof(why));
+
+    if (st == NATS_OK) {
         pthread_mutex_lock(&s->mu);
         s->healthy = 1;
         s->acked++;
@@ -418,7 +491,6 @@ static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *m
         pthread_mutex_unlock(&s->mu);
         return 0;
     }
-    nats_why(why, sizeof(why), st, jerr);
     if (st == NATS_TIMEOUT)
         snprintf(err, cap, "ERR filter-source nats: stream %s did not acknowledge within %u ms "
                  "(servers %.200s): the write's outcome is unknown (if the stream holds it, every "
@@ -438,51 +510,61 @@ static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *m
     return -1;
 }
 
+/* Under mu, nothing to publish: a probe while unhealthy. */
+static void idle_locked(rbd_fsource_t *s)
+{
+    struct timespec ts;
+    uint64_t seq = 0;
+    char err[1024];
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    if (!s->healthy && rbd_now_ms() - s->probe_ms >= FS_PROBE_MS) {
+        s->probe_ms = rbd_now_ms();
+        pthread_mutex_unlock(&s->mu);
+        (void)publish(s, NULL, 0, NULL, &seq, err, sizeof(err));
+        pthread_mutex_lock(&s->mu);
+        if (s->healthy)
+            rbd_log(LOG_NOTICE, "filter source: stream %s answers again (probe at sequence %"
+                    PRIu64 ")", s->stream, seq);
+    }
+}
+
 void *rbd_fsource_thread(void *arg)
 {
     rbd_fsource_t *s = arg;
-    char halt[512] = "", msg_id[48], err[1024];
+    char msg_id[48], err[1024];
 
     while (!atomic_load(&s->stop) && s->nc == NULL) {
         if (connect_nats(s) == 0)
             break;
         usleep(FS_RETRY_MS * 1000);
     }
-    while (!atomic_load(&s->stop)) {
-        int rc = setup(s, halt, sizeof(halt));
-
-        if (rc == 0)
-            break;
-        if (rc == 1) {
-            pthread_mutex_lock(&s->mu);
-            snprintf(s->thread_halt, sizeof(s->thread_halt), "%s", halt);
-            pthread_mutex_unlock(&s->mu);
-            rbd_log(LOG_ERR, "filter source: halted: %s", halt);
-            rbd_fsource_wake(s);
-            return NULL;
-        }
-        usleep(FS_RETRY_MS * 1000);
-    }
+    if (follow(s, s->applied0) != 0)
+        return NULL;
     pthread_mutex_lock(&s->mu);
     while (!atomic_load(&s->stop)) {
         fs_batch_t *b = s->todo;
-        uint64_t seq = 0;
 
+        if (s->resync) {   /* the loop's next message is gone: bootstrap again */
+            uint64_t from = s->resync_from;
+
+            s->resync = 0;
+            pthread_mutex_unlock(&s->mu);
+            if (follow(s, from) != 0)
+                return NULL;
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
+        if (b == NULL && s->snap_out != NULL && s->healthy) {
+            pthread_mutex_unlock(&s->mu);
+            rbd_fsource_snap_publish(s);   /* one part, between writes */
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
         if (b == NULL) {
-            struct timespec ts;
-
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-            if (!s->healthy && rbd_now_ms() - s->probe_ms >= FS_PROBE_MS) {
-                s->probe_ms = rbd_now_ms();
-                pthread_mutex_unlock(&s->mu);
-                (void)publish(s, NULL, 0, NULL, &seq, err, sizeof(err));
-                pthread_mutex_lock(&s->mu);
-                if (s->healthy)
-                    rbd_log(LOG_NOTICE, "filter source: stream %s answers again (probe at "
-                            "sequence %" PRIu64 ")", s->stream, seq);
-            }
+            idle_locked(s);
             continue;
         }
         s->todo = b->next;

@@ -56,6 +56,11 @@ typedef struct rbd_fsource_status {
     uint64_t refused;           /* writes refused (no quorum, not ready, ...) */
     uint64_t skipped;           /* messages not applied (corrupt, unknown record) */
     uint64_t inflight;          /* writes awaiting their message's apply */
+    uint64_t first_seq;         /* the stream's first sequence, as last seen */
+    uint64_t snap_seq;          /* the newest snapshot stored or bootstrapped from */
+    uint64_t snaps_taken;       /* snapshots this host took (dumped) */
+    uint64_t snaps_published;   /* ... and stored in the snapshot stream */
+    uint64_t boot_seq;          /* the snapshot this host last bootstrapped from (0: none) */
     char skipped_last[256];     /* the last skipped: its sequence and why */
     char server[256];           /* the server connected to ("" none) */
     char error[512];            /* why the last NATS call failed ("" none) */

@@ -25,6 +25,7 @@
 #define FS_RX_MAX_BYTES (64u << 20) /* delivered, not yet applied: the callback waits past it */
 #define FS_APPLY_TURN   256        /* messages one loop turn applies at most (then it wakes again) */
 #define FS_MAX_SERVERS  16
+#define FS_SNAP_CHUNK   (512u << 10) /* a dump chunk in a snapshot part, at most */
 
 /* One message this host publishes: the records of the ops one loop turn
  * took, and their tickets, in order (ticket i answers record i). */
@@ -46,15 +47,44 @@ typedef struct fs_batch {
     uint64_t ack_ms;               /* monotonic ms it came back acknowledged */
 } fs_batch_t;
 
-/* One message delivered by the consumer, copied off the library's. */
+/* One message delivered by the consumer, copied off the library's, or
+ * one part of a snapshot fetched for a bootstrap (parts != 0: then seq is
+ * the stream sequence the snapshot covers). */
 typedef struct fs_rx {
     struct fs_rx *next;
     uint64_t seq;
+    uint64_t gen;                  /* the consumer it came from (s->gen then) */
+    uint32_t part, parts;          /* a snapshot's part: part of parts (0 of 0: a message) */
     int format;                    /* Rb-Format (0: absent or not a number) */
     uint64_t origin, no;           /* from Nats-Msg-Id "origin.no" (origin 0: none) */
     size_t len;
     unsigned char data[];
 } fs_rx_t;
+
+/* A snapshot of the replicated filters as of one stream sequence, on its
+ * way to the snapshot stream (filter_source_snap.c): its parts' records
+ * (BF_LOADCHUNK: each filter's dump), each part one message. */
+typedef struct fs_snap {
+    uint64_t seq;                  /* the stream sequence it covers */
+    uint64_t stream_id;            /* of the stream it is a snapshot of */
+    struct fs_part {
+        unsigned char *buf;
+        size_t len, cap;
+    } *part;
+    size_t n, cap;
+    uint64_t bytes;                /* the parts' records in all */
+    /* the thread's, once handed over */
+    size_t next;                   /* the next part to publish */
+    uint64_t first;                /* the snapshot stream's sequence of part 0 */
+} fs_snap_t;
+
+/* One ordered consumer of the stream: its callback's argument (the
+ * generation tags what it delivers; freed with the source). */
+typedef struct fs_consumer {
+    struct rbd_fsource *s;
+    uint64_t gen;
+    struct fs_consumer *next;
+} fs_consumer_t;
 
 struct rbd_fsource {
     /* const */
@@ -62,6 +92,8 @@ struct rbd_fsource {
     int nservers;
     char server_list[1024];        /* for messages: the servers, comma-separated */
     char stream[64], subject[80];
+    char snap_stream[72];          /* <stream>_SNAP: the snapshots (filter_source_snap.c) */
+    uint32_t snap_every;           /* nats-snapshot-every (0: none) */
     char glob[256];                /* nats-filters (fnmatch(3)) */
     uint32_t timeout_ms;
     uint64_t max_bytes;
@@ -92,6 +124,16 @@ struct rbd_fsource {
     int healthy;                   /* the last publish or probe was acknowledged */
     char thread_halt[512];         /* set-up found it cannot follow the stream: why */
     uint64_t stream_id;            /* the stream's incarnation, once ready */
+    uint64_t gen;                  /* the consumer's generation: rx of another is dropped */
+    fs_consumer_t *consumers;      /* every one made (the newest first) */
+    int resync;                    /* the loop asks for a new set-up from resync_from (its
+                                      next message is gone from the stream) */
+    uint64_t resync_from;
+    fs_snap_t *snap_out;           /* a snapshot to publish (the thread frees it) */
+    uint64_t snap_seq;             /* the newest snapshot published or seen */
+    uint64_t snaps_published;
+    uint64_t boot_seq;             /* the snapshot this host last bootstrapped from */
+    uint64_t first_seq;            /* the stream's first sequence, as last seen */
     uint64_t last_seq;
     uint64_t last_ack_ms;
     uint64_t published, acked;
@@ -104,6 +146,9 @@ struct rbd_fsource {
     int halted;
     char halt_why[512];
     uint64_t applied;
+    uint64_t snap_in;              /* a snapshot being applied (its sequence), part by part */
+    uint64_t asked_gen;            /* the consumer a new set-up was asked for (ask_resync) */
+    uint64_t snaps_taken;
     uint64_t refused, skipped;
     char skipped_last[256];
     rbd_keys_t keys;
@@ -117,9 +162,45 @@ void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
 /* Whether filter name (len bytes) matches glob (fnmatch(3); a name with
  * a NUL byte never does). */
 int rbd_fsource_matches(const char *glob, const char *name, size_t len);
+/* Message m (destroyed) copied into an rx, with its sequence and the
+ * generation of the consumer it came from (out of memory: abort, as
+ * skipping it would diverge). */
+fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen);
 /* Makes the loop's descriptor readable (its poll runs). */
 void rbd_fsource_wake(rbd_fsource_t *s);
 /* Frees a batch (the loop's, once given back). */
 void rbd_fsource_batch_free(fs_batch_t *b);
+/* An op's whole record (record.h: header, payload, seal): its length, and
+ * with at != NULL the bytes written there (room for that length). */
+size_t rbd_fsource_record(const rbd_op_t *op, unsigned char *at);
+/* filter_source.c, for the snapshots' side: publishes data[0..len) on
+ * subject with Rb-Format and, if not NULL, msg_id and the header hdr
+ * ("Name: value" pairs, NULL-ended).  0 and *seq, or -1 with why. */
+int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
+                    const char *msg_id, const char *const *hdr, uint64_t *seq, char *why,
+                    size_t cap);
+/* filter_source.c: the stream name found, or made with subjects (nsubj)
+ * and discard policy; *si its info.  0, or -1 (s->error says why). */
+int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects, int nsubj,
+                       int discard_old, jsStreamInfo **si);
+
+/* filter_source_snap.c.  The loop's side: */
+/* After applying this host's message at seq (a multiple of snap_every):
+ * the replicated filters dumped as a snapshot at seq, for the thread. */
+void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint64_t stream_id);
+/* Inside a snapshot's first part's TXN: every replicated filter deleted
+ * (the snapshot then loads them all). */
+void rbd_fsource_snap_clear(rbd_fsource_t *s, rbd_state_t *st);
+/* The thread's side: */
+/* Set-up needs the snapshot (the stream holds no message right after
+ * from): the newest complete one of this stream (stream_id) that covers
+ * at least up to need - 1 is fetched and queued as rx parts; *from becomes
+ * its sequence.  0, or -1 (retry; s->error says why). */
+int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, uint64_t *from);
+/* Publishes s->snap_out if there is one (its parts, then its manifest),
+ * then purges what it made unneeded.  Called unlocked, between writes. */
+void rbd_fsource_snap_publish(rbd_fsource_t *s);
+/* Frees a snapshot (NULL: nothing). */
+void rbd_fsource_snap_free(fs_snap_t *sn);
 
 #endif /* RBD_FILTER_SOURCE_IMPL_H */

@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,18 +44,42 @@ static int replicated(const rbd_fsource_t *s, const rbd_op_t *op)
     return rbd_op_names_filter(op->type) && rbd_fsource_matches(s->glob, op->name, op->len);
 }
 
-/* The ops a message may carry (N2: any other type skips the message). */
+/* The ops a message may carry (N2: any other type skips the message);
+ * a snapshot's part carries filters' dumps (filter_source_snap.c). */
 static int replicable(unsigned type)
 {
     return type == RBD_OP_BF_RESERVE || type == RBD_OP_BF_ADD;
 }
 
-static void put(void *ctx, const void *p, size_t n)
+static int in_snapshot(unsigned type)
 {
-    fs_batch_t *b = ctx;
+    return type == RBD_OP_BF_LOADCHUNK;
+}
 
-    memcpy(b->buf + b->len, p, n);
-    b->len += n;
+struct rec_put {
+    unsigned char *at;             /* NULL: only counting */
+    size_t len;
+};
+
+static void rec_put(void *ctx, const void *p, size_t n)
+{
+    struct rec_put *rp = ctx;
+
+    if (rp->at != NULL)
+        memcpy(rp->at + rp->len, p, n);
+    rp->len += n;
+}
+
+size_t rbd_fsource_record(const rbd_op_t *op, unsigned char *at)
+{
+    struct rec_put rp = { at, RBD_REC_HDR };
+
+    if (at != NULL)
+        rbd_rec_start(at, (uint8_t)op->type);
+    rbd_op_encode(op, rec_put, &rp);
+    if (at != NULL)
+        rbd_rec_seal(at, rp.len);
+    return rp.len;
 }
 
 /* Room for a record of up to `more` bytes and its ticket in the turn's
@@ -105,25 +130,15 @@ static void send_building(rbd_fsource_t *s)
     rbd_fsource_queue(s, b);
 }
 
-/* The longest record op can make: its encoding, measured. */
-static void count(void *ctx, const void *p, size_t n)
+/* fs_accept's decision (its refusals are counted by fs_accept). */
+static int take(rbd_fsource_t *s, const rbd_op_t *op, uint64_t ticket, char *why, size_t cap)
 {
-    (void)p;
-    *(size_t *)ctx += n;
-}
-
-static int fs_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t ticket, char *why,
-                     size_t cap)
-{
-    rbd_fsource_t *s = self;
-    size_t bytes = RBD_REC_HDR, at;
+    size_t bytes;
     int ready, healthy;
     char err[512];
 
-    (void)st;
     if (s->applying || !replicated(s, op))
         return RBD_SINK_APPLY;
-    s->refused++;   /* undone below if it is taken */
     if (!replicable(op->type)) {
         snprintf(why, cap, "ERR filter '%.*s' is replicated (filter-source nats, nats-filters "
                  "%s): %s is not replicated by this version (BF.RESERVE, BF.ADD, BF.MADD and "
@@ -163,7 +178,7 @@ static int fs_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t t
                  "MULTI/EXEC", (int)op->len, op->name);
         return RBD_SINK_REPLY;
     }
-    rbd_op_encode(op, count, &bytes);
+    bytes = rbd_fsource_record(op, NULL);
     if (bytes > FS_MSG_MAX) {
         snprintf(why, cap, "ERR filter '%.*s' is replicated: this write's record is %zu bytes, "
                  "more than a stream message holds (%u): send fewer keys at once",
@@ -174,14 +189,21 @@ static int fs_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t t
         send_building(s);
     if (batch_room(s, bytes) != 0)
         return RB_ENOMEM;
-    at = s->building->len;
-    rbd_rec_start(s->building->buf + at, (uint8_t)op->type);
-    s->building->len += RBD_REC_HDR;
-    rbd_op_encode(op, put, s->building);
-    rbd_rec_seal(s->building->buf + at, s->building->len - at);
+    s->building->len += rbd_fsource_record(op, s->building->buf + s->building->len);
     s->building->tickets[s->building->n++] = ticket;
-    s->refused--;
     return RBD_SINK_DEFERRED;
+}
+
+static int fs_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t ticket, char *why,
+                     size_t cap)
+{
+    rbd_fsource_t *s = self;
+    int rc = take(s, op, ticket, why, cap);
+
+    (void)st;
+    if (rc == RBD_SINK_REPLY)
+        s->refused++;
+    return rc;
 }
 
 static int fs_flush(void *self)
@@ -220,7 +242,7 @@ static void check_records(const fs_rx_t *r, char *why, size_t cap)
     why[0] = '\0';
     rbd_rec_walk_init(&w, r->data, r->len);
     while ((rc = rbd_rec_next(&w, &rec, &bad)) == 1)
-        if (!replicable(rec.type)) {
+        if (r->parts != 0 ? !in_snapshot(rec.type) : !replicable(rec.type)) {
             snprintf(why, cap, "record %u (%s) is not a replicated op", rec.type,
                      rbd_op_name(rec.type) ? rbd_op_name(rec.type) : "unknown");
             return;
@@ -229,35 +251,29 @@ static void check_records(const fs_rx_t *r, char *why, size_t cap)
         snprintf(why, cap, "damaged record at byte %zu: %s", w.at, rbd_rec_why_text(bad));
 }
 
-/* Applies message r (the next in the stream) and answers its writes if it
- * is this host's: N1-N3. */
-static void apply_msg(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *r, uint64_t stream_id)
+static void halt(rbd_fsource_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void halt(rbd_fsource_t *s, const char *fmt, ...)
 {
-    fs_batch_t *b = r->origin == s->origin ? find_batch(s, r->no) : NULL;
-    rbd_op_t pos;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(s->halt_why, sizeof(s->halt_why), fmt, ap);
+    va_end(ap);
+    s->halted = 1;
+    rbd_log(LOG_ERR, "filter source: halted: %s", s->halt_why);
+}
+
+/* The records of r (none if it is skipped), inside its TXN; a write of
+ * b's answered with its record's result.  The records run: */
+static size_t run_records(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *r, fs_batch_t *b,
+                          int skipped)
+{
     rbd_rec_walk_t w;
     rbd_rec_t rec;
-    char why[300];
     size_t k = 0;
     int rc;
 
-    if (r->format > FS_FORMAT) {
-        s->halted = 1;
-        snprintf(s->halt_why, sizeof(s->halt_why), "message %" PRIu64 " is of Rb-Format %d, "
-                 "newer than this version's (%d): upgrade this ringbloomd", r->seq, r->format,
-                 FS_FORMAT);
-        rbd_log(LOG_ERR, "filter source: halted: %s", s->halt_why);
-        return;
-    }
-    if (r->format == 0)
-        snprintf(why, sizeof(why), "no Rb-Format header (not written by ringbloomd)");
-    else
-        check_records(r, why, sizeof(why));
-    if (why[0] != '\0')
-        skip(s, r->seq, why);
-    (void)rbd_op_txn_begin(st, NULL);
-    s->applying = 1;
-    rbd_rec_walk_init(&w, r->data, why[0] != '\0' ? 0 : r->len);
+    rbd_rec_walk_init(&w, r->data, skipped ? 0 : r->len);
     while (rbd_rec_next(&w, &rec, NULL) == 1) {
         uint8_t *fresh = NULL;
         rbd_op_t op;
@@ -275,26 +291,94 @@ static void apply_msg(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *r, uint6
         if (rc == RB_ENOMEM)
             rbd_log(LOG_ERR, "filter source: out of memory applying message %" PRIu64
                     ": this host diverges from the stream", r->seq);
+        else if (rc != RB_OK && r->parts != 0)
+            rbd_log(LOG_ERR, "filter source: the snapshot at %" PRIu64 ", part %u: filter '%.*s':"
+                    " %s", r->seq, r->part, (int)op.len, op.name ? op.name : "",
+                    op.why != NULL ? op.why : rb_strerror(rc));
         if (b != NULL && k < b->n)
             rbd_sinks_complete_result(&st->sinks, b->tickets[k], rc, fresh,
                                       rec.type == RBD_OP_BF_ADD && rc != RB_ENOENT ? op.nkeys : 0);
         k++;
         free(fresh);
     }
-    memset(&pos, 0, sizeof(pos));
-    pos.type = RBD_OP_REPL_POS;
-    pos.repl.seq = r->seq;
-    pos.repl.stream = stream_id;
-    (void)rbd_op_run(st, NULL, &pos);
+    return k;
+}
+
+/* Applies r - the next message in the stream, its writes answered if it
+ * is this host's, or a part of the snapshot this host bootstraps from
+ * (filter_source_snap.c: the first deletes the replicated filters, the
+ * last records the position) - as one TXN: N1-N3. */
+static void apply_msg(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *r, uint64_t stream_id)
+{
+    fs_batch_t *b = r->origin == s->origin && r->parts == 0 ? find_batch(s, r->no) : NULL;
+    int last = r->parts == 0 || r->part + 1 == r->parts;
+    rbd_op_t pos;
+    char why[300];
+    size_t k;
+
+    if (r->format > FS_FORMAT) {
+        halt(s, "message %" PRIu64 " is of Rb-Format %d, newer than this version's (%d): "
+             "upgrade this ringbloomd", r->seq, r->format, FS_FORMAT);
+        return;
+    }
+    if (r->format == 0)
+        snprintf(why, sizeof(why), "no Rb-Format header (not written by ringbloomd)");
+    else
+        check_records(r, why, sizeof(why));
+    if (why[0] != '\0' && r->parts != 0) {
+        halt(s, "the snapshot at %" PRIu64 ", part %u of %u: %s", r->seq, r->part, r->parts,
+             why);
+        return;
+    }
+    if (why[0] != '\0')
+        skip(s, r->seq, why);
+    (void)rbd_op_txn_begin(st, NULL);
+    s->applying = 1;
+    if (r->parts != 0 && r->part == 0)
+        rbd_fsource_snap_clear(s, st);
+    k = run_records(s, st, r, b, why[0] != '\0');
+    if (last) {
+        memset(&pos, 0, sizeof(pos));
+        pos.type = RBD_OP_REPL_POS;
+        pos.repl.seq = r->seq;
+        pos.repl.stream = stream_id;
+        (void)rbd_op_run(st, NULL, &pos);
+        s->applied = r->seq;
+    }
     s->applying = 0;
     rbd_op_txn_end(st, NULL, 0);
-    s->applied = r->seq;
+    s->snap_in = last ? 0 : r->seq;
     if (b != NULL) {
         b->applied = 1;
         for (; k < b->n; k++)   /* a message skipped: its writes were not applied */
             rbd_sinks_complete(&st->sinks, b->tickets[k], "ERR filter-source nats: the write's "
                                "message was skipped (see the log)");
     }
+    if (r->parts == 0 && r->origin == s->origin && s->snap_every != 0 &&
+        r->seq % s->snap_every == 0)
+        rbd_fsource_snap_take(s, st, r->seq, stream_id);
+}
+
+/* The stream delivered seq after s->applied: the messages between were
+ * purged (after a snapshot) while this host lagged; the thread sets up
+ * again from s->applied, which bootstraps from the snapshot.  Asked once
+ * per consumer (gen): its later deliveries are dropped. */
+static void ask_resync(rbd_fsource_t *s, uint64_t gen, uint64_t seq)
+{
+    if (gen == s->asked_gen)
+        return;
+    s->asked_gen = gen;
+    rbd_log(LOG_WARNING, "filter source: stream %s delivered sequence %" PRIu64 " after %" PRIu64
+            ": the messages between are gone from it: bootstrapping from its snapshot",
+            s->stream, seq, s->applied);
+    pthread_mutex_lock(&s->mu);
+    s->resync = 1;
+    s->resync_from = s->applied;
+    s->ready = 0;
+    snprintf(s->error, sizeof(s->error), "bootstrapping: sequence %" PRIu64 " is gone from the "
+             "stream", s->applied + 1);
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* Frees the batches answered and given back by the thread. */
@@ -316,8 +400,8 @@ static void fs_poll(void *self, rbd_state_t *st)
     rbd_fsource_t *s = self;
     fs_rx_t *rx, *last;
     fs_batch_t *done;
-    uint64_t stream_id, drain;
-    char halt[512];
+    uint64_t stream_id, gen, drain;
+    char halt_line[512];
     int more, taken = 0;
 
     if (read(s->efd, &drain, sizeof(drain)) < 0) {
@@ -343,25 +427,23 @@ static void fs_poll(void *self, rbd_state_t *st)
     done = s->done;
     s->done = NULL;
     stream_id = s->stream_id;
-    snprintf(halt, sizeof(halt), "%s", s->thread_halt);
+    gen = s->gen;
+    snprintf(halt_line, sizeof(halt_line), "%s", s->thread_halt);
     pthread_mutex_unlock(&s->mu);
-    if (halt[0] != '\0' && !s->halted) {
-        s->halted = 1;
-        snprintf(s->halt_why, sizeof(s->halt_why), "%s", halt);
-    }
+    if (halt_line[0] != '\0' && !s->halted)
+        halt(s, "%s", halt_line);
     while (rx != NULL) {
         fs_rx_t *next = rx->next;
 
-        if (!s->halted && rx->seq > s->applied) {
-            if (s->applied != 0 && rx->seq != s->applied + 1) {
-                s->halted = 1;
-                snprintf(s->halt_why, sizeof(s->halt_why), "the stream delivered sequence %"
-                         PRIu64 " after %" PRIu64 ": the messages between are gone from it",
-                         rx->seq, s->applied);
-                rbd_log(LOG_ERR, "filter source: halted: %s", s->halt_why);
-            } else
+        if (s->halted || rx->gen != gen)
+            ;   /* dropped: a consumer replaced (ask_resync) */
+        else if (rx->parts != 0) {
+            if (rx->part == 0 ? rx->seq > s->applied : rx->seq == s->snap_in)
                 apply_msg(s, st, rx, stream_id);
-        }
+        } else if (rx->seq == s->applied + 1)
+            apply_msg(s, st, rx, stream_id);
+        else if (rx->seq > s->applied)
+            ask_resync(s, gen, rx->seq);
         free(rx);
         rx = next;
     }

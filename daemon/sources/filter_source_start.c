@@ -135,6 +135,8 @@ int rbd_fsource_start(rbd_fsource_t **out, const rbd_config_t *cfg, rbd_state_t 
     }
     snprintf(s->stream, sizeof(s->stream), "%s", cfg->nats_stream);
     snprintf(s->subject, sizeof(s->subject), "%s.ops", cfg->nats_stream);
+    snprintf(s->snap_stream, sizeof(s->snap_stream), "%s_SNAP", cfg->nats_stream);
+    s->snap_every = cfg->nats_snapshot_every;
     snprintf(s->glob, sizeof(s->glob), "%s", cfg->nats_filters);
     snprintf(s->creds, sizeof(s->creds), "%s", cfg->nats_creds);
     snprintf(s->cacert, sizeof(s->cacert), "%s", cfg->nats_cacert);
@@ -203,6 +205,13 @@ void rbd_fsource_stop(rbd_fsource_t *s)
         free(s->rx);
         s->rx = next;
     }
+    while (s->consumers != NULL) {
+        fs_consumer_t *next = s->consumers->next;
+
+        free(s->consumers);
+        s->consumers = next;
+    }
+    rbd_fsource_snap_free(s->snap_out);
     free(s->keys.v);
     for (int i = 0; i < s->nservers; i++)
         free(s->servers[i]);
@@ -236,6 +245,10 @@ void rbd_fsource_status(rbd_fsource_t *s, rbd_fsource_status_t *out)
     out->last_ack_ms = s->last_ack_ms;
     out->published = s->published;
     out->acked = s->acked;
+    out->first_seq = s->first_seq;
+    out->snap_seq = s->snap_seq;
+    out->snaps_published = s->snaps_published;
+    out->boot_seq = s->boot_seq;
     snprintf(out->server, sizeof(out->server), "%s", s->server);
     snprintf(out->error, sizeof(out->error), "%s", s->error);
     pthread_mutex_unlock(&s->mu);
@@ -244,6 +257,7 @@ void rbd_fsource_status(rbd_fsource_t *s, rbd_fsource_status_t *out)
     out->applied = s->applied;
     out->refused = s->refused;
     out->skipped = s->skipped;
+    out->snaps_taken = s->snaps_taken;
     out->inflight = inflight;
     snprintf(out->skipped_last, sizeof(out->skipped_last), "%s", s->skipped_last);
 }

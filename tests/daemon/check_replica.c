@@ -9,7 +9,11 @@
  *            probes answered byte-identically, the same SCANDUMP), equal
  *            to a lone local daemon's given the same reserve and adds, and
  *            every BF.MADD answered as the lone daemon answered it; a
- *            fourth host started afterwards catches up from the stream;
+ *            fourth host started afterwards, when the stream no longer
+ *            holds its first messages (nats-snapshot-every 16), catches
+ *            up from the newest snapshot and the stream after it;
+ *  lagging   a host stopped while the others write past two snapshots
+ *            bootstraps from the newest when it runs again, no restart;
  *  race      50 rounds of two hosts adding one new key at once (both sent
  *            before either reply is read): exactly one 1 between them;
  *  outage    two servers SIGKILLed: a write is refused within 5 s naming
@@ -46,6 +50,7 @@
 #define ADDS    100      /* BF.MADDs ... */
 #define PER_ADD 100      /* ... of this many keys */
 #define PROBES  30000
+#define SNAP_EVERY 16    /* nats-snapshot-every: the stream keeps 16 to 32 messages */
 
 static rb_nats_cluster_t cl;
 static rbd_proc_t d[HOSTS + 1], lone;
@@ -82,8 +87,8 @@ static void fleet_start(void)
 {
     ck_assert_msg(rb_nats_start(&cl, 3, 20000) == 0, "the NATS cluster did not start");
     snprintf(extra, sizeof(extra), "filter-source nats\nnats-servers %s %s %s\n"
-             "nats-stream " STREAM "\nnats-filters r:*\nnats-timeout 2000\nappendfsync no\n",
-             cl.url[0], cl.url[1], cl.url[2]);
+             "nats-stream " STREAM "\nnats-filters r:*\nnats-timeout 2000\nappendfsync no\n"
+             "nats-snapshot-every %d\n", cl.url[0], cl.url[1], cl.url[2], SNAP_EVERY);
     for (int i = 0; i < HOSTS; i++)
         host_start(i);
     for (int i = 0; i < HOSTS; i++)
@@ -220,7 +225,7 @@ START_TEST(test_replica_converge)
     static char keys[PER_ADD][24], replies[ADDS][4 * PER_ADD + 16];
     const char *argv[PER_ADD + 2];
     rbd_dump_t dump[HOSTS + 1], ldump, seed;
-    uint64_t x = 0x9e3779b97f4a7c15ULL, t0, ms, sum_ms = 0, hash[HOSTS + 1];
+    uint64_t x = 0x9e3779b97f4a7c15ULL, t0, ms, sum_ms = 0, hash[HOSTS + 1], first, boot;
     int rc;
 
     fleet_start();
@@ -254,12 +259,18 @@ START_TEST(test_replica_converge)
         ck_assert_int_eq(rc, RB_OK);
         ck_assert_msg(strcmp(buf, replies[r]) == 0, "BF.MADD %d answered differently", r);
     }
-    /* A fourth host, started now, catches up from the stream, and again
-     * after a cold restart: what it applied while its consumer was being
-     * set up carries the stream's identity (once it did not, and the
-     * restart was refused as a host with local filters). */
+    /* A fourth host, started now, catches up from the newest snapshot
+     * (the stream was purged below the one before it) and the stream
+     * after it, and again after a cold restart: what it applied while its
+     * consumer was being set up carries the stream's identity (once it did
+     * not, and the restart was refused as a host with local filters). */
     host_start(HOSTS);
     converge(HOSTS + 1, ADDS + 1);
+    first = (uint64_t)rbd_info_num(c[HOSTS], "replication", "nats_stream_first_seq");
+    boot = (uint64_t)rbd_info_num(c[HOSTS], "replication", "nats_bootstrap_seq");
+    ck_assert_msg(first > SNAP_EVERY && boot + 1 >= first && boot % SNAP_EVERY == 0,
+                  "the late host: stream first %llu, bootstrapped from %llu",
+                  (unsigned long long)first, (unsigned long long)boot);
     rb_conn_close(c[HOSTS]);
     rbd_restart_cold(&d[HOSTS]);
     c[HOSTS] = rbd_connect(&d[HOSTS]);
@@ -279,10 +290,55 @@ START_TEST(test_replica_converge)
         rbd_dump_free(&dump[i]);
     rbd_dump_free(&ldump);
     printf("replica: converge: %d BF.MADDs of %d keys, %.2f ms each on average (publish, "
-           "stream, apply); all hosts at seq %llu %llu ms after the last; %d probes identical on "
-           "4 hosts and the lone daemon's filter, every reply equal\n", ADDS, PER_ADD,
-           (double)sum_ms / ADDS, (unsigned long long)applied(0), (unsigned long long)ms,
-           PROBES);
+           "stream, apply); all hosts at seq %llu %llu ms after the last; the late host "
+           "bootstrapped from the snapshot at %llu (the stream holds %llu on); %d probes "
+           "identical on 4 hosts and the lone daemon's filter, every reply equal\n", ADDS,
+           PER_ADD, (double)sum_ms / ADDS, (unsigned long long)applied(0),
+           (unsigned long long)ms, (unsigned long long)boot, (unsigned long long)first, PROBES);
+}
+END_TEST
+
+/* A host stopped (SIGSTOP) while the others write past two snapshots
+ * finds, once it runs again, that the stream no longer holds its next
+ * message: it bootstraps from the newest snapshot without a restart and
+ * answers as the others. */
+START_TEST(test_replica_lagging)
+{
+    static char keys[PER_ADD][1024];
+    const char *argv[PER_ADD + 2] = { "BF.MADD", "r:f" };
+    uint64_t first, boot, ms, t0 = rb_test_now_ms();
+    int rounds = 8 * SNAP_EVERY;
+
+    fleet_start();
+    ck_assert_str_eq(write_on(0, (const char *const[]){ "BF.RESERVE", "r:f", "0.01", "5000" },
+                              4), "OK");
+    converge(HOSTS, 1);
+    /* Messages of 100 keys of 1,000 bytes: more than the stopped host's
+     * socket and the server's buffers for it hold, so the stream's purge
+     * overtakes it. */
+    ck_assert_int_eq(kill(d[2].pid, SIGSTOP), 0);
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < PER_ADD; k++) {
+            memset(keys[k], 'x', sizeof(keys[k]) - 1);
+            snprintf(keys[k], 24, "key-%d", r * PER_ADD + k);
+            keys[k][strlen(keys[k])] = '-';
+            keys[k][sizeof(keys[k]) - 1] = '\0';
+            argv[k + 2] = keys[k];
+        }
+        (void)write_on(r % 2, argv, PER_ADD + 2);
+    }
+    first = (uint64_t)rbd_info_num(c[0], "replication", "nats_stream_first_seq");
+    ck_assert_int_eq(kill(d[2].pid, SIGCONT), 0);
+    ms = converge(HOSTS, (uint64_t)rounds + 1);
+    boot = (uint64_t)rbd_info_num(c[2], "replication", "nats_bootstrap_seq");
+    ck_assert_msg(first > SNAP_EVERY && boot + 1 >= first, "the stopped host: stream first %llu, "
+                  "bootstrapped from %llu", (unsigned long long)first, (unsigned long long)boot);
+    ck_assert_int_eq((int)rbd_info_num(c[2], "replication", "nats_halted"), 0);
+    ck_assert_uint_eq(probe_hash(c[2], "r:f"), probe_hash(c[0], "r:f"));
+    printf("replica: lagging: a host stopped during %d writes (the stream then held %llu on) "
+           "bootstrapped from the snapshot at %llu and converged %llu ms after it ran again "
+           "(%llu ms in all)\n", rounds, (unsigned long long)first, (unsigned long long)boot,
+           (unsigned long long)ms, (unsigned long long)(rb_test_now_ms() - t0));
 }
 END_TEST
 
@@ -612,8 +668,8 @@ START_TEST(test_replica_starts_without_nats)
 
     ck_assert_msg(rb_nats_start(&cl, 3, 20000) == 0, "the NATS cluster did not start");
     snprintf(extra, sizeof(extra), "filter-source nats\nnats-servers %s %s %s\n"
-             "nats-stream " STREAM "\nnats-filters r:*\nnats-timeout 2000\nappendfsync no\n",
-             cl.url[0], cl.url[1], cl.url[2]);
+             "nats-stream " STREAM "\nnats-filters r:*\nnats-timeout 2000\nappendfsync no\n"
+             "nats-snapshot-every %d\n", cl.url[0], cl.url[1], cl.url[2], SNAP_EVERY);
     for (int i = 0; i < 3; i++)
         rb_nats_kill(&cl, i);
     t0 = rb_test_now_ms();
@@ -649,7 +705,7 @@ int main(void)
     }
     return RB_TEST_MAIN("replica",
                         RB_TCASE("nats", 240, NULL, fleet_stop, test_replica_converge,
-                                 test_replica_race, test_replica_outage, test_replica_crash,
+                                 test_replica_lagging, test_replica_race, test_replica_outage, test_replica_crash,
                                  test_replica_skipped_and_halted,
                                  test_replica_refused_changes,
                                  test_replica_starts_without_nats));
