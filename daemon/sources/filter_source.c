@@ -11,17 +11,22 @@
  * copied into s->rx and publishes' outcomes put on s->done, under s->mu,
  * and the eventfd wakes the loop (filter_source_loop.c), which applies
  * and answers.  Set-up, retried every FS_RETRY_MS until it holds: the
- * stream is looked up (js_GetStreamInfo) and created if missing
- * (js_AddStream: file storage, min(3, servers) replicas, limits
- * retention with nats-max-bytes and DiscardNew, so the stream never drops
- * history: a full stream refuses writes; "insufficient resources", jerr
- * 10005, right after the servers start, is retried as any failure); its
- * incarnation (XXH3-64 of name and creation time) is compared with the
- * one the segment applied from (another: halt); then the consumer starts
- * right after the segment's sequence.  A publish that fails marks the
- * source unhealthy: the loop then refuses replicated writes at once, and
- * the thread publishes an empty probe message (its apply is REPL_POS
- * alone) every FS_PROBE_MS until one is acknowledged.
+ * streams are looked up (js_GetStreamInfo) and made if missing
+ * (js_AddStream: file storage, min(3, servers) replicas, half of
+ * nats-max-bytes each; the ops stream with DiscardNew, so it drops no
+ * message by itself: a full stream refuses writes, and only the purge
+ * after a snapshot removes the messages the snapshot before covers;
+ * "insufficient resources", jerr 10005, right after the servers start, is
+ * retried as any failure); the ops stream's incarnation (XXH3-64 of name
+ * and creation time) is compared with the one the segment applied from
+ * (another: halt); if the stream no longer holds the message after the
+ * segment's, the newest snapshot is fetched for the loop
+ * (filter_source_snap.c); then the consumer starts right after.  The loop
+ * asks for a new set-up when a purge overtook it (a gap).  Between
+ * writes, the thread publishes a snapshot the loop took.  A publish that
+ * fails marks the source unhealthy: the loop then refuses replicated
+ * writes at once, and the thread publishes an empty probe message (its
+ * apply is REPL_POS alone) every FS_PROBE_MS until one is acknowledged.
  */
 #include "config.h"
 
@@ -37,23 +42,6 @@
 
 #include "filter_source_impl.h"
 #include "rbd_log.h"
-
-void rbd_fsource_wake(rbd_fsource_t *s)
-{
-    uint64_t one = 1;
-
-    if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        rbd_log(LOG_WARNING, "filter source: eventfd: %s", strerror(errno));
-}
-
-void rbd_fsource_batch_free(fs_batch_t *b)
-{
-    if (b == NULL)
-        return;
-    free(b->buf);
-    free(b->tickets);
-    free(b);
-}
 
 void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b)
 {
@@ -76,27 +64,6 @@ static void fail_locked(rbd_fsource_t *s, fs_batch_t *b, const char *err)
     snprintf(b->err, sizeof(b->err), "%s", err);
     b->next = s->done;
     s->done = b;
-}
-
-/* The text of a failed NATS call, for messages: the status's words and,
- * right after the call, the library's last error (per thread, never
- * cleared: read only here). */
-static void nats_why(char *out, size_t cap, natsStatus st, jsErrCode jerr)
-{
-    const char *last = nats_GetLastError(NULL);
-
-    if (jerr != 0)
-        snprintf(out, cap, "%s (jerr %d%s%s)", natsStatus_GetText(st), (int)jerr,
-                 last != NULL && *last != '\0' ? ": " : "", last != NULL ? last : "");
-    else
-        snprintf(out, cap, "%s", natsStatus_GetText(st));
-}
-
-static void set_error(rbd_fsource_t *s, const char *what, const char *why)
-{
-    pthread_mutex_lock(&s->mu);
-    snprintf(s->error, sizeof(s->error), "%.100s: %.400s", what, why);
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- the connection's callbacks (the library's threads) ---- */
@@ -124,48 +91,6 @@ static void on_up(natsConnection *nc, void *arg)
 static void on_down(natsConnection *nc, void *arg)
 {
     conn_state(nc, arg, 0);
-}
-
-/* "origin.no" as this source writes Nats-Msg-Id: 1 and both, else 0. */
-static int parse_msg_id(const char *v, uint64_t *origin, uint64_t *no)
-{
-    char *end;
-
-    *origin = strtoull(v, &end, 16);
-    if (end == v || *end != '.')
-        return 0;
-    v = end + 1;
-    *no = strtoull(v, &end, 10);
-    return end != v && *end == '\0';
-}
-
-fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen)
-{
-    const char *v = NULL;
-    int len = natsMsg_GetDataLength(m);
-    fs_rx_t *r = calloc(1, sizeof(*r) + (size_t)(len > 0 ? len : 0));
-
-    if (r == NULL) {
-        /* Not applying it would diverge; stopping is the honest answer. */
-        rbd_log(LOG_ERR, "filter source: out of memory for stream message %" PRIu64, seq);
-        abort();
-    }
-    r->seq = seq;
-    r->gen = gen;
-    if (natsMsgHeader_Get(m, "Rb-Format", &v) == NATS_OK && v != NULL) {
-        char *end;
-        long f = strtol(v, &end, 10);
-
-        r->format = end != v && *end == '\0' && f > 0 && f < 1000000 ? (int)f : 0;
-    }
-    if (natsMsgHeader_Get(m, "Nats-Msg-Id", &v) == NATS_OK && v != NULL &&
-        !parse_msg_id(v, &r->origin, &r->no))
-        r->origin = 0;
-    r->len = (size_t)(len > 0 ? len : 0);
-    if (r->len > 0)
-        memcpy(r->data, natsMsg_GetData(m), r->len);
-    natsMsg_Destroy(m);
-    return r;
 }
 
 /* The ordered consumer's callback: the message, copied, to the loop. */
@@ -250,8 +175,8 @@ static int connect_nats(rbd_fsource_t *s)
     if (st == NATS_OK && (s->cacert[0] != '\0' || s->cert[0] != '\0'))
         st = natsOptions_SetSecure(o, true);
     if (st != NATS_OK) {
-        nats_why(why, sizeof(why), st, 0);
-        set_error(s, "NATS options", why);
+        rbd_fsource_why(why, sizeof(why), st, 0);
+        rbd_fsource_error(s, "NATS options", why);
         natsOptions_Destroy(o);
         return -1;
     }
@@ -260,49 +185,30 @@ static int connect_nats(rbd_fsource_t *s)
     if (st == NATS_OK)
         on_up(s->nc, s);
     else if (st != NATS_NOT_YET_CONNECTED) {   /* else: on_up when a server answers */
-        nats_why(why, sizeof(why), st, 0);
-        set_error(s, "connect", why);
+        rbd_fsource_why(why, sizeof(why), st, 0);
+        rbd_fsource_error(s, "connect", why);
         s->nc = NULL;
         return -1;
     }
     return 0;
 }
 
-int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects, int nsubj,
-                       int discard_old, jsStreamInfo **si)
+/* The JetStream context, made once.  0, or -1 (s->error says why). */
+static int js_context(rbd_fsource_t *s)
 {
-    jsStreamConfig c;
-    jsErrCode jerr = 0;
+    jsOptions jo;
     natsStatus st;
     char why[600];
 
-    st = js_GetStreamInfo(si, s->js, name, NULL, &jerr);
-    if (st == NATS_NOT_FOUND) {
-        jsStreamConfig_Init(&c);
-        c.Name = name;
-        c.Subjects = subjects;
-        c.SubjectsLen = nsubj;
-        c.Storage = js_FileStorage;
-        c.Replicas = s->nservers < 3 ? s->nservers : 3;
-        c.Retention = js_LimitsPolicy;
-        c.Discard = discard_old ? js_DiscardOld : js_DiscardNew;
-        c.MaxBytes = (int64_t)(s->max_bytes / 2);   /* the two streams: nats-max-bytes */
-        c.MaxMsgs = -1;
-        c.MaxMsgSize = (int32_t)FS_MSG_MAX + 4096;
-        jerr = 0;
-        st = js_AddStream(si, s->js, &c, NULL, &jerr);
-        if (st == NATS_OK)
-            rbd_log(LOG_NOTICE, "filter source: created stream %s (subject %s, %lld replicas, "
-                    "max %" PRIu64 " bytes)", name, subjects[0], (long long)c.Replicas,
-                    s->max_bytes / 2);
-    }
-    if (st != NATS_OK) {
-        nats_why(why, sizeof(why), st, jerr);
-        set_error(s, jerr == 10005 ? "stream (not placed yet: insufficient resources)" :
-                  "stream", why);
-        return -1;
-    }
-    return 0;
+    if (s->js != NULL)
+        return 0;
+    jsOptions_Init(&jo);
+    jo.Wait = s->timeout_ms;
+    if ((st = natsConnection_JetStream(&s->js, s->nc, &jo)) == NATS_OK)
+        return 0;
+    rbd_fsource_why(why, sizeof(why), st, 0);
+    rbd_fsource_error(s, "JetStream", why);
+    return -1;
 }
 
 /* Set-up from *from (the last sequence applied here): the streams (found
@@ -324,17 +230,8 @@ static int setup(rbd_fsource_t *s, uint64_t *from, char *halt, size_t hcap)
     const char *snaps[2] = { snap_subj[0], snap_subj[1] };
     fs_consumer_t *cs;
 
-    if (s->js == NULL) {
-        jsOptions jo;
-
-        jsOptions_Init(&jo);
-        jo.Wait = s->timeout_ms;
-        if ((st = natsConnection_JetStream(&s->js, s->nc, &jo)) != NATS_OK) {
-            nats_why(why, sizeof(why), st, 0);
-            set_error(s, "JetStream", why);
-            return -1;
-        }
-    }
+    if (js_context(s) != 0)
+        return -1;
     snprintf(snap_subj[0], sizeof(snap_subj[0]), "%s.snap.>", s->stream);
     snprintf(snap_subj[1], sizeof(snap_subj[1]), "%s.snapdone", s->stream);
     if (rbd_fsource_stream(s, s->snap_stream, snaps, 2, 1, &si) != 0)
@@ -353,7 +250,7 @@ static int setup(rbd_fsource_t *s, uint64_t *from, char *halt, size_t hcap)
         return 1;
     }
     if ((cs = calloc(1, sizeof(*cs))) == NULL) {
-        set_error(s, "consumer", "out of memory");
+        rbd_fsource_error(s, "consumer", "out of memory");
         return -1;
     }
     /* Before the snapshot's parts and the subscription: the library may
@@ -384,8 +281,8 @@ static int setup(rbd_fsource_t *s, uint64_t *from, char *halt, size_t hcap)
     jerr = 0;
     st = js_Subscribe(&s->sub, s->js, s->subject, on_msg, cs, NULL, &so, &jerr);
     if (st != NATS_OK) {
-        nats_why(why, sizeof(why), st, jerr);
-        set_error(s, "consumer", why);
+        rbd_fsource_why(why, sizeof(why), st, jerr);
+        rbd_fsource_error(s, "consumer", why);
         pthread_mutex_lock(&s->mu);
         s->ready = 0;
         pthread_mutex_unlock(&s->mu);
@@ -425,50 +322,6 @@ static int follow(rbd_fsource_t *s, uint64_t from)
         usleep(FS_RETRY_MS * 1000);
     }
     return -1;
-}
-
-int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
-                    const char *msg_id, const char *const *hdr, uint64_t *seq, char *why,
-                    size_t cap)
-{
-    natsMsg *m = NULL;
-    jsPubAck *pa = NULL;
-    jsPubOptions po;
-    jsErrCode jerr = 0;
-    natsStatus st;
-    uint64_t t0 = rbd_mono_ms(), spent;
-
-    st = natsMsg_Create(&m, subject, NULL, data, (int)len);
-    if (st == NATS_OK)
-        st = natsMsgHeader_Set(m, "Rb-Format", FS_FORMAT == 1 ? "1" : "?");
-    for (; st == NATS_OK && hdr != NULL && hdr[0] != NULL; hdr += 2)
-        st = natsMsgHeader_Set(m, hdr[0], hdr[1]);
-    jsPubOptions_Init(&po);
-    po.MsgId = msg_id;
-    /* No responders: nothing was stored (the stream has no leader at this
-     * moment: just made, or electing); tried again within the timeout, so
-     * an election is waited out and a lost quorum refused in it. */
-    for (;;) {
-        if (st != NATS_OK)
-            break;
-        spent = rbd_mono_ms() - t0;
-        po.MaxWait = spent < s->timeout_ms ? (int64_t)(s->timeout_ms - spent) : 1;
-        jerr = 0;
-        st = js_PublishMsg(&pa, s->js, m, &po, &jerr);
-        if (st != NATS_NO_RESPONDERS || atomic_load(&s->stop) ||
-            rbd_mono_ms() - t0 + FS_NO_LEADER_WAIT_MS >= s->timeout_ms)
-            break;
-        usleep(FS_NO_LEADER_WAIT_MS * 1000);
-        st = NATS_OK;
-    }
-    natsMsg_Destroy(m);
-    if (st == NATS_OK) {
-        *seq = pa->Sequence;
-        jsPubAck_Destroy(pa);
-        return 0;
-    }
-    nats_why(why, cap, st, jerr);
-    return (int)st;
 }
 
 /* Publishes data[0..len) (a batch's records; none: a probe) on the ops

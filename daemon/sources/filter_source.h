@@ -23,6 +23,11 @@
  * stream has the message: there is no write acknowledged locally and
  * missing from the stream.
  *
+ * Every nats-snapshot-every messages a snapshot of the replicated filters
+ * is stored in the stream <nats-stream>_SNAP and the stream purged behind
+ * the one before; a host whose next message the stream no longer holds
+ * bootstraps from the newest (filter_source_snap.c).
+ *
  * Replicated in this version: BF.RESERVE, BF.ADD, BF.MADD, BF.INSERT
  * (ops BF_RESERVE and BF_ADD).  Any other change of a replicated name is
  * refused with a reply that says so; so are writes inside MULTI/EXEC and
@@ -68,8 +73,8 @@ typedef struct rbd_fsource_status {
 } rbd_fsource_status_t;
 
 /* Checks the settings, starts the NATS thread (it connects, creates the
- * stream if missing, follows it from the sequence the segment applied:
- * lib/shm/seg_repl.h) and registers nothing: main.c registers the sink
+ * streams if missing, follows the stream from the sequence the segment
+ * applied: lib/shm/seg_repl.h, or from a snapshot) and registers nothing: main.c registers the sink
  * row below with rbd_fsource_fd.  0, or -1 with err. */
 int rbd_fsource_start(rbd_fsource_t **out, const rbd_config_t *cfg, rbd_state_t *st, char *err,
                       size_t errlen);

@@ -1,8 +1,8 @@
 /*
  * filter_source_impl.h - what filter_source.c (the NATS thread: connect,
  * stream, consumer callback, publisher), filter_source_start.c (start,
- * stop, status) and filter_source_loop.c (the event loop's side: the sink
- * row, applying, tickets) share: the source's state and its types.  Who
+ * stop, status), filter_source_loop.c (the event loop's side: the sink
+ * row, applying, tickets) and filter_source_snap.c (snapshots) share: the source's state and its types.  Who
  * owns a field is written beside it: "mu" is under s->mu, "loop" the
  * event loop's alone, "thread" the NATS thread's alone, "const" set before
  * the thread starts.
@@ -154,52 +154,71 @@ struct rbd_fsource {
     rbd_keys_t keys;
 };
 
-/* filter_source.c: the NATS thread's body (arg: the source), started by
- * rbd_fsource_start (filter_source_start.c). */
-void *rbd_fsource_thread(void *arg);
-/* filter_source.c, for the loop: hands b to the NATS thread (FIFO). */
-void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
-/* Whether filter name (len bytes) matches glob (fnmatch(3); a name with
- * a NUL byte never does). */
-int rbd_fsource_matches(const char *glob, const char *name, size_t len);
-/* Message m (destroyed) copied into an rx, with its sequence and the
- * generation of the consumer it came from (out of memory: abort, as
- * skipping it would diverge). */
-fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen);
-/* Makes the loop's descriptor readable (its poll runs). */
-void rbd_fsource_wake(rbd_fsource_t *s);
-/* Frees a batch (the loop's, once given back). */
-void rbd_fsource_batch_free(fs_batch_t *b);
-/* An op's whole record (record.h: header, payload, seal): its length, and
- * with at != NULL the bytes written there (room for that length). */
-size_t rbd_fsource_record(const rbd_op_t *op, unsigned char *at);
-/* filter_source.c, for the snapshots' side: publishes data[0..len) on
- * subject with Rb-Format and, if not NULL, msg_id and the header hdr
- * ("Name: value" pairs, NULL-ended).  0 and *seq, or -1 with why. */
-int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
-                    const char *msg_id, const char *const *hdr, uint64_t *seq, char *why,
-                    size_t cap);
-/* filter_source.c: the stream name found, or made with subjects (nsubj)
- * and discard policy; *si its info.  0, or -1 (s->error says why). */
-int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects, int nsubj,
-                       int discard_old, jsStreamInfo **si);
+/* Who calls whom (no file calls a file above it): filter_source_start.c
+ * -> filter_source.c (the thread) -> filter_source_snap.c ->
+ * filter_source_nats.c -> filter_source_common.c; filter_source_loop.c
+ * -> filter_source.c (the queue), filter_source_snap.c. */
 
-/* filter_source_snap.c.  The loop's side: */
-/* After applying this host's message at seq (a multiple of snap_every):
- * the replicated filters dumped as a snapshot at seq, for the thread. */
+/* ---- filter_source.c ---- */
+/* The NATS thread's body (arg: the source), started by rbd_fsource_start
+ * (filter_source_start.c). */
+void *rbd_fsource_thread(void *arg);
+/* For the loop: hands b to the NATS thread (FIFO). */
+void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
+
+/* ---- filter_source_snap.c ---- */
+/* The loop's side.  After applying this host's message at seq (a
+ * multiple of snap_every): the replicated filters dumped as a snapshot
+ * at seq, for the thread. */
 void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint64_t stream_id);
 /* Inside a snapshot's first part's TXN: every replicated filter deleted
  * (the snapshot then loads them all). */
 void rbd_fsource_snap_clear(rbd_fsource_t *s, rbd_state_t *st);
-/* The thread's side: */
-/* Set-up needs the snapshot (the stream holds no message right after
- * from): the newest complete one of this stream (stream_id) that covers
- * at least up to need - 1 is fetched and queued as rx parts; *from becomes
- * its sequence.  0, or -1 (retry; s->error says why). */
+/* The thread's side.  Set-up needs the snapshot (the stream holds no
+ * message right after *from; its first is need): the newest complete one
+ * of this stream (stream_id), which must cover at least up to need - 1,
+ * is fetched and queued as rx parts; *from becomes its sequence.  0, or
+ * -1 (retry; s->error says why). */
 int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, uint64_t *from);
-/* Publishes s->snap_out if there is one (its parts, then its manifest),
- * then purges what it made unneeded.  Called unlocked, between writes. */
+/* Publishes the next part of s->snap_out if there is one, or its
+ * manifest once every part is stored, then purges what that made
+ * unneeded.  Called unlocked, between writes. */
 void rbd_fsource_snap_publish(rbd_fsource_t *s);
+
+/* ---- filter_source_nats.c ---- */
+/* The text of a failed NATS call (its status, the JetStream error code,
+ * the library's last error on this thread). */
+void rbd_fsource_why(char *out, size_t cap, natsStatus st, jsErrCode jerr);
+/* s->error (for INFO) set to "what: why", under mu. */
+void rbd_fsource_error(rbd_fsource_t *s, const char *what, const char *why);
+/* Message m (destroyed) copied into an rx, with its sequence and the
+ * generation of the consumer it came from (out of memory: abort, as
+ * skipping it would diverge). */
+fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen);
+/* Publishes data[0..len) on subject with Rb-Format and, if not NULL,
+ * msg_id and the headers hdr (name, value, ..., NULL), a publish no one
+ * answered (no leader) tried again within nats-timeout.  0 and *seq, or
+ * the natsStatus with why. */
+int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
+                    const char *msg_id, const char *const *hdr, uint64_t *seq, char *why,
+                    size_t cap);
+/* Stream name found, or made with subjects (nsubj) and the discard
+ * policy (file storage, min(3, servers) replicas, nats-max-bytes / 2);
+ * *si its info.  0, or -1 (s->error says why). */
+int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects, int nsubj,
+                       int discard_old, jsStreamInfo **si);
+
+/* ---- filter_source_common.c ---- */
+/* Whether filter name (len bytes) matches glob (fnmatch(3); a name with
+ * a NUL byte never does). */
+int rbd_fsource_matches(const char *glob, const char *name, size_t len);
+/* An op's whole record (record.h: header, payload, seal): its length, and
+ * with at != NULL the bytes written there (room for that length). */
+size_t rbd_fsource_record(const rbd_op_t *op, unsigned char *at);
+/* Makes the loop's descriptor readable (its poll runs). */
+void rbd_fsource_wake(rbd_fsource_t *s);
+/* Frees a batch (the loop's, once given back). */
+void rbd_fsource_batch_free(fs_batch_t *b);
 /* Frees a snapshot (NULL: nothing). */
 void rbd_fsource_snap_free(fs_snap_t *sn);
 

@@ -3,7 +3,8 @@
  * (filter_source.h says what the source is): the op-sink row that takes
  * the writes to replicated filters into the loop turn's message, and the
  * apply of every message the stream delivers, with the answers to this
- * host's writes.
+ * host's writes, and of the parts of a snapshot a bootstrap fetched
+ * (filter_source_snap.c).
  *
  * Invariants (docs/design.md, "Beyond one host: filters from NATS
  * JetStream"):
@@ -54,32 +55,6 @@ static int replicable(unsigned type)
 static int in_snapshot(unsigned type)
 {
     return type == RBD_OP_BF_LOADCHUNK;
-}
-
-struct rec_put {
-    unsigned char *at;             /* NULL: only counting */
-    size_t len;
-};
-
-static void rec_put(void *ctx, const void *p, size_t n)
-{
-    struct rec_put *rp = ctx;
-
-    if (rp->at != NULL)
-        memcpy(rp->at + rp->len, p, n);
-    rp->len += n;
-}
-
-size_t rbd_fsource_record(const rbd_op_t *op, unsigned char *at)
-{
-    struct rec_put rp = { at, RBD_REC_HDR };
-
-    if (at != NULL)
-        rbd_rec_start(at, (uint8_t)op->type);
-    rbd_op_encode(op, rec_put, &rp);
-    if (at != NULL)
-        rbd_rec_seal(at, rp.len);
-    return rp.len;
 }
 
 /* Room for a record of up to `more` bytes and its ticket in the turn's

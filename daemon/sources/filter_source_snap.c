@@ -115,16 +115,6 @@ void rbd_fsource_snap_clear(rbd_fsource_t *s, rbd_state_t *st)
     free(ns.v);
 }
 
-void rbd_fsource_snap_free(fs_snap_t *sn)
-{
-    if (sn == NULL)
-        return;
-    for (size_t i = 0; i < sn->n; i++)
-        free(sn->part[i].buf);
-    free(sn->part);
-    free(sn);
-}
-
 /* The part a record of len bytes goes in: the last, or a new one if it
  * would pass FS_MSG_MAX (len <= FS_MSG_MAX).  NULL out of memory. */
 static struct fs_part *part_for(fs_snap_t *sn, size_t len)

@@ -20,17 +20,6 @@
 #include "filter_source_impl.h"
 #include "seg_repl.h"
 
-int rbd_fsource_matches(const char *glob, const char *name, size_t len)
-{
-    char buf[RB_FILTER_NAME_MAX + 1];
-
-    if (name == NULL || len > RB_FILTER_NAME_MAX || memchr(name, '\0', len) != NULL)
-        return 0;
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    return fnmatch(glob, buf, 0) == 0;
-}
-
 typedef struct guard {          /* the local filters a first start would shadow */
     const char *glob;
     size_t n;
