@@ -141,6 +141,9 @@ static const struct info_metric {
       "Messages of the stream seen here and not yet applied." },
     { "nats_last_ack_seconds", "replication_last_ack_age_seconds", "gauge", NUM, 1, NULL,
       "Seconds since the stream last acknowledged a write of this host (-1: none yet)." },
+    { "nats_last_contact_seconds", "replication_stream_contact_age_seconds", "gauge", NUM, 1,
+      NULL, "Seconds since the stream last answered this host (an ack, or its state asked "
+      "for every 2 s when idle): how stale its replicated filters may be (-1: never)." },
     { "nats_healthy", "replication_healthy", "gauge", NUM, 1, NULL,
       "1 if writes to replicated filters go through (stream followed, quorum, not halted)." },
     { "nats_writes_refused", "replication_writes_refused_total", "counter", NUM, 1, NULL,

@@ -358,6 +358,8 @@ static void info_replication(server_t *s, info_buf_t *ib)
     now = rbd_now_ms();
     info_line(ib, "nats_last_ack_seconds:%lld", fs.last_ack_ms == 0 ? -1LL :
               (long long)((now > fs.last_ack_ms ? now - fs.last_ack_ms : 0) / 1000));
+    info_line(ib, "nats_last_contact_seconds:%lld", fs.last_contact_ms == 0 ? -1LL :
+              (long long)((now > fs.last_contact_ms ? now - fs.last_contact_ms : 0) / 1000));
     info_line(ib, "nats_msgs_published:%llu", (unsigned long long)fs.published);
     info_line(ib, "nats_msgs_acked:%llu", (unsigned long long)fs.acked);
     info_line(ib, "nats_writes_inflight:%llu", (unsigned long long)fs.inflight);

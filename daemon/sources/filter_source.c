@@ -338,6 +338,7 @@ static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *m
         s->healthy = 1;
         s->acked++;
         s->last_ack_ms = rbd_now_ms();
+        s->last_contact_ms = s->last_ack_ms;
         if (*seq > s->last_seq)
             s->last_seq = *seq;
         s->error[0] = '\0';
@@ -363,7 +364,36 @@ static int publish(rbd_fsource_t *s, const void *data, size_t len, const char *m
     return -1;
 }
 
-/* Under mu, nothing to publish: a probe while unhealthy. */
+/* Under mu, nothing to publish for FS_INFO_MS: the stream's state asked
+ * for, so a host that does not write knows how stale it may be (the last
+ * contact, the stream's first and last sequences: INFO).  Nothing is
+ * written to the stream. */
+static void poll_stream_locked(rbd_fsource_t *s)
+{
+    jsStreamInfo *si = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st;
+    char why[600];
+
+    s->info_ms = rbd_mono_ms();
+    pthread_mutex_unlock(&s->mu);
+    st = js_GetStreamInfo(&si, s->js, s->stream, NULL, &jerr);
+    if (st != NATS_OK)
+        rbd_fsource_why(why, sizeof(why), st, jerr);
+    pthread_mutex_lock(&s->mu);
+    if (st != NATS_OK) {
+        snprintf(s->error, sizeof(s->error), "stream info: %.480s", why);
+        return;
+    }
+    s->last_contact_ms = rbd_now_ms();
+    if (si->State.LastSeq > s->last_seq)
+        s->last_seq = si->State.LastSeq;
+    s->first_seq = si->State.Msgs > 0 ? si->State.FirstSeq : si->State.LastSeq + 1;
+    jsStreamInfo_Destroy(si);
+}
+
+/* Under mu, nothing to publish: a probe while unhealthy, else the
+ * stream's state now and then. */
 static void idle_locked(rbd_fsource_t *s)
 {
     struct timespec ts;
@@ -373,6 +403,8 @@ static void idle_locked(rbd_fsource_t *s)
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 1;
     pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    if (s->healthy && s->todo == NULL && rbd_mono_ms() - s->info_ms >= FS_INFO_MS)
+        poll_stream_locked(s);
     if (!s->healthy && rbd_now_ms() - s->probe_ms >= FS_PROBE_MS) {
         s->probe_ms = rbd_now_ms();
         pthread_mutex_unlock(&s->mu);

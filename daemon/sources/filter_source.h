@@ -57,6 +57,8 @@ typedef struct rbd_fsource_status {
     uint64_t last_seq;          /* the newest sequence seen (acks, deliveries) */
     uint64_t stream_id;         /* the stream's incarnation (XXH3-64 of name, created) */
     uint64_t last_ack_ms;       /* unix ms of the last PubAck (0: none yet) */
+    uint64_t last_contact_ms;   /* unix ms the stream last answered: a PubAck, or the
+                                   stream's state asked for every 2 s when idle (0: never) */
     uint64_t published, acked;  /* messages handed to the stream, acknowledged */
     uint64_t refused;           /* writes refused (no quorum, not ready, ...) */
     uint64_t skipped;           /* messages not applied (corrupt, unknown record) */

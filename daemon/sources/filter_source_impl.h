@@ -21,6 +21,8 @@
 #define FS_MSG_MAX      (900u << 10) /* a message's records, at most (max_payload: 1 MiB) */
 #define FS_RETRY_MS     500        /* the stream's set-up is retried this often */
 #define FS_PROBE_MS     1000       /* without quorum, a probe this often */
+#define FS_INFO_MS      2000       /* idle, the stream's state asked for this often */
+#define FS_APPLY_BYTES  (8u << 20) /* ... and at most these bytes of them (but one) */
 #define FS_NO_LEADER_WAIT_MS 50    /* a publish no one answered is tried again after */
 #define FS_RX_MAX_BYTES (64u << 20) /* delivered, not yet applied: the callback waits past it */
 #define FS_APPLY_TURN   256        /* messages one loop turn applies at most (then it wakes again) */
@@ -136,6 +138,8 @@ struct rbd_fsource {
     uint64_t first_seq;            /* the stream's first sequence, as last seen */
     uint64_t last_seq;
     uint64_t last_ack_ms;
+    uint64_t last_contact_ms;      /* unix ms the stream last answered (ack or info) */
+    uint64_t info_ms;              /* monotonic ms of the last stream info asked */
     uint64_t published, acked;
     char error[512];
     /* loop */

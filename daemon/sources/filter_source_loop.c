@@ -378,17 +378,21 @@ static void fs_poll(void *self, rbd_state_t *st)
     uint64_t stream_id, gen, drain;
     char halt_line[512];
     int more, taken = 0;
+    size_t bytes = 0;
 
     if (read(s->efd, &drain, sizeof(drain)) < 0) {
         /* EAGAIN: nothing new; still look */
     }
     pthread_mutex_lock(&s->mu);
-    /* At most FS_APPLY_TURN messages a turn, so a host catching up keeps
-     * answering its clients; the rest wake the loop again. */
+    /* At most FS_APPLY_TURN messages and FS_APPLY_BYTES (but one) a turn,
+     * so a host catching up keeps answering its clients; the rest wake the
+     * loop again. */
     rx = s->stream_id != 0 ? s->rx : NULL;   /* (set before any delivery) */
     last = NULL;
-    for (fs_rx_t *r = rx; r != NULL && taken < FS_APPLY_TURN; r = r->next, taken++) {
+    for (fs_rx_t *r = rx; r != NULL && taken < FS_APPLY_TURN && (taken == 0 ||
+         bytes + r->len <= FS_APPLY_BYTES); r = r->next, taken++) {
         s->rx_bytes -= r->len;
+        bytes += r->len;
         last = r;
     }
     if (last != NULL) {

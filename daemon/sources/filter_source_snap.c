@@ -205,6 +205,15 @@ void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint
         rbd_fsource_snap_free(sn);
         return;
     }
+    if (sn->bytes + sn->n * 4096 > s->max_bytes / 2) {   /* (a part's overhead, generously) */
+        rbd_log(LOG_ERR, "filter source: no snapshot at sequence %" PRIu64 ": the replicated "
+                "filters' %" PRIu64 " bytes do not fit %s (nats-max-bytes / 2 = %" PRIu64 "): "
+                "raise nats-max-bytes; the stream is not purged meanwhile", seq, sn->bytes,
+                s->snap_stream, s->max_bytes / 2);
+        free(ns.v);
+        rbd_fsource_snap_free(sn);
+        return;
+    }
     sn->seq = seq;
     sn->stream_id = stream_id;
     s->snaps_taken++;

@@ -232,6 +232,7 @@ void rbd_fsource_status(rbd_fsource_t *s, rbd_fsource_status_t *out)
     out->stream_id = s->stream_id;
     out->last_seq = s->last_seq;
     out->last_ack_ms = s->last_ack_ms;
+    out->last_contact_ms = s->last_contact_ms;
     out->published = s->published;
     out->acked = s->acked;
     out->first_seq = s->first_seq;

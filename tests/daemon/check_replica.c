@@ -33,7 +33,8 @@
  *            first start with the stream;
  *  no NATS   a daemon started while no server answers serves, refuses
  *            replicated writes at once saying why, and follows the stream
- *            once the servers are up.
+ *            once the servers are up; with every server gone again, its
+ *            INFO shows the last contact growing old, reads going on.
  * Each test prints what it measured.  Skipped (exit 77) without
  * nats-server.
  */
@@ -660,11 +661,17 @@ END_TEST
 /* A daemon whose NATS servers do not answer starts and serves: local
  * filters are written, replicated writes are refused at once with the
  * reason, and once the servers come up it follows the stream by itself. */
+/* Seconds since the stream last answered host i (INFO; -1 never). */
+static long long contact(int i)
+{
+    return (long long)rbd_info_num(c[i], "replication", "nats_last_contact_seconds");
+}
+
 START_TEST(test_replica_starts_without_nats)
 {
     int rc, unknown = 0;
     const char *got;
-    uint64_t t0;
+    uint64_t t0, ms;
 
     ck_assert_msg(rb_nats_start(&cl, 3, 20000) == 0, "the NATS cluster did not start");
     snprintf(extra, sizeof(extra), "filter-source nats\nnats-servers %s %s %s\n"
@@ -691,9 +698,22 @@ START_TEST(test_replica_starts_without_nats)
         usleep(200 * 1000);
     }
     ck_assert_msg(strcmp(got, "1") == 0 || (unknown > 0 && strcmp(got, "0") == 0), "%s", got);
+    ms = rb_test_now_ms() - t0;
+    /* Idle, the host keeps in touch with the stream without writing to it;
+     * with every server gone, INFO shows how long it has been. */
+    sleep(5);   /* idle: no write since */
+    ck_assert_msg(contact(0) >= 0 && contact(0) <= 3, "last contact %lld s ago", contact(0));
+    for (int i = 0; i < 3; i++)
+        rb_nats_kill(&cl, i);
+    t0 = rb_test_now_ms();
+    while (contact(0) < 4)
+        ck_assert_msg(rb_test_now_ms() - t0 < 15000 && usleep(100 * 1000) == 0,
+                      "the last contact stays %lld s old with no server", contact(0));
+    ck_assert_str_eq(rbd_cmd(c[0], &rc, "BF.EXISTS", "r:f", "x", (const char *)NULL), "1");
     printf("replica: no NATS at start: served at once, replicated writes refused with the "
-           "reason; with the servers up, the first write went through %llu ms later\n",
-           (unsigned long long)(rb_test_now_ms() - t0));
+           "reason; with the servers up, the first write went through %llu ms later; with "
+           "them gone, the last contact was %lld s old %llu ms later, reads going on\n",
+           (unsigned long long)ms, contact(0), (unsigned long long)(rb_test_now_ms() - t0));
 }
 END_TEST
 
