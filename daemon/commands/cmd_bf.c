@@ -285,9 +285,8 @@ static void cmd_bf_reserve(rbd_ctx_t *x)
         rbd_cmd_arg_name(x, 1, "filter", RB_FILTER_NAME_MAX) != 0 || size_ok(x, &p) != 0)
         return;
     rc = reserve(x, x->argv[1], x->argl[1], &p, RBD_REPLY_RESERVED);
-    if (rc == RBD_OP_EREPLY)
-        rbi_resp_error(x->out, "%s", x->s->state.sinks.why);
-    else if (rc != RBD_OP_DEFERRED)   /* deferred: the sink answers (sink.h) */
+    if (rc != RBD_OP_DEFERRED)   /* deferred: the sink answers (sink.h); a refusal's line
+                                    (RBD_OP_EREPLY) is rbd_cmd_error's */
         rbd_cmd_reply_reserved(x, rc);
 }
 

@@ -211,6 +211,24 @@ static int js_context(rbd_fsource_t *s)
     return -1;
 }
 
+/* The next consumer's callback argument, which lives until the source is
+ * freed (a failed subscription's is used again: no callback can hold it,
+ * and retries do not grow the list).  NULL out of memory (said). */
+static fs_consumer_t *consumer_arg(rbd_fsource_t *s)
+{
+    fs_consumer_t *cs = s->consumers;
+
+    if (cs != NULL && !cs->subscribed)
+        return cs;
+    if ((cs = calloc(1, sizeof(*cs))) == NULL) {
+        rbd_fsource_error(s, "consumer", "out of memory");
+        return NULL;
+    }
+    cs->next = s->consumers;
+    s->consumers = cs;
+    return cs;
+}
+
 /* Set-up from *from (the last sequence applied here): the streams (found
  * or made: the ops and the snapshots), the ops stream's incarnation
  * checked against the segment's; if the stream no longer holds the
@@ -249,25 +267,23 @@ static int setup(rbd_fsource_t *s, uint64_t *from, char *halt, size_t hcap)
                  "segment to follow the new one", s->stream);
         return 1;
     }
-    if ((cs = calloc(1, sizeof(*cs))) == NULL) {
-        rbd_fsource_error(s, "consumer", "out of memory");
-        return -1;
-    }
     /* Before the snapshot's parts and the subscription: the library may
      * deliver (and the loop apply, recording the stream's identity with
      * each message) before js_Subscribe returns; and a write accepted from
-     * now on is delivered to this consumer, which starts below it. */
+     * now on is delivered to this consumer, which starts below it.  A new
+     * generation: what an earlier consumer or fetch queued is dropped. */
     pthread_mutex_lock(&s->mu);
-    cs->s = s;
-    cs->gen = ++s->gen;
-    cs->next = s->consumers;
-    s->consumers = cs;
+    s->gen++;
     s->stream_id = id;
     s->first_seq = need;
     pthread_mutex_unlock(&s->mu);
     if (need > *from + 1 && rbd_fsource_snap_fetch(s, id, need, from) != 0)
         return -1;
+    if ((cs = consumer_arg(s)) == NULL)
+        return -1;
     pthread_mutex_lock(&s->mu);
+    cs->s = s;
+    cs->gen = s->gen;
     s->ready = 1;
     s->healthy = 1;
     s->error[0] = '\0';
@@ -280,6 +296,7 @@ static int setup(rbd_fsource_t *s, uint64_t *from, char *halt, size_t hcap)
     so.Config.Heartbeat = 1000000000LL;
     jerr = 0;
     st = js_Subscribe(&s->sub, s->js, s->subject, on_msg, cs, NULL, &so, &jerr);
+    cs->subscribed = st == NATS_OK;
     if (st != NATS_OK) {
         rbd_fsource_why(why, sizeof(why), st, jerr);
         rbd_fsource_error(s, "consumer", why);

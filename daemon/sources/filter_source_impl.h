@@ -83,9 +83,10 @@ typedef struct fs_snap {
 /* One ordered consumer of the stream: its callback's argument (the
  * generation tags what it delivers; freed with the source). */
 typedef struct fs_consumer {
-    struct rbd_fsource *s;
-    uint64_t gen;
-    struct fs_consumer *next;
+    struct rbd_fsource *s;         /* const */
+    uint64_t gen;                  /* set before its subscription, then const */
+    int subscribed;                /* thread: its subscription was made */
+    struct fs_consumer *next;      /* thread */
 } fs_consumer_t;
 
 struct rbd_fsource {
@@ -127,7 +128,7 @@ struct rbd_fsource {
     char thread_halt[512];         /* set-up found it cannot follow the stream: why */
     uint64_t stream_id;            /* the stream's incarnation, once ready */
     uint64_t gen;                  /* the consumer's generation: rx of another is dropped */
-    fs_consumer_t *consumers;      /* every one made (the newest first) */
+    fs_consumer_t *consumers;      /* thread: every one made (the newest first) */
     int resync;                    /* the loop asks for a new set-up from resync_from (its
                                       next message is gone from the stream) */
     uint64_t resync_from;

@@ -373,6 +373,11 @@ static void publish_manifest(rbd_fsource_t *s, fs_snap_t *sn)
 
     if (last_manifest(s, sn->stream_id, &prev, why, sizeof(why)) != 0)
         prev.seq = 0;
+    if (prev.seq >= sn->seq) {   /* another host's newer one was stored first */
+        rbd_log(LOG_NOTICE, "filter source: snapshot at sequence %" PRIu64 " not stored: the one "
+                "at %" PRIu64 " is newer", sn->seq, prev.seq);
+        return;
+    }
     snprintf(subject, sizeof(subject), "%s.snapdone", s->stream);
     snprintf(id, sizeof(id), "snapdone.%016" PRIx64 ".%" PRIu64, sn->stream_id, sn->seq);
     snprintf(seq, sizeof(seq), "%" PRIu64, sn->seq);

@@ -4,7 +4,10 @@
  * beside local ones on the same daemon, in one run, alternating: BF.ADD's
  * latency (one client, unpipelined: what a replicated write adds), BF.MADD
  * of 100 keys from one client and from eight (their writes share a stream
- * message when they arrive in one loop turn), the stream's bytes per key,
+ * message when they arrive in one loop turn; snapshots are taken at the
+ * default nats-snapshot-every, 10,000 messages, as they come), the
+ * streams' bytes (the ops stream purged behind the snapshots, the
+ * snapshots) per key,
  * and reads of both filters through shared memory (the read path is the
  * same, so the cost must be too).  With --redisbloom, RedisBloom on one
  * Redis Cluster node (cluster-enabled, every slot its own) beside them.
@@ -13,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +87,32 @@ static void prepare(const char *sock, const char *prefix)
         snprintf(line, sizeof(line), "BF.RESERVE %s%s 0.0001 20000000", prefix, names[i]);
         until_answer(sock, line, "OK");
     }
+}
+
+/* The number a shell command (printf-formatted) prints first (NAN: none). */
+static double shell_num(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static double shell_num(const char *fmt, ...)
+{
+    char cmd[1024], out[256] = "";
+    va_list ap;
+    FILE *p;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    if ((p = popen(cmd, "r")) == NULL)
+        return NAN;
+    if (fgets(out, sizeof(out), p) == NULL)
+        out[0] = '\0';
+    pclose(p);
+    return out[0] != '\0' ? atof(out) : NAN;
+}
+
+/* Field of the daemon's INFO replication on sock (NAN: absent). */
+static double info_num(const char *sock, const char *field)
+{
+    return shell_num("redis-cli -s %s INFO replication | tr -d '\\r' | sed -n 's/^%s://p'", sock,
+                     field);
 }
 
 static volatile int read_sink;
@@ -202,20 +232,28 @@ void bench_nats(const char *tmpdir, const char *redisbloom, int reps, int quick)
         printf("    replicated / local per rep: median %.2fx, %.2fx .. %.2fx\n", rs[0], rs[1],
                rs[2]);
     }
-    /* The stream's growth: one server's store (each holds a replica). */
+    /* The streams' growth: one server's store (each holds a replica), the
+     * ops stream (purged behind the snapshots) and the snapshots' apart. */
     {
-        char cmd[512], out[256] = "";
-        FILE *p;
+        /* the largest of the three (a follower's replica may lag) */
+        double ops = shell_num("du -sb '%s'/js?/jetstream/'$G'/streams/BENCH | sort -n | tail -1 "
+                               "| cut -f1", tmpdir);
+        double snap = shell_num("du -sb '%s'/js?/jetstream/'$G'/streams/BENCH_SNAP | sort -n | "
+                                "tail -1 | cut -f1", tmpdir);
+        double filters = 0;
 
-        snprintf(cmd, sizeof(cmd), "du -sb %s/js0 | cut -f1", tmpdir);
-        if ((p = popen(cmd, "r")) != NULL) {
-            if (fgets(out, sizeof(out), p) == NULL)
-                out[0] = '\0';
-            pclose(p);
-        }
-        printf("  stream growth: one server's store %.1f MB after %.0f keys added to replicated "
-               "filters: %.1f bytes a key (per replica; 3 replicas)\n", atof(out) / 1e6, added,
-               added > 0 ? atof(out) / added : NAN);
+        for (size_t i = 0; i < sizeof(fname) / sizeof(fname[0]); i++)
+            if (i == 0 || strcmp(fname[i], fname[i - 1]) != 0)
+                filters += shell_num("redis-cli -s %s BF.INFO r:%s SIZE", sock, fname[i]);
+        printf("  streams: %.0f keys added to replicated filters in %.0f messages; the fullest "
+               "server's store: the stream %.1f MB (it holds sequence %.0f on), the snapshots %.1f MB "
+               "(%.0f taken, %.0f stored by this host, the newest at %.0f; the 3 replicated "
+               "filters are %.1f MB); %.1f bytes a key in all (per replica; 3 replicas)\n", added,
+               info_num(sock, "nats_applied_seq"), ops / 1e6,
+               info_num(sock, "nats_stream_first_seq"), snap / 1e6,
+               info_num(sock, "nats_snapshots_taken"), info_num(sock, "nats_snapshots_stored"),
+               info_num(sock, "nats_snapshot_seq"),
+               filters / 1e6, added > 0 ? (ops + snap) / added : NAN);
     }
     bench_daemon_instance("natsrepl", inst, sizeof(inst));
     if (rb_segment_attach(inst, 0, &seg) != RB_OK)
