@@ -345,13 +345,18 @@ fail:
     return -1;
 }
 
-/* Purges stream name below sequence below (not included).  0 or -1 (logged). */
+/* Purges stream name below sequence below (not included).  0 or -1 (logged).
+ * below <= 1 purges nothing: the server takes a purge below 0 or 1 for a
+ * purge of everything (nats-server 2.9; the first snapshot, at sequence
+ * 1 of its stream, once purged itself so). */
 static int purge(rbd_fsource_t *s, const char *name, uint64_t below)
 {
     jsOptions o;
     jsErrCode jerr = 0;
     natsStatus st;
 
+    if (below <= 1)
+        return 0;
     jsOptions_Init(&o);
     o.Wait = s->timeout_ms;
     o.Stream.Purge.Sequence = below;

@@ -221,6 +221,46 @@ static size_t madd_argv(int r, const char **argv, char (*keys)[24])
     return PER_ADD + 2;
 }
 
+/* The sequence the newest snapshot's manifest in STREAM_SNAP covers (0:
+ * none), read with libnats. */
+static uint64_t manifest_seq(void)
+{
+    natsConnection *nc = NULL;
+    jsCtx *js = NULL;
+    natsMsg *m = NULL;
+    jsErrCode jerr = 0;
+    const char *v = NULL;
+    uint64_t seq = 0;
+    natsStatus st;
+
+    ck_assert_int_eq(natsConnection_ConnectTo(&nc, cl.url[0]), NATS_OK);
+    ck_assert_int_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+    st = js_GetLastMsg(&m, js, STREAM "_SNAP", STREAM ".snapdone", NULL, &jerr);
+    ck_assert_msg(st == NATS_OK || st == NATS_NOT_FOUND, "%s", natsStatus_GetText(st));
+    if (st == NATS_OK && natsMsgHeader_Get(m, "Rb-Snap-Seq", &v) == NATS_OK)
+        seq = strtoull(v, NULL, 10);
+    natsMsg_Destroy(m);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return seq;
+}
+
+/* Until a host stored a snapshot (<= 30 s): then its manifest must be
+ * in the snapshot stream (the first one, at sequence 1 of that stream,
+ * once purged itself with everything). */
+static void await_first_snapshot(void)
+{
+    uint64_t t0 = rb_test_now_ms(), stored = 0;
+
+    while (stored == 0) {
+        for (int h = 0; h < HOSTS; h++)
+            stored += (uint64_t)rbd_info_num(c[h], "replication", "nats_snapshots_stored");
+        ck_assert_msg(rb_test_now_ms() - t0 < 30000, "no snapshot stored");
+        usleep(20 * 1000);
+    }
+    ck_assert_uint_eq(manifest_seq(), SNAP_EVERY);
+}
+
 START_TEST(test_replica_converge)
 {
     static char keys[PER_ADD][24], replies[ADDS][4 * PER_ADD + 16];
@@ -247,6 +287,8 @@ START_TEST(test_replica_converge)
         t0 = rb_test_now_ms();
         snprintf(replies[r], sizeof(replies[r]), "%s", write_on(h, argv, argc));
         sum_ms += rb_test_now_ms() - t0;
+        if (r + 2 == SNAP_EVERY)   /* the reserve and 15 MADDs: the message at 16 */
+            await_first_snapshot();
     }
     ms = converge(HOSTS, ADDS + 1);
     for (int r = 0; r < ADDS; r++) {
@@ -301,19 +343,24 @@ END_TEST
 
 /* A host stopped (SIGSTOP) while the others write past two snapshots
  * finds, once it runs again, that the stream no longer holds its next
- * message: it bootstraps from the newest snapshot without a restart and
- * answers as the others. */
+ * message: it bootstraps from the newest snapshot (of two filters, one
+ * whose dump takes many chunks and parts) without a restart and answers
+ * as the others, its dumps the same. */
 START_TEST(test_replica_lagging)
 {
     static char keys[PER_ADD][1024];
     const char *argv[PER_ADD + 2] = { "BF.MADD", "r:f" };
+    rbd_dump_t dump[2];
     uint64_t first, boot, ms, t0 = rb_test_now_ms();
     int rounds = 8 * SNAP_EVERY;
 
     fleet_start();
     ck_assert_str_eq(write_on(0, (const char *const[]){ "BF.RESERVE", "r:f", "0.01", "5000" },
                               4), "OK");
-    converge(HOSTS, 1);
+    /* and one of 0.96 MB: its dump is 2 chunks in a snapshot, in 2 parts */
+    ck_assert_str_eq(write_on(1, (const char *const[]){ "BF.RESERVE", "r:big", "0.0001",
+                                                        "400000" }, 4), "OK");
+    converge(HOSTS, 2);
     /* Messages of 100 keys of 1,000 bytes: more than the stopped host's
      * socket and the server's buffers for it hold, so the stream's purge
      * overtakes it. */
@@ -326,16 +373,25 @@ START_TEST(test_replica_lagging)
             keys[k][sizeof(keys[k]) - 1] = '\0';
             argv[k + 2] = keys[k];
         }
+        argv[1] = r % 8 == 0 ? "r:big" : "r:f";
         (void)write_on(r % 2, argv, PER_ADD + 2);
     }
-    first = (uint64_t)rbd_info_num(c[0], "replication", "nats_stream_first_seq");
+    /* (as the host that purged last saw it: host 1's messages fall on the
+     * multiples of 16) */
+    first = (uint64_t)rbd_info_num(c[1], "replication", "nats_stream_first_seq");
     ck_assert_int_eq(kill(d[2].pid, SIGCONT), 0);
-    ms = converge(HOSTS, (uint64_t)rounds + 1);
+    ms = converge(HOSTS, (uint64_t)rounds + 2);
     boot = (uint64_t)rbd_info_num(c[2], "replication", "nats_bootstrap_seq");
     ck_assert_msg(first > SNAP_EVERY && boot + 1 >= first, "the stopped host: stream first %llu, "
                   "bootstrapped from %llu", (unsigned long long)first, (unsigned long long)boot);
     ck_assert_int_eq((int)rbd_info_num(c[2], "replication", "nats_halted"), 0);
     ck_assert_uint_eq(probe_hash(c[2], "r:f"), probe_hash(c[0], "r:f"));
+    ck_assert_uint_eq(probe_hash(c[2], "r:big"), probe_hash(c[0], "r:big"));
+    rbd_scandump(&d[0], "BF.SCANDUMP", "r:big", &dump[0]);
+    rbd_scandump(&d[2], "BF.SCANDUMP", "r:big", &dump[1]);
+    assert_same_filter(&dump[1], &dump[0], "r:big");
+    rbd_dump_free(&dump[0]);
+    rbd_dump_free(&dump[1]);
     printf("replica: lagging: a host stopped during %d writes (the stream then held %llu on) "
            "bootstrapped from the snapshot at %llu and converged %llu ms after it ran again "
            "(%llu ms in all)\n", rounds, (unsigned long long)first, (unsigned long long)boot,

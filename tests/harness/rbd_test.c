@@ -367,7 +367,7 @@ static size_t raw_call(int fd, size_t argc, const char *const *argv, const size_
 
 void rbd_scandump(const rbd_proc_t *d, const char *cmd, const char *name, rbd_dump_t *dp)
 {
-    static char buf[(1 << 20) + 128];
+    static char buf[(4 << 20) + 128];
     int fd = rbd_raw_connect(d);
     long long iter = 0;
 

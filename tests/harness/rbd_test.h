@@ -96,7 +96,7 @@ typedef struct rbd_dump {
 } rbd_dump_t;
 
 /* Every chunk of filter name, by cmd ("BF.SCANDUMP", "CF.SCANDUMP") from
- * iterator 0 until it answers 0 (at most RBD_DUMP_CHUNKS chunks of 1 MiB). */
+ * iterator 0 until it answers 0 (at most RBD_DUMP_CHUNKS chunks of 4 MiB). */
 void rbd_scandump(const rbd_proc_t *d, const char *cmd, const char *name, rbd_dump_t *dp);
 /* Loads the chunks of dp into filter name by cmd ("BF.LOADCHUNK", ...),
  * asserting each answers OK. */
