@@ -300,7 +300,7 @@ START_TEST(test_nats_duplicate_msg_id)
 END_TEST
 
 /* d. Purge below 101: FirstSeq 101; an ordered consumer asked for 2
- * silently starts at 101. */
+ * silently starts at 101; a purge below 1 empties the stream. */
 START_TEST(test_nats_purge_moves_first_seq_silently)
 {
     jsOptions jo;
@@ -330,6 +330,12 @@ START_TEST(test_nats_purge_moves_first_seq_silently)
            "first, no error\n", (unsigned long long)st.FirstSeq, (unsigned long long)st.Msgs,
            (unsigned long long)got);
     sub_close(sub);
+    /* A purge "below 1" is a purge of everything (the filter source's
+     * snapshots never ask for one: filter_source_snap.c). */
+    jo.Stream.Purge.Sequence = 1;
+    ck_assert_int_eq(js_PurgeStream(js, STREAM, &jo, &jerr), NATS_OK);
+    ck_assert_uint_eq(rbt_state().Msgs, 0);
+    printf("nats: d: purge below 1: %llu msgs left\n", (unsigned long long)rbt_state().Msgs);
 }
 END_TEST
 
