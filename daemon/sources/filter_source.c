@@ -122,12 +122,7 @@ static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *
         free(r);
         return;
     }
-    s->rx_bytes += r->len;
-    if (s->rx_tail != NULL)
-        s->rx_tail->next = r;
-    else
-        s->rx = r;
-    s->rx_tail = r;
+    rbd_fsource_rx_append_locked(s, r);
     if (r->seq > s->last_seq)
         s->last_seq = r->seq;
     pthread_mutex_unlock(&s->mu);

@@ -1,8 +1,8 @@
 /*
  * filter_source_common.c - `filter-source nats`: the small pieces every
  * side of the source uses (filter_source_impl.h): a name matched against
- * nats-filters, an op framed as its log record, the loop woken, a batch
- * or a snapshot freed.
+ * nats-filters, an op framed as its log record, the loop woken, a
+ * message queued for it, a batch or a snapshot freed.
  */
 #include "config.h"
 
@@ -61,6 +61,17 @@ void rbd_fsource_wake(rbd_fsource_t *s)
 
     if (write(s->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         rbd_log(LOG_WARNING, "filter source: eventfd: %s", strerror(errno));
+}
+
+void rbd_fsource_rx_append_locked(rbd_fsource_t *s, fs_rx_t *r)
+{
+    r->next = NULL;
+    s->rx_bytes += r->len;
+    if (s->rx_tail != NULL)
+        s->rx_tail->next = r;
+    else
+        s->rx = r;
+    s->rx_tail = r;
 }
 
 void rbd_fsource_batch_free(fs_batch_t *b)

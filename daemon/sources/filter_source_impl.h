@@ -222,6 +222,8 @@ int rbd_fsource_matches(const char *glob, const char *name, size_t len);
 size_t rbd_fsource_record(const rbd_op_t *op, unsigned char *at);
 /* Makes the loop's descriptor readable (its poll runs). */
 void rbd_fsource_wake(rbd_fsource_t *s);
+/* Under mu: r at the end of the rx queue, its bytes counted. */
+void rbd_fsource_rx_append_locked(rbd_fsource_t *s, fs_rx_t *r);
 /* Frees a batch (the loop's, once given back). */
 void rbd_fsource_batch_free(fs_batch_t *b);
 /* Frees a snapshot (NULL: nothing). */

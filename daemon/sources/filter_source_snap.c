@@ -313,15 +313,10 @@ int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, 
         tail = &(*tail)->next;
     }
     pthread_mutex_lock(&s->mu);
-    for (fs_rx_t *r = head; r != NULL; r = r->next) {
-        s->rx_bytes += r->len;
-        if (s->rx_tail != NULL)
-            s->rx_tail->next = r;
-        else
-            s->rx = r;
-        s->rx_tail = r;
+    for (fs_rx_t *r = head, *next; r != NULL; r = next) {
+        next = r->next;
+        rbd_fsource_rx_append_locked(s, r);
     }
-    s->rx_tail->next = NULL;
     s->boot_seq = mf.seq;
     s->snap_seq = mf.seq > s->snap_seq ? mf.seq : s->snap_seq;
     pthread_mutex_unlock(&s->mu);
