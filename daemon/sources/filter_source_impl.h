@@ -174,7 +174,8 @@ void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
 /* ---- filter_source_snap.c ---- */
 /* The loop's side.  After applying this host's message at seq (a
  * multiple of snap_every): the replicated filters dumped as a snapshot
- * at seq, for the thread. */
+ * at seq, for the thread (none while it still publishes the one before,
+ * or if it would not fit the snapshot stream: logged). */
 void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint64_t stream_id);
 /* Inside a snapshot's first part's TXN: every replicated filter deleted
  * (the snapshot then loads them all). */

@@ -182,15 +182,34 @@ static int dump_filter(fs_snap_t *sn, const rb_segment_t *seg, const struct name
     return rc;
 }
 
+/* Whether the thread still publishes a snapshot (this one is then not
+ * taken: the copy would be thrown away). */
+static int busy(rbd_fsource_t *s)
+{
+    int b;
+
+    pthread_mutex_lock(&s->mu);
+    b = s->snap_out != NULL;
+    pthread_mutex_unlock(&s->mu);
+    return b;
+}
+
 void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint64_t stream_id)
 {
-    unsigned char *buf = malloc(FS_SNAP_CHUNK > RBI_DUMP_HEADER_MAX ? FS_SNAP_CHUNK
-                                : RBI_DUMP_HEADER_MAX);
-    fs_snap_t *sn = calloc(1, sizeof(*sn));
+    unsigned char *buf;
+    fs_snap_t *sn;
     names_t ns = { 0 };
-    int rc = buf == NULL || sn == NULL || replicated_names(s, st->seg, &ns) != 0 ? RB_ENOMEM
-             : RB_OK;
+    int rc;
     size_t i = 0;
+
+    if (busy(s)) {
+        rbd_log(LOG_WARNING, "filter source: no snapshot at sequence %" PRIu64 ": the one "
+                "before is still being published", seq);
+        return;
+    }
+    buf = malloc(FS_SNAP_CHUNK > RBI_DUMP_HEADER_MAX ? FS_SNAP_CHUNK : RBI_DUMP_HEADER_MAX);
+    sn = calloc(1, sizeof(*sn));
+    rc = buf == NULL || sn == NULL || replicated_names(s, st->seg, &ns) != 0 ? RB_ENOMEM : RB_OK;
 
     for (; rc == RB_OK && i < ns.n; i++)
         rc = dump_filter(sn, st->seg, &ns.v[i], buf);
@@ -221,17 +240,9 @@ void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint
             PRIu64 " bytes in %zu part(s)", seq, ns.n, sn->bytes, sn->n);
     free(ns.v);
     pthread_mutex_lock(&s->mu);
-    if (s->snap_out == NULL) {
-        s->snap_out = sn;
-        sn = NULL;
-        pthread_cond_signal(&s->cv);
-    }
+    s->snap_out = sn;   /* (none: only the loop sets it, and it was none above) */
+    pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    if (sn != NULL) {
-        rbd_log(LOG_WARNING, "filter source: snapshot at sequence %" PRIu64 " dropped: the one "
-                "before is still being published", seq);
-        rbd_fsource_snap_free(sn);
-    }
 }
 
 /* ---- the thread's side ---- */
