@@ -238,8 +238,8 @@ static void halt(rbd_fsource_t *s, const char *fmt, ...)
     rbd_log(LOG_ERR, "filter source: halted: %s", s->halt_why);
 }
 
-/* The records of r (none if it is skipped), inside its TXN; a write of
- * b's answered with its record's result.  The records run: */
+/* Runs the records of r (none if it is skipped) inside its TXN, each
+ * write of b's answered with its record's result; returns how many ran. */
 static size_t run_records(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *r, fs_batch_t *b,
                           int skipped)
 {
