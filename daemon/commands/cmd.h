@@ -44,6 +44,14 @@
                             it later, after the EXEC's step, so it is refused
                             inside MULTI then (when queued) */
 #define CMD_FAST 0x20u   /* @fast (O(1) or O(log n) per item), else @slow */
+#define CMD_OTHERS 0x40u /* acts on other connections or on the whole server
+                            (CLIENT KILL / PAUSE / UNPAUSE, CONFIG SET /
+                            REWRITE, SHUTDOWN, SAVE, BGSAVE, SLOWLOG RESET,
+                            LATENCY RESET): besides its rules, it needs an
+                            administrator (rbd_acl_is_admin: rules that grant
+                            @admin itself), whatever rule names it, so no
+                            spelling (+@connection, +client|kill) gives it to
+                            a lower tier (issue 41, 1) */
 
 typedef struct rbd_command rbd_command_t;
 
@@ -115,8 +123,9 @@ void rbd_cmd_acl_list(rbd_ctx_t *x);
 int rbd_cmd_acl_who(rbd_ctx_t *x, uid_t *uid, rbd_acl_who_t *who);
 
 /* Whether a client of rule sets who may run cmd (sub: its subcommand's
- * row, or NULL) under the ACL rules (acl.h; cmd_acl.c): 1, or 0 with the
- * NOPERM reply's text in why (NULL: not wanted), naming the user (uid). */
+ * row, or NULL) under the ACL rules (acl.h; cmd_acl.c), a CMD_OTHERS row
+ * only for an administrator: 1, or 0 with the NOPERM reply's text in why
+ * (NULL: not wanted), naming the user (uid). */
 int rbd_cmd_permitted(const server_t *s, const rbd_acl_who_t *who, uid_t uid,
                       const rbd_command_t *cmd, const rbd_command_t *sub, char *why,
                       size_t cap);

@@ -146,17 +146,22 @@ int rbd_cmd_permitted(const server_t *s, const rbd_acl_who_t *who, uid_t uid,
 {
     char name[32], subname[32], user[256], rules[1024];
 
+    int by_rules, others = ((sub ? sub : cmd)->flags & CMD_OTHERS) != 0;
+
     rbd_cmd_lower(cmd, name, sizeof(name));
     if (sub != NULL)
         rbd_cmd_lower(sub, subname, sizeof(subname));
-    if (rbd_acl_allows(&s->cfg.acl, who, name, sub ? subname : NULL,
-                       rbd_cmd_categories(sub ? sub : cmd)))
+    by_rules = rbd_acl_allows(&s->cfg.acl, who, name, sub ? subname : NULL,
+                              rbd_cmd_categories(sub ? sub : cmd));
+    if (by_rules && (!others || rbd_acl_is_admin(&s->cfg.acl, who)))
         return 1;
     if (why != NULL) {
         rbd_acl_user_name(uid, user, sizeof(user));
         rbd_acl_describe(&s->cfg.acl, who, rules, sizeof(rules));
-        snprintf(why, cap, "User %s has no permissions to run the '%s%s%s' command (%s)", user,
-                 name, sub ? "|" : "", sub ? subname : "", rules);
+        snprintf(why, cap, "User %s has no permissions to run the '%s%s%s' command (%s%s)",
+                 user, name, sub ? "|" : "", sub ? subname : "", rules,
+                 by_rules ? "; it acts on other connections or the whole server, which needs "
+                            "an administrator: rules that grant @admin" : "");
     }
     return 0;
 }

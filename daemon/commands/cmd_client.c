@@ -1,10 +1,16 @@
 /*
  * cmd_client.c - CLIENT: the connection's own subcommands (ID, GETNAME,
  * SETNAME, SETINFO, INFO: what Redis clients send on connecting; redis-py
- * and node-redis send SETINFO and ignore its errors) and the
- * administrative ones over every connection (LIST, KILL, PAUSE, UNPAUSE), each a
+ * and node-redis send SETINFO and ignore its errors), LIST, and the
+ * administrative ones over every connection (KILL, PAUSE, UNPAUSE), each a
  * subcommand row (an access rule may name client|list alone), answered
  * as Redis 7.2 does; their table row and handlers.
+ *
+ * A connection sees and acts only on itself unless it is an administrator
+ * (rbd_acl_is_admin): LIST shows a non-administrator its own line alone,
+ * and KILL, PAUSE and UNPAUSE are CMD_OTHERS, which no rule gives to a
+ * non-administrator (issue 41, 1: the reader tier's +@connection granted
+ * them, as it would in Redis).
  */
 #include "config.h"
 
@@ -58,12 +64,14 @@ static void client_info(rbd_ctx_t *x)
 }
 
 /* CLIENT LIST [TYPE normal] [ID id ...]: a line per connection (TYPE
- * other than normal: none; there are no replicas or pub/sub clients). */
+ * other than normal: none; there are no replicas or pub/sub clients); to
+ * a connection that is not an administrator's, its own line alone. */
 static void client_list(rbd_ctx_t *x)
 {
     rbi_buf_t b = { 0 };
     char line[1024];
     size_t ids = 0, none = 0;
+    int admin = rbd_acl_is_admin(&x->s->cfg.acl, &x->c->who);
 
     for (size_t i = 2; i < x->argc; i++) {
         if (rbd_cmd_arg_is(x, i, "TYPE") && i + 1 < x->argc) {
@@ -85,7 +93,7 @@ static void client_list(rbd_ctx_t *x)
     }
     for (size_t fd = 0; !none && fd < x->s->clients_cap; fd++) {
         const client_t *c = x->s->clients[fd];
-        int want = c != NULL && !c->closing;
+        int want = c != NULL && !c->closing && (admin || c == x->c);
         if (want && ids > 0) {
             want = 0;
             for (size_t i = ids; i < x->argc && !want; i++) {
@@ -261,17 +269,17 @@ static const rbd_command_t client_subs[] = {
                    "Records the client library's name or version",
                    "(LIB-NAME libname | LIB-VER libver)"),
     RBD_SUBCOMMAND("INFO", 2, 0, client_info, "connection", "Describes the connection", ""),
-    RBD_SUBCOMMAND("LIST", -2, CMD_ADMIN, client_list, "connection",
-                   "Describes every connection",
+    RBD_SUBCOMMAND("LIST", -2, 0, client_list, "connection",
+                   "Describes every connection (an administrator's), or this one",
                    "[TYPE type] [ID client-id:integer...]"),
-    RBD_SUBCOMMAND("KILL", -3, CMD_ADMIN, client_kill, "connection",
+    RBD_SUBCOMMAND("KILL", -3, CMD_ADMIN | CMD_OTHERS, client_kill, "connection",
                    "Closes connections by id, user or address",
                    "(addr | (ID client-id:integer | USER username | ADDR addr | LADDR laddr | "
                    "SKIPME yesno)...)"),
-    RBD_SUBCOMMAND("PAUSE", -3, CMD_ADMIN, client_pause, "connection",
+    RBD_SUBCOMMAND("PAUSE", -3, CMD_ADMIN | CMD_OTHERS, client_pause, "connection",
                    "Holds other connections' commands (or their writes) for a while",
                    "timeout:integer [WRITE | ALL]"),
-    RBD_SUBCOMMAND("UNPAUSE", 2, CMD_ADMIN, client_unpause, "connection",
+    RBD_SUBCOMMAND("UNPAUSE", 2, CMD_ADMIN | CMD_OTHERS, client_unpause, "connection",
                    "Ends a CLIENT PAUSE", ""),
     RBD_COMMAND_END,
 };

@@ -382,6 +382,12 @@ int rbd_acl_allows(const rbd_acl_t *acl, const rbd_acl_who_t *who, const char *n
     return 0;
 }
 
+int rbd_acl_is_admin(const rbd_acl_t *acl, const rbd_acl_who_t *who)
+{
+    /* No command is named "": only category rules and +@all match it. */
+    return rbd_acl_allows(acl, who, "", NULL, ACL_ADMIN);
+}
+
 void rbd_acl_describe(const rbd_acl_t *acl, const rbd_acl_who_t *who, char *out, size_t cap)
 {
     char name[256], rules[1024];

@@ -118,6 +118,14 @@ void rbd_acl_resolve(const rbd_acl_t *acl, const uint32_t *write_uids, size_t nw
 int rbd_acl_allows(const rbd_acl_t *acl, const rbd_acl_who_t *who, const char *name,
                    const char *sub, uint32_t cats);
 
+/* 1 if who is an administrator: one of its rule sets grants the category
+ * @admin itself (as it would judge a command whose only category is
+ * @admin: +@all, allcommands or +@admin not taken back by a later
+ * -@admin), else 0.  A rule naming one command (+client|kill) makes
+ * nobody an administrator.  What acts on other connections or the whole
+ * server needs one (cmd.h's CMD_OTHERS). */
+int rbd_acl_is_admin(const rbd_acl_t *acl, const rbd_acl_who_t *who);
+
 /* Why who's sets apply and their rules, as a refusal names them:
  * "rule: user alice: +@read", "rule: group ringbloom: +@all -@admin
  * -@dangerous", "rules: group a: ...; group b: ...". */
