@@ -107,6 +107,13 @@ static void fit_fd_limit(server_t *s)
     }
 }
 
+/* The limits the sources' changes keep to (state.h), from the settings. */
+static void state_limits(server_t *s)
+{
+    s->state.limits.max_nodes = s->cfg.max_nodes;
+    s->state.limits.max_ring_points = s->cfg.max_ring_points;
+}
+
 int rbd_server_listen(server_t *s, char *err, size_t errlen)
 {
     struct sockaddr_un sa;
@@ -119,6 +126,7 @@ int rbd_server_listen(server_t *s, char *err, size_t errlen)
         return -1;
     }
     s->apply = rbd_server_apply;
+    state_limits(s);
     if (rbd_slowlog_resize(&s->obs, s->cfg.slowlog_max_len) != 0) {
         snprintf(err, errlen, "out of memory for slowlog-max-len %u", s->cfg.slowlog_max_len);
         return -1;
@@ -319,6 +327,7 @@ void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
 
     memcpy(old_logfile, s->cfg.logfile, sizeof(old_logfile));
     s->cfg = *fresh;
+    state_limits(s);
     (void)rbd_slowlog_resize(&s->obs, s->cfg.slowlog_max_len);   /* else the old length */
     s->aof.appendfsync = s->cfg.appendfsync;
     /* CONFIG SET switched it already (its error is its reply); SIGHUP here. */

@@ -20,6 +20,13 @@ typedef struct rbd_state {
     uint64_t ring_changes;     /* ring changes published (live, not replay) */
     rbd_sinks_t sinks;         /* the consumers of its live ops (sink.h): the log,
                                   the etcd source; registered at start (main.c) */
+    struct {                   /* the limits a change from beyond this host (a
+                                  source's) keeps to, as a local command does:
+                                  the configuration's, copied by server.c when
+                                  it listens and at every reload */
+        uint32_t max_nodes;
+        uint32_t max_ring_points;
+    } limits;
 } rbd_state_t;
 
 #endif /* RBD_STATE_H */

@@ -60,6 +60,8 @@ typedef struct view {           /* the membership as of one revision */
     uint32_t replicas;
     int64_t mode_rev;           /* 0: no mode key (the daemon's defaults); a
                                    skipped one's too (a change replaces it) */
+    int64_t skipped_mode;       /* the mode key's mod_rev when the loop left it
+                                   out for a limit (ring_source_loop.c), else 0 */
     member_t *m;                /* in key order */
     size_t n;
     size_t skipped;             /* keys of the map it cannot use (ENTRY_BAD) */
@@ -113,5 +115,8 @@ int rbd_source_map_set(rbd_source_t *s, const char *key, size_t klen, const char
 void rbd_source_warn_reset(rbd_source_t *s);
 /* The membership the map holds, as of revision rev.  NULL: out of memory. */
 view_t *rbd_source_view_build(const rbd_source_t *s, int64_t rev);
+/* b (len bytes) as printable ASCII in out (cap bytes): \\, ' and bytes
+ * outside 0x20..0x7e as \xHH, cut with "..." where it does not fit. */
+void rbd_source_escape(char *out, size_t cap, const char *b, size_t len);
 
 #endif /* RBD_RING_SOURCE_IMPL_H */

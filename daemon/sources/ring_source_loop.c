@@ -59,6 +59,95 @@ static int apply_view(rbd_state_t *st, const view_t *v)
     return rc;
 }
 
+/* 1 if the view that was applied already left out node m (same name,
+ * same mod_revision): it was said then. */
+static int was_left_out(const rbd_source_t *s, const member_t *m)
+{
+    const view_t *a = s->applied;
+
+    for (size_t i = 0; a != NULL && i < a->nbad; i++)
+        if (a->bad[i].len == m->len && a->bad[i].mod_rev == m->mod_rev &&
+            memcmp(a->bad[i].name, m->name, m->len) == 0)
+            return 1;
+    return 0;
+}
+
+/* A key left out of the ring for a limit: a warning (once per put of it)
+ * and INFO's last skipped key. */
+static void over_limit(rbd_source_t *s, const char *key, size_t klen, int64_t mod_rev,
+                       int said, const char *why)
+{
+    char esc[300], line[sizeof(s->st.skipped_last)];
+
+    rbd_source_escape(esc, sizeof(esc), key, klen);
+    snprintf(line, sizeof(line), "'%.100s%s' (mod_revision %lld): %s", s->opts.prefix, esc,
+             (long long)mod_rev, why);
+    pthread_mutex_lock(&s->mu);
+    memcpy(s->st.skipped_last, line, sizeof(line));
+    pthread_mutex_unlock(&s->mu);
+    if (!said)
+        rbd_log(LOG_WARNING, "ring source: etcd key %s; skipped (the ring is built without it)",
+                line);
+}
+
+/* Keeps view v within this host's limits, as a local RING.ADD or
+ * RING.MODE is kept (issue 41, 10: a node of weight 65535 put in etcd
+ * made every host rebuild ten times max-ring-points on its loop): a table
+ * mode's size over max-ring-points gives way to the daemon's mode; then,
+ * in key order, a node that would give the ring more than max-nodes nodes
+ * or more than max-ring-points points is left out, joins v->bad (RING.ADD
+ * replaces it, RING.REMOVE deletes it) and is counted in v->skipped, each
+ * said once.  Hosts with the same limits leave out the same nodes, and the
+ * RING_SYNC record logs what was kept, so a replay needs no limits. */
+static void limit_view(rbd_source_t *s, const rbd_state_t *st, view_t *v)
+{
+    const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops(v->mode);
+    uint32_t max_points = st->limits.max_ring_points;
+    uint64_t w = 0;
+    size_t keep = 0;
+    char why[200];
+
+    if (ops->table && ops->size_rule != NULL && v->replicas > max_points) {
+        snprintf(why, sizeof(why), "a table of %u slots is more than max-ring-points (%u); "
+                 "the ring keeps ring-mode %s", v->replicas, max_points,
+                 rb_ring_mode_name(s->dmode));
+        over_limit(s, "mode", 4, v->mode_rev, s->applied != NULL && s->applied->skipped_mode ==
+                   v->mode_rev, why);
+        v->skipped_mode = v->mode_rev;
+        v->mode = s->dmode;
+        v->replicas = s->dreplicas;
+        v->skipped++;
+        ops = rbi_ring_mode_ops(v->mode);
+    }
+    for (size_t i = 0; i < v->n; i++) {
+        member_t *m = &v->m[i];
+        uint64_t points = ops->table ? ops->table_size(v->replicas, keep + 1)
+                          : ops->points_bound(w + m->weight, keep + 1,
+                                              v->replicas ? v->replicas
+                                                          : RB_RING_DEFAULT_REPLICAS);
+        char key[RB_NODE_NAME_MAX + 8];
+        if (keep + 1 <= st->limits.max_nodes && points <= max_points) {
+            w += m->weight;
+            v->m[keep++] = *m;
+            continue;
+        }
+        if (keep + 1 > st->limits.max_nodes)
+            snprintf(why, sizeof(why), "more than max-nodes (%u) nodes", st->limits.max_nodes);
+        else
+            snprintf(why, sizeof(why), "weight %u would give the ring up to %llu points, more "
+                     "than max-ring-points (%u)", m->weight, (unsigned long long)points,
+                     max_points);
+        snprintf(key, sizeof(key), "node/%.*s", (int)m->len, m->name);
+        over_limit(s, key, m->len + 5, m->mod_rev, was_left_out(s, m), why);
+        v->bad[v->nbad++] = *m;   /* v->bad has room for every key of the map */
+        v->skipped++;
+    }
+    v->n = keep;
+    pthread_mutex_lock(&s->mu);
+    s->st.skipped = v->skipped;
+    pthread_mutex_unlock(&s->mu);
+}
+
 int rbd_source_sync(rbd_source_t *s, rbd_state_t *st)
 {
     uint64_t drain;
@@ -77,6 +166,7 @@ int rbd_source_sync(rbd_source_t *s, rbd_state_t *st)
         rbd_source_view_free(v);
         return RB_OK;
     }
+    limit_view(s, st, v);
     if ((rc = apply_view(st, v)) != RB_OK) {
         /* Readers keep the table they have; the next view (or this one,
          * put back unless a newer came) is tried at the next sync. */

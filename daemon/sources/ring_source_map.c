@@ -132,16 +132,17 @@ static int parse_mode(const char *val, size_t vlen, uint32_t *mode, uint32_t *re
         r = strtoul(p + 1, &after, 10);
         p = after;
     }
-    if (r > RB_RING_MAX_REPLICAS || !only_blanks(p, end) || !mode_ok(m, (uint32_t)r))
+    /* A table mode's parameter is no replica count (maglev: a table size
+     * up to its param_max, as RING.MODE takes it); mode_ok judges it. */
+    if (r > (rbi_ring_mode_is_table(m) ? UINT32_MAX : RB_RING_MAX_REPLICAS) ||
+        !only_blanks(p, end) || !mode_ok(m, (uint32_t)r))
         return 0;
     *mode = (uint32_t)m;
     *replicas = (uint32_t)r;
     return 1;
 }
 
-/* b (len bytes) as printable ASCII in out (cap bytes): \\, ' and bytes
- * outside 0x20..0x7e as \xHH, cut with "..." where it does not fit. */
-static void escape(char *out, size_t cap, const char *b, size_t len)
+void rbd_source_escape(char *out, size_t cap, const char *b, size_t len)
 {
     size_t w = 0;
 
@@ -167,7 +168,7 @@ static int classify(const char *key, size_t klen, const char *val, size_t vlen, 
 {
     char esc[64];
 
-    escape(esc, sizeof(esc), val, vlen);
+    rbd_source_escape(esc, sizeof(esc), val, vlen);
     if (memchr(key, '\0', klen) != NULL) {
         snprintf(why, cap, "a NUL byte in the key");
         return ENTRY_BAD;
@@ -199,7 +200,7 @@ static void warn_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t 
 {
     char esc[300], line[sizeof(s->st.skipped_last)];
 
-    escape(esc, sizeof(esc), key, klen);
+    rbd_source_escape(esc, sizeof(esc), key, klen);
     snprintf(line, sizeof(line), "'%.100s%s' (mod_revision %lld): %s", s->opts.prefix, esc,
              (long long)mod_rev, why);
     pthread_mutex_lock(&s->mu);

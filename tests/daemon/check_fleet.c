@@ -52,19 +52,26 @@ static uint64_t st_next(uint64_t *x)
     return *x;
 }
 
-static void fleet_start(void)
+/* The etcd cluster and the hosts, each with the configuration lines more
+ * (NULL: none) besides the fleet's. */
+static void fleet_start_with(const char *more)
 {
     char extra[1024];
 
     ck_assert_msg(rb_etcd_start(&cl, 3, 60000) == 0, "the etcd cluster did not start");
     snprintf(extra, sizeof(extra), "ring-source etcd\netcd-endpoints %s %s %s\n"
              "etcd-prefix /fleet/\netcd-timeout 1000\nappendfsync no\n"
-             "ring-down-max-percent 100\n", cl.url[0], cl.url[1],
-             cl.url[2]);
+             "ring-down-max-percent 100\n%s", cl.url[0], cl.url[1],
+             cl.url[2], more != NULL ? more : "");
     for (int i = 0; i < HOSTS; i++) {
         rbd_start(&d[i], extra);
         c[i] = rbd_connect(&d[i]);
     }
+}
+
+static void fleet_start(void)
+{
+    fleet_start_with(NULL);
 }
 
 static void fleet_stop(void)
@@ -538,12 +545,59 @@ START_TEST(test_fleet_unparsable_value)
         while (strcmp(info(h, "etcd_keys_skipped"), "0") != 0)
             ck_assert_msg(rb_test_now_ms() - t0 < 15000, "host %d: the mode is still skipped", h);
     }
-    /* A node the ring cannot hold (65535 x 4096 points): left out on every
-     * host, and later revisions are still applied. */
+    /* A node the ring cannot hold (65535 x 4096 points, more than
+     * max-ring-points): left out on every host, and later revisions are
+     * still applied. */
     ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/heavy", 17, "65535 up", 8), 0);
     rbd_expect(c[1], "OK", "RING.ADD", "e", "1");
     await_all("a\n1\nbad\n2\nc\n4\nd\n1\ne\n1", NULL,
-              "nodes left out, the ring cannot hold them");
+              "more than max-ring-points");
+    fleet_stop();
+}
+END_TEST
+
+/* The limits of a local RING.ADD / RING.MODE guard the same change put in
+ * etcd (issue 41, 10: "node/heavy1 = 65535 up" gave every host 10.5 M
+ * points, ten times max-ring-points, and 3.7 s of CPU per rebuild): in
+ * key order, a node over max-ring-points or max-nodes and a maglev table
+ * over max-ring-points are left out on every host alike, each named in a
+ * warning and counted; a daemon's RING.REMOVE deletes the node's key. */
+START_TEST(test_fleet_limits_guard_etcd)
+{
+    long cpu0[HOSTS];
+
+    fleet_start_with("max-nodes 4\n");
+    rbd_expect(c[0], "OK", "RING.ADD", "a", "1");
+    rbd_expect(c[1], "OK", "RING.ADD", "b", "1");
+    await_all("a\n1\nb\n1", "0", NULL);
+    for (int h = 0; h < HOSTS; h++)
+        cpu0[h] = rbd_cpu_ms(d[h].pid);
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/heavy1", 18, "65535 up", 8), 0);
+    rbd_expect(c[2], "OK", "RING.ADD", "c", "1");
+    await_all("a\n1\nb\n1\nc\n1", "1", "etcd key '/fleet/node/heavy1' (mod_revision");
+    await_all("a\n1\nb\n1\nc\n1", "1", "more than max-ring-points (1048576)");
+    for (int h = 0; h < HOSTS; h++) {
+        long used = rbd_cpu_ms(d[h].pid) - cpu0[h];
+        printf("fleet: host %d: heavy1 left out, %ld ms of CPU from its put to the next "
+               "revision applied\n", h, used);
+        ck_assert_msg(used < 1500, "host %d used %ld ms of CPU", h, used);
+    }
+    /* max-nodes: x1 is the fourth node in key order, x2 would be a fifth. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/x1", 14, "1 up", 4), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/x2", 14, "1 up", 4), 0);
+    rbd_expect(c[0], "OK", "RING.WEIGHT", "a", "2");
+    await_all("a\n2\nb\n1\nc\n1\nx1\n1", "2", "more than max-nodes (4) nodes");
+    printf("fleet: %s\n", info(0, "etcd_last_skipped"));
+    /* A maglev table larger than max-ring-points: the hosts' ring-mode. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/mode", 11, "maglev 1048583", 14), 0);
+    rbd_expect(c[1], "OK", "RING.WEIGHT", "b", "2");
+    await_all("a\n2\nb\n2\nc\n1\nx1\n1", "3",
+              "a table of 1048583 slots is more than max-ring-points");
+    /* Through a daemon: RING.REMOVE deletes a left-out node's key, and the
+     * next in key order takes its place. */
+    rbd_expect(c[2], "OK", "RING.REMOVE", "heavy1");
+    rbd_expect(c[2], "OK", "RING.REMOVE", "c");
+    await_all("a\n2\nb\n2\nx1\n1\nx2\n1", "1", NULL);
     fleet_stop();
 }
 END_TEST
@@ -731,7 +785,7 @@ int main(void)
                         RB_TCASE("outages", 600, NULL, fleet_stop, test_fleet_outages),
                         RB_TCASE("race", 600, NULL, fleet_stop, test_fleet_same_node_at_once),
                         RB_TCASE("foreign", 600, NULL, fleet_stop, test_fleet_unparsable_value,
-                                 test_fleet_foreign_keys),
+                                 test_fleet_foreign_keys, test_fleet_limits_guard_etcd),
                         RB_TCASE("stale", 600, NULL, fleet_stop,
                                  test_fleet_stale_across_restarts),
                         RB_TCASE("secure", 600, NULL, fleet_stop, test_fleet_tls_and_auth));
