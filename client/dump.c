@@ -17,7 +17,8 @@
  *   the end:    a record of iterator 0 and length 0 (and its CRC), then nothing
  * so a truncated file (no end) and a corrupt one (a CRC, an iterator, a
  * length past CHUNK_MAX) are refused at the damaged record, before it is
- * sent.
+ * sent; so is one with no data chunk after its header chunk (every dump
+ * has one), once it is read to its end, and a header line with a NUL.
  *
  * Restore sends the header chunk alone: its OK means this restore made the
  * filter, and from then on any failure (the file, the daemon's error, a
@@ -324,14 +325,15 @@ static int get_record(mover_t *m, FILE *in, unsigned char *buf, uint64_t prev, u
 }
 
 /* One header line of at most cap - 1 bytes into line, its newline
- * dropped: 0, or -1 (no such line). */
+ * dropped: 0, or -1 (no such line, or a NUL byte in it: the text after
+ * one would go unread). */
 static int get_line(FILE *in, char *line, size_t cap)
 {
     size_t n = 0;
     int ch;
 
     while ((ch = getc(in)) != EOF && ch != '\n')
-        if (n + 1 < cap)
+        if (n + 1 < cap && ch != '\0')
             line[n++] = (char)ch;
         else
             return -1;
@@ -582,8 +584,14 @@ static int restore_chunks(mover_t *m, FILE *in, int *made)
         ex = say(m, EX_FAIL, "the file is corrupt (bytes after its end record)");
     if (ex == EX_YES)
         progress(m, m->total ? m->total : m->bytes);
+    /* Every dump has its header chunk and at least one data chunk (an
+     * empty filter's arrays too): a header alone would make an empty
+     * filter of whatever size it claims. */
     if (m->chunks == 0 && ex == EX_YES)
         ex = say(m, EX_FAIL, "the file is corrupt (no chunks)");
+    else if (m->chunks == 1 && ex == EX_YES)
+        ex = say(m, EX_FAIL, "the file is corrupt (its header chunk and no data chunk: every "
+                 "dump has both)");
     /* after a failure too: a chunk refused is said, and the filter goes */
     if (drain(m, &inflight, cmd) != EX_YES && ex == EX_YES)
         ex = EX_REFUSED;

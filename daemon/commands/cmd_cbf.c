@@ -291,7 +291,8 @@ const rbd_command_t rbd_cmd_cbf_table[] = {
                 "Adds items to a counting Bloom filter",
                 "key item..."),
     RBD_COMMAND("CBF.DEL", 3, CMD_WRITE | CMD_FAST, cmd_cbf_del, "cbf",
-                "Deletes an item from a counting Bloom filter",
+                "Deletes an item from a counting Bloom filter (only one that was added: "
+                "deleting an item never added can remove others)",
                 "key item"),
     RBD_COMMAND("CBF.EXISTS", 3, CMD_FAST, cmd_cbf_exists, "cbf",
                 "Tells whether an item may be in a counting Bloom filter",

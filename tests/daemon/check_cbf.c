@@ -330,12 +330,75 @@ START_TEST(test_cbf_loadchunk_replayed)
 }
 END_TEST
 
+/* 1 if the file srcdir/rel holds text. */
+static int doc_says(const char *rel, const char *text)
+{
+    char path[4096];
+    size_t len;
+    const char *src = getenv("srcdir");
+    char *doc;
+    int found;
+
+    snprintf(path, sizeof(path), "%s/%s", src ? src : ".", rel);
+    doc = rbd_read_file(path, &len);
+    found = strstr(doc, text) != NULL;
+    free(doc);
+    return found;
+}
+
+/* Issue 41, 13: deleting an item never added that the filter answers 1
+ * for is accepted and can remove items that were added, as README, the
+ * man page and COMMAND DOCS now say (README said "0: refused, the item is
+ * not there", which read as a guarantee). */
+START_TEST(test_cbf_false_positive_delete_documented)
+{
+    char key[32], docs[2048];
+    rb_conn_t *c;
+    int rc, fps = 0, lost = 0;
+
+    ck_assert(doc_says("README.md", "deleting an item never added that the filter answers 1 "
+                       "for, a false positive, is accepted and lowers other items' counters"));
+    ck_assert(!doc_says("README.md", "0: refused, the item is not there"));
+    ck_assert(doc_says("man/man8/ringbloomd.8", "is accepted and lowers other items'\n"
+                       "counters, which can make items that were added answer 0."));
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    snprintf(docs, sizeof(docs), "%s", rbd_cmd(c, &rc, "COMMAND", "DOCS", "CBF.DEL",
+                                                (const char *)NULL));
+    ck_assert_msg(strstr(docs, "deleting an item never added can remove others") != NULL, "%s",
+                  docs);
+    rbd_expect(c, "OK", "CBF.RESERVE", "f", "0.2", "50");
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof(key), "added-%d", i);
+        rbd_expect(c, "1", "CBF.ADD", "f", key);
+    }
+    /* False positives, deleted one by one until an added item is lost. */
+    for (int i = 0; i < 20000 && lost == 0; i++) {
+        snprintf(key, sizeof(key), "never-%d", i);
+        if (strcmp(rbd_cmd(c, &rc, "CBF.EXISTS", "f", key, (const char *)NULL), "1") != 0)
+            continue;
+        rbd_expect(c, "1", "CBF.DEL", "f", key);
+        fps++;
+        for (int k = 0; k < 50; k++) {
+            snprintf(key, sizeof(key), "added-%d", k);
+            lost += strcmp(rbd_cmd(c, &rc, "CBF.EXISTS", "f", key, (const char *)NULL), "0") == 0;
+        }
+    }
+    printf("cbf: %d deletes of items never added (each answered 1) made %d of 50 added items "
+           "answer 0\n", fps, lost);
+    ck_assert_int_gt(fps, 0);
+    ck_assert_int_gt(lost, 0);
+    rb_conn_close(c);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("cbf",
                         RB_TCASE("commands", 60, NULL, rbd_teardown, test_cbf_commands,
                                  test_cbf_full_and_saturation, test_cbf_keyspace,
-                                 test_cbf_multi_exec, test_cbf_scandump_loadchunk),
+                                 test_cbf_multi_exec, test_cbf_scandump_loadchunk,
+                                 test_cbf_false_positive_delete_documented),
                         RB_TCASE("persistence", 60, NULL, rbd_teardown,
                                  test_cbf_replayed_from_log, test_cbf_kept_by_snapshot,
                                  test_cbf_loadchunk_replayed));

@@ -193,6 +193,12 @@ f = bytearray(b); struct.pack_into("<Q", f, last, 1 << 40)
 n2 = struct.unpack_from("<Q", f, last + 8)[0]
 struct.pack_into("<I", f, last + 16 + n2, zlib.crc32(bytes(f[last:last + 16 + n2])))
 open(d + "/refused", "wb").write(f)
+# issue 41, 14: the header chunk and the end record alone (every CRC good:
+# it made an empty filter and exited 0), and a kind line with a NUL byte
+# after a kind that restores (it was read as that kind)
+open(d + "/headonly", "wb").write(b[:second] + b[at2:])
+z = bytearray(b); z[kind + 9:kind + 9] = b"\0junk"
+open(d + "/nulkind", "wb").write(z)
 PY
 expect 5 "the file is corrupt (record 2 fails its checksum)" C restore c1 "$dir/corrupt"
 grep -q "the partial filter it made was deleted" "$dir/err" || fail "no word of the deletion"
@@ -213,6 +219,11 @@ gone c7
 expect 4 "BF.LOADCHUNK: " C restore c8 "$dir/refused"
 grep -q "the partial filter it made was deleted" "$dir/err" || fail "no word of the deletion"
 gone c8
+expect 5 "the file is corrupt (its header chunk and no data chunk" C restore c11 "$dir/headonly"
+grep -q "the partial filter it made was deleted" "$dir/err" || fail "no word of the deletion"
+gone c11
+expect 5 "truncated or corrupt (in its header lines" C restore c12 "$dir/nulkind"
+gone c12
 printf 'hello\n' > "$dir/text"
 expect 5 "not a ringbloom dump" C restore c9 "$dir/text"
 expect 5 "No such file or directory" C restore c10 "$dir/no-such-file"
