@@ -112,6 +112,7 @@ static void state_limits(server_t *s)
 {
     s->state.limits.max_nodes = s->cfg.max_nodes;
     s->state.limits.max_ring_points = s->cfg.max_ring_points;
+    s->state.limits.ring_down_max_percent = s->cfg.ring_down_max_percent;
 }
 
 int rbd_server_listen(server_t *s, char *err, size_t errlen)

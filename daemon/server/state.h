@@ -26,6 +26,7 @@ typedef struct rbd_state {
                                   it listens and at every reload */
         uint32_t max_nodes;
         uint32_t max_ring_points;
+        uint32_t ring_down_max_percent;
     } limits;
 } rbd_state_t;
 

@@ -416,6 +416,7 @@ void rbd_source_status(rbd_source_t *s, rbd_source_status_t *out)
 {
     pthread_mutex_lock(&s->mu);
     *out = s->st;
+    out->skipped += s->over_limit;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -62,6 +62,8 @@ typedef struct view {           /* the membership as of one revision */
                                    skipped one's too (a change replaces it) */
     int64_t skipped_mode;       /* the mode key's mod_rev when the loop left it
                                    out for a limit (ring_source_loop.c), else 0 */
+    int limited;                /* the loop kept it within the limits (once: a
+                                   view whose publish failed comes back) */
     member_t *m;                /* in key order */
     size_t n;
     size_t skipped;             /* keys of the map it cannot use (ENTRY_BAD) */
@@ -85,6 +87,9 @@ struct rbd_source {
     pthread_cond_t cv;
     view_t *latest;             /* under mu: the thread's newest, not yet taken */
     rbd_source_status_t st;     /* under mu */
+    size_t over_limit;          /* under mu: the keys of the applied view the
+                                   loop left out for a limit (st.skipped: those
+                                   of the newest view the thread could not use) */
     view_t *applied;            /* loop: what the published table is of */
     entry_t *map;               /* thread: sorted by key (etcd's byte order) */
     size_t n, cap;

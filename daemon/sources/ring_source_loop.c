@@ -90,6 +90,36 @@ static void over_limit(rbd_source_t *s, const char *key, size_t klen, int64_t mo
                 line);
 }
 
+/* ring-down-max-percent over view v's nodes, as a local RING.DOWN is
+ * judged (cmd_ring.c): in key order, a node down in etcd that would make
+ * more than that share of the nodes down or draining is published up
+ * (Envoy's healthy panic threshold: reports never empty the ring), counted
+ * in v->skipped and said when its key changed since the view applied. */
+static void limit_down(rbd_source_t *s, const rbd_state_t *st, view_t *v)
+{
+    uint32_t pct = st->limits.ring_down_max_percent;
+    int64_t since = s->applied != NULL ? s->applied->revision : 0;
+    uint64_t not_up = 0;
+    char why[200], key[RB_NODE_NAME_MAX + 8];
+
+    for (size_t i = 0; pct < 100 && i < v->n; i++) {
+        member_t *m = &v->m[i];
+        if (m->state == RB_NODE_UP)
+            continue;
+        if (m->state != RB_NODE_DOWN || (not_up + 1) * 100 <= (uint64_t)pct * v->n) {
+            not_up++;
+            continue;
+        }
+        snprintf(why, sizeof(why), "down would make %llu of %zu nodes down or draining, past "
+                 "ring-down-max-percent (%u%%); published up", (unsigned long long)not_up + 1,
+                 v->n, pct);
+        snprintf(key, sizeof(key), "node/%.*s", (int)m->len, m->name);
+        over_limit(s, key, m->len + 5, m->mod_rev, m->mod_rev <= since, why);
+        m->state = RB_NODE_UP;
+        v->skipped++;
+    }
+}
+
 /* Keeps view v within this host's limits, as a local RING.ADD or
  * RING.MODE is kept (issue 41, 10: a node of weight 65535 put in etcd
  * made every host rebuild ten times max-ring-points on its loop): a table
@@ -97,16 +127,20 @@ static void over_limit(rbd_source_t *s, const char *key, size_t klen, int64_t mo
  * in key order, a node that would give the ring more than max-nodes nodes
  * or more than max-ring-points points is left out, joins v->bad (RING.ADD
  * replaces it, RING.REMOVE deletes it) and is counted in v->skipped, each
- * said once.  Hosts with the same limits leave out the same nodes, and the
- * RING_SYNC record logs what was kept, so a replay needs no limits. */
+ * said once; then ring-down-max-percent (limit_down).  Hosts with the
+ * same limits leave out the same nodes, and the RING_SYNC record logs
+ * what was kept, so a replay needs no limits. */
 static void limit_view(rbd_source_t *s, const rbd_state_t *st, view_t *v)
 {
     const rbi_ring_mode_ops_t *ops = rbi_ring_mode_ops(v->mode);
     uint32_t max_points = st->limits.max_ring_points;
     uint64_t w = 0;
-    size_t keep = 0;
+    size_t keep = 0, parsed = v->skipped;
     char why[200];
 
+    if (v->limited)
+        return;
+    v->limited = 1;
     if (ops->table && ops->size_rule != NULL && v->replicas > max_points) {
         snprintf(why, sizeof(why), "a table of %u slots is more than max-ring-points (%u); "
                  "the ring keeps ring-mode %s", v->replicas, max_points,
@@ -143,8 +177,9 @@ static void limit_view(rbd_source_t *s, const rbd_state_t *st, view_t *v)
         v->skipped++;
     }
     v->n = keep;
+    limit_down(s, st, v);
     pthread_mutex_lock(&s->mu);
-    s->st.skipped = v->skipped;
+    s->over_limit = v->skipped - parsed;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -561,12 +561,13 @@ END_TEST
  * points, ten times max-ring-points, and 3.7 s of CPU per rebuild): in
  * key order, a node over max-ring-points or max-nodes and a maglev table
  * over max-ring-points are left out on every host alike, each named in a
- * warning and counted; a daemon's RING.REMOVE deletes the node's key. */
+ * warning and counted; a daemon's RING.REMOVE deletes the node's key; a
+ * node down past ring-down-max-percent is published up. */
 START_TEST(test_fleet_limits_guard_etcd)
 {
     long cpu0[HOSTS];
 
-    fleet_start_with("max-nodes 4\n");
+    fleet_start_with("max-nodes 4\nring-down-max-percent 50\n");
     rbd_expect(c[0], "OK", "RING.ADD", "a", "1");
     rbd_expect(c[1], "OK", "RING.ADD", "b", "1");
     await_all("a\n1\nb\n1", "0", NULL);
@@ -598,6 +599,16 @@ START_TEST(test_fleet_limits_guard_etcd)
     rbd_expect(c[2], "OK", "RING.REMOVE", "heavy1");
     rbd_expect(c[2], "OK", "RING.REMOVE", "c");
     await_all("a\n2\nb\n2\nx1\n1\nx2\n1", "1", NULL);
+    /* ring-down-max-percent 50 of 4 nodes: a and b down, x1's down (the
+     * third in key order) published up. */
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/a", 13, "2 down", 6), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/b", 13, "2 down", 6), 0);
+    ck_assert_int_eq(rb_etcd_raw(&cl, "/fleet/node/x1", 14, "1 down", 6), 0);
+    rbd_expect(c[0], "OK", "RING.WEIGHT", "x2", "2");
+    await_all("a\n2\nb\n2\nx1\n1\nx2\n2", "2",
+              "past ring-down-max-percent (50%); published up");
+    for (int h = 0; h < HOSTS; h++)
+        ck_assert_str_eq(info(h, "ring_nodes_not_up"), "2");
     fleet_stop();
 }
 END_TEST
