@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "config_syntax.h"
 #include "dirs.h"
 #include "ready.h"
 #include "recovery.h"
@@ -126,10 +127,11 @@ static int parse_args(int argc, char **argv, rbd_config_src_t *src, options_t *o
     return -1;
 }
 
+/* -t: each setting as a line of the file would say it (config_syntax.c). */
 static void print_setting(const char *name, const char *value, void *arg)
 {
     (void)arg;
-    printf("%s %s\n", name, value);
+    rbd_conf_put(stdout, name, value);
 }
 
 /* The configuration from src, made absolute against the working

@@ -126,6 +126,12 @@ int rbd_config_override(rbd_config_src_t *src, const char *key, const char *valu
 int rbd_config_absolute(const rbd_config_src_t *src, char *path, size_t cap, const char *what,
                         char *err, size_t errlen);
 
+/* Every path setting of cfg (the table's RBD_SET_PATH) made absolute
+ * against src->start_dir ("" stays ""): at start, on SIGHUP and after
+ * CONFIG SET alike, so a path means the same file whichever set it and
+ * wherever the daemon runs.  0, or -1 with err. */
+int rbd_config_paths(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, size_t errlen);
+
 /* The configuration: defaults for the instance, the file, the overrides,
  * relative paths made absolute, rbd_config_check.  The instance (which
  * decides the default paths) may come from an override or the file, so it

@@ -158,14 +158,14 @@ START_TEST(test_syslog_settings_parse)
     rbd_prepare(&d, "");
     ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "\nsyslog-enabled yes\n") && strstr(out, "\nsyslog-ident ringbloomd\n")
-                  && strstr(out, "\nsyslog-facility daemon\n") && strstr(out, "\nlogfile \n"),
+                  && strstr(out, "\nsyslog-facility daemon\n") && strstr(out, "\nlogfile \"\"\n"),
                   "%s", out);
 
     rbd_write_conf(&d, "syslog-enabled no\nsyslog-ident rb-test\nsyslog-facility local3\n"
                    "logfile \"\"\n");
     ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "\nsyslog-enabled no\n") && strstr(out, "\nsyslog-ident rb-test\n")
-                  && strstr(out, "\nsyslog-facility local3\n") && strstr(out, "\nlogfile \n"),
+                  && strstr(out, "\nsyslog-facility local3\n") && strstr(out, "\nlogfile \"\"\n"),
                   "%s", out);
     for (int i = 0; i < 8; i++) {
         char line[64];
