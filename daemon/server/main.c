@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -161,11 +162,19 @@ static int configure(rbd_config_src_t *src, rbd_config_t *cfg)
 static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
 {
     struct pidfh *pfh;
+    struct stat st;
     pid_t other;
     char err[1024];
 
     if (rbd_make_dir(cfg->pidfile, 0, 0755, "pidfile", err, sizeof(err)) != 0) {
         fprintf(stderr, "ringbloomd: pidfile %s: %s\n", cfg->pidfile, err);
+        return NULL;
+    }
+    /* pidfile_open truncates and writes whatever is there (a device too);
+     * its directory is trusted, so what stat sees is what it opens. */
+    if (stat(cfg->pidfile, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "ringbloomd: pidfile %s is not a regular file (a FIFO, socket, device "
+                "or directory): choose another path (the setting pidfile)\n", cfg->pidfile);
         return NULL;
     }
     pfh = pidfile_open(cfg->pidfile, 0644, &other);

@@ -305,11 +305,54 @@ START_TEST(test_config_logfile_refuses_another_users_file)
 }
 END_TEST
 
+/* The configuration file and the pidfile are files: a FIFO at either path
+ * is refused at start without waiting for a writer, and a FIFO put in the
+ * configuration's place is refused by SIGHUP (a warning, the settings
+ * kept), PING answering throughout. */
+START_TEST(test_config_fifo_for_config_or_pidfile_refused)
+{
+    char cmd[1200], out[2048], real[300], extra[400];
+    const char *why;
+    size_t n;
+    FILE *f;
+    rb_conn_t *c;
+
+    cfg_start(&cfg_d, "");
+    c = rbd_connect(&cfg_d);
+    snprintf(real, sizeof(real), "%s.real", cfg_d.conf);
+    ck_assert_int_eq(rename(cfg_d.conf, real), 0);
+    ck_assert_int_eq(mkfifo(cfg_d.conf, 0600), 0);
+    ck_assert_int_eq(kill(cfg_d.pid, SIGHUP), 0);
+    wait_line(cfg_d.log, "SIGHUP: configuration not reloaded: ");
+    ck_assert_int_ge(rbd_log_count(&cfg_d, "not a regular file"), 1);
+    rbd_expect(c, "PONG", "PING");
+    rb_conn_close(c);
+    /* timeout(1): a daemon that waits on the FIFO fails the test, not hangs it */
+    snprintf(cmd, sizeof(cmd), "timeout 10 %s -t -c %s 2>&1", rbd_binary(), cfg_d.conf);
+    ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+    n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = '\0';
+    ck_assert_int_eq(WEXITSTATUS(pclose(f)), 2);
+    ck_assert_msg(strstr(out, "not a regular file") != NULL, "%s", out);
+    rbd_stop(&cfg_d, SIGTERM);
+
+    ck_assert_int_eq(unlink(cfg_d.conf), 0);
+    snprintf(extra, sizeof(extra), "pidfile %s/pid.fifo", cfg_d.dir);
+    rbd_write_conf(&cfg_d, extra);
+    snprintf(extra, sizeof(extra), "%s/pid.fifo", cfg_d.dir);
+    ck_assert_int_eq(mkfifo(extra, 0600), 0);
+    why = rbd_start_fails(cfg_d.conf);
+    ck_assert_msg(strstr(why, extra) != NULL && strstr(why, "not a regular file") != NULL, "%s",
+                  why);
+}
+END_TEST
+
 TCase *config_logfile_tcase(void)
 {
-    return RB_TCASE("logfile", 60, NULL, rbd_teardown,
+    return RB_TCASE("paths", 60, NULL, rbd_teardown,
                     test_config_logfile_refuses_what_is_not_a_file,
-                    test_config_logfile_refuses_another_users_file);
+                    test_config_logfile_refuses_another_users_file,
+                    test_config_fifo_for_config_or_pidfile_refused);
 }
 
 /* What MONITOR's connection fd sends until a line with `until` (<= 5 s),
