@@ -58,11 +58,11 @@ const setting_t rbd_settings[] = {
     { "ring-source", T_SOURCE, F(ring_source), 0, 0, 0, 0 },
     { "etcd-endpoints", T_STR, F(etcd_endpoints), 0, 0, 0, 0 },
     { "etcd-prefix", T_STR, F(etcd_prefix), 0, 0, 0, 0 },
-    { "etcd-cacert", T_STR, F(etcd_cacert), 0, 0, 0, RBD_SET_PATH },
-    { "etcd-cert", T_STR, F(etcd_cert), 0, 0, 0, RBD_SET_PATH },
-    { "etcd-key", T_STR, F(etcd_key), 0, 0, 0, RBD_SET_PATH },
-    { "etcd-user", T_STR, F(etcd_user), 0, 0, 0, 0 },
-    { "etcd-password", T_STR, F(etcd_password), 0, 0, 0, RBD_SET_SECRET },
+    { "etcd-cacert", T_STR, F(etcd_cacert), 1, 0, 0, RBD_SET_PATH },
+    { "etcd-cert", T_STR, F(etcd_cert), 1, 0, 0, RBD_SET_PATH },
+    { "etcd-key", T_STR, F(etcd_key), 1, 0, 0, RBD_SET_PATH },
+    { "etcd-user", T_STR, F(etcd_user), 1, 0, 0, 0 },
+    { "etcd-password", T_STR, F(etcd_password), 1, 0, 0, RBD_SET_SECRET },
     { "etcd-timeout", T_U32, F(etcd_timeout), 100, 600000, 0, 0 },
     /* Where the replicated filters' writes go (filter_source.c): this
      * daemon alone, or a NATS JetStream stream every host's daemon follows. */
