@@ -11,9 +11,10 @@
  * With no arguments it serves instance "default" on the embedded defaults
  * (paths from rb_default_paths).  Settings come from the defaults, then the
  * file, then -i/-s/-d/-o, in that order; SIGHUP re-reads them the same way.
- * A relative path (of -c, or of the socket, pidfile, state directory or
- * logfile) is taken from the directory ringbloomd was started in, at start
- * and on every SIGHUP alike, although a daemon runs in / (daemon(3)).
+ * A relative path (of -c, or of a path setting: config_table.c's
+ * RBD_SET_PATH rows) is taken from the directory ringbloomd was started
+ * in, at start, on every SIGHUP and by CONFIG SET alike, although a daemon
+ * runs in / (daemon(3)).
  *
  * The daemon's files, and which may call which: docs/design.md,
  * "ringbloomd".
