@@ -251,18 +251,8 @@ END_TEST
  * output in out. */
 static int test_conf(const char *extra, char *out, size_t cap)
 {
-    char cmd[1024];
-    size_t n;
-    FILE *f;
-    int status;
-
     rbd_write_conf(&cfg_d, extra);
-    snprintf(cmd, sizeof(cmd), "%s -t -c %s 2>&1", rbd_binary(), cfg_d.conf);
-    ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-    n = fread(out, 1, cap - 1, f);
-    out[n] = '\0';
-    status = pclose(f);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return rbd_test_config(cfg_d.conf, out, cap);
 }
 
 /* What the file says is what CONFIG GET shows: quotes and redis.conf's
@@ -272,37 +262,46 @@ static int test_conf(const char *extra, char *out, size_t cap)
  * in a line or a line past 64 KiB stop the start, naming the line. */
 START_TEST(test_config_file_means_what_config_get_shows)
 {
+    static const struct {
+        const char *line;   /* line 10 of the file */
+        int status;         /* -t's */
+        const char *want;   /* in its output */
+    } lines[] = {
+        { "syslog-ident \"a \\\"b\\\" \\\\ #c \"", 0, "\nsyslog-ident \"a \\\"b\\\" \\\\ #c \"\n" },
+        { "syslog-ident \"\\x41\\x42\\q\"", 0, "\nsyslog-ident ABq\n" },
+        { "syslog-ident   a \"b\" c  \t", 0, "\nsyslog-ident a \"b\" c\n" },
+        { "logfile", 0, "\nlogfile \"\"\n" },
+        { "syslog-ident \"rb\\nacl-user 65534 +@all\"", 2,
+          ":10: syslog-ident: the value holds a control character (byte 0x0a" },
+        { "syslog-ident a\rb", 2, ":10: syslog-ident: the value holds a control character (byte 0x0d" },
+        { "syslog-ident \"rb", 2, ":10: unbalanced quotes" },
+        { "syslog-ident \"rb\" x", 2, ":10: text after the closing quote" },
+        { "syslog-ident \"rb\\x00\"", 2, ":10: a NUL byte (\\x00)" },
+    };
     static char out[65536], line[70100];
+    FILE *f;
     rb_conn_t *c;
 
     rbd_prepare(&cfg_d, "");
-    ck_assert_int_eq(test_conf("syslog-ident \"a \\\"b\\\" \\\\ #c \"\n", out, sizeof(out)), 0);
-    ck_assert_msg(strstr(out, "\nsyslog-ident \"a \\\"b\\\" \\\\ #c \"\n"), "%s", out);
-    ck_assert_int_eq(test_conf("syslog-ident \"\\x41\\x42\\q\"", out, sizeof(out)), 0);
-    ck_assert_msg(strstr(out, "\nsyslog-ident ABq\n"), "%s", out);
-    ck_assert_int_eq(test_conf("syslog-ident   a \"b\" c  \t", out, sizeof(out)), 0);
-    ck_assert_msg(strstr(out, "\nsyslog-ident a \"b\" c\n") && strstr(out, "\nlogfile \"\"\n"),
-                  "%s", out);
-    cfg_start(&cfg_d, "syslog-ident \" x\\\\y \"");
-    c = rbd_connect(&cfg_d);
-    rbd_expect(c, "syslog-ident\n x\\y ", "CONFIG", "GET", "syslog-ident");
-    rb_conn_close(c);
-
-    ck_assert_int_eq(test_conf("syslog-ident \"rb\\nacl-user 65534 +@all\"", out, sizeof(out)), 2);
-    ck_assert_msg(strstr(out, ":10: syslog-ident: the value holds a control character"), "%s", out);
-    ck_assert_int_eq(test_conf("syslog-ident \"rb", out, sizeof(out)), 2);
-    ck_assert_msg(strstr(out, ":10: unbalanced quotes"), "%s", out);
-    ck_assert_int_eq(test_conf("syslog-ident \"rb\" x", out, sizeof(out)), 2);
-    ck_assert_msg(strstr(out, ":10: text after the closing quote"), "%s", out);
-    ck_assert_int_eq(test_conf("syslog-ident \"rb\\x00\"", out, sizeof(out)), 2);
-    ck_assert_msg(strstr(out, ":10: a NUL byte (\\x00)"), "%s", out);
-    ck_assert_int_eq(test_conf("syslog-ident a\rb", out, sizeof(out)), 2);
-    ck_assert_msg(strstr(out, "control character (byte 0x0d"), "%s", out);
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        ck_assert_int_eq(test_conf(lines[i].line, out, sizeof(out)), lines[i].status);
+        ck_assert_msg(strstr(out, lines[i].want) != NULL, "[%s]: %s", lines[i].line, out);
+    }
+    rbd_write_conf(&cfg_d, NULL);   /* line 10 blank, a NUL byte in line 11 */
+    ck_assert_ptr_nonnull(f = fopen(cfg_d.conf, "a"));
+    ck_assert_uint_eq(fwrite("syslog-ident rb\0acl-user 65534 +@all\n", 1, 37, f), 37);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(rbd_test_config(cfg_d.conf, out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, ":11: a NUL byte in the line"), "%s", out);
     memset(line, 'x', sizeof(line) - 1);
     line[0] = '#';
     line[sizeof(line) - 1] = '\0';
     ck_assert_int_eq(test_conf(line, out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, ":10: line too long"), "%s", out);
+    cfg_start(&cfg_d, "syslog-ident \" x\\\\y \"");
+    c = rbd_connect(&cfg_d);
+    rbd_expect(c, "syslog-ident\n x\\y ", "CONFIG", "GET", "syslog-ident");
+    rb_conn_close(c);
 }
 END_TEST
 

@@ -29,27 +29,29 @@ static int need_root(void)
     return 0;
 }
 
-/* Runs `what` as RB_TEST_OTHER_UID in a child: symlink (target != NULL)
- * or a 0666 file at path. */
+typedef struct plant {
+    const char *path, *target;
+} plant_t;
+
+static int plant(void *arg)
+{
+    const plant_t *p = arg;
+    int fd;
+
+    if (p->target != NULL)
+        return symlink(p->target, p->path) == 0 ? 0 : 11;
+    umask(0);
+    fd = open(p->path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    return fd >= 0 && write(fd, "planted\n", 8) == 8 ? 0 : 12;
+}
+
+/* What another user could do where it can write: a symbolic link to
+ * target (not NULL), or a 0666 file of its own, at path. */
 static void plant_as_other(const char *path, const char *target)
 {
-    int status;
-    pid_t pid = fork();
+    plant_t p = { path, target };
 
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd;
-        if (rb_test_become_other() != 0)
-            _exit(10);
-        if (target != NULL)
-            _exit(symlink(target, path) == 0 ? 0 : 11);
-        umask(0);
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        _exit(fd >= 0 && write(fd, "planted\n", 8) == 8 ? 0 : 12);
-    }
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "planting %s: status %d", path,
-                  status);
+    rb_test_as_other(plant, &p);
 }
 
 /* The error text of CONFIG REWRITE on c, asserting it fails. */
@@ -210,14 +212,6 @@ TCase *config_files_tcase(void)
                     test_config_rewrite_never_splits_a_line);
 }
 
-/* Waits (<= 5 s) for a line of the file at path with needle. */
-static void wait_line(const char *path, const char *needle)
-{
-    for (uint64_t until = rb_test_now_ms() + 5000; rbd_file_count(path, needle) == 0;
-         usleep(10000))
-        ck_assert_msg(rb_test_now_ms() < until, "%s: no line with '%s' within 5 s", path, needle);
-}
-
 /* CONFIG SET logfile to what the log cannot take: an error reply naming
  * the path and why, a warning in the log in use naming it, CONFIG GET
  * logfile unchanged, PING answered at once. */
@@ -231,7 +225,7 @@ static void logfile_refused(rb_conn_t *c, const char *log, const char *path, con
     ck_assert_msg(rc == RB_EREPLY && strstr(got, path) != NULL && strstr(got, why) != NULL,
                   "CONFIG SET logfile %s: rc %d, %s", path, rc, got);
     snprintf(want, sizeof(want), "cannot open logfile %s: ", path);
-    wait_line(log, want);
+    rbd_wait_line(log, want);
     snprintf(want, sizeof(want), "logfile\n%s", log);
     rbd_expect(c, want, "CONFIG", "GET", "logfile");
     rbd_expect(c, "PONG", "PING");
@@ -249,7 +243,7 @@ START_TEST(test_config_logfile_refuses_what_is_not_a_file)
 
     cfg_start(&cfg_d, "logfile d.log");
     snprintf(log, sizeof(log), "%s/d.log", cfg_d.dir);
-    wait_line(log, "ready");
+    rbd_wait_line(log, "ready");
     c = rbd_connect(&cfg_d);
     snprintf(fifo, sizeof(fifo), "%s/fifo", cfg_d.dir);
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
@@ -273,11 +267,11 @@ START_TEST(test_config_logfile_refuses_what_is_not_a_file)
     ck_assert_int_eq(rename(log, path), 0);
     ck_assert_int_eq(mkfifo(log, 0600), 0);
     ck_assert_int_eq(kill(cfg_d.pid, SIGHUP), 0);
-    wait_line(path, "FIFO or a socket, not a file; the log stays where it was");
+    rbd_wait_line(path, "FIFO or a socket, not a file; the log stays where it was");
     rbd_expect(c, "PONG", "PING");
     ck_assert_int_eq(unlink(log), 0);
     ck_assert_int_eq(kill(cfg_d.pid, SIGHUP), 0);
-    wait_line(log, "configuration reloaded");
+    rbd_wait_line(log, "configuration reloaded");
     rb_conn_close(c);
 }
 END_TEST
@@ -297,7 +291,7 @@ START_TEST(test_config_logfile_refuses_another_users_file)
     ck_assert_int_eq(chmod(cfg_d.dir, 0777), 0);
     plant_as_other(other, NULL);
     ck_assert_int_eq(chmod(cfg_d.dir, 0755), 0);
-    wait_line(log, "ready");
+    rbd_wait_line(log, "ready");
     c = rbd_connect(&cfg_d);
     logfile_refused(c, log, other, "belongs to uid 65534");
     ck_assert_int_eq(rbd_file_count(other, ""), 1);
@@ -311,10 +305,8 @@ END_TEST
  * kept), PING answering throughout. */
 START_TEST(test_config_fifo_for_config_or_pidfile_refused)
 {
-    char cmd[1200], out[2048], real[300], extra[400];
+    char out[2048], real[300], extra[400];
     const char *why;
-    size_t n;
-    FILE *f;
     rb_conn_t *c;
 
     cfg_start(&cfg_d, "");
@@ -323,16 +315,11 @@ START_TEST(test_config_fifo_for_config_or_pidfile_refused)
     ck_assert_int_eq(rename(cfg_d.conf, real), 0);
     ck_assert_int_eq(mkfifo(cfg_d.conf, 0600), 0);
     ck_assert_int_eq(kill(cfg_d.pid, SIGHUP), 0);
-    wait_line(cfg_d.log, "SIGHUP: configuration not reloaded: ");
+    rbd_wait_line(cfg_d.log, "SIGHUP: configuration not reloaded: ");
     ck_assert_int_ge(rbd_log_count(&cfg_d, "not a regular file"), 1);
     rbd_expect(c, "PONG", "PING");
     rb_conn_close(c);
-    /* timeout(1): a daemon that waits on the FIFO fails the test, not hangs it */
-    snprintf(cmd, sizeof(cmd), "timeout 10 %s -t -c %s 2>&1", rbd_binary(), cfg_d.conf);
-    ck_assert_ptr_nonnull(f = popen(cmd, "r"));
-    n = fread(out, 1, sizeof(out) - 1, f);
-    out[n] = '\0';
-    ck_assert_int_eq(WEXITSTATUS(pclose(f)), 2);
+    ck_assert_int_eq(rbd_test_config(cfg_d.conf, out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "not a regular file") != NULL, "%s", out);
     rbd_stop(&cfg_d, SIGTERM);
 
