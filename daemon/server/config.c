@@ -483,13 +483,15 @@ int rbd_config_absolute(const rbd_config_src_t *src, char *path, size_t cap, con
     int n;
 
     if (path[0] == '/')
-        return 0;
+        return value_is_text(what, path, err, errlen);   /* -c's, too */
     n = snprintf(buf, sizeof(buf), "%s/%s", dir, path);
     if (n < 0 || (size_t)n >= cap) {
         snprintf(err, errlen, "%s: %s made absolute (%s/%s) is too long", what, path,
                  src->start_dir, path);
         return -1;
     }
+    if (value_is_text(what, buf, err, errlen) != 0)   /* the start directory's name */
+        return -1;
     memcpy(path, buf, (size_t)n + 1);
     return 0;
 }

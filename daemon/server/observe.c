@@ -71,7 +71,8 @@ static int word_is(const char *a, size_t len, const char *word)
 /* 1 if argument i of the request is a secret, which the slow log and
  * MONITOR show as "(redacted)", as Redis's redactClientCommandArgument
  * hides it: every argument of AUTH, the user and password after HELLO's
- * AUTH, and CONFIG SET's value of a secret setting (RBD_SET_SECRET: the
+ * AUTH (wherever it stands: a HELLO refused for its order still carried
+ * them), and CONFIG SET's value of a secret setting (RBD_SET_SECRET: the
  * request may fail and still carry it). */
 static int secret_arg(size_t argc, const char **argv, const size_t *argl, size_t i)
 {
@@ -81,9 +82,9 @@ static int secret_arg(size_t argc, const char **argv, const size_t *argl, size_t
         return 0;
     if (word_is(argv[0], argl[0], "AUTH"))
         return 1;
-    if (word_is(argv[0], argl[0], "HELLO")) {
+    if (word_is(argv[0], argl[0], "HELLO")) {   /* the two after any AUTH (protover or not) */
         for (size_t j = i > 2 ? i - 2 : 1; j < i; j++)
-            if (j >= 2 && word_is(argv[j], argl[j], "AUTH"))
+            if (word_is(argv[j], argl[j], "AUTH"))
                 return 1;
         return 0;
     }

@@ -382,6 +382,7 @@ START_TEST(test_config_secrets_are_redacted)
     rbd_cmd(c, &rc, "HELLO", "2", "AUTH", "default", "s3cret-hello", (const char *)NULL);
     ck_assert_int_eq(rc, RB_OK);
     rbd_cmd(c, &rc, "HELLO", "2", "AUTH", "s3cret-user", "s3cret-hello2", (const char *)NULL);
+    rbd_cmd(c, &rc, "HELLO", "AUTH", "s3cret-user", "s3cret-hello3", (const char *)NULL);
     rbd_expect(c, "OK", "AUTH", "default", "s3cret-auth");
     rbd_cmd(c, &rc, "AUTH", "s3cret-auth2", (const char *)NULL);
     got = rbd_cmd(c, &rc, "CONFIG", "SET", "slowlog-max-len", "9", "ETCD-PASSWORD",
