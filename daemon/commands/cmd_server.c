@@ -269,13 +269,16 @@ static void config_set(rbd_ctx_t *x)
     }
     if (config_set_pairs(x, &fresh) != 0)
         return;
+    if (x->s->src != NULL && rbd_config_paths(x->s->src, &fresh, err, sizeof(err)) != 0) {
+        rbi_resp_error(x->out, "ERR CONFIG SET failed - %s", err);
+        return;
+    }
     if (rbd_config_keep_restart_only(&fresh, &x->s->cfg, &which)) {
         rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument '%s') - "
                        "can't set immutable config (it takes a restart)", which);
         return;
     }
-    if ((x->s->src != NULL && rbd_config_paths(x->s->src, &fresh, err, sizeof(err)) != 0) ||
-        rbd_config_check(&fresh, err, sizeof(err)) != 0) {
+    if (rbd_config_check(&fresh, err, sizeof(err)) != 0) {
         rbi_resp_error(x->out, "ERR CONFIG SET failed - %s", err);
         return;
     }

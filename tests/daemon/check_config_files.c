@@ -234,7 +234,7 @@ static void logfile_refused(rb_conn_t *c, const char *log, const char *path, con
 /* A FIFO at the log path (CONFIG SET, or logrotate's rename and SIGHUP), a
  * missing directory, a symbolic link: refused without waiting, the old
  * file kept; /dev/null is taken.  A path with a line break is refused and
- * forges no line. */
+ * forges no line; a relative one is made absolute. */
 START_TEST(test_config_logfile_refuses_what_is_not_a_file)
 {
     char log[300], fifo[300], path[600];
@@ -272,6 +272,11 @@ START_TEST(test_config_logfile_refuses_what_is_not_a_file)
     ck_assert_int_eq(unlink(log), 0);
     ck_assert_int_eq(kill(cfg_d.pid, SIGHUP), 0);
     rbd_wait_line(log, "configuration reloaded");
+    /* A relative path is the start directory's, as in the file (it was
+     * kept relative: the daemon's working directory, / once detached). */
+    rbd_expect(c, "OK", "CONFIG", "SET", "logfile", "other.log");
+    snprintf(path, sizeof(path), "logfile\n%s/other.log", cfg_d.dir);
+    rbd_expect(c, path, "CONFIG", "GET", "logfile");
     rb_conn_close(c);
 }
 END_TEST
