@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "config_table.h"
 #include "snapshot.h"
 
 static void cmd_ping(rbd_ctx_t *x)
@@ -171,58 +172,106 @@ static int cfg_match(rbd_ctx_t *x, const char *name)
     return 0;
 }
 
+/* A setting matched by a pattern, its name and value (a secret's,
+ * RBD_SET_SECRET, as "(redacted)" when set: config|get is a tier an
+ * exporter's user is given, and the value is a credential of elsewhere). */
 static void cfg_emit(const char *name, const char *value, void *arg)
 {
     cfg_get_t *g = arg;
+    long row = rbd_setting_row(name, strlen(name));
 
     if (!cfg_match(g->x, name))
         return;
     g->matches++;
     if (!g->count_only) {
         rbi_resp_bulk_str(g->x->out, name);
-        rbi_resp_bulk_str(g->x->out, value);
+        rbi_resp_bulk_str(g->x->out, value[0] != '\0' && row >= 0 &&
+                          (rbd_settings[row].flags & RBD_SET_SECRET) ? "(redacted)" : value);
     }
 }
 
+/* CONFIG SET's pairs set into fresh, each checked as Redis 7 checks them
+ * (its words in the errors): a value is text of at most 4095 bytes (no NUL,
+ * no control character: rbd_config_set), a setting is named once (an
+ * alias counts as its setting), the access rules are the file's (each
+ * acl-user / acl-group line adds, so a value could not replace them).
+ * 0, or -1 with the error replied. */
+static int config_set_pairs(rbd_ctx_t *x, rbd_config_t *fresh)
+{
+    unsigned char named[RBD_REWRITE_MAX] = { 0 };
+    char key[64], val[4096], err[512];
+
+    for (size_t i = 2; i < x->argc; i += 2) {
+        const char *why = NULL;
+        long row = rbd_setting_row(x->argv[i], x->argl[i]);
+        if (x->argl[i] >= sizeof(key) || x->argl[i + 1] >= sizeof(val))
+            why = x->argl[i] >= sizeof(key) ? "too long" : "value longer than 4095 bytes";
+        else if (memchr(x->argv[i + 1], '\0', x->argl[i + 1]) != NULL)
+            why = "a NUL byte in the value (a value is text)";
+        else if (row >= 0 && row < RBD_REWRITE_MAX && named[row]++)
+            why = "duplicate parameter";
+        else if (row >= 0 && (rbd_settings[row].kind == T_ACL_USER ||
+                              rbd_settings[row].kind == T_ACL_GROUP))
+            why = "access rules are set in the file, then SIGHUP";
+        if (why == NULL) {
+            memcpy(key, x->argv[i], x->argl[i]);
+            key[x->argl[i]] = '\0';
+            memcpy(val, x->argv[i + 1], x->argl[i + 1]);
+            val[x->argl[i + 1]] = '\0';
+            if (rbd_config_set(fresh, key, val, err, sizeof(err)) == 0)
+                continue;
+            why = err;
+        }
+        rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument '%.*s') - "
+                       "%s", (int)(x->argl[i] < 64 ? x->argl[i] : 64), x->argv[i], why);
+        return -1;
+    }
+    return 0;
+}
+
+/* CONFIG SET's logfile, when it names another file: opened as the log
+ * will open it (rbd_log_open: a regular file, never waited on), so that a
+ * file the log cannot take is this command's error, said in the log too,
+ * and nothing is applied.  0, or -1 with the error replied. */
+static int config_set_logfile(rbd_ctx_t *x, const rbd_config_t *fresh)
+{
+    char err[4200];
+    int fd;
+
+    if (fresh->logfile[0] == '\0' || strcmp(fresh->logfile, x->s->cfg.logfile) == 0)
+        return 0;
+    if ((fd = rbd_log_open(fresh->logfile, err, sizeof(err))) >= 0) {
+        close(fd);
+        return 0;
+    }
+    rbd_log(LOG_WARNING, "CONFIG SET by uid %u pid %d refused: %s; the log stays where it was",
+            (unsigned)x->c->uid, (int)x->c->pid, err);
+    rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument 'logfile') - "
+                   "%s", err);
+    return -1;
+}
+
 /* CONFIG SET name value [name value ...]: all or nothing, as Redis 7, and
- * only settings a reload may change (the others take a restart; the ACL
- * lines, which add rather than replace, are the file's); @admin (CONFIG's
- * row); put in
- * force as a SIGHUP would (server.c's rbd_server_apply, through the
- * server's `apply`: the loop is above the commands), not written to the
- * file. */
+ * only settings a reload may change (the others take a restart); @admin
+ * (CONFIG's row); a path made absolute as at start (against the directory
+ * the daemon started in); put in force as a SIGHUP would (server.c's
+ * rbd_server_apply, through the server's `apply`: the loop is above the
+ * commands), not written to the file. */
 static void config_set(rbd_ctx_t *x)
 {
     rbd_config_t fresh = x->s->cfg;
-    char key[64], val[4096], err[512];
+    char err[4200];
     const char *which;
 
     if (x->argc % 2 != 0) {
         rbi_resp_error(x->out, "ERR wrong number of arguments for 'config|set' command");
         return;
     }
-    for (size_t i = 2; i < x->argc; i += 2) {
-        if (x->argl[i] >= sizeof(key) || x->argl[i + 1] >= sizeof(val) ||
-            memchr(x->argv[i + 1], '\0', x->argl[i + 1]) != NULL) {
-            rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument "
-                           "'%.*s') - too long", (int)(x->argl[i] < 64 ? x->argl[i] : 64),
-                           x->argv[i]);
-            return;
-        }
-        memcpy(key, x->argv[i], x->argl[i]);
-        key[x->argl[i]] = '\0';
-        if (strncasecmp(key, "acl-", 4) == 0) {   /* each line adds rules: the file's */
-            rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument "
-                           "'%s') - access rules are set in the file, then SIGHUP", key);
-            return;
-        }
-        memcpy(val, x->argv[i + 1], x->argl[i + 1]);
-        val[x->argl[i + 1]] = '\0';
-        if (rbd_config_set(&fresh, key, val, err, sizeof(err)) != 0) {
-            rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument "
-                           "'%s') - %s", key, err);
-            return;
-        }
+    if (config_set_pairs(x, &fresh) != 0)
+        return;
+    if (x->s->src != NULL && rbd_config_paths(x->s->src, &fresh, err, sizeof(err)) != 0) {
+        rbi_resp_error(x->out, "ERR CONFIG SET failed - %s", err);
+        return;
     }
     if (rbd_config_keep_restart_only(&fresh, &x->s->cfg, &which)) {
         rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument '%s') - "
@@ -233,6 +282,8 @@ static void config_set(rbd_ctx_t *x)
         rbi_resp_error(x->out, "ERR CONFIG SET failed - %s", err);
         return;
     }
+    if (config_set_logfile(x, &fresh) != 0)
+        return;
     /* appendonly yes takes a snapshot first, which may fail: before the
      * rest, so that nothing is applied then (all or nothing). */
     if (rbd_appendonly_set(&x->s->snaps, &x->s->aof, x->s->state.seg, fresh.appendonly, err,

@@ -4,10 +4,12 @@
  * never disagree; and the one path that builds a configuration from its
  * sources (defaults, file, overrides), at start and on SIGHUP alike.
  *
- * File syntax (redis.conf style): one "key value" per line, '#' starts a
- * comment line, values may be double-quoted; sizes take k/kb/m/mb/g/gb
- * suffixes (1k = 1024).  Unknown keys and bad values are errors naming the
- * file and line: a typo never silently falls back to a default.
+ * File syntax (redis.conf style, config_syntax.c): one "key value" per
+ * line, '#' starts a comment line, values may be double-quoted with
+ * redis.conf's escapes; sizes take k/kb/m/mb/g/gb suffixes (1k = 1024).
+ * Unknown keys and bad values are errors naming the file and line: a typo
+ * never silently falls back to a default.  A value, from the file, the
+ * command line or CONFIG SET alike, is one line of text (value_is_text).
  */
 #include "config.h"
 
@@ -22,6 +24,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "config_syntax.h"
 #include "config_table.h"
 #include "rbd_config.h"
 
@@ -57,13 +60,25 @@ static int parse_u64(const char *v, uint64_t *out, int sizes)
 
 static const setting_t *find(const char *key)
 {
-    for (size_t i = 0; i < rbd_naliases; i++)
-        if (strcasecmp(rbd_aliases[i].alias, key) == 0)
-            key = rbd_aliases[i].name;
-    for (size_t i = 0; i < rbd_nsettings; i++)
-        if (strcasecmp(rbd_settings[i].name, key) == 0)
-            return &rbd_settings[i];
-    return NULL;
+    long row = rbd_setting_row(key, strlen(key));
+
+    return row < 0 ? NULL : &rbd_settings[row];
+}
+
+/* A value is one line of text: no control character but the tab (a
+ * newline or CR would break the file CONFIG REWRITE writes, the log, INFO
+ * and syslog into lines of the value's choosing).  0, or -1 with err. */
+static int value_is_text(const char *key, const char *value, char *err, size_t errlen)
+{
+    for (size_t i = 0; value[i] != '\0'; i++) {
+        unsigned char ch = (unsigned char)value[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+            snprintf(err, errlen, "%s: the value holds a control character (byte 0x%02x at "
+                     "offset %zu); a value is one line of printable text", key, ch, i);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* The set_* helpers name the setting as the caller typed it (key). */
@@ -237,6 +252,8 @@ int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *er
         snprintf(err, errlen, "unknown setting '%s'", key);
         return -1;
     }
+    if (value_is_text(key, value, err, errlen) != 0)
+        return -1;
     field = (char *)c + s->off;
     switch (s->kind) {
     case T_STR:
@@ -294,61 +311,23 @@ int rbd_config_check(const rbd_config_t *c, char *err, size_t errlen)
     return 0;
 }
 
-/* Splits a config line into key and value (value may be "quoted"). */
-static int split_line(char *line, char **key, char **value)
-{
-    char *p = line, *end;
-
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p == '\0' || *p == '#')
-        return 0;
-    *key = p;
-    while (*p && !isspace((unsigned char)*p))
-        p++;
-    if (*p)
-        *p++ = '\0';
-    while (isspace((unsigned char)*p))
-        p++;
-    end = p + strlen(p);
-    while (end > p && isspace((unsigned char)end[-1]))
-        *--end = '\0';
-    if (*p == '"' && end > p + 1 && end[-1] == '"') {
-        end[-1] = '\0';
-        p++;
-    }
-    *value = p;
-    return 1;
-}
-
 int rbd_config_load(rbd_config_t *c, const char *path, char *err, size_t errlen)
 {
-    char line[8192], msg[512];
-    unsigned lineno = 0;
-    FILE *f = fopen(path, "r");
+    rbd_conf_reader_t r;
+    char msg[512], *key, *value;
+    int rc;
 
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (rbd_conf_open(&r, path, err, errlen) != 0)
         return -1;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *key, *value;
-        lineno++;
-        if (strlen(line) == sizeof(line) - 1 && line[sizeof(line) - 2] != '\n') {
-            snprintf(err, errlen, "%s:%u: line too long", path, lineno);
-            fclose(f);
-            return -1;
-        }
-        if (!split_line(line, &key, &value))
-            continue;
+    while ((rc = rbd_conf_next(&r, &key, &value, err, errlen)) > 0) {
         if (rbd_config_set(c, key, value, msg, sizeof(msg)) != 0) {
-            snprintf(err, errlen, "%s:%u: %s", path, lineno, msg);
-            fclose(f);
-            return -1;
+            snprintf(err, errlen, "%s:%u: %s", path, r.lineno, msg);
+            rc = -1;
+            break;
         }
     }
-    fclose(f);
-    return 0;
+    rbd_conf_close(&r);
+    return rc;
 }
 
 static void render_ids(char *out, size_t cap, const rbd_ids_t *ids)
@@ -504,14 +483,28 @@ int rbd_config_absolute(const rbd_config_src_t *src, char *path, size_t cap, con
     int n;
 
     if (path[0] == '/')
-        return 0;
+        return value_is_text(what, path, err, errlen);   /* -c's, too */
     n = snprintf(buf, sizeof(buf), "%s/%s", dir, path);
     if (n < 0 || (size_t)n >= cap) {
         snprintf(err, errlen, "%s: %s made absolute (%s/%s) is too long", what, path,
                  src->start_dir, path);
         return -1;
     }
+    if (value_is_text(what, buf, err, errlen) != 0)   /* the start directory's name */
+        return -1;
     memcpy(path, buf, (size_t)n + 1);
+    return 0;
+}
+
+int rbd_config_paths(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < rbd_nsettings; i++) {
+        const setting_t *s = &rbd_settings[i];
+        char *field = (char *)cfg + s->off;
+        if ((s->flags & RBD_SET_PATH) && field[0] != '\0' &&
+            rbd_config_absolute(src, field, s->size, s->name, err, errlen) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -557,12 +550,7 @@ int rbd_config_build(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, 
             return -1;
         }
     }
-    if (rbd_config_absolute(src, cfg->socket, sizeof(cfg->socket), "socket", err, errlen) != 0 ||
-        rbd_config_absolute(src, cfg->pidfile, sizeof(cfg->pidfile), "pidfile", err, errlen) != 0 ||
-        rbd_config_absolute(src, cfg->dir, sizeof(cfg->dir), "dir", err, errlen) != 0 ||
-        (cfg->logfile[0] != '\0' &&
-         rbd_config_absolute(src, cfg->logfile, sizeof(cfg->logfile), "logfile", err,
-                             errlen) != 0))
+    if (rbd_config_paths(src, cfg, err, errlen) != 0)
         return -1;
     return rbd_config_check(cfg, err, errlen);
 }

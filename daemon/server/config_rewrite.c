@@ -9,22 +9,25 @@
  * they are: the access rules (each acl-user / acl-group line adds rules,
  * so they are the file's alone) and what the command line set (-i, -s,
  * -d, -o: a unit may run many instances from one file, whose instance
- * and paths must not end up in it).  The new text goes to a temporary file
- * beside the old one, of the old one's mode, made durable and renamed over
- * it: a crash leaves the old file or the new one.
+ * and paths must not end up in it).  A value is written so that the
+ * parser reads it back the same (config_syntax.c), so the new file means
+ * the settings in force.  The new text goes to a file of a random name
+ * beside the old one (mkstemp), given the old one's owner and mode, made
+ * durable and renamed over it: a crash leaves the old file or the new one.
+ * Refused: a file that is a symbolic link, in a directory another user can
+ * write (who could plant the temporary file or swap the old one).
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config_syntax.h"
 #include "config_table.h"
 #include "rbd_config.h"
 
@@ -45,20 +48,6 @@ static void collect(const char *name, const char *value, void *arg)
     }
 }
 
-/* The row of setting key (an alias resolved), or -1. */
-static long row_of(const char *key, size_t len)
-{
-    for (size_t i = 0; i < rbd_naliases; i++)
-        if (strlen(rbd_aliases[i].alias) == len && strncasecmp(rbd_aliases[i].alias, key, len) == 0) {
-            key = rbd_aliases[i].name;
-            len = strlen(key);
-        }
-    for (size_t i = 0; i < rbd_nsettings; i++)
-        if (strlen(rbd_settings[i].name) == len && strncasecmp(rbd_settings[i].name, key, len) == 0)
-            return (long)i;
-    return -1;
-}
-
 /* What the rewrite leaves to the file: the access rules, and what the
  * command line set. */
 static int left_alone(size_t row, const rbd_config_src_t *src)
@@ -68,89 +57,183 @@ static int left_alone(size_t row, const rbd_config_src_t *src)
     if (s->kind == T_ACL_USER || s->kind == T_ACL_GROUP)
         return 1;
     for (int i = 0; src != NULL && i < src->noverrides; i++) {
-        long r = row_of(src->overrides[i].key, strlen(src->overrides[i].key));
+        long r = rbd_setting_row(src->overrides[i].key, strlen(src->overrides[i].key));
         if (r == (long)row)
             return 1;
     }
     return 0;
 }
 
-static void put_setting(FILE *out, const char *name, const char *value)
+/* Whether file may be replaced by a rename: not a symbolic link (the rename
+ * would replace the link, not what it names), in a directory that only
+ * root and this process's user can change (lib/shm/paths.c's rule, as
+ * for the state directory: another user could plant the temporary name,
+ * or swap the file between the checks).  0, or -1 with err. */
+static int may_replace(const char *file, char *err, size_t errlen)
 {
-    fprintf(out, value[0] == '\0' ? "%s \"%s\"\n" : "%s %s\n", name, value);
+    char why[1024], target[1024];
+    struct stat st;
+    ssize_t n;
+
+    if (lstat(file, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", file, strerror(errno));
+        return -1;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        n = readlink(file, target, sizeof(target) - 1);
+        target[n > 0 ? n : 0] = '\0';
+        snprintf(err, errlen, "%s is a symbolic link (to %s): a rewrite replaces the file, "
+                 "which would replace the link; start ringbloomd with -c naming the file "
+                 "itself", file, target);
+        return -1;
+    }
+    if (rb_trusted_dir(file, RB_DIR_PARENT, 0, (uid_t)-1, NULL, why, sizeof(why)) != RB_OK) {
+        snprintf(err, errlen, "%s; CONFIG REWRITE replaces files only where no other user "
+                 "can", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* A new file beside `file`, its name random (mkstemp: made, never found;
+ * nothing planted at a name can be followed or reused), given the owner
+ * and mode of the old one (st).  Its descriptor and its name in tmp (cap
+ * bytes), or -1 with err (nothing left behind). */
+static int make_tmp(const char *file, const struct stat *st, char *tmp, size_t cap, char *err,
+                    size_t errlen)
+{
+    int fd, n = snprintf(tmp, cap, "%s.rewrite.XXXXXX", file);
+
+    if (n < 0 || (size_t)n >= cap) {
+        snprintf(err, errlen, "%s: path too long", file);
+        return -1;
+    }
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+        snprintf(err, errlen, "cannot create a file beside %s: %s", file, strerror(errno));
+        return -1;
+    }
+    if ((st->st_uid != geteuid() || st->st_gid != getegid()) &&
+        fchown(fd, st->st_uid, st->st_gid) != 0) {
+        snprintf(err, errlen, "%s belongs to uid %u gid %u, which uid %u cannot give the new "
+                 "file (%s): refusing to change the file's owner", file, (unsigned)st->st_uid,
+                 (unsigned)st->st_gid, (unsigned)geteuid(), strerror(errno));
+    } else if (fchmod(fd, st->st_mode & 07777) != 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+    } else {
+        return fd;
+    }
+    close(fd);
+    unlink(tmp);
+    return -1;
+}
+
+/* The new text: the file's lines (from r) with the settings in force
+ * (now) in place, then those it lacks that differ from the defaults
+ * (dflt).  0, or -1 with err (a line the parser would refuse). */
+static int write_text(rbd_conf_reader_t *r, FILE *out, const rendered_t *now,
+                      const rendered_t *dflt, const rbd_config_src_t *src, char *err,
+                      size_t errlen)
+{
+    unsigned char seen[RBD_REWRITE_MAX] = { 0 };
+    int rc, appended = 0;
+
+    while ((rc = rbd_conf_read(r, err, errlen)) > 0) {
+        size_t klen;
+        const char *k = rbd_conf_key(r->line, &klen);
+        long row = k == NULL ? -1 : rbd_setting_row(k, klen);
+        if (row < 0 || left_alone((size_t)row, src) || (size_t)row >= now->n) {
+            fwrite(r->line, 1, r->len, out);   /* as the operator wrote it */
+            if (r->line[r->len - 1] != '\n')
+                fputc('\n', out);
+            continue;
+        }
+        if (!seen[row])
+            rbd_conf_put(out, now->name[row], now->value[row]);
+        seen[row] = 1;
+    }
+    for (size_t i = 0; rc == 0 && i < now->n; i++) {
+        if (seen[i] || left_alone(i, src) || strcmp(now->value[i], dflt->value[i]) == 0)
+            continue;
+        if (!appended++)
+            fputs("\n# Generated by CONFIG REWRITE\n", out);
+        rbd_conf_put(out, now->name[i], now->value[i]);
+    }
+    return rc;
+}
+
+/* The directory holding file made durable (the rename in it). */
+static void sync_dir(const char *file)
+{
+    char dir[8192];
+    const char *slash = strrchr(file, '/');
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == file ? 1
+             : (int)(slash - file), slash == NULL ? "." : file);
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+/* The new file (out, at tmp; ok: its text is whole) made durable and
+ * renamed over file; else removed.  0, or -1 with err. */
+static int install(FILE *out, int ok, const char *tmp, const char *file, char *err,
+                   size_t errlen)
+{
+    const char *failed = NULL;
+
+    if (ok && (fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0))
+        failed = tmp;
+    if (fclose(out) != 0 && ok && failed == NULL)
+        failed = tmp;
+    if (ok && failed == NULL && rename(tmp, file) != 0)
+        failed = file;
+    if (failed != NULL)
+        snprintf(err, errlen, "%s: %s", failed, strerror(errno));
+    if (!ok || failed != NULL) {
+        unlink(tmp);
+        return -1;
+    }
+    sync_dir(file);
+    return 0;
 }
 
 int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char *err,
                        size_t errlen)
 {
     static rendered_t now, dflt;
-    unsigned char seen[RBD_REWRITE_MAX] = { 0 };
-    char line[8192], tmp[8300];
+    char tmp[8300];
     rbd_config_t d;
-    struct stat st;
-    int fd, appended = 0, ok;
-    FILE *in, *out;
+    rbd_conf_reader_t r;
+    int fd, ok;
+    FILE *out = NULL;
 
     if (src == NULL || src->file[0] == '\0') {
         snprintf(err, errlen, "The server is running without a config file");
         return -1;
     }
-    if ((in = fopen(src->file, "r")) == NULL || fstat(fileno(in), &st) != 0) {
-        snprintf(err, errlen, "%s: %s", src->file, strerror(errno));
-        if (in != NULL)
-            fclose(in);
+    if (may_replace(src->file, err, errlen) != 0 || rbd_conf_open(&r, src->file, err, errlen) != 0)
         return -1;
-    }
     now.n = dflt.n = 0;
     rbd_config_each(c, collect, &now);
     if (rbd_config_defaults(&d, c->instance) != RB_OK) {
-        fclose(in);
+        rbd_conf_close(&r);
         snprintf(err, errlen, "cannot compute the defaults");
         return -1;
     }
     rbd_config_each(&d, collect, &dflt);
-    snprintf(tmp, sizeof(tmp), "%s.rewrite.tmp", src->file);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 07777);
-    if (fd < 0 || (out = fdopen(fd, "w")) == NULL) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        if (fd >= 0)
+    if ((fd = make_tmp(src->file, &r.st, tmp, sizeof(tmp), err, errlen)) < 0 ||
+        (out = fdopen(fd, "w")) == NULL) {
+        if (fd >= 0) {
+            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
             close(fd);
-        fclose(in);
-        return -1;
-    }
-    while (fgets(line, sizeof(line), in) != NULL) {
-        const char *p = line, *k;
-        long row;
-        while (isspace((unsigned char)*p))
-            p++;
-        k = p;
-        while (*p != '\0' && !isspace((unsigned char)*p))
-            p++;
-        row = *k == '#' || p == k ? -1 : row_of(k, (size_t)(p - k));
-        if (row < 0 || left_alone((size_t)row, src) || (size_t)row >= now.n) {
-            fputs(line, out);   /* as the operator wrote it */
-            if (line[strlen(line) - 1] != '\n')
-                fputc('\n', out);
-            continue;
+            unlink(tmp);
         }
-        if (!seen[row])
-            put_setting(out, now.name[row], now.value[row]);
-        seen[row] = 1;
-    }
-    for (size_t i = 0; i < now.n; i++) {
-        if (seen[i] || left_alone(i, src) || strcmp(now.value[i], dflt.value[i]) == 0)
-            continue;
-        if (!appended++)
-            fputs("\n# Generated by CONFIG REWRITE\n", out);
-        put_setting(out, now.name[i], now.value[i]);
-    }
-    fclose(in);
-    ok = fflush(out) == 0 && fsync(fileno(out)) == 0;
-    ok = fclose(out) == 0 && ok;
-    if (!ok || rename(tmp, src->file) != 0) {
-        snprintf(err, errlen, "%s: %s", src->file, strerror(errno));
-        unlink(tmp);
+        rbd_conf_close(&r);
         return -1;
     }
-    return 0;
+    ok = write_text(&r, out, &now, &dflt, src, err, errlen) == 0;
+    rbd_conf_close(&r);
+    return install(out, ok, tmp, src->file, err, errlen);
 }

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -17,89 +18,89 @@
 
 #define F(f) offsetof(rbd_config_t, f), sizeof(((rbd_config_t *)0)->f)
 const setting_t rbd_settings[] = {
-    { "instance", T_STR, F(instance), 0, 0, 0 },
-    { "socket", T_STR, F(socket), 0, 0, 0 },
-    { "pidfile", T_STR, F(pidfile), 0, 0, 0 },
-    { "dir", T_STR, F(dir), 0, 0, 0 },
-    { "socket-mode", T_MODE, F(socket_mode), 0, 0, 0 },
+    { "instance", T_STR, F(instance), 0, 0, 0, 0 },
+    { "socket", T_STR, F(socket), 0, 0, 0, RBD_SET_PATH },
+    { "pidfile", T_STR, F(pidfile), 0, 0, 0, RBD_SET_PATH },
+    { "dir", T_STR, F(dir), 0, 0, 0, RBD_SET_PATH },
+    { "socket-mode", T_MODE, F(socket_mode), 0, 0, 0, 0 },
     /* A group name or gid, resolved when read (an unknown name is an error
      * then); whether this process may give it is rbd_config_check_groups'. */
-    { "unixsocketgroup", T_GROUP, F(socket_group), 0, 0, 0 },
+    { "unixsocketgroup", T_GROUP, F(socket_group), 0, 0, 0, 0 },
     /* Readers refuse an object others could write (name squatting). */
-    { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0 },
-    { "segment-group", T_GROUP, F(segment_group), 0, 0, 0 },
+    { "segment-mode", T_MODE, F(segment_mode), 0, 0755, 0, 0 },
+    { "segment-group", T_GROUP, F(segment_group), 0, 0, 0, 0 },
     /* Applied at start (segwatch.c): a warning where the kernel has none. */
-    { "huge-pages", T_BOOL, F(huge_pages), 0, 0, 0 },
-    { "segment-shrink-bytes", T_SIZE, F(segment_shrink_bytes), 0, RB_MAX_MAX_SIZE, 1 },
-    { "max-memory", T_SIZE, F(max_memory), 1u << 20, RB_MAX_MAX_SIZE, 0 },
-    { "max-filters", T_U32, F(max_filters), 1, RB_MAX_FILTERS, 0 },
-    { "max-nodes", T_U32, F(max_nodes), 1, RB_RING_MAX_NODES, 1 },
-    { "max-ring-points", T_U32, F(max_ring_points), 1, RB_RING_MAX_POINTS, 1 },
-    { "max-command-bytes", T_SIZE, F(max_command_bytes), 1u << 20, RB_MAX_MAX_SIZE, 1 },
+    { "huge-pages", T_BOOL, F(huge_pages), 0, 0, 0, 0 },
+    { "segment-shrink-bytes", T_SIZE, F(segment_shrink_bytes), 0, RB_MAX_MAX_SIZE, 1, 0 },
+    { "max-memory", T_SIZE, F(max_memory), 1u << 20, RB_MAX_MAX_SIZE, 0, 0 },
+    { "max-filters", T_U32, F(max_filters), 1, RB_MAX_FILTERS, 0, 0 },
+    { "max-nodes", T_U32, F(max_nodes), 1, RB_RING_MAX_NODES, 1, 0 },
+    { "max-ring-points", T_U32, F(max_ring_points), 1, RB_RING_MAX_POINTS, 1, 0 },
+    { "max-command-bytes", T_SIZE, F(max_command_bytes), 1u << 20, RB_MAX_MAX_SIZE, 1, 0 },
     /* RING.DOWN's share of nodes not up, % (cmd_ring.c); 100: none. */
-    { "ring-down-max-percent", T_U32, F(ring_down_max_percent), 0, 100, 1 },
-    { "max-clients", T_U32, F(max_clients), 1, 1000000, 1 },
-    { "reserved-writer-clients", T_U32, F(reserved_writer_clients), 0, 999999, 1 },
-    { "max-key-bytes", T_SIZE, F(max_key_bytes), 1, 512u << 20, 1 },
-    { "max-request-bytes", T_SIZE, F(max_request_bytes), 1024, 1u << 30, 1 },
-    { "client-output-soft-limit", T_SIZE, F(output_soft_limit), 64u << 10, 1ULL << 40, 1 },
-    { "client-output-hard-limit", T_SIZE, F(output_hard_limit), 64u << 10, 1ULL << 40, 1 },
-    { "max-client-memory", T_SIZE, F(max_client_memory), 1u << 20, 1ULL << 40, 1 },
-    { "timeout", T_U32, F(timeout), 0, 100000000, 1 },
-    { "appendfsync", T_FSYNC, F(appendfsync), 0, 0, 1 },
-    { "save-seconds", T_U32, F(save_seconds), 0, 100000000, 1 },
-    { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1 },
-    { "save-log-percent", T_U32, F(save_log_percent), 0, 1000000, 1 },
-    { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0 },
-    { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0 },
+    { "ring-down-max-percent", T_U32, F(ring_down_max_percent), 0, 100, 1, 0 },
+    { "max-clients", T_U32, F(max_clients), 1, 1000000, 1, 0 },
+    { "reserved-writer-clients", T_U32, F(reserved_writer_clients), 0, 999999, 1, 0 },
+    { "max-key-bytes", T_SIZE, F(max_key_bytes), 1, 512u << 20, 1, 0 },
+    { "max-request-bytes", T_SIZE, F(max_request_bytes), 1024, 1u << 30, 1, 0 },
+    { "client-output-soft-limit", T_SIZE, F(output_soft_limit), 64u << 10, 1ULL << 40, 1, 0 },
+    { "client-output-hard-limit", T_SIZE, F(output_hard_limit), 64u << 10, 1ULL << 40, 1, 0 },
+    { "max-client-memory", T_SIZE, F(max_client_memory), 1u << 20, 1ULL << 40, 1, 0 },
+    { "timeout", T_U32, F(timeout), 0, 100000000, 1, 0 },
+    { "appendfsync", T_FSYNC, F(appendfsync), 0, 0, 1, 0 },
+    { "save-seconds", T_U32, F(save_seconds), 0, 100000000, 1, 0 },
+    { "save-log-bytes", T_SIZE, F(save_log_bytes), 4096, UINT64_MAX, 1, 0 },
+    { "save-log-percent", T_U32, F(save_log_percent), 0, 1000000, 1, 0 },
+    { "ring-mode", T_RINGMODE, F(ring_mode), 0, 0, 0, 0 },
+    { "ring-replicas", T_U32, F(ring_replicas), 1, RB_RING_MAX_REPLICAS, 0, 0 },
     /* Where the ring's membership lives (ring_source.c): this daemon's
      * log, or etcd under etcd-prefix, shared by every host's daemon. */
-    { "ring-source", T_SOURCE, F(ring_source), 0, 0, 0 },
-    { "etcd-endpoints", T_STR, F(etcd_endpoints), 0, 0, 0 },
-    { "etcd-prefix", T_STR, F(etcd_prefix), 0, 0, 0 },
-    { "etcd-cacert", T_STR, F(etcd_cacert), 0, 0, 0 },
-    { "etcd-cert", T_STR, F(etcd_cert), 0, 0, 0 },
-    { "etcd-key", T_STR, F(etcd_key), 0, 0, 0 },
-    { "etcd-user", T_STR, F(etcd_user), 0, 0, 0 },
-    { "etcd-password", T_STR, F(etcd_password), 0, 0, 0 },
-    { "etcd-timeout", T_U32, F(etcd_timeout), 100, 600000, 0 },
+    { "ring-source", T_SOURCE, F(ring_source), 0, 0, 0, 0 },
+    { "etcd-endpoints", T_STR, F(etcd_endpoints), 0, 0, 0, 0 },
+    { "etcd-prefix", T_STR, F(etcd_prefix), 0, 0, 0, 0 },
+    { "etcd-cacert", T_STR, F(etcd_cacert), 1, 0, 0, RBD_SET_PATH },
+    { "etcd-cert", T_STR, F(etcd_cert), 1, 0, 0, RBD_SET_PATH },
+    { "etcd-key", T_STR, F(etcd_key), 1, 0, 0, RBD_SET_PATH },
+    { "etcd-user", T_STR, F(etcd_user), 1, 0, 0, 0 },
+    { "etcd-password", T_STR, F(etcd_password), 1, 0, 0, RBD_SET_SECRET },
+    { "etcd-timeout", T_U32, F(etcd_timeout), 100, 600000, 0, 0 },
     /* Where the replicated filters' writes go (filter_source.c): this
      * daemon alone, or a NATS JetStream stream every host's daemon follows. */
-    { "filter-source", T_FSOURCE, F(filter_source), 0, 0, 0 },
-    { "nats-servers", T_STR, F(nats_servers), 0, 0, 0 },
-    { "nats-stream", T_STR, F(nats_stream), 0, 0, 0 },
-    { "nats-filters", T_STR, F(nats_filters), 0, 0, 0 },
-    { "nats-creds", T_STR, F(nats_creds), 1, 0, 0 },
-    { "nats-cacert", T_STR, F(nats_cacert), 1, 0, 0 },
-    { "nats-cert", T_STR, F(nats_cert), 1, 0, 0 },
-    { "nats-key", T_STR, F(nats_key), 1, 0, 0 },
-    { "nats-timeout", T_U32, F(nats_timeout), 100, 600000, 0 },
-    { "nats-max-bytes", T_SIZE, F(nats_max_bytes), 1u << 20, 1ULL << 50, 0 },
-    { "nats-snapshot-every", T_U32, F(nats_snapshot_every), 0, 1000000000, 0 },
-    { "bf-default-layout", T_LAYOUT, F(bf_default_layout), 0, 0, 1 },
+    { "filter-source", T_FSOURCE, F(filter_source), 0, 0, 0, 0 },
+    { "nats-servers", T_STR, F(nats_servers), 0, 0, 0, 0 },
+    { "nats-stream", T_STR, F(nats_stream), 0, 0, 0, 0 },
+    { "nats-filters", T_STR, F(nats_filters), 0, 0, 0, 0 },
+    { "nats-creds", T_STR, F(nats_creds), 1, 0, 0, RBD_SET_PATH },
+    { "nats-cacert", T_STR, F(nats_cacert), 1, 0, 0, RBD_SET_PATH },
+    { "nats-cert", T_STR, F(nats_cert), 1, 0, 0, RBD_SET_PATH },
+    { "nats-key", T_STR, F(nats_key), 1, 0, 0, RBD_SET_PATH },
+    { "nats-timeout", T_U32, F(nats_timeout), 100, 600000, 0, 0 },
+    { "nats-max-bytes", T_SIZE, F(nats_max_bytes), 1u << 20, 1ULL << 50, 0, 0 },
+    { "nats-snapshot-every", T_U32, F(nats_snapshot_every), 0, 1000000000, 0, 0 },
+    { "bf-default-layout", T_LAYOUT, F(bf_default_layout), 0, 0, 1, 0 },
     /* Names are resolved when read, as for the groups above. */
-    { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1 },
-    { "allow-write-gid", T_GIDS, F(write_gids), 0, 0, 1 },
-    { "loglevel", T_LEVEL, F(loglevel), 0, 0, 1 },
-    { "keep-segment", T_BOOL, F(keep_segment), 0, 0, 1 },
-    { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1 },
+    { "allow-write-uid", T_UIDS, F(write_uids), 0, 0, 1, 0 },
+    { "allow-write-gid", T_GIDS, F(write_gids), 0, 0, 1, 0 },
+    { "loglevel", T_LEVEL, F(loglevel), 0, 0, 1, 0 },
+    { "keep-segment", T_BOOL, F(keep_segment), 0, 0, 1, 0 },
+    { "load-truncated", T_BOOL, F(load_truncated), 0, 0, 1, 0 },
     /* Redis's tools (observe.c): the slow log and the latency monitor. */
     { "slowlog-log-slower-than", T_I64, F(slowlog_log_slower_than), (uint64_t)-1,
-      1000000000, 1 },
-    { "slowlog-max-len", T_U32, F(slowlog_max_len), 0, 100000, 1 },
-    { "latency-monitor-threshold", T_U32, F(latency_monitor_threshold), 0, 100000000, 1 },
+      1000000000, 1, 0 },
+    { "slowlog-max-len", T_U32, F(slowlog_max_len), 0, 100000, 1, 0 },
+    { "latency-monitor-threshold", T_U32, F(latency_monitor_threshold), 0, 100000000, 1, 0 },
     /* The log's destinations (rbd_log.c), applied again on SIGHUP, which
      * reopens the logfile by its path ("": none). */
-    { "logfile", T_STR, F(logfile), 1, 0, 1 },
-    { "syslog-enabled", T_BOOL, F(syslog_enabled), 0, 0, 1 },
-    { "syslog-ident", T_STR, F(syslog_ident), 0, 0, 1 },
-    { "syslog-facility", T_FACILITY, F(syslog_facility), 0, 0, 1 },
+    { "logfile", T_STR, F(logfile), 1, 0, 1, RBD_SET_PATH },
+    { "syslog-enabled", T_BOOL, F(syslog_enabled), 0, 0, 1, 0 },
+    { "syslog-ident", T_STR, F(syslog_ident), 0, 0, 1, 0 },
+    { "syslog-facility", T_FACILITY, F(syslog_facility), 0, 0, 1, 0 },
     /* Repeatable: each line adds rules for its user or group (acl.c). */
-    { "acl-user", T_ACL_USER, F(acl), 0, 0, 1 },
-    { "acl-group", T_ACL_GROUP, F(acl), 0, 0, 1 },
+    { "acl-user", T_ACL_USER, F(acl), 0, 0, 1, 0 },
+    { "acl-group", T_ACL_GROUP, F(acl), 0, 0, 1, 0 },
     /* Redis's name: no means no log record at all (aof_switch.c); no ->
      * yes takes a snapshot first. */
-    { "appendonly", T_BOOL, F(appendonly), 0, 0, 1 },
+    { "appendonly", T_BOOL, F(appendonly), 0, 0, 1, 0 },
 };
 const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
 
@@ -128,6 +129,19 @@ const word_t rbd_words[] = {
     { T_FACILITY, "local6", LOG_LOCAL6 }, { T_FACILITY, "local7", LOG_LOCAL7 },
 };
 const size_t rbd_nwords = sizeof(rbd_words) / sizeof(rbd_words[0]);
+
+long rbd_setting_row(const char *key, size_t len)
+{
+    for (size_t i = 0; i < rbd_naliases; i++)
+        if (strlen(rbd_aliases[i].alias) == len && strncasecmp(rbd_aliases[i].alias, key, len) == 0) {
+            key = rbd_aliases[i].name;
+            len = strlen(key);
+        }
+    for (size_t i = 0; i < rbd_nsettings; i++)
+        if (strlen(rbd_settings[i].name) == len && strncasecmp(rbd_settings[i].name, key, len) == 0)
+            return (long)i;
+    return -1;
+}
 
 int rbd_config_defaults(rbd_config_t *c, const char *instance)
 {

@@ -11,9 +11,10 @@
  * With no arguments it serves instance "default" on the embedded defaults
  * (paths from rb_default_paths).  Settings come from the defaults, then the
  * file, then -i/-s/-d/-o, in that order; SIGHUP re-reads them the same way.
- * A relative path (of -c, or of the socket, pidfile, state directory or
- * logfile) is taken from the directory ringbloomd was started in, at start
- * and on every SIGHUP alike, although a daemon runs in / (daemon(3)).
+ * A relative path (of -c, or of a path setting: config_table.c's
+ * RBD_SET_PATH rows) is taken from the directory ringbloomd was started
+ * in, at start, on every SIGHUP and by CONFIG SET alike, although a daemon
+ * runs in / (daemon(3)).
  *
  * The daemon's files, and which may call which: docs/design.md,
  * "ringbloomd".
@@ -28,10 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "config_syntax.h"
 #include "dirs.h"
 #include "ready.h"
 #include "recovery.h"
@@ -126,10 +129,11 @@ static int parse_args(int argc, char **argv, rbd_config_src_t *src, options_t *o
     return -1;
 }
 
+/* -t: each setting as a line of the file would say it (config_syntax.c). */
 static void print_setting(const char *name, const char *value, void *arg)
 {
     (void)arg;
-    printf("%s %s\n", name, value);
+    rbd_conf_put(stdout, name, value);
 }
 
 /* The configuration from src, made absolute against the working
@@ -159,11 +163,19 @@ static int configure(rbd_config_src_t *src, rbd_config_t *cfg)
 static struct pidfh *become_daemon(const rbd_config_t *cfg, int foreground)
 {
     struct pidfh *pfh;
+    struct stat st;
     pid_t other;
     char err[1024];
 
     if (rbd_make_dir(cfg->pidfile, 0, 0755, "pidfile", err, sizeof(err)) != 0) {
         fprintf(stderr, "ringbloomd: pidfile %s: %s\n", cfg->pidfile, err);
+        return NULL;
+    }
+    /* pidfile_open truncates and writes whatever is there (a device too);
+     * its directory is trusted, so what stat sees is what it opens. */
+    if (stat(cfg->pidfile, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "ringbloomd: pidfile %s is not a regular file (a FIFO, socket, device "
+                "or directory): choose another path (the setting pidfile)\n", cfg->pidfile);
         return NULL;
     }
     pfh = pidfile_open(cfg->pidfile, 0644, &other);

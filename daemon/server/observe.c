@@ -4,8 +4,10 @@
  * command dispatch (cmd.c: around each handler), the loop (server.c: a
  * turn's length, the log's fsync, a snapshot's freeze) and client.c (the
  * MONITOR feed, which owns the clients' buffers); read by the SLOWLOG,
- * LATENCY and MONITOR commands (cmd_observe.c).  It calls nothing above
- * it: the dispatch and the clients call down into it.
+ * LATENCY and MONITOR commands (cmd_observe.c).  A secret argument (a
+ * password) is kept by neither the slow log nor the MONITOR line
+ * (secret_arg).  It calls nothing above it but the settings' table (which
+ * settings are secret): the dispatch and the clients call down into it.
  */
 #include "config.h"
 
@@ -16,6 +18,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "config_table.h"
 #include "observe.h"
 #include "server.h"
 
@@ -60,6 +63,40 @@ static char *arg_copy(const char *a, size_t len, size_t *out_len)
     return p;
 }
 
+static int word_is(const char *a, size_t len, const char *word)
+{
+    return len == strlen(word) && strncasecmp(a, word, len) == 0;
+}
+
+/* 1 if argument i of the request is a secret, which the slow log and
+ * MONITOR show as "(redacted)", as Redis's redactClientCommandArgument
+ * hides it: every argument of AUTH, the user and password after HELLO's
+ * AUTH (wherever it stands: a HELLO refused for its order still carried
+ * them), and CONFIG SET's value of a secret setting (RBD_SET_SECRET: the
+ * request may fail and still carry it). */
+static int secret_arg(size_t argc, const char **argv, const size_t *argl, size_t i)
+{
+    long row;
+
+    if (i == 0 || i >= argc)
+        return 0;
+    if (word_is(argv[0], argl[0], "AUTH"))
+        return 1;
+    if (word_is(argv[0], argl[0], "HELLO")) {   /* the two after any AUTH (protover or not) */
+        for (size_t j = i > 2 ? i - 2 : 1; j < i; j++)
+            if (word_is(argv[j], argl[j], "AUTH"))
+                return 1;
+        return 0;
+    }
+    if (!word_is(argv[0], argl[0], "CONFIG") || argc < 2 || !word_is(argv[1], argl[1], "SET") ||
+        i < 3 || i % 2 == 0)
+        return 0;
+    row = rbd_setting_row(argv[i - 1], argl[i - 1]);
+    return row >= 0 && (rbd_settings[row].flags & RBD_SET_SECRET) != 0;
+}
+
+static const char redacted[] = "(redacted)";
+
 static void slowlog_add(server_t *s, const client_t *c, size_t argc, const char **argv,
                         const size_t *argl, uint64_t us)
 {
@@ -78,6 +115,10 @@ static void slowlog_add(server_t *s, const client_t *c, size_t argc, const char 
         char more[48];
         const char *a = argv[i];
         size_t len = argl[i];
+        if (secret_arg(argc, argv, argl, i)) {
+            a = redacted;
+            len = sizeof(redacted) - 1;
+        }
         if (i == RBD_SLOW_ARGS - 1 && argc > RBD_SLOW_ARGS) {   /* Redis's last word */
             len = (size_t)snprintf(more, sizeof(more), "... (%zu more arguments)",
                                    argc - RBD_SLOW_ARGS + 1);
@@ -222,9 +263,8 @@ void rbd_monitor_line(const struct server *s, size_t argc, const char **argv,
     rbi_buf_append(line, head, n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0);
     for (size_t i = 0; i < argc; i++) {
         rbi_buf_append(line, " ", 1);
-        /* As Redis: a password is not shown. */
-        if (i > 0 && argl[0] == 4 && strncasecmp(argv[0], "AUTH", 4) == 0)
-            rbi_buf_append(line, "\"(redacted)\"", 12);
+        if (secret_arg(argc, argv, argl, i))
+            repr(line, redacted, sizeof(redacted) - 1);
         else
             repr(line, argv[i], argl[i]);
     }

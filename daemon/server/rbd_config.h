@@ -126,6 +126,12 @@ int rbd_config_override(rbd_config_src_t *src, const char *key, const char *valu
 int rbd_config_absolute(const rbd_config_src_t *src, char *path, size_t cap, const char *what,
                         char *err, size_t errlen);
 
+/* Every path setting of cfg (the table's RBD_SET_PATH) made absolute
+ * against src->start_dir ("" stays ""): at start, on SIGHUP and after
+ * CONFIG SET alike, so a path means the same file whichever set it and
+ * wherever the daemon runs.  0, or -1 with err. */
+int rbd_config_paths(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, size_t errlen);
+
 /* The configuration: defaults for the instance, the file, the overrides,
  * relative paths made absolute, rbd_config_check.  The instance (which
  * decides the default paths) may come from an override or the file, so it
@@ -134,7 +140,10 @@ int rbd_config_build(const rbd_config_src_t *src, rbd_config_t *cfg, char *err, 
 
 /* CONFIG REWRITE (config_rewrite.c): src->file brought to c, comments and
  * the operator's order kept, the access rules and what the command line
- * set left alone; replaced by a rename.  0, or -1 with err. */
+ * set left alone, each value written so the parser reads it back; a new
+ * file (mkstemp, the old one's owner and mode) renamed over it.  0, or -1
+ * with err (also for a symlinked file, a directory another user can
+ * write, an owner this process cannot give). */
 #define RBD_REWRITE_MAX 96   /* settings rendered (the table has fewer) */
 int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char *err,
                        size_t errlen);
@@ -142,11 +151,14 @@ int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char 
 /* Defaults for `instance` (paths derived with rb_default_paths). */
 int rbd_config_defaults(rbd_config_t *c, const char *instance);
 
-/* Applies "key value" to c.  Returns 0, or -1 with a message in err. */
+/* Applies "key value" to c (key any case, or an alias; value text: a
+ * control character other than the tab is refused).  Returns 0, or -1
+ * with a message in err (it repeats no secret's value). */
 int rbd_config_set(rbd_config_t *c, const char *key, const char *value, char *err, size_t errlen);
 
-/* Reads a config file into c (on top of what c holds).  Returns 0, or -1
- * with "file:line: message" in err. */
+/* Reads a config file into c (on top of what c holds): a regular file,
+ * its syntax config_syntax.c's.  Returns 0, or -1 with "file:line:
+ * message" (or "file: why") in err. */
 int rbd_config_load(rbd_config_t *c, const char *path, char *err, size_t errlen);
 
 /* Checks the settings against each other (a limit below another it must

@@ -11,9 +11,15 @@
  * journald keeps each line's priority and adds the time and pid itself.
  * Messages below the configured level are dropped; the level can change
  * on SIGHUP, when the logfile is also reopened by its path (logrotate's
- * rename).  A condition that a client can provoke at will (out of file
- * descriptors, evictions) logs through a rate limiter, so no client can
- * make the log grow faster than one line per interval.
+ * rename).  The logfile is opened without blocking and only as a regular
+ * file of this user's or root's (or a terminal, or /dev/null), never
+ * through a symbolic link: a FIFO, a device or another user's file at its
+ * path is refused with the reason, and the log keeps the file it had.
+ * Every control byte of a message is written as \xHH, so a line is one
+ * line whatever a message carries.  A condition that a client can provoke
+ * at will (out of file descriptors, evictions) logs through a rate
+ * limiter, so no client can make the log grow faster than one line per
+ * interval.
  */
 #include "config.h"
 
@@ -24,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,18 +57,39 @@ static int stderr_is_journal(void)
     return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+int rbd_log_open(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    char why[160] = "";
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+                  O_NOFOLLOW, 0640);
+
+    if (fd < 0 || fstat(fd, &st) != 0)
+        snprintf(why, sizeof(why), "%s", errno == ELOOP ? "it is a symbolic link, which the "
+                 "log does not follow (name the file itself)" : errno == ENXIO ? "it is a FIFO "
+                 "or a socket, not a file" : strerror(errno));
+    else if (S_ISREG(st.st_mode) && st.st_uid != 0 && st.st_uid != geteuid())
+        snprintf(why, sizeof(why), "it belongs to uid %u, not to uid %u or root: refusing to "
+                 "write into another user's file", (unsigned)st.st_uid, (unsigned)geteuid());
+    else if (!S_ISREG(st.st_mode) &&
+             !(S_ISCHR(st.st_mode) && (isatty(fd) || st.st_rdev == makedev(1, 3))))
+        snprintf(why, sizeof(why), "not a regular file (the log goes to a file, a terminal or "
+                 "/dev/null)");
+    if (why[0] == '\0')
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    snprintf(err, errlen, "cannot open logfile %s: %s", path, why);
+    return -1;
+}
+
 int rbd_log_setup(const rbd_log_setup_t *o, char *err, size_t errlen)
 {
     int fd = -1, rc = 0;
 
     log_level = o->level;
-    if (o->logfile[0] != '\0') {
-        fd = open(o->logfile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-        if (fd < 0) {
-            snprintf(err, errlen, "cannot open logfile %s: %s", o->logfile, strerror(errno));
-            rc = -1;
-        }
-    }
+    if (o->logfile[0] != '\0' && (fd = rbd_log_open(o->logfile, err, errlen)) < 0)
+        rc = -1;
     if (rc == 0) {
         if (log_fd >= 0)
             close(log_fd);
@@ -108,10 +136,27 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
+/* msg with every control byte as \xHH into out (cap bytes): a log line
+ * is one line, whatever a message carries (a client's name, a path, an
+ * error text from elsewhere). */
+static void one_line(const char *msg, char *out, size_t cap)
+{
+    size_t w = 0;
+
+    for (; *msg != '\0' && w + 5 < cap; msg++) {
+        unsigned char ch = (unsigned char)*msg;
+        if (ch < 0x20 || ch == 0x7f)
+            w += (size_t)snprintf(out + w, cap - w, "\\x%02x", ch);
+        else
+            out[w++] = (char)ch;
+    }
+    out[w] = '\0';
+}
+
 void rbd_log(int level, const char *fmt, ...)
 {
     static const char mark[] = "!!!!#*.-";   /* by syslog priority */
-    char msg[1024], when[32], line[1200];
+    char raw[1024], msg[1100], when[32], line[1200];
     struct timespec ts;
     struct tm tm;
     va_list ap;
@@ -120,8 +165,9 @@ void rbd_log(int level, const char *fmt, ...)
     if (level > log_level)
         return;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    one_line(raw, msg, sizeof(msg));
     if (log_syslog)
         syslog(level, "%s", msg);
     if (log_journal) {

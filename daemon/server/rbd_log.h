@@ -27,6 +27,12 @@ typedef struct rbd_log_setup {
     int facility;              /* LOG_DAEMON, LOG_USER, LOG_LOCAL0..7 */
 } rbd_log_setup_t;
 
+/* Opens path to append the log to: a regular file of this process's user
+ * or root (made, mode 0640, when missing), a terminal or /dev/null; never
+ * through a symbolic link, never waiting (a FIFO at the path is refused,
+ * not waited on).  Its descriptor, or -1 with "cannot open logfile PATH:
+ * why" in err. */
+int rbd_log_open(const char *path, char *err, size_t errlen);
 /* Applies o: at start (before the detach, so a logfile that cannot be
  * opened is said on the terminal) and on SIGHUP, where it reopens the
  * logfile by its path (logrotate renames the file, then sends SIGHUP).

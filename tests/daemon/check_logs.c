@@ -26,18 +26,6 @@ static void teardown(void)
     rbd_teardown();
 }
 
-/* Waits (<= 5 s) until the file at path has a line with needle. */
-static void wait_for(const char *path, const char *needle)
-{
-    uint64_t until = rb_test_now_ms() + 5000;
-
-    while (rbd_file_count(path, needle) == 0) {
-        ck_assert_msg(rb_test_now_ms() < until, "%s: no line with '%s' within 5 s", path,
-                      needle);
-        usleep(10000);
-    }
-}
-
 /* A daemon logging to dir/d.log: its path into path. */
 static void start_with_logfile(rbd_proc_t *dp, char *path, size_t cap)
 {
@@ -60,23 +48,23 @@ START_TEST(test_logfile_reopened_after_rename)
     rb_conn_t *c;
 
     start_with_logfile(&d, path, sizeof(path));
-    wait_for(path, " * ringbloomd ");
+    rbd_wait_line(path, " * ringbloomd ");
     ck_assert_int_eq(rbd_log_count(&d, "ready"), 0);   /* the file replaces stderr */
     c = rbd_connect(&d);
     rbd_expect(c, "OK", "RING.ADD", "n1", "3");
     snprintf(want, sizeof(want), "* ring change made: RING.ADD n1 3 (uid %u, pid %d)",
              (unsigned)getuid(), (int)getpid());
-    wait_for(path, want);
+    rbd_wait_line(path, want);
     ck_assert_int_eq(rbd_file_count(path, "ring change"), 1);
 
     snprintf(old, sizeof(old), "%s.1", path);
     ck_assert_int_eq(rename(path, old), 0);
     rbd_expect(c, "OK", "RING.ADD", "n2");   /* still the renamed file's */
-    wait_for(old, "RING.ADD n2");
+    rbd_wait_line(old, "RING.ADD n2");
     ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
-    wait_for(path, "configuration reloaded");
+    rbd_wait_line(path, "configuration reloaded");
     rbd_expect(c, "OK", "RING.DOWN", "n1");
-    wait_for(path, "ring change made: RING.DOWN n1 (uid");
+    rbd_wait_line(path, "ring change made: RING.DOWN n1 (uid");
     ck_assert_int_eq(rbd_file_count(old, "RING.DOWN"), 0);
     ck_assert_int_eq(rbd_file_count(old, "configuration reloaded"), 0);
     ck_assert_int_eq(rbd_file_count(path, "RING.ADD"), 0);
@@ -85,7 +73,7 @@ START_TEST(test_logfile_reopened_after_rename)
     /* A restart replays the ring's log silently: no change is logged again. */
     rbd_stop(&d, SIGTERM);
     rbd_restart_cold(&d);
-    wait_for(path, "ready");
+    rbd_wait_line(path, "ready");
     ck_assert_int_eq(rbd_file_count(path, "ring change"), 1);
 }
 END_TEST
@@ -101,12 +89,12 @@ START_TEST(test_logfile_cannot_open)
     rb_conn_t *c;
 
     start_with_logfile(&d, path, sizeof(path));
-    wait_for(path, "ready");
+    rbd_wait_line(path, "ready");
     snprintf(bad, sizeof(bad), "%s/no-such-dir/d.log", d.dir);
     snprintf(extra, sizeof(extra), "logfile %s", bad);
     rbd_write_conf(&d, extra);
     ck_assert_int_eq(kill(d.pid, SIGHUP), 0);
-    wait_for(path, "settings applied but cannot open logfile");
+    rbd_wait_line(path, "settings applied but cannot open logfile");
     ck_assert_int_eq(rbd_file_count(path, bad), 1);
     ck_assert_int_eq(rbd_file_count(path, "the log stays where it was"), 1);
     c = rbd_connect(&d);
@@ -114,7 +102,7 @@ START_TEST(test_logfile_cannot_open)
     rbd_expect(c, extra, "CONFIG", "GET", "logfile");
     rb_conn_close(c);
     rbd_stop(&d, SIGTERM);
-    wait_for(path, "ringbloomd stopped");
+    rbd_wait_line(path, "ringbloomd stopped");
 
     why = rbd_start_fails(d.conf);
     ck_assert_msg(strstr(why, "cannot start: cannot open logfile") != NULL &&
@@ -132,23 +120,6 @@ START_TEST(test_logfile_cannot_open)
 }
 END_TEST
 
-/* `ringbloomd -t` on conf: its output into out, its exit status. */
-static int test_config(const char *conf, char *out, size_t cap)
-{
-    char cmd[1024];
-    size_t n = 0;
-    FILE *f;
-    int status;
-
-    snprintf(cmd, sizeof(cmd), "%s -t -c %s 2>&1", rbd_binary(), conf);
-    f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    n = fread(out, 1, cap - 1, f);
-    out[n] = '\0';
-    status = pclose(f);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* The syslog settings and logfile as redis.conf writes them: the defaults,
  * each value that is accepted, and the refusals. */
 START_TEST(test_syslog_settings_parse)
@@ -156,43 +127,43 @@ START_TEST(test_syslog_settings_parse)
     char out[16384], want[600];
 
     rbd_prepare(&d, "");
-    ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 0);
+    ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "\nsyslog-enabled yes\n") && strstr(out, "\nsyslog-ident ringbloomd\n")
-                  && strstr(out, "\nsyslog-facility daemon\n") && strstr(out, "\nlogfile \n"),
+                  && strstr(out, "\nsyslog-facility daemon\n") && strstr(out, "\nlogfile \"\"\n"),
                   "%s", out);
 
     rbd_write_conf(&d, "syslog-enabled no\nsyslog-ident rb-test\nsyslog-facility local3\n"
                    "logfile \"\"\n");
-    ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 0);
+    ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "\nsyslog-enabled no\n") && strstr(out, "\nsyslog-ident rb-test\n")
-                  && strstr(out, "\nsyslog-facility local3\n") && strstr(out, "\nlogfile \n"),
+                  && strstr(out, "\nsyslog-facility local3\n") && strstr(out, "\nlogfile \"\"\n"),
                   "%s", out);
     for (int i = 0; i < 8; i++) {
         char line[64];
         snprintf(line, sizeof(line), "syslog-facility local%d\n", i);
         rbd_write_conf(&d, line);
-        ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 0);
+        ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 0);
         ck_assert_msg(strstr(out, line) != NULL, "%s", out);
     }
     rbd_write_conf(&d, "syslog-facility user\n");
-    ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 0);
+    ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "\nsyslog-facility user\n") != NULL, "%s", out);
 
     /* A relative logfile is taken from the directory ringbloomd starts in. */
     rbd_write_conf(&d, "logfile rel.log\n");
-    ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 0);
+    ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "\nlogfile /") != NULL && strstr(out, "/rel.log\n") != NULL, "%s",
                   out);
 
     rbd_write_conf(&d, "syslog-facility local8\n");
-    ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 2);
+    ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "syslog-facility: 'local8' is not local0 .. local7, daemon or user"),
                   "%s", out);
     rbd_write_conf(&d, "syslog-enabled maybe\n");
-    ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 2);
+    ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "syslog-enabled: 'maybe' is not yes or no"), "%s", out);
     rbd_write_conf(&d, "syslog-ident \"\"\n");
-    ck_assert_int_eq(test_config(d.conf, out, sizeof(out)), 2);
+    ck_assert_int_eq(rbd_test_config(d.conf, out, sizeof(out)), 2);
     snprintf(want, sizeof(want), "syslog-ident: value empty");
     ck_assert_msg(strstr(out, want), "%s", out);
 }
@@ -215,10 +186,10 @@ START_TEST(test_journal_prefix)
              (unsigned long long)st.st_ino);
     setenv("JOURNAL_STREAM", js, 1);
     rbd_launch(&d, NULL);
-    wait_for(d.log, "<5>ringbloomd ");
+    rbd_wait_line(d.log, "<5>ringbloomd ");
     c = rbd_connect(&d);
     rbd_expect(c, "OK", "RING.ADD", "n1");
-    wait_for(d.log, "<5>ring change made: RING.ADD n1 (uid");
+    rbd_wait_line(d.log, "<5>ring change made: RING.ADD n1 (uid");
     rb_conn_close(c);
     ck_assert_int_eq(rbd_log_count(&d, ":M "), 0);   /* no time, no pid: journald's */
     rbd_stop(&d, SIGTERM);
@@ -227,7 +198,7 @@ START_TEST(test_journal_prefix)
              (unsigned long long)st.st_ino + 1);
     setenv("JOURNAL_STREAM", js, 1);
     rbd_launch(&d, NULL);
-    wait_for(d.log, " * ringbloomd ");   /* the first run wrote none such */
+    rbd_wait_line(d.log, " * ringbloomd ");   /* the first run wrote none such */
 }
 END_TEST
 

@@ -20,7 +20,7 @@ check "max-key-bytes default" sh -c "echo '$out' | grep -qx 'max-key-bytes 65536
 check "max-ring-points default" sh -c "echo '$out' | grep -qx 'max-ring-points 1048576'"
 check "max-command-bytes default" sh -c "echo '$out' | grep -qx 'max-command-bytes 67108864'"
 check "huge-pages default" sh -c "echo '$out' | grep -qx 'huge-pages no'"
-check "logfile default (none)" sh -c "echo '$out' | grep -qx 'logfile '"
+check "logfile default (none, quoted as the file would say it)" sh -c "echo '$out' | grep -qx 'logfile \"\"'"
 check "syslog defaults" sh -c "echo '$out' | grep -qx 'syslog-enabled yes' && echo '$out' | grep -qx 'syslog-ident ringbloomd' && echo '$out' | grep -qx 'syslog-facility daemon'"
 bad=$(mktemp)
 printf 'instance x\n# comment\nmax-clients lots\n' > "$bad"

@@ -14,6 +14,10 @@
 #   fuzz_txn/      sessions with MULTI / EXEC (written here by hand): the
 #                  BGSAVE inside a transaction of issue 25, and every command
 #                  of the table queued by index.
+#   fuzz_config/   configuration files, overrides and CONFIG SET pairs
+#                  (written here by hand; the settings' rows read from
+#                  daemon/server/config_table.c): the shipped sample, and
+#                  issue 41's hostile values.
 # Run from the build directory after make (RB_DAEMON overrides the daemon).
 # Needs redis-cli (Debian package redis-tools).
 set -eu
@@ -71,7 +75,7 @@ persist_seed() {
       [ "$4" = - ] || cat "$4"; } > "$f"
 }
 
-mkdir -p "$out/fuzz_persist" "$out/fuzz_attach" "$out/fuzz_resp" "$out/fuzz_txn"
+mkdir -p "$out/fuzz_persist" "$out/fuzz_attach" "$out/fuzz_resp" "$out/fuzz_txn" "$out/fuzz_config"
 cp "$dir/state/snapshot.rbs" "$dir/snap0"
 
 R RING.ADD cache-a.example:11211
@@ -149,4 +153,26 @@ txn_req() {
 { txn_req MULTI; k=0
   while [ $k -lt 112 ]; do txn_req "@$k" x; k=$((k + 1)); done
   txn_req EXEC; } > "$out/fuzz_txn/every-command"
+# fuzz_config: byte 0 the number of overrides, u16 LE the file's length,
+# the file, then per pair the setting's row, a length byte and the value.
+table="$here/../../daemon/server/config_table.c"
+row() {
+    awk -v want="$1" '/^const setting_t rbd_settings/ { on = 1; next } on && /^};/ { exit }
+        on && /^ *\{ "/ { split($0, f, "\""); if (f[2] == want) { print n; exit } n++ }' "$table"
+}
+cfg_pair() {   # cfg_pair SETTING VALUE (printf escapes in VALUE)
+    v=$(printf %b "$2"; printf x); v=${v%x}
+    printf "\\$(printf %03o "$(row "$1")")\\$(printf %03o ${#v})"; printf '%s' "$v"
+}
+cfg_seed() {   # cfg_seed NAME OVERRIDES FILE (then the pairs on stdin)
+    n=$(wc -c < "$3")
+    { printf "\\$(printf %03o "$2")\\$(printf %03o $((n & 255)))\\$(printf %03o $((n >> 8)))"
+      cat "$3"; cat; } > "$out/fuzz_config/$1"
+}
+cfg_seed sample 0 "$here/../../daemon/ringbloomd.conf" < /dev/null
+printf '# the operator file\r\nunixsocketperm 0660\nsyslog-ident "a \\"b\\" \\\\ #c "\nloglevel notice\nLOGLEVEL warning\nacl-user 0 +@all\nlogfile rel.log\n' \
+    > "$dir/cfg"
+{ cfg_pair timeout 5; cfg_pair syslog-ident 'rb\nacl-user 65534 +@all'
+  cfg_pair syslog-ident ' "q" #x\\ '; cfg_pair logfile 'd.log'
+  cfg_pair loglevel debug; cfg_pair slowlog-log-slower-than -1; } | cfg_seed hostile 1 "$dir/cfg"
 echo "seed corpora written to $out"

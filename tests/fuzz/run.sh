@@ -29,7 +29,7 @@ one() {
     status=$?
     # fuzz_attach names its shm object after its pid; a crash leaves it.
     rm -f "/dev/shm/ringbloom.fuzz-attach.$pid"
-    rm -rf "/tmp/fuzz_txn.$pid".*   # fuzz_txn's state directory, after a crash
+    rm -rf "/tmp/fuzz_txn.$pid".* "/tmp/fuzz_config.$pid".*   # their directories, after a crash
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log")
     cov=$(grep -E '^#[0-9]+' "$dir/log" | tail -n 1 | sed -n 's/.*\(cov: [0-9]* ft: [0-9]*\).*/\1/p')
     {

@@ -59,21 +59,31 @@ int rb_test_become_other(void)
                : -1;
 }
 
-void rb_test_squat_segment(const char *inst)
+void rb_test_as_other(int (*fn)(void *), void *arg)
 {
     int status;
     pid_t pid = fork();
 
     ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        rb_segment_opts_t o = { .mode = 0644 };
-        rb_segment_t *e;
-        if (rb_test_become_other() != 0)
-            _exit(10);
-        _exit(rb_segment_create(inst, &o, &e) == RB_OK ? 0 : 11);
-    }
+    if (pid == 0)
+        _exit(rb_test_become_other() != 0 ? 100 : fn(arg));
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "squatter status %d", status);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "as uid %d: status %d (exit 100: could not become it)", RB_TEST_OTHER_UID,
+                  status);
+}
+
+static int squat(void *inst)
+{
+    rb_segment_opts_t o = { .mode = 0644 };
+    rb_segment_t *e;
+
+    return rb_segment_create(inst, &o, &e) == RB_OK ? 0 : 11;
+}
+
+void rb_test_squat_segment(const char *inst)
+{
+    rb_test_as_other(squat, (void *)inst);
 }
 
 TCase *rb_tcase(const char *name, int timeout, SFun setup, SFun teardown, ...)

@@ -89,6 +89,10 @@ void rb_test_remove_tmp_dir(char *dir);
  * RB_TEST_OTHER_UID.  0, or -1 if it could not. */
 int rb_test_become_other(void);
 
+/* Runs fn(arg) in a forked child as RB_TEST_OTHER_UID (rb_test_become_other),
+ * asserting that it became that user and that fn returned 0.  Needs root. */
+void rb_test_as_other(int (*fn)(void *), void *arg);
+
 /* Does what a squatter would: creates segment `inst` (mode 0644, a valid
  * segment) as RB_TEST_OTHER_UID, from a forked child.  Needs root. */
 void rb_test_squat_segment(const char *inst);

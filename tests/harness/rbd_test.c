@@ -230,6 +230,28 @@ double rbd_info_num(rb_conn_t *c, const char *section, const char *field)
     return atof(p + strlen(key));
 }
 
+void rbd_wait_line(const char *path, const char *needle)
+{
+    uint64_t until = rb_test_now_ms() + (uint64_t)rbd_wait_ms(5000);
+
+    while (rbd_file_count(path, needle) == 0) {
+        ck_assert_msg(rb_test_now_ms() < until, "%s: no line with '%s' within %d s", path,
+                      needle, rbd_wait_ms(5000) / 1000);
+        usleep(10000);
+    }
+}
+
+int rbd_test_config(const char *conf, char *out, size_t cap)
+{
+    char cmd[1024];
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "timeout %d %s -t -c %s 2>&1", rbd_wait_ms(10000) / 1000,
+             rbd_binary(), conf);
+    status = rbd_run(cmd, out, cap);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 int rbd_log_count(const rbd_proc_t *d, const char *needle)
 {
     return rbd_file_count(d->log, needle);

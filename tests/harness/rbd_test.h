@@ -118,6 +118,14 @@ double rbd_info_num(rb_conn_t *c, const char *section, const char *field);
                       got_, rc_);                                                        \
     } while (0)
 
+/* Waits (<= rbd_wait_ms(5 s)) until the file at path has a line with
+ * needle, failing the test otherwise. */
+void rbd_wait_line(const char *path, const char *needle);
+/* `ringbloomd -t -c conf` (bounded by timeout(1): a run that waits on
+ * something fails, it does not hang the test): its output (stdout and
+ * stderr) into out, its exit status, -1 if it did not exit. */
+int rbd_test_config(const char *conf, char *out, size_t cap);
+
 /* Number of lines of d's log (all its runs) that contain needle. */
 int rbd_log_count(const rbd_proc_t *d, const char *needle);
 /* Number of lines of the file at path that contain needle (0: no file). */
