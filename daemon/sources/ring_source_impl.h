@@ -123,5 +123,10 @@ view_t *rbd_source_view_build(const rbd_source_t *s, int64_t rev);
 /* b (len bytes) as printable ASCII in out (cap bytes): \\, ' and bytes
  * outside 0x20..0x7e as \xHH, cut with "..." where it does not fit. */
 void rbd_source_escape(char *out, size_t cap, const char *b, size_t len);
+/* A key under the prefix the ring is built without (klen bytes, its
+ * mod_revision, why): INFO's etcd_last_skipped, and a warning naming it
+ * when warn.  Any thread (it takes s->mu). */
+void rbd_source_note_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t mod_rev,
+                             const char *why, int warn);
 
 #endif /* RBD_RING_SOURCE_IMPL_H */

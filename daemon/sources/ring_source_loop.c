@@ -72,23 +72,6 @@ static int was_left_out(const rbd_source_t *s, const member_t *m)
     return 0;
 }
 
-/* A key left out of the ring for a limit: a warning (once per put of it)
- * and INFO's last skipped key. */
-static void over_limit(rbd_source_t *s, const char *key, size_t klen, int64_t mod_rev,
-                       int said, const char *why)
-{
-    char esc[300], line[sizeof(s->st.skipped_last)];
-
-    rbd_source_escape(esc, sizeof(esc), key, klen);
-    snprintf(line, sizeof(line), "'%.100s%s' (mod_revision %lld): %s", s->opts.prefix, esc,
-             (long long)mod_rev, why);
-    pthread_mutex_lock(&s->mu);
-    memcpy(s->st.skipped_last, line, sizeof(line));
-    pthread_mutex_unlock(&s->mu);
-    if (!said)
-        rbd_log(LOG_WARNING, "ring source: etcd key %s; skipped (the ring is built without it)",
-                line);
-}
 
 /* ring-down-max-percent over view v's nodes, as a local RING.DOWN is
  * judged (cmd_ring.c): in key order, a node down in etcd that would make
@@ -114,7 +97,7 @@ static void limit_down(rbd_source_t *s, const rbd_state_t *st, view_t *v)
                  "ring-down-max-percent (%u%%); published up", (unsigned long long)not_up + 1,
                  v->n, pct);
         snprintf(key, sizeof(key), "node/%.*s", (int)m->len, m->name);
-        over_limit(s, key, m->len + 5, m->mod_rev, m->mod_rev <= since, why);
+        rbd_source_note_skipped(s, key, m->len + 5, m->mod_rev, why, m->mod_rev > since);
         m->state = RB_NODE_UP;
         v->skipped++;
     }
@@ -145,8 +128,8 @@ static void limit_view(rbd_source_t *s, const rbd_state_t *st, view_t *v)
         snprintf(why, sizeof(why), "a table of %u slots is more than max-ring-points (%u); "
                  "the ring keeps ring-mode %s", v->replicas, max_points,
                  rb_ring_mode_name(s->dmode));
-        over_limit(s, "mode", 4, v->mode_rev, s->applied != NULL && s->applied->skipped_mode ==
-                   v->mode_rev, why);
+        rbd_source_note_skipped(s, "mode", 4, v->mode_rev, why,
+                                s->applied == NULL || s->applied->skipped_mode != v->mode_rev);
         v->skipped_mode = v->mode_rev;
         v->mode = s->dmode;
         v->replicas = s->dreplicas;
@@ -172,7 +155,7 @@ static void limit_view(rbd_source_t *s, const rbd_state_t *st, view_t *v)
                      "than max-ring-points (%u)", m->weight, (unsigned long long)points,
                      max_points);
         snprintf(key, sizeof(key), "node/%.*s", (int)m->len, m->name);
-        over_limit(s, key, m->len + 5, m->mod_rev, was_left_out(s, m), why);
+        rbd_source_note_skipped(s, key, m->len + 5, m->mod_rev, why, !was_left_out(s, m));
         v->bad[v->nbad++] = *m;   /* v->bad has room for every key of the map */
         v->skipped++;
     }

@@ -192,11 +192,8 @@ static int classify(const char *key, size_t klen, const char *val, size_t vlen, 
     return parse_node(val, vlen, &e->a, &e->b) ? ENTRY_NODE : ENTRY_BAD;
 }
 
-/* A key the source cannot use: a warning naming it (at most
- * SKIP_WARNINGS a load or batch, the rest counted into warn_held), and
- * the last one for INFO. */
-static void warn_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t mod_rev,
-                         const char *why)
+void rbd_source_note_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t mod_rev,
+                             const char *why, int warn)
 {
     char esc[300], line[sizeof(s->st.skipped_last)];
 
@@ -206,13 +203,24 @@ static void warn_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t 
     pthread_mutex_lock(&s->mu);
     memcpy(s->st.skipped_last, line, sizeof(line));
     pthread_mutex_unlock(&s->mu);
-    if (s->warn_left == 0) {
+    if (warn)
+        rbd_log(LOG_WARNING, "ring source: etcd key %s; skipped (the ring is built without it)",
+                line);
+}
+
+/* A key the source cannot use: a warning naming it (at most
+ * SKIP_WARNINGS a load or batch, the rest counted into warn_held), and
+ * the last one for INFO. */
+static void warn_skipped(rbd_source_t *s, const char *key, size_t klen, int64_t mod_rev,
+                         const char *why)
+{
+    int warn = s->warn_left > 0;
+
+    if (warn)
+        s->warn_left--;
+    else
         s->warn_held++;
-        return;
-    }
-    s->warn_left--;
-    rbd_log(LOG_WARNING, "ring source: etcd key %s; skipped (the ring is built without it)",
-            line);
+    rbd_source_note_skipped(s, key, klen, mod_rev, why, warn);
 }
 
 /* Those held back are said in one line, and the next load or batch may
