@@ -265,8 +265,6 @@ static int check_stream(rbd_fsource_t *s, jsStreamInfo **si, char *halt, size_t 
                  "nats-stream", s->stream, why);
     else if (rc == -1)
         rbd_fsource_error(s, "stream", why);
-    else if (!id.described && rbd_fsource_adopt(s, *si, id.id) != 0)
-        rc = -1;
     else if (id.described && strcmp(id.filters, s->glob) != 0)
         snprintf(halt, hcap, "stream %s replicates nats-filters '%.80s' (its description), "
                  "this host's is '%.80s': every host following one stream must have the same (a "
@@ -279,6 +277,8 @@ static int check_stream(rbd_fsource_t *s, jsStreamInfo **si, char *halt, size_t 
                  "new one", s->stream, id.id, s->followed);
     else
         s->followed = id.id;
+    if (rc == 0 && halt[0] == '\0' && !id.described)
+        rbd_fsource_adopt(s, *si, id.id);
     if (rc == 0 && halt[0] == '\0')
         return 0;
     jsStreamInfo_Destroy(*si);
@@ -541,6 +541,8 @@ static int check_now(rbd_fsource_t *s)
         return 0;   /* s->error says why; no contact */
     pthread_mutex_lock(&s->mu);
     s->last_contact_ms = rbd_now_ms();
+    if (s->healthy)
+        s->error[0] = '\0';
     if (si->State.LastSeq > s->last_seq)
         s->last_seq = si->State.LastSeq;
     s->first_seq = si->State.Msgs > 0 ? si->State.FirstSeq : si->State.LastSeq + 1;

@@ -135,6 +135,7 @@ struct rbd_fsource {
                                       then the first set-up's): another is never followed */
     uint64_t last_ack;             /* the last PubAck's sequence: one below it goes backwards */
     uint64_t snap_refused;         /* the last manifest a bootstrap refused (logged once) */
+    int adopt_tried;               /* a stream without a description was given one (or not) */
     /* mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -289,9 +290,10 @@ void rbd_fsource_error(rbd_fsource_t *s, const char *what, const char *why);
 fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen);
 /* Stream si, made before descriptions (by an older ringbloomd), given
  * this version's: identity id (what its name and creation time gave, as
- * its hosts computed it) and this host's nats-filters.  0, or -1
- * (s->error says why). */
-int rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id);
+ * its hosts computed it) and this host's nats-filters.  Tried once; a
+ * refusal (say, credentials that may not update a stream) is logged,
+ * and the stream is then followed by its creation time alone. */
+void rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id);
 /* Publishes data[0..len) on subject with Rb-Format and, if not NULL,
  * msg_id and the headers hdr (name, value, ..., NULL), a publish no one
  * answered (no leader) tried again until deadline (monotonic ms; 0: in

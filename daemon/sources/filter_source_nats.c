@@ -122,7 +122,7 @@ int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects
     return 0;
 }
 
-int rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id)
+void rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id)
 {
     const char *was = si->Config->Description;
     jsStreamInfo *got = NULL;
@@ -130,6 +130,9 @@ int rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id)
     natsStatus st;
     char desc[400], why[600];
 
+    if (s->adopt_tried)
+        return;
+    s->adopt_tried = 1;
     rbd_fsource_describe(desc, sizeof(desc), id, s->glob);
     si->Config->Description = desc;
     st = js_UpdateStream(&got, s->js, si->Config, NULL, &jerr);
@@ -138,11 +141,12 @@ int rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id)
     if (st == NATS_OK) {
         rbd_log(LOG_NOTICE, "filter source: stream %s, made before descriptions, described: "
                 "%s", si->Config->Name, desc);
-        return 0;
+        return;
     }
     rbd_fsource_why(why, sizeof(why), st, jerr);
-    rbd_fsource_error(s, "describing the stream", why);
-    return -1;
+    rbd_log(LOG_WARNING, "filter source: stream %s, made before descriptions, could not be "
+            "given one (%s): followed by its creation time, and the hosts' nats-filters are "
+            "not compared", si->Config->Name, why);
 }
 
 int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
