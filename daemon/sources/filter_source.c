@@ -17,16 +17,23 @@
  * message by itself: a full stream refuses writes, and only the purge
  * after a snapshot removes the messages the snapshot before covers;
  * "insufficient resources", jerr 10005, right after the servers start, is
- * retried as any failure); the ops stream's incarnation (XXH3-64 of name
- * and creation time) is compared with the one the segment applied from
- * (another: halt); if the stream no longer holds the message after the
- * segment's, the newest snapshot is fetched for the loop
- * (filter_source_snap.c); then the consumer starts right after.  The loop
- * asks for a new set-up when a purge overtook it (a gap).  Between
- * writes, the thread publishes a snapshot the loop took.  A publish that
- * fails marks the source unhealthy: the loop then refuses replicated
- * writes at once, and the thread publishes an empty probe message (its
- * apply is REPL_POS alone) every FS_PROBE_MS until one is acknowledged.
+ * retried as any failure; the ops stream only by a host that never
+ * applied from one, with its description: a random identity and
+ * nats-filters); the ops stream is checked (check_stream: its identity
+ * and nats-filters, from an answer a quorum stands behind, against the
+ * one this host applies from and its own: another halts, and the halt is
+ * checked again every FS_INFO_MS and lifted when a check holds); if the
+ * stream no longer holds the message after the segment's, the newest
+ * snapshot is fetched for the loop (filter_source_snap.c); then the
+ * consumer starts right after.  The loop asks for a new set-up when a
+ * purge overtook it (a gap).  The stream is checked again every
+ * FS_INFO_MS, and at once after a reconnect, a delivery or a PubAck that
+ * went backwards.  Between writes, the thread publishes a snapshot the
+ * loop took.  Each write is published before its deadline (nats-timeout
+ * after it was taken) or refused.  A publish that fails marks the source
+ * unhealthy: the loop then refuses replicated writes at once, and the
+ * thread publishes an empty probe message (its apply is REPL_POS alone)
+ * every FS_PROBE_MS until one is acknowledged.
  */
 #include "config.h"
 

@@ -19,14 +19,22 @@
  * when its own message comes back (matched by its Nats-Msg-Id), or with
  * an error if the stream refused it or did not answer in nats-timeout
  * (then its outcome is unknown: the stream may still hold it, and then
- * every host applies it).  Nothing is applied or acknowledged before the
- * stream has the message: there is no write acknowledged locally and
- * missing from the stream.
+ * every host applies it), always within nats-timeout + 500 ms.  Nothing
+ * is applied or acknowledged before the stream has the message: there is
+ * no write acknowledged locally and missing from the stream.
  *
  * Every nats-snapshot-every messages a snapshot of the replicated filters
  * is stored in the stream <nats-stream>_SNAP and the stream purged behind
  * the one before; a host whose next message the stream no longer holds
  * bootstraps from the newest (filter_source_snap.c).
+ *
+ * What crosses from NATS is input (filter_source_check.c): a message
+ * applies only if its records are whole, replicated, inside this host's
+ * nats-filters and within its max-command-bytes (else it is skipped on
+ * every host alike); the stream's identity and nats-filters come from
+ * its description, read only from an answer a quorum stands behind; a
+ * snapshot is loaded only if its manifest lies within the stream's
+ * history and its parts match it.
  *
  * Replicated in this version: BF.RESERVE, BF.ADD, BF.MADD, BF.INSERT
  * (ops BF_RESERVE and BF_ADD).  Any other change of a replicated name is

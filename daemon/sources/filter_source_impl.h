@@ -32,10 +32,10 @@
 #define FS_APPLY_TURN   256        /* messages one loop turn applies at most (then it wakes again) */
 #define FS_MAX_SERVERS  16
 #define FS_SNAP_CHUNK   (512u << 10) /* a dump chunk in a snapshot part, at most */
-#define FS_REPLY_MARGIN_MS 250     /* a write not answered by nats-timeout + this (from when it
+#define FS_REPLY_MARGIN_MS 150     /* a write not answered by nats-timeout + this (from when it
                                       was taken) is answered by the loop's tick (every 100 ms):
                                       every replicated write is answered within nats-timeout +
-                                      500 ms (docs/design.md, N3) */
+                                      500 ms, scheduling included (docs/design.md, N3) */
 #define FS_PUT_DUPLICATE (-2)      /* rbd_fsource_put: the stream held the Msg-Id already */
 
 /* One message this host publishes: the records of the ops one loop turn

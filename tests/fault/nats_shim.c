@@ -19,30 +19,22 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <nats/nats.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "shim_ctl.h"
+
 typedef natsStatus (*info_fn)(jsStreamInfo **, jsCtx *, const char *, jsOptions *, jsErrCode *);
 
-/* Whether the control file says "minority" (read with raw calls). */
+/* Whether the control file says "minority". */
 static int minority(void)
 {
-    const char *path = getenv("RB_NATS_FAULT_CTL");
     char buf[64];
-    ssize_t n;
-    int fd;
 
-    if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    return strstr(buf, "minority") != NULL;
+    return shim_ctl_read("RB_NATS_FAULT_CTL", buf, sizeof(buf)) > 0 &&
+           strstr(buf, "minority") != NULL;
 }
 
 natsStatus js_GetStreamInfo(jsStreamInfo **si, jsCtx *js, const char *stream, jsOptions *opts,
