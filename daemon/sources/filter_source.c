@@ -625,10 +625,13 @@ void *rbd_fsource_thread(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!atomic_load(&s->stop)) {
         fs_batch_t *b = s->todo;
-        uint64_t from = s->resync_from;
+        uint64_t from = s->resync_from, since = rbd_mono_ms() - s->info_ms;
         int again = s->resync;
 
-        if (!again && (s->recheck || rbd_mono_ms() - s->info_ms >= FS_INFO_MS)) {
+        /* The periodic check waits for the writes queued (up to twice its
+         * period); a reconnect's or a sequence gone back's goes first. */
+        if (!again && (s->recheck || (since >= FS_INFO_MS &&
+                                      (b == NULL || since >= 2 * FS_INFO_MS)))) {
             pthread_mutex_unlock(&s->mu);
             again = check_now(s);
             pthread_mutex_lock(&s->mu);
