@@ -149,7 +149,11 @@ static const struct info_metric {
     { "nats_writes_refused", "replication_writes_refused_total", "counter", NUM, 1, NULL,
       "Writes to replicated filters refused (no quorum, not yet following, not replicated)." },
     { "nats_msgs_skipped", "replication_messages_skipped_total", "counter", NUM, 1, NULL,
-      "Stream messages no host of this version can apply, skipped." },
+      "Stream messages no host of this version can apply, or may (outside nats-filters, "
+      "past max-command-bytes), skipped." },
+    { "nats_msgs_outside_filters", "replication_messages_outside_filters_total", "counter", NUM,
+      1, NULL, "Stream messages skipped because a record named a filter outside nats-filters "
+      "(forged, or a host with other nats-filters)." },
     { "nats_snapshot_seq", "replication_snapshot_sequence", "gauge", NUM, 1, NULL,
       "The stream sequence the newest snapshot stored or bootstrapped from covers." },
     { "nats_bootstrap_seq", "replication_bootstrap_sequence", "gauge", NUM, 1, NULL,

@@ -47,7 +47,7 @@
 #define CMD_OTHERS 0x40u /* acts on other connections or on the whole server
                             (CLIENT KILL / PAUSE / UNPAUSE, CONFIG SET /
                             REWRITE, SHUTDOWN, SAVE, BGSAVE, SLOWLOG RESET,
-                            LATENCY RESET): besides its rules, it needs an
+                            LATENCY RESET, NATS.SKIP): besides its rules, it needs an
                             administrator (rbd_acl_is_admin: rules that grant
                             @admin itself), whatever rule names it, so no
                             spelling (+@connection, +client|kill) gives it to

@@ -39,25 +39,12 @@ static int reserve(rbd_ctx_t *x, const char *name, size_t len, const rb_bloom_pa
     return rbd_op_run(&x->s->state, &x->s->aof, &op);
 }
 
-/* Whether a new filter of p (its first layer, or an aging filter's
- * generations, zeroed at once) stays within max-command-bytes: 0, or
- * replies and returns -1.  Sizes the library refuses are its to report. */
+/* Whether a new filter of p stays within max-command-bytes
+ * (rbd_bf_reserve_bytes): 0, or replies and returns -1.  Sizes the
+ * library refuses are its to report. */
 static int size_ok(rbd_ctx_t *x, const rb_bloom_params_t *p)
 {
-    uint32_t layers = 1;
-    double rate = p->error_rate;
-    rb_bloom_sizing_t sz;
-
-    if (p->flags & RB_BLOOM_AGING) {
-        layers = p->generations != 0 ? p->generations : 2;
-        rate /= layers;
-    } else if (!(p->flags & RB_BLOOM_NONSCALING)) {
-        rate /= 2;
-    }
-    if (rb_bloom_size(p->capacity, rate, p->layout, &sz) != RB_OK)
-        return 0;
-    return rbd_cmd_work_ok(x, sz.bytes > UINT64_MAX / layers ? UINT64_MAX : sz.bytes * layers,
-                           "a Bloom filter this large");
+    return rbd_cmd_work_ok(x, rbd_bf_reserve_bytes(p), "a Bloom filter this large");
 }
 
 /* The filter for an add into *bf, created with the configured defaults if

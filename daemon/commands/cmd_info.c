@@ -332,7 +332,8 @@ static void info_bloom(server_t *s, info_buf_t *ib)
  * snapshots (the newest, how many this host took and stored, the one it
  * last bootstrapped from), how long since the stream
  * last acknowledged a write of this host, the writes in flight and
- * refused, the messages skipped, and why it halted if it did. */
+ * refused, the messages skipped (and of them those naming a filter
+ * outside nats-filters), and why it halted if it did. */
 static void info_replication(server_t *s, info_buf_t *ib)
 {
     rbd_fsource_status_t fs;
@@ -371,6 +372,7 @@ static void info_replication(server_t *s, info_buf_t *ib)
     info_line(ib, "nats_snapshots_stored:%llu", (unsigned long long)fs.snaps_published);
     info_line(ib, "nats_bootstrap_seq:%llu", (unsigned long long)fs.boot_seq);
     info_line(ib, "nats_msgs_skipped:%llu", (unsigned long long)fs.skipped);
+    info_line(ib, "nats_msgs_outside_filters:%llu", (unsigned long long)fs.outside);
     info_text(ib, "nats_last_skipped", fs.skipped_last);
     info_text(ib, "nats_last_error", fs.error);
     info_line(ib, "nats_halted:%d", fs.halted);

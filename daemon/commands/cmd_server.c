@@ -19,6 +19,7 @@
 
 #include "cmd.h"
 #include "config_table.h"
+#include "filter_source.h"
 #include "snapshot.h"
 
 static void cmd_ping(rbd_ctx_t *x)
@@ -424,6 +425,27 @@ static void cmd_shutdown(rbd_ctx_t *x)
     /* As Redis: no reply; the connection closes when the daemon exits. */
 }
 
+/* NATS.SKIP seq: the stream message seq, which halted this host for its
+ * Rb-Format, skipped by every host (filter_source.h); the reply comes
+ * once the stream holds the skip. */
+static void cmd_nats_skip(rbd_ctx_t *x)
+{
+    long long seq;
+    char err[1024];
+
+    if (x->s->fsource == NULL) {
+        rbi_resp_error(x->out, "ERR NATS.SKIP: filter-source is not nats");
+        return;
+    }
+    if (rbd_cmd_arg_ll(x, 1, &seq) != 0 || seq < 1) {
+        rbi_resp_error(x->out, "ERR NATS.SKIP: the sequence must be a positive integer");
+        return;
+    }
+    if (rbd_fsource_skip(x->s->fsource, &x->s->state, (uint64_t)seq, x->c->id, err,
+                         sizeof(err)) != 0)
+        rbi_resp_error(x->out, "%s", err);
+}
+
 const rbd_command_t rbd_cmd_server_table[] = {
     RBD_COMMAND("PING", -1, CMD_FAST, cmd_ping, "connection",
                 "Returns PONG, or the message",
@@ -462,5 +484,9 @@ const rbd_command_t rbd_cmd_server_table[] = {
     RBD_COMMAND("SHUTDOWN", -1, CMD_ADMIN | CMD_OTHERS | CMD_NO_MULTI, cmd_shutdown, "server",
                 "Stops the daemon, with a snapshot unless NOSAVE",
                 "[NOSAVE|SAVE]"),
+    RBD_COMMAND("NATS.SKIP", 2, CMD_ADMIN | CMD_OTHERS | CMD_NO_MULTI, cmd_nats_skip, "server",
+                "Skips, on every host, the stream message of a newer Rb-Format that halted "
+                "replication",
+                "sequence:integer"),
     RBD_COMMAND_END,
 };

@@ -48,6 +48,7 @@ typedef enum rbd_op_type {
     RBD_OP_CBF_DEL = 26,       /* CBF.DEL of a key not refused */
     RBD_OP_CBF_LOADCHUNK = 27, /* a chunk of CBF.LOADCHUNK (header or data) */
     RBD_OP_REPL_POS = 28,      /* the replicated filters' stream position (ops_repl.c) */
+    RBD_OP_REPL_SKIP = 29,     /* NATS.SKIP: a stream message every host skips (ops_repl.c) */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -95,7 +96,8 @@ typedef struct rbd_op {
         rb_cuckoo_params_t cf;     /* CF_RESERVE (its secret: op->secret) */
         rb_cbf_params_t cbf;       /* CBF_RESERVE (its secret: op->secret) */
         struct {
-            uint64_t seq, stream;  /* REPL_POS: the message applied, its stream */
+            uint64_t seq, stream;  /* REPL_POS: the message applied, its stream;
+                                      REPL_SKIP: the message to skip, its stream */
         } repl;
     };
     /* not logged */
@@ -181,6 +183,14 @@ size_t rbd_slots_range(unsigned char *buf, uint32_t start, uint32_t end, const c
  * bytes.  RBD_CMS_PAIR_HDR + len bytes into buf. */
 #define RBD_CMS_PAIR_HDR 8
 size_t rbd_cms_pair(unsigned char *buf, uint64_t v, const void *p, size_t len);
+
+/* The heap a BF_RESERVE of p zeroes at once: its first layer (a scaling
+ * filter's at half its error rate) or an aging filter's generations; 0
+ * for sizes the library refuses (its reserve says why).  What
+ * max-command-bytes bounds for BF.RESERVE and an add's create (cmd_bf.c)
+ * and for a reserve from the replication stream (filter_source_check.c)
+ * alike. */
+uint64_t rbd_bf_reserve_bytes(const rb_bloom_params_t *p);
 
 /* Decodes the payload p[0..n) of a record of type (a known one:
  * rbd_op_name is not NULL) into op (names and keys point into p; keys'

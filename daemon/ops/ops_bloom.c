@@ -88,6 +88,23 @@ static int bf_loadchunk(rbd_state_t *st, rbd_op_t *op, int live)
     return rc;
 }
 
+uint64_t rbd_bf_reserve_bytes(const rb_bloom_params_t *p)
+{
+    uint32_t layers = 1;
+    double rate = p->error_rate;
+    rb_bloom_sizing_t sz;
+
+    if (p->flags & RB_BLOOM_AGING) {
+        layers = p->generations != 0 ? p->generations : 2;
+        rate /= layers;
+    } else if (!(p->flags & RB_BLOOM_NONSCALING)) {
+        rate /= 2;
+    }
+    if (rb_bloom_size(p->capacity, rate, p->layout, &sz) != RB_OK)
+        return 0;
+    return sz.bytes > UINT64_MAX / layers ? UINT64_MAX : sz.bytes * layers;
+}
+
 /* ---- the rows ---------------------------------------------------------------------- */
 
 _Static_assert(sizeof(rb_bloom_layout_t) == sizeof(uint32_t), "layout is logged as a u32");

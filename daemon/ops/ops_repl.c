@@ -11,6 +11,13 @@
  * message it holds.  The position needs no fsync of its own: a crash
  * that loses it loses the message's changes with it (the same TXN), and
  * the stream gives the message again.
+ *
+ * REPL_SKIP is NATS.SKIP's record: an operator's decision that the
+ * stream message at a sequence (of one stream) is skipped by every host
+ * that cannot apply it (a newer Rb-Format).  It travels in a message of
+ * its own; a host halted on that sequence finds it among the messages
+ * after, and skips (filter_source_loop.c); applied where it is, it
+ * changes nothing.
  */
 #include "config.h"
 
@@ -27,8 +34,19 @@ static int repl_pos(rbd_state_t *st, rbd_op_t *op, int live)
     return RB_OK;
 }
 
+/* REPL_SKIP changes nothing where it is applied (nor is it logged): the
+ * halted host acted on it before (filter_source_loop.c). */
+static int repl_skip(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    (void)st;
+    op->noop = live;
+    return RB_OK;
+}
+
 const rbd_op_def_t rbd_ops_repl[] = {
     { RBD_OP_REPL_POS, "REPL.POS", RBD_NAMES_NOTHING, 0, repl_pos,
+      { RBD_U64(repl.seq), RBD_U64(repl.stream) } },
+    { RBD_OP_REPL_SKIP, "REPL.SKIP", RBD_NAMES_NOTHING, 0, repl_skip,
       { RBD_U64(repl.seq), RBD_U64(repl.stream) } },
     RBD_OP_END,
 };

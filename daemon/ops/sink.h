@@ -21,7 +21,7 @@
  *             the replies that acknowledge ops it saw may go, -1 to hold
  *             them (the log's group commit and fsync, P1/P2);
  *   poll      its descriptor (fd at registration, -1 none) is readable;
- *   tick      once a second.
+ *   tick      every housekeeping of the loop (at most 100 ms apart).
  *
  * Deferred replies: a sink that takes an op (RBD_SINK_DEFERRED) holds its
  * ticket and completes it once it knows the answer: rbd_sinks_complete

@@ -404,10 +404,12 @@ static void housekeeping(server_t *s, uint64_t now)
         rbd_filters_tick(&s->state, &s->aof, rbd_now_ms() / 1000);
         rbd_aof_tick(&s->aof);
         rbd_snapshot_tick(&s->snaps, &s->aof, s->state.seg, &s->cfg, now);
-        /* The sinks' second: the etcd source's failed publish's retry, and
-         * its changes waited for 2 s. */
-        rbd_sinks_tick(&s->state.sinks, &s->state);
     }
+    /* The sinks' tick, every housekeeping (TICK_MS): the etcd source's
+     * failed publish's retry and its changes waited for 2 s; the NATS
+     * filter source's writes answered by their time (nats-timeout and a
+     * margin). */
+    rbd_sinks_tick(&s->state.sinks, &s->state);
     if (s->pause_until_ms != 0 && now >= s->pause_until_ms) {
         s->pause_until_ms = 0;     /* CLIENT PAUSE is over: what waited runs */
         s->resume_pending = 1;

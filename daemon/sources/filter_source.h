@@ -19,14 +19,22 @@
  * when its own message comes back (matched by its Nats-Msg-Id), or with
  * an error if the stream refused it or did not answer in nats-timeout
  * (then its outcome is unknown: the stream may still hold it, and then
- * every host applies it).  Nothing is applied or acknowledged before the
- * stream has the message: there is no write acknowledged locally and
- * missing from the stream.
+ * every host applies it), always within nats-timeout + 500 ms.  Nothing
+ * is applied or acknowledged before the stream has the message: there is
+ * no write acknowledged locally and missing from the stream.
  *
  * Every nats-snapshot-every messages a snapshot of the replicated filters
  * is stored in the stream <nats-stream>_SNAP and the stream purged behind
  * the one before; a host whose next message the stream no longer holds
  * bootstraps from the newest (filter_source_snap.c).
+ *
+ * What crosses from NATS is input (filter_source_check.c): a message
+ * applies only if its records are whole, replicated, inside this host's
+ * nats-filters and within its max-command-bytes (else it is skipped on
+ * every host alike); the stream's identity and nats-filters come from
+ * its description, read only from an answer a quorum stands behind; a
+ * snapshot is loaded only if its manifest lies within the stream's
+ * history and its parts match it.
  *
  * Replicated in this version: BF.RESERVE, BF.ADD, BF.MADD, BF.INSERT
  * (ops BF_RESERVE and BF_ADD).  Any other change of a replicated name is
@@ -61,7 +69,9 @@ typedef struct rbd_fsource_status {
                                    stream's state asked for every 2 s when idle (0: never) */
     uint64_t published, acked;  /* messages handed to the stream, acknowledged */
     uint64_t refused;           /* writes refused (no quorum, not ready, ...) */
-    uint64_t skipped;           /* messages not applied (corrupt, unknown record) */
+    uint64_t skipped;           /* messages not applied (corrupt, unknown record, a name
+                                   outside nats-filters, a reserve past max-command-bytes) */
+    uint64_t outside;           /* ... of them: a record named a filter outside nats-filters */
     uint64_t inflight;          /* writes awaiting their message's apply */
     uint64_t first_seq;         /* the stream's first sequence, as last seen */
     uint64_t snap_seq;          /* the newest snapshot stored or bootstrapped from */
@@ -102,8 +112,20 @@ void rbd_fsource_status(rbd_fsource_t *s, rbd_fsource_status_t *out);
  *   poll    applies the messages delivered, in order, and completes the
  *           tickets of this host's: with the apply's results, or the
  *           publish's error.
- *   tick    answers an acknowledged write not applied here within twice
- *           nats-timeout with an error saying so. */
+ *   tick    (every 100 ms) as poll, and answers every write not answered
+ *           within nats-timeout + FS_REPLY_MARGIN_MS of being taken with
+ *           what is known of it: never sent (nothing written), sent and
+ *           not acknowledged (outcome unknown), or held by the stream and
+ *           not applied here yet. */
 extern const rbd_sink_ops_t rbd_fsource_sink;
+
+/* NATS.SKIP seq: this host is halted on stream message seq, of a newer
+ * Rb-Format; a REPL_SKIP record naming it is published (a message of its
+ * own), and every host halted on it, this one included, skips it once the
+ * stream delivers that record (counted and logged on each).  client's
+ * reply waits for the stream's ack (sink.h's ticket).  0, or -1 with the
+ * reply line in err (not halted on seq, or the source refused). */
+int rbd_fsource_skip(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint64_t client,
+                     char *err, size_t cap);
 
 #endif /* RBD_FILTER_SOURCE_H */

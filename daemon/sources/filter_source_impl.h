@@ -1,11 +1,15 @@
 /*
- * filter_source_impl.h - what filter_source.c (the NATS thread: connect,
- * stream, consumer callback, publisher), filter_source_start.c (start,
- * stop, status), filter_source_loop.c (the event loop's side: the sink
- * row, applying, tickets) and filter_source_snap.c (snapshots) share: the source's state and its types.  Who
- * owns a field is written beside it: "mu" is under s->mu, "loop" the
- * event loop's alone, "thread" the NATS thread's alone, "const" set before
- * the thread starts.
+ * filter_source_impl.h - what the files of `filter-source nats` share:
+ * the source's state and its types.  filter_source.c (the NATS thread:
+ * connect, stream, consumer callback, publisher), filter_source_start.c
+ * (start, stop, status), filter_source_loop.c (the event loop's side:
+ * the sink row, the answers), filter_source_apply.c (the loop applying
+ * what the stream delivers), filter_source_check.c (what crosses from
+ * NATS, checked), filter_source_snap.c (snapshots), filter_source_nats.c
+ * and filter_source_common.c (what the others share).  Who owns a field
+ * is written beside it: "mu" is under s->mu, "loop" the event loop's
+ * alone, "thread" the NATS thread's alone, "const" set before the thread
+ * starts.
  */
 #ifndef RBD_FILTER_SOURCE_IMPL_H
 #define RBD_FILTER_SOURCE_IMPL_H
@@ -28,6 +32,11 @@
 #define FS_APPLY_TURN   256        /* messages one loop turn applies at most (then it wakes again) */
 #define FS_MAX_SERVERS  16
 #define FS_SNAP_CHUNK   (512u << 10) /* a dump chunk in a snapshot part, at most */
+#define FS_REPLY_MARGIN_MS 150     /* a write not answered by nats-timeout + this (from when it
+                                      was taken) is answered by the loop's tick (every 100 ms):
+                                      every replicated write is answered within nats-timeout +
+                                      500 ms, scheduling included (docs/design.md, N3) */
+#define FS_PUT_DUPLICATE (-2)      /* rbd_fsource_put: the stream held the Msg-Id already */
 
 /* One message this host publishes: the records of the ops one loop turn
  * took, and their tickets, in order (ticket i answers record i). */
@@ -35,18 +44,26 @@ typedef struct fs_batch {
     struct fs_batch *next;         /* mu: in s->todo or s->done */
     struct fs_batch *snext;        /* loop: in s->sent (every batch queued, until freed) */
     uint64_t no;                   /* const once queued: its Nats-Msg-Id is origin.no */
+    uint64_t origin;               /* const once queued: the loop's s->origin when it was made */
+    uint64_t born_ms;              /* const once queued: monotonic ms its first write was taken;
+                                      answered by born_ms + nats-timeout + FS_REPLY_MARGIN_MS */
+    uint64_t reserve_bytes;        /* loop, while building: its reserves' heap (max-command-bytes
+                                      bounds a message's, as the apply checks) */
+    int control;                   /* const once queued: NATS.SKIP's, answered at its ack */
     unsigned char *buf;            /* the records, back to back */
     size_t len, cap;
     uint64_t *tickets;
     size_t n, tcap;
     /* set by the thread before it moves the batch to s->done */
-    int pub_rc;                    /* 0 acknowledged, else the publish failed */
+    int pub_rc;                    /* 0 acknowledged, else the publish failed (or was not
+                                      made: its time ran out first) */
+    int dup;                       /* failed: the stream held a message with its Msg-Id */
     uint64_t seq;                  /* acknowledged: the stream's sequence */
     char err[1024];                /* failed: the reply line */
     /* loop */
     int pub_done;                  /* the thread gave it back */
-    int applied;                   /* its message came back and applied */
-    uint64_t ack_ms;               /* monotonic ms it came back acknowledged */
+    int answered;                  /* its writes were answered: by its message's apply, or an
+                                      error (its apply, if it comes, then answers no one) */
 } fs_batch_t;
 
 /* One message delivered by the consumer, copied off the library's, or
@@ -103,6 +120,7 @@ struct rbd_fsource {
     char creds[4096], cacert[4096], cert[4096], key[4096];
     uint64_t origin;               /* this daemon's, random, != 0 */
     uint64_t applied0, stream0;    /* the segment's position at start */
+    const rbd_config_t *cfg;       /* the settings in force (loop: max-command-bytes) */
     rbd_state_t *st;
     int efd;
     pthread_t th;
@@ -113,6 +131,11 @@ struct rbd_fsource {
     jsCtx *js;
     natsSubscription *sub;
     uint64_t probe_ms;
+    uint64_t followed;             /* the stream identity this host applies from (stream0,
+                                      then the first set-up's): another is never followed */
+    uint64_t last_ack;             /* the last PubAck's sequence: one below it goes backwards */
+    uint64_t snap_refused;         /* the last manifest a bootstrap refused (logged once) */
+    int adopt_tried;               /* a stream without a description was given one (or not) */
     /* mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -125,7 +148,11 @@ struct rbd_fsource {
     char server[256];              /* the server connected to */
     int ready;                     /* the stream exists and is followed */
     int healthy;                   /* the last publish or probe was acknowledged */
-    char thread_halt[512];         /* set-up found it cannot follow the stream: why */
+    char thread_halt[512];         /* set-up or a check found it cannot follow the stream: why
+                                      ("" again once a later check finds it can) */
+    int recheck;                   /* the stream's identity is to be checked at once (a
+                                      reconnect, a gap, a sequence that went backwards) */
+    uint64_t loop_applied;         /* the loop's s->applied as of its last turn */
     uint64_t stream_id;            /* the stream's incarnation, once ready */
     uint64_t gen;                  /* the consumer's generation: rx of another is dropped */
     fs_consumer_t *consumers;      /* thread: every one made (the newest first) */
@@ -148,21 +175,44 @@ struct rbd_fsource {
     fs_batch_t *sent;              /* queued or published, until answered and given back */
     uint64_t next_no;
     int applying;                  /* the loop applies a message: let its ops through */
-    int halted;
+    int halted;                    /* 0, or why applying stopped: FS_HALT_* */
+    uint64_t halt_seq;             /* FS_HALT_FORMAT: the message NATS.SKIP may skip */
     char halt_why[512];
     uint64_t applied;
     uint64_t snap_in;              /* a snapshot being applied (its sequence), part by part */
     uint64_t asked_gen;            /* the consumer a new set-up was asked for (ask_resync) */
     uint64_t snaps_taken;
     uint64_t refused, skipped;
+    uint64_t outside;              /* messages skipped: a record named a filter outside
+                                      nats-filters */
     char skipped_last[256];
     rbd_keys_t keys;
 };
 
+/* Why the loop stopped applying (s->halted). */
+#define FS_HALT_FORMAT   1         /* a message of a newer Rb-Format (NATS.SKIP skips it) */
+#define FS_HALT_SNAPSHOT 2         /* a snapshot's part that cannot be applied */
+#define FS_HALT_THREAD   3         /* the thread's thread_halt: lifted when it clears */
+
+/* What rbd_fsource_check_records found. */
+#define FS_CHECK_OK      0
+#define FS_CHECK_BAD     1         /* damaged, or a type the message may not carry */
+#define FS_CHECK_OUTSIDE 2         /* a record names a filter outside nats-filters */
+#define FS_CHECK_LIMIT   3         /* reserves past this host's max-command-bytes */
+
+/* A stream's identity as a stream-info answer gives it (rbd_fsource_ident). */
+typedef struct fs_ident {
+    uint64_t id;                   /* its incarnation: its description's id, or for a stream
+                                      made before descriptions, XXH3-64 of name and creation */
+    int described;                 /* the description is ringbloom's (id and filters) */
+    char filters[256];             /* the nats-filters it was made for (described) */
+} fs_ident_t;
+
 /* Who calls whom (no file calls a file above it): filter_source_start.c
  * -> filter_source.c (the thread) -> filter_source_snap.c ->
- * filter_source_nats.c -> filter_source_common.c; filter_source_loop.c
- * -> filter_source.c (the queue), filter_source_snap.c. */
+ * filter_source_check.c, filter_source_nats.c -> filter_source_common.c;
+ * filter_source_loop.c -> filter_source.c (the queue),
+ * filter_source_apply.c -> filter_source_snap.c, filter_source_check.c. */
 
 /* ---- filter_source.c ---- */
 /* The NATS thread's body (arg: the source), started by rbd_fsource_start
@@ -170,6 +220,17 @@ struct rbd_fsource {
 void *rbd_fsource_thread(void *arg);
 /* For the loop: hands b to the NATS thread (FIFO). */
 void rbd_fsource_queue(rbd_fsource_t *s, fs_batch_t *b);
+
+/* ---- filter_source_apply.c (the loop's) ---- */
+/* One delivery rx of consumer generation gen (the current one; stream_id
+ * its stream) handled: applied if it is the next message (or part of the
+ * snapshot being applied), a gap or a sequence gone backwards sent to the
+ * thread, dropped while halted (but NATS.SKIP's record looked for). */
+void rbd_fsource_dispatch(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *rx, uint64_t gen,
+                          uint64_t stream_id);
+/* The thread's halt (line: set-up or a check found the stream cannot be
+ * followed) halts the loop; once it is "" again, the loop goes on. */
+void rbd_fsource_thread_halt(rbd_fsource_t *s, const char *line);
 
 /* ---- filter_source_snap.c ---- */
 /* The loop's side.  After applying this host's message at seq (a
@@ -182,14 +243,40 @@ void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint
 void rbd_fsource_snap_clear(rbd_fsource_t *s, rbd_state_t *st);
 /* The thread's side.  Set-up needs the snapshot (the stream holds no
  * message right after *from; its first is need): the newest complete one
- * of this stream (stream_id), which must cover at least up to need - 1,
- * is fetched and queued as rx parts; *from becomes its sequence.  0, or
- * -1 (retry; s->error says why). */
-int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, uint64_t *from);
+ * of this stream (stream_id), which must cover at least up to need - 1
+ * and no more than last (the stream's last sequence: a manifest past it
+ * is forged or stale), its parts complete and consistent with it, is
+ * fetched and queued as rx parts; *from becomes its sequence.  0, or -1
+ * (refused or failed: retry; s->error says why). */
+int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, uint64_t last,
+                           uint64_t *from);
 /* Publishes the next part of s->snap_out if there is one, or its
  * manifest once every part is stored, then purges what that made
  * unneeded.  Called unlocked, between writes. */
 void rbd_fsource_snap_publish(rbd_fsource_t *s);
+
+/* ---- filter_source_check.c ---- */
+/* Whether records data[0..len) may be applied on this host: framed and
+ * whole; of the types a message (part 0: BF_RESERVE, BF_ADD, REPL_SKIP)
+ * or a snapshot's part (part 1: BF_LOADCHUNK) carries; each filter named
+ * inside nats-filters; each reserve, and a message's reserves together,
+ * within max_bytes (0: not checked).  FS_CHECK_*, and why (naming the
+ * record) unless FS_CHECK_OK.  scratch: the decoder's keys (reused). */
+int rbd_fsource_check_records(const rbd_fsource_t *s, const unsigned char *data, size_t len,
+                              int part, uint64_t max_bytes, rbd_keys_t *scratch, char *why,
+                              size_t cap);
+/* Whether records data[0..len) are NATS.SKIP's skip of message seq of
+ * stream stream_id (records already checked). */
+int rbd_fsource_is_skip(const unsigned char *data, size_t len, uint64_t seq, uint64_t stream_id);
+/* The identity si gives the stream, if the answer can decide it: 0 and
+ * *id; -1 it cannot (no leader, or fewer than a majority of its peers
+ * current: a minority server's answer; why says so); -2 its description
+ * is not ringbloom's (why quotes it). */
+int rbd_fsource_ident(const jsStreamInfo *si, const char *name, fs_ident_t *id, char *why,
+                      size_t cap);
+/* The description this version gives a stream it makes: its identity
+ * (random) and nats-filters. */
+void rbd_fsource_describe(char *out, size_t cap, uint64_t id, const char *glob);
 
 /* ---- filter_source_nats.c ---- */
 /* The text of a failed NATS call (its status, the JetStream error code,
@@ -201,18 +288,27 @@ void rbd_fsource_error(rbd_fsource_t *s, const char *what, const char *why);
  * generation of the consumer it came from (out of memory: abort, as
  * skipping it would diverge). */
 fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen);
+/* Stream si, made before descriptions (by an older ringbloomd), given
+ * this version's: identity id (what its name and creation time gave, as
+ * its hosts computed it) and this host's nats-filters.  Tried once; a
+ * refusal (say, credentials that may not update a stream) is logged,
+ * and the stream is then followed by its creation time alone. */
+void rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id);
 /* Publishes data[0..len) on subject with Rb-Format and, if not NULL,
  * msg_id and the headers hdr (name, value, ..., NULL), a publish no one
- * answered (no leader) tried again within nats-timeout.  0 and *seq, or
- * the natsStatus with why. */
+ * answered (no leader) tried again until deadline (monotonic ms; 0: in
+ * nats-timeout from now).  0 and *seq; FS_PUT_DUPLICATE and *seq when
+ * the stream held a message with msg_id already (this one was not
+ * stored); or the natsStatus with why. */
 int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
-                    const char *msg_id, const char *const *hdr, uint64_t *seq, char *why,
-                    size_t cap);
-/* Stream name found, or made with subjects (nsubj) and the discard
- * policy (file storage, min(3, servers) replicas, nats-max-bytes / 2);
- * *si its info.  0, or -1 (s->error says why). */
+                    const char *msg_id, const char *const *hdr, uint64_t deadline,
+                    uint64_t *seq, char *why, size_t cap);
+/* Stream name found, or (unless make is 0) made with subjects (nsubj),
+ * the discard policy (file storage, min(3, servers) replicas,
+ * nats-max-bytes / 2) and description desc (NULL: none); *si its info.
+ * 0; 1 not found (make 0); -1 (s->error says why). */
 int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects, int nsubj,
-                       int discard_old, jsStreamInfo **si);
+                       int discard_old, const char *desc, int make, jsStreamInfo **si);
 
 /* ---- filter_source_common.c ---- */
 /* Whether filter name (len bytes) matches glob (fnmatch(3); a name with

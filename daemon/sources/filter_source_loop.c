@@ -1,33 +1,22 @@
 /*
  * filter_source_loop.c - `filter-source nats`, the event loop's side
  * (filter_source.h says what the source is): the op-sink row that takes
- * the writes to replicated filters into the loop turn's message, and the
- * apply of every message the stream delivers, with the answers to this
- * host's writes, and of the parts of a snapshot a bootstrap fetched
- * (filter_source_snap.c).
+ * the writes to replicated filters into the loop turn's message, the
+ * deliveries handed to filter_source_apply.c in order, and the answers
+ * to this host's writes that no apply gives.
  *
- * Invariants (docs/design.md, "Beyond one host: filters from NATS
- * JetStream"):
- *  N1 a replicated filter changes only by a stream message's apply, in
- *     sequence order, each message once: one TXN (segment mark and log
- *     record) holding its ops and REPL_POS (its sequence), so a restart
- *     resumes right after the last message it holds, never half of one;
- *  N2 the apply depends on the message's bytes and the state before it
- *     only: the same on every host (a reserve carries its secret and
- *     sizes; a message this version cannot apply - a record that is
- *     damaged or not of a replicated type, an Rb-Format absent or not a
- *     number - is skipped whole, its position still recorded, the same
- *     on every host of this version; a newer Rb-Format halts, since a
- *     newer host would apply it);
- *  N3 a write is answered only from its own message's apply (its
- *     Nats-Msg-Id is this source's origin and the batch's number), or
- *     with an error when the stream refused it, did not answer (outcome
- *     unknown), or acknowledged it and it was not applied here in time.
+ * N3 (docs/design.md, "Beyond one host: filters from NATS JetStream"): a
+ * write is answered only from its own message's apply
+ * (filter_source_apply.c), or with an error when the stream refused it,
+ * did not answer (outcome unknown), or acknowledged it and it was not
+ * applied here in time; and always within nats-timeout +
+ * FS_REPLY_MARGIN_MS of being taken, answered by the tick if nothing
+ * else did.
  */
 #include "config.h"
 
+#include <bsd/stdlib.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +25,6 @@
 
 #include "filter_source_impl.h"
 #include "rbd_log.h"
-#include "record.h"
 
 /* Whether op names a filter the source replicates (its name matches
  * nats-filters). */
@@ -45,16 +33,12 @@ static int replicated(const rbd_fsource_t *s, const rbd_op_t *op)
     return rbd_op_names_filter(op->type) && rbd_fsource_matches(s->glob, op->name, op->len);
 }
 
-/* The ops a message may carry (N2: any other type skips the message);
- * a snapshot's part carries filters' dumps (filter_source_snap.c). */
+/* The ops a write may publish (any other of a replicated name is
+ * refused; filter_source_check.c holds what a delivered message may
+ * carry). */
 static int replicable(unsigned type)
 {
     return type == RBD_OP_BF_RESERVE || type == RBD_OP_BF_ADD;
-}
-
-static int in_snapshot(unsigned type)
-{
-    return type == RBD_OP_BF_LOADCHUNK;
 }
 
 /* Room for a record of up to `more` bytes and its ticket in the turn's
@@ -67,6 +51,8 @@ static int batch_room(rbd_fsource_t *s, size_t more)
         if ((b = calloc(1, sizeof(*b))) == NULL)
             return -1;
         b->no = ++s->next_no;
+        b->origin = s->origin;
+        b->born_ms = rbd_mono_ms();
         s->building = b;
     }
     if (b->len + more > b->cap) {
@@ -105,25 +91,48 @@ static void send_building(rbd_fsource_t *s)
     rbd_fsource_queue(s, b);
 }
 
-/* fs_accept's decision (its refusals are counted by fs_accept). */
-static int take(rbd_fsource_t *s, const rbd_op_t *op, uint64_t ticket, char *why, size_t cap)
+/* Op, its record `bytes` long and reserving `reserve` bytes of heap,
+ * into the turn's batch with its ticket; a batch of its own (sent at
+ * once) if control.  RBD_SINK_DEFERRED, or RB_ENOMEM. */
+static int batch_add(rbd_fsource_t *s, const rbd_op_t *op, uint64_t ticket, size_t bytes,
+                     uint64_t reserve, int control)
 {
-    size_t bytes;
+    /* A message's reserves stay within max-command-bytes, as every host's
+     * apply checks (filter_source_check.c). */
+    if (s->building != NULL && (control || s->building->len + bytes > FS_MSG_MAX ||
+                                s->building->reserve_bytes + reserve >
+                                s->cfg->max_command_bytes))
+        send_building(s);
+    if (batch_room(s, bytes) != 0)
+        return RB_ENOMEM;
+    s->building->len += rbd_fsource_record(op, s->building->buf + s->building->len);
+    s->building->tickets[s->building->n++] = ticket;
+    s->building->reserve_bytes += reserve;
+    s->building->control = control;
+    if (control)
+        send_building(s);
+    return RBD_SINK_DEFERRED;
+}
+
+/* Why this source cannot take op, a replicable write, now (ticket:
+ * sink.h's): RBD_SINK_REPLY with why, or RBD_SINK_APPLY if it can. */
+static int refuse(rbd_fsource_t *s, const rbd_state_t *st, const rbd_op_t *op,
+                  uint64_t ticket, char *why, size_t cap)
+{
     int ready, healthy;
     char err[512];
 
-    if (s->applying || !replicated(s, op))
-        return RBD_SINK_APPLY;
-    if (!replicable(op->type)) {
+    if (ticket == 0 && op->client == 0) {
         snprintf(why, cap, "ERR filter '%.*s' is replicated (filter-source nats, nats-filters "
-                 "%s): %s is not replicated by this version (BF.RESERVE, BF.ADD, BF.MADD and "
-                 "BF.INSERT are)", (int)op->len, op->name, s->glob, rbd_op_name(op->type));
+                 "'%s'): this %s is part of a command this version does not replicate (the "
+                 "doorkeeper of ADMIT.RESERVE and ADMIT.TOUCH goes with a count-min sketch, "
+                 "which is not replicated); BF.RESERVE, BF.ADD, BF.MADD and BF.INSERT are",
+                 (int)op->len, op->name, s->glob, rbd_op_name(op->type));
         return RBD_SINK_REPLY;
     }
-    if (op->type == RBD_OP_BF_RESERVE && (op->params.flags & RB_BLOOM_AGING) &&
-        op->params.window != 0) {
-        snprintf(why, cap, "ERR filter '%.*s' is replicated: an aging filter with a window "
-                 "cannot be (each host's clock would rotate it)", (int)op->len, op->name);
+    if (ticket == 0 && st->sinks.in_txn) {
+        snprintf(why, cap, "ERR filter '%.*s' is replicated: its writes cannot run inside "
+                 "MULTI/EXEC", (int)op->len, op->name);
         return RBD_SINK_REPLY;
     }
     if (s->halted) {
@@ -148,11 +157,39 @@ static int take(rbd_fsource_t *s, const rbd_op_t *op, uint64_t ticket, char *why
                  s->stream, s->server_list, err);
         return RBD_SINK_REPLY;
     }
-    if (ticket == 0) {
-        snprintf(why, cap, "ERR filter '%.*s' is replicated: its writes cannot run inside "
-                 "MULTI/EXEC", (int)op->len, op->name);
+    return RBD_SINK_APPLY;
+}
+
+/* fs_accept's decision (its refusals are counted by fs_accept). */
+static int take(rbd_fsource_t *s, const rbd_state_t *st, const rbd_op_t *op, uint64_t ticket,
+                char *why, size_t cap)
+{
+    size_t bytes;
+    int rc;
+
+    if (s->applying)
+        return RBD_SINK_APPLY;
+    if (op->type == RBD_OP_REPL_SKIP)   /* NATS.SKIP: taken even when halted */
+        return ticket == 0 ? RB_ENOMEM : batch_add(s, op, ticket, rbd_fsource_record(op, NULL),
+                                                   0, 1);
+    if (!replicated(s, op))
+        return RBD_SINK_APPLY;
+    if (!replicable(op->type)) {
+        snprintf(why, cap, "ERR filter '%.*s' is replicated (filter-source nats, nats-filters "
+                 "%s): %s is not replicated by this version (BF.RESERVE, BF.ADD, BF.MADD and "
+                 "BF.INSERT are)", (int)op->len, op->name, s->glob, rbd_op_name(op->type));
         return RBD_SINK_REPLY;
     }
+    if (op->type == RBD_OP_BF_RESERVE && (op->params.flags & RB_BLOOM_AGING) &&
+        op->params.window != 0) {
+        snprintf(why, cap, "ERR filter '%.*s' is replicated: an aging filter with a window "
+                 "cannot be (each host's clock would rotate it)", (int)op->len, op->name);
+        return RBD_SINK_REPLY;
+    }
+    if ((rc = refuse(s, st, op, ticket, why, cap)) != RBD_SINK_APPLY)
+        return rc;
+    if (ticket == 0)
+        return RB_ENOMEM;   /* no room for a ticket */
     bytes = rbd_fsource_record(op, NULL);
     if (bytes > FS_MSG_MAX) {
         snprintf(why, cap, "ERR filter '%.*s' is replicated: this write's record is %zu bytes, "
@@ -160,22 +197,16 @@ static int take(rbd_fsource_t *s, const rbd_op_t *op, uint64_t ticket, char *why
                  (int)op->len, op->name, bytes, FS_MSG_MAX);
         return RBD_SINK_REPLY;
     }
-    if (s->building != NULL && s->building->len + bytes > FS_MSG_MAX)
-        send_building(s);
-    if (batch_room(s, bytes) != 0)
-        return RB_ENOMEM;
-    s->building->len += rbd_fsource_record(op, s->building->buf + s->building->len);
-    s->building->tickets[s->building->n++] = ticket;
-    return RBD_SINK_DEFERRED;
+    return batch_add(s, op, ticket, bytes,
+                     op->type == RBD_OP_BF_RESERVE ? rbd_bf_reserve_bytes(&op->params) : 0, 0);
 }
 
 static int fs_accept(void *self, rbd_state_t *st, const rbd_op_t *op, uint64_t ticket, char *why,
                      size_t cap)
 {
     rbd_fsource_t *s = self;
-    int rc = take(s, op, ticket, why, cap);
+    int rc = take(s, st, op, ticket, why, cap);
 
-    (void)st;
     if (rc == RBD_SINK_REPLY)
         s->refused++;
     return rc;
@@ -187,186 +218,103 @@ static int fs_flush(void *self)
     return 0;
 }
 
-/* A batch of sent, by number (NULL: not this host's, or answered and freed). */
-static fs_batch_t *find_batch(rbd_fsource_t *s, uint64_t no)
-{
-    for (fs_batch_t *b = s->sent; b != NULL; b = b->snext)
-        if (b->no == no)
-            return b;
-    return NULL;
-}
-
-static void skip(rbd_fsource_t *s, uint64_t seq, const char *why)
-{
-    s->skipped++;
-    snprintf(s->skipped_last, sizeof(s->skipped_last), "seq %" PRIu64 ": %.200s", seq, why);
-    if (s->skipped <= 100 || s->skipped % 1000 == 0)
-        rbd_log(LOG_ERR, "filter source: stream %s message %" PRIu64 " skipped on every host "
-                "of this version: %s (%" PRIu64 " skipped so far)", s->stream, seq, why,
-                s->skipped);
-}
-
-/* Why the records of a message cannot be applied ("" if they can). */
-static void check_records(const fs_rx_t *r, char *why, size_t cap)
-{
-    rbd_rec_walk_t w;
-    rbd_rec_t rec;
-    rbd_rec_why_t bad = RBD_REC_OK;
-    int rc;
-
-    why[0] = '\0';
-    rbd_rec_walk_init(&w, r->data, r->len);
-    while ((rc = rbd_rec_next(&w, &rec, &bad)) == 1)
-        if (r->parts != 0 ? !in_snapshot(rec.type) : !replicable(rec.type)) {
-            snprintf(why, cap, "record %u (%s) is not a replicated op", rec.type,
-                     rbd_op_name(rec.type) ? rbd_op_name(rec.type) : "unknown");
-            return;
-        }
-    if (rc < 0)
-        snprintf(why, cap, "damaged record at byte %zu: %s", w.at, rbd_rec_why_text(bad));
-}
-
-static void halt(rbd_fsource_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void halt(rbd_fsource_t *s, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(s->halt_why, sizeof(s->halt_why), fmt, ap);
-    va_end(ap);
-    s->halted = 1;
-    rbd_log(LOG_ERR, "filter source: halted: %s", s->halt_why);
-}
-
-/* Runs the records of r (none if it is skipped) inside its TXN, each
- * write of b's answered with its record's result; returns how many ran. */
-static size_t run_records(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *r, fs_batch_t *b,
-                          int skipped)
-{
-    rbd_rec_walk_t w;
-    rbd_rec_t rec;
-    size_t k = 0;
-    int rc;
-
-    rbd_rec_walk_init(&w, r->data, skipped ? 0 : r->len);
-    while (rbd_rec_next(&w, &rec, NULL) == 1) {
-        uint8_t *fresh = NULL;
-        rbd_op_t op;
-
-        rc = rbd_op_from_record(st, rec.type, rec.payload, rec.plen, &op, &s->keys);
-        if (rc == RB_OK && rec.type == RBD_OP_BF_ADD && op.nkeys > 0) {
-            if ((fresh = malloc(op.nkeys)) == NULL)
-                rc = RB_ENOMEM;   /* the same on no host: N2 holds while memory does */
-            else
-                memset(fresh, RB_BLOOM_NOT_ADDED, op.nkeys);
-            op.fresh = fresh;
-        }
-        if (rc == RB_OK)
-            rc = rbd_op_run(st, NULL, &op);
-        if (rc == RB_ENOMEM)
-            rbd_log(LOG_ERR, "filter source: out of memory applying message %" PRIu64
-                    ": this host diverges from the stream", r->seq);
-        else if (rc != RB_OK && r->parts != 0)
-            rbd_log(LOG_ERR, "filter source: the snapshot at %" PRIu64 ", part %u: filter '%.*s':"
-                    " %s", r->seq, r->part, (int)op.len, op.name ? op.name : "",
-                    op.why != NULL ? op.why : rb_strerror(rc));
-        if (b != NULL && k < b->n)
-            rbd_sinks_complete_result(&st->sinks, b->tickets[k], rc, fresh,
-                                      rec.type == RBD_OP_BF_ADD && rc != RB_ENOENT ? op.nkeys : 0);
-        k++;
-        free(fresh);
-    }
-    return k;
-}
-
-/* Applies r - the next message in the stream, its writes answered if it
- * is this host's, or a part of the snapshot this host bootstraps from
- * (filter_source_snap.c: the first deletes the replicated filters, the
- * last records the position) - as one TXN: N1-N3. */
-static void apply_msg(rbd_fsource_t *s, rbd_state_t *st, const fs_rx_t *r, uint64_t stream_id)
-{
-    fs_batch_t *b = r->origin == s->origin && r->parts == 0 ? find_batch(s, r->no) : NULL;
-    int last = r->parts == 0 || r->part + 1 == r->parts;
-    rbd_op_t pos;
-    char why[300];
-    size_t k;
-
-    if (r->format > FS_FORMAT) {
-        halt(s, "message %" PRIu64 " is of Rb-Format %d, newer than this version's (%d): "
-             "upgrade this ringbloomd", r->seq, r->format, FS_FORMAT);
-        return;
-    }
-    if (r->format == 0)
-        snprintf(why, sizeof(why), "no Rb-Format header (not written by ringbloomd)");
-    else
-        check_records(r, why, sizeof(why));
-    if (why[0] != '\0' && r->parts != 0) {
-        halt(s, "the snapshot at %" PRIu64 ", part %u of %u: %s", r->seq, r->part, r->parts,
-             why);
-        return;
-    }
-    if (why[0] != '\0')
-        skip(s, r->seq, why);
-    (void)rbd_op_txn_begin(st, NULL);
-    s->applying = 1;
-    if (r->parts != 0 && r->part == 0)
-        rbd_fsource_snap_clear(s, st);
-    k = run_records(s, st, r, b, why[0] != '\0');
-    if (last) {
-        memset(&pos, 0, sizeof(pos));
-        pos.type = RBD_OP_REPL_POS;
-        pos.repl.seq = r->seq;
-        pos.repl.stream = stream_id;
-        (void)rbd_op_run(st, NULL, &pos);
-        s->applied = r->seq;
-    }
-    s->applying = 0;
-    rbd_op_txn_end(st, NULL, 0);
-    s->snap_in = last ? 0 : r->seq;
-    if (b != NULL) {
-        b->applied = 1;
-        for (; k < b->n; k++)   /* a message skipped: its writes were not applied */
-            rbd_sinks_complete(&st->sinks, b->tickets[k], "ERR filter-source nats: the write's "
-                               "message was skipped (see the log)");
-    }
-    if (r->parts == 0 && r->origin == s->origin && s->snap_every != 0 &&
-        r->seq % s->snap_every == 0)
-        rbd_fsource_snap_take(s, st, r->seq, stream_id);
-}
-
-/* The stream delivered seq after s->applied: the messages between were
- * purged (after a snapshot) while this host lagged; the thread sets up
- * again from s->applied, which bootstraps from the snapshot.  Asked once
- * per consumer (gen): its later deliveries are dropped. */
-static void ask_resync(rbd_fsource_t *s, uint64_t gen, uint64_t seq)
-{
-    if (gen == s->asked_gen)
-        return;
-    s->asked_gen = gen;
-    rbd_log(LOG_WARNING, "filter source: stream %s delivered sequence %" PRIu64 " after %" PRIu64
-            ": the messages between are gone from it: bootstrapping from its snapshot",
-            s->stream, seq, s->applied);
-    pthread_mutex_lock(&s->mu);
-    s->resync = 1;
-    s->resync_from = s->applied;
-    s->ready = 0;
-    snprintf(s->error, sizeof(s->error), "bootstrapping: sequence %" PRIu64 " is gone from the "
-             "stream", s->applied + 1);
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
 /* Frees the batches answered and given back by the thread. */
 static void reap(rbd_fsource_t *s)
 {
     for (fs_batch_t **pp = &s->sent; *pp != NULL;) {
         fs_batch_t *b = *pp;
 
-        if (b->pub_done && (b->applied || b->pub_rc != 0)) {
+        if (b->pub_done && (b->answered || b->pub_rc != 0)) {
             *pp = b->snext;
             rbd_fsource_batch_free(b);
         } else
             pp = &b->snext;
+    }
+}
+
+static void answer_all(rbd_state_t *st, fs_batch_t *b, const char *line)
+{
+    for (size_t k = 0; k < b->n; k++)
+        rbd_sinks_complete(&st->sinks, b->tickets[k], line);
+    b->answered = 1;
+}
+
+/* The batches the thread gave back: a failed publish answers its writes
+ * (a duplicate id: this host takes a new origin for its ids), NATS.SKIP's
+ * is answered at its ack; the others wait for their apply. */
+static void returned(rbd_fsource_t *s, rbd_state_t *st, fs_batch_t *done)
+{
+    for (; done != NULL; done = done->next) {
+        done->pub_done = 1;
+        if (done->dup && done->origin == s->origin) {
+            s->origin = 0;
+            while (s->origin == 0)
+                arc4random_buf(&s->origin, sizeof(s->origin));
+        }
+        if (done->answered)
+            continue;
+        if (done->pub_rc != 0)
+            answer_all(st, done, done->err);
+        else if (done->control)
+            answer_all(st, done, NULL);
+    }
+}
+
+/* Under mu: b taken off the thread's queue if it is still there (then it
+ * was never sent): 1, else 0. */
+static int unqueue_locked(rbd_fsource_t *s, fs_batch_t *b)
+{
+    fs_batch_t *prev = NULL;
+
+    for (fs_batch_t *q = s->todo; q != NULL; prev = q, q = q->next) {
+        if (q != b)
+            continue;
+        if (prev != NULL)
+            prev->next = q->next;
+        else
+            s->todo = q->next;
+        if (s->todo_tail == q)
+            s->todo_tail = prev;
+        return 1;
+    }
+    return 0;
+}
+
+/* Every write not answered by its time (nats-timeout +
+ * FS_REPLY_MARGIN_MS after it was taken), or acknowledged while this
+ * host is halted, answered now with what is known of it. */
+static void answer_late(rbd_fsource_t *s, rbd_state_t *st, uint64_t now)
+{
+    char line[600];
+
+    for (fs_batch_t *b = s->sent; b != NULL; b = b->snext) {
+        int due = now >= b->born_ms + s->timeout_ms + FS_REPLY_MARGIN_MS, queued;
+
+        if (b->answered || (b->pub_done && b->pub_rc != 0) || !(due || (s->halted &&
+                                                                        b->pub_done)))
+            continue;
+        if (b->pub_done) {
+            snprintf(line, sizeof(line), "ERR filter-source nats: the stream holds this write "
+                     "at sequence %" PRIu64 ", but this host has not applied it yet (applied: %"
+                     PRIu64 "%s%.300s)", b->seq, s->applied, s->halted ? "; halted: " : "",
+                     s->halted ? s->halt_why : "");
+            answer_all(st, b, line);
+            continue;
+        }
+        pthread_mutex_lock(&s->mu);
+        queued = unqueue_locked(s, b);
+        snprintf(line, sizeof(line), "ERR filter-source nats: stream %s: the write %s within "
+                 "nats-timeout (%u ms)%s%.300s", s->stream, queued ? "could not be sent" :
+                 "was not acknowledged", s->timeout_ms, s->error[0] ? ": " : "", s->error);
+        pthread_mutex_unlock(&s->mu);
+        snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s", queued ?
+                 "; nothing was written" : "; its outcome is unknown (if the stream holds it, "
+                 "every host applies it)");
+        if (queued) {
+            b->pub_done = 1;
+            b->pub_rc = -1;
+        }
+        answer_all(st, b, line);
     }
 }
 
@@ -409,56 +357,22 @@ static void fs_poll(void *self, rbd_state_t *st)
     gen = s->gen;
     snprintf(halt_line, sizeof(halt_line), "%s", s->thread_halt);
     pthread_mutex_unlock(&s->mu);
-    if (halt_line[0] != '\0' && !s->halted)
-        halt(s, "%s", halt_line);
+    rbd_fsource_thread_halt(s, halt_line);
     while (rx != NULL) {
         fs_rx_t *next = rx->next;
 
-        if (s->halted || rx->gen != gen)
-            ;   /* dropped: a consumer replaced (ask_resync) */
-        else if (rx->parts != 0) {
-            if (rx->part == 0 ? rx->seq > s->applied : rx->seq == s->snap_in)
-                apply_msg(s, st, rx, stream_id);
-        } else if (rx->seq == s->applied + 1)
-            apply_msg(s, st, rx, stream_id);
-        else if (rx->seq > s->applied)
-            ask_resync(s, gen, rx->seq);
+        rbd_fsource_dispatch(s, st, rx, gen, stream_id);
         free(rx);
         rx = next;
     }
-    for (; done != NULL; done = done->next) {
-        done->pub_done = 1;
-        if (done->pub_rc != 0) {
-            if (!done->applied)
-                for (size_t k = 0; k < done->n; k++)
-                    rbd_sinks_complete(&st->sinks, done->tickets[k], done->err);
-        } else
-            done->ack_ms = rbd_mono_ms();
-    }
+    returned(s, st, done);
+    answer_late(s, st, rbd_mono_ms());
     reap(s);
+    pthread_mutex_lock(&s->mu);
+    s->loop_applied = s->applied;
+    pthread_mutex_unlock(&s->mu);
     if (more)
         rbd_fsource_wake(s);
-}
-
-static void fs_tick(void *self, rbd_state_t *st)
-{
-    rbd_fsource_t *s = self;
-    uint64_t now = rbd_mono_ms();
-    char line[300];
-
-    fs_poll(self, st);
-    for (fs_batch_t *b = s->sent; b != NULL; b = b->snext) {
-        if (!b->pub_done || b->pub_rc != 0 || b->applied ||
-            now - b->ack_ms < 2u * (uint64_t)s->timeout_ms)
-            continue;
-        snprintf(line, sizeof(line), "ERR filter-source nats: the stream holds this write at "
-                 "sequence %" PRIu64 ", but this host has not applied it yet (applied: %" PRIu64
-                 "%s)", b->seq, s->applied, s->halted ? ", halted" : "");
-        for (size_t k = 0; k < b->n; k++)
-            rbd_sinks_complete(&st->sinks, b->tickets[k], line);
-        b->applied = 1;   /* answered: its apply, when it comes, answers no one */
-    }
-    reap(s);
 }
 
 const rbd_sink_ops_t rbd_fsource_sink = {
@@ -466,5 +380,5 @@ const rbd_sink_ops_t rbd_fsource_sink = {
     .accept = fs_accept,
     .flush = fs_flush,
     .poll = fs_poll,
-    .tick = fs_tick,
+    .tick = fs_poll,   /* every 100 ms: the writes whose time ran out are answered */
 };

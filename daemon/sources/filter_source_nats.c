@@ -83,7 +83,7 @@ fs_rx_t *rbd_fsource_rx(natsMsg *m, uint64_t seq, uint64_t gen)
 }
 
 int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects, int nsubj,
-                       int discard_old, jsStreamInfo **si)
+                       int discard_old, const char *desc, int make, jsStreamInfo **si)
 {
     jsStreamConfig c;
     jsErrCode jerr = 0;
@@ -91,9 +91,12 @@ int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects
     char why[600];
 
     st = js_GetStreamInfo(si, s->js, name, NULL, &jerr);
+    if (st == NATS_NOT_FOUND && !make)
+        return 1;
     if (st == NATS_NOT_FOUND) {
         jsStreamConfig_Init(&c);
         c.Name = name;
+        c.Description = desc;
         c.Subjects = subjects;
         c.SubjectsLen = nsubj;
         c.Storage = js_FileStorage;
@@ -119,17 +122,47 @@ int rbd_fsource_stream(rbd_fsource_t *s, const char *name, const char **subjects
     return 0;
 }
 
+void rbd_fsource_adopt(rbd_fsource_t *s, jsStreamInfo *si, uint64_t id)
+{
+    const char *was = si->Config->Description;
+    jsStreamInfo *got = NULL;
+    jsErrCode jerr = 0;
+    natsStatus st;
+    char desc[400], why[600];
+
+    if (s->adopt_tried)
+        return;
+    s->adopt_tried = 1;
+    rbd_fsource_describe(desc, sizeof(desc), id, s->glob);
+    si->Config->Description = desc;
+    st = js_UpdateStream(&got, s->js, si->Config, NULL, &jerr);
+    si->Config->Description = was;
+    jsStreamInfo_Destroy(got);
+    if (st == NATS_OK) {
+        rbd_log(LOG_NOTICE, "filter source: stream %s, made before descriptions, described: "
+                "%s", si->Config->Name, desc);
+        return;
+    }
+    rbd_fsource_why(why, sizeof(why), st, jerr);
+    rbd_log(LOG_WARNING, "filter source: stream %s, made before descriptions, could not be "
+            "given one (%s): followed by its creation time, and the hosts' nats-filters are "
+            "not compared", si->Config->Name, why);
+}
+
 int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, size_t len,
-                    const char *msg_id, const char *const *hdr, uint64_t *seq, char *why,
-                    size_t cap)
+                    const char *msg_id, const char *const *hdr, uint64_t deadline,
+                    uint64_t *seq, char *why, size_t cap)
 {
     natsMsg *m = NULL;
     jsPubAck *pa = NULL;
     jsPubOptions po;
     jsErrCode jerr = 0;
     natsStatus st;
-    uint64_t t0 = rbd_mono_ms(), spent;
+    uint64_t now = rbd_mono_ms();
+    int dup = 0;
 
+    if (deadline == 0)
+        deadline = now + s->timeout_ms;
     st = natsMsg_Create(&m, subject, NULL, data, (int)len);
     if (st == NATS_OK)
         st = natsMsgHeader_Set(m, "Rb-Format", FS_FORMAT == 1 ? "1" : "?");
@@ -138,17 +171,17 @@ int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, siz
     jsPubOptions_Init(&po);
     po.MsgId = msg_id;
     /* No responders: nothing was stored (the stream has no leader at this
-     * moment: just made, or electing); tried again within the timeout, so
+     * moment: just made, or electing); tried again until the deadline, so
      * an election is waited out and a lost quorum refused in it. */
     for (;;) {
         if (st != NATS_OK)
             break;
-        spent = rbd_mono_ms() - t0;
-        po.MaxWait = spent < s->timeout_ms ? (int64_t)(s->timeout_ms - spent) : 1;
+        now = rbd_mono_ms();
+        po.MaxWait = now < deadline ? (int64_t)(deadline - now) : 1;
         jerr = 0;
         st = js_PublishMsg(&pa, s->js, m, &po, &jerr);
         if (st != NATS_NO_RESPONDERS || atomic_load(&s->stop) ||
-            rbd_mono_ms() - t0 + FS_NO_LEADER_WAIT_MS >= s->timeout_ms)
+            rbd_mono_ms() + FS_NO_LEADER_WAIT_MS >= deadline)
             break;
         usleep(FS_NO_LEADER_WAIT_MS * 1000);
         st = NATS_OK;
@@ -156,8 +189,16 @@ int rbd_fsource_put(rbd_fsource_t *s, const char *subject, const void *data, siz
     natsMsg_Destroy(m);
     if (st == NATS_OK) {
         *seq = pa->Sequence;
+        dup = pa->Duplicate;
         jsPubAck_Destroy(pa);
-        return 0;
+        if (!dup)
+            return 0;
+        /* The stream held a message with this id: this one was not stored
+         * (a forged or replayed message took the id first). */
+        snprintf(why, cap, "the stream already holds a message with Nats-Msg-Id %s (at "
+                 "sequence %" PRIu64 "): a duplicate id, so this one was not stored", msg_id,
+                 *seq);
+        return FS_PUT_DUPLICATE;
     }
     rbd_fsource_why(why, cap, st, jerr);
     return (int)st;

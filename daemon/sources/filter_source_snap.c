@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <xxhash.h>
 
 #include "bloom.h"   /* lib: the dumps (bloom_dump.c) */
 #include "filter_source_impl.h"
@@ -248,80 +249,210 @@ void rbd_fsource_snap_take(rbd_fsource_t *s, rbd_state_t *st, uint64_t seq, uint
 /* ---- the thread's side ---- */
 
 typedef struct manifest {
-    uint64_t seq, parts, first;
+    uint64_t seq, parts, first, stream, hash;
+    int hashed;                    /* it has Rb-Snap-Hash (written by this version) */
 } manifest_t;
 
-static uint64_t header_u64(natsMsg *m, const char *name, int base)
+/* Header name of m as a number in base (*ok cleared when absent or not
+ * all digits). */
+static uint64_t header_u64(natsMsg *m, const char *name, int base, int *ok)
 {
     const char *v = NULL;
+    char *end;
+    uint64_t x;
 
-    if (natsMsgHeader_Get(m, name, &v) != NATS_OK || v == NULL)
+    if (natsMsgHeader_Get(m, name, &v) != NATS_OK || v == NULL || *v == '\0') {
+        *ok = 0;
         return 0;
-    return strtoull(v, NULL, base);
+    }
+    x = strtoull(v, &end, base);
+    if (*end != '\0')
+        *ok = 0;
+    return x;
 }
 
-/* The newest manifest of a snapshot of stream stream_id: 0 and *mf, 1
- * none, -1 the call failed (why). */
-static int last_manifest(rbd_fsource_t *s, uint64_t stream_id, manifest_t *mf, char *why,
-                         size_t cap)
+/* The chained hash a manifest gives of its parts (seeded with its
+ * sequence): h = XXH3-64(part, seed h), part by part. */
+static uint64_t parts_hash(uint64_t h, const void *data, size_t len)
+{
+    return XXH3_64bits_withSeed(data, len, h);
+}
+
+/* The newest manifest on <stream>.snapdone: 0 and *mf, 1 none (or one
+ * this version cannot read: why), -1 the call failed (why).  Whose
+ * stream it is, and whether it can be used, is the caller's to check. */
+static int last_manifest(rbd_fsource_t *s, manifest_t *mf, char *why, size_t cap)
 {
     natsMsg *m = NULL;
     jsErrCode jerr = 0;
     char subject[96];
     natsStatus st;
+    int ok = 1, hashed = 1;
 
+    memset(mf, 0, sizeof(*mf));
     snprintf(subject, sizeof(subject), "%s.snapdone", s->stream);
     st = js_GetLastMsg(&m, s->js, s->snap_stream, subject, NULL, &jerr);
-    if (st == NATS_NOT_FOUND)
+    if (st == NATS_NOT_FOUND) {
+        snprintf(why, cap, "%s holds no snapshot of it", s->snap_stream);
         return 1;
+    }
     if (st != NATS_OK) {
         snprintf(why, cap, "%s (jerr %d)", natsStatus_GetText(st), (int)jerr);
         return -1;
     }
-    mf->seq = header_u64(m, "Rb-Snap-Seq", 10);
-    mf->parts = header_u64(m, "Rb-Snap-Parts", 10);
-    mf->first = header_u64(m, "Rb-Snap-First", 10);
-    st = header_u64(m, "Rb-Snap-Stream", 16) == stream_id && mf->seq != 0 && mf->parts != 0 &&
-         mf->parts <= UINT32_MAX ? NATS_OK : NATS_NOT_FOUND;
+    mf->seq = header_u64(m, "Rb-Snap-Seq", 10, &ok);
+    mf->parts = header_u64(m, "Rb-Snap-Parts", 10, &ok);
+    mf->first = header_u64(m, "Rb-Snap-First", 10, &ok);
+    mf->stream = header_u64(m, "Rb-Snap-Stream", 16, &ok);
+    mf->hash = header_u64(m, "Rb-Snap-Hash", 16, &hashed);
+    mf->hashed = hashed;
     natsMsg_Destroy(m);
-    return st == NATS_OK ? 0 : 1;
+    if (!ok) {
+        snprintf(why, cap, "its newest manifest is not one ringbloomd writes (a header "
+                 "missing or not a number)");
+        return 1;
+    }
+    return 0;
 }
 
-int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, uint64_t *from)
+/* Why manifest mf cannot bootstrap a host of stream stream_id that
+ * needs need - 1 covered, the stream's last sequence being last ("" if it
+ * can): it must be this stream's, cover need - 1, lie within the
+ * stream's history (past last: forged or stale), have parts this version
+ * can check, and no more than the snapshot stream holds. */
+static void manifest_ok(const rbd_fsource_t *s, const manifest_t *mf, uint64_t stream_id,
+                        uint64_t need, uint64_t last, char *why, size_t cap)
+{
+    uint64_t max_parts = s->max_bytes / 2 / FS_MSG_MAX + 1;
+
+    why[0] = '\0';
+    if (mf->stream != stream_id)
+        snprintf(why, cap, "its newest snapshot (at %" PRIu64 ") is of another stream "
+                 "(%016" PRIx64 ")", mf->seq, mf->stream);
+    else if (mf->seq == 0 || mf->seq > last)
+        snprintf(why, cap, "its newest snapshot's manifest says sequence %" PRIu64 ", past the "
+                 "stream's last (%" PRIu64 "): forged or stale, refused", mf->seq, last);
+    else if (mf->seq + 1 < need)
+        snprintf(why, cap, "its newest snapshot covers up to %" PRIu64 " only", mf->seq);
+    else if (mf->parts == 0 || mf->parts > max_parts)
+        snprintf(why, cap, "the snapshot at %" PRIu64 " claims %" PRIu64 " parts (1 to %" PRIu64
+                 " fit the snapshot stream): refused", mf->seq, mf->parts, max_parts);
+    else if (!mf->hashed)
+        snprintf(why, cap, "the snapshot at %" PRIu64 " has no Rb-Snap-Hash (an older version "
+                 "wrote it): waiting for a newer one", mf->seq);
+}
+
+/* Part i of the snapshot mf, fetched into an rx (generation gen) and
+ * checked against the manifest (its headers; its place in the snapshot
+ * stream: part 0 at first, each after the one before, *prev; its records:
+ * BF_LOADCHUNK of replicated names), its bytes into *hash.  NULL with
+ * why. */
+static fs_rx_t *fetch_part(rbd_fsource_t *s, const manifest_t *mf, uint64_t i, uint64_t gen,
+                           uint64_t *prev, uint64_t *hash, rbd_keys_t *keys, char *why,
+                           size_t cap)
+{
+    natsMsg *m = NULL;
+    jsErrCode jerr = 0;
+    char subject[128], bad[300] = "";
+    natsStatus st;
+    uint64_t at;
+    fs_rx_t *r;
+    int ok = 1;
+
+    snprintf(subject, sizeof(subject), "%s.snap.%" PRIu64 ".%" PRIu64, s->stream, mf->seq, i);
+    if ((st = js_GetLastMsg(&m, s->js, s->snap_stream, subject, NULL, &jerr)) != NATS_OK) {
+        snprintf(why, cap, "part %" PRIu64 " of the snapshot at %" PRIu64 ": %s (jerr %d)", i,
+                 mf->seq, natsStatus_GetText(st), (int)jerr);
+        return NULL;
+    }
+    at = natsMsg_GetSequence(m);
+    if (header_u64(m, "Rb-Snap-Seq", 10, &ok) != mf->seq ||
+        header_u64(m, "Rb-Snap-Part", 10, &ok) != i ||
+        header_u64(m, "Rb-Snap-Parts", 10, &ok) != mf->parts ||
+        header_u64(m, "Rb-Snap-Stream", 16, &ok) != mf->stream || !ok)
+        snprintf(bad, sizeof(bad), "its headers do not say it is that part");
+    else if (i == 0 ? at != mf->first : at <= *prev)
+        snprintf(bad, sizeof(bad), "it is at sequence %" PRIu64 " of %s, not where the manifest "
+                 "puts it", at, s->snap_stream);
+    *prev = at;
+    r = rbd_fsource_rx(m, mf->seq, gen);
+    if (bad[0] == '\0')   /* (bad says why, or stays "") */
+        (void)rbd_fsource_check_records(s, r->data, r->len, 1, 0, keys, bad, sizeof(bad));
+    if (bad[0] != '\0') {
+        snprintf(why, cap, "part %" PRIu64 " of the snapshot at %" PRIu64 " is refused: %s", i,
+                 mf->seq, bad);
+        free(r);
+        return NULL;
+    }
+    *hash = parts_hash(*hash, r->data, r->len);
+    r->part = (uint32_t)i;
+    r->parts = (uint32_t)mf->parts;
+    return r;
+}
+
+/* The parts of snapshot mf, fetched and checked (fetch_part; then their
+ * hash against the manifest's): 0 and *head, or -1 with why (nothing
+ * kept). */
+static int fetch_parts(rbd_fsource_t *s, const manifest_t *mf, uint64_t gen, fs_rx_t **head,
+                       uint64_t *bytes, char *why, size_t cap)
+{
+    fs_rx_t **tail = head;
+    rbd_keys_t keys = { 0 };
+    uint64_t prev = 0, hash = mf->seq;
+    int rc = 0;
+
+    *head = NULL;
+    for (uint64_t i = 0; i < mf->parts; i++) {
+        if ((*tail = fetch_part(s, mf, i, gen, &prev, &hash, &keys, why, cap)) == NULL) {
+            rc = -1;
+            break;
+        }
+        *bytes += (*tail)->len;
+        tail = &(*tail)->next;
+    }
+    free(keys.v);
+    if (rc == 0 && hash != mf->hash) {
+        snprintf(why, cap, "the snapshot at %" PRIu64 ": its parts do not hash to its "
+                 "manifest's Rb-Snap-Hash: refused", mf->seq);
+        rc = -1;
+    }
+    if (rc == 0)
+        return 0;
+    while (*head != NULL) {
+        fs_rx_t *next = (*head)->next;
+
+        free(*head);
+        *head = next;
+    }
+    return -1;
+}
+
+int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, uint64_t last,
+                           uint64_t *from)
 {
     manifest_t mf;
-    fs_rx_t *head = NULL, **tail = &head;
-    char why[600] = "", subject[128];
+    fs_rx_t *head = NULL;
+    char why[600] = "";
     uint64_t gen, bytes = 0;
-    int rc = last_manifest(s, stream_id, &mf, why, sizeof(why));
+    int rc = last_manifest(s, &mf, why, sizeof(why));
 
-    if (rc == 0 && mf.seq + 1 < need)
-        snprintf(why, sizeof(why), "its newest snapshot covers up to %" PRIu64 " only",
-                 mf.seq);
-    else if (rc == 1)
-        snprintf(why, sizeof(why), "%s holds no snapshot of it", s->snap_stream);
-    if (rc != 0 || mf.seq + 1 < need)
-        goto fail;
+    if (rc == 0)
+        manifest_ok(s, &mf, stream_id, need, last, why, sizeof(why));
     pthread_mutex_lock(&s->mu);
     gen = s->gen;
     pthread_mutex_unlock(&s->mu);
-    for (uint64_t i = 0; i < mf.parts; i++) {
-        natsMsg *m = NULL;
-        jsErrCode jerr = 0;
-        natsStatus st;
-
-        snprintf(subject, sizeof(subject), "%s.snap.%" PRIu64 ".%" PRIu64, s->stream, mf.seq, i);
-        st = js_GetLastMsg(&m, s->js, s->snap_stream, subject, NULL, &jerr);
-        if (st != NATS_OK) {
-            snprintf(why, sizeof(why), "part %" PRIu64 " of the snapshot at %" PRIu64 ": %s "
-                     "(jerr %d)", i, mf.seq, natsStatus_GetText(st), (int)jerr);
-            goto fail;
+    if (rc != 0 || why[0] != '\0' || fetch_parts(s, &mf, gen, &head, &bytes, why,
+                                                 sizeof(why)) != 0) {
+        pthread_mutex_lock(&s->mu);
+        snprintf(s->error, sizeof(s->error), "bootstrap: stream %.64s holds sequence %" PRIu64
+                 " on, this host applied up to %" PRIu64 ", and %.300s", s->stream, need,
+                 *from, why);
+        pthread_mutex_unlock(&s->mu);
+        if (mf.seq != s->snap_refused) {   /* once per manifest */
+            s->snap_refused = mf.seq;
+            rbd_log(LOG_WARNING, "filter source: bootstrap: %s", why);
         }
-        *tail = rbd_fsource_rx(m, mf.seq, gen);
-        (*tail)->part = (uint32_t)i;
-        (*tail)->parts = (uint32_t)mf.parts;
-        bytes += (*tail)->len;
-        tail = &(*tail)->next;
+        return -1;
     }
     pthread_mutex_lock(&s->mu);
     for (fs_rx_t *r = head, *next; r != NULL; r = next) {
@@ -337,18 +468,6 @@ int rbd_fsource_snap_fetch(rbd_fsource_t *s, uint64_t stream_id, uint64_t need, 
     rbd_fsource_wake(s);
     *from = mf.seq;
     return 0;
-fail:
-    while (head != NULL) {
-        fs_rx_t *next = head->next;
-
-        free(head);
-        head = next;
-    }
-    pthread_mutex_lock(&s->mu);
-    snprintf(s->error, sizeof(s->error), "bootstrap: stream %.64s holds sequence %" PRIu64 " on, "
-             "this host applied up to %" PRIu64 ", and %.200s", s->stream, need, *from, why);
-    pthread_mutex_unlock(&s->mu);
-    return -1;
 }
 
 /* Purges stream name below sequence below (not included).  0 or -1 (logged).
@@ -373,29 +492,52 @@ static int purge(rbd_fsource_t *s, const char *name, uint64_t below)
     return -1;
 }
 
+/* The snapshot before sn (the newest manifest of its stream, at a
+ * sequence this host has seen in it: one past what the stream holds is
+ * forged or stale, and neither stops sn nor moves a purge), or seq 0. */
+static void previous(rbd_fsource_t *s, const fs_snap_t *sn, manifest_t *prev)
+{
+    char why[600];
+    uint64_t seen;
+
+    pthread_mutex_lock(&s->mu);
+    seen = s->last_seq;
+    pthread_mutex_unlock(&s->mu);
+    if (last_manifest(s, prev, why, sizeof(why)) != 0 || prev->stream != sn->stream_id)
+        prev->seq = 0;
+    else if (prev->seq > seen) {
+        rbd_log(LOG_WARNING, "filter source: the newest manifest in %s says sequence %" PRIu64
+                ", past the stream's %" PRIu64 ": forged or stale, not taken as the snapshot "
+                "before %" PRIu64, s->snap_stream, prev->seq, seen, sn->seq);
+        prev->seq = 0;
+    }
+}
+
 /* The manifest of sn (every part stored), then the purges it allows. */
 static void publish_manifest(rbd_fsource_t *s, fs_snap_t *sn)
 {
-    manifest_t prev = { 0 };
-    char subject[96], id[96], seq[24], parts[24], stream[24], first[24], why[600];
+    manifest_t prev;
+    char subject[96], id[96], seq[24], parts[24], stream[24], first[24], hash[24], why[600];
     const char *hdr[] = { "Rb-Snap-Seq", seq, "Rb-Snap-Parts", parts, "Rb-Snap-Stream", stream,
-                          "Rb-Snap-First", first, NULL };
-    uint64_t at;
+                          "Rb-Snap-First", first, "Rb-Snap-Hash", hash, NULL };
+    uint64_t at, h = sn->seq;
 
-    if (last_manifest(s, sn->stream_id, &prev, why, sizeof(why)) != 0)
-        prev.seq = 0;
+    previous(s, sn, &prev);
     if (prev.seq >= sn->seq) {   /* another host's newer one was stored first */
         rbd_log(LOG_NOTICE, "filter source: snapshot at sequence %" PRIu64 " not stored: the one "
                 "at %" PRIu64 " is newer", sn->seq, prev.seq);
         return;
     }
+    for (size_t i = 0; i < sn->n; i++)
+        h = parts_hash(h, sn->part[i].buf, sn->part[i].len);
     snprintf(subject, sizeof(subject), "%s.snapdone", s->stream);
     snprintf(id, sizeof(id), "snapdone.%016" PRIx64 ".%" PRIu64, sn->stream_id, sn->seq);
     snprintf(seq, sizeof(seq), "%" PRIu64, sn->seq);
     snprintf(parts, sizeof(parts), "%zu", sn->n);
     snprintf(stream, sizeof(stream), "%016" PRIx64, sn->stream_id);
     snprintf(first, sizeof(first), "%" PRIu64, sn->first);
-    if (rbd_fsource_put(s, subject, NULL, 0, id, hdr, &at, why, sizeof(why)) != 0) {
+    snprintf(hash, sizeof(hash), "%016" PRIx64, h);
+    if (rbd_fsource_put(s, subject, NULL, 0, id, hdr, 0, &at, why, sizeof(why)) != 0) {
         rbd_log(LOG_WARNING, "filter source: snapshot at sequence %" PRIu64 " abandoned: its "
                 "manifest: %s", sn->seq, why);
         return;
@@ -408,7 +550,7 @@ static void publish_manifest(rbd_fsource_t *s, fs_snap_t *sn)
     if (sn->seq > s->snap_seq)
         s->snap_seq = sn->seq;
     pthread_mutex_unlock(&s->mu);
-    if (prev.seq != 0 && prev.seq < sn->seq && purge(s, s->stream, prev.seq + 1) == 0) {
+    if (prev.seq != 0 && purge(s, s->stream, prev.seq + 1) == 0) {
         pthread_mutex_lock(&s->mu);
         if (prev.seq + 1 > s->first_seq)
             s->first_seq = prev.seq + 1;
@@ -419,7 +561,9 @@ static void publish_manifest(rbd_fsource_t *s, fs_snap_t *sn)
 void rbd_fsource_snap_publish(rbd_fsource_t *s)
 {
     fs_snap_t *sn;
-    char subject[128], id[96], why[600];
+    char subject[128], id[96], why[600], seq[24], part[24], parts[24], stream[24];
+    const char *hdr[] = { "Rb-Snap-Seq", seq, "Rb-Snap-Part", part, "Rb-Snap-Parts", parts,
+                          "Rb-Snap-Stream", stream, NULL };
     uint64_t at;
 
     pthread_mutex_lock(&s->mu);
@@ -432,8 +576,12 @@ void rbd_fsource_snap_publish(rbd_fsource_t *s)
                  sn->next);
         snprintf(id, sizeof(id), "snap.%016" PRIx64 ".%" PRIu64 ".%zu", sn->stream_id, sn->seq,
                  sn->next);
+        snprintf(seq, sizeof(seq), "%" PRIu64, sn->seq);
+        snprintf(part, sizeof(part), "%zu", sn->next);
+        snprintf(parts, sizeof(parts), "%zu", sn->n);
+        snprintf(stream, sizeof(stream), "%016" PRIx64, sn->stream_id);
         if (rbd_fsource_put(s, subject, sn->part[sn->next].buf, sn->part[sn->next].len, id,
-                            NULL, &at, why, sizeof(why)) == 0) {
+                            hdr, 0, &at, why, sizeof(why)) == 0) {
             if (sn->next++ == 0)
                 sn->first = at;
             return;

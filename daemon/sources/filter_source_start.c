@@ -137,6 +137,9 @@ int rbd_fsource_start(rbd_fsource_t **out, const rbd_config_t *cfg, rbd_state_t 
         arc4random_buf(&s->origin, sizeof(s->origin));
     rbi_segment_repl_get(st->seg, &s->applied0, &s->stream0);
     s->applied = s->applied0;
+    s->loop_applied = s->applied0;
+    s->followed = s->stream0;
+    s->cfg = cfg;
     if (guard_local(s, st->seg, err, errlen) != 0)
         goto fail;
     s->st = st;
@@ -223,7 +226,7 @@ void rbd_fsource_status(rbd_fsource_t *s, rbd_fsource_status_t *out)
 
     memset(out, 0, sizeof(*out));
     for (const fs_batch_t *b = s->sent; b != NULL; b = b->snext)
-        if (!b->applied)
+        if (!b->answered)
             inflight += b->n;
     pthread_mutex_lock(&s->mu);
     out->connected = s->connected;
@@ -242,11 +245,12 @@ void rbd_fsource_status(rbd_fsource_t *s, rbd_fsource_status_t *out)
     snprintf(out->server, sizeof(out->server), "%s", s->server);
     snprintf(out->error, sizeof(out->error), "%s", s->error);
     pthread_mutex_unlock(&s->mu);
-    out->halted = s->halted;
+    out->halted = s->halted != 0;
     snprintf(out->halt_why, sizeof(out->halt_why), "%s", s->halt_why);
     out->applied = s->applied;
     out->refused = s->refused;
     out->skipped = s->skipped;
+    out->outside = s->outside;
     out->snaps_taken = s->snaps_taken;
     out->inflight = inflight;
     snprintf(out->skipped_last, sizeof(out->skipped_last), "%s", s->skipped_last);

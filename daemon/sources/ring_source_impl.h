@@ -104,6 +104,7 @@ struct rbd_source {
     pthread_cond_t wcv;         /* under mu: a job to run, or stop */
     job_t *todo, *done;         /* under mu: to run (FIFO), run (any order) */
     job_t *waiting;             /* loop: committed, not yet applied here */
+    uint64_t tick_ms;           /* loop: monotonic ms of the last tick that ran */
 };
 
 /* ring_source_map.c, the source thread's (the view functions any

@@ -373,9 +373,22 @@ static void source_finish(void *self, rbd_state_t *st)
     }
 }
 
+/* The sinks' tick comes every 100 ms (sink.h): this source's, a failed
+ * publish's retry among it, once a second. */
+static void source_tick(void *self, rbd_state_t *st)
+{
+    rbd_source_t *s = self;
+    uint64_t now = rbd_mono_ms();
+
+    if (now - s->tick_ms < 1000)
+        return;
+    s->tick_ms = now;
+    source_finish(self, st);
+}
+
 const rbd_sink_ops_t rbd_source_sink = {
     .name = "etcd",
     .accept = source_accept,
     .poll = source_finish,
-    .tick = source_finish,
+    .tick = source_tick,
 };

@@ -15,7 +15,12 @@
  *     compare FirstSeq with applied + 1 itself);
  *  e. with two of three servers SIGKILLed a publish is refused within
  *     5 s; after both restart a publish succeeds within 60 s and the
- *     stream holds 1..LastSeq with no gap, every acked message in it.
+ *     stream holds 1..LastSeq with no gap, every acked message in it;
+ *  f. with every server up, stream info comes with a leader and its
+ *     replicas current; with two of three SIGKILLed, the one left still
+ *     answers it, with no leader and no replica current (why the daemon
+ *     decides a stream's identity only from an answer a quorum stands
+ *     behind).
  * No ringbloomd runs here.  Each fact prints its measured figures.
  * Skipped (exit 77) without nats-server.
  */
@@ -409,6 +414,87 @@ START_TEST(test_nats_quorum_loss_and_recovery)
 }
 END_TEST
 
+
+/* The stream's info as server i alone answers it (its own connection,
+ * 1 s): its status; *si the answer. */
+static natsStatus info_from(int i, jsStreamInfo **si)
+{
+    natsConnection *c1 = NULL;
+    jsCtx *j1 = NULL;
+    jsOptions jo;
+    jsErrCode jerr = 0;
+    natsStatus s;
+
+    *si = NULL;
+    if ((s = natsConnection_ConnectTo(&c1, cl.url[i])) != NATS_OK)
+        return s;
+    jsOptions_Init(&jo);
+    jo.Wait = 1000;
+    s = natsConnection_JetStream(&j1, c1, &jo);
+    if (s == NATS_OK)
+        s = js_GetStreamInfo(si, j1, STREAM, NULL, &jerr);
+    jsCtx_Destroy(j1);
+    natsConnection_Destroy(c1);
+    return s;
+}
+
+/* Whether a quorum stands behind si: a leader and a majority of the
+ * stream's peers (the leader included) current - the daemon's rule
+ * (filter_source_check.c). */
+static int has_quorum(const jsStreamInfo *si)
+{
+    int cur = 1;
+
+    if (si->Cluster == NULL || si->Cluster->Leader == NULL || si->Cluster->Leader[0] == '\0')
+        return 0;
+    for (int k = 0; k < si->Cluster->ReplicasLen; k++)
+        cur += si->Cluster->Replicas[k]->Current && !si->Cluster->Replicas[k]->Offline;
+    return 2 * cur > 1 + si->Cluster->ReplicasLen;
+}
+
+/* f. Stream info without quorum: with every server up each answers with
+ * a leader and its replicas current; with two of three SIGKILLed the one
+ * left answers too (after a few timeouts) - with no leader and no
+ * replica current, and its own view of the stream - so an answer is
+ * proof of the stream's identity only with a quorum behind it. */
+START_TEST(test_nats_info_without_quorum)
+{
+    jsStreamInfo *si = NULL;
+    natsStatus s;
+    int64_t created;
+    int answered = 0, failed = 0, same = 0;
+    uint64_t t0;
+
+    must_add_rbt();
+    ck_assert_int_eq(publish("x", NULL, 5000, NULL, NULL), NATS_OK);
+    ck_assert_int_eq(info_from(0, &si), NATS_OK);
+    created = si->Created;
+    jsStreamInfo_Destroy(si);
+    for (int i = 0; i < SERVERS; i++) {
+        ck_assert_int_eq(info_from(i, &si), NATS_OK);
+        ck_assert_msg(has_quorum(si), "server %d's answer with every server up", i);
+        jsStreamInfo_Destroy(si);
+    }
+    rb_nats_kill(&cl, 1);
+    rb_nats_kill(&cl, 2);
+    t0 = rb_test_now_ms();
+    while (answered < 3 && rb_test_now_ms() - t0 < 20000) {
+        if ((s = info_from(0, &si)) == NATS_OK) {
+            ck_assert_msg(!has_quorum(si), "a lone server's answer claims a quorum");
+            answered++;
+            same += si->Created == created;
+        } else
+            failed++;
+        jsStreamInfo_Destroy(si);
+    }
+    printf("nats: f: with two of three servers killed, the one left answered stream info %d "
+           "times (after %d failures, %llu ms), never with a quorum (no leader); its creation "
+           "time the leader's %d of %d times\n", answered, failed,
+           (unsigned long long)(rb_test_now_ms() - t0), same, answered);
+    ck_assert_int_ge(answered, 1);
+}
+END_TEST
+
 int main(void)
 {
     if (!rb_nats_program()) {
@@ -421,5 +507,6 @@ int main(void)
                                  test_nats_sequences_and_ordered_consumer,
                                  test_nats_duplicate_msg_id,
                                  test_nats_purge_moves_first_seq_silently,
-                                 test_nats_quorum_loss_and_recovery));
+                                 test_nats_quorum_loss_and_recovery,
+                                 test_nats_info_without_quorum));
 }

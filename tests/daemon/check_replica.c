@@ -43,20 +43,15 @@
 #include <nats/nats.h>
 #include <xxhash.h>
 
-#include "nats_cluster.h"
-#include "rbd_test.h"
+#include "replica.h"
 
-#define HOSTS   3
-#define STREAM  "RBR"
 #define ADDS    100      /* BF.MADDs ... */
 #define PER_ADD 100      /* ... of this many keys */
-#define PROBES  30000
-#define SNAP_EVERY 16    /* nats-snapshot-every: the stream keeps 16 to 32 messages */
 
-static rb_nats_cluster_t cl;
-static rbd_proc_t d[HOSTS + 1], lone;
-static rb_conn_t *c[HOSTS + 1], *lc;
-static char extra[1024];
+rb_nats_cluster_t cl;
+rbd_proc_t d[HOSTS + 1], lone;
+rb_conn_t *c[HOSTS + 1], *lc;
+char extra[1024];
 
 static uint64_t xs_next(uint64_t *x)
 {
@@ -66,7 +61,7 @@ static uint64_t xs_next(uint64_t *x)
     return *x;
 }
 
-static void host_start(int i)
+void host_start(int i)
 {
     rbd_start(&d[i], extra);
     c[i] = rbd_connect(&d[i]);
@@ -74,7 +69,7 @@ static void host_start(int i)
 
 /* Until host i follows the stream (INFO nats_ready:1; <= 30 s): before,
  * its replicated writes are refused as "not following stream ... yet". */
-static void await_ready(int i)
+void await_ready(int i)
 {
     uint64_t t0 = rb_test_now_ms();
 
@@ -84,19 +79,24 @@ static void await_ready(int i)
     }
 }
 
-static void fleet_start(void)
+void fleet_start(void)
+{
+    fleet_start_with("");
+}
+
+void fleet_start_with(const char *more)
 {
     ck_assert_msg(rb_nats_start(&cl, 3, 20000) == 0, "the NATS cluster did not start");
     snprintf(extra, sizeof(extra), "filter-source nats\nnats-servers %s %s %s\n"
              "nats-stream " STREAM "\nnats-filters r:*\nnats-timeout 2000\nappendfsync no\n"
-             "nats-snapshot-every %d\n", cl.url[0], cl.url[1], cl.url[2], SNAP_EVERY);
+             "nats-snapshot-every %d\n%s", cl.url[0], cl.url[1], cl.url[2], SNAP_EVERY, more);
     for (int i = 0; i < HOSTS; i++)
         host_start(i);
     for (int i = 0; i < HOSTS; i++)
         await_ready(i);
 }
 
-static void fleet_stop(void)
+void fleet_stop(void)
 {
     for (int i = 0; i <= HOSTS; i++) {
         if (c[i] != NULL)
@@ -111,7 +111,7 @@ static void fleet_stop(void)
     nats_CloseAndWait(5000);
 }
 
-static uint64_t applied(int i)
+uint64_t applied(int i)
 {
     return (uint64_t)rbd_info_num(c[i], "replication", "nats_applied_seq");
 }
@@ -120,7 +120,7 @@ static uint64_t applied(int i)
  * header's rotated_at and created (its bytes 72..87: unix seconds of the
  * apply of the reserve, each host's clock; docs/design.md, "Beyond one
  * host: filters from NATS JetStream", says why and what it would take). */
-static void assert_same_filter(rbd_dump_t *a, rbd_dump_t *b, const char *name)
+void assert_same_filter(rbd_dump_t *a, rbd_dump_t *b, const char *name)
 {
     unsigned char ta[16], tb[16];
 
@@ -140,7 +140,7 @@ static void assert_same_filter(rbd_dump_t *a, rbd_dump_t *b, const char *name)
 
 /* Runs words on host h until the stream takes it (a host still setting
  * its stream up answers "not following stream ... yet"): the reply. */
-static const char *write_on(int h, const char *const *argv, size_t argc)
+const char *write_on(int h, const char *const *argv, size_t argc)
 {
     static char buf[65536];
     size_t argl[PER_ADD + 4];
@@ -161,7 +161,7 @@ static const char *write_on(int h, const char *const *argv, size_t argc)
 
 /* Until hosts 0..n-1 applied the same sequence, at least min (<= 30 s):
  * the milliseconds it took. */
-static uint64_t converge(int n, uint64_t min)
+uint64_t converge(int n, uint64_t min)
 {
     uint64_t t0 = rb_test_now_ms();
 
@@ -181,7 +181,7 @@ static uint64_t converge(int n, uint64_t min)
 
 /* The replies of PROBES BF.MEXISTS probes of filter name on conn, 1,000
  * keys a request, hashed (FNV-1a over the reply texts). */
-static uint64_t probe_hash(rb_conn_t *conn, const char *name)
+uint64_t probe_hash(rb_conn_t *conn, const char *name)
 {
     static char keys[1000][24], buf[65536];
     const char *argv[1002];
@@ -223,7 +223,7 @@ static size_t madd_argv(int r, const char **argv, char (*keys)[24])
 
 /* The sequence the newest snapshot's manifest in STREAM_SNAP covers (0:
  * none), read with libnats. */
-static uint64_t manifest_seq(void)
+uint64_t manifest_seq(void)
 {
     natsConnection *nc = NULL;
     jsCtx *js = NULL;
@@ -400,7 +400,7 @@ START_TEST(test_replica_lagging)
 END_TEST
 
 /* Sends a RESP command of words on a raw socket (not waiting). */
-static void raw_cmd(int fd, const char *a, const char *b, const char *k)
+void raw_cmd(int fd, const char *a, const char *b, const char *k)
 {
     char req[256];
     int n = snprintf(req, sizeof(req), "*3\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
@@ -410,7 +410,7 @@ static void raw_cmd(int fd, const char *a, const char *b, const char *k)
 }
 
 /* One reply line from a raw socket (<= 10 s). */
-static void raw_line(int fd, char *out, size_t cap)
+void raw_line(int fd, char *out, size_t cap)
 {
     size_t n = 0;
     uint64_t t0 = rb_test_now_ms();
@@ -576,9 +576,9 @@ START_TEST(test_replica_crash)
 }
 END_TEST
 
-/* Publishes data with libnats on the stream's subject, with Rb-Format fmt
- * (NULL: no header): the sequence. */
-static uint64_t publish_raw(const void *data, size_t len, const char *fmt)
+/* Publishes data with libnats on subject, with the headers hdr (name,
+ * value, ..., NULL): the sequence. */
+uint64_t publish_msg(const char *subject, const void *data, size_t len, const char *const *hdr)
 {
     natsConnection *nc = NULL;
     jsCtx *js = NULL;
@@ -586,19 +586,31 @@ static uint64_t publish_raw(const void *data, size_t len, const char *fmt)
     jsPubAck *pa = NULL;
     jsErrCode jerr = 0;
     uint64_t seq;
+    natsStatus st;
 
     ck_assert_int_eq(natsConnection_ConnectTo(&nc, cl.url[0]), NATS_OK);
     ck_assert_int_eq(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
-    ck_assert_int_eq(natsMsg_Create(&m, STREAM ".ops", NULL, data, (int)len), NATS_OK);
-    if (fmt != NULL)
-        ck_assert_int_eq(natsMsgHeader_Set(m, "Rb-Format", fmt), NATS_OK);
-    ck_assert_int_eq(js_PublishMsg(&pa, js, m, NULL, &jerr), NATS_OK);
+    ck_assert_int_eq(natsMsg_Create(&m, subject, NULL, data, (int)len), NATS_OK);
+    for (; hdr != NULL && hdr[0] != NULL; hdr += 2)
+        ck_assert_int_eq(natsMsgHeader_Set(m, hdr[0], hdr[1]), NATS_OK);
+    st = js_PublishMsg(&pa, js, m, NULL, &jerr);
+    ck_assert_msg(st == NATS_OK, "publish on %s: %s (jerr %d)", subject, natsStatus_GetText(st),
+                  (int)jerr);
     seq = pa->Sequence;
     jsPubAck_Destroy(pa);
     natsMsg_Destroy(m);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
     return seq;
+}
+
+/* Publishes data on the stream's subject, with Rb-Format fmt (NULL: no
+ * header): the sequence. */
+uint64_t publish_raw(const void *data, size_t len, const char *fmt)
+{
+    const char *hdr[] = { "Rb-Format", fmt, NULL };
+
+    return publish_msg(STREAM ".ops", data, len, fmt != NULL ? hdr : NULL);
 }
 
 START_TEST(test_replica_skipped_and_halted)
@@ -682,6 +694,12 @@ START_TEST(test_replica_refused_changes)
     rbd_expect(c[1], "2", "DEL", "local", "local-bf");
     ck_assert_int_eq((int)(rbd_info_num(c[0], "replication", "nats_writes_refused") - before),
                      4);
+    /* ADMIT.RESERVE of a replicated name: its doorkeeper, a Bloom filter,
+     * goes with a sketch this version does not replicate: said so (it
+     * once answered that its writes cannot run inside MULTI/EXEC). */
+    got = rbd_cmd(c[0], &rc, "ADMIT.RESERVE", "r:adm", "1000", (const char *)NULL);
+    ck_assert_msg(rc != RB_OK && strstr(got, "MULTI") == NULL &&
+                  strstr(got, "does not replicate") != NULL, "ADMIT.RESERVE: %s", got);
     /* A host whose local filters the pattern would take over refuses its
      * first start with the stream, naming one. */
     rbd_start(&lone, "appendfsync no\n");
@@ -784,5 +802,6 @@ int main(void)
                                  test_replica_lagging, test_replica_race, test_replica_outage, test_replica_crash,
                                  test_replica_skipped_and_halted,
                                  test_replica_refused_changes,
-                                 test_replica_starts_without_nats));
+                                 test_replica_starts_without_nats),
+                        replica_trust_tcase());
 }

@@ -45,6 +45,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shim_ctl.h"
+
 static const struct {
     const char *name;
     int value;
@@ -59,21 +61,11 @@ static const struct {
  * and path, or 0. */
 static int fault_for(const char *call, const char *path)
 {
-    const char *ctl = getenv("RB_FAULT_CTL");
     char buf[4096], *line, *save = NULL;
-    ssize_t n;
-    int fd, e = 0;
+    int e = 0;
 
-    if (ctl == NULL || path == NULL)
+    if (path == NULL || shim_ctl_read("RB_FAULT_CTL", buf, sizeof(buf)) == 0)
         return 0;
-    fd = open(ctl, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
     for (line = strtok_r(buf, "\n", &save); line != NULL && e == 0;
          line = strtok_r(NULL, "\n", &save)) {
         char c[32], suffix[512], en[32];

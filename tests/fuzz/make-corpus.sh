@@ -18,6 +18,12 @@
 #                  (written here by hand; the settings' rows read from
 #                  daemon/server/config_table.c): the shipped sample, and
 #                  issue 41's hostile values.
+#   fuzz_stream/   stream messages (written here by hand, in fuzz_stream.c's
+#                  format): a reserve and adds inside nats-filters, an add
+#                  and a reserve outside them, a reserve past
+#                  max-command-bytes, a newer Rb-Format and NATS.SKIP's
+#                  record, a snapshot's part, a gap, a sequence gone back,
+#                  a damaged record.
 # Run from the build directory after make (RB_DAEMON overrides the daemon).
 # Needs redis-cli (Debian package redis-tools).
 set -eu
@@ -75,7 +81,8 @@ persist_seed() {
       [ "$4" = - ] || cat "$4"; } > "$f"
 }
 
-mkdir -p "$out/fuzz_persist" "$out/fuzz_attach" "$out/fuzz_resp" "$out/fuzz_txn" "$out/fuzz_config"
+mkdir -p "$out/fuzz_persist" "$out/fuzz_attach" "$out/fuzz_resp" "$out/fuzz_txn" "$out/fuzz_config" \
+    "$out/fuzz_stream"
 cp "$dir/state/snapshot.rbs" "$dir/snap0"
 
 R RING.ADD cache-a.example:11211
@@ -175,4 +182,19 @@ printf '# the operator file\r\nunixsocketperm 0660\nsyslog-ident "a \\"b\\" \\\\
 { cfg_pair timeout 5; cfg_pair syslog-ident 'rb\nacl-user 65534 +@all'
   cfg_pair syslog-ident ' "q" #x\\ '; cfg_pair logfile 'd.log'
   cfg_pair loglevel debug; cfg_pair slowlog-log-slower-than -1; } | cfg_seed hostile 1 "$dir/cfg"
+# fuzz_stream: byte 0 the max-command-bytes choice, then messages: a header
+# byte (format, flip, sequence, part bits), a record count, the records
+# (type, name and fields by index: see fuzz_stream.c).
+# reserve r:a (capacity 100, 1 %, blocked, expansion 2) and add abc, z to it
+st_inside='\001\002\000\000\144\000\000\001\010\000\002\001\000\002\003abc\001z'
+# add "forged" to local:x; reserve r:big of 16 M keys (past 1 MiB)
+st_outside='\001\001\001\003\001\006forged\001\001\000\002\377\377\377\001\010\000\002'
+printf "\000$st_inside$st_outside" > "$out/fuzz_stream/inside-outside"
+# a newer Rb-Format (halts), then NATS.SKIP's record of it, then an add
+printf "\002$st_inside\002\000\001\001\002\000\003\001\001\001\000\001\001b" \
+    > "$out/fuzz_stream/newer-format-skipped"
+# a snapshot's part with a header chunk of r:b, a gap, a sequence gone
+# back, a damaged add
+printf "\001$st_inside\041\001\003\001\001\012RBLMDUMP00\011\000\021\000\005\007\001\001\000\002\003abc\001z" \
+    > "$out/fuzz_stream/part-gap-back-damaged"
 echo "seed corpora written to $out"
