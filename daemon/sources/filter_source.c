@@ -30,8 +30,9 @@
  * FS_INFO_MS, and at once after a reconnect, a delivery or a PubAck that
  * went backwards.  Between writes, the thread publishes a snapshot the
  * loop took.  Each write is published before its deadline (nats-timeout
- * after it was taken) or refused.  A publish that fails marks the source
- * unhealthy: the loop then refuses replicated writes at once, and the
+ * after it was taken) or refused.  A publish that fails, or a check of the
+ * stream without a quorum's answer, marks the source unhealthy: the loop
+ * then refuses replicated writes at once, and the
  * thread publishes an empty probe message (its apply is REPL_POS alone)
  * every FS_PROBE_MS until one is acknowledged.
  */
@@ -544,8 +545,18 @@ static int check_now(rbd_fsource_t *s)
         refuse_todo(s, halt);
         return 1;
     }
-    if (rc != 0)
-        return 0;   /* s->error says why; no contact */
+    if (rc != 0) {
+        /* No answer a quorum stands behind (s->error says why): a write
+         * now could not commit either, so the loop refuses them at once
+         * until a probe is acknowledged.  A write taken while this check
+         * held the thread met its deadline unsent, and did not say so. */
+        pthread_mutex_lock(&s->mu);
+        if (s->healthy)
+            s->probe_ms = rbd_now_ms();
+        s->healthy = 0;
+        pthread_mutex_unlock(&s->mu);
+        return 0;
+    }
     pthread_mutex_lock(&s->mu);
     s->last_contact_ms = rbd_now_ms();
     if (s->healthy)
