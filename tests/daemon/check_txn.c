@@ -116,6 +116,7 @@ static const example_t examples[] = {
     { "SAVE", NULL, "SAVE" },
     { "BGSAVE", NULL, "BGSAVE" },
     { "SHUTDOWN", NULL, "SHUTDOWN NOSAVE" },
+    { "NATS.SKIP", NULL, "NATS.SKIP 1" },
     { "SLOWLOG", NULL, "SLOWLOG LEN" },
     { "LATENCY", NULL, "LATENCY LATEST" },
     { "MONITOR", NULL, "MONITOR" },
