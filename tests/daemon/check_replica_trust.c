@@ -360,6 +360,7 @@ START_TEST(test_replica_restart_without_quorum)
     rb_nats_kill(&cl, 2);
     snprintf(ctl, sizeof(ctl), "%s/nats-fault", d[2].dir);
     rbd_write_file(ctl, "minority\n", 9);
+    rb_test_asan_allow_preload();
     setenv("LD_PRELOAD", shim, 1);
     setenv("RB_NATS_FAULT_CTL", ctl, 1);
     rbd_launch(&d[2], NULL);

@@ -58,22 +58,6 @@ static void fault_set(const char *rules)
     ck_assert_int_eq(rename(tmp, fault_ctl), 0);
 }
 
-/* Under AddressSanitizer the runtime refuses to start when a preloaded
- * library comes before it; the shim does not intercept what ASan needs, so
- * the daemon's exec gets verify_asan_link_order=0 added to whatever
- * ASAN_OPTIONS the run set (its log_path must survive).  Harmless without
- * ASan. */
-static void asan_allow_preload(void)
-{
-    const char *cur = getenv("ASAN_OPTIONS");
-    char buf[1024];
-
-    if (cur != NULL && strstr(cur, "verify_asan_link_order=0") != NULL)
-        return;
-    snprintf(buf, sizeof(buf), "%s%sverify_asan_link_order=0", cur != NULL ? cur : "",
-             cur != NULL && *cur != '\0' ? ":" : "");
-    setenv("ASAN_OPTIONS", buf, 1);
-}
 
 /* Starts the daemon with the shim preloaded and no fault yet. */
 static void start_with_shim(const char *shim, const char *extra)
@@ -88,7 +72,7 @@ static void start_with_shim(const char *shim, const char *extra)
     /* Only the daemon's exec sees these. */
     setenv("LD_PRELOAD", shim, 1);
     setenv("RB_FAULT_CTL", fault_ctl, 1);
-    asan_allow_preload();
+    rb_test_asan_allow_preload();
     rbd_start(&d, extra);
     unsetenv("LD_PRELOAD");
 }

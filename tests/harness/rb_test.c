@@ -51,6 +51,18 @@ uint64_t rb_test_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+void rb_test_asan_allow_preload(void)
+{
+    const char *cur = getenv("ASAN_OPTIONS");
+    char buf[1024];
+
+    if (cur != NULL && strstr(cur, "verify_asan_link_order=0") != NULL)
+        return;
+    snprintf(buf, sizeof(buf), "%s%sverify_asan_link_order=0", cur != NULL ? cur : "",
+             cur != NULL && *cur != '\0' ? ":" : "");
+    setenv("ASAN_OPTIONS", buf, 1);
+}
+
 int rb_test_become_other(void)
 {
     return setgroups(0, NULL) == 0 && setgid(RB_TEST_OTHER_UID) == 0 &&

@@ -88,6 +88,12 @@ void rb_test_remove_tmp_dir(char *dir);
 /* In a forked child running as root: drops every group and becomes
  * RB_TEST_OTHER_UID.  0, or -1 if it could not. */
 int rb_test_become_other(void);
+/* Before a daemon's exec with a library in LD_PRELOAD (the fault shims):
+ * under AddressSanitizer the runtime refuses to start when a preloaded
+ * library comes before it; the shims intercept nothing ASan needs, so
+ * verify_asan_link_order=0 is added to whatever ASAN_OPTIONS the run set
+ * (its log_path must survive).  Harmless without ASan. */
+void rb_test_asan_allow_preload(void);
 
 /* Runs fn(arg) in a forked child as RB_TEST_OTHER_UID (rb_test_become_other),
  * asserting that it became that user and that fn returned 0.  Needs root. */
