@@ -42,8 +42,9 @@ cat > "$dir/lb.py" <<'PY'
 #   answers NAME, counted.
 # keys PORT PATH: for each key on stdin one GET PATH?k=KEY; prints
 #   "KEY<TAB>BODY" (BODY "ERROR <status>" if it was not a 200).
-# loop PORT PATH STOPFILE: GETs the keys of stdin round and round until
-#   STOPFILE exists; prints "REQUESTS FAILED".
+# loop PORT PATH STOPFILE PROGRESS: GETs the first 50 keys of stdin round
+#   and round until STOPFILE exists, writing the requests done so far into
+#   PROGRESS after each round; prints "REQUESTS FAILED".
 # zipf N S SEED: N keys of stdin drawn with P(rank r) ~ 1 / r^S (the first
 #   line is rank 1), one per line.
 # load PORT PATH CLIENTS: the keys of stdin sent by CLIENTS concurrent
@@ -117,7 +118,7 @@ elif cmd == "keys":
         key = line.rstrip("\n")
         print("%s\t%s" % (key, answer(port, path, key)))
 elif cmd == "loop":
-    port, path, stop = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    port, path, stop, progress = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
     keys = [l.rstrip("\n") for l in sys.stdin]
     n = bad = 0
     while not os.path.exists(stop):
@@ -125,6 +126,9 @@ elif cmd == "loop":
             n += 1
             if answer(port, path, key).startswith("ERROR"):
                 bad += 1
+        with open(progress + ".tmp", "w") as f:
+            f.write("%d\n" % n)
+        os.rename(progress + ".tmp", progress)
     print(n, bad)
 elif cmd == "zipf":
     n, s, seed = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
@@ -227,11 +231,20 @@ check "(a) 200 keys: each answered by its first node on the ring" cmp -s "$dir/a
 used=$(cut -f2 "$dir/a0" | sort -u | wc -l)
 check "(a) the keys spread over the 3 backends ($used)" test "$used" -eq 3
 
-lb loop "$front" /ring/ "$dir/stop" < "$keys" > "$dir/loop.out" &
+# The requests flow before the kill and go on after it for as many again,
+# however slow the machine (each step waits for the loop's progress).
+loop_done() { cat "$dir/progress" 2>/dev/null || echo 0; }
+loop_reached() { [ "$(loop_done)" -ge "$1" ]; }
+wait_progress() {   # wait_progress N: until the loop has done N requests (<= 120 s)
+    wait_for 1200 loop_reached "$1" ||
+        { touch "$dir/stop"; die "(a) the request loop did $(loop_done) of $1 requests in 120 s"; }
+}
+lb loop "$front" /ring/ "$dir/stop" "$dir/progress" < "$keys" > "$dir/loop.out" &
 lpid=$!
-sleep 0.5
+wait_progress 100
 eval "kill -KILL \$bpid_$b2"
-sleep 1
+killed_at=$(loop_done)
+wait_progress $((killed_at + 200))
 touch "$dir/stop"
 wait "$lpid"
 # shellcheck disable=SC2046  # "REQUESTS FAILED"
