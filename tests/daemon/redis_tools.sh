@@ -120,7 +120,12 @@ ok
 [ "$(R CLIENT PAUSE 60000 WRITE)" = OK ] || fail "CLIENT PAUSE failed"
 R BF.ADD a held > "$dir/held.txt" 2>&1 &
 held=$!
-sleep 0.3
+# The write is held once the daemon has read it: its connection's input
+# then holds it unrun (qbuf > 0), however slow the machine.
+i=0
+until R CLIENT LIST | grep -q 'qbuf=[1-9].*cmd=NULL'; do
+    i=$((i + 1)); [ $i -gt 600 ] && fail "the held write never reached the daemon"; sleep 0.05
+done
 [ "$(R BF.EXISTS a x)" = 1 ] || fail "a read waited in a WRITE pause"
 kill -0 "$held" 2>/dev/null || fail "a write ran in a WRITE pause: $(cat "$dir/held.txt")"
 [ "$(R BF.EXISTS a held)" = 0 ] || fail "the held write was applied"
