@@ -98,14 +98,33 @@ void rb_test_squat_segment(const char *inst)
     rb_test_as_other(squat, (void *)inst);
 }
 
+double rb_test_load_factor(void)
+{
+    static double f;
+    double load = 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *in;
+
+    if (f > 0)
+        return f;
+    if ((in = fopen("/proc/loadavg", "r")) != NULL) {
+        if (fscanf(in, "%lf", &load) != 1)
+            load = 0;
+        fclose(in);
+    }
+    f = 1.5 * load / (double)(cpus > 0 ? cpus : 1);
+    f = f < 2 ? 2 : f > 10 ? 10 : f;
+    return f;
+}
+
 TCase *rb_tcase(const char *name, int timeout, SFun setup, SFun teardown, ...)
 {
     TCase *tc = tcase_create(name);
     const TTest *t;
     va_list ap;
 
-    if (timeout > 0)
-        tcase_set_timeout(tc, timeout);
+    /* Check's own default is 4 s; Check multiplies by CK_TIMEOUT_MULTIPLIER. */
+    tcase_set_timeout(tc, (timeout > 0 ? timeout : 4) * rb_test_load_factor());
     if (setup != NULL || teardown != NULL)
         tcase_add_checked_fixture(tc, setup, teardown);
     va_start(ap, teardown);

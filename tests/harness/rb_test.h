@@ -40,11 +40,20 @@
 extern pid_t rb_test_main_pid;
 
 /* A TCase: its tests (START_TEST names) run in this order, each bounded
- * by timeout seconds (0: Check's default) and wrapped in the checked
- * fixture setup / teardown (either may be NULL). */
+ * by timeout seconds (0: Check's default, 4) times rb_test_load_factor()
+ * and wrapped in the checked fixture setup / teardown (either may be
+ * NULL). */
 #define RB_TCASE(name, timeout, setup, teardown, ...)                                    \
     rb_tcase((name), (timeout), (setup), (teardown), __VA_ARGS__, (const TTest *)NULL)
 TCase *rb_tcase(const char *name, int timeout, SFun setup, SFun teardown, ...);
+/* How much longer than nominal a hang guard waits in this run: 1.5 x the
+ * machine's 1-minute load per CPU when first asked (the suite's start),
+ * at least 2, at most 10.  Timeouts and the harness's waits are hang
+ * guards, never speed checks (benchmarks measure speed): a busy machine
+ * only makes them longer.  The sanitizer trees' CK_TIMEOUT_MULTIPLIER
+ * comes on top (Check applies it to its timeouts, rbd_wait_ms to the
+ * harness's waits). */
+double rb_test_load_factor(void);
 
 /* Runs the TCases (TCase *, in this order) as suite `name`; the exit
  * status for main(): 0 only if every test passed and the suite left

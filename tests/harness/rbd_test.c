@@ -16,7 +16,8 @@ int rbd_wait_ms(int ms)
     const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
     double f = m ? strtod(m, NULL) : 1.0;
 
-    return f > 1.0 && f <= 100.0 ? (int)(ms * f) : ms;
+    f = f > 1.0 && f <= 100.0 ? f : 1.0;
+    return (int)(ms * f * rb_test_load_factor());
 }
 
 const char *rbd_binary(void)

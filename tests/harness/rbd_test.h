@@ -47,8 +47,9 @@ void rbd_launch(rbd_proc_t *d, const char *const *extra_args);
 void rbd_start(rbd_proc_t *d, const char *extra);
 /* ms times CK_TIMEOUT_MULTIPLIER (the factor .ci/run sets for its
  * sanitizer trees, where everything runs many times slower; 1 when unset
- * or outside (1, 100]): the harness's waits (a start, a stop, a reply to
- * rbd_connect's connection) stretch as Check's own timeouts do. */
+ * or outside (1, 100]) times rb_test_load_factor(): the harness's waits
+ * (a start, a stop, a reply to rbd_connect's connection), hang guards
+ * that end at their event, stretch as Check's own timeouts do. */
 int rbd_wait_ms(int ms);
 /* Sends the daemon sig and waits until it exits. */
 void rbd_stop(rbd_proc_t *d, int sig);
