@@ -83,10 +83,18 @@ def cycles(edges):
     return [c for c in sccs(edges) if len(c) > 1]
 
 
-def nm(obj, flags):
-    out = subprocess.run(["nm", "-P"] + flags + [obj], capture_output=True, text=True,
-                         check=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
+def nm(objs, flags):
+    """{object: [symbol, ...]} for every object of objs, from one nm per
+    few hundred objects (one per object cost seconds on a busy machine)."""
+    out = {obj: [] for obj in objs}
+    for i in range(0, len(objs), 200):
+        text = subprocess.run(["nm", "-P", "-A"] + flags + objs[i:i + 200], capture_output=True,
+                              text=True, check=True).stdout
+        for line in text.splitlines():
+            obj, sep, rest = line.partition(": ")
+            if sep and rest.strip() and obj in out:
+                out[obj].append(rest.split()[0])
+    return out
 
 
 def source_of(obj, builddir, srcdir):
@@ -203,13 +211,13 @@ def graph(builddir, srcdir):
     """{file: {file: [symbols]}} from the objects' symbol tables, and the
     static inline calls read from the sources."""
     defined, undefined = {}, {}
-    for obj in objects(builddir):
-        src = source_of(obj, builddir, srcdir)
-        if src is None:
-            continue
-        for sym in nm(obj, ["--defined-only", "-g"]):
-            defined.setdefault(sym, set()).add(src)
-        undefined.setdefault(src, set()).update(nm(obj, ["-u"]))
+    srcs = {obj: source_of(obj, builddir, srcdir) for obj in objects(builddir)}
+    objs = [obj for obj, src in srcs.items() if src is not None]
+    exported, needed = nm(objs, ["--defined-only", "-g"]), nm(objs, ["-u"])
+    for obj in objs:
+        for sym in exported[obj]:
+            defined.setdefault(sym, set()).add(srcs[obj])
+        undefined.setdefault(srcs[obj], set()).update(needed[obj])
     deps = {}
     for src, syms in undefined.items():
         for sym in syms:
