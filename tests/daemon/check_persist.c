@@ -238,30 +238,42 @@ static void expect_exists(rb_conn_t *c, const char *filter, const char *key, int
 
 /* ---- headers ---------------------------------------------------------------- */
 
-/* Writes data (len bytes) to path with each bit of its first hdr bytes
+/* Writes data (len bytes) to path with single bits of its first hdr bytes
  * flipped in turn and asserts that every start is refused naming path;
- * prints the count as `what`.  path is left holding the last flip. */
+ * prints the count as `what`.  path is left holding the last flip.
+ * Flipped: every bit of the first 16 bytes (the magic and the format
+ * version, read before the checksum decides, and the start of the ids),
+ * then one bit of every later byte, its position moving with the byte
+ * (byte i, bit i % 8), so each byte and each bit position is hit.  Every
+ * bit of the whole header was 1,280 daemon starts, two thirds of this
+ * suite's time (seconds more under the sanitizers) for a checksum whose
+ * detection of any single-bit error does not depend on where the bit is. */
 static void assert_header_flips_refused(const char *path, const unsigned char *data, size_t len,
                                         size_t hdr, const char *what)
 {
     unsigned char *flipped = malloc(len);
+    size_t flips = 0;
 
     ck_assert_ptr_nonnull(flipped);
     for (size_t bit = 0; bit < hdr * 8; bit++) {
         const char *why;
+        if (bit >= 16 * 8 && bit % 8 != (bit / 8) % 8)
+            continue;
         memcpy(flipped, data, len);
         flipped[bit / 8] ^= (unsigned char)(1u << (bit % 8));
         rbd_write_file(path, flipped, len);
         why = refused(NULL);
         ck_assert_msg(strstr(why, path) != NULL, "%s header byte %zu bit %zu: [%s]", what,
                       bit / 8, bit % 8, why);
+        flips++;
     }
-    printf("%s header: %zu of %zu single-bit flips refused\n", what, hdr * 8, hdr * 8);
+    printf("%s header (%zu bytes): %zu of %zu single-bit flips refused\n", what, hdr, flips,
+           flips);
     free(flipped);
 }
 
-/* Every single-bit flip of the log header (magic, id, created time,
- * checksum) stops the start naming the log; a flipped id is never taken
+/* Single-bit flips of the log header (magic, id, created time,
+ * checksum) stop the start naming the log; a flipped id is never taken
  * for an older log and skipped.  --ignore-corrupt discards the log,
  * keeping it. */
 START_TEST(test_persist_log_header_bit_flips_refused)
@@ -307,7 +319,7 @@ START_TEST(test_persist_log_header_bit_flips_refused)
 }
 END_TEST
 
-/* Every single-bit flip of the snapshot header stops the start naming
+/* Single-bit flips of the snapshot header stop the start naming
  * the snapshot; --ignore-corrupt then discards the snapshot and the log
  * that continues it, keeping both. */
 START_TEST(test_persist_snapshot_header_bit_flips_refused)
