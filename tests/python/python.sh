@@ -4,7 +4,10 @@
 # install ./python` does) against this build tree's library
 # (RINGBLOOM_BUILDDIR: lib/.libs/librbcore.a, so nothing need be
 # installed) into a temporary directory, starts a private daemon and runs
-# tests/python/test_ringbloom.py on it (its checks are listed there).
+# tests/python/test_ringbloom.py (the package's calls), test_tinylfu.py
+# (TinyLFU's reader and Admission on a pair) and test_scrapy_crawls.py
+# (the dupefilter between crawls of Scrapy processes) on it (their checks
+# are listed there).
 # Skips (77) only without python3-dev (Python.h); fails, naming the Debian
 # package, without python3-setuptools, python3-pip, python3-build,
 # python3-scrapy or python3-redis (the Client is redis-py underneath;
@@ -77,6 +80,13 @@ tar tzf "$dir"/dist/ringbloom-*.tar.gz | grep -q '/ringbloom/_ringbloom\.h$' ||
     fail "the sdist has no ringbloom/_ringbloom.h"
 "$py" -c 'import sys, zipfile; n = zipfile.ZipFile(sys.argv[1]).namelist(); sys.exit(not any(f.startswith("ringbloom/_ringbloom.") and f.endswith(".so") for f in n))' \
     "$(ls "$dir"/dist/ringbloom-*.whl)" || fail "the wheel has no extension"
+# The checks, one script after the other on the same daemon: every one
+# runs, each prints its "Checks:" line, and any failure fails the test.
 lib=$dir/lib
-PYTHONPATH=$lib PYTHONDONTWRITEBYTECODE=1 "$py" -u "$srcdir/tests/python/test_ringbloom.py" \
-    "$inst" "$dir/s.sock" "$cli"
+status=0
+for t in test_ringbloom.py test_tinylfu.py test_scrapy_crawls.py; do
+    echo "== $t"
+    PYTHONPATH=$lib PYTHONDONTWRITEBYTECODE=1 "$py" -u "$srcdir/tests/python/$t" \
+        "$inst" "$dir/s.sock" "$cli" || status=1
+done
+exit $status

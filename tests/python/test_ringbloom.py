@@ -357,8 +357,8 @@ check(f2.segment is None, "close() afterwards works")
 # ---- the Client: redis-py underneath, ringbloom's replies and errors on top ---------------------
 print("Client: redis-py %s, %s parser" % (redis.__version__,
                                           "hiredis" if HIREDIS_AVAILABLE else "pure-Python"))
-check(issubclass(rb.client._Parser, HiredisParser if HIREDIS_AVAILABLE else PythonParser) and
-      isinstance(client._conn._parser, rb.client._Parser),
+check(issubclass(rb._redispy._Parser, HiredisParser if HIREDIS_AVAILABLE else PythonParser) and
+      isinstance(client._conn._parser, rb._redispy._Parser),
       "the Client parses with redis-py's parser (hiredis's when installed)")
 # A scripted server on a Unix socket: on each connection it reads what the
 # client sends and answers with what `script` gives for it (bytes, sent in
