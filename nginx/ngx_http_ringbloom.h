@@ -15,10 +15,15 @@
  *   ngx_http_ringbloom_admit.c       ringbloom_admit: what is queued, drops,
  *                                    $ringbloom_admit_drops / _errors
  *   ngx_http_ringbloom_admit_conn.c  the connection to the daemon: connect,
- *                                    write, read replies, reconnect
+ *                                    write, read replies (hiredis's reader,
+ *                                    lib/conn/resp_read.h), reconnect
+ *   ngx_http_ringbloom_tinylfu.c     TinyLFU pairs in the worker, their
+ *                                    victims; ringbloom_tinylfu's $var
  *   ngx_http_ringbloom_reader.c      the segment and its filters in the
  *                                    worker; ringbloom_node / _seen's $var
  *   ngx_http_ringbloom_worker.c      the worker's state: set up, released
+ *   ngx_http_ringbloom_conf.c        what the directives share (names,
+ *                                    keys, variables), configuration time
  *
  * Handlers below the module file find their configuration in what nginx
  * hands them (a variable's data, the admit of the request's location, the
@@ -40,6 +45,12 @@
 /* Seconds between attempts to attach, open a filter or connect. */
 #define NGX_HTTP_RINGBLOOM_RETRY  1
 
+/* ringbloom_tinylfu's victims= (keys a worker keeps): default, most; and
+ * the longest key kept as a victim (a longer one is decided, not kept). */
+#define NGX_HTTP_RINGBLOOM_VICTIMS      1000
+#define NGX_HTTP_RINGBLOOM_VICTIMS_MAX  1000000
+#define NGX_HTTP_RINGBLOOM_VICTIM_LEN   1024
+
 /* ringbloom_hash's default hold_down= (seconds): Envoy's outlier
  * detection ejects a host for 30 s at first, as a base. */
 #define NGX_HTTP_RINGBLOOM_HOLD_DOWN  30
@@ -52,6 +63,8 @@ typedef struct {
                                                 the socket directory's owner */
     size_t                       admit_buffer;
     ngx_array_t                  filters;    /* ngx_str_t, NUL-terminated */
+    ngx_array_t                  pairs;      /* TinyLFU pairs:
+                                                ngx_http_ringbloom_pair_conf_t */
     ngx_uint_t                   generation;
     ngx_flag_t                   used;       /* a variable, admit or
                                                 ringbloom_hash exists */
@@ -60,6 +73,17 @@ typedef struct {
                                                  the admit buffer and
                                                  connection carry it */
 } ngx_http_ringbloom_main_conf_t;
+
+
+/* A TinyLFU pair a configuration names (ringbloom_tinylfu, ringbloom_admit
+ * ... tinylfu). */
+typedef struct {
+    ngx_str_t                    name;       /* NUL-terminated; first, as
+                                                ngx_http_ringbloom_name_index
+                                                needs */
+    ngx_uint_t                   victims;    /* keys a worker keeps; 0: no
+                                                ringbloom_tinylfu names it */
+} ngx_http_ringbloom_pair_conf_t;
 
 
 /* One peer's shared state, in this upstream's zone. */
@@ -116,15 +140,19 @@ typedef struct {
 
 
 /*
- * What one ringbloom_node, ringbloom_seen or ringbloom_admit names: a KEY,
- * with the FILTER of seen and admit and the FALLBACK of node and seen.  The
- * data of a variable's get_handler; a location's admit.
+ * What one ringbloom_node, ringbloom_seen, ringbloom_tinylfu or
+ * ringbloom_admit names: a KEY, with the FILTER (or PAIR) of seen, tinylfu
+ * and admit and the FALLBACK of the variables.  The data of a variable's
+ * get_handler; a location's admit.
  */
 typedef struct {
     ngx_http_ringbloom_main_conf_t *conf;
     ngx_http_complex_value_t     key;
     ngx_http_complex_value_t    *fallback;   /* NULL: the kind's default */
-    ngx_uint_t                   filter;     /* index in conf->filters */
+    ngx_uint_t                   filter;     /* index in conf->filters, or
+                                                in conf->pairs (tinylfu) */
+    ngx_uint_t                   tinylfu;    /* an admit: ADMIT.TOUCH to
+                                                pair filter, not BF.ADD */
 } ngx_http_ringbloom_key_t;
 
 
@@ -142,6 +170,22 @@ typedef struct {
 
 
 /*
+ * A worker's handle on one TinyLFU pair, opened on first use, and its
+ * victims: the last keys that worker's ringbloom_tinylfu admitted, oldest
+ * at head (count of them, at most conf->victims; each key ngx_alloc'd).
+ */
+typedef struct {
+    ngx_http_ringbloom_pair_conf_t *conf;    /* in main conf->pairs */
+    rb_tinylfu_t                *h;
+    time_t                       next_open;
+    ngx_uint_t                   failing;    /* its failure was logged */
+    ngx_str_t                   *victims;    /* conf->victims slots, or NULL */
+    ngx_uint_t                   head;
+    ngx_uint_t                   count;
+} ngx_http_ringbloom_pair_t;
+
+
+/*
  * The worker's state (nginx workers are single-threaded): the reader's
  * handles, then the admits' buffer and connection.
  */
@@ -156,13 +200,16 @@ typedef struct {
     time_t                       last_refresh;
     ngx_http_ringbloom_filter_t *filters;
     ngx_uint_t                   nfilters;   /* conf->filters.nelts */
+    ngx_http_ringbloom_pair_t   *pairs;
+    ngx_uint_t                   npairs;     /* conf->pairs.nelts */
     ngx_uint_t                   attach_failing; /* logged, not attached */
     ngx_uint_t                   ring_failing;   /* logged, not answering */
 
     /*
      * The admit buffer: start <= pos <= sent <= last <= end.  [pos, last)
      * are whole queued commands, each a RESP array of bulk strings
-     * (BF.ADD FILTER KEY, RING.DOWN / RING.UP NODE: admit.c writes them,
+     * (BF.ADD FILTER KEY, ADMIT.TOUCH PAIR KEY, RING.DOWN / RING.UP NODE:
+     * admit.c writes them,
      * admit_conn.c measures them); [pos, sent) is the part of the command at pos that the socket
      * already took (never a whole command: pos moves past every command
      * sent completely).  So after a lost connection re-sending from pos
@@ -178,10 +225,9 @@ typedef struct {
     ngx_event_t                  retry;      /* reconnects while admits wait */
     time_t                       next_connect;
     ngx_uint_t                   connect_failing;
-    ngx_uint_t                   reply_line_start; /* next byte opens one */
-    ngx_uint_t                   reply_error;      /* in an error reply */
-    u_char                       error_text[128];
-    size_t                       error_len;
+    struct rbi_reader           *replies;    /* hiredis's reader (lib/conn/
+                                                resp_read.h) of this
+                                                connection, with it */
 
     uint64_t                     drops;
     uint64_t                     errors;
@@ -210,6 +256,18 @@ ngx_int_t ngx_http_ringbloom_node_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 ngx_int_t ngx_http_ringbloom_seen_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+void ngx_http_ringbloom_fail(ngx_http_ringbloom_worker_t *w,
+    ngx_uint_t *failing, ngx_log_t *log, const char *what, ngx_str_t *filter,
+    const char *reason);
+void ngx_http_ringbloom_cleared(ngx_http_ringbloom_worker_t *w,
+    ngx_uint_t *failing, ngx_log_t *log, const char *what, ngx_str_t *filter);
+ngx_int_t ngx_http_ringbloom_fallback(ngx_http_request_t *r,
+    ngx_http_ringbloom_key_t *rk, ngx_http_variable_value_t *v,
+    ngx_str_t *dflt);
+
+/* ngx_http_ringbloom_tinylfu.c */
+ngx_int_t ngx_http_ringbloom_tinylfu_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
 
 /* ngx_http_ringbloom_admit_conn.c */
 ngx_uint_t ngx_http_ringbloom_admit_log_due(uint64_t count, time_t *logged);
@@ -233,6 +291,18 @@ char *ngx_http_ringbloom_upstream_directive(ngx_conf_t *cf,
 ngx_int_t ngx_http_ringbloom_upstream_init(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us,
     ngx_http_ringbloom_upstream_conf_t *ucf);
+
+/* ngx_http_ringbloom_conf.c */
+ngx_int_t ngx_http_ringbloom_strz(ngx_conf_t *cf, ngx_str_t *s, u_char *data,
+    size_t len);
+ngx_int_t ngx_http_ringbloom_name_index(ngx_conf_t *cf, ngx_array_t *names,
+    ngx_str_t *name, size_t max, const char *what);
+ngx_http_ringbloom_key_t *ngx_http_ringbloom_key(ngx_conf_t *cf,
+    ngx_http_ringbloom_main_conf_t *rmcf, ngx_uint_t index, ngx_str_t *key,
+    ngx_str_t *fallback);
+char *ngx_http_ringbloom_variable(ngx_conf_t *cf,
+    ngx_http_ringbloom_main_conf_t *rmcf, ngx_uint_t index, ngx_uint_t key,
+    ngx_uint_t fallback, ngx_http_get_variable_pt handler);
 
 /* ngx_http_ringbloom_upstream.c */
 ngx_int_t ngx_http_ringbloom_upstream_init_peer(ngx_http_request_t *r,
