@@ -18,36 +18,16 @@ daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
 srcdir=${srcdir:-$(dirname "$0")/../..}
 srcdir=$(cd "$srcdir" && pwd)
-# The build tree: the one holding the daemon under test.
-builddir=$(cd "$(dirname "$daemon")/.." && pwd)
 . "$srcdir/tests/harness/private_daemon.sh"
 fail() { rbd_sh_fail "$1"; }
-# Debian's python3, the one python3-dev and the python3-* packages are
-# for (a python3 earlier on PATH, as pyenv's, may have neither).
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
-if [ -z "$inc" ] || [ ! -f "$inc/Python.h" ]; then
-    echo "SKIP: $py has no Python.h (Debian package python3-dev)"
-    exit 77
-fi
-# A sanitizer build (.ci/run's ASan/TSan trees) makes an extension the
-# uninstrumented python3 cannot load (as nginx_module.sh's module).
-if nm "$builddir/lib/.libs/librbcore.a" 2>/dev/null | grep -q '__[at]san_'; then
-    echo "SKIP: the library is built with a sanitizer; python3 cannot load an extension made from it"
-    exit 77
-fi
-"$py" -c 'import setuptools' 2>/dev/null ||
-    fail "$py cannot import setuptools (Debian package python3-setuptools)"
-"$py" -c 'import scrapy' 2>/dev/null ||
-    fail "$py cannot import scrapy (Debian package python3-scrapy)"
-"$py" -c 'import redis' 2>/dev/null ||
-    fail "$py cannot import redis (Debian package python3-redis)"
+. "$srcdir/tests/python/python_env.sh"
+py_needs setuptools python3-setuptools
+py_needs scrapy python3-scrapy
+py_needs redis python3-redis
 
 "$py" -m pip --version > /dev/null 2>&1 ||
     fail "$py has no pip (Debian package python3-pip)"
-"$py" -c 'import build' 2>/dev/null ||
-    fail "$py cannot import build (Debian package python3-build)"
+py_needs build python3-build
 
 # The test's own user may do everything but SHUTDOWN: the daemon's NOPERM
 # reply is checked to arrive whole as PermissionDenied's .reply.

@@ -27,18 +27,12 @@ import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from pychecks import check, finish
+
 INST, SOCK, CLI = sys.argv[1], sys.argv[2], sys.argv[3]
 PAGES = 25
 FILTER = "crawls"
-checks = failures = 0
 
-
-def check(cond, what):
-    global checks, failures
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
 
 
 class Site(BaseHTTPRequestHandler):
@@ -173,8 +167,7 @@ def main():
         check(got == {} and "holds another kind than a Bloom filter" in log and left == ["7"],
               "a flush of a name holding a sketch is refused, the sketch unchanged (%s)" % left)
     server.shutdown()
-    print("Checks: %d, Failures: %d, Errors: 0" % (checks, failures))
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 main()

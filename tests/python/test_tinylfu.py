@@ -20,27 +20,11 @@ import subprocess
 import sys
 
 import ringbloom as rb
+from pychecks import check, finish, raises
 
 INST, SOCK, CLI = sys.argv[1], sys.argv[2], sys.argv[3]
-checks = failures = 0
 
 
-def check(cond, what):
-    global checks, failures
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
-
-
-def raises(exc_type, fn, *args, **kw):
-    try:
-        fn(*args, **kw)
-    except exc_type as e:
-        return e
-    except Exception as e:  # the wrong kind
-        print("  raised %r instead of %s" % (e, exc_type.__name__))
-    return None
 
 
 client = rb.Client(INST, socket=SOCK)
@@ -102,5 +86,4 @@ rc = subprocess.run([CLI, "-i", INST, "-s", SOCK, "delete", "lfu", "lfu:dk", "lf
                      "cache:dk", "plain", "second"], capture_output=True).returncode
 check(rc == 0, "the test's structures deleted")
 client.close()
-print("Checks: %d, Failures: %d, Errors: 0" % (checks, failures))
-sys.exit(1 if failures else 0)
+finish()

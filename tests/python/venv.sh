@@ -23,8 +23,8 @@ daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
 srcdir=${srcdir:-$(dirname "$0")/../..}
 srcdir=$(cd "$srcdir" && pwd)
-builddir=$(cd "$(dirname "$daemon")/.." && pwd)
 . "$srcdir/tests/harness/private_daemon.sh"
+. "$srcdir/tests/python/python_env.sh"
 checks=0
 fails=0
 check() {
@@ -33,18 +33,9 @@ check() {
     checks=$((checks + 1))
     if "$@"; then echo "ok: $what"; else fails=$((fails + 1)); echo "FAILED: $what"; fi
 }
-py=/usr/bin/python3
-inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
-if [ -z "$inc" ] || [ ! -f "$inc/Python.h" ]; then
-    echo "SKIP: $py has no Python.h (Debian package python3-dev)"
-    exit 77
-fi
-if nm "$builddir/lib/.libs/librbcore.a" 2>/dev/null | grep -q '__[at]san_'; then
-    echo "SKIP: the library is built with a sanitizer; python3 cannot load an extension made from it"
-    exit 77
-fi
-"$py" -c 'import ensurepip' 2>/dev/null || rbd_sh_fail "$py cannot make a venv (Debian package python3-venv)"
-"$py" -c 'import scrapy' 2>/dev/null || rbd_sh_fail "$py cannot import scrapy (Debian package python3-scrapy)"
+[ "$py" = /usr/bin/python3 ] || rbd_sh_fail "no /usr/bin/python3 (Debian package python3)"
+py_needs ensurepip python3-venv
+py_needs scrapy python3-scrapy
 
 rbd_sh_start venv "venv$$"
 redis-cli -s "$dir/s.sock" BF.ADD seen present-key > /dev/null || rbd_sh_fail "BF.ADD failed"
