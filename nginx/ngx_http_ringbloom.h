@@ -169,18 +169,28 @@ typedef struct {
 } ngx_http_ringbloom_filter_t;
 
 
+/* A key a worker's TinyLFU keeps (one ngx_alloc: the key's bytes follow). */
+typedef struct {
+    ngx_str_node_t               sn;         /* first: node.key its crc32,
+                                                str the key */
+    ngx_queue_t                  queue;      /* in the pair's lru */
+} ngx_http_ringbloom_kept_t;
+
+
 /*
- * A worker's handle on one TinyLFU pair, opened on first use, and its
- * victims: the last keys that worker's ringbloom_tinylfu admitted, oldest
- * at head (count of them, at most conf->victims; each key ngx_alloc'd).
+ * A worker's handle on one TinyLFU pair, opened on first use, and the
+ * keys its ringbloom_tinylfu admitted (count of them, at most
+ * conf->victims), by key (kept) and least recently used last (lru): the
+ * worker's model of what nginx's cache holds, whose last is the victim.
  */
 typedef struct {
     ngx_http_ringbloom_pair_conf_t *conf;    /* in main conf->pairs */
     rb_tinylfu_t                *h;
     time_t                       next_open;
     ngx_uint_t                   failing;    /* its failure was logged */
-    ngx_str_t                   *victims;    /* conf->victims slots, or NULL */
-    ngx_uint_t                   head;
+    ngx_rbtree_t                 kept;       /* ngx_http_ringbloom_kept_t */
+    ngx_rbtree_node_t            sentinel;
+    ngx_queue_t                  lru;        /* most recently used first */
     ngx_uint_t                   count;
 } ngx_http_ringbloom_pair_t;
 
@@ -268,6 +278,8 @@ ngx_int_t ngx_http_ringbloom_fallback(ngx_http_request_t *r,
 /* ngx_http_ringbloom_tinylfu.c */
 ngx_int_t ngx_http_ringbloom_tinylfu_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+void ngx_http_ringbloom_tinylfu_hit(ngx_http_ringbloom_pair_t *p,
+    ngx_str_t *key);
 
 /* ngx_http_ringbloom_admit_conn.c */
 ngx_uint_t ngx_http_ringbloom_admit_log_due(uint64_t count, time_t *logged);

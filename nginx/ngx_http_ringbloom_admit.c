@@ -115,6 +115,30 @@ ngx_http_ringbloom_refreshes(ngx_http_ringbloom_filter_t *f)
 }
 
 
+/* Whether nginx's cache answered r (a hit, stale, updating, revalidated). */
+static ngx_uint_t
+ngx_http_ringbloom_cache_hit(ngx_http_request_t *r)
+{
+#if (NGX_HTTP_CACHE)
+    if (r->upstream != NULL) {
+        switch (r->upstream->cache_status) {
+        case NGX_HTTP_CACHE_HIT:
+        case NGX_HTTP_CACHE_STALE:
+        case NGX_HTTP_CACHE_UPDATING:
+        case NGX_HTTP_CACHE_REVALIDATED:
+            return 1;
+        default:
+            break;
+        }
+    }
+#else
+    (void) r;
+#endif
+
+    return 0;
+}
+
+
 /*
  * The log phase's work for a location with ringbloom_admit: records the
  * key after the response, so $seen (or TinyLFU's answer) computed for
@@ -144,9 +168,14 @@ ngx_http_ringbloom_admit_request(ngx_http_request_t *r,
     }
 
     if (admit->tinylfu) {
-        /* Every access counts, so every one is sent. */
+        /* Every access counts, so every one is sent; a cache hit also
+         * tells the worker's model of the cache. */
         argv[0] = "ADMIT.TOUCH";
         name = &w->pairs[admit->filter].conf->name;
+
+        if (ngx_http_ringbloom_cache_hit(r)) {
+            ngx_http_ringbloom_tinylfu_hit(&w->pairs[admit->filter], &key);
+        }
 
     } else {
         f = ngx_http_ringbloom_filter(w, admit->filter, r->connection->log);

@@ -10,14 +10,17 @@
  *   - The victim.  TinyLFU admits a candidate iff it is requested more
  *     often than the entry the cache would evict for it; nginx's cache
  *     does not say which that is (it evicts its least recently used
- *     entries, by an MD5 of their key).  So each worker keeps the last
- *     victims= keys it admitted, oldest first, and takes the oldest as the
- *     victim: the entry admitted longest ago, which an LRU cache of that
- *     many entries per worker evicts first unless it was hit since.  While
- *     fewer are kept (the cache filling) every candidate is admitted; an
- *     admitted candidate takes the victim's place.  A key longer than
+ *     entries, kept by an MD5 of their key in its zone).  So each worker
+ *     keeps a model of it: the last victims= keys it admitted, least
+ *     recently used last, a hit moving a key first (the log phase of
+ *     "ringbloom_admit PAIR KEY tinylfu" reports nginx's cache hits:
+ *     ngx_http_ringbloom_tinylfu_hit), and takes the last as the victim.
+ *     While fewer are kept (the cache filling) every candidate is
+ *     admitted; an admitted candidate evicts the victim from the model.  A
+ *     candidate the model holds already (nginx dropped it: expired, or
+ *     evicted sooner) is admitted and made first.  A key longer than
  *     NGX_HTTP_RINGBLOOM_VICTIM_LEN is decided but not kept; memory is at
- *     most victims= keys of that length.
+ *     most victims= keys of that length and their nodes.
  *   - The request's own access is recorded after the response (log
  *     phase), so the estimates read now lack it: a candidate is admitted
  *     iff its estimate + 1 beats the victim's, that is unless the
@@ -39,8 +42,8 @@ static ngx_str_t  ngx_http_ringbloom_tinylfu_no = ngx_string("0");
 
 
 /*
- * Pair i with its handle open (and its victims' slots, if a variable
- * names it), or NULL (then opening is retried at most once a second).
+ * Pair i with its handle open, or NULL (then opening is retried at most
+ * once a second).
  */
 static ngx_http_ringbloom_pair_t *
 ngx_http_ringbloom_pair(ngx_http_ringbloom_worker_t *w, ngx_uint_t i,
@@ -70,13 +73,6 @@ ngx_http_ringbloom_pair(ngx_http_ringbloom_worker_t *w, ngx_uint_t i,
 
     p->next_open = now + NGX_HTTP_RINGBLOOM_RETRY;
 
-    if (p->victims == NULL && p->conf->victims > 0) {
-        p->victims = ngx_calloc(p->conf->victims * sizeof(ngx_str_t), log);
-        if (p->victims == NULL) {
-            return NULL;
-        }
-    }
-
     rc = rb_tinylfu_open(segment, (char *) p->conf->name.data,
                          p->conf->name.len, &p->h);
     if (rc != RB_OK) {
@@ -91,27 +87,74 @@ ngx_http_ringbloom_pair(ngx_http_ringbloom_worker_t *w, ngx_uint_t i,
 }
 
 
+/* The kept key equal to key (hash: its crc32), or NULL. */
+static ngx_http_ringbloom_kept_t *
+ngx_http_ringbloom_kept(ngx_http_ringbloom_pair_t *p, ngx_str_t *key,
+    uint32_t hash)
+{
+    /* sn is the first member: the node found is the kept key. */
+    return (ngx_http_ringbloom_kept_t *) ngx_str_rbtree_lookup(&p->kept, key,
+                                                               hash);
+}
+
+
+/* Makes k the most recently used. */
+static void
+ngx_http_ringbloom_kept_first(ngx_http_ringbloom_pair_t *p,
+    ngx_http_ringbloom_kept_t *k)
+{
+    ngx_queue_remove(&k->queue);
+    ngx_queue_insert_head(&p->lru, &k->queue);
+}
+
+
+/*
+ * A cache hit of key (the log phase of ringbloom_admit ... tinylfu): a key
+ * the model keeps becomes its most recently used, as in nginx's cache.
+ */
+void
+ngx_http_ringbloom_tinylfu_hit(ngx_http_ringbloom_pair_t *p, ngx_str_t *key)
+{
+    ngx_http_ringbloom_kept_t  *k;
+
+    if (p->count == 0) {
+        return;
+    }
+
+    k = ngx_http_ringbloom_kept(p, key, ngx_crc32_long(key->data, key->len));
+    if (k != NULL) {
+        ngx_http_ringbloom_kept_first(p, k);
+    }
+}
+
+
 /*
  * The decision for key: 1 (admit), 0 (not), or an RB_E* code.  An
- * admitted key is kept as a victim, in the oldest's place once victims=
- * are kept.
+ * admitted key is kept, the most recently used, in the victim's place once
+ * victims= are kept.
  */
 static int
 ngx_http_ringbloom_tinylfu_decide(ngx_http_ringbloom_pair_t *p,
     ngx_str_t *key, ngx_log_t *log)
 {
-    int         rc, beaten;
-    u_char     *copy;
-    ngx_str_t  *victim;
+    int                         rc, beaten;
+    uint32_t                    hash;
+    ngx_http_ringbloom_kept_t  *k, *victim;
 
-    if (p->count < p->conf->victims) {
-        victim = NULL;
+    hash = ngx_crc32_long(key->data, key->len);
 
-    } else {
-        victim = &p->victims[p->head];
+    k = ngx_http_ringbloom_kept(p, key, hash);
+    if (k != NULL) {
+        ngx_http_ringbloom_kept_first(p, k);
+        return 1;
+    }
 
-        rc = rb_tinylfu_admit_h(p->h, victim->data, victim->len, key->data,
-                                key->len, &beaten);
+    if (p->count >= p->conf->victims) {
+        victim = ngx_queue_data(ngx_queue_last(&p->lru),
+                                ngx_http_ringbloom_kept_t, queue);
+
+        rc = rb_tinylfu_admit_h(p->h, victim->sn.str.data, victim->sn.str.len,
+                                key->data, key->len, &beaten);
         if (rc != RB_OK) {
             return rc;
         }
@@ -119,30 +162,30 @@ ngx_http_ringbloom_tinylfu_decide(ngx_http_ringbloom_pair_t *p,
         if (beaten) {
             return 0;
         }
+
+        ngx_rbtree_delete(&p->kept, &victim->sn.node);
+        ngx_queue_remove(&victim->queue);
+        ngx_free(victim);
+        p->count--;
     }
 
     if (key->len > NGX_HTTP_RINGBLOOM_VICTIM_LEN) {
         return 1;
     }
 
-    copy = ngx_alloc(key->len ? key->len : 1, log);
-    if (copy == NULL) {
+    k = ngx_alloc(sizeof(ngx_http_ringbloom_kept_t) + key->len, log);
+    if (k == NULL) {
         return 1;   /* admitted, not kept */
     }
 
-    ngx_memcpy(copy, key->data, key->len);
+    k->sn.node.key = hash;
+    k->sn.str.len = key->len;
+    k->sn.str.data = (u_char *) (k + 1);
+    ngx_memcpy(k->sn.str.data, key->data, key->len);
 
-    if (victim == NULL) {
-        victim = &p->victims[(p->head + p->count) % p->conf->victims];
-        p->count++;
-
-    } else {
-        ngx_free(victim->data);
-        p->head = (p->head + 1) % p->conf->victims;
-    }
-
-    victim->data = copy;
-    victim->len = key->len;
+    ngx_rbtree_insert(&p->kept, &k->sn.node);
+    ngx_queue_insert_head(&p->lru, &k->queue);
+    p->count++;
 
     return 1;
 }

@@ -20,31 +20,26 @@
 static ngx_http_ringbloom_worker_t  ngx_http_ringbloom_worker;
 
 
-/* Closes a TinyLFU pair's handle and frees its victims. */
+/* Closes a TinyLFU pair's handle and frees the keys it keeps. */
 static void
 ngx_http_ringbloom_worker_close_pair(ngx_http_ringbloom_pair_t *p)
 {
-    ngx_uint_t  i, n;
+    ngx_queue_t  *q;
 
     rb_tinylfu_close(p->h);
 
-    if (p->victims == NULL) {
-        return;
+    while (!ngx_queue_empty(&p->lru)) {
+        q = ngx_queue_head(&p->lru);
+        ngx_queue_remove(q);
+        ngx_free(ngx_queue_data(q, ngx_http_ringbloom_kept_t, queue));
     }
-
-    for (i = 0; i < p->count; i++) {
-        n = (p->head + i) % p->conf->victims;
-        ngx_free(p->victims[n].data);
-    }
-
-    ngx_free(p->victims);
 }
 
 
 /*
  * Releases what w holds (retry timer, connection and its reply reader,
- * admit buffer, filter and pair handles, victims, segment) and leaves it
- * unset.
+ * admit buffer, filter and pair handles, the pairs' kept keys, segment)
+ * and leaves it unset.
  */
 void
 ngx_http_ringbloom_worker_close(ngx_http_ringbloom_worker_t *w)
@@ -134,6 +129,9 @@ ngx_http_ringbloom_worker_init(ngx_http_ringbloom_worker_t *w,
 
         for (i = 0; i < w->npairs; i++) {
             w->pairs[i].conf = &pairs[i];
+            ngx_rbtree_init(&w->pairs[i].kept, &w->pairs[i].sentinel,
+                            ngx_str_rbtree_insert_value);
+            ngx_queue_init(&w->pairs[i].lru);
         }
     }
 

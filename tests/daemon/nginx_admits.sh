@@ -16,7 +16,9 @@
 #      daemon's counts); ringbloom_tinylfu's $var in proxy_no_cache stores
 #      while the worker keeps fewer than victims= keys, then refuses a key
 #      new to the cache (its second request fetches again) until its
-#      estimate reaches the victim's, and stores it then (HIT after);
+#      estimate reaches the victim's, the least recently used key it keeps,
+#      and stores it then (HIT after); a cache hit makes a kept key the
+#      most recent, so the victim is another;
 #      a missing pair gives the fallback "0" (logged once); with the
 #      daemon stopped requests are still served at once; configuration
 #      errors (victims= out of range or not a number, a pair name too long,
@@ -43,19 +45,9 @@ cat > "$dir/helper.py" <<'PY'
 #   prints "OK SECONDS" if every one got 200, else "FAILED SECONDS".
 # backend PORT: an HTTP server answering "fetched KEY N" (the Nth fetch of
 #   ?k=KEY) with Cache-Control max-age=600.
-import http.client, http.server, os, socket, sys, time, urllib.parse
-
-def get(port, path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read().decode("utf-8", "replace")
-        return r.status, r.getheader("X-Cache-Status") or "-", body
-    except (OSError, http.client.HTTPException):
-        return 0, "-", "ERROR"
-    finally:
-        c.close()
+import http.server, os, socket, sys, time, urllib.parse
+sys.path.insert(0, os.environ["RB_HARNESS"])
+from http_get import get
 
 def commands(f):
     """RESP arrays of bulk strings from file f, as lists of str; ends at EOF."""
@@ -261,6 +253,10 @@ check "the backend fetched n 3 times, then nginx's cache answered ($fetches: thi
     test "$fetches" = "fetched n 4"
 check "every request was touched, hits too (a: $(touches a), n: $(touches n))" \
     test "$(touches a) $(touches n)" = "2 4"
+b3=$(seq_of b 1)
+m=$(seq_of m 6)
+check "a hit ($b3) makes b the most recent: the victim is n (4), so m is stored at its 5th request: $m" \
+    test "$b3 $m" = "HIT MISS MISS MISS MISS MISS HIT"
 check "a missing pair: the fallback 0" test "$(http get "$front" /nopair/?k=x | cut -f3)" = 0
 http get "$front" /nopair/?k=y > /dev/null
 check "a missing pair: logged once" \
