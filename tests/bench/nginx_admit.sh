@@ -145,7 +145,13 @@ run_policy() {  # run_policy POLICY TRACE: prints "HITS REQUESTS FETCHES"
 CONF
     start_nginx
     f0=$(fetches)
+    # shellcheck disable=SC2046  # two words
     set -- $(python3 "$dir/trace.py" run "$front" / < "$2")
+    if [ $# -ne 2 ]; then
+        # the run broke off: say why (nginx's log) rather than a figure
+        grep -E '\[(alert|crit|emerg)\]|signal' "$dir/error.log" | tail -n 5 >&2
+        return 1
+    fi
     echo "$1 $2 $(($(fetches) - f0))"
     kill -TERM "$npid" 2>/dev/null
     wait_for 50 sh -c "! kill -0 $npid 2>/dev/null"
@@ -158,8 +164,9 @@ for shift in 0 1; do
     python3 "$dir/trace.py" trace "$requests" "$objects" "$shift" > "$dir/trace"
     [ "$shift" = 1 ] && echo "the same, popularity shifted half-way:"
     for policy in all second tinylfu; do
-        # shellcheck disable=SC2046
-        set -- $(run_policy "$policy" "$dir/trace")
+        out=$(run_policy "$policy" "$dir/trace") || die "the $policy run broke off"
+        # shellcheck disable=SC2086  # three words
+        set -- $out
         awk -v p="$policy" -v h="$1" -v n="$2" -v f="$3" 'BEGIN {
             name = p == "all" ? "every miss stored" : p == "second" ? "second hit (Bloom)" : "TinyLFU"
             printf "  %-20s hit ratio %5.1f%%  (%d of %d), %d fetched\n", name, 100 * h / n, h, n, f }'
