@@ -15,10 +15,15 @@
  *   ngx_http_ringbloom_admit.c       ringbloom_admit: what is queued, drops,
  *                                    $ringbloom_admit_drops / _errors
  *   ngx_http_ringbloom_admit_conn.c  the connection to the daemon: connect,
- *                                    write, read replies, reconnect
+ *                                    write, read replies (hiredis's reader,
+ *                                    lib/conn/resp_read.h), reconnect
+ *   ngx_http_ringbloom_tinylfu.c     TinyLFU pairs in the worker, their
+ *                                    victims; ringbloom_tinylfu's $var
  *   ngx_http_ringbloom_reader.c      the segment and its filters in the
  *                                    worker; ringbloom_node / _seen's $var
  *   ngx_http_ringbloom_worker.c      the worker's state: set up, released
+ *   ngx_http_ringbloom_conf.c        what the directives share (names,
+ *                                    keys, variables), configuration time
  *
  * Handlers below the module file find their configuration in what nginx
  * hands them (a variable's data, the admit of the request's location, the
@@ -40,6 +45,12 @@
 /* Seconds between attempts to attach, open a filter or connect. */
 #define NGX_HTTP_RINGBLOOM_RETRY  1
 
+/* ringbloom_tinylfu's victims= (keys a worker keeps): default, most; and
+ * the longest key kept as a victim (a longer one is decided, not kept). */
+#define NGX_HTTP_RINGBLOOM_VICTIMS      1000
+#define NGX_HTTP_RINGBLOOM_VICTIMS_MAX  1000000
+#define NGX_HTTP_RINGBLOOM_VICTIM_LEN   1024
+
 /* ringbloom_hash's default hold_down= (seconds): Envoy's outlier
  * detection ejects a host for 30 s at first, as a base. */
 #define NGX_HTTP_RINGBLOOM_HOLD_DOWN  30
@@ -52,6 +63,8 @@ typedef struct {
                                                 the socket directory's owner */
     size_t                       admit_buffer;
     ngx_array_t                  filters;    /* ngx_str_t, NUL-terminated */
+    ngx_array_t                  pairs;      /* TinyLFU pairs:
+                                                ngx_http_ringbloom_pair_conf_t */
     ngx_uint_t                   generation;
     ngx_flag_t                   used;       /* a variable, admit or
                                                 ringbloom_hash exists */
@@ -60,6 +73,17 @@ typedef struct {
                                                  the admit buffer and
                                                  connection carry it */
 } ngx_http_ringbloom_main_conf_t;
+
+
+/* A TinyLFU pair a configuration names (ringbloom_tinylfu, ringbloom_admit
+ * ... tinylfu). */
+typedef struct {
+    ngx_str_t                    name;       /* NUL-terminated; first, as
+                                                ngx_http_ringbloom_name_index
+                                                needs */
+    ngx_uint_t                   victims;    /* keys a worker keeps; 0: no
+                                                ringbloom_tinylfu names it */
+} ngx_http_ringbloom_pair_conf_t;
 
 
 /* One peer's shared state, in this upstream's zone. */
@@ -116,15 +140,19 @@ typedef struct {
 
 
 /*
- * What one ringbloom_node, ringbloom_seen or ringbloom_admit names: a KEY,
- * with the FILTER of seen and admit and the FALLBACK of node and seen.  The
- * data of a variable's get_handler; a location's admit.
+ * What one ringbloom_node, ringbloom_seen, ringbloom_tinylfu or
+ * ringbloom_admit names: a KEY, with the FILTER (or PAIR) of seen, tinylfu
+ * and admit and the FALLBACK of the variables.  The data of a variable's
+ * get_handler; a location's admit.
  */
 typedef struct {
     ngx_http_ringbloom_main_conf_t *conf;
     ngx_http_complex_value_t     key;
     ngx_http_complex_value_t    *fallback;   /* NULL: the kind's default */
-    ngx_uint_t                   filter;     /* index in conf->filters */
+    ngx_uint_t                   filter;     /* index in conf->filters, or
+                                                in conf->pairs (tinylfu) */
+    ngx_uint_t                   tinylfu;    /* an admit: ADMIT.TOUCH to
+                                                pair filter, not BF.ADD */
 } ngx_http_ringbloom_key_t;
 
 
@@ -139,6 +167,32 @@ typedef struct {
                                                 unknown */
     time_t                       checked;    /* when refreshes was set */
 } ngx_http_ringbloom_filter_t;
+
+
+/* A key a worker's TinyLFU keeps (one ngx_alloc: the key's bytes follow). */
+typedef struct {
+    ngx_str_node_t               sn;         /* first: node.key its crc32,
+                                                str the key */
+    ngx_queue_t                  queue;      /* in the pair's lru */
+} ngx_http_ringbloom_kept_t;
+
+
+/*
+ * A worker's handle on one TinyLFU pair, opened on first use, and the
+ * keys its ringbloom_tinylfu admitted (count of them, at most
+ * conf->victims), by key (kept) and least recently used last (lru): the
+ * worker's model of what nginx's cache holds, whose last is the victim.
+ */
+typedef struct {
+    ngx_http_ringbloom_pair_conf_t *conf;    /* in main conf->pairs */
+    rb_tinylfu_t                *h;
+    time_t                       next_open;
+    ngx_uint_t                   failing;    /* its failure was logged */
+    ngx_rbtree_t                 kept;       /* ngx_http_ringbloom_kept_t */
+    ngx_rbtree_node_t            sentinel;
+    ngx_queue_t                  lru;        /* most recently used first */
+    ngx_uint_t                   count;
+} ngx_http_ringbloom_pair_t;
 
 
 /*
@@ -156,13 +210,16 @@ typedef struct {
     time_t                       last_refresh;
     ngx_http_ringbloom_filter_t *filters;
     ngx_uint_t                   nfilters;   /* conf->filters.nelts */
+    ngx_http_ringbloom_pair_t   *pairs;
+    ngx_uint_t                   npairs;     /* conf->pairs.nelts */
     ngx_uint_t                   attach_failing; /* logged, not attached */
     ngx_uint_t                   ring_failing;   /* logged, not answering */
 
     /*
      * The admit buffer: start <= pos <= sent <= last <= end.  [pos, last)
      * are whole queued commands, each a RESP array of bulk strings
-     * (BF.ADD FILTER KEY, RING.DOWN / RING.UP NODE: admit.c writes them,
+     * (BF.ADD FILTER KEY, ADMIT.TOUCH PAIR KEY, RING.DOWN / RING.UP NODE:
+     * admit.c writes them,
      * admit_conn.c measures them); [pos, sent) is the part of the command at pos that the socket
      * already took (never a whole command: pos moves past every command
      * sent completely).  So after a lost connection re-sending from pos
@@ -178,10 +235,9 @@ typedef struct {
     ngx_event_t                  retry;      /* reconnects while admits wait */
     time_t                       next_connect;
     ngx_uint_t                   connect_failing;
-    ngx_uint_t                   reply_line_start; /* next byte opens one */
-    ngx_uint_t                   reply_error;      /* in an error reply */
-    u_char                       error_text[128];
-    size_t                       error_len;
+    struct rbi_reader           *replies;    /* hiredis's reader (lib/conn/
+                                                resp_read.h) of this
+                                                connection, with it */
 
     uint64_t                     drops;
     uint64_t                     errors;
@@ -210,6 +266,20 @@ ngx_int_t ngx_http_ringbloom_node_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 ngx_int_t ngx_http_ringbloom_seen_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+void ngx_http_ringbloom_fail(ngx_http_ringbloom_worker_t *w,
+    ngx_uint_t *failing, ngx_log_t *log, const char *what, ngx_str_t *filter,
+    const char *reason);
+void ngx_http_ringbloom_cleared(ngx_http_ringbloom_worker_t *w,
+    ngx_uint_t *failing, ngx_log_t *log, const char *what, ngx_str_t *filter);
+ngx_int_t ngx_http_ringbloom_fallback(ngx_http_request_t *r,
+    ngx_http_ringbloom_key_t *rk, ngx_http_variable_value_t *v,
+    ngx_str_t *dflt);
+
+/* ngx_http_ringbloom_tinylfu.c */
+ngx_int_t ngx_http_ringbloom_tinylfu_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+void ngx_http_ringbloom_tinylfu_hit(ngx_http_ringbloom_pair_t *p,
+    ngx_str_t *key);
 
 /* ngx_http_ringbloom_admit_conn.c */
 ngx_uint_t ngx_http_ringbloom_admit_log_due(uint64_t count, time_t *logged);
@@ -233,6 +303,18 @@ char *ngx_http_ringbloom_upstream_directive(ngx_conf_t *cf,
 ngx_int_t ngx_http_ringbloom_upstream_init(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us,
     ngx_http_ringbloom_upstream_conf_t *ucf);
+
+/* ngx_http_ringbloom_conf.c */
+ngx_int_t ngx_http_ringbloom_strz(ngx_conf_t *cf, ngx_str_t *s, u_char *data,
+    size_t len);
+ngx_int_t ngx_http_ringbloom_name_index(ngx_conf_t *cf, ngx_array_t *names,
+    ngx_str_t *name, size_t max, const char *what);
+ngx_http_ringbloom_key_t *ngx_http_ringbloom_key(ngx_conf_t *cf,
+    ngx_http_ringbloom_main_conf_t *rmcf, ngx_uint_t index, ngx_str_t *key,
+    ngx_str_t *fallback);
+char *ngx_http_ringbloom_variable(ngx_conf_t *cf,
+    ngx_http_ringbloom_main_conf_t *rmcf, ngx_uint_t index, ngx_uint_t key,
+    ngx_uint_t fallback, ngx_http_get_variable_pt handler);
 
 /* ngx_http_ringbloom_upstream.c */
 ngx_int_t ngx_http_ringbloom_upstream_init_peer(ngx_http_request_t *r,

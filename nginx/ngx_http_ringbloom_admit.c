@@ -2,6 +2,8 @@
  * ngx_http_ringbloom_admit.c - ringbloom_admit: after the response, queues
  * "BF.ADD FILTER KEY" for the daemon in the worker's bounded buffer
  * (ringbloom_admit_buffer, 1m), unless the filter already holds the key;
+ * in TinyLFU mode (ringbloom_admit PAIR KEY tinylfu) "ADMIT.TOUCH PAIR KEY"
+ * for every request, since TinyLFU counts every access;
  * ngx_http_ringbloom_admit_conn.c takes it from there.  ringbloom_hash's
  * reports (RING.DOWN / RING.UP) take the same buffer and connection.  When the buffer
  * is full the key is dropped and counted ($ringbloom_admit_drops; the
@@ -113,10 +115,35 @@ ngx_http_ringbloom_refreshes(ngx_http_ringbloom_filter_t *f)
 }
 
 
+/* Whether nginx's cache answered r (a hit, stale, updating, revalidated). */
+static ngx_uint_t
+ngx_http_ringbloom_cache_hit(ngx_http_request_t *r)
+{
+#if (NGX_HTTP_CACHE)
+    if (r->upstream != NULL) {
+        switch (r->upstream->cache_status) {
+        case NGX_HTTP_CACHE_HIT:
+        case NGX_HTTP_CACHE_STALE:
+        case NGX_HTTP_CACHE_UPDATING:
+        case NGX_HTTP_CACHE_REVALIDATED:
+            return 1;
+        default:
+            break;
+        }
+    }
+#else
+    (void) r;
+#endif
+
+    return 0;
+}
+
+
 /*
  * The log phase's work for a location with ringbloom_admit: records the
- * key after the response, so $seen computed for this request never
- * depends on its own admit.  A key the filter already (maybe) holds is not
+ * key after the response, so $seen (or TinyLFU's answer) computed for
+ * this request never depends on its own admit.  TinyLFU mode sends
+ * ADMIT.TOUCH always.  A key the filter already (maybe) holds is not
  * sent, unless the filter is an aging one: there an add copies a key held
  * only by an older generation into the current one, which keeps a
  * requested key seen.
@@ -126,7 +153,7 @@ ngx_http_ringbloom_admit_request(ngx_http_request_t *r,
     ngx_http_ringbloom_key_t *admit)
 {
     size_t                        argl[3];
-    ngx_str_t                     key;
+    ngx_str_t                     key, *name;
     const char                   *argv[3];
     ngx_http_ringbloom_filter_t  *f;
     ngx_http_ringbloom_worker_t  *w;
@@ -140,19 +167,33 @@ ngx_http_ringbloom_admit_request(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    f = ngx_http_ringbloom_filter(w, admit->filter, r->connection->log);
+    if (admit->tinylfu) {
+        /* Every access counts, so every one is sent; a cache hit also
+         * tells the worker's model of the cache. */
+        argv[0] = "ADMIT.TOUCH";
+        name = &w->pairs[admit->filter].conf->name;
 
-    if (f != NULL
-        && !ngx_http_ringbloom_refreshes(f)
-        && rb_bloom_contains(f->bloom, key.data, key.len) == 1)
-    {
-        return NGX_OK;
+        if (ngx_http_ringbloom_cache_hit(r)) {
+            ngx_http_ringbloom_tinylfu_hit(&w->pairs[admit->filter], &key);
+        }
+
+    } else {
+        f = ngx_http_ringbloom_filter(w, admit->filter, r->connection->log);
+
+        if (f != NULL
+            && !ngx_http_ringbloom_refreshes(f)
+            && rb_bloom_contains(f->bloom, key.data, key.len) == 1)
+        {
+            return NGX_OK;
+        }
+
+        argv[0] = "BF.ADD";
+        name = w->filters[admit->filter].name;
     }
 
-    argv[0] = "BF.ADD";
-    argl[0] = sizeof("BF.ADD") - 1;
-    argv[1] = (const char *) w->filters[admit->filter].name->data;
-    argl[1] = w->filters[admit->filter].name->len;
+    argl[0] = ngx_strlen(argv[0]);
+    argv[1] = (const char *) name->data;
+    argl[1] = name->len;
     argv[2] = (const char *) key.data;
     argl[2] = key.len;
 

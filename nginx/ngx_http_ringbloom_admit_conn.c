@@ -11,10 +11,14 @@
  *     admit or, while admits wait, by a timer (which does not hold up a
  *     graceful shutdown); a command it cut short is sent again whole, none
  *     it took whole is sent again;
- *   - replies are read and discarded; error replies are counted
- *     ($ringbloom_admit_errors) and logged: the first, then at most one a
- *     minute.  Every reply the daemon gives to what is queued (BF.ADD,
- *     RING.DOWN, RING.UP) is a single line.
+ *   - replies are parsed by hiredis's reader (lib/conn/resp_read.h, one
+ *     per connection: what it holds of a reply is lost with it) and
+ *     discarded; error replies are counted ($ringbloom_admit_errors) and
+ *     logged: the first, then at most one a minute.  What is queued
+ *     (BF.ADD, ADMIT.TOUCH, RING.DOWN, RING.UP) is answered by one integer,
+ *     status or error each; a reply past the bounds below, or bytes that
+ *     are not RESP, mean a peer out of step: the connection is dropped
+ *     (logged) and made again.
  */
 
 #include "ngx_http_ringbloom.h"
@@ -22,9 +26,23 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <resp_read.h>
+
 
 /* Seconds between two log lines about drops or error replies. */
 #define NGX_HTTP_RINGBLOOM_LOG_EVERY  60
+
+/*
+ * The bounds of one reply: elements (nested ones too) and the bytes of one
+ * line or bulk string; the bytes read at a time (at most RBI_READ_CHUNK,
+ * resp_read.h's contract, so the reader holds at most
+ * NGX_HTTP_RINGBLOOM_REPLY_BYTES + RBI_READ_CHUNK).  Error texts are
+ * logged up to NGX_HTTP_RINGBLOOM_ERROR_LOG bytes.
+ */
+#define NGX_HTTP_RINGBLOOM_REPLY_ELEMENTS  16
+#define NGX_HTTP_RINGBLOOM_REPLY_BYTES     4096
+#define NGX_HTTP_RINGBLOOM_READ            4096
+#define NGX_HTTP_RINGBLOOM_ERROR_LOG       200
 
 
 static void ngx_http_ringbloom_admit_flush(ngx_http_ringbloom_worker_t *w);
@@ -80,11 +98,11 @@ ngx_http_ringbloom_admit_disconnect(ngx_http_ringbloom_worker_t *w)
 {
     ngx_close_connection(w->connection);
     w->connection = NULL;
+    rbi_reader_free(w->replies);
+    w->replies = NULL;
 
     /* The daemon dropped the command cut short: send it whole next time. */
     w->sent = w->pos;
-    w->reply_line_start = 1;
-    w->reply_error = 0;
     w->next_connect = ngx_time() + NGX_HTTP_RINGBLOOM_RETRY;
 
     ngx_http_ringbloom_admit_arm(w);
@@ -211,8 +229,18 @@ ngx_http_ringbloom_admit_connect(ngx_http_ringbloom_worker_t *w,
         return;
     }
 
+    w->replies = rbi_reader_new(NGX_HTTP_RINGBLOOM_REPLY_ELEMENTS);
+    if (w->replies == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "ringbloom: no memory for a reply reader");
+        ngx_http_ringbloom_admit_close_socket(fd, log);
+        return;
+    }
+
     c = ngx_get_connection(fd, ngx_cycle->log);
     if (c == NULL) {
+        rbi_reader_free(w->replies);
+        w->replies = NULL;
         ngx_http_ringbloom_admit_close_socket(fd, log);
         return;
     }
@@ -364,47 +392,51 @@ ngx_http_ringbloom_admit_flush(ngx_http_ringbloom_worker_t *w)
 
 
 /*
- * Takes the reply bytes [p, last).  Replies to BF.ADD are single lines:
- * ":0" / ":1", to RING.DOWN / RING.UP "+OK" or ":n", or "-ERR ..." which
- * are counted, the first and then one a
- * minute logged.  A line may go on in the next read.
+ * Takes the whole replies the reader holds: counts an error reply and logs
+ * it (the first, then at most one a minute).  NGX_OK when it needs more
+ * bytes; NGX_ERROR when the bytes are not RESP or pass a bound (logged).
  */
-static void
-ngx_http_ringbloom_admit_replies(ngx_http_ringbloom_worker_t *w, u_char *p,
-    u_char *last, ngx_log_t *log)
+static ngx_int_t
+ngx_http_ringbloom_admit_replies(ngx_http_ringbloom_worker_t *w,
+    ngx_log_t *log)
 {
-    for ( /* void */ ; p < last; p++) {
-        if (w->reply_line_start) {
-            w->reply_line_start = 0;
-            w->reply_error = (*p == '-');
+    size_t       len;
+    rbi_read_t   rc;
+    redisReply  *reply;
 
-            if (w->reply_error) {
-                w->errors++;
-                w->error_len = 0;
-            }
+    for ( ;; ) {
+        rc = rbi_reader_get(w->replies, NGX_HTTP_RINGBLOOM_REPLY_BYTES
+                                        + RBI_READ_CHUNK, &reply);
+
+        if (rc == RBI_READ_MORE) {
+            return NGX_OK;
         }
 
-        if (*p == '\n') {
-            w->reply_line_start = 1;
+        if (rc != RBI_READ_OK) {
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "ringbloom: \"%V\" sent a reply that does not "
+                          "parse (%s); reconnecting", &w->conf->socket,
+                          rc == RBI_READ_NOMEM ? "no memory"
+                                               : rbi_reader_why(w->replies));
+            return NGX_ERROR;
+        }
 
-            if (w->reply_error
-                && ngx_http_ringbloom_admit_log_due(w->errors,
-                                                    &w->errors_logged))
+        if (reply->type == REDIS_REPLY_ERROR) {
+            w->errors++;
+
+            if (ngx_http_ringbloom_admit_log_due(w->errors,
+                                                 &w->errors_logged))
             {
+                len = ngx_min(reply->len, NGX_HTTP_RINGBLOOM_ERROR_LOG);
+
                 ngx_log_error(NGX_LOG_WARN, log, 0,
-                              "ringbloom: the daemon refused an admit or report: "
-                              "\"%*s\" (%uL refused so far)",
-                              w->error_len, w->error_text, w->errors);
+                              "ringbloom: the daemon refused an admit or "
+                              "report: \"%*s\" (%uL refused so far)",
+                              len, reply->str, w->errors);
             }
-
-            continue;
         }
 
-        if (w->reply_error && *p != '\r'
-            && w->error_len < sizeof(w->error_text))
-        {
-            w->error_text[w->error_len++] = *p;
-        }
+        freeReplyObject(reply);
     }
 }
 
@@ -413,7 +445,7 @@ ngx_http_ringbloom_admit_replies(ngx_http_ringbloom_worker_t *w, u_char *p,
 static void
 ngx_http_ringbloom_admit_read(ngx_http_ringbloom_worker_t *w)
 {
-    u_char             buf[4096];
+    u_char             buf[NGX_HTTP_RINGBLOOM_READ];
     ssize_t            n;
     ngx_connection_t  *c;
 
@@ -440,7 +472,17 @@ ngx_http_ringbloom_admit_read(ngx_http_ringbloom_worker_t *w)
             return;
         }
 
-        ngx_http_ringbloom_admit_replies(w, buf, buf + n, c->log);
+        if (rbi_reader_feed(w->replies, (char *) buf, (size_t) n) != 0) {
+            ngx_log_error(NGX_LOG_ALERT, c->log, 0,
+                          "ringbloom: no memory for a reply; reconnecting");
+            ngx_http_ringbloom_admit_disconnect(w);
+            return;
+        }
+
+        if (ngx_http_ringbloom_admit_replies(w, c->log) != NGX_OK) {
+            ngx_http_ringbloom_admit_disconnect(w);
+            return;
+        }
     }
 }
 

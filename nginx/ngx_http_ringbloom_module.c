@@ -10,14 +10,20 @@
  * system call (ngx_http_ringbloom_reader.c).  "ringbloom_admit FILTER KEY"
  * records KEY in FILTER after the response (log phase) by queueing
  * "BF.ADD FILTER KEY" on one non-blocking Unix-socket connection per
- * worker to the daemon (ngx_http_ringbloom_admit.c).
+ * worker to the daemon (ngx_http_ringbloom_admit.c).  TinyLFU instead:
+ * "ringbloom_admit PAIR KEY tinylfu" records every request
+ * ("ADMIT.TOUCH PAIR KEY", the same way), and "ringbloom_tinylfu $v PAIR
+ * KEY" says whether TinyLFU admits KEY into the cache over the worker's
+ * victim, from shared memory (ngx_http_ringbloom_tinylfu.c).
  *
  * "ringbloom_hash KEY" in an upstream {} picks its server from the key's
  * preference list on the ring (ngx_http_ringbloom_upstream*.c).
  *
  * Why: proxy_pass http://$node routes by the shared ring without a round
  * trip, and proxy_no_cache / proxy_cache_bypass driven by $seen cache an
- * object only on its second request (the first one records it).
+ * object only on its second request (the first one records it), or
+ * proxy_no_cache driven by TinyLFU's answer caches what is requested more
+ * often than what it would displace.
  *
  * Workload: one lookup or one Bloom query per request and variable (a hash
  * and a few cache lines); admits are a memcpy into a buffer plus, now and
@@ -25,7 +31,8 @@
  *
  * This is the only file that names ngx_http_ringbloom_module: what it
  * hands the other files (a variable's data, a location's admit) carries
- * the main configuration, so none of them calls back up here.
+ * the main configuration, so none of them calls back up here.  What the
+ * handlers share (names, keys, variables) is ngx_http_ringbloom_conf.c's.
  */
 
 #include "ngx_http_ringbloom.h"
@@ -51,6 +58,8 @@ static char *ngx_http_ringbloom_merge_loc_conf(ngx_conf_t *cf, void *parent,
 static char *ngx_http_ringbloom_node(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_ringbloom_seen(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_ringbloom_tinylfu(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_ringbloom_admit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -107,8 +116,15 @@ static ngx_command_t  ngx_http_ringbloom_commands[] = {
       0,
       NULL },
 
+    { ngx_string("ringbloom_tinylfu"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE3|NGX_CONF_TAKE4|NGX_CONF_TAKE5,
+      ngx_http_ringbloom_tinylfu,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("ringbloom_admit"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE123,
       ngx_http_ringbloom_admit,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
@@ -170,6 +186,9 @@ ngx_http_ringbloom_create_main_conf(ngx_conf_t *cf)
     rmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_ringbloom_main_conf_t));
     if (rmcf == NULL
         || ngx_array_init(&rmcf->filters, cf->pool, 4, sizeof(ngx_str_t))
+           != NGX_OK
+        || ngx_array_init(&rmcf->pairs, cf->pool, 2,
+                          sizeof(ngx_http_ringbloom_pair_conf_t))
            != NGX_OK)
     {
         return NULL;
@@ -180,23 +199,6 @@ ngx_http_ringbloom_create_main_conf(ngx_conf_t *cf)
     rmcf->generation = ++ngx_http_ringbloom_generation;
 
     return rmcf;
-}
-
-
-/* Sets s to a NUL-terminated copy of data, len in the configuration pool. */
-static ngx_int_t
-ngx_http_ringbloom_strz(ngx_conf_t *cf, ngx_str_t *s, u_char *data, size_t len)
-{
-    s->data = ngx_pnalloc(cf->pool, len + 1);
-    if (s->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(s->data, data, len);
-    s->data[len] = '\0';
-    s->len = len;
-
-    return NGX_OK;
 }
 
 
@@ -296,151 +298,27 @@ ngx_http_ringbloom_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 }
 
 
-/* The index of filter name in rmcf->filters, added if new; or NGX_ERROR. */
+/* The index of Bloom filter name in rmcf->filters; or NGX_ERROR (logged). */
 static ngx_int_t
 ngx_http_ringbloom_filter_index(ngx_conf_t *cf,
     ngx_http_ringbloom_main_conf_t *rmcf, ngx_str_t *name)
 {
-    ngx_str_t   *names;
-    ngx_uint_t   i;
-
-    if (name->len == 0 || name->len > RB_FILTER_NAME_MAX) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid ringbloom filter name \"%V\"", name);
-        return NGX_ERROR;
-    }
-
-    names = rmcf->filters.elts;
-
-    for (i = 0; i < rmcf->filters.nelts; i++) {
-        if (names[i].len == name->len
-            && ngx_memcmp(names[i].data, name->data, name->len) == 0)
-        {
-            return (ngx_int_t) i;
-        }
-    }
-
-    names = ngx_array_push(&rmcf->filters);
-    if (names == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_ringbloom_strz(cf, names, name->data, name->len) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    return (ngx_int_t) (rmcf->filters.nelts - 1);
+    return ngx_http_ringbloom_name_index(cf, &rmcf->filters, name,
+                                         RB_FILTER_NAME_MAX, "filter");
 }
 
 
+/*
+ * The index of TinyLFU pair name in rmcf->pairs; or NGX_ERROR (logged).
+ * The pair's doorkeeper, "name:dk", is a name too.
+ */
 static ngx_int_t
-ngx_http_ringbloom_compile(ngx_conf_t *cf, ngx_str_t *value,
-    ngx_http_complex_value_t *cv)
+ngx_http_ringbloom_pair_index(ngx_conf_t *cf,
+    ngx_http_ringbloom_main_conf_t *rmcf, ngx_str_t *name)
 {
-    ngx_http_compile_complex_value_t  ccv;
-
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-
-    ccv.cf = cf;
-    ccv.value = value;
-    ccv.complex_value = cv;
-
-    return ngx_http_compile_complex_value(&ccv);
-}
-
-
-/*
- * What a directive names, compiled: KEY, with FILTER and FALLBACK unless
- * NULL; NULL on error (logged).
- */
-static ngx_http_ringbloom_key_t *
-ngx_http_ringbloom_key(ngx_conf_t *cf, ngx_http_ringbloom_main_conf_t *rmcf,
-    ngx_str_t *filter, ngx_str_t *key, ngx_str_t *fallback)
-{
-    ngx_int_t                  i;
-    ngx_http_ringbloom_key_t  *rk;
-
-    rk = ngx_pcalloc(cf->pool, sizeof(ngx_http_ringbloom_key_t));
-    if (rk == NULL) {
-        return NULL;
-    }
-
-    rk->conf = rmcf;
-
-    if (filter != NULL) {
-        i = ngx_http_ringbloom_filter_index(cf, rmcf, filter);
-        if (i == NGX_ERROR) {
-            return NULL;
-        }
-
-        rk->filter = (ngx_uint_t) i;
-    }
-
-    if (ngx_http_ringbloom_compile(cf, key, &rk->key) != NGX_OK) {
-        return NULL;
-    }
-
-    if (fallback != NULL) {
-        rk->fallback = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
-        if (rk->fallback == NULL) {
-            return NULL;
-        }
-
-        if (ngx_http_ringbloom_compile(cf, fallback, rk->fallback) != NGX_OK) {
-            return NULL;
-        }
-    }
-
-    rmcf->used = 1;
-
-    return rk;
-}
-
-
-/*
- * ringbloom_node $var KEY [FALLBACK], ringbloom_seen $var FILTER KEY
- * [FALLBACK]: $var answered by handler; filter is NULL for ringbloom_node.
- */
-static char *
-ngx_http_ringbloom_variable(ngx_conf_t *cf,
-    ngx_http_ringbloom_main_conf_t *rmcf, ngx_str_t *filter,
-    ngx_http_get_variable_pt handler)
-{
-    ngx_str_t                 *value, name;
-    ngx_uint_t                 key;
-    ngx_http_variable_t       *var;
-    ngx_http_ringbloom_key_t  *rk;
-
-    value = cf->args->elts;
-    name = value[1];
-
-    if (name.len < 2 || name.data[0] != '$') {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid variable name \"%V\"", &name);
-        return NGX_CONF_ERROR;
-    }
-
-    name.len--;
-    name.data++;
-
-    key = (filter == NULL) ? 2 : 3;
-
-    rk = ngx_http_ringbloom_key(cf, rmcf, filter, &value[key],
-                                cf->args->nelts > key + 1 ? &value[key + 1]
-                                                          : NULL);
-    if (rk == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    var = ngx_http_add_variable(cf, &name, 0);
-    if (var == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    var->get_handler = handler;
-    var->data = (uintptr_t) rk;
-
-    return NGX_CONF_OK;
+    return ngx_http_ringbloom_name_index(cf, &rmcf->pairs, name,
+               RB_FILTER_NAME_MAX - (sizeof(RB_TINYLFU_DOORKEEPER_SUFFIX) - 1),
+               "TinyLFU pair");
 }
 
 
@@ -450,7 +328,7 @@ ngx_http_ringbloom_node(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     (void) cmd;
 
-    return ngx_http_ringbloom_variable(cf, conf, NULL,
+    return ngx_http_ringbloom_variable(cf, conf, 0, 2, cf->args->nelts == 4,
                                        ngx_http_ringbloom_node_variable);
 }
 
@@ -459,23 +337,77 @@ ngx_http_ringbloom_node(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_ringbloom_seen(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    ngx_int_t   i;
     ngx_str_t  *value;
 
     (void) cmd;
 
     value = cf->args->elts;
 
-    return ngx_http_ringbloom_variable(cf, conf, &value[2],
+    i = ngx_http_ringbloom_filter_index(cf, conf, &value[2]);
+    if (i == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_ringbloom_variable(cf, conf, (ngx_uint_t) i, 3,
+                                       cf->args->nelts == 5,
                                        ngx_http_ringbloom_seen_variable);
 }
 
 
-/* ringbloom_admit FILTER KEY | off */
+/*
+ * ringbloom_tinylfu $var PAIR KEY [FALLBACK] [victims=N]: the pair's
+ * victims are the most for any of its directives.
+ */
+static char *
+ngx_http_ringbloom_tinylfu(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_ringbloom_main_conf_t *rmcf = conf;
+
+    ngx_int_t                        i, n;
+    ngx_str_t                       *value;
+    ngx_uint_t                       nargs;
+    ngx_http_ringbloom_pair_conf_t  *pair;
+
+    (void) cmd;
+
+    value = cf->args->elts;
+    nargs = cf->args->nelts;
+    n = NGX_HTTP_RINGBLOOM_VICTIMS;
+
+    if (nargs > 4 && ngx_strncmp(value[nargs - 1].data, "victims=", 8) == 0) {
+        n = ngx_atoi(value[nargs - 1].data + 8, value[nargs - 1].len - 8);
+        if (n < 1 || n > NGX_HTTP_RINGBLOOM_VICTIMS_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid \"%V\": victims= takes 1 to %d",
+                               &value[nargs - 1],
+                               NGX_HTTP_RINGBLOOM_VICTIMS_MAX);
+            return NGX_CONF_ERROR;
+        }
+
+        nargs--;
+    }
+
+    i = ngx_http_ringbloom_pair_index(cf, rmcf, &value[2]);
+    if (i == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    pair = rmcf->pairs.elts;
+    pair[i].victims = ngx_max(pair[i].victims, (ngx_uint_t) n);
+
+    return ngx_http_ringbloom_variable(cf, rmcf, (ngx_uint_t) i, 3, nargs == 5,
+                                       ngx_http_ringbloom_tinylfu_variable);
+}
+
+
+/* ringbloom_admit FILTER KEY | PAIR KEY tinylfu | off */
 static char *
 ngx_http_ringbloom_admit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_ringbloom_loc_conf_t *rlcf = conf;
 
+    ngx_int_t                        i;
     ngx_str_t                       *value;
     ngx_http_ringbloom_main_conf_t  *rmcf;
 
@@ -489,20 +421,32 @@ ngx_http_ringbloom_admit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (cf->args->nelts == 2) {
         if (ngx_strcmp(value[1].data, "off") != 0) {
-            return "takes FILTER KEY, or off";
+            return "takes FILTER KEY, PAIR KEY tinylfu, or off";
         }
 
         rlcf->admit = NULL;
         return NGX_CONF_OK;
     }
 
+    if (cf->args->nelts == 4 && ngx_strcmp(value[3].data, "tinylfu") != 0) {
+        return "takes FILTER KEY, PAIR KEY tinylfu, or off";
+    }
+
     rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_ringbloom_module);
 
-    rlcf->admit = ngx_http_ringbloom_key(cf, rmcf, &value[1], &value[2], NULL);
+    i = cf->args->nelts == 4 ? ngx_http_ringbloom_pair_index(cf, rmcf, &value[1])
+                             : ngx_http_ringbloom_filter_index(cf, rmcf, &value[1]);
+    if (i == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    rlcf->admit = ngx_http_ringbloom_key(cf, rmcf, (ngx_uint_t) i, &value[2],
+                                         NULL);
     if (rlcf->admit == NULL) {
         return NGX_CONF_ERROR;
     }
 
+    rlcf->admit->tinylfu = (cf->args->nelts == 4);
     rmcf->admit_used = 1;
 
     return NGX_CONF_OK;

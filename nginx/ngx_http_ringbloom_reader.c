@@ -28,7 +28,7 @@ static ngx_str_t  ngx_http_ringbloom_zero = ngx_string("0");
  * (*failing: attach, ring, or one filter) until it clears, so an outage
  * costs a worker one line, not one per request.  filter may be NULL.
  */
-static void
+void
 ngx_http_ringbloom_fail(ngx_http_ringbloom_worker_t *w, ngx_uint_t *failing,
     ngx_log_t *log, const char *what, ngx_str_t *filter, const char *reason)
 {
@@ -54,7 +54,7 @@ ngx_http_ringbloom_fail(ngx_http_ringbloom_worker_t *w, ngx_uint_t *failing,
 
 
 /* Clears a condition ngx_http_ringbloom_fail() logged, and says so. */
-static void
+void
 ngx_http_ringbloom_cleared(ngx_http_ringbloom_worker_t *w,
     ngx_uint_t *failing, ngx_log_t *log, const char *what, ngx_str_t *filter)
 {
@@ -249,7 +249,7 @@ ngx_http_ringbloom_set_value(ngx_http_variable_value_t *v, u_char *data,
 
 
 /* The variable's fallback, or dflt if it has none (NULL: not found). */
-static ngx_int_t
+ngx_int_t
 ngx_http_ringbloom_fallback(ngx_http_request_t *r,
     ngx_http_ringbloom_key_t *rk, ngx_http_variable_value_t *v,
     ngx_str_t *dflt)

@@ -6,7 +6,7 @@
  * The state belongs to the configuration whose generation it records; a
  * worker that re-reads its configuration without a new process
  * (master_process off) rebuilds it on first use.  Setting up allocates the
- * filter table and the admit buffer and opens nothing: the reader attaches
+ * filter and pair tables and the admit buffer and opens nothing: the reader attaches
  * and the admits connect on demand.  Releasing closes what they opened.
  * Request handlers get the state here, with the request's key
  * (ngx_http_ringbloom_worker_key).  Calls no other file of the module.
@@ -14,13 +14,32 @@
 
 #include "ngx_http_ringbloom.h"
 
+#include <resp_read.h>
+
 
 static ngx_http_ringbloom_worker_t  ngx_http_ringbloom_worker;
 
 
+/* Closes a TinyLFU pair's handle and frees the keys it keeps. */
+static void
+ngx_http_ringbloom_worker_close_pair(ngx_http_ringbloom_pair_t *p)
+{
+    ngx_queue_t  *q;
+
+    rb_tinylfu_close(p->h);
+
+    while (!ngx_queue_empty(&p->lru)) {
+        q = ngx_queue_head(&p->lru);
+        ngx_queue_remove(q);
+        ngx_free(ngx_queue_data(q, ngx_http_ringbloom_kept_t, queue));
+    }
+}
+
+
 /*
- * Releases what w holds (retry timer, connection, admit buffer, filter
- * handles, segment) and leaves it unset.
+ * Releases what w holds (retry timer, connection and its reply reader,
+ * admit buffer, filter and pair handles, the pairs' kept keys, segment)
+ * and leaves it unset.
  */
 void
 ngx_http_ringbloom_worker_close(ngx_http_ringbloom_worker_t *w)
@@ -36,6 +55,8 @@ ngx_http_ringbloom_worker_close(ngx_http_ringbloom_worker_t *w)
         w->connection = NULL;
     }
 
+    rbi_reader_free(w->replies);
+
     if (w->start != NULL) {
         ngx_free(w->start);
     }
@@ -47,6 +68,14 @@ ngx_http_ringbloom_worker_close(ngx_http_ringbloom_worker_t *w)
         }
 
         ngx_free(w->filters);
+    }
+
+    if (w->pairs != NULL) {
+        for (i = 0; i < w->npairs; i++) {
+            ngx_http_ringbloom_worker_close_pair(&w->pairs[i]);
+        }
+
+        ngx_free(w->pairs);
     }
 
     rb_segment_close(w->segment);
@@ -63,8 +92,9 @@ static ngx_int_t
 ngx_http_ringbloom_worker_init(ngx_http_ringbloom_worker_t *w,
     ngx_http_ringbloom_main_conf_t *rmcf, ngx_log_t *log)
 {
-    ngx_str_t   *names;
-    ngx_uint_t   i;
+    ngx_str_t                       *names;
+    ngx_uint_t                       i;
+    ngx_http_ringbloom_pair_conf_t  *pairs;
 
     if (w->generation != 0) {
         ngx_http_ringbloom_worker_close(w);
@@ -87,6 +117,24 @@ ngx_http_ringbloom_worker_init(ngx_http_ringbloom_worker_t *w,
         }
     }
 
+    if (rmcf->pairs.nelts > 0) {
+        w->pairs = ngx_calloc(rmcf->pairs.nelts
+                              * sizeof(ngx_http_ringbloom_pair_t), log);
+        if (w->pairs == NULL) {
+            goto failed;
+        }
+
+        w->npairs = rmcf->pairs.nelts;
+        pairs = rmcf->pairs.elts;
+
+        for (i = 0; i < w->npairs; i++) {
+            w->pairs[i].conf = &pairs[i];
+            ngx_rbtree_init(&w->pairs[i].kept, &w->pairs[i].sentinel,
+                            ngx_str_rbtree_insert_value);
+            ngx_queue_init(&w->pairs[i].lru);
+        }
+    }
+
     if (rmcf->admit_used || rmcf->report_used) {
         w->start = ngx_alloc(rmcf->admit_buffer, log);
         if (w->start == NULL) {
@@ -97,7 +145,6 @@ ngx_http_ringbloom_worker_init(ngx_http_ringbloom_worker_t *w,
         w->pos = w->start;
         w->sent = w->start;
         w->last = w->start;
-        w->reply_line_start = 1;
     }
 
     w->generation = rmcf->generation;

@@ -36,7 +36,7 @@ import time
 from bench import start_daemon, stop_daemon  # also drops python/ from sys.path
 
 import ringbloom  # noqa: E402
-import ringbloom.client  # noqa: E402
+import ringbloom._redispy  # noqa: E402
 import redis  # noqa: E402
 from redis.connection import PythonParser  # noqa: E402
 
@@ -53,14 +53,14 @@ def load_old(path):
 
 class PurePythonParser(PythonParser):
     """redis-py's pure-Python parser with ringbloom.Client's parse_error."""
-    parse_error = ringbloom.client._Parser.parse_error
+    parse_error = ringbloom._redispy._Parser.parse_error
 
 
 def python_parser_client(inst, sock):
     c = ringbloom.Client(inst, socket=sock)
     c.close()
     c._redis = redis.Redis(connection_pool=redis.ConnectionPool(
-        connection_class=ringbloom.client._Connection, parser_class=PurePythonParser,
+        connection_class=ringbloom._redispy._Connection, parser_class=PurePythonParser,
         path=sock, socket_timeout=c.timeout, max_connections=1))
     c._conn = c._redis.connection_pool.get_connection("PING")
     return c

@@ -16,8 +16,9 @@ Which libringbloom the extension links, first match wins:
      file, after `make`), statically as in 1.
 Otherwise it stops and says what to install.
 
-  pip install ./python                       (from the repository root)
-  python3 -m build python                    (sdist and wheel; python3-build)
+  pip install --no-build-isolation ./python  (from the repository root;
+                                             offline, with the installed setuptools)
+  python3 -m build --no-isolation python     (sdist and wheel; python3-build)
   /usr/bin/python3 -m pip install --no-build-isolation --no-deps --target DIR ./python
                                              (what tests/python/python.sh does)
 Run it from this directory (pip does): the paths below are relative to it.
@@ -81,7 +82,8 @@ def _library():
 # says what each holds).  Hidden visibility: only PyInit__ringbloom leaves
 # the shared object, not the rbpy_* names the files share.
 SOURCES = ["ringbloom/%s.c" % f for f in ("_ringbloom", "_keys", "_segment", "_named", "_ring",
-                                          "_filter", "_cuckoo", "_cms", "_hll", "_cbf")]
+                                          "_filter", "_cuckoo", "_cms", "_hll", "_cbf",
+                                          "_tinylfu")]
 
 lib = _library()
 ext = Extension("ringbloom._ringbloom", sources=SOURCES, depends=["ringbloom/_ringbloom.h"],

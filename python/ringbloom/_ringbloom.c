@@ -10,7 +10,8 @@
  * lookup_n / nodes / stat (_ring.c); one reader per kind, each
  * Kind(instance_or_segment, name): Filter (Bloom: contains /
  * contains_many / `in` / info), CuckooFilter (the same, and count),
- * CountMinSketch (query / info) and HyperLogLog (count / registers).  A
+ * CountMinSketch (query / info), HyperLogLog (count / registers),
+ * CountingBloomFilter (contains / count / info) and TinyLFU (admit).  A
  * reader given an instance name attaches a Segment of its own and keeps it
  * for its life; given a Segment it shares it.  Plus strerror(code),
  * version(), socket_path(instance) and daemon_uid(instance, socket) (where
@@ -138,7 +139,8 @@ PyMODINIT_FUNC PyInit__ringbloom(void)
     static const struct { const char *name; PyTypeObject *type; } types[] = {
         {"Segment", &rbpy_SegmentType}, {"Ring", &rbpy_RingType}, {"Filter", &rbpy_FilterType},
         {"CuckooFilter", &rbpy_CuckooType}, {"CountMinSketch", &rbpy_CmsType},
-        {"HyperLogLog", &rbpy_HllType}, {"CountingBloomFilter", &rbpy_CbfType}};
+        {"HyperLogLog", &rbpy_HllType}, {"CountingBloomFilter", &rbpy_CbfType},
+        {"TinyLFU", &rbpy_TinylfuType}};
     PyObject *m, *errs;
     size_t i;
 

@@ -8,7 +8,8 @@
  * Files: _ringbloom.c (the module: init, functions, errors), _keys.c (keys
  * and names), _segment.c (Segment), _named.c (the named reader), _ring.c
  * (Ring), _filter.c (Filter: Bloom), _cuckoo.c (CuckooFilter), _cms.c
- * (CountMinSketch), _hll.c (HyperLogLog), _cbf.c (CountingBloomFilter).  Everything is on the public
+ * (CountMinSketch), _hll.c (HyperLogLog), _cbf.c (CountingBloomFilter),
+ * _tinylfu.c (TinyLFU).  Everything is on the public
  * API <ringbloom.h> only.  Symbols shared between the files are rbpy_*;
  * the extension is built with hidden visibility, so only PyInit__ringbloom
  * leaves the shared object.
@@ -89,7 +90,7 @@ int rbpy_socket_for(const char *instance, char *out, size_t cap);
  * handle's open and close, and (membership kinds; else NULL) its lock-free
  * contains and contains_many. */
 typedef struct rbpy_kind {
-    const char *what;    /* "filter", "cuckoo filter", "sketch", "counter" */
+    const char *what;    /* "filter", "cuckoo filter", "sketch", "counter", ... */
     const char *type;    /* the Python type's name, for messages */
     int (*open)(const rb_segment_t *seg, const char *name, size_t len, void **out);
     void (*close)(void *h);
@@ -97,7 +98,8 @@ typedef struct rbpy_kind {
     int64_t (*contains_many)(const void *h, const rb_key_t *keys, size_t n, uint8_t *out);
 } rbpy_kind_t;
 
-/* The object of Filter, CuckooFilter, CountMinSketch and HyperLogLog. */
+/* The object of every named reader (Filter, CuckooFilter, CountMinSketch,
+ * HyperLogLog, CountingBloomFilter, TinyLFU). */
 typedef struct {
     PyObject_HEAD
     const rbpy_kind_t *kind;  /* set by rbpy_named_init */
@@ -156,6 +158,6 @@ extern PySequenceMethods rbpy_named_as_sequence;
 /* ---- the types the per-kind files define ---- */
 
 extern PyTypeObject rbpy_RingType, rbpy_FilterType, rbpy_CuckooType, rbpy_CmsType,
-    rbpy_HllType, rbpy_CbfType;
+    rbpy_HllType, rbpy_CbfType, rbpy_TinylfuType;
 
 #endif /* RBPY_RINGBLOOM_H */

@@ -12,6 +12,9 @@ decimal; a first argument holding spaces, "CONFIG GET", is split into
 words as redis-py does); replies are parsed by redis-py's parser with one
 change: an error reply is kept whole (redis-py's own parsers strip
 prefixes such as "NOPERM " and map them to classes of their own).
+redis-py is imported by the first Client (ringbloom._redispy), not by
+`import ringbloom`: without it a Client raises ImportError naming the
+package to install, and the readers work.
 
 Replies: integers as int, simple and bulk strings as bytes (simple "OK"
 included), nil as None, arrays as lists (an error inside an array, as in
@@ -25,67 +28,26 @@ per Client: calls take a lock, so sharing one is safe but serialised.
 
 import threading
 
-import redis
-from redis.connection import DefaultParser, Encoder, UnixDomainSocketConnection
-
 from . import _ringbloom
 from ._errors import PermissionDenied, ReplyError, from_code
 
 __all__ = ["Client"]
 
-RB_EDAEMON, RB_EPROTO, RB_EREPLY, RB_EPERM, RB_ETIMEDOUT = -20, -21, -22, -23, -25
+RB_EDAEMON, RB_EPROTO, RB_ETIMEDOUT = -20, -21, -25
 
 
-def _reply_error(text, context=""):
-    """The exception of an error reply: PermissionDenied for NOPERM,
-    else ReplyError; .reply holds the text."""
-    code = RB_EPERM if text.startswith("NOPERM") else RB_EREPLY
-    exc = from_code(code, None, context)
-    exc.reply = text
-    return exc
-
-
-class _Parser(DefaultParser):
-    """redis-py's reply parser (hiredis's when python3-hiredis is
-    installed, else its pure-Python one), with error replies made into
-    ringbloom's exceptions holding the daemon's whole text: redis-py's
-    parse_error would strip a known prefix ("NOPERM ", "LOADING ") and
-    raise some (LOADING) as connection errors.  The objects returned are
-    not redis.ResponseError, so redis-py's Connection.read_response
-    returns them instead of raising: Client._check raises a top-level one."""
-
-    def parse_error(self, response):
-        return _reply_error(response)
-
-
-class _Encoder(Encoder):
-    """redis-py's encoder taking what ringbloom.Client always took:
-    bytes, bytearray and memoryview as their bytes, str as UTF-8, numbers
-    in decimal (repr); bool and anything else raise TypeError (redis-py
-    raises its DataError and sends a memoryview's elements, not bytes)."""
-
-    def encode(self, value):
-        if isinstance(value, bytes):
-            return value
-        if isinstance(value, str):
-            return value.encode("utf-8")
-        if isinstance(value, (bytearray, memoryview)):
-            return bytes(value)
-        if isinstance(value, bool):
-            raise TypeError("a command argument must be str, bytes or a number, not bool")
-        if isinstance(value, (int, float)):
-            return repr(value).encode("ascii")
-        raise TypeError("a command argument must be str, bytes or a number, not %s"
-                        % type(value).__name__)
-
-
-class _Connection(UnixDomainSocketConnection):
-    """redis-py's Unix-socket connection with _Encoder."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.encoder = _Encoder(self.encoder.encoding, self.encoder.encoding_errors,
-                                self.encoder.decode_responses)
+def _redispy():
+    """ringbloom._redispy (redis-py's classes as the Client uses them),
+    imported at the first Client: readers of shared memory never need
+    redis-py, so `import ringbloom` works without it.  ImportError naming
+    the package to install if redis-py is missing."""
+    try:
+        from . import _redispy as rp
+    except ImportError as e:
+        raise ImportError("ringbloom.Client talks to the daemon through redis-py, which is "
+                          "not installed (Debian: apt install python3-redis; pip: pip "
+                          "install 'ringbloom[client]'): %s" % e, name="redis") from None
+    return rp
 
 
 def _name(args):
@@ -102,6 +64,7 @@ class Client:
     The connection is made here (DaemonError if nobody answers)."""
 
     def __init__(self, instance="default", socket=None, timeout=10.0):
+        rp = _redispy()
         self.instance = instance
         if socket is None:
             socket = _ringbloom.socket_path(instance)
@@ -109,16 +72,12 @@ class Client:
         self.socket_path = socket
         self.timeout = timeout
         self._lock = threading.Lock()
-        # redis.Redis(unix_socket_path=...) with the two classes above: its
-        # pool makes the one connection this Client holds (retry=None and
-        # retry_on_timeout=False: a failed call is never sent again).
-        self._redis = redis.Redis(connection_pool=redis.ConnectionPool(
-            connection_class=_Connection, parser_class=_Parser, path=socket,
-            socket_timeout=timeout, max_connections=1))
+        self._rx = rp.redis.exceptions
+        self._redis = rp.connect(socket, timeout)
         self._conn = None
         try:
             self._conn = self._redis.connection_pool.get_connection("PING")
-        except redis.RedisError as e:
+        except self._rx.RedisError as e:
             raise self._daemon_error(RB_EDAEMON, "connect %s: %s" % (socket, e)) from None
 
     # -- the connection -------------------------------------------------
@@ -143,7 +102,7 @@ class Client:
         """Sends payload (count commands, packed by redis-py) and returns
         their replies, error replies as exception objects.  redis-py
         disconnects on any failure; this closes the Client too."""
-        conn = self._conn
+        conn, rx = self._conn, self._rx
         if conn is None:
             raise from_code(RB_EDAEMON, None, "the connection is closed")
         try:
@@ -151,12 +110,12 @@ class Client:
             if count == 1:
                 return [conn.read_response()]
             return [conn.read_response() for _ in range(count)]
-        except redis.TimeoutError:
+        except rx.TimeoutError:
             raise self._daemon_error(RB_ETIMEDOUT, "no answer within %gs" % self.timeout) \
                 from None
-        except redis.exceptions.InvalidResponse as e:
+        except rx.InvalidResponse as e:
             raise self._daemon_error(RB_EPROTO, str(e)) from None
-        except (redis.RedisError, OSError) as e:
+        except (rx.RedisError, OSError) as e:
             raise self._daemon_error(RB_EDAEMON, str(e)) from None
         except BaseException:
             self.close()  # interrupted mid-reply: out of step
@@ -232,6 +191,26 @@ class Client:
         """BF.MEXISTS through the daemon."""
         return [x == 1 for x in self.execute("BF.MEXISTS", filter, *keys)]
 
+    def admit_reserve(self, pair, capacity, error_rate=None, window=None):
+        """ADMIT.RESERVE pair capacity [error_rate] [WINDOW window]: a TinyLFU
+        pair for a cache of `capacity` items (ringbloom.TinyLFU reads it).
+        Raises ReplyError ("ERR item exists") if the name is taken."""
+        args = ["ADMIT.RESERVE", pair, int(capacity)]
+        if error_rate is not None:
+            args.append(repr(float(error_rate)))
+        if window is not None:
+            args += ["WINDOW", int(window)]
+        self.execute(*args)
+
+    def admit_touch(self, pair, key):
+        """ADMIT.TOUCH: records one access to key in the TinyLFU pair."""
+        self.execute("ADMIT.TOUCH", pair, key)
+
+    def admit_query(self, pair, candidate, victim):
+        """ADMIT.QUERY through the daemon (TinyLFU.admit reads the same
+        answer from shared memory without a round trip)."""
+        return self.execute("ADMIT.QUERY", pair, candidate, victim) == 1
+
     def ring_add(self, node, weight=1):
         """RING.ADD node weight."""
         self.execute("RING.ADD", node, int(weight))
@@ -246,6 +225,6 @@ class Client:
 
 
 
-# The classes _reply_error makes (a reply's class is looked up, not
+# The classes _redispy's parser makes (a reply's class is looked up, not
 # isinstance-checked: an int or bytes reply costs one set lookup).
 _ERRORS = frozenset((ReplyError, PermissionDenied))

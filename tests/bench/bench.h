@@ -71,6 +71,11 @@ void bench_idle(const char *before_bin, int reps, int quick);
  * count-min estimate by handle, and the by-name calls. */
 void bench_admit(int reps, int quick);
 
+/* Section g (bench_replies.c): the nginx module's admit replies through
+ * hiredis's reader (lib/conn/resp_read.c) beside the hand-written scanner
+ * it replaced; fewer replies if quick. */
+void bench_replies(int reps, int quick);
+
 /* Section m (bench_freed.c): a ~250 MB filter filled and deleted beside a
  * filter another process reads: the DEL, the seconds until the object's
  * resident bytes follow the live data, the next snapshot's size; with

@@ -35,20 +35,9 @@ cat > "$dir/httpc.py" <<'PY'
 # flood PORT N LEN: N requests to /admit/?k=<LEN-byte key> and then /drops,
 #   on one keep-alive connection (one worker); prints "OK SECONDS DROPS" if
 #   every request got 200.
-import http.client, sys, time
-
-def get(port, path, conn=None):
-    c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read().decode("utf-8", "replace")
-        return r.status, r.getheader("X-Cache-Status") or "-", body
-    except (OSError, http.client.HTTPException):
-        return 0, "-", "ERROR"
-    finally:
-        if conn is None:
-            c.close()
+import http.client, os, sys, time
+sys.path.insert(0, os.environ["RB_HARNESS"])
+from http_get import get
 
 cmd = sys.argv[1]
 if cmd == "get":

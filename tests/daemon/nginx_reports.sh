@@ -179,7 +179,7 @@ check "(b) report_status=502: the same 502s are failures (RING.DOWN sent $(repor
     test "$(reports RING.DOWN)" -ge 3
 check "(a) every backend answering 502 (counted): 1 of 3 nodes down, not more ($d2)" test "$d2" -eq 1
 check "(a) the daemon's refusal is logged (ring-down-max-percent)" \
-    grep -q 'refused an admit or report: "-ERR RING.DOWN refused: 2 of 3 nodes would be down or draining' \
+    grep -q 'refused an admit or report: "ERR RING.DOWN refused: 2 of 3 nodes would be down or draining' \
     "$dir/error.log"
 C lookup some-key > "$dir/a0.lookup" 2>&1
 check "(a) readers keep a ring ($(cat "$dir/a0.lookup"))" grep -q '^127.0.0.1:' "$dir/a0.lookup"

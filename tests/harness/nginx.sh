@@ -5,7 +5,9 @@
 #     nginx-dev (unless $RB_NGINX_MODULE) or python3 (WHY: what the test
 #     uses it for), or when the library is a sanitizer build the packaged
 #     nginx cannot load a module from.
-#   ngx_sh_setup PREFIX INST: a temporary directory ($dir, mode 755 for
+#   ngx_sh_setup PREFIX INST: RB_HARNESS exported (this directory: the
+#     tests' Python helpers import http_get.py from it), a temporary
+#     directory ($dir, mode 755 for
 #     the workers), instance INST with its socket $sock, $dir/ringbloomd.conf
 #     for a private daemon that nginx's user may write to ($user_line for
 #     nginx.conf), and an EXIT trap that stops nginx ($npid, its process
@@ -80,6 +82,9 @@ ngx_sh_cleanup() {
 }
 
 ngx_sh_setup() {
+    # http_get.py for the tests' helpers, imported without writing
+    # __pycache__ into the source tree (distcheck's is read-only)
+    export RB_HARNESS="$srcdir/tests/harness" PYTHONDONTWRITEBYTECODE=1
     dir=$(mktemp -d "/tmp/rbtest.$1.XXXXXX") || exit 1
     chmod 755 "$dir"    # nginx workers (nobody) reach the socket through it
     inst=$2

@@ -24,6 +24,10 @@
 #   - a program built against libringbloom-dev with pkg-config reads the
 #     same answers from shared memory (the shared library found by the
 #     loader, no ldconfig by hand), and README's library example compiles;
+#   - python3-ringbloom: Debian's python3 imports it from dist-packages (its
+#     extension linked with libringbloom.so.1), the member reads the ring
+#     and the filter from shared memory with it and writes through its
+#     Client (python3-redis, which the package recommends);
 #   - README's metrics timer (its service's command) and cron line write
 #     their files into Debian's node-exporter textfile directory;
 #   - README's offline ring command prints a node for every key;
@@ -109,7 +113,7 @@ cleanup() {
     userdel "$member" 2>/dev/null
     userdel "$outsider" 2>/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -q ringbloom libringbloom1 libringbloom-dev \
-        libnginx-mod-http-ringbloom > "$tmp/purge.log" 2>&1
+        libnginx-mod-http-ringbloom python3-ringbloom > "$tmp/purge.log" 2>&1
     # Debian leaves system users on purge; this one was the test's.
     userdel ringbloom 2>/dev/null
     groupdel ringbloom 2>/dev/null
@@ -137,7 +141,7 @@ fi
 # ---- install, by README's command ------------------------------------------
 # Run as written from a directory whose parent holds the .debs (links).
 mkdir -p "$tmp/debs/src"
-for p in ringbloom libringbloom1 libringbloom-dev libnginx-mod-http-ringbloom; do
+for p in ringbloom libringbloom1 libringbloom-dev libnginx-mod-http-ringbloom python3-ringbloom; do
     f=$(ls "$debdir/${p}_"*.deb 2>/dev/null | head -n 1)
     if [ -z "$f" ]; then
         echo "install.sh: no ${p}_*.deb in $debdir" >&2
@@ -147,11 +151,11 @@ for p in ringbloom libringbloom1 libringbloom-dev libnginx-mod-http-ringbloom; d
 done
 cmd=$(block "$readme" install-debs)
 if (cd "$tmp/debs/src" && DEBIAN_FRONTEND=noninteractive bash -e -c "$cmd") > "$tmp/install.log" 2>&1 &&
-   dpkg-query -W -f='${Status}\n' ringbloom libringbloom1 libringbloom-dev libnginx-mod-http-ringbloom |
-   grep -c 'install ok installed' | grep -qx 4; then
-    ok "README's install command installs the four packages ($cmd)"
+   dpkg-query -W -f='${Status}\n' ringbloom libringbloom1 libringbloom-dev libnginx-mod-http-ringbloom \
+       python3-ringbloom | grep -c 'install ok installed' | grep -qx 5; then
+    ok "README's install command installs the five packages ($cmd)"
 else
-    bad "README's install command installs the four packages ($cmd)"
+    bad "README's install command installs the five packages ($cmd)"
     tail -n 30 "$tmp/install.log"
     echo "Checks: $checks, Failures: $fails"
     exit 1
@@ -248,6 +252,23 @@ else
     bad "a program builds with pkg-config ringbloom"
     cat "$tmp/cc.log"
 fi
+
+# ---- the Python package --------------------------------------------------------
+pyreads='import ringbloom
+f = ringbloom.Filter("default", "seen")
+print(ringbloom.__file__, ringbloom.Ring("default").lookup("k1"), f.contains("http://a/"),
+      "http://nope/" in f)'
+expect "python3-ringbloom: the member imports it from dist-packages and reads the ring and the filter" \
+    "/usr/lib/python3/dist-packages/ringbloom/__init__.py 127.0.0.1:1 True False" "$member" \
+    /usr/bin/python3 -c "$pyreads"
+pywrites='import ringbloom
+with ringbloom.Client("default") as c:
+    print(c.bf_add("seen", "http://py/"), ringbloom.Filter("default", "seen").contains("http://py/"))'
+expect "python3-ringbloom: the member writes through its Client (python3-redis)" "True True" \
+    "$member" /usr/bin/python3 -c "$pywrites"
+ext=$(ls /usr/lib/python3/dist-packages/ringbloom/_ringbloom.*.so 2>/dev/null | head -n 1)
+check "python3-ringbloom's extension is linked with libringbloom.so.1 ($ext)" \
+    sh -c "ldd '$ext' | grep -q 'libringbloom\.so\.1 => /'"
 
 # ---- README's library example, compiled --------------------------------------
 # Its #include lines at the top, the rest inside a main() that defines the

@@ -4,7 +4,10 @@
 # install ./python` does) against this build tree's library
 # (RINGBLOOM_BUILDDIR: lib/.libs/librbcore.a, so nothing need be
 # installed) into a temporary directory, starts a private daemon and runs
-# tests/python/test_ringbloom.py on it (its checks are listed there).
+# tests/python/test_ringbloom.py (the package's calls), test_tinylfu.py
+# (TinyLFU's reader and Admission on a pair) and test_scrapy_crawls.py
+# (the dupefilter between crawls of Scrapy processes) on it (their checks
+# are listed there).
 # Skips (77) only without python3-dev (Python.h); fails, naming the Debian
 # package, without python3-setuptools, python3-pip, python3-build,
 # python3-scrapy or python3-redis (the Client is redis-py underneath;
@@ -15,36 +18,16 @@ daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
 srcdir=${srcdir:-$(dirname "$0")/../..}
 srcdir=$(cd "$srcdir" && pwd)
-# The build tree: the one holding the daemon under test.
-builddir=$(cd "$(dirname "$daemon")/.." && pwd)
 . "$srcdir/tests/harness/private_daemon.sh"
 fail() { rbd_sh_fail "$1"; }
-# Debian's python3, the one python3-dev and the python3-* packages are
-# for (a python3 earlier on PATH, as pyenv's, may have neither).
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
-if [ -z "$inc" ] || [ ! -f "$inc/Python.h" ]; then
-    echo "SKIP: $py has no Python.h (Debian package python3-dev)"
-    exit 77
-fi
-# A sanitizer build (.ci/run's ASan/TSan trees) makes an extension the
-# uninstrumented python3 cannot load (as nginx_module.sh's module).
-if nm "$builddir/lib/.libs/librbcore.a" 2>/dev/null | grep -q '__[at]san_'; then
-    echo "SKIP: the library is built with a sanitizer; python3 cannot load an extension made from it"
-    exit 77
-fi
-"$py" -c 'import setuptools' 2>/dev/null ||
-    fail "$py cannot import setuptools (Debian package python3-setuptools)"
-"$py" -c 'import scrapy' 2>/dev/null ||
-    fail "$py cannot import scrapy (Debian package python3-scrapy)"
-"$py" -c 'import redis' 2>/dev/null ||
-    fail "$py cannot import redis (Debian package python3-redis)"
+. "$srcdir/tests/python/python_env.sh"
+py_needs setuptools python3-setuptools
+py_needs scrapy python3-scrapy
+py_needs redis python3-redis
 
 "$py" -m pip --version > /dev/null 2>&1 ||
     fail "$py has no pip (Debian package python3-pip)"
-"$py" -c 'import build' 2>/dev/null ||
-    fail "$py cannot import build (Debian package python3-build)"
+py_needs build python3-build
 
 # The test's own user may do everything but SHUTDOWN: the daemon's NOPERM
 # reply is checked to arrive whole as PermissionDenied's .reply.
@@ -77,6 +60,13 @@ tar tzf "$dir"/dist/ringbloom-*.tar.gz | grep -q '/ringbloom/_ringbloom\.h$' ||
     fail "the sdist has no ringbloom/_ringbloom.h"
 "$py" -c 'import sys, zipfile; n = zipfile.ZipFile(sys.argv[1]).namelist(); sys.exit(not any(f.startswith("ringbloom/_ringbloom.") and f.endswith(".so") for f in n))' \
     "$(ls "$dir"/dist/ringbloom-*.whl)" || fail "the wheel has no extension"
+# The checks, one script after the other on the same daemon: every one
+# runs, each prints its "Checks:" line, and any failure fails the test.
 lib=$dir/lib
-PYTHONPATH=$lib PYTHONDONTWRITEBYTECODE=1 "$py" -u "$srcdir/tests/python/test_ringbloom.py" \
-    "$inst" "$dir/s.sock" "$cli"
+status=0
+for t in test_ringbloom.py test_tinylfu.py test_scrapy_crawls.py; do
+    echo "== $t"
+    PYTHONPATH=$lib PYTHONDONTWRITEBYTECODE=1 "$py" -u "$srcdir/tests/python/$t" \
+        "$inst" "$dir/s.sock" "$cli" || status=1
+done
+exit $status

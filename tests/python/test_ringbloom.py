@@ -26,20 +26,13 @@ import threading
 import time
 
 import ringbloom as rb
+from pychecks import check, finish, raises
 import redis
 from redis.connection import HiredisParser, PythonParser
 from redis.utils import HIREDIS_AVAILABLE
 
 INST, SOCK, CLI = sys.argv[1], sys.argv[2], sys.argv[3]
-checks = failures = 0
 
-
-def check(cond, what):
-    global checks, failures
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAILED:", what)
 
 
 def cli(*args, stdin=None):
@@ -49,16 +42,6 @@ def cli(*args, stdin=None):
                        input=stdin, capture_output=True)
     return p.returncode, p.stdout
 
-
-def raises(exc_type, fn, *args, **kw):
-    try:
-        fn(*args, **kw)
-    except exc_type as e:
-        return e
-    except Exception as e:  # the wrong kind
-        print("  raised %r instead of %s" % (e, exc_type.__name__))
-        return None
-    return None
 
 
 client = rb.Client(INST, socket=SOCK)
@@ -357,8 +340,8 @@ check(f2.segment is None, "close() afterwards works")
 # ---- the Client: redis-py underneath, ringbloom's replies and errors on top ---------------------
 print("Client: redis-py %s, %s parser" % (redis.__version__,
                                           "hiredis" if HIREDIS_AVAILABLE else "pure-Python"))
-check(issubclass(rb.client._Parser, HiredisParser if HIREDIS_AVAILABLE else PythonParser) and
-      isinstance(client._conn._parser, rb.client._Parser),
+check(issubclass(rb._redispy._Parser, HiredisParser if HIREDIS_AVAILABLE else PythonParser) and
+      isinstance(client._conn._parser, rb._redispy._Parser),
       "the Client parses with redis-py's parser (hiredis's when installed)")
 # A scripted server on a Unix socket: on each connection it reads what the
 # client sends and answers with what `script` gives for it (bytes, sent in
@@ -630,5 +613,4 @@ e = raises(rb.Empty, ring.lookup, "k")
 check(e is not None and e.code == -13 and e.message == rb.strerror(-13),
       "a ring without nodes: Empty, RB_EEMPTY")
 
-print("Checks: %d, Failures: %d, Errors: 0" % (checks, failures))
-sys.exit(1 if failures else 0)
+finish()
