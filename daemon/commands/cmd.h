@@ -53,6 +53,12 @@
                             spelling (+@connection, +client|kill) gives it to
                             a lower tier (issue 41, 1) */
 
+/* The Redis version whose protocol and INFO the daemon answers as
+ * (Debian 12's redis-server, the tools' peer): INFO's redis_version and
+ * HELLO's version, which tools and clients choose what to send by; the
+ * product's own is PACKAGE_VERSION, ringbloom_version in both. */
+#define RBD_REDIS_VERSION "7.0.15"
+
 typedef struct rbd_command rbd_command_t;
 
 typedef struct rbd_ctx {

@@ -20,7 +20,6 @@
 #include "snapshot.h"
 
 #define INFO_KINDS 16   /* kinds counted (the kind table has fewer) */
-#define RBD_REDIS_VERSION "7.0.15"   /* Debian 12's redis-server, the tools' peer */
 
 /* INFO's text: Redis-style "# Section" blocks of key:value lines. */
 typedef struct info_buf {

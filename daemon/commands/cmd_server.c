@@ -92,10 +92,15 @@ static void cmd_hello(rbd_ctx_t *x)
         return;
     if (ver != 0)
         x->out->resp3 = ver == 3;
-    rbi_resp_map(x->out, 7);
+    /* version: the compatibility value, INFO's redis_version (clients
+     * choose what to send by it); ringbloom_version the product's, under
+     * INFO's name for it. */
+    rbi_resp_map(x->out, 8);
     rbi_resp_bulk_str(x->out, "server");
     rbi_resp_bulk_str(x->out, "ringbloom");
     rbi_resp_bulk_str(x->out, "version");
+    rbi_resp_bulk_str(x->out, RBD_REDIS_VERSION);
+    rbi_resp_bulk_str(x->out, "ringbloom_version");
     rbi_resp_bulk_str(x->out, PACKAGE_VERSION);
     rbi_resp_bulk_str(x->out, "proto");
     rbi_resp_int(x->out, x->out->resp3 ? 3 : 2);
