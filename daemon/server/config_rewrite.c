@@ -16,9 +16,10 @@
  * alone) and what the command line set (-i, -s, -d, -o: a unit may run
  * many instances from one file, whose instance and paths must not end up
  * in it).  A value is written so that the parser reads it back the same
- * (config_syntax.c), so the new file means the settings in force.  The new text goes to a file of a random name
- * beside the old one (mkstemp), given the old one's owner and mode, made
- * durable and renamed over it: a crash leaves the old file or the new one.
+ * (config_syntax.c), so the new file means the settings in force.  The
+ * new text goes to a file of a random name beside the old one (mkstemp),
+ * given the old one's owner and mode, made durable and renamed over it: a
+ * crash leaves the old file or the new one.
  * Refused: a file that is a symbolic link, in a directory another user can
  * write (who could plant the temporary file or swap the old one).
  */
