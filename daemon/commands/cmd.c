@@ -244,9 +244,9 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
      * same batch (or the batch's start: s->clock_us), its checks and
      * argument gathering included: one clock read per command. */
     uint64_t t0 = s->clock_us;
+    size_t at = out->len;   /* where its reply starts (INFO's counts read it) */
     int ran = 0;
 
-    s->commands++;
     if (check(&x) != 0) {
         if (c->txn.active)
             c->txn.dirty = 1;
@@ -255,10 +255,13 @@ static void dispatch(server_t *s, client_t *c, rbi_buf_t *out, int effects_only,
     } else if (!effects_only || ((x.sub ? x.sub : x.cmd)->flags & (CMD_WRITE | CMD_ADMIN))) {
         c->last_cmd = x.cmd->name;   /* CLIENT LIST's cmd= */
         c->last_sub = x.sub != NULL ? x.sub->name : NULL;
+        s->commands++;
+        rbd_cmd_keyspace(&x);
         (x.sub ? x.sub : x.cmd)->fn(&x);
         ran = 1;
     }
     s->clock_us = rbd_mono_us();
+    rbd_cmd_account(&x, at, ran, s->clock_us - t0);
     if (ran)
         rbd_observe_command(s, c, argc, argv, argl, s->clock_us - t0);
 }
@@ -363,29 +366,16 @@ static void cmd_exec(rbd_ctx_t *x)
 
 /* ---- COMMAND -------------------------------------------------------------------- */
 
-/* 1 if a command names a key first, from its row's syntax (COMMAND DOCS's:
- * its first argument "key", "key...", "destkey" or "destination"), else
- * 0.  The filter, sketch or counter it names is the only key a command of
- * ours gives COMMAND INFO (PFCOUNT's, PFMERGE's and CMS.MERGE's other
- * keys are not given); RING.GET's "key:string" is no keyspace key. */
-static int first_key(const rbd_command_t *cmd)
-{
-    static const char *const keys[] = { "key", "key...", "destkey", "destination" };
-    size_t n = strcspn(cmd->syntax, " ");
-
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (strlen(keys[i]) == n && memcmp(cmd->syntax, keys[i], n) == 0)
-            return 1;
-    return 0;
-}
-
 /* A command as COMMAND INFO describes it (Redis 7's ten fields), or its
  * subcommand sub (named "cmd|sub", as Redis names them). */
 static void command_info_of(rbd_ctx_t *x, const rbd_command_t *cmd, const rbd_command_t *sub)
 {
     const rbd_command_t *row = sub ? sub : cmd;
     char lower[32], name[64];
-    int key = first_key(row);
+    /* The filter, sketch or counter a command names first is the only key
+     * it gives COMMAND INFO (PFCOUNT's, PFMERGE's and CMS.MERGE's other
+     * keys are not given). */
+    int key = rbd_cmd_first_key(row) != 0;
     const char *flag = (row->flags & CMD_WRITE) ? "write" : (row->flags & CMD_ADMIN)
                        ? "admin" : key ? "readonly" : NULL;
     size_t nsubs = 0;

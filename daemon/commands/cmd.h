@@ -53,6 +53,12 @@
                             spelling (+@connection, +client|kill) gives it to
                             a lower tier (issue 41, 1) */
 
+/* The Redis version whose protocol and INFO the daemon answers as
+ * (Debian 12's redis-server, the tools' peer): INFO's redis_version and
+ * HELLO's version, which tools and clients choose what to send by; the
+ * product's own is PACKAGE_VERSION, ringbloom_version in both. */
+#define RBD_REDIS_VERSION "7.0.15"
+
 typedef struct rbd_command rbd_command_t;
 
 typedef struct rbd_ctx {
@@ -184,6 +190,24 @@ int rbd_cmd_work_ok(rbd_ctx_t *x, uint64_t bytes, const char *what);
  * zeroed at once, and an aging one is halved by a single command, both
  * within max-command-bytes.  0, or replies and returns -1. */
 int rbd_cmd_cms_size_ok(rbd_ctx_t *x, const rb_cms_params_t *p);
+
+/* Where a command names keys of the keyspace, from its row's syntax
+ * (COMMAND DOCS's first argument): 1 its first argument ("key",
+ * "destkey", "destination"), 2 every argument ("key..."), 0 none
+ * (RING.GET's "key:string" is no keyspace key). */
+int rbd_cmd_first_key(const rbd_command_t *cmd);
+/* Before a read's handler runs (a row with neither CMD_WRITE nor
+ * CMD_ADMIN that names keys): each key it names counted in INFO's
+ * keyspace_hits if a filter of that name is there, else keyspace_misses,
+ * as Redis counts a read's lookups.  O(1) a key (the writer's name
+ * index). */
+void rbd_cmd_keyspace(rbd_ctx_t *x);
+/* After request x (its row in x->cmd / x->sub, NULL for an unknown
+ * command): its row's counters in INFO's commandstats, a call and its
+ * us if its handler ran (ran), failed too if it answered an error, or
+ * rejected if it was refused before running; an error reply's code in
+ * errorstats.  The reply is read from x->out's bytes from `at` on. */
+void rbd_cmd_account(rbd_ctx_t *x, size_t at, int ran, uint64_t us);
 
 /* The command's name in lower case, as Redis names its own commands. */
 const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap);

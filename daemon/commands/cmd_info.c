@@ -1,17 +1,20 @@
 /*
  * cmd_info.c - INFO: Redis-style "# Section" blocks of key:value lines,
  * one function per section (server, clients, memory, persistence, stats,
- * replication, ring, bloom, keyspace), chosen by the arguments as Redis
- * chooses them (Redis's fields where tools read them); its table
- * row and handler.  The filter section counts the filters of each kind
+ * replication, cpu, commandstats, errorstats, ring, bloom, keyspace),
+ * chosen by the arguments as Redis chooses them (Redis's fields, under
+ * its names, where tools read them: prometheus-redis-exporter's series
+ * and dashboards); its table row and handler.  The filter section counts the filters of each kind
  * from the kind table (ringbloom/filter.h) and describes each Bloom filter.
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,7 +23,6 @@
 #include "snapshot.h"
 
 #define INFO_KINDS 16   /* kinds counted (the kind table has fewer) */
-#define RBD_REDIS_VERSION "7.0.15"   /* Debian 12's redis-server, the tools' peer */
 
 /* INFO's text: Redis-style "# Section" blocks of key:value lines. */
 typedef struct info_buf {
@@ -132,6 +134,11 @@ static void info_memory(server_t *s, info_buf_t *ib)
     info_human(ib, "used_memory_rss_human", mem.resident);
     info_line(ib, "mem_fragmentation_ratio:%.2f",
               mem.used > 0 ? (double)mem.resident / (double)mem.used : 0.0);
+    /* Redis's maxmemory is max-memory (the segment's reservation), and a
+     * write past it is refused: noeviction. */
+    info_line(ib, "maxmemory:%llu", (unsigned long long)s->cfg.max_memory);
+    info_human(ib, "maxmemory_human", s->cfg.max_memory);
+    info_line(ib, "maxmemory_policy:noeviction");
     info_line(ib, "ringbloom_segment_bytes:%llu", (unsigned long long)mem.committed);
     info_human(ib, "ringbloom_segment_bytes_human", mem.committed);
     info_line(ib, "ringbloom_free_bytes:%llu", (unsigned long long)mem.free);
@@ -155,21 +162,25 @@ static void info_memory(server_t *s, info_buf_t *ib)
     info_line(ib, "segment_huge_problem:%s", h->why[0] != '\0' ? h->why : "none");
 }
 
+/* Redis's names where they mean the same (a snapshot is Redis's RDB
+ * save: BGSAVE's, written by a thread while the loop goes on; the log
+ * its AOF), then ringbloomd's own figures. */
 static void info_persistence(server_t *s, info_buf_t *ib)
 {
     const rbd_aof_t *a = &s->aof;
 
     info_section(ib, "Persistence");
-    info_line(ib, "dir:%s", a->dir);
+    info_line(ib, "loading:0");   /* the state is loaded before the socket listens */
+    info_line(ib, "rdb_changes_since_last_save:%llu", (unsigned long long)a->changes);
+    info_line(ib, "rdb_bgsave_in_progress:%d", s->snaps.job != NULL);
+    info_line(ib, "rdb_last_save_time:%llu", (unsigned long long)(s->snaps.last_ms / 1000));
+    info_line(ib, "rdb_last_bgsave_status:%s", s->snaps.last_failed ? "err" : "ok");
     info_line(ib, "aof_enabled:%d", a->enabled != 0);   /* Redis's: appendonly */
+    info_line(ib, "dir:%s", a->dir);
     info_line(ib, "appendfsync:%s", s->cfg.appendfsync == FSYNC_ALWAYS ? "always"
               : s->cfg.appendfsync == FSYNC_NO ? "no" : "everysec");
     info_line(ib, "log_bytes:%llu", (unsigned long long)a->log_bytes);
-    info_line(ib, "changes_since_last_save:%llu", (unsigned long long)a->changes);
-    info_line(ib, "last_save_time:%llu", (unsigned long long)(s->snaps.last_ms / 1000));
-    info_line(ib, "last_save_status:%s", s->snaps.last_failed ? "err" : "ok");
     info_line(ib, "snapshots:%llu", (unsigned long long)s->snaps.count);
-    info_line(ib, "snapshot_in_progress:%d", s->snaps.job != NULL);
     info_line(ib, "last_snapshot_ms:%llu", (unsigned long long)s->snaps.last_duration_ms);
     info_line(ib, "last_snapshot_loop_us:%llu", (unsigned long long)s->snaps.last_loop_us);
     info_line(ib, "last_snapshot_cow_bytes:%llu", (unsigned long long)s->snaps.last_saved_bytes);
@@ -179,16 +190,114 @@ static void info_persistence(server_t *s, info_buf_t *ib)
     info_line(ib, "log_write_ok:%d", !rbd_aof_refuses(a));
 }
 
+/* Redis's names first (measured here: stats.c), then ringbloomd's own.
+ * No key expires and none is evicted (a write past max-memory is
+ * refused), so those two counts are 0. */
 static void info_stats(server_t *s, info_buf_t *ib)
 {
+    const rbd_stats_t *st = &s->stats;
+
     info_section(ib, "Stats");
     info_line(ib, "total_connections_received:%llu", (unsigned long long)s->connections);
     info_line(ib, "total_commands_processed:%llu", (unsigned long long)s->commands);
+    info_line(ib, "instantaneous_ops_per_sec:%llu", (unsigned long long)rbd_rate_per_sec(&st->ops));
+    info_line(ib, "total_net_input_bytes:%llu", (unsigned long long)st->net_in);
+    info_line(ib, "total_net_output_bytes:%llu", (unsigned long long)st->net_out);
+    info_line(ib, "instantaneous_input_kbps:%.2f", (double)rbd_rate_per_sec(&st->in) / 1024.0);
+    info_line(ib, "instantaneous_output_kbps:%.2f", (double)rbd_rate_per_sec(&st->out) / 1024.0);
+    info_line(ib, "rejected_connections:%llu", (unsigned long long)s->rejected_clients);
+    info_line(ib, "expired_keys:0");
+    info_line(ib, "evicted_keys:0");
+    info_line(ib, "keyspace_hits:%llu", (unsigned long long)st->hits);
+    info_line(ib, "keyspace_misses:%llu", (unsigned long long)st->misses);
+    info_line(ib, "total_error_replies:%llu", (unsigned long long)st->errors);
     info_line(ib, "denied_commands:%llu", (unsigned long long)s->denied);
     info_line(ib, "protocol_errors:%llu", (unsigned long long)s->protocol_errors);
     info_line(ib, "client_timeouts:%llu", (unsigned long long)s->timeouts);
     info_line(ib, "bf_new_items:%llu", (unsigned long long)s->state.bf_adds);
     info_line(ib, "ring_changes:%llu", (unsigned long long)s->state.ring_changes);
+}
+
+/* Redis's CPU section: the process's and its main thread's (the event
+ * loop's: INFO runs there) seconds, getrusage(2)'s; no children (the
+ * snapshots are written by a thread, never a fork). */
+static void info_cpu(server_t *s, info_buf_t *ib)
+{
+    struct rusage self, thread, children;
+
+    (void)s;
+    if (getrusage(RUSAGE_SELF, &self) != 0 || getrusage(RUSAGE_THREAD, &thread) != 0 ||
+        getrusage(RUSAGE_CHILDREN, &children) != 0)
+        return;
+#define TV(tv) ((double)(tv).tv_sec + (double)(tv).tv_usec / 1e6)
+    info_section(ib, "CPU");
+    info_line(ib, "used_cpu_sys:%.6f", TV(self.ru_stime));
+    info_line(ib, "used_cpu_user:%.6f", TV(self.ru_utime));
+    info_line(ib, "used_cpu_sys_children:%.6f", TV(children.ru_stime));
+    info_line(ib, "used_cpu_user_children:%.6f", TV(children.ru_utime));
+    info_line(ib, "used_cpu_sys_main_thread:%.6f", TV(thread.ru_stime));
+    info_line(ib, "used_cpu_user_main_thread:%.6f", TV(thread.ru_utime));
+#undef TV
+}
+
+/* A row's name as Redis writes it in commandstats: lower case, a
+ * subcommand after its command ("config|get"). */
+static void cmdstat_name(const rbd_cmdstat_t *c, char *out, size_t cap)
+{
+    size_t w = 0;
+
+    for (const char *p = c->cmd; *p != '\0' && w + 1 < cap; p++)
+        out[w++] = (char)tolower((unsigned char)*p);
+    if (c->sub != NULL && w + 1 < cap)
+        out[w++] = '|';
+    for (const char *p = c->sub; p != NULL && *p != '\0' && w + 1 < cap; p++)
+        out[w++] = (char)tolower((unsigned char)*p);
+    out[w] = '\0';
+}
+
+typedef struct named_stat {
+    char name[72];
+    const rbd_cmdstat_t *c;
+} named_stat_t;
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const named_stat_t *)a)->name, ((const named_stat_t *)b)->name);
+}
+
+/* Redis's Commandstats: a line per command row that was called or
+ * refused, by name (stats.c counts them). */
+static void info_commandstats(server_t *s, info_buf_t *ib)
+{
+    static named_stat_t row[RBD_CMDSTATS];   /* the loop thread's alone */
+    size_t n = 0;
+
+    info_section(ib, "Commandstats");
+    for (size_t i = 0; i < RBD_CMDSTATS; i++) {
+        const rbd_cmdstat_t *c = &s->stats.cmd[i];
+        if (c->cmd == NULL || (c->calls == 0 && c->rejected == 0 && c->failed == 0))
+            continue;
+        cmdstat_name(c, row[n].name, sizeof(row[n].name));
+        row[n++].c = c;
+    }
+    qsort(row, n, sizeof(row[0]), by_name);
+    for (size_t k = 0; k < n; k++) {
+        const rbd_cmdstat_t *c = row[k].c;
+        info_line(ib, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,"
+                  "failed_calls=%llu", row[k].name, (unsigned long long)c->calls,
+                  (unsigned long long)c->usec,
+                  c->calls > 0 ? (double)c->usec / (double)c->calls : 0.0,
+                  (unsigned long long)c->rejected, (unsigned long long)c->failed);
+    }
+}
+
+/* Redis's Errorstats: a line per error code replied (its first word). */
+static void info_errorstats(server_t *s, info_buf_t *ib)
+{
+    info_section(ib, "Errorstats");
+    for (size_t i = 0; i < s->stats.nerr; i++)
+        info_line(ib, "errorstat_%s:count=%llu", s->stats.err[i].code,
+                  (unsigned long long)s->stats.err[i].count);
 }
 
 /* A filter name (or an error text) made printable for an INFO line. */
@@ -392,13 +501,16 @@ static void info_keyspace(server_t *s, info_buf_t *ib)
         info_line(ib, "db0:keys=%u,expires=0,avg_ttl=0", si.filters);
 }
 
-static int info_want(rbd_ctx_t *x, const char *section)
+/* Whether a section is asked for, as Redis chooses: no argument or
+ * "default" the default sections (every one but commandstats), "all" and
+ * "everything" every one, else those named. */
+static int info_want(rbd_ctx_t *x, const char *section, int in_default)
 {
     if (x->argc < 2)
-        return 1;
+        return in_default;
     for (size_t i = 1; i < x->argc; i++)
         if (rbd_cmd_arg_is(x, i, section) || rbd_cmd_arg_is(x, i, "all") ||
-            rbd_cmd_arg_is(x, i, "everything"))
+            rbd_cmd_arg_is(x, i, "everything") || (in_default && rbd_cmd_arg_is(x, i, "default")))
             return 1;
     return 0;
 }
@@ -408,18 +520,21 @@ static void cmd_info(rbd_ctx_t *x)
     static const struct {
         const char *name;
         void (*fn)(server_t *s, info_buf_t *ib);   /* writes nothing if it cannot tell */
+        int in_default;
     } sections[] = {
-        { "server", info_server }, { "clients", info_clients }, { "memory", info_memory },
-        { "persistence", info_persistence }, { "stats", info_stats },
-        { "replication", info_replication }, { "ring", info_ring }, { "bloom", info_bloom },
-        { "keyspace", info_keyspace },
+        { "server", info_server, 1 }, { "clients", info_clients, 1 },
+        { "memory", info_memory, 1 }, { "persistence", info_persistence, 1 },
+        { "stats", info_stats, 1 }, { "replication", info_replication, 1 },
+        { "cpu", info_cpu, 1 }, { "commandstats", info_commandstats, 0 },
+        { "errorstats", info_errorstats, 1 }, { "ring", info_ring, 1 },
+        { "bloom", info_bloom, 1 }, { "keyspace", info_keyspace, 1 },
     };
     info_buf_t ib;
 
     memset(&ib, 0, sizeof(ib));
     ib.s = x->s;
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
-        if (info_want(x, sections[i].name))
+        if (info_want(x, sections[i].name, sections[i].in_default))
             sections[i].fn(x->s, &ib);
     if (ib.b.oom)
         rbi_resp_error(x->out, "ERR out of memory");

@@ -1,7 +1,8 @@
 /*
  * cmd_observe.c - Redis's commands for watching the daemon itself, over
  * what observe.c keeps: SLOWLOG GET / LEN / RESET / HELP, LATENCY LATEST /
- * HISTORY / RESET / HELP, and MONITOR; their table rows and handlers.
+ * HISTORY / RESET / DOCTOR / HELP, and MONITOR; their table rows and
+ * handlers.
  * Replies are redis-server's, element for element, so its tools
  * (redis-cli, prometheus-redis-exporter) read them unchanged.  They are
  * administrative (CMD_ADMIN: they show other clients' arguments), HELP
@@ -63,6 +64,8 @@ static const char *const latency_help[] = {
     "RESET [<event> ...]",
     "    Reset latency data of one or more <event> classes.",
     "    (default: reset all data for all event classes)",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
     "HELP", "    Print this help.", NULL,
 };
 
@@ -184,6 +187,89 @@ static void latency_reset(rbd_ctx_t *x)
     rbi_resp_int(x->out, n);
 }
 
+/* What to look at when event's samples pass the threshold (the
+ * settings and tools that bound or show its cost). */
+static const char *const latency_advice[RBD_LATENCY_EVENTS] = {
+    [RBD_LAT_COMMAND] = "a command's handler ran that long: SLOWLOG GET names it (set "
+        "slowlog-log-slower-than to the threshold in microseconds); the writes that make, "
+        "merge or halve memory in one pass are bounded by max-command-bytes (lower it), "
+        "the others by the keys a request carries (send fewer at once).",
+    [RBD_LAT_EVENTLOOP] = "a whole turn of the event loop (reading, running and answering "
+        "every ready client) took that long: many clients' pipelines in one turn, or one "
+        "of the commands above; max-request-bytes and client-output-soft-limit bound what "
+        "one client brings to a turn.",
+    [RBD_LAT_FSYNC] = "appendfsync always waits for the disk before each write's reply: "
+        "appendfsync everysec answers at once and fsyncs every second (a crash may lose the "
+        "last second), or put dir on faster storage.",
+    [RBD_LAT_SNAPSHOT] = "a background snapshot's freeze (the part readers' writers wait "
+        "for) took that long: it grows with max-filters (the directory copied) and the "
+        "segment's size; save-seconds and save-log-bytes say how often one is taken.",
+};
+
+/* One event's line of the report: its samples' count, mean, mean
+ * deviation, period and worst, and the advice. */
+static void doctor_event(rbi_buf_t *b, size_t no, rbd_latency_event_t ev,
+                         const rbd_latency_t *l)
+{
+    double sum = 0, mean, dev = 0;
+    uint64_t first = UINT64_MAX, last = 0;
+    char line[1024];
+    int n;
+
+    for (size_t i = 0; i < l->n; i++) {
+        sum += l->s[i].ms;
+        first = l->s[i].unix_s < first ? l->s[i].unix_s : first;
+        last = l->s[i].unix_s > last ? l->s[i].unix_s : last;
+    }
+    mean = sum / (double)l->n;
+    for (size_t i = 0; i < l->n; i++)
+        dev += l->s[i].ms > mean ? l->s[i].ms - mean : mean - l->s[i].ms;
+    n = snprintf(line, sizeof(line), "%zu. %s: %zu latency spikes (average %.0fms, mean "
+                 "deviation %.0fms, period %.1f sec). Worst all time event %ums.\n   %s\n\n",
+                 no, rbd_latency_name(ev), l->n, mean, dev / (double)l->n,
+                 l->n > 1 ? (double)(last - first) / (double)(l->n - 1) : 0.0, l->max_ms,
+                 latency_advice[ev]);
+    rbi_buf_append(b, line, n > 0 && (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* LATENCY DOCTOR: the latency monitor's samples read for a person: each
+ * event's spikes (count, average, mean deviation, period between them,
+ * worst) and what bounds its cost here; or why there is nothing to read
+ * (the monitor is off, or nothing passed the threshold).  A verbatim
+ * string (RESP3; bulk in RESP2), as Redis answers. */
+static void latency_doctor(rbd_ctx_t *x)
+{
+    const rbd_observe_t *o = &x->s->obs;
+    rbi_buf_t b = { 0 };
+    char head[256];
+    size_t no = 0;
+
+    if (x->s->cfg.latency_monitor_threshold == 0) {
+        snprintf(head, sizeof(head), "The latency monitor is off (latency-monitor-threshold "
+                 "0): CONFIG SET latency-monitor-threshold <milliseconds> turns it on.\n");
+        rbi_buf_append(&b, head, strlen(head));
+    }
+    for (int ev = 0; ev < RBD_LATENCY_EVENTS; ev++)
+        if (o->lat[ev].n > 0)
+            doctor_event(&b, ++no, (rbd_latency_event_t)ev, &o->lat[ev]);
+    if (no == 0 && x->s->cfg.latency_monitor_threshold != 0) {
+        snprintf(head, sizeof(head), "No latency spike of %u ms or more was observed since "
+                 "the samples were last reset (or the daemon started).\n",
+                 x->s->cfg.latency_monitor_threshold);
+        rbi_buf_append(&b, head, strlen(head));
+    } else if (no > 0) {
+        snprintf(head, sizeof(head), "Spikes of %u ms or more (latency-monitor-threshold); "
+                 "LATENCY HISTORY <event> lists an event's samples.\n",
+                 x->s->cfg.latency_monitor_threshold);
+        rbi_buf_append(&b, head, strlen(head));
+    }
+    if (b.oom)
+        rbi_resp_error(x->out, "ERR out of memory");
+    else
+        rbi_resp_verbatim(x->out, b.data, b.len);
+    rbi_buf_free(&b);
+}
+
 static void latency_help_fn(rbd_ctx_t *x)
 {
     help(x, latency_help);
@@ -220,6 +306,9 @@ static const rbd_command_t latency_subs[] = {
                    "Returns an event's samples, oldest first", "event"),
     RBD_SUBCOMMAND("RESET", -2, CMD_ADMIN | CMD_OTHERS, latency_reset, "server",
                    "Forgets the samples of every event, or of those named", "[event...]"),
+    RBD_SUBCOMMAND("DOCTOR", 2, CMD_ADMIN, latency_doctor, "server",
+                   "Returns a report on the latency samples and what bounds each event's cost",
+                   ""),
     RBD_SUBCOMMAND("HELP", 2, 0, latency_help_fn, "server",
                    "Returns the subcommands' help", ""),
     RBD_COMMAND_END,
@@ -232,7 +321,7 @@ const rbd_command_t rbd_cmd_observe_table[] = {
     RBD_COMMAND_SUBS("LATENCY", -2, CMD_ADMIN, latency_subs, cmd_latency, "server",
                      "Returns the latency monitor's samples (latency-monitor-threshold), or "
                      "resets them",
-                     "(LATEST | HISTORY event | RESET [event...] | HELP)"),
+                     "(LATEST | HISTORY event | RESET [event...] | DOCTOR | HELP)"),
     RBD_COMMAND("MONITOR", 1, CMD_ADMIN | CMD_NO_MULTI, cmd_monitor, "server",
                 "Streams every command the daemon runs, as it runs it",
                 ""),

@@ -92,10 +92,15 @@ static void cmd_hello(rbd_ctx_t *x)
         return;
     if (ver != 0)
         x->out->resp3 = ver == 3;
-    rbi_resp_map(x->out, 7);
+    /* version: the compatibility value, INFO's redis_version (clients
+     * choose what to send by it); ringbloom_version the product's, under
+     * INFO's name for it. */
+    rbi_resp_map(x->out, 8);
     rbi_resp_bulk_str(x->out, "server");
     rbi_resp_bulk_str(x->out, "ringbloom");
     rbi_resp_bulk_str(x->out, "version");
+    rbi_resp_bulk_str(x->out, RBD_REDIS_VERSION);
+    rbi_resp_bulk_str(x->out, "ringbloom_version");
     rbi_resp_bulk_str(x->out, PACKAGE_VERSION);
     rbi_resp_bulk_str(x->out, "proto");
     rbi_resp_int(x->out, x->out->resp3 ? 3 : 2);
@@ -175,19 +180,26 @@ static int cfg_match(rbd_ctx_t *x, const char *name)
 
 /* A setting matched by a pattern, its name and value (a secret's,
  * RBD_SET_SECRET, as "(redacted)" when set: config|get is a tier an
- * exporter's user is given, and the value is a credential of elsewhere). */
+ * exporter's user is given, and the value is a credential of elsewhere);
+ * then its other names a pattern matches, each with the value, as Redis 7
+ * answers its aliases (prometheus-redis-exporter reads maxmemory and
+ * maxclients from CONFIG GET *). */
 static void cfg_emit(const char *name, const char *value, void *arg)
 {
     cfg_get_t *g = arg;
     long row = rbd_setting_row(name, strlen(name));
 
-    if (!cfg_match(g->x, name))
-        return;
-    g->matches++;
-    if (!g->count_only) {
-        rbi_resp_bulk_str(g->x->out, name);
-        rbi_resp_bulk_str(g->x->out, value[0] != '\0' && row >= 0 &&
-                          (rbd_settings[row].flags & RBD_SET_SECRET) ? "(redacted)" : value);
+    if (value[0] != '\0' && row >= 0 && (rbd_settings[row].flags & RBD_SET_SECRET))
+        value = "(redacted)";
+    for (size_t i = 0; i <= rbd_naliases; i++) {
+        const char *shown = i == 0 ? name : rbd_aliases[i - 1].alias;
+        if ((i > 0 && strcmp(rbd_aliases[i - 1].name, name) != 0) || !cfg_match(g->x, shown))
+            continue;
+        g->matches++;
+        if (!g->count_only) {
+            rbi_resp_bulk_str(g->x->out, shown);
+            rbi_resp_bulk_str(g->x->out, value);
+        }
     }
 }
 
@@ -230,21 +242,27 @@ static int config_set_pairs(rbd_ctx_t *x, rbd_config_t *fresh)
     return 0;
 }
 
-/* CONFIG SET's logfile, when it names another file: opened as the log
- * will open it (rbd_log_open: a regular file, never waited on), so that a
- * file the log cannot take is this command's error, said in the log too,
- * and nothing is applied.  0, or -1 with the error replied. */
-static int config_set_logfile(rbd_ctx_t *x, const rbd_config_t *fresh)
+/* CONFIG SET's logfile, when the request names it (by any of its names:
+ * the file in use named again may have become one the log cannot take)
+ * or it changed: opened here as the log opens it (rbd_log_open: a
+ * regular file of this user or root, never waited on), so that a file the
+ * log cannot take is this command's error, said in the log too, and
+ * nothing is applied; the descriptor goes to the apply, which takes that
+ * very file (no second open that could fail after the OK).  *fd: it, or
+ * -1 (no file to open).  0, or -1 with the error replied. */
+static int config_set_logfile(rbd_ctx_t *x, const rbd_config_t *fresh, int *fd)
 {
+    long row = rbd_setting_row("logfile", 7);
+    int named = 0;
     char err[4200];
-    int fd;
 
-    if (fresh->logfile[0] == '\0' || strcmp(fresh->logfile, x->s->cfg.logfile) == 0)
+    *fd = -1;
+    for (size_t i = 2; i + 1 < x->argc; i += 2)
+        named |= rbd_setting_row(x->argv[i], x->argl[i]) == row;
+    if (fresh->logfile[0] == '\0' || (!named && strcmp(fresh->logfile, x->s->cfg.logfile) == 0))
         return 0;
-    if ((fd = rbd_log_open(fresh->logfile, err, sizeof(err))) >= 0) {
-        close(fd);
+    if ((*fd = rbd_log_open(fresh->logfile, err, sizeof(err))) >= 0)
         return 0;
-    }
     rbd_log(LOG_WARNING, "CONFIG SET by uid %u pid %d refused: %s; the log stays where it was",
             (unsigned)x->c->uid, (int)x->c->pid, err);
     rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument 'logfile') - "
@@ -263,6 +281,7 @@ static void config_set(rbd_ctx_t *x)
     rbd_config_t fresh = x->s->cfg;
     char err[4200];
     const char *which;
+    int log_fd;
 
     if (x->argc % 2 != 0) {
         rbi_resp_error(x->out, "ERR wrong number of arguments for 'config|set' command");
@@ -283,17 +302,19 @@ static void config_set(rbd_ctx_t *x)
         rbi_resp_error(x->out, "ERR CONFIG SET failed - %s", err);
         return;
     }
-    if (config_set_logfile(x, &fresh) != 0)
+    if (config_set_logfile(x, &fresh, &log_fd) != 0)
         return;
     /* appendonly yes takes a snapshot first, which may fail: before the
      * rest, so that nothing is applied then (all or nothing). */
     if (rbd_appendonly_set(&x->s->snaps, &x->s->aof, x->s->state.seg, fresh.appendonly, err,
                            sizeof(err)) != 0) {
+        if (log_fd >= 0)
+            close(log_fd);
         rbi_resp_error(x->out, "ERR CONFIG SET failed (possibly related to argument "
                        "'appendonly') - %s", err);
         return;
     }
-    x->s->apply(x->s, &fresh);
+    x->s->apply(x->s, &fresh, log_fd);
     rbd_log(LOG_NOTICE, "CONFIG SET by uid %u pid %d", (unsigned)x->c->uid, (int)x->c->pid);
     rbi_resp_simple(x->out, "OK");
 }

@@ -144,6 +144,53 @@ int rbd_cmd_work_ok(rbd_ctx_t *x, uint64_t bytes, const char *what)
     return -1;
 }
 
+int rbd_cmd_first_key(const rbd_command_t *cmd)
+{
+    static const char *const keys[] = { "key", "key...", "destkey", "destination" };
+    size_t n = strcspn(cmd->syntax, " ");
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strlen(keys[i]) == n && memcmp(cmd->syntax, keys[i], n) == 0)
+            return i == 1 ? 2 : 1;
+    return 0;
+}
+
+void rbd_cmd_keyspace(rbd_ctx_t *x)
+{
+    const rbd_command_t *row = x->sub ? x->sub : x->cmd;
+    int keys = row->flags & (CMD_WRITE | CMD_ADMIN) ? 0 : rbd_cmd_first_key(row);
+    size_t last = keys == 2 ? x->argc - 1 : 1;
+
+    for (size_t i = 1; keys != 0 && i <= last && i < x->argc; i++) {
+        const rb_kind_desc_t *k;
+        int rc = x->argl[i] > 0 && x->argl[i] <= RB_FILTER_NAME_MAX
+                 ? rb_filter_kind(x->s->state.seg, x->argv[i], x->argl[i], &k) : RB_ENOENT;
+        if (rc == RB_OK)
+            x->s->stats.hits++;
+        else if (rc == RB_ENOENT)
+            x->s->stats.misses++;
+    }
+}
+
+void rbd_cmd_account(rbd_ctx_t *x, size_t at, int ran, uint64_t us)
+{
+    int error = x->out->len > at && x->out->data[at] == '-';
+    rbd_cmdstat_t *st;
+
+    if (error)
+        rbd_errstat_add(&x->s->stats, x->out->data + at, x->out->len - at);
+    if (x->cmd == NULL ||
+        (st = rbd_cmdstat(&x->s->stats, x->cmd->name, x->sub ? x->sub->name : NULL)) == NULL)
+        return;
+    if (ran) {
+        st->calls++;
+        st->usec += us;
+        st->failed += error;
+    } else {
+        st->rejected += error;
+    }
+}
+
 const char *rbd_cmd_lower(const rbd_command_t *cmd, char *buf, size_t cap)
 {
     size_t i;
@@ -346,10 +393,9 @@ void rbd_cmd_reply_reserved(rbd_ctx_t *x, int rc)
         rbd_cmd_create_error(x, rc);
 }
 
-void rbd_cmd_reply_deferred(rbd_ctx_t *x, const rbd_reply_t *r)
+/* rbd_cmd_reply_deferred's reply, written. */
+static void deferred_reply(rbd_ctx_t *x, const rbd_reply_t *r)
 {
-    if (r->shape == RBD_REPLY_NONE)
-        return;
     if (r->err != NULL) {
         rbi_resp_error(x->out, "%s", r->err);
         return;
@@ -372,6 +418,26 @@ void rbd_cmd_reply_deferred(rbd_ctx_t *x, const rbd_reply_t *r)
             rbd_cmd_error(x, RBD_AT_FILTER, r->rc);
         return;
     }
+}
+
+/* A deferred reply's error counts as its command's failure (INFO's
+ * commandstats: the client's last command is the one that waits, its
+ * requests after it wait too) and in errorstats, as a reply written at
+ * once does (rbd_cmd_account). */
+void rbd_cmd_reply_deferred(rbd_ctx_t *x, const rbd_reply_t *r)
+{
+    size_t at = x->out->len;
+    rbd_cmdstat_t *st;
+
+    if (r->shape == RBD_REPLY_NONE)
+        return;
+    deferred_reply(x, r);
+    if (x->out->len <= at || x->out->data[at] != '-')
+        return;
+    rbd_errstat_add(&x->s->stats, x->out->data + at, x->out->len - at);
+    if (x->c->last_cmd != NULL &&
+        (st = rbd_cmdstat(&x->s->stats, x->c->last_cmd, x->c->last_sub)) != NULL)
+        st->failed++;
 }
 
 void rbd_cmd_check(rbd_ctx_t *x, const rbd_reads_t *k, int multi, int count)

@@ -52,12 +52,66 @@ static int bf_delete(rbd_state_t *st, rbd_op_t *op, int live)
     return rc;
 }
 
-/* The ops that belong to no family: DEL of a filter of any kind, and the
- * frame of a transaction's records (rbd_op_txn_begin; not an op: replay.c
- * replays its members). */
+/* The name of the live filter a one-slot step of a directory walk met. */
+typedef struct flush_step {
+    char name[RB_FILTER_NAME_MAX];
+    size_t len;
+} flush_step_t;
+
+static int flush_take(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
+{
+    flush_step_t *f = arg;
+
+    (void)kind;
+    if (len <= sizeof(f->name)) {
+        memcpy(f->name, name, len);
+        f->len = len;
+    }
+    return 0;
+}
+
+/* FLUSHALL: every filter of every kind deleted, each as DEL deletes it
+ * (bf_delete), in directory order, a slot at a time (no list of the
+ * names: O(directory) time, O(1) memory).  The ring is not a key and
+ * stays.  A filter whose delete fails (its layers fail validation) is
+ * left in place and counted (op->kept, the first error in op->kept_rc)
+ * and the others are deleted: the outcome depends on the state alone,
+ * so the replay, on the state the record was logged from (P4), deletes
+ * and keeps the same filters.  Always RB_OK; a noop when there was
+ * nothing to delete (not logged). */
+static int flush_all(rbd_state_t *st, rbd_op_t *op, int live)
+{
+    uint64_t cursor = 0;
+
+    op->deleted = op->kept = 0;
+    do {
+        flush_step_t f = { .len = 0 };
+        rbd_op_t one = { .type = RBD_OP_BF_DELETE };
+        int rc;
+
+        if (rb_filter_scan(st->seg, &cursor, 1, flush_take, &f) != RB_OK)
+            break;
+        if (f.len == 0)
+            continue;
+        one.name = f.name;
+        one.len = f.len;
+        if ((rc = bf_delete(st, &one, live)) == RB_OK) {
+            op->deleted++;
+        } else if (op->kept++ == 0) {
+            op->kept_rc = rc;
+        }
+    } while (cursor != 0);
+    op->noop = op->deleted == 0;
+    return RB_OK;
+}
+
+/* The ops that belong to no family: DEL of a filter of any kind,
+ * FLUSHALL, and the frame of a transaction's records (rbd_op_txn_begin;
+ * not an op: replay.c replays its members). */
 static const rbd_op_def_t core[] = {
     { RBD_OP_TXN, "TXN", RBD_NAMES_NOTHING, 0, NULL, { { F_END, 0 } } },
     { RBD_OP_BF_DELETE, "DEL", RBD_NAMES_ANY_FILTER, RBD_OP_SYNC, bf_delete, { RBD_NAME } },
+    { RBD_OP_FLUSHALL, "FLUSHALL", RBD_NAMES_NOTHING, RBD_OP_SYNC, flush_all, { { F_END, 0 } } },
     RBD_OP_END,
 };
 

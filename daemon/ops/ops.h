@@ -49,6 +49,7 @@ typedef enum rbd_op_type {
     RBD_OP_CBF_LOADCHUNK = 27, /* a chunk of CBF.LOADCHUNK (header or data) */
     RBD_OP_REPL_POS = 28,      /* the replicated filters' stream position (ops_repl.c) */
     RBD_OP_REPL_SKIP = 29,     /* NATS.SKIP: a stream message every host skips (ops_repl.c) */
+    RBD_OP_FLUSHALL = 30,      /* FLUSHALL / FLUSHDB: every filter of every kind deleted */
 } rbd_op_type_t;
 
 /* What an op's name names (the replay resolves filters by it, and its
@@ -120,6 +121,10 @@ typedef struct rbd_op {
                                   a PFADD that changed no register) */
     const char *why;           /* out, BF_LOADCHUNK refused: the reply's words;
                                   RBD_OP_EREPLY: the sink's reply line */
+    uint64_t deleted, kept;    /* out, FLUSHALL: the filters deleted, and those whose
+                                  delete failed (left in place, the first one's error
+                                  in kept_rc) */
+    int kept_rc;
 } rbd_op_t;
 
 /* rbd_op_run's answers besides RB_OK and the RB_E* errors: a sink took

@@ -371,6 +371,7 @@ void rbd_client_read(server_t *s, client_t *c)
         n = read(c->fd, c->in.data + c->in.len, room);
         if (n > 0) {
             c->in.len += (size_t)n;
+            s->stats.net_in += (uint64_t)n;
             turn += (size_t)n;
             if (run_input(s, c))
                 break;   /* its turn is over; the rest is read later */
@@ -430,6 +431,7 @@ int rbd_client_write(server_t *s, client_t *c)
         return -1;
     }
     if (off > 0) {
+        s->stats.net_out += off;
         rbi_buf_consume(&c->out, off);
         c->last_active_ms = rbd_mono_ms();
     }

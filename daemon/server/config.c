@@ -227,7 +227,7 @@ static int set_word(const setting_t *s, const char *key, int *field, const char 
 {
     static const char *const expected[] = {
         [T_FSYNC] = "always, everysec or no", [T_BOOL] = "yes or no",
-        [T_LEVEL] = "debug, info, notice or warning",
+        [T_LEVEL] = "debug, verbose, info, notice or warning",
         [T_LAYOUT] = "blocked, standard or redisbloom", [T_SOURCE] = "local or etcd",
         [T_FSOURCE] = "local or nats",
         [T_FACILITY] = "local0 .. local7, daemon or user",

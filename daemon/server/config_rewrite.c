@@ -1,19 +1,25 @@
 /*
  * config_rewrite.c - CONFIG REWRITE: the configuration file brought to
- * the settings in force, as Redis rewrites redis.conf.  Every line the
- * operator wrote stays where it is (comments, blank lines, unknown text);
- * a setting's first line gets its current value and its later lines go
- * (the first one decides nothing when the last one wins: the file had
- * them for the same setting); a setting the file does not name but whose
- * value differs from the default is appended under one comment.  Left as
- * they are: the access rules (each acl-user / acl-group line adds rules,
- * so they are the file's alone) and what the command line set (-i, -s,
- * -d, -o: a unit may run many instances from one file, whose instance
- * and paths must not end up in it).  A value is written so that the
- * parser reads it back the same (config_syntax.c), so the new file means
- * the settings in force.  The new text goes to a file of a random name
- * beside the old one (mkstemp), given the old one's owner and mode, made
- * durable and renamed over it: a crash leaves the old file or the new one.
+ * the settings in force, as Redis rewrites redis.conf, changing only what
+ * changed.  A setting whose value in force is what the file (with the
+ * command line and the defaults) says keeps its lines as the operator
+ * wrote them (its name, "1gb", its quotes: issue 42, item 10); one that
+ * changed (CONFIG SET) gets its new value on its first line, under the
+ * name that line spells it by (an alias too), and its later lines go (the
+ * first one decides nothing when the last one wins: the file had them
+ * for the same setting); one the file does not name but that changed is
+ * appended under one comment.  A size is written in the largest unit that
+ * holds it exactly (2gb, 64mb, 4096).  Every other line stays where it is
+ * (comments, blank lines, unknown text).  A file that no longer parses
+ * counts every setting as changed.  Left as they are: the access rules
+ * (each acl-user / acl-group line adds rules, so they are the file's
+ * alone) and what the command line set (-i, -s, -d, -o: a unit may run
+ * many instances from one file, whose instance and paths must not end up
+ * in it).  A value is written so that the parser reads it back the same
+ * (config_syntax.c), so the new file means the settings in force.  The
+ * new text goes to a file of a random name beside the old one (mkstemp),
+ * given the old one's owner and mode, made durable and renamed over it: a
+ * crash leaves the old file or the new one.
  * Refused: a file that is a symbolic link, in a directory another user can
  * write (who could plant the temporary file or swap the old one).
  */
@@ -127,11 +133,35 @@ static int make_tmp(const char *file, const struct stat *st, char *tmp, size_t c
     return -1;
 }
 
-/* The new text: the file's lines (from r) with the settings in force
- * (now) in place, then those it lacks that differ from the defaults
- * (dflt).  0, or -1 with err (a line the parser would refuse). */
+/* Setting row's line: "name value", a size (its value in bytes) in the
+ * largest unit that holds it exactly, as Redis writes memory settings. */
+static void put_setting(FILE *out, const char *name, size_t row, const char *value)
+{
+    static const struct { uint64_t unit; const char *suffix; } units[] = {
+        { 1ull << 30, "gb" }, { 1ull << 20, "mb" }, { 1ull << 10, "kb" },
+    };
+    char *end, human[32];
+    unsigned long long n;
+
+    if (rbd_settings[row].kind == T_SIZE && value[0] != '\0') {
+        n = strtoull(value, &end, 10);
+        for (size_t i = 0; *end == '\0' && n > 0 && i < sizeof(units) / sizeof(units[0]); i++)
+            if (n % units[i].unit == 0) {
+                snprintf(human, sizeof(human), "%llu%s", n / units[i].unit, units[i].suffix);
+                rbd_conf_put(out, name, human);
+                return;
+            }
+    }
+    rbd_conf_put(out, name, value);
+}
+
+/* The new text: the file's lines (from r), those of each setting whose
+ * value in force (now) is what the file says (was) as they are (unless
+ * all), the others' first line with the value in force, then the settings
+ * the file lacks whose value differs from was.  0, or -1 with err (a line
+ * the parser would refuse). */
 static int write_text(rbd_conf_reader_t *r, FILE *out, const rendered_t *now,
-                      const rendered_t *dflt, const rbd_config_src_t *src, char *err,
+                      const rendered_t *was, int all, const rbd_config_src_t *src, char *err,
                       size_t errlen)
 {
     unsigned char seen[RBD_REWRITE_MAX] = { 0 };
@@ -141,22 +171,26 @@ static int write_text(rbd_conf_reader_t *r, FILE *out, const rendered_t *now,
         size_t klen;
         const char *k = rbd_conf_key(r->line, &klen);
         long row = k == NULL ? -1 : rbd_setting_row(k, klen);
-        if (row < 0 || left_alone((size_t)row, src) || (size_t)row >= now->n) {
+        char name[64];
+        if (row < 0 || left_alone((size_t)row, src) || (size_t)row >= now->n ||
+            (!all && strcmp(now->value[row], was->value[row]) == 0)) {
             fwrite(r->line, 1, r->len, out);   /* as the operator wrote it */
             if (r->line[r->len - 1] != '\n')
                 fputc('\n', out);
             continue;
         }
+        /* the name as this line spells it (a known name: under 64 bytes) */
+        snprintf(name, sizeof(name), "%.*s", (int)klen, k);
         if (!seen[row])
-            rbd_conf_put(out, now->name[row], now->value[row]);
+            put_setting(out, name, (size_t)row, now->value[row]);
         seen[row] = 1;
     }
     for (size_t i = 0; rc == 0 && i < now->n; i++) {
-        if (seen[i] || left_alone(i, src) || strcmp(now->value[i], dflt->value[i]) == 0)
+        if (seen[i] || left_alone(i, src) || strcmp(now->value[i], was->value[i]) == 0)
             continue;
         if (!appended++)
             fputs("\n# Generated by CONFIG REWRITE\n", out);
-        rbd_conf_put(out, now->name[i], now->value[i]);
+        put_setting(out, now->name[i], i, now->value[i]);
     }
     return rc;
 }
@@ -199,14 +233,33 @@ static int install(FILE *out, int ok, const char *tmp, const char *file, char *e
     return 0;
 }
 
+/* What the file, the command line and the defaults say now (the start-up
+ * path, rbd_config_build), rendered into was: 0.  If the file no longer
+ * parses, the defaults, and -1: every line of a setting is then rewritten
+ * with its value in force, and what differs from the default appended. */
+static int file_says(const rbd_config_src_t *src, const char *instance, rendered_t *was)
+{
+    static rbd_config_t d;
+    char why[512];
+    int rc = 0;
+
+    was->n = 0;
+    if (rbd_config_build(src, &d, why, sizeof(why)) != 0) {
+        rc = -1;
+        if (rbd_config_defaults(&d, instance) != RB_OK)
+            return -1;   /* an instance the running daemon has: not reached */
+    }
+    rbd_config_each(&d, collect, was);
+    return rc;
+}
+
 int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char *err,
                        size_t errlen)
 {
-    static rendered_t now, dflt;
+    static rendered_t now, was;
     char tmp[8300];
-    rbd_config_t d;
     rbd_conf_reader_t r;
-    int fd, ok;
+    int fd, ok, all;
     FILE *out = NULL;
 
     if (src == NULL || src->file[0] == '\0') {
@@ -215,14 +268,9 @@ int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char 
     }
     if (may_replace(src->file, err, errlen) != 0 || rbd_conf_open(&r, src->file, err, errlen) != 0)
         return -1;
-    now.n = dflt.n = 0;
+    now.n = 0;
     rbd_config_each(c, collect, &now);
-    if (rbd_config_defaults(&d, c->instance) != RB_OK) {
-        rbd_conf_close(&r);
-        snprintf(err, errlen, "cannot compute the defaults");
-        return -1;
-    }
-    rbd_config_each(&d, collect, &dflt);
+    all = file_says(src, c->instance, &was) != 0;
     if ((fd = make_tmp(src->file, &r.st, tmp, sizeof(tmp), err, errlen)) < 0 ||
         (out = fdopen(fd, "w")) == NULL) {
         if (fd >= 0) {
@@ -233,7 +281,7 @@ int rbd_config_rewrite(const rbd_config_t *c, const rbd_config_src_t *src, char 
         rbd_conf_close(&r);
         return -1;
     }
-    ok = write_text(&r, out, &now, &dflt, src, err, errlen) == 0;
+    ok = write_text(&r, out, &now, &was, all, src, err, errlen) == 0;
     rbd_conf_close(&r);
     return install(out, ok, tmp, src->file, err, errlen);
 }

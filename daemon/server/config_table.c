@@ -108,6 +108,10 @@ const size_t rbd_nsettings = sizeof(rbd_settings) / sizeof(rbd_settings[0]);
  * the same here. */
 const rbd_alias_t rbd_aliases[] = {
     { "unixsocketperm", "socket-mode" },
+    { "unixsocket", "socket" },
+    { "maxmemory", "max-memory" },    /* here the segment's reservation: a write past it
+                                         is refused (Redis's noeviction) */
+    { "maxclients", "max-clients" },
 };
 const size_t rbd_naliases = sizeof(rbd_aliases) / sizeof(rbd_aliases[0]);
 
@@ -117,7 +121,8 @@ const word_t rbd_words[] = {
     { T_FSYNC, "no", FSYNC_NO },
     { T_BOOL, "yes", 1 }, { T_BOOL, "no", 0 },
     { T_LEVEL, "info", LOG_INFO }, { T_LEVEL, "notice", LOG_INFO },
-    { T_LEVEL, "debug", LOG_DEBUG }, { T_LEVEL, "warning", LOG_WARNING },
+    { T_LEVEL, "debug", LOG_DEBUG }, { T_LEVEL, "verbose", LOG_DEBUG },   /* Redis's */
+    { T_LEVEL, "warning", LOG_WARNING },
     { T_LAYOUT, "blocked", RB_BLOOM_BLOCKED }, { T_LAYOUT, "standard", RB_BLOOM_STANDARD },
     { T_LAYOUT, "redisbloom", RB_BLOOM_REDISBLOOM },
     { T_SOURCE, "local", RING_SOURCE_LOCAL }, { T_SOURCE, "etcd", RING_SOURCE_ETCD },

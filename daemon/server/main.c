@@ -404,7 +404,7 @@ int main(int argc, char **argv)
     }
     /* Before the detach: a logfile that cannot be opened is said here. */
     s.foreground = o.foreground;
-    if (rbd_server_log_setup(&s, err, sizeof(err)) != 0) {
+    if (rbd_server_log_setup(&s, -1, err, sizeof(err)) != 0) {
         fprintf(stderr, "ringbloomd: cannot start: %s\n", err);
         return 1;
     }

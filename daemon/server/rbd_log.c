@@ -85,10 +85,15 @@ int rbd_log_open(const char *path, char *err, size_t errlen)
 
 int rbd_log_setup(const rbd_log_setup_t *o, char *err, size_t errlen)
 {
-    int fd = -1, rc = 0;
+    return rbd_log_setup_fd(o, -1, err, errlen);
+}
+
+int rbd_log_setup_fd(const rbd_log_setup_t *o, int fd, char *err, size_t errlen)
+{
+    int rc = 0;
 
     log_level = o->level;
-    if (o->logfile[0] != '\0' && (fd = rbd_log_open(o->logfile, err, errlen)) < 0)
+    if (fd < 0 && o->logfile[0] != '\0' && (fd = rbd_log_open(o->logfile, err, errlen)) < 0)
         rc = -1;
     if (rc == 0) {
         if (log_fd >= 0)

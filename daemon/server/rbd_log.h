@@ -39,6 +39,10 @@ int rbd_log_open(const char *path, char *err, size_t errlen);
  * 0, or -1 with err naming the path when the logfile cannot be opened:
  * the log then keeps the file it had (none at start). */
 int rbd_log_setup(const rbd_log_setup_t *o, char *err, size_t errlen);
+/* rbd_log_setup with o->logfile already opened by rbd_log_open as fd
+ * (taken over: the log writes to that very file, as CONFIG SET checked
+ * it; it cannot fail then), or -1 to open it by its path. */
+int rbd_log_setup_fd(const rbd_log_setup_t *o, int fd, char *err, size_t errlen);
 /* rbd_log_setup with no logfile, syslog (ident ringbloomd, facility
  * daemon) when not foreground: for the tests that run the daemon's code
  * in-process. */

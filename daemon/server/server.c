@@ -296,13 +296,13 @@ static void accept_clients(server_t *s)
     }
 }
 
-int rbd_server_log_setup(server_t *s, char *err, size_t errlen)
+int rbd_server_log_setup(server_t *s, int log_fd, char *err, size_t errlen)
 {
     const rbd_log_setup_t o = { s->foreground, s->cfg.loglevel, s->cfg.logfile,
                                 s->cfg.syslog_enabled, s->cfg.syslog_ident,
                                 s->cfg.syslog_facility };
 
-    return rbd_log_setup(&o, err, errlen);
+    return rbd_log_setup_fd(&o, log_fd, err, errlen);
 }
 
 static void reload(server_t *s)
@@ -318,11 +318,11 @@ static void reload(server_t *s)
     if (rbd_config_keep_restart_only(&fresh, &s->cfg, &which))
         rbd_log(LOG_WARNING, "SIGHUP: '%s' changed but takes a restart; "
                 "the settings that can change now are applied", which);
-    rbd_server_apply(s, &fresh);
+    rbd_server_apply(s, &fresh, -1);
     rbd_log(LOG_NOTICE, "configuration reloaded");
 }
 
-void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
+void rbd_server_apply(server_t *s, const rbd_config_t *fresh, int log_fd)
 {
     char old_logfile[sizeof(s->cfg.logfile)], err[4200];
 
@@ -338,7 +338,7 @@ void rbd_server_apply(server_t *s, const rbd_config_t *fresh)
         rbd_log(LOG_WARNING, "appendonly not changed: %s", err);
     }
     fit_fd_limit(s);
-    if (rbd_server_log_setup(s, err, sizeof(err)) != 0) {
+    if (rbd_server_log_setup(s, log_fd, err, sizeof(err)) != 0) {
         /* CONFIG GET logfile names the file the lines still go to. */
         memcpy(s->cfg.logfile, old_logfile, sizeof(old_logfile));
         rbd_log(LOG_WARNING, "settings applied but %s; the log stays where it was", err);
@@ -394,6 +394,7 @@ static void housekeeping(server_t *s, uint64_t now)
 {
     rbd_snapshot_poll(&s->snaps, &s->aof, now);
     rbd_ready_tick();   /* systemd's watchdog, if it asked for one */
+    rbd_stats_tick(&s->stats, s->commands, now);   /* INFO's instantaneous rates */
     if (now - s->last_heartbeat_ms >= 1000) {
         /* The segment a snapshot is being written from stays until it is
          * done: a republish waits for the next second without one. */

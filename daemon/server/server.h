@@ -14,6 +14,7 @@
 #include "client.h"
 #include "rbd_config.h"
 #include "observe.h"
+#include "stats.h"
 #include "rbd_log.h"
 #include "resp_enc.h"
 #include "segwatch.h"
@@ -31,6 +32,7 @@ typedef struct server {
     rbd_snapshots_t snaps;
     rbd_segwatch_t watch;
     rbd_observe_t obs;         /* slow log, latency monitor, MONITOR (observe.c) */
+    rbd_stats_t stats;         /* INFO's command, error, keyspace, network counts (stats.c) */
     rbd_source_t *source;      /* ring-source etcd (ring_source.c), else NULL */
     rbd_fsource_t *fsource;    /* filter-source nats (filter_source.c), else NULL */
     int epfd, lfd, sigfd;
@@ -54,7 +56,7 @@ typedef struct server {
     int shutdown_save;         /* snapshot before leaving */
     /* Puts a configuration in force (rbd_server_apply): how CONFIG SET,
      * below the loop, reaches it (set by rbd_server_listen). */
-    void (*apply)(struct server *s, const rbd_config_t *fresh);
+    void (*apply)(struct server *s, const rbd_config_t *fresh, int log_fd);
     uint64_t pause_until_ms;   /* CLIENT PAUSE: clients' commands wait until then
                                   (monotonic; 0: no pause), all of them or, with */
     int pause_writes;          /* ... this, those that change state (client.c) */
@@ -63,7 +65,7 @@ typedef struct server {
                                   batch's start (client.c, run_input), then each
                                   command's end (cmd.c, dispatch), so a command
                                   costs one clock read */
-    /* stats */
+    /* stats (commands: those whose handler ran, Redis's total_commands_processed) */
     uint64_t commands, connections, rejected_clients, denied, protocol_errors, timeouts,
         evicted_clients, output_limit_clients;
 } server_t;
@@ -80,12 +82,14 @@ void rbd_server_answer(void *arg, uint64_t id, const rbd_reply_t *r);
 /* Puts fresh in force, as a reload does (SIGHUP, CONFIG SET): the caller
  * kept its restart-only settings as they are (rbd_config_keep_restart_
  * only); the slow log's length, the log's fsync, the descriptor limit, the
- * log (level, file reopened by its path, syslog) and every client's
+ * log (level, file: log_fd, fresh->logfile opened already and taken
+ * over, or -1 to reopen it by its path; syslog) and every client's
  * permission follow it. */
-void rbd_server_apply(server_t *s, const rbd_config_t *fresh);
-/* The log as s->cfg and s->foreground say (rbd_log_setup): at start and
- * on SIGHUP.  0, or -1 with err (the logfile that cannot be opened). */
-int rbd_server_log_setup(server_t *s, char *err, size_t errlen);
+void rbd_server_apply(server_t *s, const rbd_config_t *fresh, int log_fd);
+/* The log as s->cfg and s->foreground say (rbd_log_setup_fd, log_fd as
+ * there): at start and on SIGHUP.  0, or -1 with err (the logfile that
+ * cannot be opened). */
+int rbd_server_log_setup(server_t *s, int log_fd, char *err, size_t errlen);
 /* The event loop, until SHUTDOWN or a signal: 0, or -1 if epoll fails. */
 int rbd_server_run(server_t *s);
 /* Closes every client, the listener (its socket file removed) and the

@@ -160,6 +160,43 @@ static int refuse(rbd_fsource_t *s, const rbd_state_t *st, const rbd_op_t *op,
     return RBD_SINK_APPLY;
 }
 
+/* A live filter whose name matches nats-filters (rb_filter_scan's
+ * callback): the first one's name kept, all counted. */
+typedef struct fs_flush_scan {
+    const char *glob;
+    char first[64];
+    uint64_t n;
+} fs_flush_scan_t;
+
+static int flush_one(const char *name, size_t len, const rb_kind_desc_t *kind, void *arg)
+{
+    fs_flush_scan_t *f = arg;
+
+    (void)kind;
+    if (rbd_fsource_matches(f->glob, name, len) && f->n++ == 0)
+        snprintf(f->first, sizeof(f->first), "%.*s", (int)(len < 48 ? len : 48), name);
+    return 0;
+}
+
+/* FLUSHALL while replicated filters live: refused whole (a delete of a
+ * replicated filter is not replicated, and the other hosts would keep
+ * theirs), nothing deleted; without one it applies here alone.
+ * O(directory), as the FLUSHALL itself. */
+static int flush_refused(const rbd_fsource_t *s, const rbd_state_t *st, char *why, size_t cap)
+{
+    fs_flush_scan_t f = { s->glob, "", 0 };
+    uint64_t cursor = 0;
+
+    (void)rb_filter_scan(st->seg, &cursor, SIZE_MAX, flush_one, &f);
+    if (f.n == 0)
+        return RBD_SINK_APPLY;
+    snprintf(why, cap, "ERR %llu filters here are replicated (filter-source nats, nats-filters "
+             "%s; '%s' among them): their deletes are not replicated by this version, so "
+             "FLUSHALL is refused and nothing was deleted", (unsigned long long)f.n, s->glob,
+             f.first);
+    return RBD_SINK_REPLY;
+}
+
 /* fs_accept's decision (its refusals are counted by fs_accept). */
 static int take(rbd_fsource_t *s, const rbd_state_t *st, const rbd_op_t *op, uint64_t ticket,
                 char *why, size_t cap)
@@ -172,6 +209,8 @@ static int take(rbd_fsource_t *s, const rbd_state_t *st, const rbd_op_t *op, uin
     if (op->type == RBD_OP_REPL_SKIP)   /* NATS.SKIP: taken even when halted */
         return ticket == 0 ? RB_ENOMEM : batch_add(s, op, ticket, rbd_fsource_record(op, NULL),
                                                    0, 1);
+    if (op->type == RBD_OP_FLUSHALL)
+        return flush_refused(s, st, why, cap);
     if (!replicated(s, op))
         return RBD_SINK_APPLY;
     if (!replicable(op->type)) {

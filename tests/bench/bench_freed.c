@@ -276,7 +276,7 @@ static void mb_move(const char *bin, const char *tag, const char *tmpdir, const 
     t0 = bench_now_s();
     mb_cli(cli, dst, "restore", "big", file);
     *secs = bench_now_s() - t0;
-    while (mb_info(cd, "snapshot_in_progress") != 0)
+    while (mb_info(cd, "rdb_bgsave_in_progress") != 0)
         usleep(100000);
     *snaps = mb_info(cd, "snapshots") - before;
     unlink(file);

@@ -174,7 +174,7 @@ void capture(state_t *st)
     st->seg_used = si.used;
     st->seg_size = si.size;
     st->log_bytes = rbd_info_num(w, "persistence", "log_bytes");
-    st->changes = rbd_info_num(w, "persistence", "changes_since_last_save");
+    st->changes = rbd_info_num(w, "persistence", "rdb_changes_since_last_save");
 }
 
 /* The daemon lives, answers the client connected before and a new one. */

@@ -483,6 +483,8 @@ static const struct {
     { "client|list", "", "@admin @dangerous",
       "a non-administrator sees its own connection alone" },
     { "config", "@admin @dangerous", "", "CONFIG with an unknown subcommand is the operator's" },
+    { "flushall", "@admin", "", "every user's filters: an administrator's (CMD_OTHERS)" },
+    { "flushdb", "@admin", "", "every user's filters: an administrator's (CMD_OTHERS)" },
     { "info", "@read", "@dangerous", "counters only, no other client's data: the reader tier's" },
     { "keys", "", "@dangerous", "bounded by max-filters, so a reader may list the names" },
     { "memory", "@read", "", "MEMORY USAGE of a name is a read" },

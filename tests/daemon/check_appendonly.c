@@ -112,7 +112,7 @@ START_TEST(test_appendonly_no_writes_no_log)
     assert_log_untouched(&before);
     ck_assert_int_eq(persistence(c, "log_bytes"), 32);
     ck_assert_int_eq(persistence(c, "log_fsyncs"), 0);
-    ck_assert_int_ge(persistence(c, "changes_since_last_save"), 900);
+    ck_assert_int_ge(persistence(c, "rdb_changes_since_last_save"), 900);
     rb_conn_close(c);
 
     kill_and_start(0);   /* re-attaches: the segment is the state */
@@ -178,10 +178,10 @@ START_TEST(test_appendonly_no_periodic_snapshot_keeps_the_changes)
     make_filters(c);
     add_keys(c, "periodic", 100);
     for (i = 0; i < 500 && (persistence(c, "snapshots") == snaps ||
-                            persistence(c, "changes_since_last_save") != 0); i++)
+                            persistence(c, "rdb_changes_since_last_save") != 0); i++)
         usleep(10000);
     ck_assert_int_gt(persistence(c, "snapshots"), snaps);
-    ck_assert_int_eq(persistence(c, "changes_since_last_save"), 0);
+    ck_assert_int_eq(persistence(c, "rdb_changes_since_last_save"), 0);
     ck_assert_int_eq(log_stat().st_size, 32);   /* a new empty log, nothing in it */
     ck_assert_uint_ne(log_stat().st_ino, before.st_ino);
     rb_conn_close(c);

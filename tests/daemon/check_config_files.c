@@ -281,6 +281,43 @@ START_TEST(test_config_logfile_refuses_what_is_not_a_file)
 }
 END_TEST
 
+/* CONFIG SET logfile naming the file in use, after it became one the
+ * log cannot take (a directory in its place once logrotate moved it):
+ * refused, said in the log still in use, nothing applied (issue 42, item
+ * 10: it answered OK and the log went nowhere); a CONFIG SET that does
+ * not name logfile still applies (the reopen's warning in the log); once
+ * the path is a file's again, naming it reopens it and the lines go
+ * there. */
+START_TEST(test_config_logfile_named_again_is_checked)
+{
+    char log[300], moved[320];
+    const char *got;
+    rb_conn_t *c;
+    int rc;
+
+    cfg_start(&cfg_d, "logfile d.log");
+    snprintf(log, sizeof(log), "%s/d.log", cfg_d.dir);
+    snprintf(moved, sizeof(moved), "%s.1", log);
+    rbd_wait_line(log, "ready");
+    c = rbd_connect(&cfg_d);
+    ck_assert_int_eq(rename(log, moved), 0);
+    ck_assert_int_eq(mkdir(log, 0700), 0);
+    got = rbd_cmd(c, &rc, "CONFIG", "SET", "logfile", log, (const char *)NULL);
+    ck_assert_msg(rc == RB_EREPLY && strstr(got, "Is a directory") != NULL &&
+                  strstr(got, "'logfile'") != NULL, "CONFIG SET logfile %s: rc %d, %s", log,
+                  rc, got);
+    rbd_wait_line(moved, "refused: cannot open logfile");
+    rbd_expect(c, "OK", "CONFIG", "SET", "slowlog-max-len", "7");
+    rbd_wait_line(moved, "settings applied but cannot open logfile");
+    rbd_expect(c, "slowlog-max-len\n7", "CONFIG", "GET", "slowlog-max-len");
+    ck_assert_int_eq(rmdir(log), 0);
+    rbd_expect(c, "OK", "CONFIG", "SET", "logfile", log);
+    rbd_expect(c, "OK", "CONFIG", "SET", "slowlog-max-len", "8");
+    rbd_wait_line(log, "CONFIG SET by uid");
+    rb_conn_close(c);
+}
+END_TEST
+
 /* A file of another user at the log path (planted where it could write)
  * is not appended to. */
 START_TEST(test_config_logfile_refuses_another_users_file)
@@ -343,6 +380,7 @@ TCase *config_logfile_tcase(void)
 {
     return RB_TCASE("paths", 60, NULL, rbd_teardown,
                     test_config_logfile_refuses_what_is_not_a_file,
+                    test_config_logfile_named_again_is_checked,
                     test_config_logfile_refuses_another_users_file,
                     test_config_fifo_for_config_or_pidfile_refused);
 }

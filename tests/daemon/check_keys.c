@@ -2,8 +2,9 @@
  * check_keys.c - the keyspace commands end to end (daemon/commands/cmd_keys.c):
  * DEL / UNLINK / EXISTS / TYPE / KEYS / SCAN / DBSIZE as Redis answers
  * them, through our client and through redis-cli; deletes surviving a
- * restart by log replay and by snapshot; and filters deleted and made
- * again under one name while reader processes query it.
+ * restart by log replay and by snapshot; FLUSHALL / FLUSHDB of every
+ * kind, replayed; and filters deleted and made again under one name while
+ * reader processes query it.
  */
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -210,6 +211,63 @@ START_TEST(test_keys_delete_kept_by_snapshot)
 }
 END_TEST
 
+/* FLUSHALL / FLUSHDB (issue 42, item 11): every filter of every kind
+ * deleted in one op, the ring kept (no key), a reader's attached segment
+ * sees every name gone; an argument other than ASYNC / SYNC refused with
+ * nothing deleted; the daemon's log names who asked; a cold restart
+ * (snapshot before, the FLUSHALL's record replayed) finds the same. */
+START_TEST(test_keys_flushall_every_kind_replayed)
+{
+    rb_segment_t *seg;
+    rb_bloom_t *bf;
+    rb_conn_t *c;
+    char line[64];
+
+    rbd_start(&d, "save-seconds 0");
+    c = rbd_connect(&d);
+    rbd_expect(c, "OK", "RING.ADD", "n1");
+    rbd_expect(c, "1", "BF.ADD", "bf", "x");
+    rbd_expect(c, "OK", "SAVE");   /* the filters before the FLUSHALL come from the snapshot */
+    rbd_expect(c, "1", "PFADD", "pf", "x");
+    rbd_expect(c, "OK", "CMS.INITBYDIM", "cm", "64", "4");
+    rbd_expect(c, "OK", "CF.RESERVE", "cf", "64");
+    rbd_expect(c, "OK", "CBF.RESERVE", "cb", "0.01", "100");
+    rbd_expect(c, "5", "DBSIZE");
+    seg = rbd_attach(&d);
+    ck_assert_int_eq(rb_bloom_open(seg, "bf", 2, &bf), RB_OK);
+    ck_assert_int_eq(rb_bloom_contains(bf, "x", 1), 1);
+    rbd_expect(c, "ERR syntax error", "FLUSHALL", "LATER");
+    rbd_expect(c, "ERR syntax error", "FLUSHDB", "ASYNC", "SYNC");
+    rbd_expect(c, "5", "DBSIZE");
+    rbd_expect(c, "OK", "FLUSHALL");
+    rbd_expect(c, "0", "DBSIZE");
+    rbd_expect(c, "", "KEYS", "*");
+    ck_assert_int_ne(rb_bloom_contains(bf, "x", 1), 1);   /* the reader's filter is gone */
+    rb_bloom_close(bf);
+    rb_segment_close(seg);
+    rbd_expect(c, "n1\n1", "RING.NODES");
+    snprintf(line, sizeof(line), "FLUSHALL by uid %u pid ", (unsigned)getuid());
+    ck_assert_int_eq(rbd_log_count(&d, line), 1);
+    rbd_expect(c, "OK", "FLUSHDB", "ASYNC");   /* nothing left: logs no record */
+    rbd_expect(c, "1", "BF.ADD", "after", "y");
+    rb_conn_close(c);
+    rbd_restart_cold(&d);   /* the snapshot, then the log: the FLUSHALL replayed */
+    c = rbd_connect(&d);
+    rbd_expect(c, "after", "KEYS", "*");
+    rbd_expect(c, "1", "BF.EXISTS", "after", "y");
+    rbd_expect(c, "n1\n1", "RING.NODES");
+    rbd_expect(c, "OK", "FLUSHDB", "SYNC");
+    rbd_expect(c, "0", "DBSIZE");
+    rb_conn_close(c);
+    rbd_restart_cold(&d);
+    c = rbd_connect(&d);
+    rbd_expect(c, "0", "DBSIZE");
+    rbd_expect(c, "n1\n1", "RING.NODES");
+    rb_conn_close(c);
+    printf("FLUSHALL: 5 filters of 5 kinds deleted, ring kept, 2 cold restarts alike\n");
+}
+END_TEST
+
 /* ---- deletes under readers ------------------------------------------------------- */
 
 #define READERS      3
@@ -349,7 +407,8 @@ int main(void)
                                  test_keys_scan_options),
                         RB_TCASE("persistence", 30, NULL, rbd_teardown,
                                  test_keys_delete_replayed_from_log,
-                                 test_keys_delete_kept_by_snapshot),
+                                 test_keys_delete_kept_by_snapshot,
+                                 test_keys_flushall_every_kind_replayed),
                         RB_TCASE("readers", 40, NULL, rbd_teardown,
                                  test_keys_delete_under_readers));
 }

@@ -693,7 +693,7 @@ START_TEST(test_persist_background_snapshot_keeps_every_change)
             rbd_expect(c, "1", "BF.ADD", "big", key);
             acked++;
             if (kill_after[round] < 0 && i % 50 == 0) {
-                if (persistence(c, "snapshot_in_progress") == 0)
+                if (persistence(c, "rdb_bgsave_in_progress") == 0)
                     break;
                 during += 50;
             }
@@ -1505,7 +1505,7 @@ START_TEST(test_persist_killed_in_sparse_snapshot_keeps_every_change)
             snprintf(key, sizeof(key), "k%d", acked++);
             rbd_expect(c, "1", "BF.ADD", "big", key);
         }
-        during += persistence(c, "snapshot_in_progress") == 1;
+        during += persistence(c, "rdb_bgsave_in_progress") == 1;
         rb_conn_close(c);
         rbd_stop(&d, SIGKILL);
         if (round == 1)

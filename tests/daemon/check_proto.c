@@ -83,8 +83,8 @@ START_TEST(test_proto_resp3_through_redis_cli)
     rbd_start(&d, NULL);
     out = cli("-3", "HELLO 3");
     ck_assert_msg(strstr(out, "1# \"server\" => \"ringbloom\"") != NULL, "%s", out);
-    ck_assert_msg(strstr(out, "3# \"proto\" => (integer) 3") != NULL, "%s", out);
-    ck_assert_msg(strstr(out, "7# \"modules\" => (empty array)") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "4# \"proto\" => (integer) 3") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "8# \"modules\" => (empty array)") != NULL, "%s", out);
     ck_assert_str_eq(cli("-3", "BF.ADD f a"), "(true)\n");
     ck_assert_str_eq(cli("-3", "BF.ADD f a"), "(false)\n");
     ck_assert_str_eq(cli("-3", "BF.MEXISTS f a b"), "1) (true)\n2) (false)\n");
@@ -129,15 +129,64 @@ START_TEST(test_proto_hello_switches_the_connection)
     ck_assert_int_eq(send(fd, "CLIENT ID\r\n", 11, MSG_NOSIGNAL), 11);
     ck_assert_int_gt(recv(fd, want, sizeof(want) - 1, 0), 3);
     id = atoi(want + 1);
-    snprintf(want, sizeof(want), "%%7\r\n$6\r\nserver\r\n$9\r\nringbloom\r\n$7\r\nversion\r\n"
-             "$%zu\r\n%s\r\n$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:%d\r\n$4\r\nmode\r\n$10\r\n"
-             "standalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
-             strlen(PACKAGE_VERSION), PACKAGE_VERSION, id);
+    /* version: the Redis version INFO's redis_version says (clients choose
+     * by it); the product's under INFO's name, ringbloom_version. */
+    snprintf(want, sizeof(want), "%%8\r\n$6\r\nserver\r\n$9\r\nringbloom\r\n$7\r\nversion\r\n"
+             "$6\r\n7.0.15\r\n$17\r\nringbloom_version\r\n$%zu\r\n%s\r\n$5\r\nproto\r\n:3\r\n"
+             "$2\r\nid\r\n:%d\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\n"
+             "master\r\n$7\r\nmodules\r\n*0\r\n", strlen(PACKAGE_VERSION), PACKAGE_VERSION, id);
     raw_expect(fd, "HELLO 3 AUTH default any SETNAME app\r\n", want);
     raw_expect(fd, "CLIENT GETNAME\r\nBF.EXISTS f a\r\nBF.INFO nope\r\n",
                "$3\r\napp\r\n#f\r\n-ERR not found\r\n");
     raw_expect(fd, "RESET\r\nCLIENT GETNAME\r\nBF.EXISTS f a\r\n", "+RESET\r\n$-1\r\n:0\r\n");
     close(fd);
+}
+END_TEST
+
+/* The value of field `name` in text of "name\nvalue\n..." (a flat
+ * array, one element per line) or "name:value\r\n" lines (INFO): into
+ * out, asserting it is there. */
+static const char *field_of(const char *text, const char *name, char sep, char *out,
+                            size_t cap)
+{
+    char key[64];
+    const char *at;
+
+    snprintf(key, sizeof(key), "%s%c", name, sep);
+    at = strstr(text, key);
+    while (at != NULL && at != text && at[-1] != '\n')
+        at = strstr(at + 1, key);
+    ck_assert_msg(at != NULL, "no %s in [%s]", name, text);
+    at += strlen(key);
+    snprintf(out, cap, "%.*s", (int)strcspn(at, "\r\n"), at);
+    return out;
+}
+
+/* HELLO's version and INFO's redis_version are one value, the Redis
+ * version the daemon answers as (clients and tools choose what to send
+ * by it), and the product's version is ringbloom_version in both (issue
+ * 42, item 11: HELLO said "version 0.1.0" while INFO said
+ * redis_version:7.0.15). */
+START_TEST(test_proto_hello_and_info_report_versions_alike)
+{
+    char hello[2048], info[8192], a[64], b[64];
+    rb_conn_t *c;
+    int rc;
+
+    rbd_start(&d, NULL);
+    c = rbd_connect(&d);
+    snprintf(hello, sizeof(hello), "%s", rbd_cmd(c, &rc, "HELLO", "2", (const char *)NULL));
+    ck_assert_int_eq(rc, RB_OK);
+    snprintf(info, sizeof(info), "%s", rbd_cmd(c, &rc, "INFO", "server", (const char *)NULL));
+    ck_assert_int_eq(rc, RB_OK);
+    ck_assert_str_eq(field_of(hello, "version", '\n', a, sizeof(a)),
+                     field_of(info, "redis_version", ':', b, sizeof(b)));
+    ck_assert_str_eq(a, "7.0.15");
+    ck_assert_str_eq(field_of(hello, "ringbloom_version", '\n', a, sizeof(a)),
+                     field_of(info, "ringbloom_version", ':', b, sizeof(b)));
+    ck_assert_str_eq(a, PACKAGE_VERSION);
+    printf("HELLO version %s, ringbloom_version %s; INFO alike\n", "7.0.15", a);
+    rb_conn_close(c);
 }
 END_TEST
 
@@ -367,6 +416,7 @@ int main(void)
                         RB_TCASE("resp3", 60, NULL, rbd_teardown,
                                  test_proto_resp3_through_redis_cli,
                                  test_proto_hello_switches_the_connection,
+                                 test_proto_hello_and_info_report_versions_alike,
                                  test_proto_client_info_has_redis_fields,
                                  test_proto_redis_cli_hints_from_command_docs),
                         RB_TCASE("transactions", 60, NULL, rbd_teardown,

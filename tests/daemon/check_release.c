@@ -176,10 +176,10 @@ START_TEST(test_release_churn_under_a_reader)
              * stay until the snapshot is written (S1), then go. */
             rbd_expect(c, "Background saving started", "BGSAVE");
             rbd_expect(c, "1", "DEL", "A");
-            if (rbd_info_num(c, "persistence", "snapshot_in_progress") == 1 &&
+            if (rbd_info_num(c, "persistence", "rdb_bgsave_in_progress") == 1 &&
                 rbd_info_num(c, "memory", "ringbloom_unreleased_bytes") > 16e6)
                 deferred++;
-            while (rbd_info_num(c, "persistence", "snapshot_in_progress") == 1)
+            while (rbd_info_num(c, "persistence", "rdb_bgsave_in_progress") == 1)
                 usleep(10000);
         } else {
             rbd_expect(c, "1", "DEL", "A");

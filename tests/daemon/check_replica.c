@@ -28,7 +28,9 @@
  *            them, the filters equal); one of a newer Rb-Format halts
  *            every host before it, with writes refused saying why;
  *  refused   the changes this version does not replicate are refused with
- *            a reply that says so, names outside nats-filters stay local;
+ *            a reply that says so (FLUSHALL while a replicated filter
+ *            lives: whole, nothing deleted), names outside nats-filters
+ *            stay local;
  *            a host whose local filters nats-filters matches refuses its
  *            first start with the stream;
  *  no NATS   a daemon started while no server answers serves, refuses
@@ -694,6 +696,15 @@ START_TEST(test_replica_refused_changes)
     rbd_expect(c[1], "2", "DEL", "local", "local-bf");
     ck_assert_int_eq((int)(rbd_info_num(c[0], "replication", "nats_writes_refused") - before),
                      4);
+    /* FLUSHALL while a replicated filter lives here: refused whole, saying
+     * why, a local filter kept too (issue 42, item 11). */
+    rbd_expect(c[0], "1", "BF.ADD", "local0", "x");
+    got = rbd_cmd(c[0], &rc, "FLUSHALL", (const char *)NULL);
+    ck_assert_msg(rc != RB_OK && strstr(got, "1 filters here are replicated") != NULL &&
+                  strstr(got, "'r:f'") != NULL && strstr(got, "nothing was deleted") != NULL,
+                  "FLUSHALL: %s", got);
+    rbd_expect(c[0], "2", "EXISTS", "local0", "r:f");
+    rbd_expect(c[0], "1", "DEL", "local0");
     /* ADMIT.RESERVE of a replicated name: its doorkeeper, a Bloom filter,
      * goes with a sketch this version does not replicate: said so (it
      * once answered that its writes cannot run inside MULTI/EXEC). */

@@ -101,7 +101,7 @@ check(type(srv["ringbloom_version"]) is str, "the version is a string")
 check(type(info["clients"]["connected_clients"]) is int, "connected_clients is an int")
 check(info["bloom"]["filters"] == 4, "bloom.filters is 4")
 check(type(info["bloom"]["filter_0"]) is str, "a filter line is a string")
-check(info["persistence"]["last_save_status"] in ("ok", "err"), "last_save_status is a string")
+check(info["persistence"]["rdb_last_bgsave_status"] in ("ok", "err"), "rdb_last_bgsave_status is a string")
 check(type(info["stats"]["total_commands_processed"]) is int, "commands processed is an int")
 check(json.load(open(d + "/server.json")).keys() == {"server"}, "info server: only that section")
 

@@ -33,7 +33,7 @@ check "unknown setting refused" sh -c "echo \"$msg\" | grep -q \"unknown setting
 msg=$("$daemon" -t -o appendfsync=always 2>&1)
 check "-o overrides" sh -c "echo \"$msg\" | grep -qx 'appendfsync always'"
 msg=$("$daemon" -t -o loglevel=loud 2>&1)
-check "a bad loglevel lists every level taken" sh -c "echo \"$msg\" | grep -q 'debug, info, notice or warning'"
+check "a bad loglevel lists every level taken" sh -c "echo \"$msg\" | grep -q 'debug, verbose, info, notice or warning'"
 rm -f "$bad"
 echo "Checks: $checks, Failures: $fail, Errors: 0"
 [ $fail -eq 0 ]

@@ -5,7 +5,7 @@
 # prints figures; SLOWLOG GET / LEN / RESET with slowlog-log-slower-than
 # set by CONFIG SET (and CONFIG GET reading it back; a restart-only setting
 # refused; CONFIG REWRITE writing it into the file, comments kept); LATENCY LATEST / HISTORY / RESET with latency-monitor-threshold
-# (a snapshot's freeze and loop turns as events); MONITOR printing other
+# (a snapshot's freeze and loop turns as events) and DOCTOR's report; MONITOR printing other
 # clients' commands as redis-server does, quoted; CLIENT LIST, KILL, PAUSE
 # WRITE (a write waits, a read does not) and UNPAUSE;
 # MEMORY USAGE; INFO's keyspace, clients
@@ -95,8 +95,15 @@ R BF.ADD a w > /dev/null
 ok
 
 # LATENCY: off by default; with a 1 ms threshold a snapshot's freeze or a
-# loop turn of a big reserve passes it.
+# loop turn of a big reserve passes it.  LATENCY DOCTOR (issue 42, item
+# 11) says the monitor is off, then that nothing passed, then reads each
+# event's spikes with what bounds its cost.
 [ -z "$(R LATENCY LATEST)" ] || fail "LATENCY LATEST not empty with the monitor off"
+R LATENCY DOCTOR | grep -q 'latency monitor is off.*CONFIG SET latency-monitor-threshold' ||
+    fail "LATENCY DOCTOR with the monitor off: $(R LATENCY DOCTOR)"
+R CONFIG SET latency-monitor-threshold 100000 > /dev/null
+R LATENCY DOCTOR | grep -q '^No latency spike of 100000 ms or more' ||
+    fail "LATENCY DOCTOR with nothing past the threshold: $(R LATENCY DOCTOR)"
 R CONFIG SET latency-monitor-threshold 1 > /dev/null
 R BF.RESERVE big 0.0001 20000000 > /dev/null
 R SAVE > /dev/null
@@ -105,6 +112,10 @@ grep -Eqx 'eventloop|command|snapshot-freeze' "$dir/latest.txt" ||
     fail "LATENCY LATEST has no event after a 48 MB reserve and a SAVE: $(cat "$dir/latest.txt")"
 ev=$(grep -Ex 'eventloop|command|snapshot-freeze' "$dir/latest.txt" | head -n 1)
 [ -n "$(R LATENCY HISTORY "$ev")" ] || fail "LATENCY HISTORY $ev is empty"
+R LATENCY DOCTOR > "$dir/doctor.txt"
+grep -Eq "^[0-9]\. $ev: [0-9]+ latency spikes \(average [0-9]+ms, mean deviation [0-9]+ms, period [0-9.]+ sec\)\. Worst all time event [0-9]+ms\.$" "$dir/doctor.txt" ||
+    fail "LATENCY DOCTOR does not read the $ev spikes: $(cat "$dir/doctor.txt")"
+echo "LATENCY DOCTOR: $(grep -c 'latency spikes' "$dir/doctor.txt") event(s); $(sed -n 1p "$dir/doctor.txt")"
 R CONFIG SET latency-monitor-threshold 0 > /dev/null   # no new sample after the reset
 [ "$(R LATENCY RESET)" -ge 1 ] || fail "LATENCY RESET reset nothing"
 [ -z "$(R LATENCY LATEST)" ] || fail "LATENCY LATEST not empty after RESET"

@@ -220,7 +220,7 @@ START_TEST(test_faults_full_disk_snapshot_fails_cleanly)
     ck_assert(memcmp(log0, log1, log0_len) == 0);
     assert_no_temp_files(state);
     ck_assert_ptr_nonnull(strstr(rbd_cmd(c, &rc, "INFO", "persistence", (const char *)NULL),
-                                 "last_save_status:err"));
+                                 "rdb_last_bgsave_status:err"));
     /* Still serving and acknowledging. */
     rbd_expect(c, "1", "BF.EXISTS", "f", keys[80]);
     madd_acked(c, "f", keys + 95, 5);

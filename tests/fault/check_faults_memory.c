@@ -377,7 +377,7 @@ START_TEST(test_faults_kill_in_release_and_sparse_snapshot)
                                 33) % (aim == 0 ? 570 : 300)) * 1000);
         found = 0;
         for (double since = now_s(); aim != 0;) {
-            if (aim == 1 ? rbd_info_num(c, "persistence", "snapshot_in_progress") == 1
+            if (aim == 1 ? rbd_info_num(c, "persistence", "rdb_bgsave_in_progress") == 1
                          : rbd_info_num(c, "memory", "ringbloom_unreleased_bytes") > 0) {
                 hit[aim]++;
                 found = 1;
@@ -389,7 +389,7 @@ START_TEST(test_faults_kill_in_release_and_sparse_snapshot)
             }
             usleep(2000);
         }
-        if (aim == 0 && rbd_info_num(c, "persistence", "snapshot_in_progress") == 1)
+        if (aim == 0 && rbd_info_num(c, "persistence", "rdb_bgsave_in_progress") == 1)
             hit[1]++;   /* a random kill that fell in a snapshot too */
         snaps_done += (uint64_t)rbd_info_num(c, "persistence", "snapshots");
         rb_conn_close(c);
