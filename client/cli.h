@@ -46,9 +46,11 @@ enum {
 
 /* The global options, as main parsed them; handlers read them. */
 typedef struct cli {
-    const char *instance;   /* --instance, "default" */
+    const char *instance;   /* --instance, "default"; with --socket alone, the
+                               daemon's answer once cli_attach has asked it */
     int instance_set;       /* --instance was given */
     const char *socket;     /* --socket, or NULL */
+    char asked[RB_INSTANCE_MAX + 1]; /* the instance the daemon at --socket named */
     int json;               /* --json */
     uid_t owner;            /* --owner; (uid_t)-1: the socket directory's owner */
     uint32_t timeout_s;     /* --timeout */
@@ -196,8 +198,10 @@ int cli_find_socket(cli_t *cli);
 /* Attaches the instance's segment, trusting only the daemon's user:
  * --owner, or else the owner of the socket's directory (rb_daemon_uid),
  * which works whether or not the daemon is running.  A segment whose
- * daemon is gone is read with a warning.  EX_YES, or the exit code after
- * saying why on stderr. */
+ * daemon is gone is read with a warning.  With --socket and no
+ * --instance, the instance is the one the daemon at the socket names
+ * (INFO's instance field), so that daemon must answer.  EX_YES, or the
+ * exit code after saying why on stderr. */
 int cli_attach(cli_t *cli, rb_segment_t **seg);
 
 /* Connects to the daemon, once the socket's directory has passed

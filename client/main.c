@@ -95,6 +95,8 @@ static void usage(FILE *f)
           "  --instance   the daemon's instance (default 'default'); without --socket its\n"
           "               socket is looked for in your runtime directory, then in\n"
           "               /run/ringbloom\n"
+          "  --socket     the daemon's socket; without --instance the daemon there names\n"
+          "               its instance\n"
           "  --owner      the daemon's user: reads use only a segment it owns (default:\n"
           "               the owner of the socket's directory, which must be root's, yours,\n"
           "               or one root made in a directory only root can write, as\n"
