@@ -45,8 +45,11 @@ static const struct command {
       "  filters                      every filter: kind, items, capacity, bytes\n" },
     { "add", 2, ANY, cmd_add, DAEMON,
       "  add FILTER KEY...            add keys; prints new / present per key\n" },
-    { "load", 2, 2, cmd_load, DAEMON,
-      "  load FILTER FILE|-           add one key per line, with a progress bar on a TTY\n" },
+    { "load", 2, 6, cmd_load, DAEMON,
+      "  load FILTER FILE|- [--error RATE [--capacity N]]\n"
+      "                               add one key per line, with a progress bar on a TTY;\n"
+      "                               a missing FILTER is refused, or made with --error\n"
+      "                               and --capacity (default: FILE's keys)\n" },
     { "dump", 2, 4, cmd_dump, DAEMON,
       "  dump FILTER FILE|- [--format redisbloom|ringbloom]\n"
       "                               a Bloom, cuckoo or counting Bloom filter to a file\n" },

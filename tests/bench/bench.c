@@ -86,6 +86,10 @@
  *      keys/s from 1 and 8 clients, the stream's bytes a key, reads
  *      through shared memory; with --redisbloom, RedisBloom on one Redis
  *      Cluster node beside (bench_nats.c).
+ *   f. the clients' requests: a BF.MADD of 1,000 keys formatted by the
+ *      project's encoder and by hiredis; rb_conn_bf_add_many keys/s and
+ *      rb_conn_command round trips/s beside --lib-before's library
+ *      (bench_req.c).
  *
  * Every figure is the median of --reps runs.  Prints one table and writes
  * it as CSV (--csv FILE, default bench.csv).  Timed here, never in tests.
@@ -123,7 +127,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhrwkbcn";
+static const char *only = "123456789seiamhrwkbcnf";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -1790,7 +1794,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--lib-before") == 0 && i + 1 < argc)
             lib_before = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkbcn] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkbcnf] "
                     "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH] "
                     "[--redisbloom PATH] [--lib-before PATH]\n");
             return 2;
@@ -1851,6 +1855,8 @@ int main(int argc, char **argv)
         bench_rcache(lib_before, reps, quick);
     if (strchr(only, 'n'))
         bench_nats(tmpdir, redisbloom, reps, quick);
+    if (strchr(only, 'f'))
+        bench_req(lib_before, reps, quick);
     fclose(csv);
     {
         char cmd[128];

@@ -886,5 +886,6 @@ int main(void)
                                  test_daemon_huge_pages_option),
                         daemon_durability_tcase(),
                         daemon_access_tcase(),
-                        daemon_cli_tcase());
+                        daemon_cli_tcase(),
+                        daemon_cli_writes_tcase());
 }
