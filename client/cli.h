@@ -37,8 +37,9 @@
  *                                        time / no trusted segment
  *   4 the daemon refused (error reply, no permission)
  *   5 other failure
- * CLI_USAGE is no exit code: a handler returns it when its arguments do
- * not fit, and main prints the usage and exits with EX_USAGE. */
+ * CLI_USAGE is no exit code: a handler returns it (through cli_usage)
+ * when its arguments do not fit, having said which one; main then prints
+ * that command's usage lines (not the whole usage) and exits EX_USAGE. */
 enum {
     EX_YES = 0, EX_NO = 1, EX_USAGE = 2, EX_UNREACH = 3, EX_REFUSED = 4, EX_FAIL = 5,
     CLI_USAGE = -1
@@ -263,5 +264,10 @@ void cli_progress(double frac, const char *text);
 
 /* "ringbloom: what: <rb_strerror(rc)>" on stderr; returns code. */
 int cli_fail(int code, const char *what, int rc);
+
+/* "ringbloom: cmd: <fmt...>" on stderr (what is wrong with the
+ * arguments: the word that does not fit, or what is missing); returns
+ * CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* RB_CLI_H */

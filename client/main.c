@@ -123,6 +123,22 @@ static void usage(FILE *f)
           "             4 refused by the daemon, 5 other\n", f);
 }
 
+/* A usage error says what is wrong and points here, rather than print
+ * the whole usage. */
+#define MORE "ringbloom --help lists the commands and options"
+
+/* A command given too few or too many words (args, nargs of them): says
+ * how many it takes, and the first word too many. */
+static int count_error(const struct command *cmd, char **args, int nargs)
+{
+    if (nargs < cmd->min_args)
+        return cli_usage(cmd->name, "%d argument%s given, it wants %s%d", nargs,
+                         nargs == 1 ? "" : "s", cmd->max_args == cmd->min_args ? "" :
+                         "at least ", cmd->min_args);
+    return cli_usage(cmd->name, "unexpected argument '%s' (it wants %s%d)", args[cmd->max_args],
+                     cmd->max_args == cmd->min_args ? "" : "at most ", cmd->max_args);
+}
+
 /* A user name or a numeric uid. */
 static int parse_owner(const char *s, uid_t *out)
 {
@@ -174,11 +190,13 @@ int main(int argc, char **argv)
             break;
         case 'h': usage(stdout); return EX_YES;
         case 'V': printf("ringbloom %s\n", PACKAGE_VERSION); return EX_YES;
-        default: usage(stderr); return EX_USAGE;
+        default: /* getopt said which option */
+            fprintf(stderr, "ringbloom: %s\n", MORE);
+            return EX_USAGE;
         }
     }
     if (optind >= argc) {
-        usage(stderr);
+        fprintf(stderr, "ringbloom: missing COMMAND (%s)\n", MORE);
         return EX_USAGE;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
@@ -188,15 +206,14 @@ int main(int argc, char **argv)
         if (strcmp(argv[optind], cmd->name) != 0)
             continue;
         if (nargs < cmd->min_args || (cmd->max_args != ANY && nargs > cmd->max_args))
-            ex = CLI_USAGE;
+            ex = count_error(cmd, argv + optind + 1, nargs);
         else
             ex = cmd->fn(&cli, argc - optind, argv + optind);
         if (ex != CLI_USAGE)
             return ex;
-        usage(stderr);
+        fprintf(stderr, "usage:\n%s(%s)\n", cmd->help, MORE);
         return EX_USAGE;
     }
-    fprintf(stderr, "ringbloom: unknown command '%s'\n", argv[optind]);
-    usage(stderr);
+    fprintf(stderr, "ringbloom: unknown command '%s' (%s)\n", argv[optind], MORE);
     return EX_USAGE;
 }

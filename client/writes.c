@@ -277,14 +277,18 @@ int cmd_node(cli_t *cli, int argc, char **argv)
 
     if (state) {
         if (argc != 3)
-            return CLI_USAGE;
+            return cli_usage("node", "%s wants one NAME", argv[1]);
     } else if ((strcmp(argv[1], "add") == 0 && argc == 4) || strcmp(argv[1], "weight") == 0) {
         if (argc != 4 || cli_parse_u32(argv[3], &w) != 0) {
             fprintf(stderr, "ringbloom: weight must be a positive integer\n");
             return EX_USAGE;
         }
-    } else if (argc != 3 || (strcmp(argv[1], "add") != 0 && strcmp(argv[1], "remove") != 0)) {
-        return CLI_USAGE;
+    } else if (strcmp(argv[1], "add") != 0 && strcmp(argv[1], "remove") != 0) {
+        return cli_usage("node", "unknown action '%s' (add, remove, weight, down, up, drain)",
+                         argv[1]);
+    } else if (argc != 3) {
+        return cli_usage("node", "%s wants NAME%s", argv[1],
+                         strcmp(argv[1], "add") == 0 ? " [WEIGHT]" : "");
     }
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;
