@@ -435,6 +435,13 @@ START_TEST(test_badinput_errors_say_what_to_do)
             "doorkeeper's, 'f':dk)", A("ADMIT.RESERVE"), A("f"), A("10")),
         ROW("ERR FPBITS must be 8, 12 or 16 (bits a fingerprint keeps; default 8)",
             A("CF.RESERVE"), A("c"), A("100"), A("FPBITS"), A("7")),
+        ROW("ERR syntax error: CBF.RESERVE key error_rate capacity [COUNTERBITS 4|8]",
+            A("CBF.RESERVE"), A("cb"), A("0.01"), A("10"), A("COLOUR"), A("4")),
+        ROW("ERR AGING must be an integer in [1, 9223372036854775807] (counted increments "
+            "between two halvings)", A("CMS.INITBYDIM"), A("s"), A("10"), A("2"), A("AGING"),
+            A("0")),
+        ROW("ERR syntax error: after the sizing come [SMALL] [AGING w] [LIKE sketch]",
+            A("CMS.INITBYDIM"), A("s"), A("10"), A("2"), A("SIDEWAYS")),
         /* RedisBloom's words, kept as they are */
         ROW("Bad capacity", A("CF.RESERVE"), A("c"), A("lots")),
         ROW("ERR not found", A("BF.INFO"), A("nope")),
