@@ -47,7 +47,7 @@ RB_EXPORT const char *rb_conn_error(const rb_conn_t *c);
  * connection is unusable afterwards. */
 
 /* Ring mutations: RING.ADD / RING.REMOVE / RING.WEIGHT.  0, or RB_EREPLY
- * (e.g. "ERR node exists"), RB_EPERM, RB_EDAEMON, RB_ETIMEDOUT, RB_EPROTO. */
+ * (e.g. "ERR node exists: 'n1' (...)"), RB_EPERM, RB_EDAEMON, RB_ETIMEDOUT, RB_EPROTO. */
 RB_EXPORT RB_WUR int rb_conn_ring_add(rb_conn_t *c, const char *name, size_t len,
                                       uint32_t weight);
 RB_EXPORT RB_WUR int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t len);
