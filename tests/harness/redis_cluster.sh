@@ -14,8 +14,12 @@
 # was started first (start it first: its rbd_sh_start sets its own trap).
 # Free ports come from ports.sh.  Every wait is bounded; a failure prints
 # why and exits 1 with a Check-style count.  Needs redis-server, redis-cli
-# and python3 (a test that sources this exits 77 first when redis-server
-# is missing).
+# and python3: sourcing it exits 77 (skipped) when redis-server is
+# missing.
+if ! command -v redis-server >/dev/null 2>&1; then
+    echo "SKIP: redis-server not found (Debian package redis-server)"
+    exit 77
+fi
 . "$srcdir/tests/harness/ports.sh"
 rc_fail() { echo "$1"; echo "Checks: 1, Failures: 1, Errors: 0"; exit 1; }
 rc_cleanup() {
