@@ -37,8 +37,9 @@
  *                                        time / no trusted segment
  *   4 the daemon refused (error reply, no permission)
  *   5 other failure
- * CLI_USAGE is no exit code: a handler returns it when its arguments do
- * not fit, and main prints the usage and exits with EX_USAGE. */
+ * CLI_USAGE is no exit code: a handler returns it (through cli_usage)
+ * when its arguments do not fit, having said which one; main then prints
+ * that command's usage lines (not the whole usage) and exits EX_USAGE. */
 enum {
     EX_YES = 0, EX_NO = 1, EX_USAGE = 2, EX_UNREACH = 3, EX_REFUSED = 4, EX_FAIL = 5,
     CLI_USAGE = -1
@@ -46,9 +47,11 @@ enum {
 
 /* The global options, as main parsed them; handlers read them. */
 typedef struct cli {
-    const char *instance;   /* --instance, "default" */
+    const char *instance;   /* --instance, "default"; with --socket alone, the
+                               daemon's answer once cli_attach has asked it */
     int instance_set;       /* --instance was given */
     const char *socket;     /* --socket, or NULL */
+    char asked[RB_INSTANCE_MAX + 1]; /* the instance the daemon at --socket named */
     int json;               /* --json */
     uid_t owner;            /* --owner; (uid_t)-1: the socket directory's owner */
     uint32_t timeout_s;     /* --timeout */
@@ -196,8 +199,10 @@ int cli_find_socket(cli_t *cli);
 /* Attaches the instance's segment, trusting only the daemon's user:
  * --owner, or else the owner of the socket's directory (rb_daemon_uid),
  * which works whether or not the daemon is running.  A segment whose
- * daemon is gone is read with a warning.  EX_YES, or the exit code after
- * saying why on stderr. */
+ * daemon is gone is read with a warning.  With --socket and no
+ * --instance, the instance is the one the daemon at the socket names
+ * (INFO's instance field), so that daemon must answer.  EX_YES, or the
+ * exit code after saying why on stderr. */
 int cli_attach(cli_t *cli, rb_segment_t **seg);
 
 /* Connects to the daemon, once the socket's directory has passed
@@ -259,5 +264,10 @@ void cli_progress(double frac, const char *text);
 
 /* "ringbloom: what: <rb_strerror(rc)>" on stderr; returns code. */
 int cli_fail(int code, const char *what, int rc);
+
+/* "ringbloom: cmd: <fmt...>" on stderr (what is wrong with the
+ * arguments: the word that does not fit, or what is missing); returns
+ * CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* RB_CLI_H */

@@ -563,10 +563,10 @@ int cmd_import_cluster(cli_t *cli, int argc, char **argv)
         else if (port == NULL)
             port = argv[i];
         else
-            return CLI_USAGE;
+            return cli_usage("import-cluster", "unexpected argument '%s'", argv[i]);
     }
     if (port == NULL)
-        return CLI_USAGE;
+        return cli_usage("import-cluster", "missing PORT");
     if ((m = calloc(1, sizeof(*m))) == NULL)
         return cli_fail(EX_FAIL, "import-cluster", RB_ENOMEM);
     m->host = host;

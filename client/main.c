@@ -45,8 +45,11 @@ static const struct command {
       "  filters                      every filter: kind, items, capacity, bytes\n" },
     { "add", 2, ANY, cmd_add, DAEMON,
       "  add FILTER KEY...            add keys; prints new / present per key\n" },
-    { "load", 2, 2, cmd_load, DAEMON,
-      "  load FILTER FILE|-           add one key per line, with a progress bar on a TTY\n" },
+    { "load", 2, 6, cmd_load, DAEMON,
+      "  load FILTER FILE|- [--error RATE [--capacity N]]\n"
+      "                               add one key per line, with a progress bar on a TTY;\n"
+      "                               a missing FILTER is refused, or made with --error\n"
+      "                               and --capacity (default: FILE's keys)\n" },
     { "dump", 2, 4, cmd_dump, DAEMON,
       "  dump FILTER FILE|- [--format redisbloom|ringbloom]\n"
       "                               a Bloom, cuckoo or counting Bloom filter to a file\n" },
@@ -95,6 +98,8 @@ static void usage(FILE *f)
           "  --instance   the daemon's instance (default 'default'); without --socket its\n"
           "               socket is looked for in your runtime directory, then in\n"
           "               /run/ringbloom\n"
+          "  --socket     the daemon's socket; without --instance the daemon there names\n"
+          "               its instance\n"
           "  --owner      the daemon's user: reads use only a segment it owns (default:\n"
           "               the owner of the socket's directory, which must be root's, yours,\n"
           "               or one root made in a directory only root can write, as\n"
@@ -116,6 +121,22 @@ static void usage(FILE *f)
           "             or an empty ring, 2 usage,\n"
           "             3 daemon or segment unreachable (or no answer in time),\n"
           "             4 refused by the daemon, 5 other\n", f);
+}
+
+/* A usage error says what is wrong and points here, rather than print
+ * the whole usage. */
+#define MORE "ringbloom --help lists the commands and options"
+
+/* A command given too few or too many words (args, nargs of them): says
+ * how many it takes, and the first word too many. */
+static int count_error(const struct command *cmd, char **args, int nargs)
+{
+    if (nargs < cmd->min_args)
+        return cli_usage(cmd->name, "%d argument%s given, it wants %s%d", nargs,
+                         nargs == 1 ? "" : "s", cmd->max_args == cmd->min_args ? "" :
+                         "at least ", cmd->min_args);
+    return cli_usage(cmd->name, "unexpected argument '%s' (it wants %s%d)", args[cmd->max_args],
+                     cmd->max_args == cmd->min_args ? "" : "at most ", cmd->max_args);
 }
 
 /* A user name or a numeric uid. */
@@ -169,11 +190,13 @@ int main(int argc, char **argv)
             break;
         case 'h': usage(stdout); return EX_YES;
         case 'V': printf("ringbloom %s\n", PACKAGE_VERSION); return EX_YES;
-        default: usage(stderr); return EX_USAGE;
+        default: /* getopt said which option */
+            fprintf(stderr, "ringbloom: %s\n", MORE);
+            return EX_USAGE;
         }
     }
     if (optind >= argc) {
-        usage(stderr);
+        fprintf(stderr, "ringbloom: missing COMMAND (%s)\n", MORE);
         return EX_USAGE;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
@@ -183,15 +206,14 @@ int main(int argc, char **argv)
         if (strcmp(argv[optind], cmd->name) != 0)
             continue;
         if (nargs < cmd->min_args || (cmd->max_args != ANY && nargs > cmd->max_args))
-            ex = CLI_USAGE;
+            ex = count_error(cmd, argv + optind + 1, nargs);
         else
             ex = cmd->fn(&cli, argc - optind, argv + optind);
         if (ex != CLI_USAGE)
             return ex;
-        usage(stderr);
+        fprintf(stderr, "usage:\n%s(%s)\n", cmd->help, MORE);
         return EX_USAGE;
     }
-    fprintf(stderr, "ringbloom: unknown command '%s'\n", argv[optind]);
-    usage(stderr);
+    fprintf(stderr, "ringbloom: unknown command '%s' (%s)\n", argv[optind], MORE);
     return EX_USAGE;
 }

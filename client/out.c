@@ -183,3 +183,15 @@ int cli_fail(int code, const char *what, int rc)
     fprintf(stderr, "ringbloom: %s: %s\n", what, rb_strerror(rc));
     return code;
 }
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "ringbloom: %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_USAGE;
+}

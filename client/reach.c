@@ -7,7 +7,9 @@
  *
  * Where: --socket, or by name the user's own default socket and then the
  * system one, /run/ringbloom/<instance>.sock, where a service manager
- * runs the daemon as user ringbloom for a group of users.
+ * runs the daemon as user ringbloom for a group of users.  With --socket
+ * and no --instance the daemon there names its instance (INFO server),
+ * which names the segment.
  *
  * Trust: what the CLI reads or sends keys to must be the daemon's.  The
  * socket's directory is judged by rb_daemon_uid before anything is sent
@@ -121,6 +123,72 @@ int cli_find_socket(cli_t *cli)
     return EX_YES;
 }
 
+/* The value of INFO's field "instance:" in text, cut in place; NULL if
+ * there is none. */
+static char *info_instance(char *text)
+{
+    for (char *line = text; line != NULL && *line != '\0';) {
+        char *next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        line[strcspn(line, "\r")] = '\0';
+        if (strncmp(line, "instance:", 9) == 0)
+            return line + 9;
+        line = next;
+    }
+    return NULL;
+}
+
+/* --socket without --instance: the socket names the daemon, and the daemon
+ * names its instance (INFO server), which names the segment.  The answer
+ * crosses from the socket, so it is held to the instance rule before it
+ * names anything; the segment is still attached only if the daemon's
+ * user owns it (cli_attach), so a daemon cannot point the CLI at another
+ * user's data.  EX_YES (cli->instance set), or the exit code after saying
+ * why on stderr. */
+static int ask_instance(cli_t *cli)
+{
+    static const char *const args[2] = { "INFO", "server" };
+    static const size_t lens[2] = { 4, 6 };
+    char text[16384], *name;
+    rb_paths_t check;
+    rb_conn_t *c;
+    int rc, ex;
+
+    if (cli->instance_set || cli->socket == NULL || cli->asked[0] != '\0')
+        return EX_YES;
+    if ((ex = cli_connect(cli, &c)) != EX_YES) {
+        fprintf(stderr, "ringbloom: with --socket alone the daemon names its instance; while "
+                "it does not answer, name it with --instance NAME\n");
+        return ex;
+    }
+    rc = rb_conn_command(c, 2, args, lens, text, sizeof(text));
+    if (rc != RB_OK) {
+        ex = cli_conn_fail(cli, c, "asking the daemon its instance (INFO server)", rc, 0);
+        rb_conn_close(c);
+        fprintf(stderr, "ringbloom: name the instance with --instance NAME\n");
+        return ex;
+    }
+    rb_conn_close(c);
+    name = info_instance(text);
+    if (name == NULL || strlen(name) > RB_INSTANCE_MAX ||
+        rb_system_paths(name, &check) != RB_OK) {
+        fprintf(stderr, "ringbloom: the daemon at %s named no valid instance (INFO server: ",
+                cli->socket);
+        if (name == NULL)
+            fputs("no instance field", stderr);
+        else
+            cli_escape(stderr, name, strlen(name) < 80 ? strlen(name) : 80, 1);
+        fputs("); name it with --instance NAME\n", stderr);
+        return EX_UNREACH;
+    }
+    memcpy(cli->asked, name, strlen(name) + 1);
+    cli->instance = cli->asked;
+    snprintf(cli->who, sizeof(cli->who), "the daemon at %s (instance '%s')", cli->socket,
+             cli->instance);
+    return EX_YES;
+}
+
 int cli_attach(cli_t *cli, rb_segment_t **seg)
 {
     uid_t owner = cli->owner;
@@ -128,6 +196,8 @@ int cli_attach(cli_t *cli, rb_segment_t **seg)
 
     /* --owner names the daemon's user: no socket needed. */
     if (owner == (uid_t)-1 && (ex = cli_find_socket(cli)) != EX_YES)
+        return ex;
+    if ((ex = ask_instance(cli)) != EX_YES)
         return ex;
     if (owner == (uid_t)-1)
         owner = cli->sock_owner;

@@ -60,11 +60,11 @@ int cmd_lookup(cli_t *cli, int argc, char **argv)
         } else if (key == NULL) {
             key = argv[i];
         } else {
-            return CLI_USAGE;
+            return cli_usage("lookup", "unexpected argument '%s' (one KEY, or -)", argv[i]);
         }
     }
     if (key == NULL)
-        return CLI_USAGE;
+        return cli_usage("lookup", "missing KEY (-n N wants a KEY too)");
     if ((ex = cli_attach(cli, &seg)) != EX_YES)
         return ex;
     if (strcmp(key, "-") == 0)

@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "resp_enc.h"
 #include "resp_read.h"
 
 #define RV_MAX_LINE     65536u          /* a simple string, error or header line */
@@ -306,18 +305,17 @@ static int read_reply(cli_redis_t *r, redisReply **h, char *why, size_t cap)
 int cli_redis_send(cli_redis_t *r, size_t argc, const char *const *argv, const size_t *argl,
                    char *why, size_t cap)
 {
-    rbi_buf_t w = { 0 };
+    char *w;
+    long len = rbi_request_format(&w, argc, argv, argl);
     size_t off = 0;
     int ex = EX_YES;
 
-    rbi_resp_command(&w, argc, argv, argl);
-    if (w.oom) {
-        rbi_buf_free(&w);
-        snprintf(why, cap, "out of memory");
+    if (len < 0) {
+        snprintf(why, cap, len == -1 ? "a request of 2 GiB or more" : "out of memory");
         return EX_FAIL;
     }
-    while (off < w.len) {
-        ssize_t n = send(r->fd, w.data + off, w.len - off, MSG_NOSIGNAL);
+    while (off < (size_t)len) {
+        ssize_t n = send(r->fd, w + off, (size_t)len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -328,7 +326,7 @@ int cli_redis_send(cli_redis_t *r, size_t argc, const char *const *argv, const s
         }
         off += (size_t)n;
     }
-    rbi_buf_free(&w);
+    redisFreeCommand(w);
     return ex;
 }
 

@@ -45,11 +45,12 @@ int cmd_ring(cli_t *cli, int argc, char **argv)
                 return EX_USAGE;
             }
         } else {
-            return CLI_USAGE;
+            return cli_usage("ring", "unexpected argument '%s'%s", argv[i],
+                             i + 1 == argc && argv[i][0] == '-' ? " (it wants a value)" : "");
         }
     }
     if (nodes_path == NULL)
-        return CLI_USAGE;
+        return cli_usage("ring", "missing --nodes FILE");
     f = fopen(nodes_path, "r");
     if (f == NULL) {
         fprintf(stderr, "ringbloom: %s: %s\n", nodes_path, strerror(errno));

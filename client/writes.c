@@ -72,28 +72,124 @@ static void progress(uint64_t done_bytes, uint64_t total, uint64_t keys, time_t 
     cli_progress(total ? (double)done_bytes / (double)total : -1, text);
 }
 
-/* Keys per rb_conn_bf_add_many call of load; their lines are held until
- * the batch is answered. */
+/* Keys per rb_conn_bf_insert_many call of load; their lines are held
+ * until the batch is answered. */
 #define LOAD_BATCH 100000
 
+/* load's options after FILE into *p: --error RATE and --capacity N, the
+ * shape of the filter when there is none yet (*create: --error was
+ * given; p->capacity 0: count the file's lines).  EX_YES, or EX_USAGE
+ * after a line that names the option and what it wants. */
+static int load_options(int argc, char **argv, rb_bloom_params_t *p, int *create)
+{
+    for (int i = 3; i < argc; i += 2) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
+        if (strcmp(opt, "--error") != 0 && strcmp(opt, "--capacity") != 0) {
+            fprintf(stderr, "ringbloom: load: unknown option '%s' (options: --error RATE, "
+                    "--capacity N)\n", opt);
+            return EX_USAGE;
+        }
+        if (val == NULL) {
+            fprintf(stderr, "ringbloom: load: %s wants a value\n", opt);
+            return EX_USAGE;
+        }
+        errno = 0;
+        if (opt[2] == 'e') {
+            p->error_rate = strtod(val, &end);
+            if (errno || *end || !(p->error_rate > 0 && p->error_rate < 1)) {
+                fprintf(stderr, "ringbloom: load: --error wants a number in (0, 1), not '%s'\n",
+                        val);
+                return EX_USAGE;
+            }
+            *create = 1;
+        } else {
+            p->capacity = strtoull(val, &end, 10);
+            if (errno || *end || p->capacity == 0 || val[0] == '-') {
+                fprintf(stderr, "ringbloom: load: --capacity wants a positive integer, not "
+                        "'%s'\n", val);
+                return EX_USAGE;
+            }
+        }
+    }
+    if (p->capacity != 0 && !*create) {
+        fprintf(stderr, "ringbloom: load: --capacity makes a filter only with --error RATE\n");
+        return EX_USAGE;
+    }
+    return EX_YES;
+}
+
+/* The keys (non-empty lines) of the regular file in, which is rewound. */
+static uint64_t count_keys(FILE *in)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    uint64_t n = 0;
+
+    while ((len = getline(&line, &cap, in)) > 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        n += len > 0;
+    }
+    free(line);
+    rewind(in);
+    return n;
+}
+
+/* load's summary, or what stopped it. */
+static int load_end(const cli_t *cli, rb_conn_t *c, const char *name, int64_t rc,
+                    uint64_t keys, uint64_t added, int create)
+{
+    if (rc == RB_ENOENT) {
+        fprintf(stderr, "ringbloom: load: no filter '%s': nothing was loaded; make it first "
+                "(ringbloom reserve %s ERROR CAPACITY), or give --error RATE [--capacity N] "
+                "to make it (the capacity defaults to the file's keys)\n", name, name);
+        return EX_NO;
+    }
+    if (rc < 0) {
+        int ex = cli_conn_fail(cli, c, "load", (int)rc, 1);
+        fprintf(stderr, "ringbloom: %llu keys were loaded before the error%s\n",
+                (unsigned long long)keys, create ? "" : " (into the filter as it was)");
+        return ex;
+    }
+    if (cli->json)
+        cli_json_line(cli_json_obj("keys", cli_json_num("%llu", (unsigned long long)keys),
+                                   "new", cli_json_num("%llu", (unsigned long long)added),
+                                   "present",
+                                   cli_json_num("%llu", (unsigned long long)(keys - added)),
+                                   NULL));
+    else
+        printf("loaded %llu keys: %llu new, %llu already present\n",
+               (unsigned long long)keys, (unsigned long long)added,
+               (unsigned long long)(keys - added));
+    return EX_YES;
+}
+
+/* load FILTER FILE|- [--error RATE [--capacity N]]: one key per line, in
+ * batches of BF.INSERT.  Into an existing filter only (NOCREATE), unless
+ * --error is given: then a missing filter is made with that error rate
+ * and --capacity (by default the file's keys, counted first; standard
+ * input needs --capacity), never with the daemon's defaults. */
 int cmd_load(cli_t *cli, int argc, char **argv)
 {
-    const char *path;
+    const char *path = argv[2];
+    rb_bloom_params_t p = { .layout = RB_BLOOM_BLOCKED };
     FILE *in;
     rb_conn_t *c;
     struct stat st;
     uint64_t total = 0, done_bytes = 0, keys = 0, added = 0;
     char **lines;
     rb_key_t *batch;
-    size_t n = 0;
+    size_t n = 0, cap = 0;
     char *line = NULL;
-    size_t cap = 0;
     ssize_t len;
-    int tty = isatty(2), ex;
+    int64_t rc = 0;
+    int tty = isatty(2), ex, create = 0;
     time_t start = time(NULL);
 
-    (void)argc;
-    path = argv[2];
+    if ((ex = load_options(argc, argv, &p, &create)) != EX_YES)
+        return ex;
     in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (in == NULL) {
         fprintf(stderr, "ringbloom: %s: %s\n", path, strerror(errno));
@@ -101,6 +197,14 @@ int cmd_load(cli_t *cli, int argc, char **argv)
     }
     if (fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode))
         total = (uint64_t)st.st_size;
+    if (create && p.capacity == 0 && (in == stdin || !S_ISREG(st.st_mode))) {
+        fprintf(stderr, "ringbloom: load: --error without --capacity sizes the filter from "
+                "the file's keys; %s cannot be read twice: give --capacity N\n",
+                in == stdin ? "standard input" : path);
+        return EX_USAGE;
+    }
+    if (create && p.capacity == 0)
+        p.capacity = count_keys(in);   /* 0 keys: nothing is sent, nothing made */
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;
     lines = calloc(LOAD_BATCH, sizeof(*lines));
@@ -123,17 +227,12 @@ int cmd_load(cli_t *cli, int argc, char **argv)
             }
         }
         if (n == LOAD_BATCH || (eof && n > 0)) {
-            int64_t rc = rb_conn_bf_add_many(c, argv[1], strlen(argv[1]), batch, n, NULL);
+            rc = rb_conn_bf_insert_many(c, argv[1], strlen(argv[1]), create ? &p : NULL, batch,
+                                        n, NULL);
             for (size_t i = 0; i < n; i++)
                 free(lines[i]);
-            if (rc < 0) {
-                if (tty)
-                    fputc('\n', stderr);
-                ex = cli_conn_fail(cli, c, "load", (int)rc, 1);
-                fprintf(stderr, "ringbloom: %llu keys were loaded before the error\n",
-                        (unsigned long long)keys);
+            if (rc < 0)
                 break;
-            }
             keys += n;
             added += (uint64_t)rc;
             n = 0;
@@ -143,20 +242,9 @@ int cmd_load(cli_t *cli, int argc, char **argv)
         if (eof)
             break;
     }
-    if (tty && ex == EX_YES)
+    if (tty)
         fputc('\n', stderr);
-    if (ex == EX_YES) {
-        if (cli->json)
-            cli_json_line(cli_json_obj("keys", cli_json_num("%llu", (unsigned long long)keys),
-                                       "new", cli_json_num("%llu", (unsigned long long)added),
-                                       "present",
-                                       cli_json_num("%llu", (unsigned long long)(keys - added)),
-                                       NULL));
-        else
-            printf("loaded %llu keys: %llu new, %llu already present\n",
-                   (unsigned long long)keys, (unsigned long long)added,
-                   (unsigned long long)(keys - added));
-    }
+    ex = load_end(cli, c, argv[1], rc, keys, added, create);
     free(line);
     free(lines);
     free(batch);
@@ -189,14 +277,18 @@ int cmd_node(cli_t *cli, int argc, char **argv)
 
     if (state) {
         if (argc != 3)
-            return CLI_USAGE;
+            return cli_usage("node", "%s wants one NAME", argv[1]);
     } else if ((strcmp(argv[1], "add") == 0 && argc == 4) || strcmp(argv[1], "weight") == 0) {
         if (argc != 4 || cli_parse_u32(argv[3], &w) != 0) {
             fprintf(stderr, "ringbloom: weight must be a positive integer\n");
             return EX_USAGE;
         }
-    } else if (argc != 3 || (strcmp(argv[1], "add") != 0 && strcmp(argv[1], "remove") != 0)) {
-        return CLI_USAGE;
+    } else if (strcmp(argv[1], "add") != 0 && strcmp(argv[1], "remove") != 0) {
+        return cli_usage("node", "unknown action '%s' (add, remove, weight, down, up, drain)",
+                         argv[1]);
+    } else if (argc != 3) {
+        return cli_usage("node", "%s wants NAME%s", argv[1],
+                         strcmp(argv[1], "add") == 0 ? " [WEIGHT]" : "");
     }
     if ((ex = cli_connect(cli, &c)) != EX_YES)
         return ex;

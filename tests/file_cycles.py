@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""file_cycles.py - fails if two source files depend on each other in a circle.
+"""file_cycles.py - fails if two source files depend on each other in a circle,
+or if a file depends on one the design keeps it from (FORBIDDEN below: the
+clients of the daemon format their requests with hiredis, never with the
+server's own encoder).
 
 The dependency graph is read from the object files `make` built, not from
 the sources: file A depends on file B when A's object has an undefined
@@ -24,7 +27,8 @@ dropping automake's "<target>-" prefix when the source is named without it.
     file_cycles.py [--builddir DIR] [--srcdir DIR]   check the build
     file_cycles.py --self-test                       check the checker
 
-Exit status 0: no cycle; 1: cycles (listed); 2: nothing to read.
+Exit status 0: no cycle and no forbidden edge; 1: cycles or forbidden
+edges (listed); 2: nothing to read.
 """
 import glob
 import os
@@ -75,6 +79,24 @@ def sccs(edges):
                     if m == node:
                         break
                 out.append(sorted(comp))
+    return out
+
+
+# (files, file, why): no file matching `files` may depend on `file`.
+FORBIDDEN = [
+    (r"^(lib/conn/conn\.c|lib/conn/resp_read\.c|client/.*)$", "lib/conn/resp_enc.c",
+     "a client of the daemon formats its requests with hiredis (resp_read.c's "
+     "rbi_request_format); resp_enc.c is the server's encoder (and the nginx module's)"),
+]
+
+
+def forbidden(deps, rules=FORBIDDEN):
+    """[(file, file, why, symbols)]: the edges of deps the rules forbid."""
+    out = []
+    for pattern, target, why in rules:
+        for src in sorted(deps):
+            if re.match(pattern, src) and target in deps[src]:
+                out.append((src, target, why, sorted(deps[src][target])))
     return out
 
 
@@ -280,6 +302,11 @@ def self_test():
                           "lib/top.c": {"lib/low.c": ["low_get (inline)"],
                                         "lib/solo.h": ["solo (inline)"]}} and
                  cycles(graph_) == [["lib/low.c", "lib/up.c"]])
+    # A forbidden edge is found, an allowed one is not.
+    rules = [(r"^client/.*$", "lib/enc.c", "why")]
+    ok = ok and (forbidden({"client/a.c": {"lib/enc.c": ["e"]}, "daemon/b.c": {"lib/enc.c": ["e"]},
+                            "client/c.c": {"lib/read.c": ["r"]}}, rules) ==
+                 [("client/a.c", "lib/enc.c", "why", ["e"])])
     print("self-test: %s" % ("ok" if ok else "FAILED"))
     return ok
 
@@ -307,9 +334,12 @@ def main(argv):
     deps = graph(builddir, srcdir)
     edges = sum(len(bs) for bs in deps.values())
     found = report(deps)
-    print("%d object files, %d file-level dependencies, %d cycle(s)" % (len(objs), edges,
-                                                                          len(found)))
-    return 1 if found else 0
+    banned = forbidden(deps)
+    for src, target, why, syms in banned:
+        print("forbidden: %s -> %s (%s): %s" % (src, target, ", ".join(syms[:6]), why))
+    print("%d object files, %d file-level dependencies, %d cycle(s), %d forbidden "
+          "edge(s)" % (len(objs), edges, len(found), len(banned)))
+    return 1 if found or banned else 0
 
 
 if __name__ == "__main__":

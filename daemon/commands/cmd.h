@@ -171,6 +171,13 @@ long rbd_cmd_args_distinct(rbd_ctx_t *x, size_t first, uint32_t **uniq, uint32_t
 /* A name argument (what: "filter", "node") of 1..max bytes: 0, or replies
  * and returns -1. */
 int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max);
+/* Argument i as an error line names it: in single quotes, printable ASCII
+ * as it is, a quote, a backslash and every other byte as \xHH, cut after
+ * RBD_QUOTED_MAX bytes with "...".  Written into buf (RBD_QUOTED_CAP
+ * bytes hold the longest), which it returns. */
+#define RBD_QUOTED_MAX 64
+#define RBD_QUOTED_CAP (4 * RBD_QUOTED_MAX + 8)
+const char *rbd_cmd_arg_quoted(const rbd_ctx_t *x, size_t i, char *buf, size_t cap);
 
 /* Runs a CMS.INCRBY op (cmd_cms.c): n items of sketch name, each by by[i],
  * their estimates after into est (NULL: not wanted).  RB_OK or the op's

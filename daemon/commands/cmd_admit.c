@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <bsd/stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -41,6 +42,25 @@ static size_t dk_name(rbd_ctx_t *x, char *dk)
     return x->argl[1] + DK_LEN;
 }
 
+/* A pair's error replies name it (argument 1) and say what to do: no such
+ * pair (RB_ENOENT), one there already (RB_EEXIST); the rest is the table's. */
+static void pair_error(rbd_ctx_t *x, int rc)
+{
+    char q[RBD_QUOTED_CAP];
+
+    if (rc == RB_ENOENT)
+        rbi_resp_error(x->out, "ERR no TinyLFU pair %s (ADMIT.RESERVE %s capacity makes one)",
+                       rbd_cmd_arg_quoted(x, 1, q, sizeof(q)), q);
+    else if (rc == RB_EEXIST)
+        rbi_resp_error(x->out, "ERR %s exists (a TinyLFU pair, or another filter of its name "
+                       "or of its doorkeeper's, %s" RB_TINYLFU_DOORKEEPER_SUFFIX ")",
+                       rbd_cmd_arg_quoted(x, 1, q, sizeof(q)), q);
+    else if (rc == RB_ENOSPC)
+        rbd_cmd_no_space(x);
+    else
+        rbd_cmd_create_error(x, rc);
+}
+
 /* ADMIT.RESERVE name capacity [error] [WINDOW w]: the doorkeeper first,
  * then the sketch (a failure leaves at most the doorkeeper, which DEL
  * removes). */
@@ -57,17 +77,24 @@ static void cmd_admit_reserve(rbd_ctx_t *x)
     if (dlen == 0)
         return;
     if (rbd_cmd_arg_ll(x, 2, &cap) != 0 || cap < 1 || cap > RB_CMS_MAX_WIDTH / 2) {
-        rbi_resp_error(x->out, "ERR bad capacity");
+        rbi_resp_error(x->out, "ERR capacity must be an integer in [1, %u] (the cache's "
+                       "entries)", RB_CMS_MAX_WIDTH / 2);
         return;
     }
     if (i < x->argc && !rbd_cmd_arg_is(x, i, "WINDOW") &&
         (rbd_cmd_arg_double(x, i++, &err) != 0 || !(err > 0 && err < 1))) {
-        rbi_resp_error(x->out, "ERR bad error rate");
+        rbi_resp_error(x->out, "ERR error rate must be a number in (0, 1) (the doorkeeper's; "
+                       "default 0.01)");
         return;
     }
-    if (i < x->argc && !(rbd_cmd_arg_is(x, i, "WINDOW") && i + 2 == x->argc &&
-                         rbd_cmd_arg_ll(x, i + 1, &w) == 0 && w > 0)) {
-        rbi_resp_error(x->out, "ERR syntax error");
+    if (i < x->argc && !(rbd_cmd_arg_is(x, i, "WINDOW") && i + 2 == x->argc)) {
+        rbi_resp_error(x->out, "ERR syntax error: ADMIT.RESERVE key capacity [error] "
+                       "[WINDOW window]");
+        return;
+    }
+    if (i < x->argc && (rbd_cmd_arg_ll(x, i + 1, &w) != 0 || w < 1)) {
+        rbi_resp_error(x->out, "ERR WINDOW must be an integer in [1, %lld] (counted "
+                       "accesses between two halvings; default 10 x capacity)", LLONG_MAX);
         return;
     }
     if (w == 0)
@@ -93,10 +120,8 @@ static void cmd_admit_reserve(rbd_ctx_t *x)
         rc = rbd_op_run(&x->s->state, &x->s->aof, &cop);
     if (rc == RB_OK)
         rbi_resp_simple(x->out, "OK");
-    else if (rc == RB_ENOSPC)
-        rbd_cmd_no_space(x);
     else
-        rbd_cmd_create_error(x, rc);
+        pair_error(x, rc);
 }
 
 /* ADMIT.TOUCH name key: one access (above); the key's estimate after. */
@@ -120,7 +145,7 @@ static void cmd_admit_touch(rbd_ctx_t *x)
     if ((op.bf = rbd_filters_get(&x->s->state.filters, x->s->state.seg, dk, dlen, &rc)) == NULL ||
         (rc = rb_cms_info(x->s->state.seg, x->argv[1], x->argl[1], &before)) != RB_OK ||
         (held = rb_bloom_contains(op.bf, key.ptr, key.len)) < 0) {
-        rbd_cmd_error(x, RBD_AT_FILTER, op.bf == NULL || rc != RB_OK ? rc : held);
+        pair_error(x, op.bf == NULL || rc != RB_OK ? rc : held);
         return;
     }
     /* One unit in the log (a TXN record, unless an EXEC's holds it
@@ -141,7 +166,7 @@ static void cmd_admit_touch(rbd_ctx_t *x)
     if (own)
         rbd_op_txn_end(&x->s->state, &x->s->aof, start);
     if (rc != RB_OK)
-        rbd_cmd_error(x, RBD_AT_FILTER, rc);
+        pair_error(x, rc);
     else
         rbi_resp_int(x->out, (long long)est + 1);
 }
@@ -155,7 +180,7 @@ static void cmd_admit_query(rbd_ctx_t *x)
                               x->argv[3], x->argl[3], &admit);
 
     if (rc != RB_OK)
-        rbd_cmd_error(x, RBD_AT_FILTER, rc);
+        pair_error(x, rc);
     else
         rbi_resp_int(x->out, admit);
 }

@@ -76,7 +76,8 @@ static void cmd_cbf_reserve(rbd_ctx_t *x)
     }
     if (x->argc == 6) {
         if (!rbd_cmd_arg_is(x, 4, "COUNTERBITS")) {
-            rbi_resp_error(x->out, "ERR syntax error");
+            rbi_resp_error(x->out, "ERR syntax error: CBF.RESERVE key error_rate capacity "
+                           "[COUNTERBITS 4|8]");
             return;
         }
         if (rbd_cmd_arg_ll(x, 5, &bits) != 0 || (bits != 4 && bits != 8)) {

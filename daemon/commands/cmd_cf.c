@@ -126,7 +126,8 @@ static int reserve_option(rbd_ctx_t *x, size_t i, rb_cuckoo_params_t *p)
             return -1;
         }
         if (o == 3 && v != 8 && v != 12 && v != 16) {
-            rbi_resp_error(x->out, "FPBITS: value must be 8, 12 or 16");
+            rbi_resp_error(x->out, "ERR FPBITS must be 8, 12 or 16 (bits a fingerprint "
+                           "keeps; default 8)");
             return -1;
         }
         if (v < opt[o].min || v > opt[o].max) {

@@ -9,6 +9,7 @@
 #include <bsd/stdlib.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "cms_impl.h"   /* lib: rbi_cms_secret */
@@ -84,12 +85,16 @@ static int options(rbd_ctx_t *x, size_t i, rb_cms_params_t *p, unsigned char *li
             i++;
         } else if (rbd_cmd_arg_is(x, i, "SMALL")) {
             p->small = 1;
-        } else if (rbd_cmd_arg_is(x, i, "AGING") && i + 1 < x->argc &&
-                   rbd_cmd_arg_ll(x, i + 1, &w) == 0 && w > 0) {
+        } else if (rbd_cmd_arg_is(x, i, "AGING") && i + 1 < x->argc) {
+            if (rbd_cmd_arg_ll(x, ++i, &w) != 0 || w < 1) {
+                rbi_resp_error(x->out, "ERR AGING must be an integer in [1, %lld] (counted "
+                               "increments between two halvings)", LLONG_MAX);
+                return -1;
+            }
             p->aging = (uint64_t)w;
-            i++;
         } else {
-            rbi_resp_error(x->out, "ERR syntax error");
+            rbi_resp_error(x->out, "ERR syntax error: after the sizing come [SMALL] [AGING w] "
+                           "[LIKE sketch]");
             return -1;
         }
     }

@@ -71,6 +71,11 @@ static void log_change(const rbd_ctx_t *x, const char *how)
  * (never inside an EXEC: CMD_RING_SOURCE refuses the change when queued). */
 static void run(rbd_ctx_t *x, rbd_op_t *op)
 {
+    /* A change of one node (its name argument 1) names it when it is
+     * missing or already there; the old words stay the reply's start. */
+    int named = op->type == RBD_OP_RING_ADD || op->type == RBD_OP_RING_REMOVE ||
+                op->type == RBD_OP_RING_WEIGHT || op->type == RBD_OP_RING_STATE;
+    char q[RBD_QUOTED_CAP];
     int rc;
 
     op->client = x->c->id;
@@ -85,6 +90,10 @@ static void run(rbd_ctx_t *x, rbd_op_t *op)
         if (!op->noop)
             log_change(x, "made");
         rbi_resp_simple(x->out, "OK");
+    } else if (named && (rc == RB_ENOENT || rc == RB_EEXIST)) {
+        rbi_resp_error(x->out, rc == RB_ENOENT ? "ERR no such node %s (RING.NODES lists "
+                       "the ring's)" : "ERR node exists: %s (RING.WEIGHT and RING.UP, "
+                       "DOWN or DRAIN change it)", rbd_cmd_arg_quoted(x, 1, q, sizeof(q)));
     } else
         rbd_cmd_error(x, op->publish_failed ? RBD_AT_PUBLISH : RBD_AT_NODE, rc);
 }

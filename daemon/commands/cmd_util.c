@@ -134,6 +134,27 @@ int rbd_cmd_arg_name(rbd_ctx_t *x, size_t i, const char *what, size_t max)
     return 0;
 }
 
+const char *rbd_cmd_arg_quoted(const rbd_ctx_t *x, size_t i, char *buf, size_t cap)
+{
+    size_t w = 0, n = x->argl[i] < RBD_QUOTED_MAX ? x->argl[i] : RBD_QUOTED_MAX;
+
+    buf[w++] = '\'';
+    for (size_t k = 0; k < n && w + 8 < cap; k++) {
+        unsigned char ch = (unsigned char)x->argv[i][k];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\'' && ch != '\\')
+            buf[w++] = (char)ch;
+        else
+            w += (size_t)snprintf(buf + w, cap - w, "\\x%02x", ch);
+    }
+    if (n < x->argl[i] && w + 5 < cap) {
+        memcpy(buf + w, "...", 3);
+        w += 3;
+    }
+    buf[w++] = '\'';
+    buf[w] = '\0';
+    return buf;
+}
+
 int rbd_cmd_work_ok(rbd_ctx_t *x, uint64_t bytes, const char *what)
 {
     if (bytes <= x->s->cfg.max_command_bytes)

@@ -3,7 +3,8 @@
  * configuration (config.c), the pidfile and single-instance lock, the
  * detach (ready.c: the parent waits until the daemon serves or says why it
  * cannot), the state directory (aof.c), start-up (recovery.c), the loop
- * (server.c), the final snapshot and a clean shutdown.
+ * (server.c), the final snapshot and a clean shutdown.  A start that fails
+ * removes the directories it made (dirs.c).
  *
  *   ringbloomd [-c FILE] [-f] [-i NAME] [-s SOCKET] [-d DIR] [-o KEY=VALUE]...
  *              [--ignore-corrupt] [-t]
@@ -320,6 +321,20 @@ static void stop_sources(server_t *s)
     }
 }
 
+/* A state directory that is the default of a user without a home
+ * directory (rb_default_paths: /tmp/ringbloom-<uid>/state) is said once at
+ * start: a reboot may clear /tmp, and the setting dir moves it. */
+static void tmp_state_warning(const rbd_config_t *cfg)
+{
+    rb_paths_t def;
+
+    if (rb_default_paths(cfg->instance, &def) == RB_OK && strcmp(def.state_dir, cfg->dir) == 0 &&
+        strncmp(cfg->dir, "/tmp/", 5) == 0)
+        rbd_log(LOG_WARNING, "the state is in %s: this user has no home directory of its own "
+                "(HOME=%s), and a reboot may clear /tmp; choose a lasting place with the "
+                "setting dir (-d PATH)", cfg->dir, getenv("HOME") ? getenv("HOME") : "unset");
+}
+
 /* Start-up, the loop, the final snapshot: the exit status. */
 static int serve(server_t *s, int ignore_corrupt)
 {
@@ -362,6 +377,8 @@ static int serve(server_t *s, int ignore_corrupt)
             s->cfg.dir, s->cfg.instance);
     snprintf(why, sizeof(why), "serving instance '%s' on %s", s->cfg.instance, s->cfg.socket);
     rbd_ready_ok(why);
+    rbd_dirs_keep();   /* from here its directories are the daemon's */
+    tmp_state_warning(&s->cfg);
     if (rbd_server_run(s) == 0)
         status = 0;
     rbd_ready_stopping();
@@ -411,8 +428,10 @@ int main(int argc, char **argv)
     if (!o.foreground && s.cfg.logfile[0] == '\0' && !s.cfg.syslog_enabled)
         fprintf(stderr, "ringbloomd: warning: no logfile and syslog-enabled no: "
                 "the daemon's log goes nowhere\n");
-    if ((pfh = become_daemon(&s.cfg, o.foreground)) == NULL)
+    if ((pfh = become_daemon(&s.cfg, o.foreground)) == NULL) {
+        rbd_dirs_unmake();
         return 1;
+    }
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
@@ -432,6 +451,7 @@ int main(int argc, char **argv)
     }
     rb_ring_free(s.state.ring);
     pidfile_remove(pfh);
+    rbd_dirs_unmake();   /* a start that failed: the directories it made */
     rbd_log(LOG_NOTICE, "ringbloomd stopped");
     return status;
 }

@@ -1,26 +1,31 @@
 /*
  * conn.c - the write path: a small blocking RESP2 client for ringbloomd.
  *
- * What: connect to the daemon's Unix socket, send commands as multibulk
- * (encoded by resp_enc.c, the project's one RESP encoder), read replies
- * with hiredis's reader (resp_read.c: bounded to MAX_REPLY bytes of one
- * element and MAX_ELEMENTS elements).  The socket and its I/O stay here
- * rather than in a redisContext: sends with MSG_NOSIGNAL (a library must
- * not raise SIGPIPE in its caller when the daemon goes), a CLOEXEC socket,
- * errno kept for rb_conn_open's search, and the reply bound checked
- * between two receives.  Why here: every blocking writer (the CLI, applications,
- * the examples) needs the same few mutations and the same error mapping;
- * reads never come here (they use the segment).  The nginx module does not
- * use it: its admits are non-blocking, on nginx's event loop.  Workload: bulk
- * loads of millions of keys, so BF.MADD batches are pipelined with several
- * in flight to hide the round trip.
+ * What: connect to the daemon's Unix socket, send commands formatted by
+ * hiredis (redisFormatCommandArgv, the library the project links for its
+ * replies; the daemon's replies and the nginx module's admits keep the
+ * project's own encoder, resp_enc.c), read replies with hiredis's reader
+ * (resp_read.c: bounded to MAX_REPLY bytes of one element and
+ * MAX_ELEMENTS elements).  The socket and its I/O stay here rather than
+ * in a redisContext: sends with MSG_NOSIGNAL (a library must not raise
+ * SIGPIPE in its caller when the daemon goes), a CLOEXEC socket, errno
+ * kept for rb_conn_open's search, and the reply bound checked between two
+ * receives.  Why here: every blocking writer (the CLI, applications, the
+ * examples) needs the same few mutations and the same error mapping;
+ * reads never come here (they use the segment).  The nginx module does
+ * not use it: its admits are non-blocking, on nginx's event loop.
+ * Workload: bulk loads of millions of keys, so BF.MADD (or BF.INSERT)
+ * batches are pipelined with several in flight to hide the round trip;
+ * hiredis formats a key slower than a hand-written encoder would, which
+ * the daemon's own work per key hides (`make bench`, section f;
+ * docs/performance.md).
  *
  * Errors: a reply "-NOPERM ..." maps to RB_EPERM, any other error reply to
  * RB_EREPLY (text in rb_conn_error), a broken socket to RB_EDAEMON and one
  * on which the daemon did not answer (or take a request) within the
  * timeout to RB_ETIMEDOUT (the connection is then unusable either way; a
  * timed-out change may have been applied), a reply that does not parse to
- * RB_EPROTO.
+ * RB_EPROTO, a request hiredis cannot format (2 GiB or more) to RB_ERANGE.
  */
 #include "config.h"
 
@@ -33,12 +38,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "resp_enc.h"
 #include "resp_read.h"
 #include "ringbloom.h"
 
-#define BATCH_KEYS   1000u     /* keys per BF.MADD */
-#define WINDOW       8u        /* BF.MADD batches in flight */
+#define BATCH_KEYS   1000u     /* keys per BF.MADD / BF.INSERT */
+#define BATCH_HEAD   16u       /* a batch's arguments before its keys, at most */
+#define WINDOW       8u        /* batches in flight */
 #define MAX_REPLY    (64u << 20) /* bytes of one line or bulk string */
 #define MAX_ELEMENTS (MAX_REPLY / 16) /* of one reply: hiredis builds ~56 bytes each */
 
@@ -46,8 +51,11 @@ struct rb_conn {
     int fd;
     int broken;
     rbi_reader_t *rd;          /* hiredis's reader, bounded (resp_read.h) */
-    long long ints[BATCH_KEYS]; /* a BF.MADD reply's answers (rbi_reader_ints) */
-    rbi_buf_t w;               /* to send (resp_enc.h: requests as RESP arrays) */
+    long long ints[BATCH_KEYS]; /* a batch reply's answers (rbi_reader_ints) */
+    char *q[WINDOW];           /* requests formatted by hiredis, not yet sent */
+    size_t qlen[WINDOW], nq;
+    const char *argv[BATCH_HEAD + BATCH_KEYS]; /* a batch's arguments */
+    size_t argl[BATCH_HEAD + BATCH_KEYS];
     char error[512];
 };
 
@@ -130,13 +138,21 @@ int rb_conn_open(const char *instance, const char *socket_path, unsigned timeout
     return rc;
 }
 
+/* Drops the requests not sent. */
+static void qdrop(rb_conn_t *c)
+{
+    for (size_t i = 0; i < c->nq; i++)
+        redisFreeCommand(c->q[i]);
+    c->nq = 0;
+}
+
 void rb_conn_close(rb_conn_t *c)
 {
     if (c == NULL)
         return;
     close(c->fd);
     rbi_reader_free(c->rd);
-    rbi_buf_free(&c->w);
+    qdrop(c);
     free(c);
 }
 
@@ -147,13 +163,17 @@ const char *rb_conn_error(const rb_conn_t *c)
 
 /* ---- sending ------------------------------------------------------------- */
 
-/* RB_ENOMEM if building what is queued ran out of memory (it is dropped). */
-static int wcheck(rb_conn_t *c)
+/* Queues a request of argc arguments (argv / argl), formatted by hiredis
+ * (rbi_request_format); at most WINDOW wait.  RB_ERANGE for one of 2 GiB
+ * or more (refused before a byte is read), RB_ENOMEM. */
+static int queue(rb_conn_t *c, size_t argc, const char *const *argv, const size_t *argl)
 {
-    if (!c->w.oom)
-        return RB_OK;
-    rbi_buf_free(&c->w);
-    return RB_ENOMEM;
+    long len = rbi_request_format(&c->q[c->nq], argc, argv, argl);
+
+    if (len < 0)
+        return len == -1 ? RB_ERANGE : RB_ENOMEM;
+    c->qlen[c->nq++] = (size_t)len;
+    return RB_OK;
 }
 
 /* The code of a failed send or receive (errno set by it); breaks c. */
@@ -164,26 +184,28 @@ static int io_failed(rb_conn_t *c)
     return errno == EAGAIN || errno == EWOULDBLOCK ? RB_ETIMEDOUT : RB_EDAEMON;
 }
 
+/* Sends the queued requests, in order. */
 static int wflush(rb_conn_t *c)
 {
-    size_t off = 0;
+    int rc = c->broken ? RB_EDAEMON : RB_OK;
 
-    if (c->broken)
-        return RB_EDAEMON;
-    while (off < c->w.len) {
-        ssize_t n = send(c->fd, c->w.data + off, c->w.len - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return io_failed(c);
-        if (n == 0) {
-            c->broken = 1;
-            return RB_EDAEMON;
+    for (size_t i = 0; rc == RB_OK && i < c->nq; i++) {
+        for (size_t off = 0; rc == RB_OK && off < c->qlen[i];) {
+            ssize_t n = send(c->fd, c->q[i] + off, c->qlen[i] - off, MSG_NOSIGNAL);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                rc = io_failed(c);
+            } else if (n == 0) {
+                c->broken = 1;
+                rc = RB_EDAEMON;
+            } else {
+                off += (size_t)n;
+            }
         }
-        off += (size_t)n;
     }
-    c->w.len = 0;
-    return RB_OK;
+    qdrop(c);
+    return rc;
 }
 
 /* ---- receiving ----------------------------------------------------------- */
@@ -254,8 +276,7 @@ static int expect_ok(rb_conn_t *c)
 
 static int send_cmd(rb_conn_t *c, size_t argc, const char *const *argv, const size_t *argl)
 {
-    rbi_resp_command(&c->w, argc, argv, argl);
-    return wcheck(c);
+    return queue(c, argc, argv, argl);
 }
 
 static int ring_cmd(rb_conn_t *c, const char *cmd, const char *name, size_t len, int with_weight,
@@ -299,57 +320,6 @@ int rb_conn_ring_state(rb_conn_t *c, const char *name, size_t len, rb_node_state
     return ring_cmd(c, cmds[state], name, len, 0, 0);
 }
 
-/* Appends argument s (len bytes) to a command being built. */
-static void arg_add(const char **argv, size_t *argl, size_t *argc, const char *s, size_t len)
-{
-    argv[*argc] = s;
-    argl[(*argc)++] = len;
-}
-
-/* Appends option `name` and its value v, printed into buf (16 bytes). */
-static void arg_add_u32(const char **argv, size_t *argl, size_t *argc, const char *name,
-                        uint32_t v, char *buf)
-{
-    arg_add(argv, argl, argc, name, strlen(name));
-    arg_add(argv, argl, argc, buf, (size_t)snprintf(buf, 16, "%u", v));
-}
-
-int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len, const rb_bloom_params_t *p)
-{
-    char err[32], cap[32], num[3][16];
-    const char *argv[12] = { "BF.RESERVE", name, err, cap };
-    size_t argl[12] = { 10, len, 0, 0 };
-    size_t argc = 4;
-    const char *layout;
-    int rc;
-
-    if (c == NULL || name == NULL || p == NULL)
-        return RB_EINVAL;
-    /* OVERFILL (and any unknown flag) has no BF.RESERVE option: refused
-     * here rather than dropped. */
-    if ((p->flags & ~(RB_BLOOM_NONSCALING | RB_BLOOM_AGING)) != 0)
-        return RB_EINVAL;
-    argl[2] = (size_t)snprintf(err, sizeof(err), "%.17g", p->error_rate);
-    argl[3] = (size_t)snprintf(cap, sizeof(cap), "%llu", (unsigned long long)p->capacity);
-    /* As rb_bloom_reserve: an aging filter does not scale, so its
-     * expansion is not used (and BF.RESERVE refuses one). */
-    if (p->flags & RB_BLOOM_NONSCALING)
-        arg_add(argv, argl, &argc, "NONSCALING", 10);
-    else if (!(p->flags & RB_BLOOM_AGING) && p->expansion != 0)
-        arg_add_u32(argv, argl, &argc, "EXPANSION", p->expansion, num[0]);
-    if (p->flags & RB_BLOOM_AGING)
-        arg_add_u32(argv, argl, &argc, "AGING", p->window, num[1]);
-    if ((p->flags & RB_BLOOM_AGING) && p->generations != 0)
-        arg_add_u32(argv, argl, &argc, "GENERATIONS", p->generations, num[2]);
-    layout = p->layout == RB_BLOOM_STANDARD     ? "standard"
-             : p->layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
-                                                : "blocked";
-    arg_add(argv, argl, &argc, "LAYOUT", 6);
-    arg_add(argv, argl, &argc, layout, strlen(layout));
-    rc = send_cmd(c, argc, argv, argl);
-    return rc == RB_OK ? expect_ok(c) : rc;
-}
-
 int rb_conn_bf_add(rb_conn_t *c, const char *filter, size_t flen, const void *key, size_t klen)
 {
     rb_key_t k = { key, klen };
@@ -359,9 +329,9 @@ int rb_conn_bf_add(rb_conn_t *c, const char *filter, size_t flen, const void *ke
     return rc < 0 ? (int)rc : fresh;
 }
 
-/* Reads one BF.MADD reply: an array of integers (an error element may end
- * it), into out_new[0 .. n). */
-static int64_t read_madd(rb_conn_t *c, size_t n, uint8_t *out_new)
+/* Reads one batch's reply (BF.MADD, BF.INSERT): an array of integers (an
+ * error element may end it), into out_new[0 .. n). */
+static int64_t read_batch(rb_conn_t *c, size_t n, uint8_t *out_new)
 {
     int64_t added = 0;
     int err = RB_OK;
@@ -398,54 +368,166 @@ static int64_t read_madd(rb_conn_t *c, size_t n, uint8_t *out_new)
     return err != RB_OK ? err : added;
 }
 
-int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen, const rb_key_t *keys,
-                            size_t n, uint8_t *out_new)
+/* Keys in the batch that starts at key `at` of n. */
+static size_t batch_keys(size_t at, size_t n)
+{
+    return n - at < BATCH_KEYS ? n - at : BATCH_KEYS;
+}
+
+/* Adds keys[0 .. n) in batches: each the request c->argv[0 .. nhead) (the
+ * command, its filter, its options) and its keys, WINDOW of them queued
+ * and sent at once, then read in order.  The number of new keys, or the
+ * first error; on an error every batch in flight is read first (its keys
+ * stay added), so the connection stays usable. */
+static int64_t add_batches(rb_conn_t *c, size_t nhead, const rb_key_t *keys, size_t n,
+                           uint8_t *out_new)
 {
     size_t sent = 0, answered = 0, inflight = 0;
-    int64_t added = 0;
+    int64_t added = 0, first = RB_OK;
 
-    if (c == NULL || filter == NULL || (keys == NULL && n != 0))
-        return RB_EINVAL;
     while (answered < n) {
-        /* Queue batches until the window is full, then send them at once. */
-        while (sent < n && inflight < WINDOW) {
-            size_t cnt = n - sent < BATCH_KEYS ? n - sent : BATCH_KEYS;
-            int rc;
-            rbi_resp_array(&c->w, cnt + 2);
-            rbi_resp_bulk(&c->w, "BF.MADD", 7);
-            rbi_resp_bulk(&c->w, filter, flen);
-            for (size_t i = 0; i < cnt; i++)
-                rbi_resp_bulk(&c->w, keys[sent + i].ptr, keys[sent + i].len);
-            if ((rc = wcheck(c)) != RB_OK)
-                return rc;
+        while (first == RB_OK && sent < n && inflight < WINDOW) {
+            size_t cnt = batch_keys(sent, n);
+            for (size_t i = 0; i < cnt; i++) {
+                c->argv[nhead + i] = (const char *)keys[sent + i].ptr;
+                c->argl[nhead + i] = keys[sent + i].len;
+            }
+            if ((first = queue(c, nhead + cnt, c->argv, c->argl)) != RB_OK)
+                break;
             sent += cnt;
             inflight++;
         }
-        if (c->w.len > 0) {
+        if (c->nq > 0) {
             int rc = wflush(c);
             if (rc != RB_OK)
-                return rc;
+                return rc;   /* the connection broke: nothing more to read */
         }
+        if (inflight == 0)
+            return first;
         {
-            size_t cnt = n - answered < BATCH_KEYS ? n - answered : BATCH_KEYS;
-            int64_t got = read_madd(c, cnt, out_new ? out_new + answered : NULL);
-            if (got < 0) {
-                /* Drain the other replies in flight so the connection stays
-                 * usable, then report the first error. */
-                size_t rest = answered + cnt;
-                for (size_t k = 1; k < inflight && !c->broken; k++) {
-                    size_t m = n - rest < BATCH_KEYS ? n - rest : BATCH_KEYS;
-                    read_madd(c, m, NULL);
-                    rest += m;
-                }
+            size_t cnt = batch_keys(answered, n);
+            int64_t got = read_batch(c, cnt, first == RB_OK && out_new ? out_new + answered : NULL);
+            if (got < 0 && c->broken)
                 return got;
-            }
-            added += got;
+            if (got < 0 && first == RB_OK)
+                first = got;
+            added += got > 0 ? got : 0;
             answered += cnt;
             inflight--;
         }
     }
-    return added;
+    return first != RB_OK ? first : added;
+}
+
+int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen, const rb_key_t *keys,
+                            size_t n, uint8_t *out_new)
+{
+    if (c == NULL || filter == NULL || (keys == NULL && n != 0))
+        return RB_EINVAL;
+    c->argv[0] = "BF.MADD";
+    c->argl[0] = 7;
+    c->argv[1] = filter;
+    c->argl[1] = flen;
+    return add_batches(c, 2, keys, n, out_new);
+}
+
+/* Appends argument s (len bytes) to a command being built. */
+static void arg_add(const char **argv, size_t *argl, size_t *argc, const char *s, size_t len)
+{
+    argv[*argc] = s;
+    argl[(*argc)++] = len;
+}
+
+/* Appends option `name` and its value v, printed into buf (16 bytes). */
+static void arg_add_u32(const char **argv, size_t *argl, size_t *argc, const char *name,
+                        uint32_t v, char *buf)
+{
+    arg_add(argv, argl, argc, name, strlen(name));
+    arg_add(argv, argl, argc, buf, (size_t)snprintf(buf, 16, "%u", v));
+}
+
+/* The words of a filter's shape after its name (at most 9, into argv /
+ * argl at *argc): capacity (CAPACITY before it when `named`) and error
+ * rate (ERROR), NONSCALING or EXPANSION, AGING and GENERATIONS, LAYOUT;
+ * the numbers printed into num (5 x 32 bytes). */
+static void shape_args(const rb_bloom_params_t *p, int named, const char **argv, size_t *argl,
+                       size_t *argc, char (*num)[32])
+{
+    const char *layout = p->layout == RB_BLOOM_STANDARD     ? "standard"
+                         : p->layout == RB_BLOOM_REDISBLOOM ? "redisbloom"
+                                                            : "blocked";
+    size_t e = (size_t)snprintf(num[0], 32, "%.17g", p->error_rate);
+    size_t k = (size_t)snprintf(num[1], 32, "%llu", (unsigned long long)p->capacity);
+
+    if (named) {   /* BF.INSERT's options: CAPACITY c ERROR e */
+        arg_add(argv, argl, argc, "CAPACITY", 8);
+        arg_add(argv, argl, argc, num[1], k);
+        arg_add(argv, argl, argc, "ERROR", 5);
+        arg_add(argv, argl, argc, num[0], e);
+    } else {       /* BF.RESERVE's: error capacity */
+        arg_add(argv, argl, argc, num[0], e);
+        arg_add(argv, argl, argc, num[1], k);
+    }
+    /* As rb_bloom_reserve: an aging filter does not scale, so its
+     * expansion is not used (and BF.RESERVE refuses one). */
+    if (p->flags & RB_BLOOM_NONSCALING)
+        arg_add(argv, argl, argc, "NONSCALING", 10);
+    else if (!(p->flags & RB_BLOOM_AGING) && p->expansion != 0)
+        arg_add_u32(argv, argl, argc, "EXPANSION", p->expansion, num[2]);
+    if (p->flags & RB_BLOOM_AGING)
+        arg_add_u32(argv, argl, argc, "AGING", p->window, num[3]);
+    if ((p->flags & RB_BLOOM_AGING) && p->generations != 0)
+        arg_add_u32(argv, argl, argc, "GENERATIONS", p->generations, num[4]);
+    arg_add(argv, argl, argc, "LAYOUT", 6);
+    arg_add(argv, argl, argc, layout, strlen(layout));
+}
+
+int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t len, const rb_bloom_params_t *p)
+{
+    char num[5][32];
+    const char *argv[12] = { "BF.RESERVE", name };
+    size_t argl[12] = { 10, len };
+    size_t argc = 2;
+    int rc;
+
+    if (c == NULL || name == NULL || p == NULL)
+        return RB_EINVAL;
+    /* OVERFILL (and any unknown flag) has no BF.RESERVE option: refused
+     * here rather than dropped. */
+    if ((p->flags & ~(RB_BLOOM_NONSCALING | RB_BLOOM_AGING)) != 0)
+        return RB_EINVAL;
+    shape_args(p, 0, argv, argl, &argc, num);
+    rc = send_cmd(c, argc, argv, argl);
+    return rc == RB_OK ? expect_ok(c) : rc;
+}
+
+int64_t rb_conn_bf_insert_many(rb_conn_t *c, const char *filter, size_t flen,
+                               const rb_bloom_params_t *create, const rb_key_t *keys, size_t n,
+                               uint8_t *out_new)
+{
+    char num[5][32];
+    size_t nhead = 2;
+    int64_t rc;
+
+    if (c == NULL || filter == NULL || (keys == NULL && n != 0))
+        return RB_EINVAL;
+    /* BF.INSERT makes no aging or overfilling filter. */
+    if (create != NULL && (create->flags & ~RB_BLOOM_NONSCALING) != 0)
+        return RB_EINVAL;
+    c->argv[0] = "BF.INSERT";
+    c->argl[0] = 9;
+    c->argv[1] = filter;
+    c->argl[1] = flen;
+    if (create != NULL)
+        shape_args(create, 1, c->argv, c->argl, &nhead, num);
+    else
+        arg_add(c->argv, c->argl, &nhead, "NOCREATE", 8);
+    arg_add(c->argv, c->argl, &nhead, "ITEMS", 5);
+    rc = add_batches(c, nhead, keys, n, out_new);
+    /* NOCREATE's refusal, in RedisBloom's words. */
+    if (rc == RB_EREPLY && create == NULL && strcmp(c->error, "ERR not found") == 0)
+        rc = RB_ENOENT;
+    return rc;
 }
 
 /* Renders reply r (recursively) as text into buf. */

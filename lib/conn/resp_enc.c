@@ -1,6 +1,6 @@
 /*
- * resp_enc.c - RESP encoding for every part of the project; see
- * resp_enc.h.  Lengths are decimal ASCII, every element ends in CRLF, and
+ * resp_enc.c - the project's own RESP encoder (the daemon's replies, the
+ * nginx module's requests); see resp_enc.h.  Lengths are decimal ASCII, every element ends in CRLF, and
  * an error reply is kept to one line (a CR or LF in its text would end the
  * element early and desynchronise the client).
  */
@@ -214,14 +214,4 @@ char *rbi_resp_command_put(char *dst, size_t argc, const char *const *argv, cons
         *dst++ = '\n';
     }
     return dst;
-}
-
-void rbi_resp_command(rbi_buf_t *b, size_t argc, const char *const *argv, const size_t *argl)
-{
-    size_t need = rbi_resp_command_size(argc, argl);
-
-    if (reserve(b, need) != 0)
-        return;
-    rbi_resp_command_put(b->data + b->len, argc, argv, argl);
-    b->len += need;
 }

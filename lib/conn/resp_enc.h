@@ -1,9 +1,12 @@
 /*
- * resp_enc.h - RESP encoding, the one encoder of the project: the client
- * library's requests (conn.c), ringbloomd's replies (daemon/) and the nginx
- * module's admits (nginx/) all write through it.  Internal (rbi_): shared by
- * the project's programs, which link the library's objects, never
- * installed.
+ * resp_enc.h - the project's own RESP encoder: ringbloomd's replies
+ * (daemon/) and the nginx module's admits (nginx/: requests written into
+ * its own buffer, no allocation on nginx's event loop) write through it.
+ * The clients (the library's connection, conn.c, and the CLI) format
+ * their requests with hiredis instead (resp_read.h), as redis-server
+ * keeps its own reply writer while its clients use hiredis.  Internal
+ * (rbi_): shared by the project's programs, which link the library's
+ * objects, never installed.
  *
  * A buffer says which protocol its replies speak (`resp3`, set by a
  * connection's HELLO 3): the typed elements (map, set, bool, null,
@@ -50,11 +53,11 @@ void rbi_resp_bool(rbi_buf_t *b, int v);             /* #t / #f; RESP2 :1 / :0 *
 /* Text for a human (INFO, CLIENT INFO): =len txt:...; RESP2 a bulk string. */
 void rbi_resp_verbatim(rbi_buf_t *b, const void *data, size_t len);
 
-/* A request: an array of argc bulk strings.  rbi_resp_command_size is the
+/* A request (the nginx module's): an array of argc bulk strings, the same
+ * bytes as hiredis's redisFormatCommandArgv.  rbi_resp_command_size is the
  * exact length rbi_resp_command_put writes into dst (which must hold it)
- * and returns the end of; rbi_resp_command appends it to a buffer. */
+ * and returns the end of. */
 size_t rbi_resp_command_size(size_t argc, const size_t *argl);
 char *rbi_resp_command_put(char *dst, size_t argc, const char *const *argv, const size_t *argl);
-void rbi_resp_command(rbi_buf_t *b, size_t argc, const char *const *argv, const size_t *argl);
 
 #endif /* RBI_RESP_ENC_H */

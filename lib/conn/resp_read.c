@@ -1,10 +1,13 @@
 /*
- * resp_read.c - hiredis's reader with bounds (resp_read.h says which and
- * why): the default reply functions, wrapped to count elements and to
- * refuse an array count over the budget before hiredis allocates it.
+ * resp_read.c - the clients' RESP2 through hiredis (resp_read.h): requests
+ * by redisFormatCommandArgv within its int lengths, and hiredis's reader
+ * with bounds (resp_read.h says which and why): the default reply
+ * functions, wrapped to count elements and to refuse an array count over
+ * the budget before hiredis allocates it.
  */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,4 +158,16 @@ void rbi_reader_ints(rbi_reader_t *rd, long long *ints, size_t cap)
 const char *rbi_reader_why(const rbi_reader_t *rd)
 {
     return rd->why;
+}
+
+long rbi_request_format(char **out, size_t argc, const char *const *argv, const size_t *argl)
+{
+    size_t bound = 32;   /* more than the header and each argument's framing */
+    int len;
+
+    for (size_t i = 0; i < argc; i++)
+        if (argl[i] > INT_MAX || (bound += argl[i] + 32) > INT_MAX)
+            return -1;
+    len = redisFormatCommandArgv(out, (int)argc, (const char **)argv, argl);
+    return len < 0 ? -2 : len;
 }

@@ -1,9 +1,14 @@
 /*
- * resp_read.h - RESP2 replies read through hiredis's reader (redisReader),
- * with the bounds hiredis 0.14 lacks: the clients of the project (conn.c,
- * the library's write connection; the CLI's client/redis_node.c) feed it
- * what they receive on their own sockets and take whole replies out.
- * Internal (rbi_), never installed; the server keeps its own parser.
+ * resp_read.h - the clients' side of RESP2, through hiredis: requests
+ * formatted by redisFormatCommandArgv (rbi_request_format: hiredis's
+ * lengths are ints, so a request of 2 GiB or more is refused before it is
+ * read), and replies read through hiredis's reader (redisReader), with
+ * the bounds hiredis 0.14 lacks.  The clients of the project (conn.c, the
+ * library's write connection; the CLI's client/redis_node.c) format what
+ * they send here, feed the reader what they receive on their own sockets
+ * and take whole replies out.  Internal (rbi_), never installed; the
+ * server keeps its own parser and encoder (daemon/server/resp.c,
+ * resp_enc.c), as redis-server does.
  *
  * Bounds, checked before anything large is allocated: an array announcing
  * more elements than are left of the reply's element budget is refused in
@@ -53,5 +58,12 @@ void rbi_reader_ints(rbi_reader_t *rd, long long *ints, size_t cap);
 
 /* Why the last MALFORMED, as a phrase ("more than 1048576 elements"). */
 const char *rbi_reader_why(const rbi_reader_t *rd);
+
+/* A request of argc arguments (argv[i]: argl[i] bytes, any bytes) as RESP2,
+ * formatted by hiredis into *out (free it with redisFreeCommand): its
+ * length, or -1 for a request hiredis cannot format (2 GiB or more, or
+ * more arguments than an int holds: nothing is read or allocated) and -2
+ * when out of memory. */
+long rbi_request_format(char **out, size_t argc, const char *const *argv, const size_t *argl);
 
 #endif /* RBI_RESP_READ_H */

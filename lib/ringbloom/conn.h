@@ -47,7 +47,7 @@ RB_EXPORT const char *rb_conn_error(const rb_conn_t *c);
  * connection is unusable afterwards. */
 
 /* Ring mutations: RING.ADD / RING.REMOVE / RING.WEIGHT.  0, or RB_EREPLY
- * (e.g. "ERR node exists"), RB_EPERM, RB_EDAEMON, RB_ETIMEDOUT, RB_EPROTO. */
+ * (e.g. "ERR node exists: 'n1' (...)"), RB_EPERM, RB_EDAEMON, RB_ETIMEDOUT, RB_EPROTO. */
 RB_EXPORT RB_WUR int rb_conn_ring_add(rb_conn_t *c, const char *name, size_t len,
                                       uint32_t weight);
 RB_EXPORT RB_WUR int rb_conn_ring_remove(rb_conn_t *c, const char *name, size_t len);
@@ -72,16 +72,32 @@ RB_EXPORT RB_WUR int rb_conn_bf_reserve(rb_conn_t *c, const char *name, size_t l
 RB_EXPORT RB_WUR int rb_conn_bf_add(rb_conn_t *c, const char *filter, size_t flen,
                                     const void *key, size_t klen);
 
-/* Adds n keys with pipelined BF.MADD batches (several in flight).
+/* Adds n keys with pipelined BF.MADD batches (several in flight); a
+ * missing filter is made with the daemon's defaults (BF.MADD's rule).
  * out_new[i] = 1 if key i was new; returns the number of new keys.  On an
- * error the keys of the batches already answered stay added. */
+ * error the keys of every batch sent stay added, and the replies of the
+ * batches in flight are read, so the connection stays usable. */
 RB_EXPORT RB_WUR int64_t rb_conn_bf_add_many(rb_conn_t *c, const char *filter, size_t flen,
                                              const rb_key_t *keys, size_t n, uint8_t *out_new);
+
+/* Adds n keys with pipelined BF.INSERT batches, as rb_conn_bf_add_many
+ * does with BF.MADD, but never into a filter made with the daemon's
+ * defaults: create == NULL adds only to an existing filter (NOCREATE:
+ * RB_ENOENT, nothing made or added, if there is none); otherwise a missing
+ * filter is made with create's capacity, error rate, layout and
+ * NONSCALING or expansion (an existing one keeps its own shape).
+ * RB_EINVAL, with nothing sent, for an aging or overfilling create: no
+ * BF.INSERT makes one.  Errors otherwise as rb_conn_bf_add_many. */
+RB_EXPORT RB_WUR int64_t rb_conn_bf_insert_many(rb_conn_t *c, const char *filter, size_t flen,
+                                                const rb_bloom_params_t *create,
+                                                const rb_key_t *keys, size_t n,
+                                                uint8_t *out_new);
 
 /* Sends one command (argv/argl: argc arguments) and returns its reply
  * rendered as text into buf (cap bytes, NUL-terminated, truncated if
  * needed): integers and strings as is, nil as "(nil)", arrays one element
- * per line.  Returns 0, or RB_EREPLY with the error text in buf. */
+ * per line.  Returns 0, or RB_EREPLY with the error text in buf; RB_ERANGE,
+ * with nothing sent, for a request of 2 GiB or more. */
 RB_EXPORT RB_WUR int rb_conn_command(rb_conn_t *c, size_t argc, const char *const *argv,
                                      const size_t *argl, char *buf, size_t cap);
 

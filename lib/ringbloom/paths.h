@@ -18,16 +18,20 @@ extern "C" {
 
 /* Where an instance's daemon keeps its socket, pidfile and state.  As root:
  * the system paths (rb_system_paths).  Otherwise: $XDG_RUNTIME_DIR/ringbloom
- * (or /tmp/ringbloom-<uid>) and $XDG_STATE_HOME/ringbloom/<instance> (or
- * ~/.local/state/ringbloom/...). */
+ * (or /tmp/ringbloom-<uid> without it); and
+ * $XDG_STATE_HOME/ringbloom/<instance>, else
+ * ~/.local/state/ringbloom/<instance> if HOME names a directory this user
+ * owns, else /tmp/ringbloom-<uid>/state/<instance> (a user without a home
+ * directory: a reboot may clear it). */
 typedef struct rb_paths {
     char socket[108];       /* fits sockaddr_un.sun_path */
     char pidfile[4096];
     char state_dir[4096];
 } rb_paths_t;
 
-/* Any process.  Fills *out for instance.  RB_EINVAL for a bad name,
- * RB_ERANGE if a path would not fit. */
+/* Any process.  Fills *out for instance (a stat of HOME for a user other
+ * than root without XDG_STATE_HOME).  RB_EINVAL for a bad name, RB_ERANGE
+ * if a path would not fit. */
 RB_EXPORT RB_WUR int rb_default_paths(const char *instance, rb_paths_t *out);
 
 /* Any process.  The system paths of instance, whoever asks:

@@ -2,8 +2,9 @@
  * paths.c - where an instance's socket, pidfile and state live by default,
  * so the daemon and every client agree without configuration, and whether
  * a directory on the way can be trusted.  Root gets the FHS places; other
- * users get the XDG ones, falling back to a private directory under /tmp
- * keyed by uid.
+ * users get the XDG ones (the home directory for the state only when it
+ * is a directory of theirs), falling back to a private directory under
+ * /tmp keyed by uid.
  *
  * The trust rule (rb_trusted_dir; docs/design.md, "Security review").  A
  * name resolves to what the users who can write the directory holding it
@@ -58,6 +59,19 @@ static int fits(int n, size_t cap)
     return n >= 0 && (size_t)n < cap;
 }
 
+/* 1 if path is absolute and names a directory of uid: a home directory
+ * to keep the state under.  A user without one (a system user whose home
+ * is /nonexistent, or /var/www of root's; a HOME left from another user
+ * by su) gets the /tmp/ringbloom-<uid> fallback instead of a directory it
+ * cannot create or write. */
+static int own_dir(const char *path, uid_t uid)
+{
+    struct stat st;
+
+    return path != NULL && path[0] == '/' && stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_uid == uid;
+}
+
 int rb_default_paths(const char *instance, rb_paths_t *out)
 {
     char run[4096];
@@ -70,6 +84,8 @@ int rb_default_paths(const char *instance, rb_paths_t *out)
         return RB_EINVAL;
     if (uid == 0)
         return rb_system_paths(instance, out);
+    /* XDG_RUNTIME_DIR is used as set: one another user could change is
+     * refused by the trust rule with its reason, never passed over. */
     if (xdg_run != NULL && xdg_run[0] == '/')
         n = snprintf(run, sizeof(run), "%s/ringbloom", xdg_run);
     else
@@ -83,7 +99,7 @@ int rb_default_paths(const char *instance, rb_paths_t *out)
     if (xdg_state != NULL && xdg_state[0] == '/')
         n = snprintf(out->state_dir, sizeof(out->state_dir), "%s/ringbloom/%s", xdg_state,
                      instance);
-    else if (home != NULL && home[0] == '/')
+    else if (own_dir(home, uid))
         n = snprintf(out->state_dir, sizeof(out->state_dir), "%s/.local/state/ringbloom/%s",
                      home, instance);
     else

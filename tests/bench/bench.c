@@ -86,6 +86,10 @@
  *      keys/s from 1 and 8 clients, the stream's bytes a key, reads
  *      through shared memory; with --redisbloom, RedisBloom on one Redis
  *      Cluster node beside (bench_nats.c).
+ *   f. the clients' requests: a BF.MADD of 1,000 keys formatted by the
+ *      project's encoder and by hiredis; rb_conn_bf_add_many keys/s and
+ *      rb_conn_command round trips/s beside --lib-before's library
+ *      (bench_req.c).
  *   g. the nginx module's admit replies: hiredis's reader (resp_read.c,
  *      as the module feeds it) beside the hand-written scanner it
  *      replaced, million replies a second (bench_replies.c).
@@ -126,7 +130,7 @@
 #define NKEYS 1000000
 
 static int reps = 5, quick;
-static const char *only = "123456789seiamhrwkbcng";
+static const char *only = "123456789seiamhrwkbcnfg";
 static FILE *csv;
 static char **keys;
 static size_t *klen;
@@ -1793,7 +1797,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--lib-before") == 0 && i + 1 < argc)
             lib_before = argv[++i];
         else {
-            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkbcng] "
+            fprintf(stderr, "usage: bench [--reps N] [--csv FILE] [--quick] [--only 123456789seiamhrwkbcnfg] "
                     "[--daemon PATH] [--daemon-before PATH] [--cli PATH] [--cli-before PATH] "
                     "[--redisbloom PATH] [--lib-before PATH]\n");
             return 2;
@@ -1854,6 +1858,8 @@ int main(int argc, char **argv)
         bench_rcache(lib_before, reps, quick);
     if (strchr(only, 'n'))
         bench_nats(tmpdir, redisbloom, reps, quick);
+    if (strchr(only, 'f'))
+        bench_req(lib_before, reps, quick);
     if (strchr(only, 'g'))
         bench_replies(reps, quick);
     fclose(csv);

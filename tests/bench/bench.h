@@ -111,6 +111,11 @@ void bench_redisbloom(const char *module, int reps, int quick);
 
 void bench_rcache(const char *lib_before, int reps, int quick);
 
+/* Section f (bench_req.c): the clients' requests formatted by the
+ * project's encoder and by hiredis, and the library's bulk adds and round
+ * trips beside lib_before's (an older libringbloom.so; NULL: not run). */
+void bench_req(const char *lib_before, int reps, int quick);
+
 /* bench.c's plumbing, for the sections in other files. */
 double bench_now_s(void);                  /* CLOCK_MONOTONIC seconds */
 double bench_median(double *v, int n);     /* sorts v */

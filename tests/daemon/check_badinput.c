@@ -300,8 +300,10 @@ START_TEST(test_badinput_duplicate_node)
     start(NULL);
     seed();
     capture(&st);
-    EXPECT_ERR(w, "ERR node exists", A("RING.ADD"), A("n1"));
-    EXPECT_ERR(w, "ERR node exists", A("RING.ADD"), A("n2"), A("7"));   /* weight stays 2 */
+    EXPECT_ERR(w, "ERR node exists: 'n1' (RING.WEIGHT and RING.UP, DOWN or DRAIN change it)",
+               A("RING.ADD"), A("n1"));
+    EXPECT_ERR(w, "ERR node exists: 'n2' (RING.WEIGHT and RING.UP, DOWN or DRAIN change it)",
+               A("RING.ADD"), A("n2"), A("7"));   /* weight stays 2 */
     ASSERT_UNCHANGED(&st);
     EXPECT(w, "n1\n1\nn2\n2", A("RING.NODES"));
 }
@@ -314,9 +316,15 @@ START_TEST(test_badinput_remove_unknown_node)
     start(NULL);
     seed();
     capture(&st);
-    EXPECT_ERR(w, "ERR no such node", A("RING.REMOVE"), A("n3"));
-    EXPECT_ERR(w, "ERR no such node", A("RING.REMOVE"), A("N1"));
-    EXPECT_ERR(w, "ERR no such node", A("RING.WEIGHT"), A("n3"), A("4"));
+    EXPECT_ERR(w, "ERR no such node 'n3' (RING.NODES lists the ring's)", A("RING.REMOVE"),
+               A("n3"));
+    EXPECT_ERR(w, "ERR no such node 'N1' (RING.NODES lists the ring's)", A("RING.REMOVE"),
+               A("N1"));
+    EXPECT_ERR(w, "ERR no such node 'n3' (RING.NODES lists the ring's)", A("RING.WEIGHT"),
+               A("n3"), A("4"));
+    /* the name quoted: no CR/LF of it ends the error line early */
+    EXPECT_ERR(w, "ERR no such node 'a\\x0d\\x0ab\\x7f' (RING.NODES lists the ring's)",
+               A("RING.DOWN"), A("a\r\nb\x7f"));
     ASSERT_UNCHANGED(&st);
 }
 END_TEST

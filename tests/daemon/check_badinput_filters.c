@@ -395,10 +395,76 @@ START_TEST(test_badinput_keyspace_commands)
 }
 END_TEST
 
+/* Errors that say what to do (issue 42, 12): the reply names the key it
+ * is about (quoted, bytes past printable ASCII as \xHH, cut after 64), or
+ * the range an argument must be in, and has Redis's "ERR" prefix unless
+ * it is RedisBloom's own wording (kept: its clients match on it).  One
+ * row per refusal, the whole reply asserted. */
+#define ROW(want, ...) { __LINE__, (want), NARGS(((const arg_t[]){ __VA_ARGS__ })), { __VA_ARGS__ } }
+START_TEST(test_badinput_errors_say_what_to_do)
+{
+    static const struct {
+        int line;
+        const char *want;
+        size_t n;
+        arg_t a[7];
+    } rows[] = {
+        ROW("ERR no TinyLFU pair 'nope' (ADMIT.RESERVE 'nope' capacity makes one)",
+            A("ADMIT.QUERY"), A("nope"), A("a"), A("b")),
+        ROW("ERR no TinyLFU pair 'nope' (ADMIT.RESERVE 'nope' capacity makes one)",
+            A("ADMIT.TOUCH"), A("nope"), A("a")),
+        ROW("ERR no TinyLFU pair 'it\\x27s\\xff\\x00' (ADMIT.RESERVE 'it\\x27s\\xff\\x00' "
+            "capacity makes one)", A("ADMIT.QUERY"), A("it's\xff\0"), A("a"), A("b")),
+        ROW("ERR no TinyLFU pair '" "0123456789012345678901234567890123456789"
+            "012345678901234567890123...' (ADMIT.RESERVE '0123456789012345678901234567890123456789"
+            "012345678901234567890123...' capacity makes one)", A("ADMIT.QUERY"),
+            A("0123456789012345678901234567890123456789012345678901234567890123456789"),
+            A("a"), A("b")),
+        ROW("ERR capacity must be an integer in [1, 536870912] (the cache's entries)",
+            A("ADMIT.RESERVE"), A("x"), A("-1")),
+        ROW("ERR capacity must be an integer in [1, 536870912] (the cache's entries)",
+            A("ADMIT.RESERVE"), A("x"), A("lots")),
+        ROW("ERR error rate must be a number in (0, 1) (the doorkeeper's; default 0.01)",
+            A("ADMIT.RESERVE"), A("x"), A("10"), A("1.5")),
+        ROW("ERR WINDOW must be an integer in [1, 9223372036854775807] (counted accesses "
+            "between two halvings; default 10 x capacity)",
+            A("ADMIT.RESERVE"), A("x"), A("10"), A("WINDOW"), A("0")),
+        ROW("ERR syntax error: ADMIT.RESERVE key capacity [error] [WINDOW window]",
+            A("ADMIT.RESERVE"), A("x"), A("10"), A("0.01"), A("SIDEWAYS")),
+        ROW("ERR 'f' exists (a TinyLFU pair, or another filter of its name or of its "
+            "doorkeeper's, 'f':dk)", A("ADMIT.RESERVE"), A("f"), A("10")),
+        ROW("ERR FPBITS must be 8, 12 or 16 (bits a fingerprint keeps; default 8)",
+            A("CF.RESERVE"), A("c"), A("100"), A("FPBITS"), A("7")),
+        ROW("ERR syntax error: CBF.RESERVE key error_rate capacity [COUNTERBITS 4|8]",
+            A("CBF.RESERVE"), A("cb"), A("0.01"), A("10"), A("COLOUR"), A("4")),
+        ROW("ERR AGING must be an integer in [1, 9223372036854775807] (counted increments "
+            "between two halvings)", A("CMS.INITBYDIM"), A("s"), A("10"), A("2"), A("AGING"),
+            A("0")),
+        ROW("ERR syntax error: after the sizing come [SMALL] [AGING w] [LIKE sketch]",
+            A("CMS.INITBYDIM"), A("s"), A("10"), A("2"), A("SIDEWAYS")),
+        /* RedisBloom's words, kept as they are */
+        ROW("Bad capacity", A("CF.RESERVE"), A("c"), A("lots")),
+        ROW("ERR not found", A("BF.INFO"), A("nope")),
+        ROW("CMS: key does not exist", A("CMS.QUERY"), A("nope"), A("a")),
+    };
+    state_t st;
+
+    start(NULL);
+    seed(); /* the Bloom filter f */
+    capture(&st);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        expect_v(rows[i].line, w, rows[i].want, 1, rows[i].n, rows[i].a);
+    printf("errors: %zu refusals, each its whole reply asserted\n", sizeof(rows) / sizeof(rows[0]));
+    ASSERT_UNCHANGED(&st);
+}
+END_TEST
+#undef ROW
+
 TCase *badinput_filters_tcase(void)
 {
     return RB_TCASE("filters", 20, NULL, badinput_teardown,
                     test_badinput_reserve_error_rate_out_of_range,
+                    test_badinput_errors_say_what_to_do,
                     test_badinput_reserve_error_rate_not_a_number,
                     test_badinput_reserve_bad_capacity,
                     test_badinput_reserve_over_max_memory,

@@ -29,7 +29,8 @@ START_TEST(test_cbf_commands)
                "0.01", "4294967297");
     rbd_expect(c, "ERR COUNTERBITS must be 4 or 8", "CBF.RESERVE", "x", "0.01", "10",
                "COUNTERBITS", "6");
-    rbd_expect(c, "ERR syntax error", "CBF.RESERVE", "x", "0.01", "10", "COLOUR", "4");
+    rbd_expect(c, "ERR syntax error: CBF.RESERVE key error_rate capacity [COUNTERBITS 4|8]",
+               "CBF.RESERVE", "x", "0.01", "10", "COLOUR", "4");
     rbd_expect(c, "ERR wrong number of arguments for 'cbf.reserve' command", "CBF.RESERVE",
                "x", "0.01", "10", "COUNTERBITS");
     rbd_expect(c, "ERR wrong number of arguments for 'cbf.add' command", "CBF.ADD", "f");

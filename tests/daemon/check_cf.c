@@ -28,7 +28,8 @@ START_TEST(test_cf_commands_as_redisbloom)
                "100", "MAXITERATIONS", "0");
     rbd_expect(c, "EXPANSION: value must be in the range [0, 32768]", "CF.RESERVE", "x", "100",
                "EXPANSION", "40000");
-    rbd_expect(c, "FPBITS: value must be 8, 12 or 16", "CF.RESERVE", "x", "100", "FPBITS",
+    rbd_expect(c, "ERR FPBITS must be 8, 12 or 16 (bits a fingerprint keeps; default 8)",
+               "CF.RESERVE", "x", "100", "FPBITS",
                "10");
     rbd_expect(c, "Couldn't parse BUCKETSIZE", "CF.RESERVE", "x", "100", "BUCKETSIZE", "b");
     rbd_expect(c, "ERR syntax error", "CF.RESERVE", "x", "100", "COLOUR", "blue");

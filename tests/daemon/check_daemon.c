@@ -134,10 +134,12 @@ START_TEST(test_daemon_ring_commands)
     rbd_expect(c, "ERR ring is empty", "RING.GET", "k");
     rbd_expect(c, "OK", "RING.ADD", "alpha");
     rbd_expect(c, "OK", "RING.ADD", "beta", "2");
-    rbd_expect(c, "ERR node exists", "RING.ADD", "beta");
+    rbd_expect(c, "ERR node exists: 'beta' (RING.WEIGHT and RING.UP, DOWN or DRAIN change it)",
+               "RING.ADD", "beta");
     rbd_expect(c, "ERR weight must be an integer in [1, 65535]", "RING.ADD", "g", "0");
     rbd_expect(c, "ERR weight must be an integer in [1, 65535]", "RING.WEIGHT", "beta", "-1");
-    rbd_expect(c, "ERR no such node", "RING.REMOVE", "gamma");
+    rbd_expect(c, "ERR no such node 'gamma' (RING.NODES lists the ring's)",
+               "RING.REMOVE", "gamma");
     rbd_expect(c, "alpha\n1\nbeta\n2", "RING.NODES");
     rbd_expect(c, "OK", "RING.WEIGHT", "alpha", "3");
     got = rbd_cmd(c, &rc, "RING.GET", "some-key", (const char *)NULL);
@@ -194,7 +196,8 @@ START_TEST(test_daemon_ring_down_bounded_by_share)
                "past ring-down-max-percent (50%)", "RING.DOWN", "b");
     rbd_expect(c, "ERR RING.DOWN refused: 2 of 3 nodes would be down or draining, "
                "past ring-down-max-percent (50%)", "RING.DOWN", "c");
-    rbd_expect(c, "ERR no such node", "RING.DOWN", "zz");
+    rbd_expect(c, "ERR no such node 'zz' (RING.NODES lists the ring's)",
+               "RING.DOWN", "zz");
     rbd_expect(c, "b\n1\nup\nc\n1\nup\nonly\n1\ndown", "RING.NODES", "WITHSTATES");
     seg = rbd_attach(&d);
     ck_assert_int_eq(rb_ring_lookup(seg, "k", 1, &n), RB_OK);   /* readers keep a ring */
@@ -886,5 +889,6 @@ int main(void)
                                  test_daemon_huge_pages_option),
                         daemon_durability_tcase(),
                         daemon_access_tcase(),
-                        daemon_cli_tcase());
+                        daemon_cli_tcase(),
+                        daemon_cli_writes_tcase());
 }

@@ -10,5 +10,6 @@
 TCase *daemon_durability_tcase(void);   /* check_daemon_durability.c */
 TCase *daemon_access_tcase(void);       /* check_daemon_access.c */
 TCase *daemon_cli_tcase(void);          /* check_daemon_access.c */
+TCase *daemon_cli_writes_tcase(void);   /* check_daemon_cli.c */
 
 #endif

@@ -137,8 +137,8 @@ static int change(int h, const char *cmd, const char *name, const char *arg)
                                       : rbd_cmd(c[h], &rc, cmd, name, (const char *)NULL);
         if (strcmp(got, "OK") == 0)
             return tries;
-        lag = strncmp(got, "CONFLICT", 8) == 0 || strcmp(got, "ERR node exists") == 0 ||
-              strcmp(got, "ERR no such node") == 0;
+        lag = strncmp(got, "CONFLICT", 8) == 0 || strncmp(got, "ERR node exists", 15) == 0 ||
+              strncmp(got, "ERR no such node", 16) == 0;
         down = strncmp(got, "ERR ring-source etcd: ", 22) == 0 &&
                rb_test_now_ms() - t0 < 15000;
         ck_assert_msg((lag && tries < 200) || down, "%s %s on host %d: %s", cmd, name, h, got);

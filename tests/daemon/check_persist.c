@@ -778,7 +778,8 @@ START_TEST(test_persist_node_states_replay)
     rbd_expect(c, "OK", "RING.DRAIN", "n1");
     rbd_expect(c, "OK", "RING.UP", "n1");
     rbd_expect(c, "OK", "RING.DRAIN", "n3");
-    rbd_expect(c, "ERR no such node", "RING.DOWN", "n9");
+    rbd_expect(c, "ERR no such node 'n9' (RING.NODES lists the ring's)", "RING.DOWN",
+               "n9");
     rbd_expect(c, "ERR syntax error (RING.NODES [WITHSTATES])", "RING.NODES", "x");
     rbd_expect(c, want, "RING.NODES", "WITHSTATES");
     rbd_expect(c, "n1\n1\nn2\n1\nn3\n2", "RING.NODES");

@@ -241,7 +241,8 @@ START_TEST(test_proto_multi_exec_semantics)
     raw_expect(fd, "EXEC\r\nDISCARD\r\n", "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n");
     raw_expect(fd, "MULTI\r\nBF.ADD f a\r\nRING.ADD n1\r\nRING.ADD n1\r\nBF.EXISTS f a\r\nEXEC\r\n",
                "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"
-               "*4\r\n:1\r\n+OK\r\n-ERR node exists\r\n:1\r\n");
+               "*4\r\n:1\r\n+OK\r\n-ERR node exists: 'n1' (RING.WEIGHT and RING.UP, DOWN or "
+               "DRAIN change it)\r\n:1\r\n");
     raw_expect(fd, "MULTI\r\nMULTI\r\nBF.ADD g x\r\nNOPE\r\nBF.ADD g\r\nSAVE\r\nEXEC\r\n",
                "+OK\r\n-ERR MULTI calls can not be nested\r\n+QUEUED\r\n"
                "-ERR unknown command 'NOPE', with args beginning with: \r\n"

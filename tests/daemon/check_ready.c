@@ -3,8 +3,10 @@
  * why it cannot (daemon/server/ready.c): a daemonized start returns only once the
  * socket answers, or fails with the reason on stderr; under systemd
  * (NOTIFY_SOCKET) READY=1 comes only once the socket accepts, and
- * STOPPING=1 at shutdown.
+ * STOPPING=1 at shutdown; a user without a home directory starts it on the
+ * defaults, and a start that fails leaves no directory it made.
  */
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "rbd_test.h"
@@ -223,11 +225,122 @@ START_TEST(test_ready_notify_socket_ready_after_socket_accepts)
 }
 END_TEST
 
+/* ---- a user without a home directory (issue 42, 4) ----------------------------- */
+
+/* Runs `ringbloomd -f -i d.inst -o keep-segment=no ARGS` as RB_TEST_OTHER_UID
+ * (nobody) in the environment a login as that user gives it without a
+ * session: HOME its passwd entry's, which does not exist (/nonexistent),
+ * no XDG_STATE_HOME, and XDG_RUNTIME_DIR xdg (a private directory of
+ * nobody's, so that the run directory is the test's own).  Its output goes
+ * to d.log.  Returns its pid. */
+static pid_t start_homeless(const char *xdg, const char *const *args)
+{
+    const char *argv[12] = { rbd_binary(), "-f", "-i", d.inst, "-o", "keep-segment=no" };
+    int argc = 6;
+    pid_t pid;
+
+    for (int i = 0; args != NULL && args[i] != NULL && argc < 11; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int out = open(d.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 || rb_test_become_other() != 0)
+            _exit(126);
+        setenv("HOME", "/nonexistent", 1);
+        setenv("XDG_RUNTIME_DIR", xdg, 1);
+        unsetenv("XDG_STATE_HOME");
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* 1 if path exists (lstat). */
+static int exists(const char *path)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0;
+}
+
+/* A user without a home directory (nobody: /nonexistent) starts the
+ * daemon on the defaults: the state falls back to
+ * /tmp/ringbloom-<uid>/state/<instance>, as documented, and the log says
+ * that a reboot may clear it.  A start that fails leaves no directory it
+ * made: not the run directory, not the state directory with the start-up
+ * snapshot in it (a socket it cannot make fails the start after both),
+ * not /tmp/ringbloom-<uid> when it made that. */
+START_TEST(test_ready_homeless_user_falls_back_and_failure_leaves_nothing)
+{
+    char xdg[300], run[320], sock[400], tmp[64], state[200], snap[260], err[4096];
+    const char *bad_dir[] = { "-d", "/proc/nope/state", NULL };
+    const char *bad_sock[] = { "-s", "/proc/nope/x.sock", NULL };
+    int status, tmp_before;
+    pid_t pid;
+
+    if (getuid() != 0) {
+        printf("the homeless-user test needs root (to become nobody); it checks nothing\n");
+        return;
+    }
+    rbd_prepare(&d, NULL);
+    snprintf(xdg, sizeof(xdg), "%s/xdg", d.dir);
+    ck_assert_int_eq(mkdir(xdg, 0700), 0);
+    ck_assert_int_eq(chown(xdg, RB_TEST_OTHER_UID, RB_TEST_OTHER_UID), 0);
+    snprintf(run, sizeof(run), "%s/ringbloom", xdg);
+    snprintf(sock, sizeof(sock), "%s/%s.sock", run, d.inst);
+    snprintf(tmp, sizeof(tmp), "/tmp/ringbloom-%d", RB_TEST_OTHER_UID);
+    snprintf(state, sizeof(state), "%s/state/%s", tmp, d.inst);
+    snprintf(snap, sizeof(snap), "%s/snapshot.rbs", state);
+    tmp_before = exists(tmp);
+
+    /* It starts, its state in the fallback. */
+    d.pid = pid = start_homeless(xdg, NULL);
+    for (int i = 0; i < rbd_wait_ms(10000) / 10 && !answers_now(sock); i++) {
+        ck_assert_msg(waitpid(pid, &status, WNOHANG) == 0, "ringbloomd exited (status %d): "
+                      "%s", status, rbd_read_file(d.log, &(size_t){ 0 }));
+        usleep(10000);
+    }
+    ck_assert_msg(answers_now(sock), "no answer on %s", sock);
+    ck_assert_msg(exists(snap), "no %s", snap);
+    ck_assert_int_eq(rbd_file_count(d.log, "no home directory of its own (HOME=/nonexistent)"),
+                     1);
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    d.pid = 0;
+    ck_assert_int_eq(rbl_rmtree(state), 0);   /* the test's state */
+    ck_assert_int_eq(rbl_rmtree(run), 0);
+    if (!tmp_before) {
+        ck_assert_int_eq(rmdir(strcat(strcpy(err, tmp), "/state")), 0);
+        ck_assert_int_eq(rmdir(tmp), 0);
+    }
+
+    /* Starts that fail: the state directory cannot be made, then the
+     * socket cannot (after the run and state directories and the start-up
+     * snapshot): nothing stays. */
+    for (int k = 0; k < 2; k++) {
+        pid = start_homeless(xdg, k == 0 ? bad_dir : bad_sock);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
+        printf("failed start %d left: run directory %s, state directory %s, %s %s\n", k,
+               exists(run) ? "yes" : "no", exists(state) ? "yes" : "no", tmp,
+               tmp_before ? "(there before)" : exists(tmp) ? "yes" : "no");
+        ck_assert_msg(!exists(run) && !exists(state), "a failed start left %s or %s", run,
+                      state);
+        ck_assert_msg(tmp_before || !exists(tmp), "a failed start left %s", tmp);
+    }
+    ck_assert_int_eq(rb_segment_unlink(d.inst), RB_ENOENT);
+}
+END_TEST
+
 int main(void)
 {
     return RB_TEST_MAIN("ready",
                         RB_TCASE("ready", 120, NULL, rbd_teardown,
                                  test_ready_daemonized_failure_says_why,
+                                 test_ready_homeless_user_falls_back_and_failure_leaves_nothing,
                                  test_ready_daemonized_serves_when_parent_returns,
                                  test_ready_notify_socket_ready_after_socket_accepts));
 }

@@ -85,7 +85,8 @@ START_TEST(test_sketch_admit_touch_and_query)
     rbd_expect(c, "5", "ADMIT.TOUCH", "t", "a");     /* 4 counted: halved to 2, dk cleared */
     rbd_expect(c, "2", "CMS.QUERY", "t", "a");
     rbd_expect(c, "0", "BF.EXISTS", "t:dk", "a");
-    rbd_expect(c, "ERR item exists", "ADMIT.RESERVE", "t", "100");
+    rbd_expect(c, "ERR 't' exists (a TinyLFU pair, or another filter of its name or of its "
+               "doorkeeper's, 't':dk)", "ADMIT.RESERVE", "t", "100");
     rbd_expect(c, "1", "ADMIT.TOUCH", "t", "b");     /* the cleared doorkeeper takes b again */
     rb_conn_close(c);
     /* The log alone gives the same pair (each touch one TXN record). */

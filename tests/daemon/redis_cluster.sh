@@ -22,12 +22,8 @@ set -u
 daemon=${RB_DAEMON:-../daemon/ringbloomd}
 cli=${RB_CLI:-../client/ringbloom}
 srcdir=${srcdir:-$(dirname "$0")/../..}
-if ! command -v redis-server >/dev/null 2>&1; then
-    echo "SKIP: redis-server not found (Debian package redis-server)"
-    exit 77
-fi
+. "$srcdir/tests/harness/redis_cluster.sh"   # exits 77 without redis-server
 . "$srcdir/tests/harness/private_daemon.sh"
-. "$srcdir/tests/harness/redis_cluster.sh"
 fail() { rc_fail "$1"; }
 # Debian's python3: the one python3-redis installs for.
 py=python3

@@ -4,7 +4,8 @@
 # ports python3 picks ($rc_ports, bus ports $rc_bus), each in its own
 # directory of a temporary one ($rc_dir, logs $rc_dir/PORT.log), joins
 # them with redis-cli --cluster create and waits until every node says
-# cluster_state:ok and all give the same CLUSTER SLOTS.  rc_add_master
+# cluster_state:ok and all give the same CLUSTER SLOTS; rc_start_one, a
+# cluster of one master holding every slot.  rc_add_master
 # adds a master without slots (its port appended).  rc_reshard FROM
 # TO N moves N slots from master port FROM to master port TO (redis-cli
 # --cluster reshard) and waits for that agreement again.  rc_id PORT is a
@@ -13,8 +14,12 @@
 # was started first (start it first: its rbd_sh_start sets its own trap).
 # Free ports come from ports.sh.  Every wait is bounded; a failure prints
 # why and exits 1 with a Check-style count.  Needs redis-server, redis-cli
-# and python3 (a test that sources this exits 77 first when redis-server
-# is missing).
+# and python3: sourcing it exits 77 (skipped) when redis-server is
+# missing.
+if ! command -v redis-server >/dev/null 2>&1; then
+    echo "SKIP: redis-server not found (Debian package redis-server)"
+    exit 77
+fi
 . "$srcdir/tests/harness/ports.sh"
 rc_fail() { echo "$1"; echo "Checks: 1, Failures: 1, Errors: 0"; exit 1; }
 rc_cleanup() {
@@ -61,13 +66,17 @@ rc_start_node() {
         --logfile "$rc_dir/$1.log" --protected-mode no &
     rc_pids="$rc_pids $!"
 }
-rc_start() {
+# rc_init: the tools checked, $rc_dir made, the EXIT trap set.
+rc_init() {
     command -v redis-cli >/dev/null 2>&1 || rc_fail "redis-cli not found (Debian package redis-tools)"
     command -v python3 >/dev/null 2>&1 || rc_fail "python3 not found"
     rc_dir=$(mktemp -d /tmp/rbtest.cluster.XXXXXX) || rc_fail "mktemp failed"
     rc_pids=
     trap rc_cleanup EXIT
     trap 'exit 1' INT TERM
+}
+rc_start() {
+    rc_init
     # Another process may take a port before redis-server binds it: then
     # its start fails, said by rc_wait_ping.
     _ports=$(rb_free_ports $((2 * $1))) || rc_fail "no free ports"
@@ -91,6 +100,19 @@ rc_start() {
     done
     timeout 30 redis-cli --cluster create $_addrs --cluster-replicas 0 --cluster-yes \
         > "$rc_dir/create.log" 2>&1 || { cat "$rc_dir/create.log"; rc_fail "redis-cli --cluster create failed"; }
+    rc_wait_agree
+}
+# rc_start_one: a cluster of one master that owns every slot (CLUSTER
+# ADDSLOTSRANGE 0 16383: no --cluster create, which wants three), its port
+# in $rc_ports; waits until it says cluster_state:ok.
+rc_start_one() {
+    rc_init
+    _ports=$(rb_free_ports 2) || rc_fail "no free ports"
+    set -- $_ports
+    rc_ports=$1 rc_bus=$2
+    rc_start_node "$1" "$2"
+    rc_wait_ping "$1"
+    rc_cli "$1" CLUSTER ADDSLOTSRANGE 0 16383 > /dev/null || rc_fail "CLUSTER ADDSLOTSRANGE failed"
     rc_wait_agree
 }
 # rc_add_master: one more master, with no slots (redis-cli --cluster

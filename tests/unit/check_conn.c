@@ -193,6 +193,33 @@ START_TEST(test_conn_renders_and_checks_madd)
 }
 END_TEST
 
+/* rb_conn_bf_insert_many: NOCREATE's refusal ("ERR not found", RedisBloom's
+ * words) is RB_ENOENT; an aging create is RB_EINVAL and a request of 2 GiB
+ * or more RB_ERANGE, both with nothing sent (the fake daemon then gets
+ * the next command, which it answers). */
+START_TEST(test_conn_insert_many_and_request_bounds)
+{
+    static const char big[1] = { 'x' };
+    const char *argv[] = { "X", big };
+    size_t argl[] = { 1, (size_t)1 << 31 };
+    rb_bloom_params_t aging = { .capacity = 10, .error_rate = 0.01, .flags = RB_BLOOM_AGING };
+    rb_key_t k = { "k", 1 };
+    char buf[64];
+    fake_t f;
+    rb_conn_t *c;
+
+    fake_start(&f, S("-ERR not found\r\n"), 0);
+    ck_assert_int_eq(rb_conn_open(NULL, f.path, 5000, &c), RB_OK);
+    ck_assert_int_eq(rb_conn_bf_insert_many(c, "f", 1, &aging, &k, 1, NULL), RB_EINVAL);
+    /* Refused before a byte of the 2 GiB argument is read (it is 1 byte). */
+    ck_assert_int_eq(rb_conn_command(c, 2, argv, argl, buf, sizeof(buf)), RB_ERANGE);
+    ck_assert_int_eq(rb_conn_bf_insert_many(c, "f", 1, NULL, &k, 1, NULL), RB_ENOENT);
+    ck_assert_str_eq(rb_conn_error(c), "ERR not found");
+    rb_conn_close(c);
+    fake_stop(&f);
+}
+END_TEST
+
 /* A sanitizer (.ci/run's ASan and TSan builds) reserves terabytes of
  * address space for its shadow memory, so no RLIMIT_AS can be set under
  * one; its allocator then refuses (and reports) an allocation as large as
@@ -245,6 +272,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     return RB_TEST_MAIN("conn",
                         RB_TCASE("replies", 30, NULL, NULL, test_conn_maps_replies_to_codes,
-                                 test_conn_renders_and_checks_madd),
+                                 test_conn_renders_and_checks_madd,
+                                 test_conn_insert_many_and_request_bounds),
                         RB_TCASE("bounds", 60, NULL, NULL, test_conn_refuses_hostile_sizes));
 }

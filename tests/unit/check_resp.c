@@ -2,9 +2,11 @@
  * verdict on a request never depends on how its bytes were split (cases
  * from fuzz_resp: tests/fuzz/corpus/fuzz_resp/regress-*), which splits
  * inline commands as redis-server does (a table of cases, compared with a
- * redis-server started on a Unix socket when one is installed), and the project's
- * one encoder (lib/conn/resp_enc.c), whose requests that parser reads back and
- * whose typed replies are RESP3's or, byte for byte, Redis 7's RESP2. */
+ * redis-server started on a Unix socket when one is installed), the
+ * server's encoder (lib/conn/resp_enc.c), whose typed replies are RESP3's
+ * or, byte for byte, Redis 7's RESP2, and the requests of the clients
+ * (hiredis's formatting, lib/conn/resp_read.c) and of the nginx module
+ * (resp_enc.c), which agree and which that parser reads back. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 
 #include "resp.h"
 #include "resp_enc.h"
+#include "resp_read.h"
 #include "rb_test.h"
 
 /* Outcome of the first request of stream[0..len) delivered in two reads
@@ -123,9 +126,11 @@ START_TEST(test_resp_request_limit_holds_however_split)
 }
 END_TEST
 
-/* Requests the encoder writes (the client library's and the nginx
- * module's) parse back into the same arguments, binary and empty ones
- * included; rbi_resp_command_size is exactly what rbi_resp_command_put
+/* Requests parse back into the same arguments, binary and empty ones
+ * included, and the two writers of requests agree byte for byte: the
+ * clients' (hiredis's redisFormatCommandArgv, rbi_request_format: the
+ * library's connection, the CLI) and the nginx module's encoder (into its
+ * own buffer); rbi_resp_command_size is exactly what rbi_resp_command_put
  * writes, and replies' error lines stay one line. */
 START_TEST(test_resp_encoded_requests_parse_back)
 {
@@ -138,7 +143,8 @@ START_TEST(test_resp_encoded_requests_parse_back)
         char bytes[MAXARGS][300], *fixed;
         const char *argv[MAXARGS];
         size_t argl[MAXARGS], argc = (size_t)(r % MAXARGS), size;
-        rbi_buf_t b = { 0 };
+        char *h;
+        long hlen;
         resp_limits_t lim;
         resp_parser_t p;
         const char *err = NULL;
@@ -156,21 +162,20 @@ START_TEST(test_resp_encoded_requests_parse_back)
         fixed[size] = 'G';   /* guard: put writes exactly size bytes */
         ck_assert_ptr_eq(rbi_resp_command_put(fixed, argc, argv, argl), fixed + size);
         ck_assert_int_eq(fixed[size], 'G');
-        rbi_resp_command(&b, argc, argv, argl);
-        ck_assert(!b.oom);
-        ck_assert_uint_eq(b.len, size);
-        ck_assert(memcmp(b.data, fixed, size) == 0);
+        hlen = rbi_request_format(&h, argc, argv, argl);
+        ck_assert_int_eq(hlen, (long)size);
+        ck_assert(memcmp(h, fixed, size) == 0);
         resp_limits_init(&lim, 1u << 20);
         resp_parser_init(&p);
-        ck_assert_int_eq(resp_parse(&p, b.data, b.len, &lim, &err), RESP_DONE);
+        ck_assert_int_eq(resp_parse(&p, h, (size_t)hlen, &lim, &err), RESP_DONE);
         ck_assert_uint_eq(p.pos, size);
         ck_assert_uint_eq(p.nargs, argc);
         for (size_t i = 0; i < argc; i++) {
             ck_assert_uint_eq(p.len[i], argl[i]);
-            ck_assert(memcmp(resp_arg(&p, b.data, i), argv[i], argl[i]) == 0);
+            ck_assert(memcmp(resp_arg(&p, h, i), argv[i], argl[i]) == 0);
         }
         resp_parser_free(&p);
-        rbi_buf_free(&b);
+        redisFreeCommand(h);
         free(fixed);
     }
     rbi_resp_error(&rb, "ERR two\r\nlines %d", 7);

@@ -190,7 +190,9 @@ START_TEST(test_sink_sees_every_op_once_in_order)
     ck_assert_str_eq(run(&t, "BF.ADD", "f", "a", NULL), ":1\r\n");
     ck_assert_str_eq(run(&t, "BF.EXISTS", "f", "a", NULL), ":1\r\n");
     ck_assert_str_eq(run(&t, "RING.ADD", "n1", NULL), "+OK\r\n");
-    ck_assert_str_eq(run(&t, "RING.ADD", "n1", NULL), "-ERR node exists\r\n");
+    ck_assert_str_eq(run(&t, "RING.ADD", "n1", NULL),
+                     "-ERR node exists: 'n1' (RING.WEIGHT and RING.UP, DOWN or DRAIN "
+                     "change it)\r\n");
     ck_assert_str_eq(run(&t, "RING.WEIGHT", "n1", "3", NULL), "+OK\r\n");
     ck_assert_str_eq(run(&t, "MULTI", NULL), "+OK\r\n");
     ck_assert_str_eq(run(&t, "BF.ADD", "f", "b", NULL), "+QUEUED\r\n");
