@@ -293,6 +293,7 @@ char *rbd_read_file(const char *path, size_t *len)
     ck_assert_ptr_nonnull(data);
     ck_assert_uint_eq(fread(data, 1, (size_t)st.st_size, f), (size_t)st.st_size);
     fclose(f);
+    data[st.st_size] = '\0';   /* the callers read it as a string too */
     *len = (size_t)st.st_size;
     return data;
 }

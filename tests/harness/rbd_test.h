@@ -133,7 +133,7 @@ int rbd_log_count(const rbd_proc_t *d, const char *needle);
 int rbd_file_count(const char *path, const char *needle);
 /* Replaces the file at path with len bytes of data. */
 void rbd_write_file(const char *path, const void *data, size_t len);
-/* The whole file (malloc'd, caller frees); its size in *len. */
+/* The whole file (malloc'd, caller frees), NUL-terminated; its size in *len. */
 char *rbd_read_file(const char *path, size_t *len);
 
 /* A "Field:  N kB" line of /proc/<pid>/status ("VmRSS:", "VmHWM:",
