@@ -99,19 +99,17 @@ static int gone(pid_t pid)
 
 static unsigned leftovers(pid_t inner)
 {
+    /* The suite's shm objects and temp dirs: rb_test.h's names. */
+    static const struct { const char *before, *after; } where[] = {
+        { "/dev/shm/ringbloom.chk", "-*" }, { "/tmp/rbtest.", ".*" } };
     char pattern[128];
     glob_t g;
     unsigned n = 0;
 
-    snprintf(pattern, sizeof(pattern), "/dev/shm/ringbloom.chk%d-*", (int)inner);
-    if (glob(pattern, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            fprintf(stderr, "left behind: %s\n", g.gl_pathv[i]);
-        n += (unsigned)g.gl_pathc;
-        globfree(&g);
-    }
-    snprintf(pattern, sizeof(pattern), "/tmp/rbtest.%d.*", (int)inner);
-    if (glob(pattern, 0, NULL, &g) == 0) {
+    for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
+        snprintf(pattern, sizeof(pattern), "%s%d%s", where[w].before, (int)inner, where[w].after);
+        if (glob(pattern, 0, NULL, &g) != 0)
+            continue;
         for (size_t i = 0; i < g.gl_pathc; i++)
             fprintf(stderr, "left behind: %s\n", g.gl_pathv[i]);
         n += (unsigned)g.gl_pathc;
